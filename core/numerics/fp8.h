@@ -1,0 +1,38 @@
+#pragma once
+// Exact FP8 codecs (DESIGN.md "FP8 numerics").
+// E4M3FN: 1 sign, 4 exponent bits (bias 7), 3 mantissa bits, subnormals, no infinities,
+// S.1111.111 is NaN, largest finite 448. E5M2: IEEE-like (bias 15), infinities, max 57344.
+// Encoding rounds to nearest, ties to even. Decoding is a 256-entry table.
+#include <cstddef>
+#include <cstdint>
+
+namespace scalescope::fp8 {
+
+constexpr float kE4M3Max = 448.0f;
+constexpr float kE5M2Max = 57344.0f;
+constexpr uint8_t kE4M3NaN = 0x7F;
+
+float decodeE4M3(uint8_t code);
+float decodeE5M2(uint8_t code);
+
+// Round-to-nearest-even; finite values beyond +-448 saturate to +-448 (the emulation clamps
+// before encoding anyway), NaN gives 0x7F, -0.0 gives 0x80.
+uint8_t encodeE4M3(float value);
+// Round-to-nearest-even; values past the largest finite after rounding become +-Inf, NaN 0x7F.
+uint8_t encodeE5M2(float value);
+
+// The value E4M3(clamp(x, -448, 448)) decodes to, computed without going through the code:
+// this is the hot path of activation quantization and must agree with decodeE4M3(encodeE4M3(x))
+// bit for bit (tested over all codes and their midpoints).
+float roundToE4M3(float value);
+
+// In place: x[i] = roundToE4M3(x[i] / scale) * scale, in float32, for n values.
+void quantDequantE4M3(float* values, std::size_t n, float scale);
+
+// Decode n codes and multiply by one scale: out[i] = decodeE4M3(codes[i]) * scale.
+void dequantizeE4M3(const uint8_t* codes, std::size_t n, float scale, float* out);
+
+// Encode n values as E4M3(clamp(x / scale)) codes.
+void quantizeE4M3(const float* values, std::size_t n, float scale, uint8_t* codes);
+
+} // namespace scalescope::fp8

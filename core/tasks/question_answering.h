@@ -1,0 +1,57 @@
+#pragma once
+// Extractive question answering around an encoder: windowing of long contexts and the n-best
+// post-processing of start/end logits into answers with character offsets into the context.
+// Follows the usual SQuAD recipe: windows of maxSeqLen tokens, consecutive windows overlapping by
+// docStride context tokens; per window the nBest highest start and end logits form candidate
+// spans that lie inside the context, end >= start, at most maxAnswerLen tokens; a span's score is
+// start_logit + end_logit; the null answer's score is the lowest start[0] + end[0] over windows.
+// Pure functions, no model: the model call is the caller's (see answerQuestion in engine code).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "text/bpe_tokenizer.h"
+
+namespace scalescope {
+
+struct QaOptions {
+    int maxSeqLen = 384;
+    int docStride = 128;     // context tokens shared by consecutive windows
+    int maxAnswerLen = 30;   // tokens
+    int nBest = 20;          // start/end candidates per window
+    int topK = 1;            // answers returned
+    // SQuAD 2.0: when set, the null answer competes: it wins when
+    // null_score - best_span_score > nullThreshold. When unset, only spans are returned.
+    std::optional<float> nullThreshold;
+};
+
+struct QaWindow {
+    Encoding encoding;          // <s> question </s></s> context-slice </s>
+    int contextTokenBegin = 0;  // index in encoding.ids of the first context token
+    int contextTokenEnd = 0;    // one past the last context token
+};
+
+struct QaAnswer {
+    std::string text;           // the context substring [start, end)
+    float score = 0;            // softmax probability over the candidate spans (and null)
+    int start = 0;              // code-point offsets into the context
+    int end = 0;
+    float startLogit = 0;
+    float endLogit = 0;
+    int window = -1;            // window the span came from; -1 for the null answer
+    bool isNull = false;
+};
+
+// Splits the context into windows. Throws scalescope::Error when the question alone does not fit
+// (leaves no room for context) or the options are invalid.
+std::vector<QaWindow> buildQaWindows(const BpeTokenizer& tokenizer, const std::string& question,
+                                     const std::string& context, const QaOptions& options);
+
+// startLogits[w] / endLogits[w] hold one logit per token of windows[w].
+// Returns up to topK answers, best first; when the null answer wins it comes first.
+std::vector<QaAnswer> postprocessQa(const std::vector<QaWindow>& windows,
+                                    const std::vector<std::vector<float>>& startLogits,
+                                    const std::vector<std::vector<float>>& endLogits,
+                                    const std::string& context, const QaOptions& options);
+
+} // namespace scalescope
