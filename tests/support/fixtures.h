@@ -1,1 +1,51 @@
 #pragma once
+// Tiny generated checkpoints and tokenizers for the test suites (fixed seeds, written to temporary
+// folders by the tests themselves). The FP8 writer here is the tests' own, independent of
+// core/tasks/quantize, so that the engine is checked against data it did not produce.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace scalescope::testing {
+
+// vocab.json + merges.txt of a byte-level BPE tokenizer in RoBERTa's layout: <s>=0, <pad>=1,
+// </s>=2, <unk>=3, then the 256 byte symbols, then one entry per merge result, then <mask> last.
+// Merges build each of `words` both bare and with the leading-space symbol "Ġ".
+void writeTinyTokenizer(const std::string& dir, const std::vector<std::string>& words);
+
+struct TinyModelSpec {
+    std::string architecture = "RobertaForQuestionAnswering"; // or RobertaForMaskedLM
+    int hiddenSize = 32;
+    int numLayers = 2;
+    int numHeads = 4;
+    int intermediateSize = 64;
+    int maxPositionEmbeddings = 130; // RoBERTa: max sequence length + 2
+    uint32_t seed = 1234;
+    // Input channels of every encoder Linear whose weight columns are multiplied by outlierFactor
+    // (and hidden channels whose embeddings are), to make per-tensor scales suffer.
+    std::vector<int> outlierChannels;
+    float outlierFactor = 1.0f;
+    std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "a", "dog", "Paris", "is",
+                                      "capital", "of", "France", "what", "where", "?"};
+};
+
+// Float32 checkpoint: config.json, model.safetensors, vocab.json, merges.txt.
+void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec);
+
+struct Fp8Scheme {
+    std::string weights = "channel";    // channel | tensor
+    std::string activations = "token";  // token (dynamic) | tensor (static) | none
+    std::string scaleDtype = "F32";     // F32 | BF16 | F16
+};
+
+// Reads the float checkpoint in floatDir and writes its compressed-tensors FP8 version to fp8Dir
+// (config.json with quantization_config, model.safetensors, tokenizer files copied). Encoder
+// Linears are quantized; qa_outputs and lm_head.* are left in float (listed in "ignore").
+// Static input scales come from the reference forward over calibrationIds.
+void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8Dir, const Fp8Scheme& scheme,
+                            const std::vector<int64_t>& calibrationIds = {0, 5, 6, 7, 8, 9, 2});
+
+// A fresh temporary folder under QDir::tempPath(), removed by the caller's QTemporaryDir if desired.
+std::string makeTempDir(const std::string& prefix);
+
+} // namespace scalescope::testing

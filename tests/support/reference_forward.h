@@ -1,1 +1,30 @@
 #pragma once
+// An independent RoBERTa forward pass in plain loops (float32, batch 1, no padding), written for the
+// tests: it shares no code path with core/model/encoder_model.cpp. FP8 emulation here finds the
+// nearest E4M3 value by searching all 256 codes decoded from their bit fields (ties to the even code).
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace scalescope::testing {
+
+struct ReferenceTensor {
+    std::vector<int64_t> shape;
+    std::vector<float> values;
+};
+
+// mode: "fp8" (quantized Linears quantize their inputs as the checkpoint says) or "dequant"
+// (dequantized weights, float activations). A float checkpoint runs the same in both.
+// Result keys: "start_logits"/"end_logits" (QA) or "logits" (MLM), "roberta.embeddings.output",
+// "roberta.encoder.layer.N.output", and for every Linear "<module>.input" and "<module>.output".
+std::map<std::string, ReferenceTensor> referenceForward(const std::string& checkpointDir,
+                                                        const std::vector<int64_t>& inputIds,
+                                                        const std::string& mode);
+
+// The E4M3 value nearest to x (after clamping to +-448), ties to the even code, by exhaustive search.
+float referenceRoundToE4M3(float x);
+// E4M3 decoding from the bit fields.
+float referenceDecodeE4M3(uint8_t code);
+
+} // namespace scalescope::testing
