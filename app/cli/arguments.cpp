@@ -1,0 +1,100 @@
+#include "arguments.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+namespace scalescope::cli {
+
+Arguments Arguments::parse(const CommandSpec& spec, const std::vector<std::string>& args)
+{
+    Arguments out;
+    out.command_ = spec.name;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        if (arg.size() > 2 && arg.compare(0, 2, "--") == 0) {
+            std::string name = arg.substr(2);
+            std::optional<std::string> inlineValue;
+            if (auto eq = name.find('='); eq != std::string::npos) {
+                inlineValue = name.substr(eq + 1);
+                name = name.substr(0, eq);
+            }
+            if (spec.flags.count(name)) {
+                if (inlineValue)
+                    throw UsageError{"--" + name + " takes no value."};
+                out.flags_.insert(name);
+            } else if (spec.valueOptions.count(name)) {
+                if (!inlineValue) {
+                    if (i + 1 >= args.size())
+                        throw UsageError{"--" + name + " needs a value."};
+                    inlineValue = args[++i];
+                }
+                if (out.values_.count(name))
+                    throw UsageError{"--" + name + " is given twice."};
+                out.values_[name] = *inlineValue;
+            } else {
+                throw UsageError{"Unknown option --" + name + " for command " + spec.name + "."};
+            }
+        } else {
+            out.positionals_.push_back(arg);
+        }
+    }
+    if (static_cast<int>(out.positionals_.size()) != spec.positionals) {
+        std::string expected;
+        for (const auto& name : spec.positionalNames)
+            expected += (expected.empty() ? "" : " ") + name;
+        throw UsageError{"Command " + spec.name + " takes " +
+                         (spec.positionals ? expected : std::string("no positional arguments")) + " (got " +
+                         std::to_string(out.positionals_.size()) + ")."};
+    }
+    return out;
+}
+
+std::optional<std::string> Arguments::value(const std::string& name) const
+{
+    auto it = values_.find(name);
+    if (it == values_.end())
+        return std::nullopt;
+    return it->second;
+}
+
+std::string Arguments::value(const std::string& name, const std::string& fallback) const
+{
+    return value(name).value_or(fallback);
+}
+
+std::string Arguments::required(const std::string& name) const
+{
+    auto v = value(name);
+    if (!v)
+        throw UsageError{"Command " + command_ + " needs --" + name + "."};
+    return *v;
+}
+
+int Arguments::intValue(const std::string& name, int fallback, int minimum, int maximum) const
+{
+    auto v = value(name);
+    if (!v)
+        return fallback;
+    errno = 0;
+    char* end = nullptr;
+    const long parsed = std::strtol(v->c_str(), &end, 10);
+    if (v->empty() || *end != '\0' || errno != 0 || parsed < minimum || parsed > maximum)
+        throw UsageError{"--" + name + " must be an integer from " + std::to_string(minimum) + " to " +
+                         std::to_string(maximum) + ", not \"" + *v + "\"."};
+    return static_cast<int>(parsed);
+}
+
+std::optional<float> Arguments::floatValue(const std::string& name) const
+{
+    auto v = value(name);
+    if (!v)
+        return std::nullopt;
+    char* end = nullptr;
+    const float parsed = std::strtof(v->c_str(), &end);
+    if (v->empty() || *end != '\0' || !std::isfinite(parsed))
+        throw UsageError{"--" + name + " must be a number, not \"" + *v + "\"."};
+    return parsed;
+}
+
+} // namespace scalescope::cli

@@ -1,0 +1,46 @@
+#pragma once
+// Command-line parsing for scalescope-cli: `<command> [positionals] [--option value] [--flag]`.
+// Each command declares its options; anything else is a usage error naming the option.
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace scalescope::cli {
+
+struct UsageError {
+    std::string message;
+};
+
+struct CommandSpec {
+    std::string name;
+    int positionals = 0;                  // exact count
+    std::vector<std::string> positionalNames;
+    std::set<std::string> valueOptions;   // --name VALUE (also --name=VALUE)
+    std::set<std::string> flags;          // --name
+    std::string summary;
+};
+
+class Arguments {
+public:
+    // Throws UsageError.
+    static Arguments parse(const CommandSpec& spec, const std::vector<std::string>& args);
+
+    const std::vector<std::string>& positionals() const { return positionals_; }
+    bool flag(const std::string& name) const { return flags_.count(name) > 0; }
+    bool has(const std::string& name) const { return values_.count(name) > 0; }
+    std::optional<std::string> value(const std::string& name) const;
+    std::string value(const std::string& name, const std::string& fallback) const;
+    std::string required(const std::string& name) const;       // UsageError when absent
+    int intValue(const std::string& name, int fallback, int minimum, int maximum) const;
+    std::optional<float> floatValue(const std::string& name) const;
+
+private:
+    std::string command_;
+    std::vector<std::string> positionals_;
+    std::map<std::string, std::string> values_;
+    std::set<std::string> flags_;
+};
+
+} // namespace scalescope::cli

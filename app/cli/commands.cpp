@@ -1,0 +1,405 @@
+#include "commands.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "arguments.h"
+#include "common/error.h"
+#include "io/safetensors.h"
+#include "model/encoder_model.h"
+#include "tasks/answer_question.h"
+#include "tasks/fill_mask.h"
+#include "tasks/quantize.h"
+
+namespace scalescope::cli {
+namespace {
+
+using json = nlohmann::json;
+
+const std::set<std::string> kRunOptions = {"mode", "reference"};
+
+// What a command runs: the model (the checkpoint itself, or the reference checkpoint), the mode,
+// and a note for the output when dequant stands in for a missing reference.
+struct RunSelection {
+    std::unique_ptr<EncoderModel> model;
+    RunMode mode = RunMode::Fp8;
+    std::string modeName;
+    std::string referenceDir;
+    std::string note;
+};
+
+RunSelection selectRun(const Arguments& args, const std::string& checkpointDir)
+{
+    RunSelection run;
+    run.modeName = args.value("mode", "fp8");
+    run.referenceDir = args.value("reference", "");
+    if (run.modeName == "fp8") {
+        run.model = EncoderModel::load(checkpointDir);
+        run.mode = RunMode::Fp8;
+    } else if (run.modeName == "dequant") {
+        run.model = EncoderModel::load(checkpointDir);
+        run.mode = RunMode::Dequant;
+    } else if (run.modeName == "reference") {
+        run.mode = RunMode::Dequant; // a float checkpoint runs the same in either mode
+        if (run.referenceDir.empty()) {
+            run.model = EncoderModel::load(checkpointDir);
+            run.note = "No --reference was given, so dequant (dequantized weights, float activations) stands in for the reference.";
+        } else {
+            std::shared_ptr<const Checkpoint> checkpoint = Checkpoint::open(checkpointDir);
+            run.model = EncoderModel::load(run.referenceDir);
+            if (run.model->config().architecture != checkpoint->config().architecture)
+                throw Error("The reference " + run.referenceDir + " is " +
+                            architectureName(run.model->config().architecture) + " but " + checkpointDir + " is " +
+                            architectureName(checkpoint->config().architecture) + ".");
+        }
+    } else {
+        throw UsageError{"--mode must be fp8, dequant or reference, not \"" + run.modeName + "\"."};
+    }
+    return run;
+}
+
+void addRunFields(json& out, const RunSelection& run)
+{
+    out["mode"] = run.modeName;
+    out["reference"] = run.referenceDir.empty() ? json(nullptr) : json(run.referenceDir);
+    if (!run.note.empty())
+        out["note"] = run.note;
+}
+
+json offsetsJson(const Encoding& encoding)
+{
+    json offsets = json::array();
+    for (const auto& [start, end] : encoding.offsets)
+        offsets.push_back({start, end});
+    return offsets;
+}
+
+std::vector<int64_t> parseIdList(const std::string& text)
+{
+    std::vector<int64_t> ids;
+    std::stringstream stream(text);
+    std::string item;
+    while (std::getline(stream, item, ',')) {
+        const auto first = item.find_first_not_of(" \t");
+        if (first == std::string::npos)
+            throw UsageError{"--input-ids has an empty entry; expected comma-separated token ids like 0,31414,232,2."};
+        item = item.substr(first, item.find_last_not_of(" \t") - first + 1);
+        char* end = nullptr;
+        errno = 0;
+        const long long value = std::strtoll(item.c_str(), &end, 10);
+        if (*end != '\0' || errno != 0 || value < 0)
+            throw UsageError{"--input-ids entry \"" + item + "\" is not a token id."};
+        ids.push_back(value);
+    }
+    if (ids.empty())
+        throw UsageError{"--input-ids is empty; expected comma-separated token ids like 0,31414,232,2."};
+    return ids;
+}
+
+// Several sequences are separated by ';' ("0,5,2;0,7,8,2"); they are padded into one batch.
+std::vector<std::vector<int64_t>> parseIdBatch(const std::string& text)
+{
+    std::vector<std::vector<int64_t>> batch;
+    std::stringstream stream(text);
+    std::string row;
+    while (std::getline(stream, row, ';'))
+        batch.push_back(parseIdList(row));
+    if (batch.empty())
+        throw UsageError{"--input-ids is empty."};
+    return batch;
+}
+
+void printJson(const json& document)
+{
+    std::cout << document.dump(2) << std::endl;
+}
+
+// ---- commands ------------------------------------------------------------------------------
+
+int commandTokenize(const Arguments& args)
+{
+    std::shared_ptr<const Checkpoint> checkpoint = Checkpoint::open(args.positionals()[0]);
+    const BpeTokenizer& tokenizer = checkpoint->tokenizer();
+    const std::string text = args.required("text");
+    const Encoding encoding = args.has("pair") ? tokenizer.encodePair(text, *args.value("pair")) : tokenizer.encode(text);
+    if (args.flag("json")) {
+        printJson({{"input_ids", encoding.ids}, {"offsets", offsetsJson(encoding)}, {"sequence_ids", encoding.sequenceIds}});
+        return 0;
+    }
+    std::cout << std::left << std::setw(6) << "index" << std::setw(8) << "id" << std::setw(12) << "offsets" << "token\n";
+    for (std::size_t i = 0; i < encoding.ids.size(); ++i) {
+        std::ostringstream offsets;
+        offsets << encoding.offsets[i].first << "-" << encoding.offsets[i].second;
+        std::cout << std::setw(6) << i << std::setw(8) << encoding.ids[i] << std::setw(12) << offsets.str()
+                  << tokenizer.tokenString(encoding.ids[i]) << "\n";
+    }
+    return 0;
+}
+
+int commandQa(const Arguments& args)
+{
+    QaOptions options;
+    options.maxSeqLen = args.intValue("max-seq-len", 384, 8, 100000);
+    options.docStride = args.intValue("doc-stride", 128, 0, 100000);
+    options.maxAnswerLen = args.intValue("max-answer-len", 30, 1, 100000);
+    options.topK = args.intValue("top-k", 1, 1, 1000);
+    options.nBest = std::max(20, options.topK);
+    options.nullThreshold = args.floatValue("null-threshold");
+    const std::string question = args.required("question");
+    const std::string context = args.required("context");
+
+    RunSelection run = selectRun(args, args.positionals()[0]);
+    const QaResult result = answerQuestion(*run.model, question, context, run.mode, options);
+
+    if (args.flag("json")) {
+        json answers = json::array();
+        for (const QaAnswer& answer : result.answers)
+            answers.push_back({{"text", answer.text}, {"score", answer.score}, {"start", answer.start}, {"end", answer.end}});
+        json ids = json::array(), starts = json::array(), ends = json::array(), offsets = json::array();
+        for (std::size_t w = 0; w < result.windows.size(); ++w) {
+            ids.push_back(result.windows[w].encoding.ids);
+            offsets.push_back(offsetsJson(result.windows[w].encoding));
+            starts.push_back(result.startLogits[w]);
+            ends.push_back(result.endLogits[w]);
+        }
+        json out = {{"answers", answers}, {"input_ids", ids}, {"start_logits", starts}, {"end_logits", ends},
+                    {"offsets", offsets}, {"windows", result.windows.size()}, {"elapsed_ms", result.elapsedMs}};
+        addRunFields(out, run);
+        printJson(out);
+        return 0;
+    }
+    if (!run.note.empty())
+        std::cout << "Note: " << run.note << "\n";
+    std::cout << "Mode " << run.modeName << ", " << result.windows.size() << " window(s), forward "
+              << std::fixed << std::setprecision(1) << result.elapsedMs << " ms\n";
+    if (result.answers.empty())
+        std::cout << "No answer span found.\n";
+    for (std::size_t i = 0; i < result.answers.size(); ++i) {
+        const QaAnswer& a = result.answers[i];
+        std::cout << i + 1 << ". " << (a.isNull ? std::string("(no answer)") : "\"" + a.text + "\"") << "  score "
+                  << std::setprecision(4) << a.score << "  chars " << a.start << "-" << a.end << "\n";
+    }
+    return 0;
+}
+
+int commandFillMask(const Arguments& args)
+{
+    const int topK = args.intValue("top-k", 5, 1, 1000);
+    const std::string text = args.required("text");
+    RunSelection run = selectRun(args, args.positionals()[0]);
+    const FillMaskResult result = runFillMask(*run.model, text, run.mode, topK);
+    if (args.flag("json")) {
+        json masks = json::array();
+        for (std::size_t m = 0; m < result.predictions.size(); ++m) {
+            json predictions = json::array();
+            for (const MaskPrediction& p : result.predictions[m])
+                predictions.push_back({{"token_id", p.tokenId}, {"token", p.token}, {"probability", p.probability}});
+            masks.push_back(predictions);
+        }
+        json out = {{"masks", masks}, {"mask_positions", result.maskPositions}, {"input_ids", result.encoding.ids},
+                    {"elapsed_ms", result.elapsedMs}};
+        addRunFields(out, run);
+        printJson(out);
+        return 0;
+    }
+    if (!run.note.empty())
+        std::cout << "Note: " << run.note << "\n";
+    for (std::size_t m = 0; m < result.predictions.size(); ++m) {
+        std::cout << "Mask " << m + 1 << " (token " << result.maskPositions[m] << "):\n";
+        for (const MaskPrediction& p : result.predictions[m])
+            std::cout << "  " << std::left << std::setw(20) << ("\"" + p.token + "\"") << std::right << std::fixed
+                      << std::setprecision(4) << p.probability << "  (id " << p.tokenId << ")\n";
+    }
+    return 0;
+}
+
+int commandForward(const Arguments& args)
+{
+    const std::string output = args.required("output");
+    const auto batch = parseIdBatch(args.required("input-ids"));
+    if (std::filesystem::exists(output) && !args.flag("force"))
+        throw Error(output + " already exists; pass --force to overwrite it.");
+    RunSelection run = selectRun(args, args.positionals()[0]);
+
+    ForwardOptions options;
+    options.mode = run.mode;
+    const std::string capture = args.value("capture", "");
+    if (capture == "all") {
+        options.capture.all = true;
+    } else if (!capture.empty()) {
+        const std::vector<std::string> points = run.model->capturePoints();
+        const std::set<std::string> known(points.begin(), points.end());
+        std::set<std::string> modules;
+        for (const std::string& point : points)
+            modules.insert(point.substr(0, point.rfind('.')));
+        std::stringstream stream(capture);
+        std::string name;
+        while (std::getline(stream, name, ',')) {
+            if (!known.count(name) && !modules.count(name))
+                throw Error("Unknown capture point \"" + name + "\"; `scalescope-cli inspect` lists the module names.");
+            options.capture.names.push_back(name);
+        }
+    }
+    const ForwardResult result = run.model->forward({batch, {}, {}}, options);
+
+    std::vector<TensorToWrite> tensors;
+    for (const NamedTensor& t : result.outputs)
+        tensors.push_back(makeF32Tensor(t.name, t.tensor));
+    for (const NamedTensor& t : result.captures)
+        tensors.push_back(makeF32Tensor(t.name, t.tensor));
+    std::map<std::string, std::string> metadata = {{"mode", run.modeName}, {"checkpoint", args.positionals()[0]},
+                                                   {"producer", "scalescope-cli"}};
+    if (!run.note.empty())
+        metadata["note"] = run.note;
+    writeSafetensors(output, tensors, metadata);
+
+    if (args.flag("json")) {
+        json list = json::array();
+        for (const TensorToWrite& t : tensors)
+            list.push_back({{"name", t.name}, {"shape", t.shape}});
+        json out = {{"output", output}, {"tensors", list}, {"elapsed_ms", result.elapsedMs}};
+        addRunFields(out, run);
+        printJson(out);
+    } else {
+        if (!run.note.empty())
+            std::cout << "Note: " << run.note << "\n";
+        std::cout << "Wrote " << tensors.size() << " tensor(s) to " << output << " (forward " << std::fixed
+                  << std::setprecision(1) << result.elapsedMs << " ms, mode " << run.modeName << ").\n";
+    }
+    return 0;
+}
+
+int commandQuantize(const Arguments& args)
+{
+    QuantizeOptions options;
+    options.weights = args.value("weights", "channel");
+    options.activations = args.value("activations", "token");
+    const std::string scaleDtype = args.value("scale-dtype", "float32");
+    if (scaleDtype == "float32")
+        options.scaleDtype = Dtype::F32;
+    else if (scaleDtype == "bfloat16")
+        options.scaleDtype = Dtype::BF16;
+    else if (scaleDtype == "float16")
+        options.scaleDtype = Dtype::F16;
+    else
+        throw UsageError{"--scale-dtype must be float32, bfloat16 or float16, not \"" + scaleDtype + "\"."};
+    if (auto calibration = args.value("calibration"))
+        options.calibrationTexts = readCalibrationTexts(*calibration);
+    options.overwrite = args.flag("force");
+    quantizeCheckpoint(args.positionals()[0], args.positionals()[1], options);
+    if (args.flag("json"))
+        printJson({{"output", args.positionals()[1]}, {"weights", options.weights}, {"activations", options.activations},
+                   {"scale_dtype", scaleDtype}});
+    else
+        std::cout << "Wrote FP8 checkpoint " << args.positionals()[1] << " (weights per " << options.weights
+                  << ", activations " << options.activations << ", scales " << scaleDtype << ").\n";
+    return 0;
+}
+
+struct Command {
+    CommandSpec spec;
+    std::function<int(const Arguments&)> handler;
+};
+
+std::vector<Command> commands()
+{
+    auto with = [](std::set<std::string> a, const std::set<std::string>& b) {
+        a.insert(b.begin(), b.end());
+        return a;
+    };
+    return {
+        {{"tokenize", 1, {"CKPT"}, {"text", "pair"}, {"json"}, "token ids and character offsets of a text"},
+         commandTokenize},
+        {{"qa", 1, {"CKPT"},
+          with({"question", "context", "top-k", "max-seq-len", "doc-stride", "max-answer-len", "null-threshold"}, kRunOptions),
+          {"json"}, "answer a question from a context"},
+         commandQa},
+        {{"fill-mask", 1, {"CKPT"}, with({"text", "top-k"}, kRunOptions), {"json"}, "predict the tokens at <mask>"},
+         commandFillMask},
+        {{"forward", 1, {"CKPT"}, with({"input-ids", "capture", "output"}, kRunOptions), {"json", "force"},
+          "run a forward pass and write logits and captures to a safetensors file"},
+         commandForward},
+        {{"quantize", 2, {"SRC", "DST"}, {"weights", "activations", "calibration", "scale-dtype"}, {"force", "json"},
+          "write a compressed-tensors FP8 checkpoint from a float one"},
+         commandQuantize},
+    };
+}
+
+void printUsage(std::ostream& out)
+{
+    out << "usage: scalescope-cli <command> [options]\n\ncommands:\n";
+    for (const Command& c : commands()) {
+        std::string line = "  " + c.spec.name;
+        for (const auto& p : c.spec.positionalNames)
+            line += " " + p;
+        out << std::left << std::setw(26) << line << c.spec.summary << "\n";
+    }
+    out << "\nRun `scalescope-cli <command> --help` for a command's options. See DESIGN.md for the JSON contract.\n";
+}
+
+} // namespace
+
+int run(const std::vector<std::string>& args)
+{
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        printUsage(args.empty() ? std::cerr : std::cout);
+        return args.empty() ? 2 : 0;
+    }
+    if (args[0] == "--version") {
+        std::cout << "scalescope-cli " << SCALESCOPE_VERSION << "\n";
+        return 0;
+    }
+    const char* threads = std::getenv("SCALESCOPE_THREADS");
+    setComputeThreads(threads ? std::atoi(threads) : 0);
+
+    for (const Command& command : commands()) {
+        if (command.spec.name != args[0])
+            continue;
+        const std::vector<std::string> rest(args.begin() + 1, args.end());
+        if (!rest.empty() && (rest[0] == "--help" || rest[0] == "-h")) {
+            std::cout << "usage: scalescope-cli " << command.spec.name;
+            for (const auto& p : command.spec.positionalNames)
+                std::cout << " " << p;
+            for (const auto& o : command.spec.valueOptions)
+                std::cout << " [--" << o << " VALUE]";
+            for (const auto& f : command.spec.flags)
+                std::cout << " [--" << f << "]";
+            std::cout << "\n" << command.spec.summary << "\n";
+            return 0;
+        }
+        try {
+            return command.handler(Arguments::parse(command.spec, rest));
+        } catch (const UsageError& e) {
+            std::cerr << "scalescope-cli " << command.spec.name << ": " << e.message << "\n";
+            return 2;
+        } catch (const Cancelled& e) {
+            std::cerr << "scalescope-cli " << command.spec.name << ": " << e.what() << "\n";
+            return 1;
+        } catch (const Error& e) {
+            std::cerr << "scalescope-cli " << command.spec.name << ": " << e.what() << "\n";
+            return 1;
+        } catch (const std::bad_alloc&) {
+            std::cerr << "scalescope-cli " << command.spec.name << ": out of memory.\n";
+            return 1;
+        } catch (const std::exception& e) {
+            // Anything that is not a scalescope::Error is a bug, but the user still gets one sentence.
+            std::cerr << "scalescope-cli " << command.spec.name << ": internal error: " << e.what() << "\n";
+            return 1;
+        }
+    }
+    std::cerr << "scalescope-cli: unknown command \"" << args[0] << "\".\n";
+    printUsage(std::cerr);
+    return 2;
+}
+
+} // namespace scalescope::cli

@@ -1,1 +1,36 @@
 #pragma once
+// A Hugging Face model folder opened for reading: its config, its tensors (memory-mapped, never
+// modified) and its tokenizer when it has one. Opening validates the config and maps the tensors;
+// shape checks against the architecture happen when an EncoderModel is built from it.
+// Threading: immutable after open.
+#include <memory>
+#include <string>
+
+#include "io/safetensors.h"
+#include "model/model_config.h"
+#include "text/bpe_tokenizer.h"
+
+namespace scalescope {
+
+class Checkpoint {
+public:
+    // Throws scalescope::Error naming the folder or file and the problem.
+    static std::shared_ptr<const Checkpoint> open(const std::string& dir);
+
+    const std::string& directory() const { return directory_; }
+    const ModelConfig& config() const { return config_; }
+    const TensorStore& tensors() const { return *tensors_; }
+    bool hasTokenizer() const { return tokenizer_ != nullptr; }
+    // Throws "No tokenizer in DIR: expected tokenizer.json or vocab.json and merges.txt." when absent.
+    const BpeTokenizer& tokenizer() const;
+
+private:
+    Checkpoint() = default;
+    std::string directory_;
+    ModelConfig config_;
+    std::unique_ptr<TensorStore> tensors_;
+    std::unique_ptr<BpeTokenizer> tokenizer_;
+    std::string tokenizerError_;
+};
+
+} // namespace scalescope

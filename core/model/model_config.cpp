@@ -1,0 +1,93 @@
+#include "model/model_config.h"
+
+#include "common/error.h"
+#include "common/text_files.h"
+
+namespace scalescope {
+namespace {
+
+int64_t requirePositive(const nlohmann::json& json, const char* key, const std::string& source, int64_t limit)
+{
+    auto it = json.find(key);
+    if (it == json.end())
+        throw Error(source + " has no \"" + key + "\".");
+    if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() > limit)
+        throw Error(source + ": \"" + key + "\" must be a positive integer no larger than " +
+                    std::to_string(limit) + ".");
+    return it->get<int64_t>();
+}
+
+} // namespace
+
+const char* architectureName(Architecture architecture)
+{
+    switch (architecture) {
+    case Architecture::RobertaForQuestionAnswering:
+        return "RobertaForQuestionAnswering";
+    case Architecture::RobertaForMaskedLM:
+        return "RobertaForMaskedLM";
+    }
+    return "?";
+}
+
+ModelConfig parseModelConfig(const nlohmann::json& json, const std::string& source)
+{
+    if (!json.is_object())
+        throw Error(source + " must hold a JSON object.");
+    ModelConfig config;
+    config.raw = json;
+
+    auto architectures = json.find("architectures");
+    if (architectures == json.end() || !architectures->is_array() || architectures->empty() ||
+        !(*architectures)[0].is_string())
+        throw Error(source + " has no \"architectures\" list naming the model class.");
+    const std::string name = (*architectures)[0].get<std::string>();
+    if (name == "RobertaForQuestionAnswering")
+        config.architecture = Architecture::RobertaForQuestionAnswering;
+    else if (name == "RobertaForMaskedLM")
+        config.architecture = Architecture::RobertaForMaskedLM;
+    else
+        throw Error(source + ": architecture \"" + name +
+                    "\" is not supported; expected RobertaForQuestionAnswering or RobertaForMaskedLM.");
+
+    // Generous limits: they exist to refuse hostile sizes before anything is allocated.
+    config.vocabSize = requirePositive(json, "vocab_size", source, 10'000'000);
+    config.hiddenSize = requirePositive(json, "hidden_size", source, 65'536);
+    config.numLayers = requirePositive(json, "num_hidden_layers", source, 1'000);
+    config.numHeads = requirePositive(json, "num_attention_heads", source, 1'024);
+    config.intermediateSize = requirePositive(json, "intermediate_size", source, 1'000'000);
+    config.maxPositionEmbeddings = requirePositive(json, "max_position_embeddings", source, 1'000'000);
+    if (json.contains("type_vocab_size"))
+        config.typeVocabSize = requirePositive(json, "type_vocab_size", source, 1'000);
+    if (config.hiddenSize % config.numHeads != 0)
+        throw Error(source + ": hidden_size " + std::to_string(config.hiddenSize) +
+                    " is not a multiple of num_attention_heads " + std::to_string(config.numHeads) + ".");
+
+    if (auto eps = json.find("layer_norm_eps"); eps != json.end()) {
+        if (!eps->is_number() || eps->get<double>() < 0)
+            throw Error(source + ": \"layer_norm_eps\" must be a non-negative number.");
+        config.layerNormEps = eps->get<double>();
+    }
+    if (auto pad = json.find("pad_token_id"); pad != json.end() && !pad->is_null()) {
+        if (!pad->is_number_integer() || pad->get<int64_t>() < 0 || pad->get<int64_t>() >= config.vocabSize)
+            throw Error(source + ": \"pad_token_id\" must be a token id below vocab_size.");
+        config.padTokenId = pad->get<int64_t>();
+    }
+    if (auto act = json.find("hidden_act"); act != json.end() && act->is_string())
+        config.hiddenAct = act->get<std::string>();
+    if (config.hiddenAct != "gelu")
+        throw Error(source + ": hidden_act \"" + config.hiddenAct + "\" is not supported; only \"gelu\" runs.");
+    if (auto dtype = json.find("torch_dtype"); dtype != json.end() && dtype->is_string())
+        config.torchDtype = dtype->get<std::string>();
+
+    if (auto q = json.find("quantization_config"); q != json.end() && !q->is_null())
+        config.quantization = parseQuantizationConfig(*q, source);
+    return config;
+}
+
+ModelConfig loadModelConfig(const std::string& configJsonPath)
+{
+    return parseModelConfig(readJsonFile(configJsonPath, 16ull << 20), configJsonPath);
+}
+
+} // namespace scalescope

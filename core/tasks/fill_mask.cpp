@@ -1,0 +1,74 @@
+#include "tasks/fill_mask.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "common/error.h"
+
+namespace scalescope {
+
+std::vector<float> softmax(const float* logits, std::size_t n)
+{
+    std::vector<float> out(n);
+    if (n == 0)
+        return out;
+    const double maxLogit = *std::max_element(logits, logits + n);
+    double sum = 0;
+    for (std::size_t i = 0; i < n; ++i)
+        sum += std::exp(double(logits[i]) - maxLogit);
+    for (std::size_t i = 0; i < n; ++i)
+        out[i] = static_cast<float>(std::exp(double(logits[i]) - maxLogit) / sum);
+    return out;
+}
+
+FillMaskResult runFillMask(EncoderModel& model, const std::string& text, RunMode mode, int topK, const Progress& progress)
+{
+    const ModelConfig& config = model.config();
+    if (config.architecture != Architecture::RobertaForMaskedLM)
+        throw Error("Fill-mask needs a RobertaForMaskedLM checkpoint; " + model.checkpoint().directory() + " is " +
+                    architectureName(config.architecture) + ".");
+    if (topK < 1)
+        throw Error("--top-k must be at least 1.");
+    const BpeTokenizer& tokenizer = model.checkpoint().tokenizer();
+
+    FillMaskResult result;
+    result.encoding = tokenizer.encode(text);
+    EncoderInputs inputs;
+    inputs.inputIds.push_back(result.encoding.ids);
+    for (std::size_t i = 0; i < result.encoding.ids.size(); ++i) {
+        if (result.encoding.ids[i] == tokenizer.maskId()) {
+            result.maskPositions.push_back(static_cast<int>(i));
+            inputs.logitPositions.emplace_back(0, static_cast<int>(i));
+        }
+    }
+    if (result.maskPositions.empty())
+        throw Error("The text has no <mask> token to fill.");
+
+    ForwardOptions options;
+    options.mode = mode;
+    ForwardResult forward = model.forward(inputs, options, progress);
+    const FloatTensor& logits = forward.outputs.at(0).tensor; // [masks, vocab]
+    const std::size_t vocab = static_cast<std::size_t>(logits.shape.back());
+    const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(topK), vocab);
+    for (std::size_t m = 0; m < result.maskPositions.size(); ++m) {
+        std::vector<float> probabilities = softmax(logits.values.data() + m * vocab, vocab);
+        std::vector<int64_t> order(vocab);
+        std::iota(order.begin(), order.end(), 0);
+        std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                          [&](int64_t a, int64_t b) {
+                              const float pa = probabilities[static_cast<std::size_t>(a)];
+                              const float pb = probabilities[static_cast<std::size_t>(b)];
+                              return pa != pb ? pa > pb : a < b;
+                          });
+        std::vector<MaskPrediction> predictions;
+        for (std::size_t i = 0; i < k; ++i)
+            predictions.push_back({order[i], tokenizer.tokenText(order[i]), probabilities[static_cast<std::size_t>(order[i])]});
+        result.predictions.push_back(std::move(predictions));
+        result.distributions.push_back(std::move(probabilities));
+    }
+    result.elapsedMs = forward.elapsedMs;
+    return result;
+}
+
+} // namespace scalescope

@@ -1,1 +1,32 @@
 #pragma once
+// Fill-mask on a RobertaForMaskedLM: the top-k tokens and their probabilities at every <mask>.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/encoder_model.h"
+
+namespace scalescope {
+
+struct MaskPrediction {
+    int64_t tokenId = 0;
+    std::string token;      // decoded text of the token (" Paris")
+    float probability = 0;
+};
+
+struct FillMaskResult {
+    Encoding encoding;
+    std::vector<int> maskPositions;                     // token positions of the masks
+    std::vector<std::vector<MaskPrediction>> predictions; // per mask, best first
+    std::vector<std::vector<float>> distributions;     // per mask, full softmax over the vocabulary
+    double elapsedMs = 0;
+};
+
+// Throws scalescope::Error when the model is not a MaskedLM, the text has no <mask>, or topK < 1.
+FillMaskResult runFillMask(EncoderModel& model, const std::string& text, RunMode mode, int topK,
+                           const Progress& progress = {});
+
+// Softmax over logits in double precision, returned as float.
+std::vector<float> softmax(const float* logits, std::size_t n);
+
+} // namespace scalescope

@@ -1,1 +1,31 @@
 #pragma once
+// Float checkpoint -> compressed-tensors FP8 checkpoint, as llm-compressor's FP8 schemes write it:
+// encoder Linears get F8_E4M3 weights with per-channel ([out, 1]) or per-tensor ([1]) scales in the
+// chosen scale dtype; activations are dynamic per token, static per tensor (input_scale calibrated
+// as amax / 448 over calibration texts run through the float model), or left in float. The heads
+// (qa_outputs, lm_head.*) stay float and are listed in "ignore".
+// The destination is built in a temporary sibling folder and renamed into place when complete; the
+// source is only read.
+#include <string>
+#include <vector>
+
+#include "common/progress.h"
+#include "io/safetensors.h"
+
+namespace scalescope {
+
+struct QuantizeOptions {
+    std::string weights = "channel";     // channel | tensor
+    std::string activations = "token";   // token | tensor | none
+    std::vector<std::string> calibrationTexts; // needed for activations == "tensor"
+    Dtype scaleDtype = Dtype::F32;       // F32 | BF16 | F16
+    bool overwrite = false;              // replace an existing destination
+};
+
+void quantizeCheckpoint(const std::string& sourceDir, const std::string& destinationDir, const QuantizeOptions& options,
+                        const Progress& progress = {});
+
+// Reads a calibration file: one text per non-empty line. Throws naming the file when empty.
+std::vector<std::string> readCalibrationTexts(const std::string& path);
+
+} // namespace scalescope

@@ -1,0 +1,49 @@
+#include "tasks/answer_question.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace scalescope {
+
+QaResult answerQuestion(EncoderModel& model, const std::string& question, const std::string& context, RunMode mode,
+                        const QaOptions& options, const Progress& progress)
+{
+    const ModelConfig& config = model.config();
+    if (config.architecture != Architecture::RobertaForQuestionAnswering)
+        throw Error("Question answering needs a RobertaForQuestionAnswering checkpoint; " +
+                    model.checkpoint().directory() + " is " + architectureName(config.architecture) + ".");
+    const BpeTokenizer& tokenizer = model.checkpoint().tokenizer();
+
+    QaResult result;
+    result.windows = buildQaWindows(tokenizer, question, context, options);
+
+    // Windows run in batches: one batch keeps the matmuls large, a bounded batch keeps memory flat
+    // for very long contexts.
+    constexpr std::size_t kWindowsPerBatch = 8;
+    ForwardOptions forwardOptions;
+    forwardOptions.mode = mode;
+    for (std::size_t first = 0; first < result.windows.size(); first += kWindowsPerBatch) {
+        progress.throwIfCancelled();
+        const std::size_t last = std::min(result.windows.size(), first + kWindowsPerBatch);
+        EncoderInputs inputs;
+        for (std::size_t w = first; w < last; ++w)
+            inputs.inputIds.push_back(result.windows[w].encoding.ids);
+        ForwardResult forward = model.forward(inputs, forwardOptions);
+        const FloatTensor& start = forward.outputs.at(0).tensor; // [batch, seq]
+        const FloatTensor& end = forward.outputs.at(1).tensor;
+        const std::size_t seq = static_cast<std::size_t>(start.shape.at(1));
+        for (std::size_t w = first; w < last; ++w) {
+            const std::size_t row = w - first;
+            const std::size_t length = result.windows[w].encoding.ids.size();
+            result.startLogits.emplace_back(start.values.begin() + row * seq, start.values.begin() + row * seq + length);
+            result.endLogits.emplace_back(end.values.begin() + row * seq, end.values.begin() + row * seq + length);
+        }
+        result.elapsedMs += forward.elapsedMs;
+        progress.report(double(last) / double(result.windows.size()), "Answering");
+    }
+    result.answers = postprocessQa(result.windows, result.startLogits, result.endLogits, context, options);
+    return result;
+}
+
+} // namespace scalescope

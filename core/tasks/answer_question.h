@@ -1,0 +1,23 @@
+#pragma once
+// Extractive QA with a model: windows of the context, one batched forward, n-best post-processing.
+#include <string>
+#include <vector>
+
+#include "model/encoder_model.h"
+#include "tasks/question_answering.h"
+
+namespace scalescope {
+
+struct QaResult {
+    std::vector<QaWindow> windows;
+    std::vector<std::vector<float>> startLogits; // per window, one per token
+    std::vector<std::vector<float>> endLogits;
+    std::vector<QaAnswer> answers;
+    double elapsedMs = 0;                        // forward time
+};
+
+// Throws scalescope::Error when the model is not a QA model or the options are invalid.
+QaResult answerQuestion(EncoderModel& model, const std::string& question, const std::string& context, RunMode mode,
+                        const QaOptions& options, const Progress& progress = {});
+
+} // namespace scalescope
