@@ -1,0 +1,265 @@
+#include "tasks/question_answering.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <utility>
+
+#include "common/error.h"
+
+namespace scalescope {
+namespace {
+
+// Specials around a question/context pair: <s> question </s></s> context </s>.
+constexpr int kSpecialTokensPerWindow = 4;
+constexpr int kMinMaxSeqLen = 8;
+
+void validatePostprocessOptions(const QaOptions& options) {
+    if (options.maxAnswerLen < 1)
+        throw Error("--max-answer-len must be at least 1 token (got " + std::to_string(options.maxAnswerLen) + ").");
+    if (options.nBest < 1)
+        throw Error("The n-best size of question answering must be at least 1 (got " + std::to_string(options.nBest) + ").");
+    if (options.topK < 1)
+        throw Error("--top-k must be at least 1 (got " + std::to_string(options.topK) + ").");
+    if (options.nullThreshold && !std::isfinite(*options.nullThreshold))
+        throw Error("--null-threshold must be a finite number.");
+}
+
+void validateWindowingOptions(const QaOptions& options) {
+    if (options.maxSeqLen < kMinMaxSeqLen)
+        throw Error("--max-seq-len must be at least " + std::to_string(kMinMaxSeqLen) + " tokens (got " +
+                    std::to_string(options.maxSeqLen) + ").");
+    if (options.docStride < 0)
+        throw Error("--doc-stride must not be negative (got " + std::to_string(options.docStride) + ").");
+    validatePostprocessOptions(options);
+}
+
+void appendToken(Encoding& encoding, int64_t id, std::pair<int, int> offset, int sequenceId) {
+    encoding.ids.push_back(id);
+    encoding.offsets.push_back(offset);
+    encoding.sequenceIds.push_back(sequenceId);
+}
+
+// Indices of the `count` largest logits, largest first; equal logits keep the lower index first
+// so that results do not depend on the sort implementation.
+std::vector<int> topIndices(const std::vector<float>& logits, int count) {
+    std::vector<int> indices(logits.size());
+    std::iota(indices.begin(), indices.end(), 0);
+    const auto kept = std::min<std::size_t>(static_cast<std::size_t>(count), indices.size());
+    std::partial_sort(indices.begin(), indices.begin() + static_cast<std::ptrdiff_t>(kept), indices.end(),
+                      [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    indices.resize(kept);
+    return indices;
+}
+
+void validateLogits(const std::vector<QaWindow>& windows, const std::vector<std::vector<float>>& logits,
+                    const char* name) {
+    if (logits.size() != windows.size())
+        throw Error(std::string("Question answering got ") + name + " for " + std::to_string(logits.size()) +
+                    " windows but the input has " + std::to_string(windows.size()) + " windows.");
+    for (std::size_t w = 0; w < windows.size(); ++w) {
+        const auto expected = windows[w].encoding.ids.size();
+        if (logits[w].size() != expected)
+            throw Error(std::string("The ") + name + " of window " + std::to_string(w) + " have " +
+                        std::to_string(logits[w].size()) + " values but the window has " + std::to_string(expected) +
+                        " tokens.");
+        for (std::size_t t = 0; t < logits[w].size(); ++t)
+            if (!std::isfinite(logits[w][t]))
+                throw Error(std::string("The ") + name + " of window " + std::to_string(w) +
+                            " are not finite at token " + std::to_string(t) + ".");
+    }
+}
+
+void validateWindow(const QaWindow& window, std::size_t index) {
+    const auto& encoding = window.encoding;
+    if (encoding.offsets.size() != encoding.ids.size() || encoding.sequenceIds.size() != encoding.ids.size())
+        throw Error("Question-answering window " + std::to_string(index) +
+                    " has ids, offsets and sequence ids of different lengths.");
+}
+
+struct SpanCandidate {
+    int start = 0; // code points into the context
+    int end = 0;
+    float score = 0;
+    float startLogit = 0;
+    float endLogit = 0;
+    int window = 0;
+};
+
+std::string contextSubstring(const std::string& context, int startCodePoint, int endCodePoint) {
+    const auto begin = byteOffsetOfCodePoint(context, startCodePoint);
+    const auto end = byteOffsetOfCodePoint(context, endCodePoint);
+    return end > begin ? context.substr(begin, end - begin) : std::string();
+}
+
+} // namespace
+
+std::vector<QaWindow> buildQaWindows(const BpeTokenizer& tokenizer, const std::string& question,
+                                     const std::string& context, const QaOptions& options) {
+    validateWindowingOptions(options);
+
+    const Encoding questionTokens = tokenizer.encodeText(question);
+    const Encoding contextTokens = tokenizer.encodeText(context);
+    const int questionLength = static_cast<int>(questionTokens.ids.size());
+    const int contextLength = static_cast<int>(contextTokens.ids.size());
+
+    const int contextRoom = options.maxSeqLen - questionLength - kSpecialTokensPerWindow;
+    if (contextRoom < 1)
+        throw Error("The question is too long for --max-seq-len " + std::to_string(options.maxSeqLen) + ": it has " +
+                    std::to_string(questionLength) + " tokens and leaves no room for the context.");
+    if (options.docStride >= contextRoom)
+        throw Error("--doc-stride " + std::to_string(options.docStride) + " must be smaller than the " +
+                    std::to_string(contextRoom) + " context tokens that fit in one window with --max-seq-len " +
+                    std::to_string(options.maxSeqLen) + " and this question.");
+
+    const int64_t bos = tokenizer.bosId();
+    const int64_t eos = tokenizer.eosId();
+    const std::pair<int, int> specialOffset{0, 0};
+
+    std::vector<QaWindow> windows;
+    int sliceBegin = 0;
+    while (true) {
+        const int sliceEnd = std::min(sliceBegin + contextRoom, contextLength);
+
+        QaWindow window;
+        Encoding& encoding = window.encoding;
+        const std::size_t windowLength =
+            static_cast<std::size_t>(questionLength + (sliceEnd - sliceBegin) + kSpecialTokensPerWindow);
+        encoding.ids.reserve(windowLength);
+        encoding.offsets.reserve(windowLength);
+        encoding.sequenceIds.reserve(windowLength);
+
+        appendToken(encoding, bos, specialOffset, -1);
+        for (int i = 0; i < questionLength; ++i)
+            appendToken(encoding, questionTokens.ids[i], questionTokens.offsets[i], 0);
+        appendToken(encoding, eos, specialOffset, -1);
+        appendToken(encoding, eos, specialOffset, -1);
+        window.contextTokenBegin = static_cast<int>(encoding.ids.size());
+        for (int i = sliceBegin; i < sliceEnd; ++i)
+            appendToken(encoding, contextTokens.ids[i], contextTokens.offsets[i], 1);
+        window.contextTokenEnd = static_cast<int>(encoding.ids.size());
+        appendToken(encoding, eos, specialOffset, -1);
+
+        windows.push_back(std::move(window));
+        if (sliceEnd >= contextLength)
+            break;
+        // docStride < contextRoom was checked above, so every step advances.
+        sliceBegin += contextRoom - options.docStride;
+    }
+    return windows;
+}
+
+std::vector<QaAnswer> postprocessQa(const std::vector<QaWindow>& windows,
+                                    const std::vector<std::vector<float>>& startLogits,
+                                    const std::vector<std::vector<float>>& endLogits,
+                                    const std::string& context, const QaOptions& options) {
+    validatePostprocessOptions(options);
+    for (std::size_t w = 0; w < windows.size(); ++w)
+        validateWindow(windows[w], w);
+    validateLogits(windows, startLogits, "start logits");
+    validateLogits(windows, endLogits, "end logits");
+
+    // Overlapping windows see the same context span; the answer keeps its best-scoring sighting.
+    std::map<std::pair<int, int>, SpanCandidate> bestByCharSpan;
+    bool haveNull = false;
+    float nullStartLogit = 0;
+    float nullEndLogit = 0;
+
+    for (std::size_t w = 0; w < windows.size(); ++w) {
+        const Encoding& encoding = windows[w].encoding;
+        const auto& starts = startLogits[w];
+        const auto& ends = endLogits[w];
+        if (encoding.ids.empty())
+            continue;
+
+        // The lowest null score over windows: the window most confident that an answer exists
+        // decides how strongly the null answer competes.
+        const float windowNullScore = starts[0] + ends[0];
+        if (!haveNull || windowNullScore < nullStartLogit + nullEndLogit) {
+            haveNull = true;
+            nullStartLogit = starts[0];
+            nullEndLogit = ends[0];
+        }
+
+        const std::vector<int> startCandidates = topIndices(starts, options.nBest);
+        const std::vector<int> endCandidates = topIndices(ends, options.nBest);
+        for (int s : startCandidates) {
+            if (encoding.sequenceIds[s] != 1)
+                continue;
+            for (int e : endCandidates) {
+                if (encoding.sequenceIds[e] != 1 || e < s || e - s + 1 > options.maxAnswerLen)
+                    continue;
+                const int charStart = encoding.offsets[s].first;
+                const int charEnd = encoding.offsets[e].second;
+                // A span that covers no characters (whitespace-only tokens) would read as the
+                // null answer; it is not a span answer.
+                if (charEnd <= charStart)
+                    continue;
+                SpanCandidate candidate{charStart, charEnd, starts[s] + ends[e], starts[s], ends[e], static_cast<int>(w)};
+                auto [it, inserted] = bestByCharSpan.emplace(std::make_pair(charStart, charEnd), candidate);
+                if (!inserted && candidate.score > it->second.score)
+                    it->second = candidate;
+            }
+        }
+    }
+
+    std::vector<SpanCandidate> spans;
+    spans.reserve(bestByCharSpan.size());
+    for (const auto& entry : bestByCharSpan)
+        spans.push_back(entry.second);
+    // Ties by position keep the order independent of the map and sort implementations.
+    std::sort(spans.begin(), spans.end(), [](const SpanCandidate& a, const SpanCandidate& b) {
+        if (a.score != b.score)
+            return a.score > b.score;
+        if (a.start != b.start)
+            return a.start < b.start;
+        return a.end < b.end;
+    });
+    if (spans.size() > static_cast<std::size_t>(options.nBest))
+        spans.resize(static_cast<std::size_t>(options.nBest));
+
+    const bool nullCompetes = options.nullThreshold.has_value() && haveNull;
+    if (spans.empty() && !nullCompetes)
+        return {};
+
+    const float nullScore = nullStartLogit + nullEndLogit;
+    float maxScore = spans.empty() ? nullScore : spans.front().score;
+    if (nullCompetes)
+        maxScore = std::max(maxScore, nullScore);
+    double denominator = 0;
+    for (const auto& span : spans)
+        denominator += std::exp(static_cast<double>(span.score) - maxScore);
+    if (nullCompetes)
+        denominator += std::exp(static_cast<double>(nullScore) - maxScore);
+
+    std::vector<QaAnswer> answers;
+    answers.reserve(spans.size() + 1);
+    const bool nullWins =
+        nullCompetes && (spans.empty() || nullScore - spans.front().score > *options.nullThreshold);
+    if (nullWins) {
+        QaAnswer null;
+        null.score = static_cast<float>(std::exp(static_cast<double>(nullScore) - maxScore) / denominator);
+        null.startLogit = nullStartLogit;
+        null.endLogit = nullEndLogit;
+        null.window = -1;
+        null.isNull = true;
+        answers.push_back(std::move(null));
+    }
+    for (const auto& span : spans) {
+        QaAnswer answer;
+        answer.text = contextSubstring(context, span.start, span.end);
+        answer.score = static_cast<float>(std::exp(static_cast<double>(span.score) - maxScore) / denominator);
+        answer.start = span.start;
+        answer.end = span.end;
+        answer.startLogit = span.startLogit;
+        answer.endLogit = span.endLogit;
+        answer.window = span.window;
+        answers.push_back(std::move(answer));
+    }
+    if (answers.size() > static_cast<std::size_t>(options.topK))
+        answers.resize(static_cast<std::size_t>(options.topK));
+    return answers;
+}
+
+} // namespace scalescope

@@ -1,0 +1,475 @@
+#include "support/fixtures.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+
+#include <QDir>
+#include <QString>
+#include <QTemporaryDir>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/text_files.h"
+#include "io/safetensors.h"
+#include "numerics/half.h"
+#include "support/reference_forward.h"
+
+namespace scalescope::testing {
+namespace {
+
+// Box-Muller over mt19937 rather than std::normal_distribution, so that the same seed gives the
+// same weights with every standard library.
+class NormalSampler {
+public:
+    explicit NormalSampler(uint32_t seed) : engine_(seed) {}
+
+    float next(double standardDeviation)
+    {
+        const double u1 = uniformOpenInterval();
+        const double u2 = uniformOpenInterval();
+        const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * kPi * u2);
+        return static_cast<float>(z * standardDeviation);
+    }
+
+private:
+    static constexpr double kPi = 3.14159265358979323846;
+
+    double uniformOpenInterval() { return (static_cast<double>(engine_()) + 0.5) / 4294967296.0; }
+
+    std::mt19937 engine_;
+};
+
+// Standard deviations chosen so that activations stay of order one through the tiny encoder and the
+// heads' logits spread enough to rank answers and tokens distinctly.
+constexpr double kEmbeddingStd = 0.2;
+constexpr double kLinearStd = 0.1;
+constexpr double kQaOutputsStd = 0.3;
+constexpr double kBiasStd = 0.02;
+constexpr double kLayerNormNoiseStd = 0.05;
+
+constexpr float kE4M3Largest = 448.0f;
+
+std::string utf8FromCodePoint(uint32_t codePoint)
+{
+    std::string out;
+    if (codePoint < 0x80) {
+        out += static_cast<char>(codePoint);
+    } else if (codePoint < 0x800) {
+        out += static_cast<char>(0xC0 | (codePoint >> 6));
+        out += static_cast<char>(0x80 | (codePoint & 0x3F));
+    } else {
+        out += static_cast<char>(0xE0 | (codePoint >> 12));
+        out += static_cast<char>(0x80 | ((codePoint >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (codePoint & 0x3F));
+    }
+    return out;
+}
+
+// GPT-2's bytes-to-unicode table: printable Latin-1 bytes stand for themselves, the others are
+// moved to 256, 257, ... in byte order so that every byte has a visible symbol.
+std::vector<std::string> byteSymbols()
+{
+    std::vector<std::string> symbols(256);
+    uint32_t nextShifted = 256;
+    for (uint32_t byte = 0; byte < 256; ++byte) {
+        const bool printable = (byte >= 33 && byte <= 126) || (byte >= 161 && byte <= 172) || (byte >= 174);
+        symbols[byte] = utf8FromCodePoint(printable ? byte : nextShifted++);
+    }
+    return symbols;
+}
+
+void ensureDirectory(const std::string& dir)
+{
+    if (!QDir().mkpath(QString::fromStdString(dir)))
+        throw Error("Cannot create the folder " + dir + ".");
+}
+
+void writeTextFile(const std::string& path, const std::string& content)
+{
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.close();
+    if (!out)
+        throw Error("Cannot write " + path + ".");
+}
+
+// Writes vocab.json and merges.txt and returns the vocabulary size.
+int writeTokenizerFiles(const std::string& dir, const std::vector<std::string>& words)
+{
+    const std::vector<std::string> symbols = byteSymbols();
+    nlohmann::ordered_json vocab = nlohmann::ordered_json::object();
+    int nextId = 0;
+    auto addToken = [&](const std::string& token) {
+        if (!vocab.contains(token))
+            vocab[token] = nextId++;
+    };
+    for (const char* special : {"<s>", "<pad>", "</s>", "<unk>"})
+        addToken(special);
+    for (const std::string& symbol : symbols)
+        addToken(symbol);
+
+    std::string merges = "#version: 0.2\n";
+    std::set<std::string> seenMerges;
+    auto addMergesBuilding = [&](const std::vector<std::string>& pieces) {
+        if (pieces.size() < 2)
+            return;
+        std::string built = pieces[0];
+        for (std::size_t k = 1; k < pieces.size(); ++k) {
+            const std::string merge = built + " " + pieces[k];
+            if (seenMerges.insert(merge).second) {
+                merges += merge + "\n";
+                addToken(built + pieces[k]);
+            }
+            built += pieces[k];
+        }
+    };
+    const std::string spaceSymbol = symbols[static_cast<unsigned char>(' ')];
+    auto piecesOf = [&](const std::string& word, bool leadingSpace) {
+        std::vector<std::string> pieces;
+        if (leadingSpace)
+            pieces.push_back(spaceSymbol);
+        for (unsigned char byte : word)
+            pieces.push_back(symbols[byte]);
+        return pieces;
+    };
+    // BPE applies the lowest-ranked pair first. Ranking every "Ġ" chain before every bare chain
+    // keeps a bare merge ("t h") from splitting a spaced word ("Ġ t h e" -> "Ġ th e").
+    for (const std::string& word : words)
+        if (!word.empty())
+            addMergesBuilding(piecesOf(word, true));
+    for (const std::string& word : words)
+        if (!word.empty())
+            addMergesBuilding(piecesOf(word, false));
+    addToken("<mask>");
+
+    writeTextFile(joinPath(dir, "vocab.json"), vocab.dump(2) + "\n");
+    writeTextFile(joinPath(dir, "merges.txt"), merges);
+    return nextId;
+}
+
+// Collects tensors in Hugging Face naming, drawing their values in a fixed order from one sampler.
+class TinyWeightsBuilder {
+public:
+    explicit TinyWeightsBuilder(const TinyModelSpec& spec) : spec_(spec), sampler_(spec.seed) {}
+
+    void normal(const std::string& name, const std::vector<int64_t>& shape, double standardDeviation)
+    {
+        FloatTensor tensor{shape, {}};
+        tensor.values.resize(static_cast<std::size_t>(tensor.numel()));
+        for (float& value : tensor.values)
+            value = sampler_.next(standardDeviation);
+        tensors_.push_back({name, std::move(tensor)});
+    }
+
+    void layerNorm(const std::string& module, int64_t features)
+    {
+        normal(module + ".weight", {features}, kLayerNormNoiseStd);
+        for (float& value : tensors_.back().tensor.values)
+            value += 1.0f;
+        normal(module + ".bias", {features}, kBiasStd);
+    }
+
+    void linear(const std::string& module, int64_t outFeatures, int64_t inFeatures, double standardDeviation,
+                bool withOutliers)
+    {
+        normal(module + ".weight", {outFeatures, inFeatures}, standardDeviation);
+        if (withOutliers)
+            scaleColumns(tensors_.back().tensor);
+        normal(module + ".bias", {outFeatures}, kBiasStd);
+    }
+
+    void scaleColumns(FloatTensor& tensor) const
+    {
+        const int64_t rows = tensor.shape[0];
+        const int64_t columns = tensor.shape[1];
+        for (int channel : spec_.outlierChannels) {
+            if (channel < 0 || channel >= columns)
+                continue;
+            for (int64_t r = 0; r < rows; ++r)
+                tensor.values[static_cast<std::size_t>(r * columns + channel)] *= spec_.outlierFactor;
+        }
+    }
+
+    std::vector<TensorToWrite> toWrite() const
+    {
+        std::vector<TensorToWrite> out;
+        for (const NamedTensor& named : tensors_)
+            out.push_back(makeF32Tensor(named.name, named.tensor));
+        return out;
+    }
+
+    FloatTensor& last() { return tensors_.back().tensor; }
+
+private:
+    const TinyModelSpec& spec_;
+    NormalSampler sampler_;
+    std::vector<NamedTensor> tensors_;
+};
+
+void validateSpec(const TinyModelSpec& spec)
+{
+    if (spec.architecture != "RobertaForQuestionAnswering" && spec.architecture != "RobertaForMaskedLM")
+        throw Error("The tiny checkpoint writer knows RobertaForQuestionAnswering and RobertaForMaskedLM, not '" +
+                    spec.architecture + "'.");
+    if (spec.hiddenSize <= 0 || spec.numLayers < 0 || spec.numHeads <= 0 || spec.intermediateSize <= 0 ||
+        spec.hiddenSize % spec.numHeads != 0 || spec.maxPositionEmbeddings < 3)
+        throw Error("The tiny model spec has inconsistent sizes (hidden " + std::to_string(spec.hiddenSize) +
+                    ", heads " + std::to_string(spec.numHeads) + ").");
+}
+
+const char* const kEncoderLinears[] = {"attention.self.query", "attention.self.key", "attention.self.value",
+                                       "attention.output.dense", "intermediate.dense", "output.dense"};
+
+Dtype scaleDtypeOf(const std::string& name)
+{
+    if (name == "F32")
+        return Dtype::F32;
+    if (name == "BF16")
+        return Dtype::BF16;
+    if (name == "F16")
+        return Dtype::F16;
+    throw Error("The FP8 fixture's scale dtype must be F32, BF16 or F16, not '" + name + "'.");
+}
+
+// The scale as it will read back from the checkpoint, so the codes are computed against it.
+float narrowTo(Dtype dtype, float value)
+{
+    switch (dtype) {
+    case Dtype::BF16:
+        return half::bf16ToFloat(half::floatToBf16(value));
+    case Dtype::F16:
+        return half::f16ToFloat(half::floatToF16(value));
+    default:
+        return value;
+    }
+}
+
+float scaleFromAmax(float amax)
+{
+    return amax > 0.0f ? amax / kE4M3Largest : 1.0f;
+}
+
+// Value -> code for the values referenceRoundToE4M3 returns (keyed by bit pattern so -0 and +0 differ).
+uint8_t encodeE4M3Value(float value)
+{
+    static const std::map<uint32_t, uint8_t> codes = [] {
+        std::map<uint32_t, uint8_t> table;
+        for (int code = 0; code < 256; ++code) {
+            const float decoded = referenceDecodeE4M3(static_cast<uint8_t>(code));
+            if (std::isnan(decoded))
+                continue;
+            uint32_t bits = 0;
+            std::memcpy(&bits, &decoded, sizeof bits);
+            table.emplace(bits, static_cast<uint8_t>(code));
+        }
+        return table;
+    }();
+    uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    const auto found = codes.find(bits);
+    if (found == codes.end())
+        throw Error("The value " + std::to_string(value) + " is not an E4M3 value.");
+    return found->second;
+}
+
+nlohmann::ordered_json quantizationConfig(const Fp8Scheme& scheme)
+{
+    nlohmann::ordered_json weights = {{"num_bits", 8},   {"type", "float"},   {"strategy", scheme.weights},
+                                      {"symmetric", true}, {"dynamic", false}};
+    nlohmann::ordered_json activations = nullptr;
+    if (scheme.activations == "token")
+        activations = {{"num_bits", 8}, {"type", "float"}, {"strategy", "token"}, {"symmetric", true},
+                       {"dynamic", true}};
+    else if (scheme.activations == "tensor")
+        activations = {{"num_bits", 8}, {"type", "float"}, {"strategy", "tensor"}, {"symmetric", true},
+                       {"dynamic", false}};
+    nlohmann::ordered_json group = {{"targets", {"Linear"}},
+                                    {"weights", weights},
+                                    {"input_activations", activations},
+                                    {"output_activations", nullptr}};
+    return {{"quant_method", "compressed-tensors"},
+            {"format", "float-quantized"},
+            {"quantization_status", "compressed"},
+            {"config_groups", {{"group_0", group}}},
+            {"ignore", {"qa_outputs", "re:lm_head.*"}},
+            {"kv_cache_scheme", nullptr}};
+}
+
+void copyFile(const std::string& from, const std::string& to)
+{
+    writeTextFile(to, readFileToString(from));
+}
+
+} // namespace
+
+void writeTinyTokenizer(const std::string& dir, const std::vector<std::string>& words)
+{
+    ensureDirectory(dir);
+    writeTokenizerFiles(dir, words);
+}
+
+void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
+{
+    validateSpec(spec);
+    ensureDirectory(dir);
+    const int vocabSize = writeTokenizerFiles(dir, spec.words);
+    const int64_t hidden = spec.hiddenSize;
+    const int64_t intermediate = spec.intermediateSize;
+
+    TinyWeightsBuilder builder(spec);
+    builder.normal("roberta.embeddings.word_embeddings.weight", {vocabSize, hidden}, kEmbeddingStd);
+    builder.scaleColumns(builder.last());
+    builder.normal("roberta.embeddings.position_embeddings.weight", {spec.maxPositionEmbeddings, hidden},
+                   kEmbeddingStd);
+    builder.normal("roberta.embeddings.token_type_embeddings.weight", {1, hidden}, kEmbeddingStd);
+    builder.layerNorm("roberta.embeddings.LayerNorm", hidden);
+    for (int layer = 0; layer < spec.numLayers; ++layer) {
+        const std::string prefix = "roberta.encoder.layer." + std::to_string(layer) + ".";
+        builder.linear(prefix + "attention.self.query", hidden, hidden, kLinearStd, true);
+        builder.linear(prefix + "attention.self.key", hidden, hidden, kLinearStd, true);
+        builder.linear(prefix + "attention.self.value", hidden, hidden, kLinearStd, true);
+        builder.linear(prefix + "attention.output.dense", hidden, hidden, kLinearStd, true);
+        builder.layerNorm(prefix + "attention.output.LayerNorm", hidden);
+        builder.linear(prefix + "intermediate.dense", intermediate, hidden, kLinearStd, true);
+        builder.linear(prefix + "output.dense", hidden, intermediate, kLinearStd, true);
+        builder.layerNorm(prefix + "output.LayerNorm", hidden);
+    }
+    if (spec.architecture == "RobertaForQuestionAnswering") {
+        builder.linear("qa_outputs", 2, hidden, kQaOutputsStd, false);
+    } else {
+        // The decoder weight is tied to the word embeddings and left out, as Hugging Face saves it.
+        builder.linear("lm_head.dense", hidden, hidden, kLinearStd, false);
+        builder.layerNorm("lm_head.layer_norm", hidden);
+        builder.normal("lm_head.bias", {vocabSize}, kBiasStd);
+    }
+    writeSafetensors(joinPath(dir, "model.safetensors"), builder.toWrite(), {{"format", "pt"}});
+
+    const nlohmann::ordered_json config = {
+        {"architectures", {spec.architecture}},
+        {"model_type", "roberta"},
+        {"vocab_size", vocabSize},
+        {"hidden_size", spec.hiddenSize},
+        {"num_hidden_layers", spec.numLayers},
+        {"num_attention_heads", spec.numHeads},
+        {"intermediate_size", spec.intermediateSize},
+        {"max_position_embeddings", spec.maxPositionEmbeddings},
+        {"type_vocab_size", 1},
+        {"layer_norm_eps", 1e-5},
+        {"pad_token_id", 1},
+        {"bos_token_id", 0},
+        {"eos_token_id", 2},
+        {"hidden_act", "gelu"},
+        {"hidden_dropout_prob", 0.1},
+        {"attention_probs_dropout_prob", 0.1},
+        {"position_embedding_type", "absolute"},
+        {"initializer_range", 0.02},
+        {"torch_dtype", "float32"}};
+    writeTextFile(joinPath(dir, "config.json"), config.dump(2) + "\n");
+}
+
+void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8Dir, const Fp8Scheme& scheme,
+                            const std::vector<int64_t>& calibrationIds)
+{
+    if (scheme.weights != "channel" && scheme.weights != "tensor")
+        throw Error("The FP8 fixture's weight strategy must be channel or tensor, not '" + scheme.weights + "'.");
+    if (scheme.activations != "token" && scheme.activations != "tensor" && scheme.activations != "none")
+        throw Error("The FP8 fixture's activation strategy must be token, tensor or none, not '" +
+                    scheme.activations + "'.");
+    const Dtype scaleDtype = scaleDtypeOf(scheme.scaleDtype);
+
+    const std::string configPath = joinPath(floatDir, "config.json");
+    nlohmann::ordered_json config = nlohmann::ordered_json::parse(readFileToString(configPath));
+    const int numLayers = config.value("num_hidden_layers", 0);
+    std::set<std::string> quantizedModules;
+    for (int layer = 0; layer < numLayers; ++layer)
+        for (const char* linear : kEncoderLinears)
+            quantizedModules.insert("roberta.encoder.layer." + std::to_string(layer) + "." + linear);
+
+    std::map<std::string, ReferenceTensor> calibration;
+    if (scheme.activations == "tensor")
+        calibration = referenceForward(floatDir, calibrationIds, "dequant");
+
+    const std::unique_ptr<TensorStore> store = TensorStore::openDirectory(floatDir);
+    std::vector<TensorToWrite> out;
+    for (const TensorView* view : store->tensors()) {
+        const FloatTensor values = view->toFloat();
+        const std::string suffix = ".weight";
+        const bool isWeight = view->name.size() > suffix.size() &&
+                              view->name.compare(view->name.size() - suffix.size(), suffix.size(), suffix) == 0;
+        const std::string module = isWeight ? view->name.substr(0, view->name.size() - suffix.size()) : "";
+        if (!isWeight || quantizedModules.count(module) == 0) {
+            out.push_back(makeF32Tensor(view->name, values));
+            continue;
+        }
+        if (view->shape.size() != 2)
+            throw Error("Tensor '" + view->name + "' in " + floatDir + " is not a matrix.");
+        const int64_t rows = view->shape[0];
+        const int64_t columns = view->shape[1];
+
+        std::vector<float> scales;
+        if (scheme.weights == "channel") {
+            for (int64_t r = 0; r < rows; ++r) {
+                float amax = 0.0f;
+                for (int64_t c = 0; c < columns; ++c)
+                    amax = std::max(amax, std::fabs(values.values[static_cast<std::size_t>(r * columns + c)]));
+                scales.push_back(narrowTo(scaleDtype, scaleFromAmax(amax)));
+            }
+        } else {
+            float amax = 0.0f;
+            for (float v : values.values)
+                amax = std::max(amax, std::fabs(v));
+            scales.push_back(narrowTo(scaleDtype, scaleFromAmax(amax)));
+        }
+
+        TensorToWrite weight{view->name, Dtype::F8_E4M3, view->shape, {}};
+        weight.bytes.resize(values.values.size());
+        for (int64_t r = 0; r < rows; ++r) {
+            const float scale = scales.size() == 1 ? scales[0] : scales[static_cast<std::size_t>(r)];
+            for (int64_t c = 0; c < columns; ++c) {
+                const std::size_t index = static_cast<std::size_t>(r * columns + c);
+                weight.bytes[index] = encodeE4M3Value(referenceRoundToE4M3(values.values[index] / scale));
+            }
+        }
+        out.push_back(std::move(weight));
+        const std::vector<int64_t> scaleShape =
+            scheme.weights == "channel" ? std::vector<int64_t>{rows, 1} : std::vector<int64_t>{1};
+        out.push_back(makeFloatTensor(module + ".weight_scale", scaleDtype, scaleShape, scales.data()));
+
+        if (scheme.activations == "tensor") {
+            const auto input = calibration.find(module + ".input");
+            if (input == calibration.end())
+                throw Error("The calibration forward over " + floatDir + " did not capture the input of " + module +
+                            ".");
+            float amax = 0.0f;
+            for (float v : input->second.values)
+                amax = std::max(amax, std::fabs(v));
+            const float inputScale = narrowTo(scaleDtype, scaleFromAmax(amax));
+            out.push_back(makeFloatTensor(module + ".input_scale", scaleDtype, {1}, &inputScale));
+        }
+    }
+
+    ensureDirectory(fp8Dir);
+    config["quantization_config"] = quantizationConfig(scheme);
+    writeSafetensors(joinPath(fp8Dir, "model.safetensors"), out, {{"format", "pt"}});
+    writeTextFile(joinPath(fp8Dir, "config.json"), config.dump(2) + "\n");
+    for (const char* file : {"vocab.json", "merges.txt"})
+        if (fileExists(joinPath(floatDir, file)))
+            copyFile(joinPath(floatDir, file), joinPath(fp8Dir, file));
+}
+
+std::string makeTempDir(const std::string& prefix)
+{
+    QTemporaryDir dir(QDir::tempPath() + "/" + QString::fromStdString(prefix) + "-XXXXXX");
+    if (!dir.isValid())
+        throw Error("Cannot create a temporary folder under " + QDir::tempPath().toStdString() + ": " +
+                    dir.errorString().toStdString() + ".");
+    dir.setAutoRemove(false);
+    return dir.path().toStdString();
+}
+
+} // namespace scalescope::testing

@@ -1,0 +1,476 @@
+#include "support/reference_forward.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/text_files.h"
+#include "io/safetensors.h"
+
+namespace scalescope::testing {
+namespace {
+
+constexpr float kE4M3Largest = 448.0f;
+
+struct E4M3Entry {
+    float value;
+    uint8_t code;
+};
+
+// Every finite E4M3 value with its code, ascending; +0 and -0 both appear.
+const std::vector<E4M3Entry>& sortedE4M3Table()
+{
+    static const std::vector<E4M3Entry> table = [] {
+        std::vector<E4M3Entry> entries;
+        for (int code = 0; code < 256; ++code) {
+            const float value = referenceDecodeE4M3(static_cast<uint8_t>(code));
+            if (!std::isnan(value))
+                entries.push_back({value, static_cast<uint8_t>(code)});
+        }
+        std::stable_sort(entries.begin(), entries.end(),
+                         [](const E4M3Entry& a, const E4M3Entry& b) { return a.value < b.value; });
+        return entries;
+    }();
+    return table;
+}
+
+enum class ActivationScheme { None, DynamicToken, StaticTensor };
+
+ActivationScheme activationSchemeOf(const nlohmann::json& config, const std::string& configPath)
+{
+    const auto quantization = config.find("quantization_config");
+    if (quantization == config.end() || !quantization->is_object())
+        return ActivationScheme::None;
+    const auto groups = quantization->find("config_groups");
+    if (groups == quantization->end() || !groups->is_object() || groups->empty())
+        return ActivationScheme::None;
+    // The reference handles the single-group checkpoints the fixtures write.
+    const nlohmann::json& group = groups->begin().value();
+    const auto activations = group.find("input_activations");
+    if (activations == group.end() || activations->is_null())
+        return ActivationScheme::None;
+    const std::string strategy = activations->value("strategy", std::string());
+    const bool dynamic = activations->value("dynamic", false);
+    if (strategy == "token" && dynamic)
+        return ActivationScheme::DynamicToken;
+    if (strategy == "tensor" && !dynamic)
+        return ActivationScheme::StaticTensor;
+    throw Error(configPath + " asks for input activations with strategy '" + strategy + "' and dynamic " +
+                (dynamic ? "true" : "false") + ", which the reference forward does not emulate.");
+}
+
+// Row-major [rows, cols] activations of one sequence.
+struct Activations {
+    int64_t rows = 0;
+    int64_t cols = 0;
+    std::vector<float> values;
+
+    float& at(int64_t row, int64_t col) { return values[static_cast<std::size_t>(row * cols + col)]; }
+    float at(int64_t row, int64_t col) const { return values[static_cast<std::size_t>(row * cols + col)]; }
+};
+
+Activations makeActivations(int64_t rows, int64_t cols)
+{
+    Activations result;
+    result.rows = rows;
+    result.cols = cols;
+    result.values.assign(static_cast<std::size_t>(rows * cols), 0.0f);
+    return result;
+}
+
+float quantDequant(float x, float scale)
+{
+    return referenceRoundToE4M3(x / scale) * scale;
+}
+
+float geluExact(float x)
+{
+    return static_cast<float>(0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))));
+}
+
+class ReferenceModel {
+public:
+    ReferenceModel(const std::string& checkpointDir, const std::string& mode)
+        : mode_(mode)
+    {
+        if (mode != "fp8" && mode != "dequant")
+            throw Error("The reference forward knows the modes 'fp8' and 'dequant', not '" + mode + "'.");
+        configPath_ = joinPath(checkpointDir, "config.json");
+        config_ = readJsonFile(configPath_);
+        store_ = TensorStore::openDirectory(checkpointDir);
+        hiddenSize_ = requireInt("hidden_size");
+        numLayers_ = requireInt("num_hidden_layers");
+        numHeads_ = requireInt("num_attention_heads");
+        if (hiddenSize_ <= 0 || numHeads_ <= 0 || hiddenSize_ % numHeads_ != 0)
+            throw Error(configPath_ + " has hidden_size " + std::to_string(hiddenSize_) +
+                        " that num_attention_heads " + std::to_string(numHeads_) + " does not divide.");
+        layerNormEps_ = config_.value("layer_norm_eps", 1e-12);
+        padTokenId_ = config_.value("pad_token_id", int64_t{1});
+        const auto architectures = config_.find("architectures");
+        if (architectures == config_.end() || !architectures->is_array() || architectures->empty() ||
+            !architectures->front().is_string())
+            throw Error(configPath_ + " names no architecture.");
+        architecture_ = architectures->front().get<std::string>();
+        if (architecture_ != "RobertaForQuestionAnswering" && architecture_ != "RobertaForMaskedLM")
+            throw Error(configPath_ + " names the architecture '" + architecture_ +
+                        "', which the reference forward does not run.");
+        activationScheme_ = activationSchemeOf(config_, configPath_);
+    }
+
+    std::map<std::string, ReferenceTensor> run(const std::vector<int64_t>& inputIds)
+    {
+        captures_.clear();
+        if (inputIds.empty())
+            throw Error("The reference forward needs at least one token id.");
+        Activations hidden = embeddings(inputIds);
+        capture("roberta.embeddings.output", hidden);
+        for (int layer = 0; layer < numLayers_; ++layer) {
+            const std::string prefix = "roberta.encoder.layer." + std::to_string(layer) + ".";
+            hidden = encoderLayer(prefix, hidden);
+            capture(prefix + "output", hidden);
+        }
+        if (architecture_ == "RobertaForQuestionAnswering")
+            questionAnsweringHead(hidden);
+        else
+            maskedLanguageModelHead(hidden);
+        return std::move(captures_);
+    }
+
+private:
+    int requireInt(const std::string& key) const
+    {
+        const auto found = config_.find(key);
+        if (found == config_.end() || !found->is_number_integer())
+            throw Error(configPath_ + " lacks the integer '" + key + "'.");
+        return found->get<int>();
+    }
+
+    std::vector<float> readValues(const TensorView& view) const
+    {
+        std::vector<float> values(static_cast<std::size_t>(view.numel()));
+        if (view.dtype == Dtype::F8_E4M3) {
+            // Decoded here rather than by the core, which is what is under test.
+            for (std::size_t i = 0; i < values.size(); ++i)
+                values[i] = referenceDecodeE4M3(view.data[i]);
+        } else {
+            view.toFloat(values.data());
+        }
+        return values;
+    }
+
+    std::vector<float> readVector(const std::string& name, int64_t expectedSize) const
+    {
+        const TensorView& view = store_->require(name);
+        if (view.numel() != expectedSize)
+            throw Error("Tensor '" + name + "' in " + store_->location() + " has " + std::to_string(view.numel()) +
+                        " elements where " + std::to_string(expectedSize) + " were expected.");
+        return readValues(view);
+    }
+
+    void capture(const std::string& name, const Activations& activations)
+    {
+        captures_[name] = ReferenceTensor{{1, activations.rows, activations.cols}, activations.values};
+    }
+
+    Activations embeddings(const std::vector<int64_t>& inputIds)
+    {
+        const TensorView& wordView = store_->require("roberta.embeddings.word_embeddings.weight");
+        const TensorView& positionView = store_->require("roberta.embeddings.position_embeddings.weight");
+        const TensorView& typeView = store_->require("roberta.embeddings.token_type_embeddings.weight");
+        for (const TensorView* view : {&wordView, &positionView, &typeView})
+            if (view->shape.size() != 2 || view->shape[1] != hiddenSize_)
+                throw Error("Tensor '" + view->name + "' in " + store_->location() + " is not [rows, " +
+                            std::to_string(hiddenSize_) + "].");
+        const int64_t vocabSize = wordView.shape[0];
+        const int64_t maxPositions = positionView.shape[0];
+        const std::vector<float> words = readValues(wordView);
+        const std::vector<float> positions = readValues(positionView);
+        const std::vector<float> types = readValues(typeView);
+
+        const int64_t seq = static_cast<int64_t>(inputIds.size());
+        Activations sum = makeActivations(seq, hiddenSize_);
+        int64_t nonPadSeen = 0;
+        for (int64_t t = 0; t < seq; ++t) {
+            const int64_t id = inputIds[static_cast<std::size_t>(t)];
+            if (id < 0 || id >= vocabSize)
+                throw Error("Token id " + std::to_string(id) + " is outside the vocabulary of " +
+                            std::to_string(vocabSize) + " in " + store_->location() + ".");
+            // RoBERTa numbers positions from padding_idx + 1; pad tokens sit at padding_idx.
+            int64_t position = padTokenId_;
+            if (id != padTokenId_)
+                position = padTokenId_ + (++nonPadSeen);
+            if (position < 0 || position >= maxPositions)
+                throw Error("Position " + std::to_string(position) + " exceeds the " + std::to_string(maxPositions) +
+                            " position embeddings in " + store_->location() + ".");
+            for (int64_t c = 0; c < hiddenSize_; ++c) {
+                const float word = words[static_cast<std::size_t>(id * hiddenSize_ + c)];
+                const float type = types[static_cast<std::size_t>(c)];
+                const float pos = positions[static_cast<std::size_t>(position * hiddenSize_ + c)];
+                sum.at(t, c) = (word + type) + pos;
+            }
+        }
+        return layerNorm("roberta.embeddings.LayerNorm", sum);
+    }
+
+    Activations layerNorm(const std::string& module, const Activations& x) const
+    {
+        const std::vector<float> weight = readVector(module + ".weight", x.cols);
+        const std::vector<float> bias = readVector(module + ".bias", x.cols);
+        Activations y = makeActivations(x.rows, x.cols);
+        for (int64_t r = 0; r < x.rows; ++r) {
+            double sum = 0.0;
+            for (int64_t c = 0; c < x.cols; ++c)
+                sum += x.at(r, c);
+            const double mean = sum / static_cast<double>(x.cols);
+            double squares = 0.0;
+            for (int64_t c = 0; c < x.cols; ++c)
+                squares += (x.at(r, c) - mean) * (x.at(r, c) - mean);
+            const double variance = squares / static_cast<double>(x.cols); // biased, as torch's LayerNorm
+            const double invStd = 1.0 / std::sqrt(variance + layerNormEps_);
+            for (int64_t c = 0; c < x.cols; ++c) {
+                const float normalized = static_cast<float>((x.at(r, c) - mean) * invStd);
+                y.at(r, c) = normalized * weight[static_cast<std::size_t>(c)] + bias[static_cast<std::size_t>(c)];
+            }
+        }
+        return y;
+    }
+
+    // y = x W^T + b. `module` names the captures and the FP8 companions (weight_scale, input_scale);
+    // the weight and bias names differ from it only for the tied MLM decoder.
+    Activations linear(const std::string& module, const Activations& x, const std::string& weightName,
+                       const std::string& biasName)
+    {
+        const TensorView& weightView = store_->require(weightName);
+        if (weightView.shape.size() != 2 || weightView.shape[1] != x.cols)
+            throw Error("Tensor '" + weightName + "' in " + store_->location() + " is not [out, " +
+                        std::to_string(x.cols) + "] as the input of " + module + " requires.");
+        const int64_t outFeatures = weightView.shape[0];
+        std::vector<float> weight = readValues(weightView);
+        const bool quantized = weightView.dtype == Dtype::F8_E4M3;
+        if (quantized) {
+            const std::string scaleName = module + ".weight_scale";
+            const TensorView& scaleView = store_->require(scaleName);
+            const std::vector<float> scale = readValues(scaleView);
+            if (scale.size() != 1 && static_cast<int64_t>(scale.size()) != outFeatures)
+                throw Error("Tensor '" + scaleName + "' in " + store_->location() + " has " +
+                            std::to_string(scale.size()) + " elements, neither 1 nor the " +
+                            std::to_string(outFeatures) + " output rows.");
+            for (int64_t o = 0; o < outFeatures; ++o) {
+                const float rowScale = scale.size() == 1 ? scale[0] : scale[static_cast<std::size_t>(o)];
+                for (int64_t i = 0; i < x.cols; ++i)
+                    weight[static_cast<std::size_t>(o * x.cols + i)] *= rowScale;
+            }
+        }
+        std::vector<float> bias;
+        if (!biasName.empty() && store_->find(biasName))
+            bias = readVector(biasName, outFeatures);
+
+        capture(module + ".input", x);
+        Activations input = x;
+        if (quantized && mode_ == "fp8")
+            quantizeInput(module, input);
+
+        Activations y = makeActivations(x.rows, outFeatures);
+        for (int64_t r = 0; r < x.rows; ++r) {
+            for (int64_t o = 0; o < outFeatures; ++o) {
+                double accumulator = 0.0;
+                for (int64_t i = 0; i < x.cols; ++i)
+                    accumulator += static_cast<double>(input.at(r, i)) *
+                                   static_cast<double>(weight[static_cast<std::size_t>(o * x.cols + i)]);
+                float value = static_cast<float>(accumulator);
+                if (!bias.empty())
+                    value += bias[static_cast<std::size_t>(o)];
+                y.at(r, o) = value;
+            }
+        }
+        capture(module + ".output", y);
+        return y;
+    }
+
+    Activations linear(const std::string& module, const Activations& x)
+    {
+        return linear(module, x, module + ".weight", module + ".bias");
+    }
+
+    void quantizeInput(const std::string& module, Activations& x) const
+    {
+        switch (activationScheme_) {
+        case ActivationScheme::None:
+            return;
+        case ActivationScheme::DynamicToken:
+            for (int64_t r = 0; r < x.rows; ++r) {
+                float amax = 0.0f;
+                for (int64_t c = 0; c < x.cols; ++c)
+                    amax = std::max(amax, std::fabs(x.at(r, c)));
+                const float scale = std::max(amax / kE4M3Largest, FLT_MIN);
+                for (int64_t c = 0; c < x.cols; ++c)
+                    x.at(r, c) = quantDequant(x.at(r, c), scale);
+            }
+            return;
+        case ActivationScheme::StaticTensor: {
+            const float scale = readVector(module + ".input_scale", 1)[0];
+            if (!(scale > 0.0f) || !std::isfinite(scale))
+                throw Error("Tensor '" + module + ".input_scale' in " + store_->location() +
+                            " is not a positive finite scale.");
+            for (float& value : x.values)
+                value = quantDequant(value, scale);
+            return;
+        }
+        }
+    }
+
+    Activations encoderLayer(const std::string& prefix, const Activations& input)
+    {
+        const Activations query = linear(prefix + "attention.self.query", input);
+        const Activations key = linear(prefix + "attention.self.key", input);
+        const Activations value = linear(prefix + "attention.self.value", input);
+        if (query.cols != hiddenSize_ || key.cols != hiddenSize_ || value.cols != hiddenSize_)
+            throw Error("The attention projections of " + prefix + "attention.self in " + store_->location() +
+                        " do not produce hidden_size features.");
+        const int64_t seq = input.rows;
+        const int64_t headDim = hiddenSize_ / numHeads_;
+        const double scoreScale = 1.0 / std::sqrt(static_cast<double>(headDim));
+
+        Activations context = makeActivations(seq, hiddenSize_);
+        std::vector<double> probabilities(static_cast<std::size_t>(seq));
+        for (int64_t head = 0; head < numHeads_; ++head) {
+            const int64_t offset = head * headDim;
+            for (int64_t q = 0; q < seq; ++q) {
+                double largest = -std::numeric_limits<double>::infinity();
+                for (int64_t k = 0; k < seq; ++k) {
+                    double dot = 0.0;
+                    for (int64_t d = 0; d < headDim; ++d)
+                        dot += static_cast<double>(query.at(q, offset + d)) * key.at(k, offset + d);
+                    probabilities[static_cast<std::size_t>(k)] = dot * scoreScale;
+                    largest = std::max(largest, dot * scoreScale);
+                }
+                double total = 0.0;
+                for (double& p : probabilities) {
+                    p = std::exp(p - largest);
+                    total += p;
+                }
+                for (int64_t d = 0; d < headDim; ++d) {
+                    double sum = 0.0;
+                    for (int64_t k = 0; k < seq; ++k)
+                        sum += probabilities[static_cast<std::size_t>(k)] / total * value.at(k, offset + d);
+                    context.at(q, offset + d) = static_cast<float>(sum);
+                }
+            }
+        }
+
+        Activations attentionDense = linear(prefix + "attention.output.dense", context);
+        addInPlace(attentionDense, input, prefix + "attention.output.dense");
+        const Activations attentionOutput = layerNorm(prefix + "attention.output.LayerNorm", attentionDense);
+
+        Activations intermediate = linear(prefix + "intermediate.dense", attentionOutput);
+        for (float& v : intermediate.values)
+            v = geluExact(v);
+        Activations outputDense = linear(prefix + "output.dense", intermediate);
+        addInPlace(outputDense, attentionOutput, prefix + "output.dense");
+        return layerNorm(prefix + "output.LayerNorm", outputDense);
+    }
+
+    void addInPlace(Activations& target, const Activations& residual, const std::string& module) const
+    {
+        if (target.rows != residual.rows || target.cols != residual.cols)
+            throw Error("The output of " + module + " in " + store_->location() +
+                        " does not match the residual's shape.");
+        for (std::size_t i = 0; i < target.values.size(); ++i)
+            target.values[i] += residual.values[i];
+    }
+
+    void questionAnsweringHead(const Activations& hidden)
+    {
+        const Activations logits = linear("qa_outputs", hidden);
+        if (logits.cols != 2)
+            throw Error("Tensor 'qa_outputs.weight' in " + store_->location() + " does not have 2 output rows.");
+        ReferenceTensor start{{1, hidden.rows}, {}};
+        ReferenceTensor end{{1, hidden.rows}, {}};
+        for (int64_t t = 0; t < hidden.rows; ++t) {
+            start.values.push_back(logits.at(t, 0));
+            end.values.push_back(logits.at(t, 1));
+        }
+        captures_["start_logits"] = std::move(start);
+        captures_["end_logits"] = std::move(end);
+    }
+
+    void maskedLanguageModelHead(const Activations& hidden)
+    {
+        Activations transformed = linear("lm_head.dense", hidden);
+        for (float& v : transformed.values)
+            v = geluExact(v);
+        const Activations normalized = layerNorm("lm_head.layer_norm", transformed);
+        const std::string weightName = store_->find("lm_head.decoder.weight")
+                                           ? "lm_head.decoder.weight"
+                                           : "roberta.embeddings.word_embeddings.weight";
+        const std::string biasName = store_->find("lm_head.decoder.bias") ? "lm_head.decoder.bias" : "lm_head.bias";
+        const Activations logits = linear("lm_head.decoder", normalized, weightName, biasName);
+        capture("logits", logits);
+    }
+
+    std::string mode_;
+    std::string configPath_;
+    nlohmann::json config_;
+    std::unique_ptr<TensorStore> store_;
+    int hiddenSize_ = 0;
+    int numLayers_ = 0;
+    int numHeads_ = 0;
+    double layerNormEps_ = 1e-12;
+    int64_t padTokenId_ = 1;
+    std::string architecture_;
+    ActivationScheme activationScheme_ = ActivationScheme::None;
+    std::map<std::string, ReferenceTensor> captures_;
+};
+
+} // namespace
+
+float referenceDecodeE4M3(uint8_t code)
+{
+    const bool negative = (code & 0x80) != 0;
+    const int exponent = (code >> 3) & 0x0F;
+    const int mantissa = code & 0x07;
+    if (exponent == 0x0F && mantissa == 0x07)
+        return std::numeric_limits<float>::quiet_NaN();
+    const float magnitude = exponent == 0
+                                ? std::ldexp(static_cast<float>(mantissa) / 8.0f, 1 - 7)
+                                : std::ldexp(1.0f + static_cast<float>(mantissa) / 8.0f, exponent - 7);
+    return negative ? -magnitude : magnitude;
+}
+
+float referenceRoundToE4M3(float x)
+{
+    if (std::isnan(x))
+        return x;
+    const float clamped = std::min(std::max(x, -kE4M3Largest), kE4M3Largest);
+    const std::vector<E4M3Entry>& table = sortedE4M3Table();
+    // The nearest code is one of the two table neighbours of x; since the table holds every code,
+    // this is the exhaustive search done by bisection.
+    const auto above = std::lower_bound(table.begin(), table.end(), clamped,
+                                        [](const E4M3Entry& entry, float value) { return entry.value < value; });
+    float result = above->value;
+    if (above->value != clamped) {
+        const auto below = above - 1;
+        const double distanceAbove = static_cast<double>(above->value) - clamped;
+        const double distanceBelow = static_cast<double>(clamped) - below->value;
+        if (distanceBelow < distanceAbove)
+            result = below->value;
+        else if (distanceBelow == distanceAbove && (below->code & 1) == 0)
+            result = below->value;
+    }
+    return result == 0.0f ? std::copysign(0.0f, x) : result;
+}
+
+std::map<std::string, ReferenceTensor> referenceForward(const std::string& checkpointDir,
+                                                        const std::vector<int64_t>& inputIds,
+                                                        const std::string& mode)
+{
+    ReferenceModel model(checkpointDir, mode);
+    return model.run(inputIds);
+}
+
+} // namespace scalescope::testing
