@@ -1,0 +1,208 @@
+// The engine's forward pass against the independent reference in tests/support (plain loops,
+// exhaustive-search FP8 rounding), for float checkpoints and every FP8 strategy combination.
+#include <QtTest>
+
+#include <cmath>
+
+#include "common/error.h"
+#include "model/encoder_model.h"
+#include "support/fixtures.h"
+#include "support/reference_forward.h"
+
+using namespace scalescope;
+using namespace scalescope::testing;
+
+namespace {
+
+const std::vector<int64_t> kIds = {0, 280, 281, 100, 290, 77, 301, 45, 2};
+
+const FloatTensor& output(const ForwardResult& result, const std::string& name)
+{
+    for (const NamedTensor& t : result.outputs)
+        if (t.name == name)
+            return t.tensor;
+    for (const NamedTensor& t : result.captures)
+        if (t.name == name)
+            return t.tensor;
+    throw std::runtime_error("no tensor " + name);
+}
+
+struct Difference {
+    double maxAbs = 0;
+    double refMaxAbs = 0;
+    double sqnrDb = 0;
+};
+
+Difference compare(const std::vector<float>& values, const std::vector<float>& reference)
+{
+    Difference d;
+    double signal = 0, noise = 0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        const double e = double(values[i]) - double(reference[i]);
+        d.maxAbs = std::max(d.maxAbs, std::fabs(e));
+        d.refMaxAbs = std::max(d.refMaxAbs, std::fabs(double(reference[i])));
+        signal += double(reference[i]) * reference[i];
+        noise += e * e;
+    }
+    d.sqnrDb = noise == 0 ? INFINITY : 10 * std::log10(signal / noise);
+    return d;
+}
+
+std::vector<int64_t> idsFor(const std::string& dir)
+{
+    // Ids valid for the tiny tokenizer's vocabulary, whatever its size.
+    const int64_t vocab = Checkpoint::open(dir)->config().vocabSize;
+    std::vector<int64_t> ids;
+    for (int64_t id : kIds)
+        ids.push_back(id % vocab);
+    return ids;
+}
+
+} // namespace
+
+class TestForward : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() { setComputeThreads(2); }
+
+    void floatModelMatchesReference_data()
+    {
+        QTest::addColumn<QString>("architecture");
+        QTest::newRow("qa") << "RobertaForQuestionAnswering";
+        QTest::newRow("mlm") << "RobertaForMaskedLM";
+    }
+    void floatModelMatchesReference()
+    {
+        QFETCH(QString, architecture);
+        TinyModelSpec spec;
+        spec.architecture = architecture.toStdString();
+        const std::string dir = makeTempDir("float");
+        writeTinyFloatCheckpoint(dir, spec);
+        auto model = EncoderModel::load(dir);
+        const auto ids = idsFor(dir);
+        ForwardOptions options;
+        options.mode = RunMode::Dequant;
+        options.capture.all = true;
+        const ForwardResult result = model->forward({{ids}, {}, {}}, options);
+        const auto reference = referenceForward(dir, ids, "dequant");
+
+        QVERIFY(!reference.empty());
+        for (const auto& [name, tensor] : reference) {
+            const FloatTensor& ours = output(result, name);
+            QCOMPARE(ours.values.size(), tensor.values.size());
+            const Difference d = compare(ours.values, tensor.values);
+            // float32 vs double accumulation over a few layers: agreement to ~1e-5 of the range.
+            QVERIFY2(d.maxAbs <= 1e-4 * std::max(1.0, d.refMaxAbs),
+                     qPrintable(QString("%1: max abs diff %2 (range %3)").arg(QString::fromStdString(name)).arg(d.maxAbs).arg(d.refMaxAbs)));
+        }
+        // Every capture point the engine advertises was recorded, in order.
+        const auto points = model->capturePoints();
+        QCOMPARE(result.captures.size(), points.size());
+        for (std::size_t i = 0; i < points.size(); ++i)
+            QCOMPARE(result.captures[i].name, points[i]);
+    }
+
+    void fp8StrategiesMatchReference_data()
+    {
+        QTest::addColumn<QString>("weights");
+        QTest::addColumn<QString>("activations");
+        QTest::addColumn<QString>("scaleDtype");
+        for (const char* w : {"channel", "tensor"})
+            for (const char* a : {"token", "tensor", "none"})
+                QTest::addRow("%s-%s", w, a) << w << a << "F32";
+        QTest::newRow("channel-token-bf16") << "channel" << "token" << "BF16";
+        QTest::newRow("tensor-tensor-f16") << "tensor" << "tensor" << "F16";
+    }
+    void fp8StrategiesMatchReference()
+    {
+        QFETCH(QString, weights);
+        QFETCH(QString, activations);
+        QFETCH(QString, scaleDtype);
+        TinyModelSpec spec;
+        const std::string floatDir = makeTempDir("float");
+        const std::string fp8Dir = makeTempDir("fp8") + "/model";
+        writeTinyFloatCheckpoint(floatDir, spec);
+        writeTinyFp8Checkpoint(floatDir, fp8Dir, {weights.toStdString(), activations.toStdString(), scaleDtype.toStdString()});
+        const auto ids = idsFor(fp8Dir);
+
+        auto model = EncoderModel::load(fp8Dir);
+        QVERIFY(model->isQuantized());
+        for (const char* mode : {"fp8", "dequant"}) {
+            ForwardOptions options;
+            options.mode = std::string(mode) == "fp8" ? RunMode::Fp8 : RunMode::Dequant;
+            options.capture.all = true;
+            const ForwardResult result = model->forward({{ids}, {}, {}}, options);
+            const auto reference = referenceForward(fp8Dir, ids, mode);
+            for (const char* name : {"start_logits", "end_logits", "roberta.encoder.layer.1.output"}) {
+                const Difference d = compare(output(result, name).values, reference.at(name).values);
+                // A float32-vs-double difference can move an activation across an FP8 rounding
+                // boundary, so fp8 mode gets a looser (still tight) bound than pure float.
+                const double bound = (std::string(mode) == "fp8" ? 2e-3 : 1e-4) * std::max(1.0, d.refMaxAbs);
+                QVERIFY2(d.maxAbs <= bound, qPrintable(QString("%1 %2: max abs diff %3 (range %4)")
+                                                           .arg(mode, name).arg(d.maxAbs).arg(d.refMaxAbs)));
+            }
+        }
+
+        // fp8 departs from dequant by a small, non-zero amount exactly when activations are quantized.
+        ForwardOptions fp8;
+        ForwardOptions dequant;
+        dequant.mode = RunMode::Dequant;
+        const auto a = model->forward({{ids}, {}, {}}, fp8);
+        const auto b = model->forward({{ids}, {}, {}}, dequant);
+        const Difference d = compare(output(a, "start_logits").values, output(b, "start_logits").values);
+        if (activations == "none") {
+            QCOMPARE(d.maxAbs, 0.0);
+        } else {
+            QVERIFY(d.maxAbs > 0);
+            QVERIFY2(d.sqnrDb > 10, qPrintable(QString("fp8 vs dequant SQNR %1 dB").arg(d.sqnrDb)));
+        }
+    }
+
+    void paddingDoesNotChangeResults()
+    {
+        TinyModelSpec spec;
+        const std::string dir = makeTempDir("float");
+        writeTinyFloatCheckpoint(dir, spec);
+        auto model = EncoderModel::load(dir);
+        const auto longIds = idsFor(dir);
+        const std::vector<int64_t> shortIds(longIds.begin(), longIds.begin() + 4);
+        ForwardOptions options;
+        const auto alone = model->forward({{shortIds}, {}, {}}, options);
+        const auto batched = model->forward({{longIds, shortIds}, {}, {}}, options);
+        const FloatTensor& single = output(alone, "start_logits");
+        const FloatTensor& both = output(batched, "start_logits");
+        QCOMPARE(both.shape, (std::vector<int64_t>{2, int64_t(longIds.size())}));
+        for (std::size_t t = 0; t < shortIds.size(); ++t)
+            QVERIFY(std::fabs(single.values[t] - both.values[longIds.size() + t]) < 1e-5f);
+    }
+
+    void rejectsBadInputs()
+    {
+        TinyModelSpec spec;
+        const std::string dir = makeTempDir("float");
+        writeTinyFloatCheckpoint(dir, spec);
+        auto model = EncoderModel::load(dir);
+        ForwardOptions options;
+        const int64_t vocab = model->config().vocabSize;
+        QVERIFY_THROWS_EXCEPTION(Error, model->forward({{{0, vocab, 2}}, {}, {}}, options));
+        QVERIFY_THROWS_EXCEPTION(Error, model->forward({{{0, -1, 2}}, {}, {}}, options));
+        QVERIFY_THROWS_EXCEPTION(Error, model->forward({{}, {}, {}}, options));
+        std::vector<int64_t> tooLong(static_cast<std::size_t>(spec.maxPositionEmbeddings), 5);
+        QVERIFY_THROWS_EXCEPTION(Error, model->forward({{tooLong}, {}, {}}, options));
+    }
+
+    void cancelStopsTheForward()
+    {
+        TinyModelSpec spec;
+        const std::string dir = makeTempDir("float");
+        writeTinyFloatCheckpoint(dir, spec);
+        auto model = EncoderModel::load(dir);
+        std::atomic<bool> cancel{true};
+        Progress progress;
+        progress.cancel = &cancel;
+        QVERIFY_THROWS_EXCEPTION(Cancelled, model->forward({{idsFor(dir)}, {}, {}}, ForwardOptions{}, progress));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestForward)
+#include "test_forward.moc"
