@@ -69,7 +69,8 @@ private slots:
         QFETCH(QString, patch);
         QFETCH(QString, expected);
         json config = minimalConfig();
-        for (auto& [key, value] : json::parse(patch.toStdString()).items()) {
+        const json changes = json::parse(patch.toStdString());
+        for (const auto& [key, value] : changes.items()) {
             if (value.is_null())
                 config.erase(key);
             else
