@@ -1,0 +1,371 @@
+// scalescope-cli end to end, as a script would use it: a real child process on generated
+// checkpoints, JSON read back, safetensors outputs read back, and every kind of bad input giving
+// one clear sentence on stderr with a non-zero exit code.
+#include <QtTest>
+
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.h"
+#include "support/fixtures.h"
+
+using namespace scalescope;
+using namespace scalescope::testing;
+using json = nlohmann::json;
+
+namespace {
+
+struct CliResult {
+    int exitCode = -1;
+    bool crashed = false;
+    QString out;
+    QString err;
+};
+
+CliResult runCli(const QStringList& args)
+{
+    QProcess process;
+    process.start(QStringLiteral(SCALESCOPE_CLI), args);
+    CliResult result;
+    if (!process.waitForFinished(300000)) {
+        process.kill();
+        process.waitForFinished();
+        result.crashed = true;
+        return result;
+    }
+    result.crashed = process.exitStatus() != QProcess::NormalExit;
+    result.exitCode = process.exitCode();
+    result.out = QString::fromUtf8(process.readAllStandardOutput());
+    result.err = QString::fromUtf8(process.readAllStandardError());
+    return result;
+}
+
+json runJson(const QStringList& args)
+{
+    const CliResult r = runCli(args);
+    if (r.exitCode != 0 || r.crashed)
+        throw std::runtime_error("cli failed: " + r.err.toStdString());
+    return json::parse(r.out.toStdString());
+}
+
+std::vector<float> readTensor(const std::string& file, const std::string& name)
+{
+    auto store = TensorStore::openFile(file);
+    return store->require(name).toFloat().values;
+}
+
+double sqnrDb(const std::vector<float>& x, const std::vector<float>& reference)
+{
+    double signal = 0, noise = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        signal += double(reference[i]) * reference[i];
+        noise += (double(reference[i]) - x[i]) * (double(reference[i]) - x[i]);
+    }
+    return noise == 0 ? INFINITY : 10 * std::log10(signal / noise);
+}
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+void copyFolder(const std::string& from, const std::string& to)
+{
+    QDir().mkpath(q(to));
+    for (const QString& name : QDir(q(from)).entryList(QDir::Files))
+        QFile::copy(q(from) + "/" + name, q(to) + "/" + name);
+}
+
+std::string readAll(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void writeAll(const std::string& path, const std::string& bytes)
+{
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+}
+
+} // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+    std::string floatDir_;
+    std::string fp8Dir_;
+    std::string ids_ = "0,280,281,100,290,77,45,2";
+
+private slots:
+    void initTestCase()
+    {
+        TinyModelSpec spec;
+        floatDir_ = makeTempDir("cli-float");
+        writeTinyFloatCheckpoint(floatDir_, spec);
+        fp8Dir_ = makeTempDir("cli-fp8") + "/model";
+        const CliResult r = runCli({"quantize", q(floatDir_), q(fp8Dir_), "--weights", "channel", "--activations", "token"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const json config = json::parse(readAll(fp8Dir_ + "/config.json"));
+        QCOMPARE(config["quantization_config"]["config_groups"]["group_0"]["weights"]["strategy"].get<std::string>(),
+                 std::string("channel"));
+    }
+
+    void versionAndUsage()
+    {
+        const CliResult version = runCli({"--version"});
+        QCOMPARE(version.exitCode, 0);
+        QVERIFY(version.out.startsWith("scalescope-cli "));
+        const CliResult unknown = runCli({"frobnicate"});
+        QCOMPARE(unknown.exitCode, 2);
+        const CliResult badOption = runCli({"qa", q(fp8Dir_), "--question", "x", "--context", "y", "--bogus", "1"});
+        QCOMPARE(badOption.exitCode, 2);
+        QVERIFY(badOption.err.contains("--bogus"));
+    }
+
+    void tokenizeJson()
+    {
+        const json out = runJson({"tokenize", q(fp8Dir_), "--text", "the cat sat", "--json"});
+        const auto ids = out["input_ids"].get<std::vector<int64_t>>();
+        QCOMPARE(ids.front(), int64_t(0));
+        QCOMPARE(ids.back(), int64_t(2));
+        QCOMPARE(out["offsets"].size(), ids.size());
+        // Each word token's offsets select that word in the text.
+        const std::string text = "the cat sat";
+        const std::vector<std::string> words = {"the", "cat", "sat"};
+        QCOMPARE(ids.size(), std::size_t(5));
+        for (std::size_t i = 0; i < 3; ++i) {
+            const int start = out["offsets"][i + 1][0], end = out["offsets"][i + 1][1];
+            QCOMPARE(text.substr(std::size_t(start), std::size_t(end - start)), words[i]);
+        }
+        const json pair = runJson({"tokenize", q(fp8Dir_), "--text", "where", "--pair", "on the mat", "--json"});
+        const auto pairIds = pair["input_ids"].get<std::vector<int64_t>>();
+        QCOMPARE(pairIds.size(), std::size_t(1 + 1 + 2 + 3 + 1)); // <s> Q </s></s> C(3) </s>
+        QCOMPARE(pair["offsets"][5][0].get<int>(), 3);            // "the" in the second text
+    }
+
+    void fp8DequantReferenceDiffer()
+    {
+        const std::string out = makeTempDir("cli-forward");
+        for (const char* mode : {"fp8", "dequant"}) {
+            const CliResult r = runCli({"forward", q(fp8Dir_), "--input-ids", q(ids_), "--mode", mode, "--capture", "all",
+                                        "--output", q(out + "/" + mode + ".safetensors")});
+            QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        }
+        const CliResult ref = runCli({"forward", q(fp8Dir_), "--input-ids", q(ids_), "--mode", "reference", "--reference",
+                                      q(floatDir_), "--output", q(out + "/reference.safetensors"), "--json"});
+        QVERIFY2(ref.exitCode == 0, qPrintable(ref.err));
+        const CliResult standIn = runCli({"forward", q(fp8Dir_), "--input-ids", q(ids_), "--mode", "reference",
+                                          "--output", q(out + "/standin.safetensors"), "--json"});
+        QVERIFY(json::parse(standIn.out.toStdString()).contains("note"));
+
+        for (const char* name : {"start_logits", "end_logits"}) {
+            const auto fp8 = readTensor(out + "/fp8.safetensors", name);
+            const auto dequant = readTensor(out + "/dequant.safetensors", name);
+            const auto reference = readTensor(out + "/reference.safetensors", name);
+            const double vsDequant = sqnrDb(fp8, dequant);
+            const double vsReference = sqnrDb(fp8, reference);
+            const double dequantVsReference = sqnrDb(dequant, reference);
+            qInfo("%s SQNR: fp8 vs dequant %.2f dB, fp8 vs reference %.2f dB, dequant vs reference %.2f dB", name,
+                  vsDequant, vsReference, dequantVsReference);
+            // Small but non-zero: finite SQNR, well above noise level.
+            QVERIFY(std::isfinite(vsDequant) && vsDequant > 15);
+            QVERIFY(std::isfinite(vsReference) && vsReference > 15);
+        }
+        // Captures are in the file under their module names.
+        auto store = TensorStore::openFile(out + "/fp8.safetensors");
+        QVERIFY(store->find("roberta.encoder.layer.0.attention.self.query.input"));
+        QVERIFY(store->find("roberta.encoder.layer.1.output"));
+        QVERIFY(store->find("roberta.embeddings.output"));
+    }
+
+    void perTensorLosesToPerChannelOnOutliers()
+    {
+        TinyModelSpec spec;
+        spec.outlierChannels = {3, 17};
+        spec.outlierFactor = 30.0f;
+        const std::string floatDir = makeTempDir("cli-outlier");
+        writeTinyFloatCheckpoint(floatDir, spec);
+        const std::string base = makeTempDir("cli-outlier-q");
+        const std::string query = "roberta.encoder.layer.0.attention.self.query";
+        std::map<std::string, double> sqnr;
+        for (const char* weights : {"channel", "tensor"}) {
+            const std::string dst = base + "/" + weights;
+            QCOMPARE(runCli({"quantize", q(floatDir), q(dst), "--weights", weights, "--activations", "none"}).exitCode, 0);
+            const std::string fp8 = base + "/" + weights + ".safetensors";
+            QCOMPARE(runCli({"forward", q(dst), "--input-ids", q(ids_), "--capture", q(query + ",roberta.encoder.layer.1"),
+                             "--output", q(fp8)}).exitCode, 0);
+            const std::string reference = base + "/ref-" + weights + ".safetensors";
+            QCOMPARE(runCli({"forward", q(dst), "--input-ids", q(ids_), "--mode", "reference", "--reference", q(floatDir),
+                             "--capture", q(query + ",roberta.encoder.layer.1"), "--output", q(reference)}).exitCode, 0);
+            for (const std::string name : {query + ".output", std::string("roberta.encoder.layer.1.output"), std::string("start_logits")}) {
+                sqnr[std::string(weights) + " " + name] = sqnrDb(readTensor(fp8, name), readTensor(reference, name));
+                qInfo("outliers x30, weights per %s: %s SQNR %.2f dB", weights, name.c_str(), sqnr[std::string(weights) + " " + name]);
+            }
+        }
+        QVERIFY(sqnr["tensor " + query + ".output"] < sqnr["channel " + query + ".output"] - 3);
+        QVERIFY(sqnr["tensor roberta.encoder.layer.1.output"] < sqnr["channel roberta.encoder.layer.1.output"] - 3);
+        // The final logits are reported, not asserted: the float head and the last LayerNorm can mask
+        // the encoder's error on a model this small.
+    }
+
+    void staticActivationsNeedCalibration()
+    {
+        const std::string dst = makeTempDir("cli-static") + "/model";
+        const CliResult missing = runCli({"quantize", q(floatDir_), q(dst), "--activations", "tensor"});
+        QCOMPARE(missing.exitCode, 1);
+        QVERIFY(missing.err.contains("--calibration"));
+        const std::string calibration = makeTempDir("cli-cal") + "/texts.txt";
+        writeAll(calibration, "the cat sat on the mat\nwhere is the dog ?\n");
+        const CliResult r = runCli({"quantize", q(floatDir_), q(dst), "--activations", "tensor", "--calibration",
+                                    q(calibration), "--scale-dtype", "bfloat16"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        auto store = TensorStore::openDirectory(dst);
+        const TensorView& scale = store->require("roberta.encoder.layer.0.attention.self.query.input_scale");
+        QCOMPARE(scale.dtype, Dtype::BF16);
+        QVERIFY(scale.toFloat().values[0] > 0);
+        QCOMPARE(runCli({"forward", q(dst), "--input-ids", q(ids_), "--output", q(dst + "-out.safetensors")}).exitCode, 0);
+    }
+
+    void quantizeNeverOverwritesWithoutForce()
+    {
+        const std::string before = readAll(fp8Dir_ + "/model.safetensors");
+        const CliResult again = runCli({"quantize", q(floatDir_), q(fp8Dir_), "--weights", "tensor"});
+        QCOMPARE(again.exitCode, 1);
+        QVERIFY(again.err.contains("--force"));
+        QCOMPARE(readAll(fp8Dir_ + "/model.safetensors"), before);
+        // The source is never the destination, and a quantized source is refused.
+        QCOMPARE(runCli({"quantize", q(floatDir_), q(floatDir_), "--force"}).exitCode, 1);
+        QCOMPARE(runCli({"quantize", q(fp8Dir_), q(makeTempDir("x") + "/y")}).exitCode, 1);
+        // forward refuses to replace an output file without --force.
+        const std::string out = makeTempDir("cli-out") + "/o.safetensors";
+        writeAll(out, "keep me");
+        QCOMPARE(runCli({"forward", q(fp8Dir_), "--input-ids", q(ids_), "--output", q(out)}).exitCode, 1);
+        QCOMPARE(readAll(out), std::string("keep me"));
+        QCOMPARE(runCli({"forward", q(fp8Dir_), "--input-ids", q(ids_), "--output", q(out), "--force"}).exitCode, 0);
+    }
+
+    void qaOverSeveralWindows()
+    {
+        std::string context;
+        for (int i = 0; i < 40; ++i)
+            context += "the cat sat on the mat . ";
+        context += "Paris is the capital of France .";
+        const json out = runJson({"qa", q(fp8Dir_), "--question", "what is the capital of France ?", "--context",
+                                  q(context), "--max-seq-len", "64", "--doc-stride", "16", "--top-k", "3", "--json"});
+        QVERIFY(out["input_ids"].size() > 1);
+        QCOMPARE(out["start_logits"].size(), out["input_ids"].size());
+        for (std::size_t w = 0; w < out["input_ids"].size(); ++w) {
+            QVERIFY(out["input_ids"][w].size() <= 64);
+            QCOMPARE(out["start_logits"][w].size(), out["input_ids"][w].size());
+        }
+        QCOMPARE(out["answers"].size(), std::size_t(3));
+        for (const auto& answer : out["answers"]) {
+            const int start = answer["start"], end = answer["end"];
+            QCOMPARE(answer["text"].get<std::string>(), context.substr(std::size_t(start), std::size_t(end - start)));
+        }
+        QCOMPARE(out["mode"].get<std::string>(), std::string("fp8"));
+    }
+
+    void fillMaskJson()
+    {
+        TinyModelSpec spec;
+        spec.architecture = "RobertaForMaskedLM";
+        const std::string dir = makeTempDir("cli-mlm");
+        writeTinyFloatCheckpoint(dir, spec);
+        const json out = runJson({"fill-mask", q(dir), "--text", "the cat <mask> on the mat", "--top-k", "4", "--json"});
+        QCOMPARE(out["masks"].size(), std::size_t(1));
+        QCOMPARE(out["masks"][0].size(), std::size_t(4));
+        double previous = 1.0;
+        for (const auto& p : out["masks"][0]) {
+            QVERIFY(p.contains("token_id") && p.contains("token"));
+            const double probability = p["probability"];
+            QVERIFY(probability <= previous && probability > 0);
+            previous = probability;
+        }
+    }
+
+    // Each damaged checkpoint gives exit code 1 and one line on stderr naming the file or tensor.
+    void badInputGivesOneClearError_data()
+    {
+        QTest::addColumn<QString>("defect");
+        QTest::addColumn<QString>("named");
+        QTest::newRow("truncated file") << "truncate" << "model.safetensors";
+        QTest::newRow("header length past end") << "header-length" << "model.safetensors";
+        QTest::newRow("invalid header json") << "header-json" << "model.safetensors";
+        QTest::newRow("offsets outside file") << "offsets" << "model.safetensors";
+        QTest::newRow("missing tensor") << "missing-tensor" << "roberta.encoder.layer.1.output.dense.weight";
+        QTest::newRow("scale of wrong shape") << "scale-shape" << "weight_scale";
+        QTest::newRow("unknown architecture") << "architecture" << "config.json";
+        QTest::newRow("missing tokenizer") << "tokenizer" << "tokenizer";
+        QTest::newRow("missing folder") << "no-folder" << "nowhere";
+    }
+    void badInputGivesOneClearError()
+    {
+        QFETCH(QString, defect);
+        QFETCH(QString, named);
+        const std::string dir = makeTempDir("cli-bad") + "/model";
+        copyFolder(fp8Dir_, dir);
+        const std::string weights = dir + "/model.safetensors";
+        std::string bytes = readAll(weights);
+        uint64_t headerLength = 0;
+        std::memcpy(&headerLength, bytes.data(), 8);
+        std::string header = bytes.substr(8, headerLength);
+        auto rewriteHeader = [&](const json& h) {
+            std::string text = h.dump();
+            text.resize((text.size() + 7) / 8 * 8, ' ');
+            const uint64_t length = text.size();
+            std::string data = bytes.substr(8 + headerLength);
+            std::string out(8, '\0');
+            std::memcpy(out.data(), &length, 8);
+            writeAll(weights, out + text + data);
+        };
+        std::string target = dir;
+        if (defect == "truncate") {
+            writeAll(weights, bytes.substr(0, bytes.size() / 2));
+        } else if (defect == "header-length") {
+            const uint64_t length = bytes.size() + 100;
+            std::memcpy(bytes.data(), &length, 8);
+            writeAll(weights, bytes);
+        } else if (defect == "header-json") {
+            bytes[8] = '[';
+            bytes[9] = '}';
+            writeAll(weights, bytes);
+        } else if (defect == "offsets") {
+            json h = json::parse(header);
+            h["roberta.embeddings.LayerNorm.bias"]["data_offsets"] = {bytes.size() * 2, bytes.size() * 2 + 128};
+            rewriteHeader(h);
+        } else if (defect == "missing-tensor") {
+            json h = json::parse(header);
+            h.erase("roberta.encoder.layer.1.output.dense.weight");
+            rewriteHeader(h);
+        } else if (defect == "scale-shape") {
+            json h = json::parse(header);
+            auto& entry = h["roberta.encoder.layer.0.attention.self.query.weight_scale"];
+            const int64_t out = entry["shape"][0];
+            entry["shape"] = {1, out}; // same bytes, transposed shape: contradicts strategy channel
+            rewriteHeader(h);
+        } else if (defect == "architecture") {
+            json config = json::parse(readAll(dir + "/config.json"));
+            config["architectures"] = {"T5ForConditionalGeneration"};
+            writeAll(dir + "/config.json", config.dump());
+        } else if (defect == "tokenizer") {
+            QFile::remove(q(dir + "/vocab.json"));
+        } else if (defect == "no-folder") {
+            target = dir + "/nowhere";
+        }
+        const std::string configBefore = readAll(dir + "/config.json");
+        const std::string weightsBefore = readAll(weights);
+        const CliResult r = runCli({"qa", q(target), "--question", "what", "--context", "the cat sat", "--json"});
+        QVERIFY2(!r.crashed, "the CLI crashed");
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY(r.out.isEmpty());
+        const QString message = r.err.trimmed();
+        QVERIFY2(!message.contains('\n'), qPrintable(message));
+        QVERIFY2(message.contains(named), qPrintable(message));
+        // The checkpoint is never modified by a failed run.
+        QCOMPARE(readAll(dir + "/config.json"), configBefore);
+        QCOMPARE(readAll(weights), weightsBefore);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "test_cli.moc"
