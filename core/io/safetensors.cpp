@@ -1,0 +1,588 @@
+#include "io/safetensors.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <set>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/text_files.h"
+#include "io/atomic_write.h"
+#include "numerics/fp8.h"
+#include "numerics/half.h"
+
+// Tensor data is little-endian on disk and read with memcpy straight into host integers/floats.
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "safetensors.cpp assumes a little-endian host"
+#endif
+
+namespace scalescope {
+namespace {
+
+// A header this large is not a real checkpoint; refusing it early avoids parsing garbage for minutes.
+constexpr uint64_t kMaxHeaderBytes = 100ull * 1024 * 1024;
+
+struct DtypeInfo {
+    Dtype dtype;
+    const char* name;
+    std::size_t size;
+};
+
+constexpr DtypeInfo kDtypes[] = {
+    {Dtype::Bool, "BOOL", 1}, {Dtype::U8, "U8", 1},     {Dtype::I8, "I8", 1},
+    {Dtype::I16, "I16", 2},   {Dtype::I32, "I32", 4},   {Dtype::I64, "I64", 8},
+    {Dtype::F16, "F16", 2},   {Dtype::BF16, "BF16", 2}, {Dtype::F32, "F32", 4},
+    {Dtype::F64, "F64", 8},   {Dtype::F8_E4M3, "F8_E4M3", 1}, {Dtype::F8_E5M2, "F8_E5M2", 1},
+};
+
+const DtypeInfo& dtypeInfo(Dtype dtype)
+{
+    for (const DtypeInfo& info : kDtypes)
+        if (info.dtype == dtype)
+            return info;
+    return kDtypes[0]; // unreachable: every enumerator is listed
+}
+
+std::string shapeText(const std::vector<int64_t>& shape)
+{
+    std::string text = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (i)
+            text += ", ";
+        text += std::to_string(shape[i]);
+    }
+    return text + "]";
+}
+
+bool checkedMultiply(uint64_t a, uint64_t b, uint64_t* product)
+{
+    return !__builtin_mul_overflow(a, b, product);
+}
+
+// numel x dtype size, or false when it does not fit in 63 bits.
+bool tensorByteSize(const std::vector<int64_t>& shape, Dtype dtype, uint64_t* bytes)
+{
+    uint64_t count = 1;
+    for (int64_t dim : shape) {
+        if (dim < 0 || !checkedMultiply(count, static_cast<uint64_t>(dim), &count))
+            return false;
+    }
+    if (!checkedMultiply(count, dtypeSize(dtype), &count) || count > static_cast<uint64_t>(INT64_MAX))
+        return false;
+    *bytes = count;
+    return true;
+}
+
+std::string tensorIn(const std::string& name, const std::string& path)
+{
+    return "Tensor '" + name + "' in " + path;
+}
+
+// Reads a non-negative JSON integer; false for anything else (floats, strings, negatives).
+bool readUnsigned(const nlohmann::json& value, uint64_t* out)
+{
+    if (value.is_number_unsigned()) {
+        *out = value.get<uint64_t>();
+        return true;
+    }
+    if (value.is_number_integer() && value.get<int64_t>() >= 0) {
+        *out = static_cast<uint64_t>(value.get<int64_t>());
+        return true;
+    }
+    return false;
+}
+
+template <typename T>
+void convertElements(const uint8_t* data, std::size_t count, float* out)
+{
+    for (std::size_t i = 0; i < count; ++i) {
+        T element;
+        std::memcpy(&element, data + i * sizeof(T), sizeof(T));
+        out[i] = static_cast<float>(element);
+    }
+}
+
+template <typename Bits, typename Convert>
+void convertBits(const uint8_t* data, std::size_t count, float* out, Convert convert)
+{
+    for (std::size_t i = 0; i < count; ++i) {
+        Bits bits;
+        std::memcpy(&bits, data + i * sizeof(Bits), sizeof(Bits));
+        out[i] = convert(bits);
+    }
+}
+
+bool isPlainFileName(const std::string& name)
+{
+    return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+           name.find('\0') == std::string::npos;
+}
+
+} // namespace
+
+const char* dtypeName(Dtype dtype)
+{
+    return dtypeInfo(dtype).name;
+}
+
+bool parseDtype(const std::string& name, Dtype* out)
+{
+    for (const DtypeInfo& info : kDtypes) {
+        if (name == info.name) {
+            *out = info.dtype;
+            return true;
+        }
+    }
+    return false;
+}
+
+std::size_t dtypeSize(Dtype dtype)
+{
+    return dtypeInfo(dtype).size;
+}
+
+// ---------------------------------------------------------------------------------------------
+// TensorView
+
+int64_t TensorView::numel() const
+{
+    int64_t count = 1;
+    for (int64_t dim : shape)
+        count *= dim; // validated against overflow when the file was opened
+    return count;
+}
+
+FloatTensor TensorView::toFloat() const
+{
+    FloatTensor tensor;
+    tensor.shape = shape;
+    tensor.values.resize(static_cast<std::size_t>(numel()));
+    toFloat(tensor.values.data());
+    return tensor;
+}
+
+void TensorView::toFloat(float* out) const
+{
+    const std::size_t count = static_cast<std::size_t>(numel());
+    switch (dtype) {
+    case Dtype::Bool:
+        for (std::size_t i = 0; i < count; ++i)
+            out[i] = data[i] != 0 ? 1.0f : 0.0f;
+        break;
+    case Dtype::U8: convertElements<uint8_t>(data, count, out); break;
+    case Dtype::I8: convertElements<int8_t>(data, count, out); break;
+    case Dtype::I16: convertElements<int16_t>(data, count, out); break;
+    case Dtype::I32: convertElements<int32_t>(data, count, out); break;
+    case Dtype::I64: convertElements<int64_t>(data, count, out); break;
+    case Dtype::F32:
+        if (count)
+            std::memcpy(out, data, count * sizeof(float));
+        break;
+    case Dtype::F64: convertElements<double>(data, count, out); break;
+    case Dtype::F16: convertBits<uint16_t>(data, count, out, half::f16ToFloat); break;
+    case Dtype::BF16: convertBits<uint16_t>(data, count, out, half::bf16ToFloat); break;
+    case Dtype::F8_E4M3: fp8::dequantizeE4M3(data, count, 1.0f, out); break;
+    case Dtype::F8_E5M2: convertBits<uint8_t>(data, count, out, fp8::decodeE5M2); break;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SafetensorsFile
+
+SafetensorsFile::~SafetensorsFile()
+{
+    if (mapping_)
+        ::munmap(mapping_, mappedSize_);
+}
+
+std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path)
+{
+    std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
+    file->path_ = path;
+
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        throw Error("Cannot open " + path + ": " + std::strerror(errno) + ".");
+    struct stat info {};
+    if (::fstat(fd, &info) != 0) {
+        const int statError = errno;
+        ::close(fd);
+        throw Error("Cannot open " + path + ": " + std::strerror(statError) + ".");
+    }
+    if (!S_ISREG(info.st_mode)) {
+        ::close(fd);
+        throw Error("Cannot open " + path + ": it is not a regular file.");
+    }
+    const uint64_t fileSize = static_cast<uint64_t>(info.st_size);
+    if (fileSize < 8) {
+        ::close(fd);
+        throw Error(path + " is not a safetensors file: it is " + std::to_string(fileSize) +
+                    " bytes long, too short for the 8-byte header length.");
+    }
+    void* mapping = ::mmap(nullptr, static_cast<std::size_t>(fileSize), PROT_READ, MAP_PRIVATE, fd, 0);
+    const int mapError = errno;
+    ::close(fd); // the mapping keeps the file alive
+    if (mapping == MAP_FAILED)
+        throw Error("Cannot map " + path + " into memory: " + std::strerror(mapError) + ".");
+    file->mapping_ = mapping;
+    file->mappedSize_ = static_cast<std::size_t>(fileSize);
+    const uint8_t* bytes = static_cast<const uint8_t*>(mapping);
+
+    uint64_t headerLength = 0;
+    for (int i = 7; i >= 0; --i)
+        headerLength = (headerLength << 8) | bytes[i];
+    if (headerLength > kMaxHeaderBytes)
+        throw Error(path + " is not a safetensors file: its header length " + std::to_string(headerLength) +
+                    " is larger than the limit of " + std::to_string(kMaxHeaderBytes) + " bytes.");
+    if (headerLength > fileSize - 8)
+        throw Error(path + " is truncated or not a safetensors file: its header length " +
+                    std::to_string(headerLength) + " runs past the end of the file (" + std::to_string(fileSize) +
+                    " bytes).");
+
+    // The header's top-level key order is the tensors' order; parsing into std::map loses it, so
+    // the callback records it (and catches duplicate names, which the map would silently merge).
+    std::vector<std::string> keyOrder;
+    std::set<std::string> seenKeys;
+    std::string duplicateKey;
+    nlohmann::json header;
+    const char* headerBegin = reinterpret_cast<const char*>(bytes + 8);
+    try {
+        header = nlohmann::json::parse(
+            headerBegin, headerBegin + headerLength,
+            [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+                if (event == nlohmann::json::parse_event_t::key && depth == 1 && parsed.is_string()) {
+                    const std::string& key = parsed.get_ref<const std::string&>();
+                    if (seenKeys.insert(key).second)
+                        keyOrder.push_back(key);
+                    else if (duplicateKey.empty())
+                        duplicateKey = key;
+                }
+                return true;
+            });
+    } catch (const nlohmann::json::parse_error& e) {
+        // nlohmann reports one past the end when the text stops early.
+        const uint64_t position = std::min<uint64_t>(e.byte, headerLength);
+        throw Error(path + " has a header that is not valid JSON (at byte " + std::to_string(position) + " of " +
+                    std::to_string(headerLength) + ").");
+    }
+    if (!header.is_object())
+        throw Error(path + " has a header that is not a JSON object.");
+    if (!duplicateKey.empty())
+        throw Error(path + " lists tensor '" + duplicateKey + "' twice in its header.");
+
+    const uint64_t dataStart = 8 + headerLength;
+    const uint64_t dataSize = fileSize - dataStart;
+    const uint8_t* data = bytes + dataStart;
+
+    struct Extent {
+        uint64_t begin;
+        uint64_t end;
+        std::size_t tensor;
+    };
+    std::vector<Extent> extents;
+
+    for (const std::string& name : keyOrder) {
+        const nlohmann::json& entry = header.at(name);
+        if (name == "__metadata__") {
+            if (!entry.is_object())
+                throw Error(path + " has a __metadata__ entry that is not a JSON object.");
+            for (auto item = entry.begin(); item != entry.end(); ++item) {
+                if (!item.value().is_string())
+                    throw Error(path + " has __metadata__ value '" + item.key() + "' that is not a string.");
+                file->metadata_[item.key()] = item.value().get<std::string>();
+            }
+            continue;
+        }
+        const std::string where = tensorIn(name, path);
+        if (!entry.is_object())
+            throw Error(where + " is not described by a JSON object.");
+        for (const char* field : {"dtype", "shape", "data_offsets"})
+            if (!entry.contains(field))
+                throw Error(where + " has no '" + field + "' field.");
+
+        TensorView view;
+        view.name = name;
+        view.file = path;
+        const nlohmann::json& dtype = entry["dtype"];
+        if (!dtype.is_string())
+            throw Error(where + " has a dtype that is not a string.");
+        if (!parseDtype(dtype.get<std::string>(), &view.dtype))
+            throw Error(where + " has unknown dtype '" + dtype.get<std::string>() + "'.");
+
+        const nlohmann::json& shape = entry["shape"];
+        if (!shape.is_array())
+            throw Error(where + " has a shape that is not a list of integers.");
+        for (const nlohmann::json& dim : shape) {
+            if (dim.is_number_integer() && !dim.is_number_unsigned() && dim.get<int64_t>() < 0)
+                throw Error(where + " has negative dimension " + std::to_string(dim.get<int64_t>()) + " in its shape.");
+            uint64_t value = 0;
+            if (!readUnsigned(dim, &value))
+                throw Error(where + " has a shape that is not a list of integers.");
+            if (value > static_cast<uint64_t>(INT64_MAX))
+                throw Error(where + " has a dimension too large to address.");
+            view.shape.push_back(static_cast<int64_t>(value));
+        }
+        uint64_t expectedBytes = 0;
+        if (!tensorByteSize(view.shape, view.dtype, &expectedBytes))
+            throw Error(where + " has shape " + shapeText(view.shape) + ", whose size overflows.");
+
+        const nlohmann::json& offsets = entry["data_offsets"];
+        uint64_t begin = 0;
+        uint64_t end = 0;
+        if (!offsets.is_array() || offsets.size() != 2 || !readUnsigned(offsets[0], &begin) ||
+            !readUnsigned(offsets[1], &end))
+            throw Error(where + " has data_offsets that are not a pair [begin, end] of non-negative integers.");
+        if (begin > end)
+            throw Error(where + " has data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                        "] that end before they begin.");
+        if (end > dataSize)
+            throw Error(where + " has data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                        "] past the end of the data section (" + std::to_string(dataSize) +
+                        " bytes); the file may be truncated.");
+        if (end - begin != expectedBytes)
+            throw Error(where + " has " + std::to_string(end - begin) + " bytes of data, but its shape " +
+                        shapeText(view.shape) + " of " + dtypeName(view.dtype) + " needs " +
+                        std::to_string(expectedBytes) + ".");
+        view.data = data + begin;
+        view.byteSize = static_cast<std::size_t>(end - begin);
+        extents.push_back({begin, end, file->tensors_.size()});
+        file->tensors_.push_back(std::move(view));
+    }
+
+    // Zero-size tensors occupy no bytes and may sit anywhere.
+    std::sort(extents.begin(), extents.end(),
+              [](const Extent& a, const Extent& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+    const Extent* previous = nullptr;
+    for (const Extent& extent : extents) {
+        if (extent.begin == extent.end)
+            continue;
+        if (previous && extent.begin < previous->end)
+            throw Error(path + " has overlapping tensors '" + file->tensors_[previous->tensor].name + "' and '" +
+                        file->tensors_[extent.tensor].name + "'.");
+        previous = &extent;
+    }
+
+    for (std::size_t i = 0; i < file->tensors_.size(); ++i)
+        file->index_[file->tensors_[i].name] = i;
+    return file;
+}
+
+const TensorView* SafetensorsFile::find(const std::string& name) const
+{
+    const auto it = index_.find(name);
+    return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+// ---------------------------------------------------------------------------------------------
+// TensorStore
+
+std::unique_ptr<TensorStore> TensorStore::openFile(const std::string& path)
+{
+    std::unique_ptr<TensorStore> store(new TensorStore());
+    store->location_ = path;
+    store->files_.push_back(SafetensorsFile::open(path));
+    for (const TensorView& view : store->files_.back()->tensors())
+        store->byName_[view.name] = &view;
+    return store;
+}
+
+std::unique_ptr<TensorStore> TensorStore::openDirectory(const std::string& dir)
+{
+    if (!directoryExists(dir))
+        throw Error("Cannot open checkpoint " + dir + ": it is not a folder.");
+
+    const std::string indexPath = joinPath(dir, "model.safetensors.index.json");
+    if (!fileExists(indexPath)) {
+        const std::string singlePath = joinPath(dir, "model.safetensors");
+        if (!fileExists(singlePath))
+            throw Error("No model.safetensors or model.safetensors.index.json in " + dir + ".");
+        std::unique_ptr<TensorStore> store = openFile(singlePath);
+        store->location_ = dir;
+        return store;
+    }
+
+    const nlohmann::json index = readJsonFile(indexPath);
+    if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+        throw Error(indexPath + " has no 'weight_map' object.");
+    const nlohmann::json& weightMap = index["weight_map"];
+    if (weightMap.empty())
+        throw Error(indexPath + " maps no tensors.");
+
+    std::unique_ptr<TensorStore> store(new TensorStore());
+    store->location_ = dir;
+    std::map<std::string, SafetensorsFile*> shards;
+    for (auto item = weightMap.begin(); item != weightMap.end(); ++item) {
+        const std::string& tensorName = item.key();
+        if (!item.value().is_string())
+            throw Error(indexPath + " maps tensor '" + tensorName + "' to something that is not a file name.");
+        const std::string shardName = item.value().get<std::string>();
+        if (!isPlainFileName(shardName))
+            throw Error(indexPath + " maps tensor '" + tensorName + "' to '" + shardName +
+                        "', which is not a plain file name inside the checkpoint folder.");
+        auto shard = shards.find(shardName);
+        if (shard == shards.end()) {
+            const std::string shardPath = joinPath(dir, shardName);
+            if (!fileExists(shardPath))
+                throw Error(indexPath + " names shard " + shardName + " (for tensor '" + tensorName +
+                            "'), which does not exist in " + dir + ".");
+            store->files_.push_back(SafetensorsFile::open(shardPath));
+            shard = shards.emplace(shardName, store->files_.back().get()).first;
+        }
+        const TensorView* view = shard->second->find(tensorName);
+        if (!view)
+            throw Error(indexPath + " places tensor '" + tensorName + "' in shard " + shardName +
+                        ", but that shard does not contain it.");
+        store->byName_[tensorName] = view;
+    }
+    return store;
+}
+
+const TensorView* TensorStore::find(const std::string& name) const
+{
+    const auto it = byName_.find(name);
+    return it == byName_.end() ? nullptr : it->second;
+}
+
+const TensorView& TensorStore::require(const std::string& name) const
+{
+    const TensorView* view = find(name);
+    if (!view)
+        throw Error("Tensor '" + name + "' is missing from " + location_ + ".");
+    return *view;
+}
+
+std::vector<const TensorView*> TensorStore::tensors() const
+{
+    std::vector<const TensorView*> views;
+    views.reserve(byName_.size());
+    for (const auto& entry : byName_)
+        views.push_back(entry.second);
+    return views;
+}
+
+// Counts tensor data (the part of each mapping that is ever touched), headers excluded.
+std::size_t TensorStore::mappedBytes() const
+{
+    std::size_t total = 0;
+    for (const auto& file : files_)
+        for (const TensorView& view : file->tensors())
+            total += view.byteSize;
+    return total;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writer
+
+TensorToWrite makeF32Tensor(const std::string& name, const FloatTensor& tensor)
+{
+    uint64_t expectedBytes = 0;
+    if (!tensorByteSize(tensor.shape, Dtype::F32, &expectedBytes) ||
+        expectedBytes != tensor.values.size() * sizeof(float))
+        throw Error("Tensor '" + name + "' has " + std::to_string(tensor.values.size()) +
+                    " values, which do not fit its shape " + shapeText(tensor.shape) + ".");
+    return makeFloatTensor(name, Dtype::F32, tensor.shape, tensor.values.data());
+}
+
+TensorToWrite makeFloatTensor(const std::string& name, Dtype dtype, const std::vector<int64_t>& shape,
+                              const float* values)
+{
+    if (dtype != Dtype::F32 && dtype != Dtype::F16 && dtype != Dtype::BF16)
+        throw Error(std::string("Tensor '") + name + "' cannot be stored as " + dtypeName(dtype) +
+                    " from float values; use F32, F16 or BF16.");
+    uint64_t byteCount = 0;
+    if (!tensorByteSize(shape, dtype, &byteCount))
+        throw Error("Tensor '" + name + "' has an invalid shape " + shapeText(shape) + ".");
+    TensorToWrite tensor;
+    tensor.name = name;
+    tensor.dtype = dtype;
+    tensor.shape = shape;
+    tensor.bytes.resize(static_cast<std::size_t>(byteCount));
+    const std::size_t count = static_cast<std::size_t>(byteCount / dtypeSize(dtype));
+    uint8_t* out = tensor.bytes.data();
+    if (dtype == Dtype::F32) {
+        if (count)
+            std::memcpy(out, values, count * sizeof(float));
+    } else {
+        for (std::size_t i = 0; i < count; ++i) {
+            const uint16_t bits = dtype == Dtype::F16 ? half::floatToF16(values[i]) : half::floatToBf16(values[i]);
+            std::memcpy(out + 2 * i, &bits, sizeof bits);
+        }
+    }
+    return tensor;
+}
+
+void writeSafetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                      const std::map<std::string, std::string>& metadata)
+{
+    // ordered_json keeps the tensors in the caller's order, which readers report as header order.
+    nlohmann::ordered_json header = nlohmann::ordered_json::object();
+    if (!metadata.empty()) {
+        nlohmann::ordered_json meta = nlohmann::ordered_json::object();
+        for (const auto& entry : metadata)
+            meta[entry.first] = entry.second;
+        header["__metadata__"] = std::move(meta);
+    }
+    std::set<std::string> names;
+    uint64_t offset = 0;
+    for (const TensorToWrite& tensor : tensors) {
+        if (tensor.name == "__metadata__" || tensor.name.empty())
+            throw Error("Cannot write " + path + ": '" + tensor.name + "' is not a valid tensor name.");
+        if (!names.insert(tensor.name).second)
+            throw Error("Cannot write " + path + ": tensor '" + tensor.name + "' appears twice.");
+        uint64_t expectedBytes = 0;
+        if (!tensorByteSize(tensor.shape, tensor.dtype, &expectedBytes))
+            throw Error("Cannot write " + path + ": tensor '" + tensor.name + "' has an invalid shape " +
+                        shapeText(tensor.shape) + ".");
+        if (expectedBytes != tensor.bytes.size())
+            throw Error("Cannot write " + path + ": tensor '" + tensor.name + "' has " +
+                        std::to_string(tensor.bytes.size()) + " bytes, but shape " + shapeText(tensor.shape) +
+                        " of " + dtypeName(tensor.dtype) + " needs " + std::to_string(expectedBytes) + ".");
+        nlohmann::ordered_json entry = nlohmann::ordered_json::object();
+        entry["dtype"] = dtypeName(tensor.dtype);
+        entry["shape"] = tensor.shape;
+        entry["data_offsets"] = {offset, offset + expectedBytes};
+        header[tensor.name] = std::move(entry);
+        offset += expectedBytes;
+    }
+
+    std::string headerText = header.dump();
+    // Padding to 8 bytes puts the data section (file offset 8 + header length) at an 8-byte
+    // boundary of the page-aligned mapping. Trailing spaces are valid JSON whitespace.
+    headerText.append((8 - headerText.size() % 8) % 8, ' ');
+    uint8_t lengthBytes[8];
+    uint64_t headerLength = headerText.size();
+    for (uint8_t& byte : lengthBytes) {
+        byte = static_cast<uint8_t>(headerLength & 0xFF);
+        headerLength >>= 8;
+    }
+
+    writeFileAtomically(path, [&](const std::string& temporaryPath) {
+        std::FILE* out = std::fopen(temporaryPath.c_str(), "wb");
+        if (!out)
+            throw Error("Cannot write " + path + ": " + std::strerror(errno) + ".");
+        bool ok = std::fwrite(lengthBytes, 1, sizeof lengthBytes, out) == sizeof lengthBytes &&
+                  std::fwrite(headerText.data(), 1, headerText.size(), out) == headerText.size();
+        for (const TensorToWrite& tensor : tensors) {
+            if (!ok)
+                break;
+            if (!tensor.bytes.empty())
+                ok = std::fwrite(tensor.bytes.data(), 1, tensor.bytes.size(), out) == tensor.bytes.size();
+        }
+        int writeError = ok ? 0 : errno;
+        if (std::fclose(out) != 0 && ok) {
+            ok = false;
+            writeError = errno;
+        }
+        if (!ok)
+            throw Error("Cannot write " + path + ": " + std::strerror(writeError ? writeError : EIO) + ".");
+    });
+}
+
+} // namespace scalescope

@@ -1,0 +1,244 @@
+// FP8 codecs. Decoding uses tables computed at compile time. Encoding rounds the float32 bit
+// pattern with integer round-to-nearest-even (lrint for the subnormal range). roundToE4M3 is a
+// separate, branch-free formulation (the activation hot path) that the tests hold to agree with
+// decodeE4M3(encodeE4M3(x)) bit for bit, so each implementation checks the other.
+//
+// NaN encodes to 0x7F whatever its sign, as fp8.h documents; roundToE4M3 returns its NaN input
+// unchanged (sign included), which decodes to the same "not a number" either way.
+#include "numerics/fp8.h"
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace scalescope::fp8 {
+namespace {
+
+uint32_t floatBits(float value)
+{
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    return bits;
+}
+
+constexpr float powerOfTwo(int exponent)
+{
+    float result = 1.0f;
+    for (; exponent > 0; --exponent)
+        result *= 2.0f;
+    for (; exponent < 0; ++exponent)
+        result *= 0.5f;
+    return result;
+}
+
+// Generic decoder for a 1-sign / exponentBits / mantissaBits minifloat with subnormals.
+// allOnesIsSpecial: E5M2 style (exponent all ones is Inf/NaN); otherwise E4M3FN style (only
+// S.1111.111 is NaN).
+constexpr float decodeMinifloat(uint8_t code, int exponentBits, int mantissaBits, int bias, bool allOnesIsSpecial)
+{
+    const bool negative = (code & 0x80) != 0;
+    const int exponentMask = (1 << exponentBits) - 1;
+    const int mantissaMask = (1 << mantissaBits) - 1;
+    const int exponent = (code >> mantissaBits) & exponentMask;
+    const int mantissa = code & mantissaMask;
+    float magnitude = 0.0f;
+    if (allOnesIsSpecial && exponent == exponentMask) {
+        magnitude = mantissa == 0 ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
+    } else if (!allOnesIsSpecial && exponent == exponentMask && mantissa == mantissaMask) {
+        magnitude = std::numeric_limits<float>::quiet_NaN();
+    } else if (exponent == 0) {
+        magnitude = static_cast<float>(mantissa) * powerOfTwo(1 - bias - mantissaBits);
+    } else {
+        magnitude = (1.0f + static_cast<float>(mantissa) * powerOfTwo(-mantissaBits)) * powerOfTwo(exponent - bias);
+    }
+    return negative ? -magnitude : magnitude;
+}
+
+constexpr std::array<float, 256> buildTable(int exponentBits, int mantissaBits, int bias, bool allOnesIsSpecial)
+{
+    std::array<float, 256> table{};
+    for (int code = 0; code < 256; ++code)
+        table[static_cast<std::size_t>(code)] =
+            decodeMinifloat(static_cast<uint8_t>(code), exponentBits, mantissaBits, bias, allOnesIsSpecial);
+    return table;
+}
+
+constexpr std::array<float, 256> kE4M3Table = buildTable(4, 3, 7, false);
+constexpr std::array<float, 256> kE5M2Table = buildTable(5, 2, 15, true);
+
+// Rounds the magnitude bits of a float32 in the normal range of the target format to
+// `mantissaBits` mantissa bits (round to nearest, ties to even). A carry out of the mantissa
+// correctly bumps the exponent. Returns the rounded magnitude bits.
+uint32_t roundMagnitudeBits(uint32_t magnitudeBits, int mantissaBits)
+{
+    const int droppedBits = 23 - mantissaBits;
+    const uint32_t halfway = 1u << (droppedBits - 1);
+    const uint32_t dropped = magnitudeBits & ((1u << droppedBits) - 1);
+    uint32_t kept = magnitudeBits >> droppedBits;
+    if (dropped > halfway || (dropped == halfway && (kept & 1u)))
+        ++kept;
+    return kept << droppedBits;
+}
+
+// roundToE4M3, scalar and four lanes at a time. Both work on the float32 bit pattern:
+// - clamp the magnitude to 448 (NaN patterns are larger than 448's and are restored at the end);
+// - |x| >= 2^-6 (normal E4M3): keep 3 mantissa bits, rounding half to even by adding 0x7FFFF plus
+//   the lowest kept bit and truncating; the clamp keeps the carry from passing 448;
+// - |x| < 2^-6 (subnormal E4M3, multiples of 2^-9): adding 2^14 puts the 2^-9 bit at the last
+//   float32 mantissa place, so the FPU's round-to-nearest-even rounds and the subtraction is exact.
+//   The compiler may not fold (x + 2^14) - 2^14 because the project never uses -ffast-math.
+// Both roundings are computed and one is selected, so there are no branches.
+constexpr int32_t kE4M3MaxBits = 0x43E00000;      // 448
+constexpr int32_t kE4M3MinNormalBits = 0x3C800000; // 2^-6
+constexpr int32_t kFloatInfinityBits = 0x7F800000;
+constexpr float kSubnormalShifter = 16384.0f;      // 2^14
+
+inline float roundToE4M3Scalar(float value)
+{
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    const uint32_t sign = bits & 0x80000000u;
+    const int32_t magnitude = static_cast<int32_t>(bits & 0x7FFFFFFFu);
+    const int32_t clamped = magnitude > kE4M3MaxBits ? kE4M3MaxBits : magnitude;
+    const int32_t normalRounded = (clamped + 0x7FFFF + ((clamped >> 20) & 1)) & static_cast<int32_t>(0xFFF00000u);
+    float absolute;
+    std::memcpy(&absolute, &clamped, sizeof absolute);
+    const float subnormalRounded = (absolute + kSubnormalShifter) - kSubnormalShifter;
+    int32_t subnormalBits;
+    std::memcpy(&subnormalBits, &subnormalRounded, sizeof subnormalBits);
+    int32_t rounded = clamped < kE4M3MinNormalBits ? subnormalBits : normalRounded;
+    rounded = magnitude > kFloatInfinityBits ? magnitude : rounded;
+    const uint32_t resultBits = sign | static_cast<uint32_t>(rounded);
+    float result;
+    std::memcpy(&result, &resultBits, sizeof result);
+    return result;
+}
+
+// GCC/Clang vector extensions: at -O2 the compiler does not vectorise loops of unknown length, and
+// 16 bytes is the width every target (SSE2, NEON) has natively. Comparisons yield all-ones or zero
+// lanes, used as blend masks.
+typedef float FloatLanes __attribute__((vector_size(16)));
+typedef int32_t IntLanes __attribute__((vector_size(16)));
+constexpr std::size_t kLanes = sizeof(FloatLanes) / sizeof(float);
+
+template <typename To, typename From>
+inline To bitCast(const From& from)
+{
+    static_assert(sizeof(To) == sizeof(From), "bitCast needs equal sizes");
+    To to;
+    std::memcpy(&to, &from, sizeof to);
+    return to;
+}
+
+inline IntLanes select(IntLanes mask, IntLanes ifSet, IntLanes ifClear)
+{
+    return (mask & ifSet) | (~mask & ifClear);
+}
+
+inline FloatLanes roundToE4M3Lanes(FloatLanes values)
+{
+    const IntLanes bits = bitCast<IntLanes>(values);
+    const IntLanes sign = bits & static_cast<int32_t>(0x80000000u);
+    const IntLanes magnitude = bits & 0x7FFFFFFF;
+    const IntLanes maxBits = IntLanes{} + kE4M3MaxBits;
+    const IntLanes clamped = select(magnitude > kE4M3MaxBits, maxBits, magnitude);
+    const IntLanes normalRounded = (clamped + 0x7FFFF + ((clamped >> 20) & 1)) & static_cast<int32_t>(0xFFF00000u);
+    const FloatLanes absolute = bitCast<FloatLanes>(clamped);
+    const FloatLanes subnormalRounded = (absolute + kSubnormalShifter) - kSubnormalShifter;
+    IntLanes rounded = select(clamped < kE4M3MinNormalBits, bitCast<IntLanes>(subnormalRounded),
+                              normalRounded);
+    rounded = select(magnitude > kFloatInfinityBits, magnitude, rounded);
+    return bitCast<FloatLanes>(sign | rounded);
+}
+
+} // namespace
+
+float decodeE4M3(uint8_t code)
+{
+    return kE4M3Table[code];
+}
+
+float decodeE5M2(uint8_t code)
+{
+    return kE5M2Table[code];
+}
+
+uint8_t encodeE4M3(float value)
+{
+    if (std::isnan(value))
+        return kE4M3NaN;
+    const uint32_t bits = floatBits(value);
+    const uint8_t sign = static_cast<uint8_t>((bits >> 24) & 0x80u);
+    const float absolute = std::fabs(value);
+    if (absolute >= kE4M3Max)
+        return static_cast<uint8_t>(sign | 0x7E);
+    if (absolute < 0.015625f) { // below 2^-6: subnormal codes count multiples of 2^-9
+        // absolute * 512 is exact; lrint rounds half to even in the default rounding mode.
+        const long steps = std::lrint(static_cast<double>(absolute) * 512.0);
+        return static_cast<uint8_t>(sign | static_cast<uint8_t>(steps)); // steps == 8 is 2^-6, code 0x08
+    }
+    const uint32_t rounded = roundMagnitudeBits(bits & 0x7FFFFFFFu, 3);
+    const int exponent = static_cast<int>(rounded >> 23) - 127;
+    const uint32_t mantissa = (rounded >> 20) & 0x7u;
+    uint32_t code = (static_cast<uint32_t>(exponent + 7) << 3) | mantissa;
+    if (code > 0x7E) // only reachable by rounding up from just below 448; saturate
+        code = 0x7E;
+    return static_cast<uint8_t>(sign | code);
+}
+
+uint8_t encodeE5M2(float value)
+{
+    if (std::isnan(value))
+        return 0x7F;
+    const uint32_t bits = floatBits(value);
+    const uint8_t sign = static_cast<uint8_t>((bits >> 24) & 0x80u);
+    const float absolute = std::fabs(value);
+    constexpr uint8_t kInfinity = 0x7C;
+    if (absolute >= 65536.0f) // 2^16 is past the largest exponent even before rounding
+        return static_cast<uint8_t>(sign | kInfinity);
+    if (absolute < 6.103515625e-05f) { // below 2^-14: subnormal codes count multiples of 2^-16
+        const long steps = std::lrint(static_cast<double>(absolute) * 65536.0);
+        return static_cast<uint8_t>(sign | static_cast<uint8_t>(steps)); // steps == 4 is 2^-14, code 0x04
+    }
+    const uint32_t rounded = roundMagnitudeBits(bits & 0x7FFFFFFFu, 2);
+    const int exponent = static_cast<int>(rounded >> 23) - 127;
+    const uint32_t mantissa = (rounded >> 21) & 0x3u;
+    uint32_t code = (static_cast<uint32_t>(exponent + 15) << 2) | mantissa;
+    if (code >= kInfinity) // rounded past 57344
+        code = kInfinity;
+    return static_cast<uint8_t>(sign | code);
+}
+
+float roundToE4M3(float value)
+{
+    return roundToE4M3Scalar(value);
+}
+
+void quantDequantE4M3(float* values, std::size_t n, float scale)
+{
+    // Division rather than multiplication by 1/scale: DESIGN.md fixes the arithmetic as x / s.
+    std::size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        FloatLanes lanes;
+        std::memcpy(&lanes, values + i, sizeof lanes);
+        lanes = roundToE4M3Lanes(lanes / scale) * scale;
+        std::memcpy(values + i, &lanes, sizeof lanes);
+    }
+    for (; i < n; ++i)
+        values[i] = roundToE4M3Scalar(values[i] / scale) * scale;
+}
+
+void dequantizeE4M3(const uint8_t* codes, std::size_t n, float scale, float* out)
+{
+    for (std::size_t i = 0; i < n; ++i)
+        out[i] = kE4M3Table[codes[i]] * scale;
+}
+
+void quantizeE4M3(const float* values, std::size_t n, float scale, uint8_t* codes)
+{
+    for (std::size_t i = 0; i < n; ++i)
+        codes[i] = encodeE4M3(values[i] / scale);
+}
+
+} // namespace scalescope::fp8
