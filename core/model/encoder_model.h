@@ -112,3 +112,11 @@ void setComputeThreads(int threads);
 int computeThreads();
 
 } // namespace scalescope
+
+namespace scalescope {
+
+// Times a float32 [m x k] x [k x n] matmul through the engine's BLAS and returns the best GFLOP/s
+// over `repeats` runs: the machine's attainable rate for the forward's shapes (benchmarks, About).
+double measureMatmulGflops(int64_t m, int64_t n, int64_t k, int repeats);
+
+} // namespace scalescope

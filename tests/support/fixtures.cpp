@@ -99,7 +99,7 @@ void writeTextFile(const std::string& path, const std::string& content)
 }
 
 // Writes vocab.json and merges.txt and returns the vocabulary size.
-int writeTokenizerFiles(const std::string& dir, const std::vector<std::string>& words)
+int writeTokenizerFiles(const std::string& dir, const std::vector<std::string>& words, int vocabularySize = 0)
 {
     const std::vector<std::string> symbols = byteSymbols();
     nlohmann::ordered_json vocab = nlohmann::ordered_json::object();
@@ -145,6 +145,8 @@ int writeTokenizerFiles(const std::string& dir, const std::vector<std::string>& 
     for (const std::string& word : words)
         if (!word.empty())
             addMergesBuilding(piecesOf(word, false));
+    for (int unused = 0; nextId < vocabularySize - 1; ++unused)
+        addToken("<unused_" + std::to_string(unused) + ">");
     addToken("<mask>");
 
     writeTextFile(joinPath(dir, "vocab.json"), vocab.dump(2) + "\n");
@@ -317,7 +319,7 @@ void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
 {
     validateSpec(spec);
     ensureDirectory(dir);
-    const int vocabSize = writeTokenizerFiles(dir, spec.words);
+    const int vocabSize = writeTokenizerFiles(dir, spec.words, spec.vocabularySize);
     const int64_t hidden = spec.hiddenSize;
     const int64_t intermediate = spec.intermediateSize;
 

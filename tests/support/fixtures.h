@@ -25,6 +25,9 @@ struct TinyModelSpec {
     // (and hidden channels whose embeddings are), to make per-tensor scales suffer.
     std::vector<int> outlierChannels;
     float outlierFactor = 1.0f;
+    // When larger than the tokenizer needs, the vocabulary is padded with unused tokens before
+    // <mask> (benchmarks use roberta-base's 50,265).
+    int vocabularySize = 0;
     std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "a", "dog", "Paris", "is",
                                       "capital", "of", "France", "what", "where", "?"};
 };

@@ -1,0 +1,22 @@
+#pragma once
+// JSON views of the engine's result structs, shared by the CLI commands.
+#include <nlohmann/json.hpp>
+
+#include "analysis/comparison.h"
+#include "analysis/diagnostics.h"
+#include "analysis/scale_statistics.h"
+#include "model/checkpoint.h"
+#include "numerics/metrics.h"
+
+namespace scalescope::cli {
+
+// Non-finite numbers (an SQNR of identical outputs) become null: JSON has no infinity.
+nlohmann::json finiteOrNull(double value);
+nlohmann::json metricsJson(const ErrorMetrics& metrics);
+nlohmann::json findingsJson(const std::vector<Finding>& findings);
+nlohmann::json scaleStatisticsJson(const LinearScaleStatistics& statistics);
+nlohmann::json inspectJson(const Checkpoint& checkpoint, const std::vector<LinearScaleStatistics>& statistics,
+                           const std::vector<Finding>& findings);
+nlohmann::json comparisonJson(const ComparisonResult& comparison);
+
+} // namespace scalescope::cli

@@ -1,0 +1,285 @@
+// scalescope-bench: one run measures, side by side on this machine, a roberta-base-sized model
+// (12 layers, hidden 768, 12 heads, intermediate 3072, vocabulary 50,265; random weights, fixed
+// seed) at sequence length 384, batch 1: fp8 / dequant / reference forwards, the same float32
+// forward in PyTorch eager, bare GEMMs of the forward's shapes, load time and peak memory, a full
+// compare, and QA end to end on a 300-word context. Prints a table and writes JSON.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/comparison.h"
+#include "common/error.h"
+#include "model/encoder_model.h"
+#include "support/fixtures.h"
+#include "tasks/answer_question.h"
+#include "tasks/quantize.h"
+
+using namespace scalescope;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+struct Options {
+    std::string workdir = (fs::temp_directory_path() / "scalescope-bench").string();
+    std::string output = "bench.json";
+    int threads = 2;
+    int repeats = 5;
+    int sequenceLength = 384;
+    bool skipPeer = false;
+};
+
+struct Timing {
+    std::vector<double> ms;
+    double median() const
+    {
+        std::vector<double> s = ms;
+        std::sort(s.begin(), s.end());
+        return s.empty() ? 0 : (s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]));
+    }
+    double min() const { return ms.empty() ? 0 : *std::min_element(ms.begin(), ms.end()); }
+    double max() const { return ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end()); }
+    json toJson() const { return {{"median_ms", median()}, {"min_ms", min()}, {"max_ms", max()}, {"runs_ms", ms}}; }
+};
+
+Timing measure(int repeats, const std::function<void()>& work, bool warmUp = true)
+{
+    if (warmUp)
+        work();
+    Timing t;
+    for (int i = 0; i < repeats; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        work();
+        t.ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    return t;
+}
+
+double peakResidentMb()
+{
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return double(usage.ru_maxrss) / 1024.0; // kilobytes on Linux
+}
+
+// FLOPs of one forward at sequence length s (multiply-adds count two): the Linears and the two
+// attention matmuls; softmax, LayerNorm and GELU are negligible next to them.
+double forwardFlops(int64_t s, int64_t h, int64_t i, int64_t layers)
+{
+    const double linears = 2.0 * s * (4.0 * h * h + 2.0 * h * i);
+    const double attention = 2.0 * 2.0 * s * s * h;
+    return layers * (linears + attention) + 2.0 * s * h * 2; // + qa_outputs
+}
+
+std::string contextOf300Words()
+{
+    const std::vector<std::string> words = {"the", "river", "flows", "past", "an", "old", "mill", "where", "farmers",
+                                            "bring", "grain", "every", "autumn", "and", "the", "town", "gathers",
+                                            "to", "celebrate", "harvest", "with", "music", "bread", "and", "stories"};
+    std::string text;
+    for (int w = 0; w < 300; ++w)
+        text += (w ? " " : "") + words[static_cast<std::size_t>(w) % words.size()] + (w % 17 == 16 ? "." : "");
+    return text;
+}
+
+void printRow(const std::string& name, const std::string& value, const std::string& note = "")
+{
+    std::printf("%-44s %22s  %s\n", name.c_str(), value.c_str(), note.c_str());
+}
+
+std::string ms(double v)
+{
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.1f ms", v);
+    return buffer;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    Options options;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) {
+                std::cerr << arg << " needs a value\n";
+                std::exit(2);
+            }
+            return argv[++i];
+        };
+        if (arg == "--workdir") options.workdir = next();
+        else if (arg == "--output") options.output = next();
+        else if (arg == "--threads") options.threads = std::atoi(next().c_str());
+        else if (arg == "--repeats") options.repeats = std::atoi(next().c_str());
+        else if (arg == "--seq") options.sequenceLength = std::atoi(next().c_str());
+        else if (arg == "--skip-peer") options.skipPeer = true;
+        else {
+            std::cerr << "usage: scalescope-bench [--workdir DIR] [--output FILE] [--threads N] [--repeats N] [--seq N] [--skip-peer]\n";
+            return 2;
+        }
+    }
+    try {
+        setComputeThreads(options.threads);
+        const std::string floatDir = options.workdir + "/roberta-base-float";
+        const std::string fp8Dir = options.workdir + "/roberta-base-fp8";
+        fs::create_directories(options.workdir);
+        if (!fs::exists(floatDir + "/model.safetensors")) {
+            std::cerr << "Generating a roberta-base-sized float checkpoint in " << floatDir << "...\n";
+            testing::TinyModelSpec spec;
+            spec.hiddenSize = 768;
+            spec.numLayers = 12;
+            spec.numHeads = 12;
+            spec.intermediateSize = 3072;
+            spec.maxPositionEmbeddings = 514;
+            spec.vocabularySize = 50265;
+            testing::writeTinyFloatCheckpoint(floatDir, spec);
+            // With the real roberta-base tokenizer (same vocabulary size) the QA latency tokenizes
+            // real text; the generated one works too.
+            const std::string shared = std::string(SCALESCOPE_SHARED_DATA) + "/roberta-base-tokenizer";
+            if (fs::exists(shared + "/vocab.json")) {
+                fs::copy_file(shared + "/vocab.json", floatDir + "/vocab.json", fs::copy_options::overwrite_existing);
+                fs::copy_file(shared + "/merges.txt", floatDir + "/merges.txt", fs::copy_options::overwrite_existing);
+            }
+        }
+        if (!fs::exists(fp8Dir + "/model.safetensors")) {
+            std::cerr << "Quantizing it to " << fp8Dir << "...\n";
+            QuantizeOptions q;
+            q.overwrite = true;
+            quantizeCheckpoint(floatDir, fp8Dir, q);
+        }
+
+        json report;
+        report["threads"] = computeThreads();
+        report["sequence_length"] = options.sequenceLength;
+        report["repeats"] = options.repeats;
+
+        std::unique_ptr<EncoderModel> fp8;
+        const Timing load = measure(3, [&] { fp8 = EncoderModel::load(fp8Dir); });
+        report["fp8_load"] = load.toJson();
+        std::unique_ptr<EncoderModel> reference = EncoderModel::load(floatDir);
+        report["peak_resident_mb_fp8_and_reference"] = peakResidentMb();
+
+        std::mt19937 random(7);
+        std::vector<int64_t> ids = {0};
+        while (static_cast<int>(ids.size()) < options.sequenceLength - 1)
+            ids.push_back(4 + static_cast<int64_t>(random() % 50000));
+        ids.push_back(2);
+        const EncoderInputs inputs{{ids}, {}, {}};
+        ForwardOptions fp8Mode, dequantMode;
+        dequantMode.mode = RunMode::Dequant;
+
+        const Timing fp8Forward = measure(options.repeats, [&] { fp8->forward(inputs, fp8Mode); });
+        const Timing dequantForward = measure(options.repeats, [&] { fp8->forward(inputs, dequantMode); });
+        const Timing referenceForward = measure(options.repeats, [&] { reference->forward(inputs, dequantMode); });
+        ComparisonInput compareInput;
+        compareInput.inputIds = {ids};
+        const Timing compare = measure(options.repeats, [&] { compareRuns(*fp8, reference.get(), compareInput); });
+
+        const ModelConfig& c = fp8->config();
+        const double flops = forwardFlops(options.sequenceLength, c.hiddenSize, c.intermediateSize, c.numLayers);
+        const int64_t s = options.sequenceLength;
+        const double gemmHidden = measureMatmulGflops(s, c.hiddenSize, c.hiddenSize, 10);
+        const double gemmUp = measureMatmulGflops(s, c.intermediateSize, c.hiddenSize, 10);
+        const double gemmDown = measureMatmulGflops(s, c.hiddenSize, c.intermediateSize, 10);
+        // The attainable time of the forward's Linears at the bare-GEMM rates of their shapes.
+        const double perLayerHidden = 2.0 * s * c.hiddenSize * c.hiddenSize;
+        const double perLayerUpDown = 2.0 * s * c.hiddenSize * c.intermediateSize;
+        const double boundMs = 1e3 * c.numLayers *
+                               (4 * perLayerHidden / (gemmHidden * 1e9) + perLayerUpDown / (gemmUp * 1e9) +
+                                perLayerUpDown / (gemmDown * 1e9));
+        const double linearFlops = c.numLayers * (4 * perLayerHidden + 2 * perLayerUpDown);
+        const double attainableGflops = linearFlops / (boundMs * 1e6);
+
+        std::string context = contextOf300Words();
+        QaOptions qa;
+        const Timing qaLatency = measure(options.repeats, [&] {
+            answerQuestion(*fp8, "where do farmers bring grain every autumn?", context, RunMode::Fp8, qa);
+        });
+
+        json peer = nullptr;
+        if (!options.skipPeer) {
+            const std::string peerJson = options.workdir + "/peer.json";
+            const std::string command = "/usr/bin/python3 " + std::string(SCALESCOPE_TORCH_PEER) + " --checkpoint " +
+                                        floatDir + " --seq " + std::to_string(options.sequenceLength) + " --threads " +
+                                        std::to_string(computeThreads()) + " --repeats " + std::to_string(options.repeats) +
+                                        " --output " + peerJson + " 1>&2";
+            if (std::system(command.c_str()) == 0 && fs::exists(peerJson)) {
+                std::ifstream in(peerJson);
+                peer = json::parse(in);
+            } else {
+                std::cerr << "PyTorch peer not run (python3-torch missing?): install it with packaging/install-deps.sh --dev\n";
+            }
+        }
+
+        report["fp8_forward"] = fp8Forward.toJson();
+        report["dequant_forward"] = dequantForward.toJson();
+        report["reference_forward"] = referenceForward.toJson();
+        report["compare"] = compare.toJson();
+        report["qa_end_to_end_300_words"] = qaLatency.toJson();
+        report["forward_gflop"] = flops / 1e9;
+        report["gemm_gflops"] = {{"384x768x768", gemmHidden}, {"384x3072x768", gemmUp}, {"384x768x3072", gemmDown},
+                                 {"attainable_for_forward_linears", attainableGflops}};
+        report["linear_bound_ms"] = boundMs;
+        report["pytorch_eager_peer"] = peer;
+        const double fp8Ratio = fp8Forward.median() / referenceForward.median();
+        const double compareRatio = compare.median() / referenceForward.median();
+        report["ratios"] = {{"fp8_over_reference", fp8Ratio},
+                            {"compare_over_reference", compareRatio},
+                            {"reference_fraction_of_gemm_limit", flops / 1e6 / referenceForward.median() / attainableGflops},
+                            {"fp8_fraction_of_gemm_limit", flops / 1e6 / fp8Forward.median() / attainableGflops}};
+        if (!peer.is_null())
+            report["ratios"]["reference_over_pytorch"] = referenceForward.median() / peer["median_ms"].get<double>();
+
+        std::printf("\nScaleScope benchmark: roberta-base size, seq %d, batch 1, %d threads, %d repeats (median [min-max])\n\n",
+                    options.sequenceLength, computeThreads(), options.repeats);
+        auto row = [&](const std::string& name, const Timing& t, const std::string& note = "") {
+            char buffer[96];
+            std::snprintf(buffer, sizeof buffer, "%.1f ms [%.1f-%.1f]", t.median(), t.min(), t.max());
+            printRow(name, buffer, note);
+        };
+        char note[128];
+        std::snprintf(note, sizeof note, "%.0f GFLOP/s, %.0f%% of GEMM limit", flops / 1e6 / fp8Forward.median(),
+                      100 * flops / 1e6 / fp8Forward.median() / attainableGflops);
+        row("fp8 forward", fp8Forward, note);
+        row("dequant forward", dequantForward);
+        std::snprintf(note, sizeof note, "%.0f GFLOP/s, %.0f%% of GEMM limit", flops / 1e6 / referenceForward.median(),
+                      100 * flops / 1e6 / referenceForward.median() / attainableGflops);
+        row("reference (float32) forward", referenceForward, note);
+        if (!peer.is_null())
+            printRow("PyTorch eager float32 forward", ms(peer["median_ms"].get<double>()));
+        std::snprintf(note, sizeof note, "%.2fx reference forward", compareRatio);
+        row("full compare (both runs, all captures)", compare, note);
+        row("QA end to end, 300-word context", qaLatency);
+        row("FP8 checkpoint load (warm cache)", load);
+        char buffer[96];
+        std::snprintf(buffer, sizeof buffer, "%.0f MB", peakResidentMb());
+        printRow("peak resident memory (fp8 + reference)", buffer);
+        std::snprintf(buffer, sizeof buffer, "%.1f GFLOP", flops / 1e9);
+        printRow("forward FLOPs", buffer);
+        std::snprintf(buffer, sizeof buffer, "%.0f / %.0f / %.0f", gemmHidden, gemmUp, gemmDown);
+        printRow("bare GEMM GFLOP/s (768x768, 768->3072, 3072->768)", buffer);
+        std::snprintf(buffer, sizeof buffer, "%.2fx", fp8Ratio);
+        printRow("fp8 / reference forward", buffer);
+
+        std::ofstream out(options.output);
+        out << report.dump(2) << "\n";
+        std::printf("\nWrote %s\n", options.output.c_str());
+    } catch (const Error& e) {
+        std::cerr << "scalescope-bench: " << e.what() << "\n";
+        return 1;
+    }
+    return 0;
+}

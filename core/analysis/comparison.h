@@ -1,0 +1,80 @@
+#pragma once
+// A run (`fp8`) against its reference (`reference` from a float checkpoint, or `dequant` standing
+// in): the metrics of DESIGN.md at every capture point, the FP8 activation shares of every quantized
+// Linear, and agreement of the final outputs (QA answers or fill-mask distributions).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/diagnostics.h"
+#include "model/encoder_model.h"
+#include "numerics/metrics.h"
+#include "tasks/question_answering.h"
+
+namespace scalescope {
+
+// What to run. Exactly one of: question+context (QA models), text (fill-mask when it holds
+// <mask> on a MaskedLM; otherwise one plain forward), inputIds.
+struct ComparisonInput {
+    std::string question;
+    std::string context;
+    std::string text;
+    std::vector<std::vector<int64_t>> inputIds;
+    QaOptions qaOptions;
+    int topK = 5;
+};
+
+enum class CaptureKind { Embeddings, LinearInput, LinearOutput, LayerOutput };
+
+struct CapturePointMetrics {
+    std::string name;        // capture point name
+    std::string module;      // module name
+    CaptureKind kind = CaptureKind::LinearOutput;
+    int layer = -1;          // encoder layer, -1 for embeddings and heads
+    ErrorMetrics metrics;
+};
+
+struct QaAgreement {
+    bool sameBestAnswer = false;
+    QaAnswer runAnswer;
+    QaAnswer referenceAnswer;
+    double answerF1 = 0;     // SQuAD token F1 between the two best answers
+    ErrorMetrics startLogits;
+    ErrorMetrics endLogits;
+};
+
+struct FillMaskAgreement {
+    struct Mask {
+        int position = 0;
+        bool top1Agrees = false;
+        double topKOverlap = 0;      // |top-k(run) n top-k(ref)| / k
+        double klDivergence = 0;     // KL(reference || run), nats
+        std::vector<std::pair<int64_t, float>> runTop, referenceTop;
+    };
+    std::vector<Mask> masks;
+    ErrorMetrics logits;
+};
+
+struct ComparisonResult {
+    std::string runLabel;          // "fp8"
+    std::string referenceLabel;    // "reference (DIR)" or "dequant"
+    bool referenceIsStandIn = false;
+    std::vector<CapturePointMetrics> points; // execution order
+    std::vector<ActivationStatistics> activations;
+    std::vector<Finding> findings;           // activation diagnostics of the run
+    std::optional<QaAgreement> qa;
+    std::optional<FillMaskAgreement> fillMask;
+    ErrorMetrics finalLogits;                // the head's logits (all of them)
+    double runMs = 0;
+    double referenceMs = 0;
+};
+
+// reference may be null: then `run` in `dequant` mode is the reference and the result says so.
+// Throws scalescope::Error when the two models do not match (architecture, sizes) or the input does
+// not suit the model.
+ComparisonResult compareRuns(EncoderModel& run, EncoderModel* reference, const ComparisonInput& input,
+                             const Progress& progress = {});
+
+const char* captureKindName(CaptureKind kind);
+
+} // namespace scalescope

@@ -1,0 +1,31 @@
+#pragma once
+// A chart described as plain data, so that the core can say what to draw and the UI (QCustomPlot)
+// draws it, on screen or headless into PNG/PDF/SVG. Also the source of each chart's CSV export.
+#include <string>
+#include <vector>
+
+namespace scalescope {
+
+enum class SeriesStyle { Bars, Line, Points, Band };
+
+struct ChartSeries {
+    std::string name;                 // legend entry and CSV column
+    SeriesStyle style = SeriesStyle::Bars;
+    std::vector<double> x;            // x positions (category index for categorical charts)
+    std::vector<double> y;            // values; Band: lower bound
+    std::vector<double> yUpper;       // Band only: upper bound (per-layer min..max ranges)
+    std::string color;                // "#RRGGBB"; empty picks from the palette
+};
+
+struct ChartData {
+    std::string id;                   // file stem for exports: "layer_sqnr"
+    std::string title;
+    std::string xLabel;               // with unit where there is one
+    std::string yLabel;
+    bool logY = false;
+    std::vector<std::string> categories; // when non-empty, x is categorical: tick i shows categories[i]
+    std::vector<ChartSeries> series;
+    std::vector<std::pair<double, std::string>> horizontalMarkers; // y value and label (e.g. 448)
+};
+
+} // namespace scalescope

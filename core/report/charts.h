@@ -1,0 +1,33 @@
+#pragma once
+// The product's charts as ChartData, built from scale statistics and comparisons. The same builders
+// feed the workbench's panels and the CLI's --plots exports.
+#include <string>
+#include <vector>
+
+#include "analysis/comparison.h"
+#include "analysis/scale_statistics.h"
+#include "report/chart_data.h"
+
+namespace scalescope {
+
+// "L3.q", "L3.attn.out", "L3.ffn.in", ... short labels for Linear modules; heads keep their names.
+std::string shortLinearLabel(const std::string& module);
+
+// Inspect charts.
+ChartData weightScaleRangesChart(const std::vector<LinearScaleStatistics>& statistics);   // log y, min..max per Linear
+ChartData channelScalesChart(const LinearScaleStatistics& linear);                         // log y, per output channel
+ChartData weightCodeSharesChart(const std::vector<LinearScaleStatistics>& statistics);     // % clipped / underflow
+ChartData exponentHistogramChart(const LinearScaleStatistics& linear);                     // codes per exponent field
+
+// Compare charts.
+ChartData layerSqnrChart(const ComparisonResult& comparison);      // SQNR per encoder layer output (+ embeddings)
+ChartData layerCosineChart(const ComparisonResult& comparison);    // cosine per layer output
+ChartData linearSqnrChart(const ComparisonResult& comparison);     // SQNR per Linear output
+ChartData errorGrowthChart(const ComparisonResult& comparison);    // relative L2 error through the layers
+ChartData activationSharesChart(const ComparisonResult& comparison); // % clipped / flushed / subnormal per Linear input
+ChartData activationScaleChart(const ComparisonResult& comparison);  // observed amax vs 448 x static scale
+
+// The Linear with the widest spread of channel scales (the one worth looking at first); -1 if none.
+int widestScaleSpread(const std::vector<LinearScaleStatistics>& statistics);
+
+} // namespace scalescope

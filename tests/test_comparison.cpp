@@ -1,0 +1,217 @@
+// Comparison metrics against hand-computed values, the SQuAD answer metric, chart builders, and
+// compareRuns on generated checkpoints (per-tensor vs per-channel weights on outlier channels).
+#include <QtTest>
+
+#include <cmath>
+
+#include "analysis/comparison.h"
+#include "analysis/squad_metric.h"
+#include "numerics/metrics.h"
+#include "report/charts.h"
+#include "support/fixtures.h"
+
+using namespace scalescope;
+using namespace scalescope::testing;
+
+namespace {
+
+const CapturePointMetrics& point(const ComparisonResult& result, const std::string& name)
+{
+    for (const CapturePointMetrics& p : result.points)
+        if (p.name == name)
+            return p;
+    throw std::runtime_error("no point " + name);
+}
+
+} // namespace
+
+class TestComparison : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() { setComputeThreads(2); }
+
+    void metricsByHand()
+    {
+        // x = [1, 2, 3], ref = [1, 2, 4]: error [0, 0, 1].
+        const std::vector<float> x = {1, 2, 3}, ref = {1, 2, 4};
+        const ErrorMetrics m = computeErrorMetrics(x, ref);
+        QCOMPARE(m.count, int64_t(3));
+        QVERIFY(std::fabs(m.mse - 1.0 / 3.0) < 1e-12);
+        QVERIFY(std::fabs(m.sqnrDb - 10 * std::log10(21.0)) < 1e-9);          // sum ref^2 = 21
+        QVERIFY(std::fabs(m.cosine - 17.0 / std::sqrt(14.0 * 21.0)) < 1e-12); // dot 17, |x|^2 14
+        QCOMPARE(m.maxAbsError, 1.0);
+        QVERIFY(std::fabs(m.relativeL2 - 1.0 / std::sqrt(21.0)) < 1e-12);
+
+        const ErrorMetrics same = computeErrorMetrics(ref, ref);
+        QVERIFY(std::isinf(same.sqnrDb) && same.sqnrDb > 0);
+        QCOMPARE(same.relativeL2, 0.0);
+        QCOMPARE(same.cosine, 1.0);
+
+        const ErrorMetrics opposite = computeErrorMetrics(std::vector<float>{-1, -2}, std::vector<float>{1, 2});
+        QVERIFY(std::fabs(opposite.cosine + 1.0) < 1e-12);
+        QVERIFY(std::fabs(opposite.relativeL2 - 2.0) < 1e-12);               // |2 ref| / |ref|
+        QVERIFY(std::fabs(opposite.sqnrDb - 10 * std::log10(5.0 / 20.0)) < 1e-9);
+
+        // Accumulating in pieces equals one pass.
+        ErrorAccumulator pieces;
+        pieces.add(x.data(), ref.data(), 1);
+        pieces.add(x.data() + 1, ref.data() + 1, 2);
+        QCOMPARE(pieces.result().sqnrDb, m.sqnrDb);
+    }
+
+    void klByHand()
+    {
+        // KL([0.5, 0.5] || [0.25, 0.75]) = 0.5 ln 2 + 0.5 ln(2/3)
+        const double expected = 0.5 * std::log(2.0) + 0.5 * std::log(2.0 / 3.0);
+        QVERIFY(std::fabs(klDivergence({0.5f, 0.5f}, {0.25f, 0.75f}) - expected) < 1e-7);
+        QCOMPARE(klDivergence({0.3f, 0.7f}, {0.3f, 0.7f}), 0.0);
+    }
+
+    void squadMetric_data()
+    {
+        QTest::addColumn<QString>("prediction");
+        QTest::addColumn<QString>("gold");
+        QTest::addColumn<double>("em");
+        QTest::addColumn<double>("f1");
+        QTest::newRow("articles and case") << "The Eiffel Tower" << "eiffel tower" << 1.0 << 1.0;
+        QTest::newRow("punctuation") << "Paris." << "paris" << 1.0 << 1.0;
+        // pred {in, 1889}, gold {1889}: precision 1/2, recall 1 -> F1 2/3.
+        QTest::newRow("partial overlap") << "in 1889" << "1889" << 0.0 << 2.0 / 3.0;
+        QTest::newRow("disjoint") << "London" << "Paris" << 0.0 << 0.0;
+        QTest::newRow("both empty (no answer)") << "" << "" << 1.0 << 1.0;
+        QTest::newRow("empty prediction") << "" << "Paris" << 0.0 << 0.0;
+        QTest::newRow("answer for no-answer") << "Paris" << "" << 0.0 << 0.0;
+        // pred {a b c c} -> {b c c}? 'a' is an article: pred {b, c, c}, gold {c, d}: common 1,
+        // precision 1/3, recall 1/2 -> F1 0.4.
+        QTest::newRow("repeated tokens") << "a b c c" << "c d" << 0.0 << 0.4;
+    }
+    void squadMetric()
+    {
+        QFETCH(QString, prediction);
+        QFETCH(QString, gold);
+        QFETCH(double, em);
+        QFETCH(double, f1);
+        QCOMPARE(exactMatchScore(prediction.toStdString(), gold.toStdString()), em);
+        QVERIFY(std::fabs(f1Score(prediction.toStdString(), gold.toStdString()) - f1) < 1e-12);
+    }
+
+    void maxOverGoldAnswers()
+    {
+        QCOMPARE(maxOverGold(f1Score, "in 1889", {"1889", "in 1889"}), 1.0);
+        QCOMPARE(maxOverGold(exactMatchScore, "", {}), 1.0);
+    }
+
+    void referenceAgainstItselfIsExact()
+    {
+        TinyModelSpec spec;
+        const std::string dir = makeTempDir("cmp-float");
+        writeTinyFloatCheckpoint(dir, spec);
+        auto a = EncoderModel::load(dir);
+        auto b = EncoderModel::load(dir);
+        ComparisonInput input;
+        input.question = "where is the cat ?";
+        input.context = "the cat sat on the mat";
+        const ComparisonResult result = compareRuns(*a, b.get(), input);
+        QCOMPARE(result.points.size(), a->capturePoints().size());
+        for (const CapturePointMetrics& p : result.points) {
+            QVERIFY2(std::isinf(p.metrics.sqnrDb), p.name.c_str());
+            QCOMPARE(p.metrics.cosine, 1.0);
+        }
+        QVERIFY(result.qa && result.qa->sameBestAnswer);
+        QCOMPARE(result.qa->answerF1, 1.0);
+        QVERIFY(!result.referenceIsStandIn);
+    }
+
+    void fp8AgainstReference()
+    {
+        TinyModelSpec spec;
+        const std::string floatDir = makeTempDir("cmp-float");
+        writeTinyFloatCheckpoint(floatDir, spec);
+        const std::string fp8Dir = makeTempDir("cmp-fp8") + "/m";
+        writeTinyFp8Checkpoint(floatDir, fp8Dir, {"channel", "token", "F32"});
+        auto run = EncoderModel::load(fp8Dir);
+        auto reference = EncoderModel::load(floatDir);
+        ComparisonInput input;
+        input.inputIds = {{0, 280, 281, 100, 290, 2}, {0, 77, 2}}; // two rows, one padded
+        const ComparisonResult result = compareRuns(*run, reference.get(), input);
+
+        // The metric at one point equals an independent computation from two plain forwards.
+        ForwardOptions fp8;
+        fp8.capture.names = {"roberta.encoder.layer.1.output"};
+        ForwardOptions ref = fp8;
+        ref.mode = RunMode::Dequant;
+        const auto x = run->forward({{input.inputIds[0]}, {}, {}}, fp8).captures.at(0).tensor.values;
+        const auto r = reference->forward({{input.inputIds[0]}, {}, {}}, ref).captures.at(0).tensor.values;
+        const auto x2 = run->forward({{input.inputIds[1]}, {}, {}}, fp8).captures.at(0).tensor.values;
+        const auto r2 = reference->forward({{input.inputIds[1]}, {}, {}}, ref).captures.at(0).tensor.values;
+        double signal = 0, noise = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            signal += double(r[i]) * r[i];
+            noise += (double(r[i]) - x[i]) * (double(r[i]) - x[i]);
+        }
+        for (std::size_t i = 0; i < x2.size(); ++i) {
+            signal += double(r2[i]) * r2[i];
+            noise += (double(r2[i]) - x2[i]) * (double(r2[i]) - x2[i]);
+        }
+        const double expected = 10 * std::log10(signal / noise);
+        const double got = point(result, "roberta.encoder.layer.1.output").metrics.sqnrDb;
+        QVERIFY2(std::fabs(got - expected) < 0.05, qPrintable(QString("%1 vs %2").arg(got).arg(expected)));
+        QCOMPARE(point(result, "roberta.encoder.layer.1.output").kind, CaptureKind::LayerOutput);
+        QCOMPARE(point(result, "roberta.encoder.layer.0.attention.self.query.input").kind, CaptureKind::LinearInput);
+
+        // Every quantized Linear reports activation shares, all real-token elements counted.
+        QCOMPARE(result.activations.size(), std::size_t(12));
+        QCOMPARE(result.activations[0].elements, int64_t((6 + 3) * spec.hiddenSize));
+        QVERIFY(std::isfinite(result.finalLogits.sqnrDb));
+
+        // Without a reference, dequant stands in and the result says so.
+        const ComparisonResult standIn = compareRuns(*run, nullptr, input);
+        QVERIFY(standIn.referenceIsStandIn);
+        QCOMPARE(standIn.referenceLabel, std::string("dequant"));
+
+        // Chart builders: one bar per layer output (embeddings + 2 layers), finite values.
+        const ChartData sqnr = layerSqnrChart(result);
+        QCOMPARE(sqnr.categories, (std::vector<std::string>{"emb", "L0", "L1"}));
+        QCOMPARE(sqnr.series.at(0).y.at(2), got);
+        QCOMPARE(linearSqnrChart(result).categories.size(), std::size_t(13)); // 12 encoder + qa_outputs
+        QCOMPARE(activationSharesChart(result).series.size(), std::size_t(3));
+    }
+
+    void perTensorLosesAtOutlierLayers()
+    {
+        TinyModelSpec spec;
+        spec.outlierChannels = {3, 17};
+        spec.outlierFactor = 30.0f;
+        const std::string floatDir = makeTempDir("cmp-outlier");
+        writeTinyFloatCheckpoint(floatDir, spec);
+        auto reference = EncoderModel::load(floatDir);
+        ComparisonInput input;
+        input.inputIds = {{0, 280, 281, 100, 290, 77, 45, 2}};
+        std::map<std::string, ComparisonResult> results;
+        for (const char* weights : {"channel", "tensor"}) {
+            const std::string dir = makeTempDir("cmp-outlier-q") + "/m";
+            writeTinyFp8Checkpoint(floatDir, dir, {weights, "none", "F32"});
+            auto run = EncoderModel::load(dir);
+            results[weights] = compareRuns(*run, reference.get(), input);
+        }
+        // Every encoder Linear reads the outlier channels; per-tensor scales lose at each of them.
+        int worse = 0, total = 0;
+        for (const CapturePointMetrics& p : results["channel"].points) {
+            if (p.kind != CaptureKind::LinearOutput || p.layer < 0)
+                continue;
+            const double channel = p.metrics.sqnrDb;
+            const double tensor = point(results["tensor"], p.name).metrics.sqnrDb;
+            qInfo("%-50s channel %6.2f dB  tensor %6.2f dB", p.name.c_str(), channel, tensor);
+            worse += tensor < channel;
+            ++total;
+        }
+        QCOMPARE(total, 12);
+        QVERIFY2(worse >= 10, qPrintable(QString("per-tensor lower at %1 of %2 Linears").arg(worse).arg(total)));
+        const double channelQuery = point(results["channel"], "roberta.encoder.layer.0.attention.self.query.output").metrics.sqnrDb;
+        const double tensorQuery = point(results["tensor"], "roberta.encoder.layer.0.attention.self.query.output").metrics.sqnrDb;
+        QVERIFY(tensorQuery < channelQuery - 3);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestComparison)
+#include "test_comparison.moc"
