@@ -1,0 +1,221 @@
+#include "charts/chart_export.h"
+
+#include <QApplication>
+#include <QFileInfo>
+#include <QSvgGenerator>
+#include <QThread>
+
+#include <qcustomplot.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include "charts/chart_renderer.h"
+#include "common/error.h"
+#include "io/atomic_write.h"
+
+namespace scalescope::ui {
+namespace {
+
+// Far beyond any screen or print use; keeps a typo from allocating gigabytes for one pixmap.
+constexpr int kMaxImageSide = 20000;
+
+std::string lowerCase(std::string text)
+{
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+    return text;
+}
+
+bool writeSvg(QCustomPlot& plot, const QString& file, const QSize& size, const QString& title)
+{
+    QSvgGenerator generator;
+    generator.setFileName(file);
+    generator.setSize(size);
+    generator.setViewBox(QRect(QPoint(0, 0), size));
+    // At the CSS 96 dpi a browser opens the drawing at the requested pixel size.
+    generator.setResolution(96);
+    generator.setTitle(title);
+    generator.setDescription(QStringLiteral("Drawn by ScaleScope"));
+    QCPPainter painter;
+    if (!painter.begin(&generator))
+        return false;
+    plot.toPainter(&painter, size.width(), size.height());
+    return painter.end();
+}
+
+std::string csvField(const std::string& text)
+{
+    if (text.find_first_of(",\"\r\n") == std::string::npos)
+        return text;
+    std::string quoted = "\"";
+    for (char c : text) {
+        if (c == '"')
+            quoted += '"';
+        quoted += c;
+    }
+    return quoted + "\"";
+}
+
+void appendRow(std::string& csv, const std::vector<std::string>& cells)
+{
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+        if (i > 0)
+            csv += ',';
+        csv += csvField(cells[i]);
+    }
+    csv += "\r\n";
+}
+
+std::size_t pointCount(const ChartSeries& series)
+{
+    std::size_t count = std::min(series.x.size(), series.y.size());
+    if (series.style == SeriesStyle::Band)
+        count = std::min(count, series.yUpper.size());
+    return count;
+}
+
+// The category a point belongs to, when its x is a valid category index.
+std::optional<std::size_t> categoryIndex(const ChartData& chart, double x)
+{
+    if (!(x >= 0.0 && x < static_cast<double>(chart.categories.size()) && x == std::floor(x)))
+        return std::nullopt;
+    return static_cast<std::size_t>(x);
+}
+
+} // namespace
+
+ChartFormat parseChartFormat(const std::string& name)
+{
+    const std::string lower = lowerCase(name);
+    if (lower == "png")
+        return ChartFormat::Png;
+    if (lower == "pdf")
+        return ChartFormat::Pdf;
+    if (lower == "svg")
+        return ChartFormat::Svg;
+    throw Error("Unknown chart format \"" + name + "\"; use png, pdf or svg.");
+}
+
+std::string chartFormatExtension(ChartFormat format)
+{
+    switch (format) {
+    case ChartFormat::Png:
+        return "png";
+    case ChartFormat::Pdf:
+        return "pdf";
+    case ChartFormat::Svg:
+        return "svg";
+    }
+    return "png";
+}
+
+void exportChartImage(const ChartData& chart, const QString& path, ChartFormat format, QSize size)
+{
+    const std::string target = path.toStdString();
+    if (size.width() < 1 || size.height() < 1 || size.width() > kMaxImageSide || size.height() > kMaxImageSide)
+        throw Error("Cannot write " + target + ": the image size " + std::to_string(size.width()) + "x" +
+                    std::to_string(size.height()) + " is outside 1.." + std::to_string(kMaxImageSide) + " pixels.");
+    // QCustomPlot is a QWidget: creating one without a QApplication, or off its thread, aborts.
+    QCoreApplication* application = QCoreApplication::instance();
+    if (!qobject_cast<QApplication*>(application))
+        throw Error("Cannot draw " + target + ": drawing charts needs a QApplication and none exists.");
+    if (QThread::currentThread() != application->thread())
+        throw Error("Cannot draw " + target + ": charts can only be drawn on the GUI thread.");
+
+    QCustomPlot plot;
+    plot.resize(size);
+    renderChart(plot, chart);
+    const QString title = QString::fromStdString(chart.title);
+    writeFileAtomically(target, [&](const std::string& temporaryPath) {
+        const QString file = QString::fromStdString(temporaryPath);
+        bool written = false;
+        switch (format) {
+        case ChartFormat::Png:
+            written = plot.savePng(file, size.width(), size.height());
+            break;
+        case ChartFormat::Pdf:
+            written = plot.savePdf(file, size.width(), size.height(), QCP::epAllowCosmetic,
+                                   QStringLiteral("ScaleScope"), title);
+            break;
+        case ChartFormat::Svg:
+            written = writeSvg(plot, file, size, title);
+            break;
+        }
+        if (!written || QFileInfo(file).size() == 0)
+            throw Error("Cannot write " + target + ": the " + chartFormatExtension(format) +
+                        " file could not be created or written.");
+    });
+}
+
+std::string chartCsv(const ChartData& chart)
+{
+    const bool categorical = !chart.categories.empty();
+    std::vector<std::string> header{!chart.xLabel.empty() ? chart.xLabel : categorical ? "category" : "x"};
+    for (std::size_t s = 0; s < chart.series.size(); ++s) {
+        const ChartSeries& series = chart.series[s];
+        const std::string name = series.name.empty() ? "series " + std::to_string(s + 1) : series.name;
+        if (series.style == SeriesStyle::Band) {
+            header.push_back(name + "_min");
+            header.push_back(name + "_max");
+        } else {
+            header.push_back(name);
+        }
+    }
+
+    // Row keys: category indices, or the distinct x values in increasing order.
+    std::map<double, std::size_t> rowOfX;
+    std::vector<std::vector<std::string>> rows;
+    if (categorical) {
+        for (std::size_t i = 0; i < chart.categories.size(); ++i) {
+            rows.push_back({chart.categories[i]});
+            rowOfX[static_cast<double>(i)] = i;
+        }
+    } else {
+        for (const ChartSeries& series : chart.series)
+            for (std::size_t i = 0; i < pointCount(series); ++i)
+                if (!std::isnan(series.x[i]))
+                    rowOfX.emplace(series.x[i], 0);
+        for (auto& [x, row] : rowOfX) {
+            row = rows.size();
+            rows.push_back({formatChartValue(x)});
+        }
+    }
+    for (auto& row : rows)
+        row.resize(header.size());
+
+    std::size_t column = 1;
+    for (const ChartSeries& series : chart.series) {
+        const bool band = series.style == SeriesStyle::Band;
+        std::vector<bool> filled(rows.size(), false);
+        for (std::size_t i = 0; i < pointCount(series); ++i) {
+            const double x = series.x[i];
+            if (categorical && !categoryIndex(chart, x))
+                continue;
+            const auto found = rowOfX.find(x);
+            if (found == rowOfX.end() || filled[found->second])
+                continue; // the first value at an x wins; a table cell holds one number
+            filled[found->second] = true;
+            std::vector<std::string>& row = rows[found->second];
+            row[column] = formatChartValue(series.y[i]);
+            if (band)
+                row[column + 1] = formatChartValue(series.yUpper[i]);
+        }
+        column += band ? 2 : 1;
+    }
+
+    std::string csv;
+    appendRow(csv, header);
+    for (const auto& row : rows)
+        appendRow(csv, row);
+    return csv;
+}
+
+void exportChartCsv(const ChartData& chart, const std::string& path)
+{
+    writeBytesAtomically(path, chartCsv(chart));
+}
+
+} // namespace scalescope::ui

@@ -1,0 +1,631 @@
+#include "charts/chart_renderer.h"
+
+#include <QFontMetrics>
+#include <QMouseEvent>
+#include <QToolTip>
+
+#include <qcustomplot.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace scalescope::ui {
+namespace {
+
+// Okabe & Ito's palette: distinguishable with the common colour-vision deficiencies and in
+// greyscale print. Yellow comes last because it is faint on white.
+const std::array<QColor, 8> kPalette = {
+    QColor(0x00, 0x72, 0xB2), // blue
+    QColor(0xE6, 0x9F, 0x00), // orange
+    QColor(0x00, 0x9E, 0x73), // bluish green
+    QColor(0xD5, 0x5E, 0x00), // vermillion
+    QColor(0xCC, 0x79, 0xA7), // reddish purple
+    QColor(0x56, 0xB4, 0xE9), // sky blue
+    QColor(0x00, 0x00, 0x00), // black
+    QColor(0xF0, 0xE4, 0x42), // yellow
+};
+
+// Category slots are 1 wide; bars and bands leave a gap to the neighbouring category.
+constexpr double kCategoryFill = 0.8;
+constexpr double kBarGapFraction = 0.1;
+constexpr double kBandFill = 0.5;
+// Beyond this many, category labels are thinned out so that they stay legible.
+constexpr int kMaxCategoryLabels = 30;
+// Longer category names (full module paths) are cut at the start: their end tells them apart.
+constexpr int kMaxCategoryLabelPixels = 190;
+// Rotate the labels when there are many, or when laid flat they would need more than this many
+// pixels: a window may well be narrower than the exported image.
+constexpr int kMaxFlatLabels = 8;
+constexpr int kFlatLabelsBudgetPixels = 600;
+constexpr int kMaxLineMarkers = 80;
+
+QColor seriesColor(const ChartData& chart, std::size_t index)
+{
+    const std::string& requested = chart.series[index].color;
+    if (!requested.empty()) {
+        const QColor color(QString::fromStdString(requested));
+        if (color.isValid())
+            return color;
+    }
+    return kPalette[index % kPalette.size()];
+}
+
+bool isCategorical(const ChartData& chart) { return !chart.categories.empty(); }
+
+bool drawableValue(double value, bool logY) { return std::isfinite(value) && (!logY || value > 0.0); }
+
+std::size_t pointCount(const ChartSeries& series)
+{
+    std::size_t count = std::min(series.x.size(), series.y.size());
+    if (series.style == SeriesStyle::Band)
+        count = std::min(count, series.yUpper.size());
+    return count;
+}
+
+struct Range {
+    double lower = 0.0;
+    double upper = 1.0;
+};
+
+// Everything about where things are drawn that both the renderer and the hover lookup need, so
+// that the tooltip finds a bar exactly where it was drawn.
+struct Geometry {
+    double barWidth = kCategoryFill;           // one bar, in x units
+    std::vector<double> barOffsets;            // per series: shift of its bars within the group
+    double bandWidth = kBandFill;
+    Range x;
+    Range y;
+    double barBase = 0.0;                       // log axes cannot show 0: bars rise from the axis floor
+};
+
+// The x spacing that one category (or one step of a numeric x) occupies.
+double slotWidth(const ChartData& chart)
+{
+    if (isCategorical(chart))
+        return 1.0;
+    std::vector<double> xs;
+    for (const ChartSeries& series : chart.series) {
+        if (series.style != SeriesStyle::Bars && series.style != SeriesStyle::Band)
+            continue;
+        for (std::size_t i = 0; i < pointCount(series); ++i)
+            if (std::isfinite(series.x[i]))
+                xs.push_back(series.x[i]);
+    }
+    std::sort(xs.begin(), xs.end());
+    double smallestGap = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 1; i < xs.size(); ++i)
+        if (xs[i] > xs[i - 1])
+            smallestGap = std::min(smallestGap, xs[i] - xs[i - 1]);
+    return std::isfinite(smallestGap) ? smallestGap : 1.0;
+}
+
+Range paddedLinearRange(double lowest, double highest)
+{
+    if (!(lowest <= highest))
+        return {0.0, 1.0};
+    if (lowest == highest) {
+        const double pad = lowest == 0.0 ? 1.0 : std::abs(lowest) * 0.1;
+        return {lowest - pad, highest + pad};
+    }
+    const double pad = 0.06 * (highest - lowest);
+    // Bars stand on zero: keep the axis starting exactly there instead of a little below.
+    return {lowest == 0.0 ? 0.0 : lowest - pad, highest == 0.0 ? 0.0 : highest + pad};
+}
+
+// Whole decades, so that the log ticker (which ticks at powers of ten) always has labels to show.
+Range decadeRange(double lowest, double highest)
+{
+    if (!(lowest > 0.0 && lowest <= highest))
+        return {0.1, 10.0};
+    const double lowerExponent = std::floor(std::log10(lowest) - 0.02);
+    double upperExponent = std::ceil(std::log10(highest) + 0.02);
+    if (upperExponent <= lowerExponent)
+        upperExponent = lowerExponent + 1.0;
+    return {std::pow(10.0, lowerExponent), std::pow(10.0, upperExponent)};
+}
+
+Geometry computeGeometry(const ChartData& chart)
+{
+    Geometry geometry;
+    const double slot = slotWidth(chart);
+    int barSeriesCount = 0;
+    for (const ChartSeries& series : chart.series)
+        barSeriesCount += series.style == SeriesStyle::Bars ? 1 : 0;
+    const double barStep = slot * kCategoryFill / std::max(barSeriesCount, 1);
+    geometry.barWidth = barStep * (barSeriesCount > 1 ? 1.0 - kBarGapFraction : 1.0);
+    geometry.bandWidth = slot * kBandFill;
+    geometry.barOffsets.assign(chart.series.size(), 0.0);
+    int barIndex = 0;
+    for (std::size_t s = 0; s < chart.series.size(); ++s)
+        if (chart.series[s].style == SeriesStyle::Bars)
+            geometry.barOffsets[s] = (barIndex++ - (barSeriesCount - 1) / 2.0) * barStep;
+
+    const bool logY = chart.logY;
+    double xLow = std::numeric_limits<double>::infinity(), xHigh = -xLow;
+    double yLow = xLow, yHigh = -xLow;
+    bool hasBars = false;
+    auto includeY = [&](double value) {
+        if (drawableValue(value, logY)) {
+            yLow = std::min(yLow, value);
+            yHigh = std::max(yHigh, value);
+        }
+    };
+    for (std::size_t s = 0; s < chart.series.size(); ++s) {
+        const ChartSeries& series = chart.series[s];
+        const double halfWidth = series.style == SeriesStyle::Bars   ? geometry.barWidth / 2
+                                 : series.style == SeriesStyle::Band ? geometry.bandWidth / 2
+                                                                     : 0.0;
+        for (std::size_t i = 0; i < pointCount(series); ++i) {
+            const double x = series.x[i] + geometry.barOffsets[s];
+            if (!std::isfinite(x))
+                continue;
+            xLow = std::min(xLow, x - halfWidth);
+            xHigh = std::max(xHigh, x + halfWidth);
+            includeY(series.y[i]);
+            if (series.style == SeriesStyle::Band)
+                includeY(series.yUpper[i]);
+            if (series.style == SeriesStyle::Bars && drawableValue(series.y[i], logY))
+                hasBars = true;
+        }
+    }
+    for (const auto& [value, label] : chart.horizontalMarkers)
+        includeY(value);
+
+    if (isCategorical(chart)) {
+        const double categories = static_cast<double>(chart.categories.size());
+        geometry.x = {std::min(-0.6, xLow - 0.1), std::max(categories - 0.4, xHigh + 0.1)};
+    } else {
+        geometry.x = paddedLinearRange(xLow, xHigh);
+        if (xLow < xHigh)
+            geometry.x = {xLow - 0.03 * (xHigh - xLow), xHigh + 0.03 * (xHigh - xLow)};
+    }
+    if (logY) {
+        geometry.y = decadeRange(yLow, yHigh);
+        geometry.barBase = geometry.y.lower;
+    } else {
+        if (hasBars) {
+            yLow = std::min(yLow, 0.0);
+            yHigh = std::max(yHigh, 0.0);
+        }
+        geometry.y = paddedLinearRange(yLow, yHigh);
+        geometry.barBase = 0.0;
+    }
+    return geometry;
+}
+
+// A band's lower end on a log axis: a bound of zero (or below) means "all the way down".
+bool bandBounds(const ChartSeries& series, std::size_t i, const Geometry& geometry, bool logY, double& low,
+                double& high)
+{
+    double a = series.y[i], b = series.yUpper[i];
+    if (!std::isfinite(a) || !std::isfinite(b))
+        return false;
+    if (a > b)
+        std::swap(a, b);
+    if (logY) {
+        if (b <= 0.0)
+            return false;
+        if (a <= 0.0)
+            a = geometry.barBase;
+    }
+    low = a;
+    high = b;
+    return true;
+}
+
+QString categoryOrX(const ChartData& chart, double x)
+{
+    if (isCategorical(chart) && std::isfinite(x) && x >= 0.0 && x == std::floor(x) &&
+        x < static_cast<double>(chart.categories.size()))
+        return QString::fromStdString(chart.categories[static_cast<std::size_t>(x)]);
+    return QString::fromStdString(formatChartValue(x));
+}
+
+QString pointText(const ChartData& chart, std::size_t s, std::size_t i)
+{
+    const ChartSeries& series = chart.series[s];
+    const QString xName = !chart.xLabel.empty() ? QString::fromStdString(chart.xLabel)
+                          : isCategorical(chart)  ? QStringLiteral("category")
+                                                  : QStringLiteral("x");
+    const QString yName = chart.yLabel.empty() ? QStringLiteral("value") : QString::fromStdString(chart.yLabel);
+    QString text = QString::fromStdString(series.name.empty() ? "series " + std::to_string(s + 1) : series.name);
+    text += QStringLiteral("\n%1: %2").arg(xName, categoryOrX(chart, series.x[i]));
+    if (series.style == SeriesStyle::Band)
+        text += QStringLiteral("\n%1 min: %2\n%1 max: %3")
+                    .arg(yName, QString::fromStdString(formatChartValue(series.y[i])),
+                         QString::fromStdString(formatChartValue(series.yUpper[i])));
+    else
+        text += QStringLiteral("\n%1: %2").arg(yName, QString::fromStdString(formatChartValue(series.y[i])));
+    return text;
+}
+
+// Distance from a point to the axis-parallel rectangle spanned by two corners (0 inside).
+double distanceToRect(const QPointF& point, const QPointF& cornerA, const QPointF& cornerB)
+{
+    const double left = std::min(cornerA.x(), cornerB.x()), right = std::max(cornerA.x(), cornerB.x());
+    const double top = std::min(cornerA.y(), cornerB.y()), bottom = std::max(cornerA.y(), cornerB.y());
+    const double dx = std::max({left - point.x(), 0.0, point.x() - right});
+    const double dy = std::max({top - point.y(), 0.0, point.y() - bottom});
+    return std::hypot(dx, dy);
+}
+
+// ---- drawing ----
+
+void clearPreviousChart(QCustomPlot& plot)
+{
+    plot.clearItems();
+    plot.clearPlottables();
+    for (QCPBarsGroup* group : plot.findChildren<QCPBarsGroup*>(QString(), Qt::FindDirectChildrenOnly))
+        delete group;
+
+    // The plot layout is the axis rect plus what addTitleAndLegend put around it; the legend goes
+    // back to its default home inside the axis rect before the rest is deleted.
+    QCPLayoutGrid* layout = plot.plotLayout();
+    QCPLayoutInset* inset = plot.axisRect()->insetLayout();
+    if (plot.legend && plot.legend->layout() != inset) {
+        if (plot.legend->layout())
+            plot.legend->layout()->take(plot.legend);
+        inset->addElement(plot.legend, Qt::AlignRight | Qt::AlignTop);
+    }
+    QList<QCPLayoutElement*> added;
+    for (int i = 0; i < layout->elementCount(); ++i)
+        if (layout->elementAt(i) && layout->elementAt(i) != plot.axisRect())
+            added.append(layout->elementAt(i));
+    for (QCPLayoutElement* element : added)
+        layout->remove(element);
+    layout->simplify();
+}
+
+void setUpCategoryAxis(QCustomPlot& plot, const ChartData& chart)
+{
+    QCPAxis* axis = plot.xAxis;
+    const QFontMetrics metrics(axis->tickLabelFont());
+    const int count = static_cast<int>(chart.categories.size());
+    const int step = count <= kMaxCategoryLabels ? 1 : (count + kMaxCategoryLabels - 1) / kMaxCategoryLabels;
+    auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+    int widest = 0, shown = 0;
+    for (int i = 0; i < count; i += step) {
+        const QString label = metrics.elidedText(QString::fromStdString(chart.categories[static_cast<std::size_t>(i)]),
+                                                 Qt::ElideLeft, kMaxCategoryLabelPixels);
+        widest = std::max(widest, metrics.horizontalAdvance(label));
+        ticker->addTick(i, label);
+        ++shown;
+    }
+    ticker->setSubTickCount(0);
+    axis->setTicker(ticker);
+    const bool crowded = shown > kMaxFlatLabels || shown * (widest + 12) > kFlatLabelsBudgetPixels;
+    axis->setTickLabelRotation(crowded ? 45.0 : 0.0);
+    axis->grid()->setVisible(false);
+}
+
+bool allXWhole(const ChartData& chart)
+{
+    bool any = false;
+    for (const ChartSeries& series : chart.series)
+        for (std::size_t i = 0; i < pointCount(series); ++i) {
+            const double x = series.x[i];
+            if (!std::isfinite(x))
+                continue;
+            if (x != std::floor(x) || std::abs(x) > 1e15)
+                return false;
+            any = true;
+        }
+    return any;
+}
+
+void setUpAxes(QCustomPlot& plot, const ChartData& chart, const Geometry& geometry)
+{
+    QCPAxis* x = plot.xAxis;
+    QCPAxis* y = plot.yAxis;
+    x->setLabel(QString::fromStdString(chart.xLabel));
+    y->setLabel(QString::fromStdString(chart.yLabel));
+    x->setScaleType(QCPAxis::stLinear);
+    x->setTickLabelRotation(0.0);
+    x->grid()->setVisible(true);
+    if (isCategorical(chart))
+        setUpCategoryAxis(plot, chart);
+    else if (allXWhole(chart)) {
+        // Layer numbers and the like: 2.5 would name nothing.
+        auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+        ticker->setTickStep(1.0);
+        ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+        x->setTicker(ticker);
+    } else {
+        x->setTicker(QSharedPointer<QCPAxisTicker>::create());
+    }
+
+    if (chart.logY) {
+        auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
+        ticker->setLogBase(10.0);
+        ticker->setSubTickCount(8);
+        y->setTicker(ticker);
+        y->setScaleType(QCPAxis::stLogarithmic);
+        y->setNumberFormat(QStringLiteral("eb"));
+        y->setNumberPrecision(0);
+        y->grid()->setSubGridVisible(true);
+    } else {
+        y->setTicker(QSharedPointer<QCPAxisTicker>::create());
+        y->setScaleType(QCPAxis::stLinear);
+        y->setNumberFormat(QStringLiteral("gb"));
+        y->setNumberPrecision(6);
+        y->grid()->setSubGridVisible(false);
+    }
+    x->setRange(geometry.x.lower, geometry.x.upper);
+    y->setRange(geometry.y.lower, geometry.y.upper);
+}
+
+QString seriesName(const ChartData& chart, std::size_t s)
+{
+    const std::string& name = chart.series[s].name;
+    return QString::fromStdString(name.empty() ? "series " + std::to_string(s + 1) : name);
+}
+
+void drawSeries(QCustomPlot& plot, const ChartData& chart, const Geometry& geometry)
+{
+    const bool logY = chart.logY;
+    int barSeriesCount = 0;
+    for (const ChartSeries& series : chart.series)
+        barSeriesCount += series.style == SeriesStyle::Bars ? 1 : 0;
+    QCPBarsGroup* group = barSeriesCount > 1 ? new QCPBarsGroup(&plot) : nullptr;
+    if (group) {
+        group->setSpacingType(QCPBarsGroup::stPlotCoords);
+        group->setSpacing(geometry.barWidth * kBarGapFraction / (1.0 - kBarGapFraction));
+    }
+
+    for (std::size_t s = 0; s < chart.series.size(); ++s) {
+        const ChartSeries& series = chart.series[s];
+        const QColor color = seriesColor(chart, s);
+        QVector<double> keys, values;
+        switch (series.style) {
+        case SeriesStyle::Bars: {
+            auto* bars = new QCPBars(plot.xAxis, plot.yAxis);
+            bars->setName(seriesName(chart, s));
+            bars->setWidth(geometry.barWidth);
+            bars->setBaseValue(geometry.barBase);
+            bars->setPen(QPen(color.darker(130), 1.0));
+            bars->setBrush(color);
+            for (std::size_t i = 0; i < pointCount(series); ++i)
+                if (std::isfinite(series.x[i]) && drawableValue(series.y[i], logY)) {
+                    keys.append(series.x[i]);
+                    values.append(series.y[i]);
+                }
+            bars->setData(keys, values);
+            if (group)
+                bars->setBarsGroup(group);
+            break;
+        }
+        case SeriesStyle::Line:
+        case SeriesStyle::Points: {
+            QCPGraph* graph = plot.addGraph(plot.xAxis, plot.yAxis);
+            graph->setName(seriesName(chart, s));
+            const bool line = series.style == SeriesStyle::Line;
+            for (std::size_t i = 0; i < pointCount(series); ++i) {
+                if (!std::isfinite(series.x[i]))
+                    continue;
+                if (drawableValue(series.y[i], logY)) {
+                    keys.append(series.x[i]);
+                    values.append(series.y[i]);
+                } else if (line) {
+                    // A gap in the line says "no value here" instead of bridging over it.
+                    keys.append(series.x[i]);
+                    values.append(std::numeric_limits<double>::quiet_NaN());
+                }
+            }
+            graph->setData(keys, values);
+            if (line) {
+                graph->setPen(QPen(color, 2.0));
+                graph->setLineStyle(QCPGraph::lsLine);
+                if (keys.size() <= kMaxLineMarkers)
+                    graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, color, Qt::white, 6));
+            } else {
+                graph->setPen(QPen(color, 1.5));
+                graph->setLineStyle(QCPGraph::lsNone);
+                graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, 7));
+            }
+            break;
+        }
+        case SeriesStyle::Band: {
+            // A candlestick whose body spans lower..upper: a filled box per x that a log axis can show.
+            auto* band = new QCPFinancial(plot.xAxis, plot.yAxis);
+            band->setName(seriesName(chart, s));
+            band->setChartStyle(QCPFinancial::csCandlestick);
+            band->setTwoColored(false);
+            band->setWidth(geometry.bandWidth);
+            QColor fill = color;
+            fill.setAlpha(120);
+            band->setBrush(fill);
+            band->setPen(QPen(color.darker(120), 1.5));
+            QVector<double> lows, highs;
+            for (std::size_t i = 0; i < pointCount(series); ++i) {
+                double low = 0.0, high = 0.0;
+                if (std::isfinite(series.x[i]) && bandBounds(series, i, geometry, logY, low, high)) {
+                    keys.append(series.x[i]);
+                    lows.append(low);
+                    highs.append(high);
+                }
+            }
+            band->setData(keys, lows, highs, lows, highs);
+            break;
+        }
+        }
+    }
+}
+
+void drawMarkers(QCustomPlot& plot, const ChartData& chart)
+{
+    const QColor markerColor(0x44, 0x44, 0x44);
+    for (const auto& [value, label] : chart.horizontalMarkers) {
+        if (!drawableValue(value, chart.logY))
+            continue;
+        auto* line = new QCPItemStraightLine(&plot);
+        line->point1->setCoords(0.0, value);
+        line->point2->setCoords(1.0, value);
+        line->setPen(QPen(markerColor, 1.5, Qt::DashLine));
+
+        auto* text = new QCPItemText(&plot);
+        text->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
+        text->position->setTypeY(QCPItemPosition::ptPlotCoords);
+        text->position->setCoords(0.995, value);
+        text->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+        text->setText(QString::fromStdString(label.empty() ? formatChartValue(value) : label));
+        text->setColor(markerColor);
+        text->setPadding(QMargins(2, 0, 2, 2));
+    }
+}
+
+void addTitleAndLegend(QCustomPlot& plot, const ChartData& chart)
+{
+    QCPLayoutGrid* layout = plot.plotLayout();
+    if (!chart.title.empty()) {
+        QFont font = plot.font();
+        font.setPointSizeF(font.pointSizeF() * 1.3);
+        font.setBold(true);
+        layout->insertRow(0);
+        layout->addElement(0, 0, new QCPTextElement(&plot, QString::fromStdString(chart.title), font));
+        layout->setRowStretchFactor(0, 0.001);
+    }
+    const bool showLegend = chart.series.size() > 1;
+    plot.legend->setVisible(showLegend);
+    if (showLegend) {
+        // Below the plot, centred between two empty cells that take the spare width: inside the
+        // axis rect it would cover bars, and alone in the row its entries would spread apart.
+        plot.axisRect()->insetLayout()->take(plot.legend);
+        auto* legendRow = new QCPLayoutGrid;
+        const int row = layout->rowCount();
+        layout->addElement(row, 0, legendRow);
+        layout->setRowStretchFactor(row, 0.001);
+        legendRow->addElement(0, 0, new QCPLayoutElement(&plot));
+        legendRow->addElement(0, 1, plot.legend);
+        legendRow->addElement(0, 2, new QCPLayoutElement(&plot));
+        legendRow->setColumnStretchFactor(1, 0.001);
+        legendRow->setMargins(QMargins(0, 0, 0, 0));
+        plot.legend->setFillOrder(QCPLegend::foColumnsFirst);
+        plot.legend->setWrap(4);
+        plot.legend->setBorderPen(Qt::NoPen);
+        plot.legend->setBrush(Qt::NoBrush);
+        plot.legend->setColumnSpacing(24);
+        plot.legend->setMargins(QMargins(7, 0, 7, 5));
+    }
+}
+
+// Shows the exact value under the mouse. One per plot; it keeps a copy of the chart it describes.
+class ChartHoverTips : public QObject {
+    Q_OBJECT
+public:
+    explicit ChartHoverTips(QCustomPlot* plot) : QObject(plot), plot_(plot)
+    {
+        connect(plot, &QCustomPlot::mouseMove, this, &ChartHoverTips::showTipFor);
+    }
+    void setChart(const ChartData& chart) { chart_ = chart; }
+
+private:
+    void showTipFor(QMouseEvent* event)
+    {
+        const QPointF cursor = event->position();
+        if (event->buttons() != Qt::NoButton || !plot_->axisRect()->rect().contains(cursor.toPoint())) {
+            QToolTip::hideText();
+            return;
+        }
+        QCPAxis* xAxis = plot_->xAxis;
+        QCPAxis* yAxis = plot_->yAxis;
+        const QString text = nearestPointText(chart_, cursor, [xAxis, yAxis](double x, double y) {
+            return QPointF(xAxis->coordToPixel(x), yAxis->coordToPixel(y));
+        });
+        if (text.isEmpty())
+            QToolTip::hideText();
+        else
+            QToolTip::showText(event->globalPosition().toPoint(), text, plot_);
+    }
+
+    QCustomPlot* plot_;
+    ChartData chart_;
+};
+
+} // namespace
+
+std::string formatChartValue(double value)
+{
+    if (std::isnan(value))
+        return "nan";
+    if (std::isinf(value))
+        return value > 0 ? "inf" : "-inf";
+    char buffer[64];
+    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+    return std::string(buffer, result.ptr);
+}
+
+QString nearestPointText(const ChartData& chart, const QPointF& cursor, const DataToScreen& toScreen,
+                         double maxDistance)
+{
+    const Geometry geometry = computeGeometry(chart);
+    const bool logY = chart.logY;
+    double best = std::numeric_limits<double>::infinity();
+    std::size_t bestSeries = 0, bestPoint = 0;
+    for (std::size_t s = 0; s < chart.series.size(); ++s) {
+        const ChartSeries& series = chart.series[s];
+        for (std::size_t i = 0; i < pointCount(series); ++i) {
+            const double x = series.x[i] + geometry.barOffsets[s];
+            if (!std::isfinite(x))
+                continue;
+            double distance = std::numeric_limits<double>::infinity();
+            switch (series.style) {
+            case SeriesStyle::Bars: {
+                if (!drawableValue(series.y[i], logY))
+                    continue;
+                const double half = geometry.barWidth / 2;
+                distance = distanceToRect(cursor, toScreen(x - half, geometry.barBase), toScreen(x + half, series.y[i]));
+                break;
+            }
+            case SeriesStyle::Band: {
+                double low = 0.0, high = 0.0;
+                if (!bandBounds(series, i, geometry, logY, low, high))
+                    continue;
+                const double half = geometry.bandWidth / 2;
+                distance = distanceToRect(cursor, toScreen(x - half, low), toScreen(x + half, high));
+                break;
+            }
+            case SeriesStyle::Line:
+            case SeriesStyle::Points: {
+                if (!drawableValue(series.y[i], logY))
+                    continue;
+                const QPointF point = toScreen(x, series.y[i]);
+                distance = std::hypot(point.x() - cursor.x(), point.y() - cursor.y());
+                break;
+            }
+            }
+            if (distance < best) {
+                best = distance;
+                bestSeries = s;
+                bestPoint = i;
+            }
+        }
+    }
+    if (!(best <= maxDistance))
+        return QString();
+    return pointText(chart, bestSeries, bestPoint);
+}
+
+void renderChart(QCustomPlot& plot, const ChartData& chart)
+{
+    clearPreviousChart(plot);
+    const Geometry geometry = computeGeometry(chart);
+    setUpAxes(plot, chart, geometry);
+    drawSeries(plot, chart, geometry);
+    drawMarkers(plot, chart);
+    addTitleAndLegend(plot, chart);
+
+    plot.setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    plot.setMouseTracking(true);
+    auto* tips = plot.findChild<ChartHoverTips*>(QString(), Qt::FindDirectChildrenOnly);
+    if (!tips)
+        tips = new ChartHoverTips(&plot);
+    tips->setChart(chart);
+    plot.replot();
+}
+
+} // namespace scalescope::ui
+
+#include "chart_renderer.moc"
