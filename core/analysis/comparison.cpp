@@ -126,7 +126,7 @@ ComparisonResult compareRuns(EncoderModel& run, EncoderModel* reference, const C
                     run.checkpoint().directory() + " (architecture or sizes differ).");
 
     ComparisonResult result;
-    result.runLabel = "fp8";
+    result.runLabel = runModeName(input.runMode);
     result.referenceIsStandIn = reference == nullptr;
     result.referenceLabel = reference ? "reference (" + reference->checkpoint().directory() + ")" : "dequant";
 
@@ -159,7 +159,7 @@ ComparisonResult compareRuns(EncoderModel& run, EncoderModel* reference, const C
         lengths.push_back(row.size());
 
     ForwardOptions runOptions;
-    runOptions.mode = RunMode::Fp8;
+    runOptions.mode = input.runMode;
     runOptions.capture.all = true;
     runOptions.activationStatistics = true;
     ForwardOptions referenceOptions;
@@ -207,10 +207,14 @@ ComparisonResult compareRuns(EncoderModel& run, EncoderModel* reference, const C
         if (isQa) {
             QaOptions options = input.qaOptions;
             options.topK = 1;
-            const auto runAnswers = postprocessQa(windows, perWindow(runStart, lengths), perWindow(runEnd, lengths),
-                                                  input.context, options);
-            const auto refAnswers = postprocessQa(windows, perWindow(refStart, lengths), perWindow(refEnd, lengths),
-                                                  input.context, options);
+            qa.windows = windows;
+            qa.runStartLogits = perWindow(runStart, lengths);
+            qa.runEndLogits = perWindow(runEnd, lengths);
+            qa.referenceStartLogits = perWindow(refStart, lengths);
+            qa.referenceEndLogits = perWindow(refEnd, lengths);
+            const auto runAnswers = postprocessQa(windows, qa.runStartLogits, qa.runEndLogits, input.context, options);
+            const auto refAnswers =
+                postprocessQa(windows, qa.referenceStartLogits, qa.referenceEndLogits, input.context, options);
             if (!runAnswers.empty())
                 qa.runAnswer = runAnswers.front();
             if (!refAnswers.empty())
@@ -227,6 +231,7 @@ ComparisonResult compareRuns(EncoderModel& run, EncoderModel* reference, const C
         if (isFillMask) {
             FillMaskAgreement agreement;
             agreement.logits = result.finalLogits;
+            agreement.encoding = maskedText;
             const std::size_t seq = static_cast<std::size_t>(runLogits.shape.at(1));
             const std::size_t vocab = static_cast<std::size_t>(runLogits.shape.at(2));
             const int64_t maskId = run.checkpoint().tokenizer().maskId();
@@ -235,11 +240,11 @@ ComparisonResult compareRuns(EncoderModel& run, EncoderModel* reference, const C
                     continue;
                 FillMaskAgreement::Mask mask;
                 mask.position = static_cast<int>(t);
-                const std::vector<float> p = softmax(refLogits.values.data() + t * vocab, vocab);
-                const std::vector<float> q = softmax(runLogits.values.data() + t * vocab, vocab);
-                mask.klDivergence = klDivergence(p, q);
-                mask.runTop = topK(q, input.topK);
-                mask.referenceTop = topK(p, input.topK);
+                mask.referenceDistribution = softmax(refLogits.values.data() + t * vocab, vocab);
+                mask.runDistribution = softmax(runLogits.values.data() + t * vocab, vocab);
+                mask.klDivergence = klDivergence(mask.referenceDistribution, mask.runDistribution);
+                mask.runTop = topK(mask.runDistribution, input.topK);
+                mask.referenceTop = topK(mask.referenceDistribution, input.topK);
                 mask.top1Agrees = !mask.runTop.empty() && mask.runTop.front().first == mask.referenceTop.front().first;
                 std::set<int64_t> referenceIds;
                 for (const auto& [id, probability] : mask.referenceTop)

@@ -22,6 +22,8 @@ struct ComparisonInput {
     std::vector<std::vector<int64_t>> inputIds;
     QaOptions qaOptions;
     int topK = 5;
+    // The run side's mode: fp8 (the default), or dequant to see the weights' share of the error.
+    RunMode runMode = RunMode::Fp8;
 };
 
 enum class CaptureKind { Embeddings, LinearInput, LinearOutput, LayerOutput };
@@ -41,6 +43,11 @@ struct QaAgreement {
     double answerF1 = 0;     // SQuAD token F1 between the two best answers
     ErrorMetrics startLogits;
     ErrorMetrics endLogits;
+    // The windows and both sides' logits, so that callers can build n-best lists or charts
+    // without running the models again.
+    std::vector<QaWindow> windows;
+    std::vector<std::vector<float>> runStartLogits, runEndLogits;
+    std::vector<std::vector<float>> referenceStartLogits, referenceEndLogits;
 };
 
 struct FillMaskAgreement {
@@ -50,7 +57,9 @@ struct FillMaskAgreement {
         double topKOverlap = 0;      // |top-k(run) n top-k(ref)| / k
         double klDivergence = 0;     // KL(reference || run), nats
         std::vector<std::pair<int64_t, float>> runTop, referenceTop;
+        std::vector<float> runDistribution, referenceDistribution; // softmax over the vocabulary
     };
+    Encoding encoding; // the text's tokens
     std::vector<Mask> masks;
     ErrorMetrics logits;
 };

@@ -1,0 +1,610 @@
+// Finding codes (stable; tests and filters rely on them):
+//
+// errors (the checkpoint will not run, or runs wrongly)
+//   unsupported-scheme     a group that targets Linears uses a scheme this version does not run
+//   weight-missing         a Linear's weight tensor is absent
+//   weight-shape           a Linear's weight shape contradicts the config's sizes
+//   weight-not-fp8         a targeted Linear's weight is not F8_E4M3 although the status is "compressed"
+//   fp8-not-targeted       an F8_E4M3 weight whose module is ignored or matches no group
+//   weight-nan             an F8 weight holds NaN codes (S.1111.111)
+//   scale-missing          an F8 weight without weight_scale
+//   scale-not-float        a weight_scale or input_scale whose dtype is not a float type
+//   scale-shape            weight_scale shape contradicts the declared strategy
+//   scale-invalid          a scale value is zero, negative, NaN or infinite
+//   input-scale-missing    static activations without input_scale
+//   input-scale-shape      an input_scale that is not a single value
+// warnings (runs, but with a risk or a portability problem)
+//   scale-shape-nonstandard  [out] instead of [out, 1] (channel) or [1, 1] instead of [1] (tensor)
+//   input-scale-unexpected an input_scale next to dynamic (or no) activation quantization
+//   scale-dtype            a scale's dtype differs from the model dtype
+//   fp16-overflow          values that overflow or flush to zero when cast to fp16 (the AIU's type)
+//   bias-dtype             a Linear bias whose dtype differs from the model dtype
+//   qkv-scales-differ      per-tensor q/k/v weight scales of one layer differ (blocks fusing them)
+//   qkv-input-scales-differ static q/k/v input scales of one layer differ (blocks fusing them)
+//   weight-clipping        many weight codes sit at +-448 (see scale_statistics.cpp for the rule)
+//   weight-underflow       many weight codes are zero or subnormal
+//   pattern-invalid        a "re:" target or ignore entry that is not a valid regular expression
+//   nothing-targeted       a quantization_config that quantizes no Linear at all
+//   static-scale-clipping  (diagnoseActivations) a static input scale clips too many activations
+// info
+//   not-quantized          no quantization_config: a float checkpoint
+//   strategy-mismatch      weights and input activations declare different strategies
+//   tied-decoder-unquantized  a targeted lm_head.decoder that is tied to the float word embeddings
+#include "analysis/diagnostics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <regex>
+
+#include "model/quantization_config.h"
+#include "numerics/half.h"
+
+namespace scalescope {
+namespace {
+
+constexpr float kE4M3Largest = 448.0f;
+
+bool isFloatDtype(Dtype dtype)
+{
+    return dtype == Dtype::F32 || dtype == Dtype::BF16 || dtype == Dtype::F16 || dtype == Dtype::F64;
+}
+
+bool endsWith(const std::string& text, const std::string& suffix)
+{
+    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string shapeText(const std::vector<int64_t>& shape)
+{
+    std::string out = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(shape[i]);
+    return out + "]";
+}
+
+std::string numberText(double value)
+{
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.6g", value);
+    return buffer;
+}
+
+std::string percentText(double share)
+{
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.2f%%", share * 100.0);
+    return buffer;
+}
+
+// The dtype the model computes in, as config.json's torch_dtype declares it.
+Dtype modelDtypeOf(const ModelConfig& config)
+{
+    const std::string& name = config.torchDtype;
+    if (name == "bfloat16" || name == "bf16")
+        return Dtype::BF16;
+    if (name == "float16" || name == "half" || name == "fp16")
+        return Dtype::F16;
+    return Dtype::F32;
+}
+
+std::vector<int64_t> expectedWeightShape(const ModelConfig& config, const std::string& module)
+{
+    const int64_t hidden = config.hiddenSize;
+    if (module == "qa_outputs")
+        return {2, hidden};
+    if (module == "lm_head.decoder")
+        return {config.vocabSize, hidden};
+    if (endsWith(module, ".intermediate.dense"))
+        return {config.intermediateSize, hidden};
+    if (endsWith(module, ".output.dense") && !endsWith(module, ".attention.output.dense"))
+        return {hidden, config.intermediateSize};
+    return {hidden, hidden};
+}
+
+bool isValidScale(float value)
+{
+    return value > 0 && std::isfinite(value);
+}
+
+// What a cast to fp16 does to a tensor's finite values: overflow past 65504 to infinity, or
+// non-zero values that round to zero (at or below 2^-25). Non-finite values are someone else's
+// finding.
+struct Fp16CastDamage {
+    int64_t overflow = 0;
+    int64_t flushed = 0;
+};
+
+Fp16CastDamage fp16CastDamage(const TensorView& view)
+{
+    Fp16CastDamage damage;
+    const int64_t count = view.numel();
+    auto classify = [&](float value) {
+        if (!std::isfinite(value) || value == 0.0f)
+            return;
+        const uint16_t bits = half::floatToF16(value);
+        if ((bits & 0x7C00u) == 0x7C00u)
+            ++damage.overflow;
+        else if ((bits & 0x7FFFu) == 0)
+            ++damage.flushed;
+    };
+    for (int64_t i = 0; i < count; ++i) {
+        const uint8_t* element = view.data + static_cast<std::size_t>(i) * dtypeSize(view.dtype);
+        if (view.dtype == Dtype::BF16) {
+            uint16_t bits;
+            std::memcpy(&bits, element, sizeof bits);
+            classify(half::bf16ToFloat(bits));
+        } else if (view.dtype == Dtype::F32) {
+            float value;
+            std::memcpy(&value, element, sizeof value);
+            classify(value);
+        } else if (view.dtype == Dtype::F64) {
+            double value;
+            std::memcpy(&value, element, sizeof value);
+            classify(static_cast<float>(value));
+        }
+    }
+    return damage;
+}
+
+class CheckpointDiagnoser {
+public:
+    CheckpointDiagnoser(const Checkpoint& checkpoint, const std::vector<LinearScaleStatistics>& statistics,
+                        const DiagnosticsOptions& options)
+        : checkpoint_(checkpoint), config_(checkpoint.config()), store_(checkpoint.tensors()), options_(options),
+          modelDtype_(modelDtypeOf(config_)), modules_(linearModuleNames(config_))
+    {
+        for (const LinearScaleStatistics& stats : statistics)
+            statistics_.emplace(stats.module, &stats);
+    }
+
+    std::vector<Finding> run()
+    {
+        if (!config_.quantization)
+            add(Severity::Info, "not-quantized", checkpoint_.directory(),
+                "The checkpoint in " + checkpoint_.directory() +
+                    " has no quantization_config, so it runs in float: use it as a reference, or quantize it "
+                    "with `scalescope-cli quantize`.");
+        else
+            checkConfig(*config_.quantization);
+        for (const std::string& module : modules_)
+            checkLinear(module);
+        for (int64_t layer = 0; layer < config_.numLayers; ++layer)
+            checkFusableQkv(layer);
+        checkFp16Casts();
+        return std::move(findings_);
+    }
+
+private:
+    void add(Severity severity, const std::string& code, const std::string& subject, const std::string& message)
+    {
+        findings_.push_back({severity, code, subject, message});
+    }
+
+    const ConfigGroup* groupOf(const std::string& module) const
+    {
+        return config_.quantization ? findGroupFor(*config_.quantization, module, "Linear") : nullptr;
+    }
+
+    bool groupRuns(const ConfigGroup& group) const
+    {
+        return !unsupportedSchemeReason(*config_.quantization, group).has_value();
+    }
+
+    void checkPattern(const std::string& entry, const std::string& where)
+    {
+        if (entry.rfind("re:", 0) != 0)
+            return;
+        try {
+            std::regex pattern(entry.substr(3), std::regex::ECMAScript);
+        } catch (const std::regex_error&) {
+            add(Severity::Warning, "pattern-invalid", entry,
+                "The " + where + " entry \"" + entry +
+                    "\" in quantization_config is not a valid regular expression, so it matches no module; "
+                    "fix the pattern.");
+        }
+    }
+
+    // Findings about groups as a whole, once per group rather than once per module.
+    void checkConfig(const QuantizationConfig& quantization)
+    {
+        for (const std::string& entry : quantization.ignore)
+            checkPattern(entry, "ignore");
+        std::map<const ConfigGroup*, std::vector<std::string>> targeted;
+        for (const std::string& module : modules_)
+            if (const ConfigGroup* group = groupOf(module))
+                targeted[group].push_back(module);
+        if (targeted.empty())
+            add(Severity::Warning, "nothing-targeted", checkpoint_.directory(),
+                "The quantization_config of " + checkpoint_.directory() + " quantizes none of the " +
+                    std::to_string(modules_.size()) +
+                    " Linear modules (each is ignored or matches no target), so the checkpoint runs in float; "
+                    "fix the targets and ignore lists or remove quantization_config.");
+
+        for (const ConfigGroup& group : quantization.groups) {
+            for (const std::string& target : group.targets)
+                checkPattern(target, "target");
+            const auto modules = targeted.find(&group);
+            if (modules == targeted.end())
+                continue;
+            const std::string& first = modules->second.front();
+            const std::size_t others = modules->second.size() - 1;
+            if (auto reason = unsupportedSchemeReason(quantization, group)) {
+                // The reason may end in "; only ... run", which the remedy below says in full.
+                std::string scheme = *reason;
+                if (const std::size_t clause = scheme.find("; "); clause != std::string::npos)
+                    scheme.erase(clause);
+                add(Severity::Error, "unsupported-scheme", first,
+                    "Module '" + first + "'" +
+                        (others ? " and " + std::to_string(others) + " other Linears of group " + group.name : "") +
+                        " cannot run here because " + scheme +
+                        "; requantize with FP8 weights per channel or per tensor and dynamic per-token or static "
+                        "per-tensor FP8 activations.");
+                continue;
+            }
+            if (group.weights && group.inputActivations &&
+                group.weights->strategy != group.inputActivations->strategy)
+                add(Severity::Info, "strategy-mismatch", group.name,
+                    "Group " + group.name + " quantizes weights per " + group.weights->strategy +
+                        " but input activations per " + group.inputActivations->strategy +
+                        " (llm-compressor's FP8_DYNAMIC scheme is channel + token, and runs here); tools that "
+                        "take the weight strategy from the activation settings mis-shard such checkpoints, so "
+                        "make sure the AIU loader reads weights.strategy.");
+        }
+    }
+
+    void checkLinear(const std::string& module)
+    {
+        const ConfigGroup* group = groupOf(module);
+        const TensorView* weight = store_.find(module + ".weight");
+        if (!weight) {
+            if (module == "lm_head.decoder") {
+                // Tied to the word embeddings: the engine runs it in float whatever the config says.
+                if (group && config_.quantization->status == "compressed" && groupRuns(*group))
+                    add(Severity::Info, "tied-decoder-unquantized", module,
+                        "Module 'lm_head.decoder' is tied to the word embeddings, so it runs in float although "
+                        "group " + group->name +
+                            " targets it; add lm_head to the ignore list to say so, or store a quantized decoder.");
+            } else {
+                add(Severity::Error, "weight-missing", module + ".weight",
+                    "Tensor '" + module + ".weight' is missing from " + store_.location() +
+                        "; the checkpoint is incomplete, so export it again.");
+            }
+            return;
+        }
+        const std::vector<int64_t> expected = expectedWeightShape(config_, module);
+        const bool shapeOk = weight->shape == expected;
+        if (!shapeOk)
+            add(Severity::Error, "weight-shape", weight->name,
+                "Tensor '" + weight->name + "' has shape " + shapeText(weight->shape) + " but config.json implies " +
+                    shapeText(expected) + "; the weights and config.json belong to different models.");
+
+        checkBias(module);
+
+        const bool isFp8 = weight->dtype == Dtype::F8_E4M3;
+        if (!group) {
+            if (isFp8)
+                add(Severity::Error, "fp8-not-targeted", module,
+                    "Tensor '" + weight->name + "' is F8_E4M3 but " +
+                        (config_.quantization ? "quantization_config ignores module '" + module +
+                                                    "' or no config group targets it"
+                                              : std::string("config.json has no quantization_config")) +
+                        ", so nothing says how to dequantize it; add the module to a config group's targets.");
+            return;
+        }
+        if (!groupRuns(*group))
+            return; // reported once for the group; its tensors follow another layout
+        if (!isFp8) {
+            if (config_.quantization->status == "compressed")
+                add(Severity::Error, "weight-not-fp8", module,
+                    "Tensor '" + weight->name + "' is " + dtypeName(weight->dtype) + " but group " + group->name +
+                        " targets module '" + module +
+                        "' and quantization_status is \"compressed\", so it should be F8_E4M3; quantize it or add "
+                        "the module to the ignore list.");
+            return;
+        }
+        checkNanCodes(*weight);
+        const bool scaleOk = checkWeightScale(module, *group, expected[0]);
+        checkInputScale(module, *group);
+        // The clipping estimate groups codes by the scale layout; with a wrong weight or scale
+        // shape that grouping is a guess, and its share would only echo the error already reported.
+        if (shapeOk && scaleOk)
+            checkCodeShares(module);
+    }
+
+    void checkBias(const std::string& module)
+    {
+        const TensorView* bias = store_.find(module + ".bias");
+        if (!bias || bias->dtype == modelDtype_)
+            return;
+        add(Severity::Warning, "bias-dtype", bias->name,
+            "Tensor '" + bias->name + "' is " + dtypeName(bias->dtype) + " but the model computes in " +
+                dtypeName(modelDtype_) + " (torch_dtype \"" + config_.torchDtype +
+                "\"), so loaders cast it and may lose precision; store biases in the model dtype.");
+    }
+
+    void checkNanCodes(const TensorView& weight)
+    {
+        int64_t nanCodes = 0;
+        const int64_t count = weight.numel();
+        for (int64_t i = 0; i < count; ++i)
+            nanCodes += (weight.data[i] & 0x7F) == 0x7F;
+        if (nanCodes > 0)
+            add(Severity::Error, "weight-nan", weight.name,
+                "Tensor '" + weight.name + "' holds " + std::to_string(nanCodes) +
+                    (nanCodes == 1 ? " NaN code, which makes" : " NaN codes, which make") +
+                    " every output it reaches NaN; quantize the layer again from its float weights.");
+    }
+
+    // Counts scale values that are zero, negative, NaN or infinite; one finding per tensor.
+    void checkScaleValues(const TensorView& scale)
+    {
+        const FloatTensor values = scale.toFloat();
+        int64_t invalid = 0;
+        std::size_t firstInvalid = 0;
+        for (std::size_t i = 0; i < values.values.size(); ++i)
+            if (!isValidScale(values.values[i]) && invalid++ == 0)
+                firstInvalid = i;
+        if (invalid > 0)
+            add(Severity::Error, "scale-invalid", scale.name,
+                "Tensor '" + scale.name + "' holds " + std::to_string(invalid) + " of " +
+                    std::to_string(values.values.size()) + " scales that are zero, negative, NaN or infinite (" +
+                    numberText(values.values[firstInvalid]) + " at index " + std::to_string(firstInvalid) +
+                    "); quantize or calibrate the module again.");
+    }
+
+    void checkScaleDtype(const TensorView& scale)
+    {
+        if (scale.dtype == modelDtype_)
+            return;
+        add(Severity::Warning, "scale-dtype", scale.name,
+            "Tensor '" + scale.name + "' is " + dtypeName(scale.dtype) + " but the model dtype is " +
+                dtypeName(modelDtype_) + " (torch_dtype \"" + config_.torchDtype +
+                "\"), and compressed-tensors stores scales in the model dtype; requantize with --scale-dtype "
+                "matching the model or set torch_dtype to match.");
+    }
+
+    bool checkScaleIsFloat(const TensorView& scale)
+    {
+        if (isFloatDtype(scale.dtype))
+            return true;
+        add(Severity::Error, "scale-not-float", scale.name,
+            "Tensor '" + scale.name + "' has dtype " + dtypeName(scale.dtype) +
+                ", but scales must be F32, BF16 or F16; export the checkpoint again.");
+        return false;
+    }
+
+    // True when the scale's layout matches the strategy (values may still be invalid).
+    bool checkWeightScale(const std::string& module, const ConfigGroup& group, int64_t outFeatures)
+    {
+        const TensorView* scale = store_.find(module + ".weight_scale");
+        if (!scale) {
+            add(Severity::Error, "scale-missing", module + ".weight_scale",
+                "Tensor '" + module + ".weight_scale' is missing, so the F8_E4M3 weight of module '" + module +
+                    "' cannot be dequantized; export the checkpoint again with its scales.");
+            return false;
+        }
+        if (!checkScaleIsFloat(*scale))
+            return false;
+        const std::string& strategy = group.weights->strategy;
+        const bool perChannel = strategy == "channel";
+        const std::vector<int64_t>& shape = scale->shape;
+        const std::vector<int64_t> standard = perChannel ? std::vector<int64_t>{outFeatures, 1} : std::vector<int64_t>{1};
+        // Shapes the engine runs but other compressed-tensors loaders may not.
+        const bool nonstandard = perChannel ? shape == std::vector<int64_t>{outFeatures}
+                                            : shape == std::vector<int64_t>{1, 1};
+        const bool layoutOk = shape == standard || nonstandard || (!perChannel && shape.empty());
+        if (nonstandard)
+            add(Severity::Warning, "scale-shape-nonstandard", scale->name,
+                "Tensor '" + scale->name + "' has shape " + shapeText(shape) +
+                    "; it runs here, but compressed-tensors loaders expect " + shapeText(standard) + " for per-" +
+                    strategy + " weights, so reshape it.");
+        else if (!layoutOk)
+            add(Severity::Error, "scale-shape", scale->name,
+                "Tensor '" + scale->name + "' has shape " + shapeText(shape) + ", but group " + group.name +
+                    " declares per-" + strategy + " weights, which need " + shapeText(standard) +
+                    "; fix the weights strategy in config.json or export the scales again.");
+        checkScaleValues(*scale);
+        checkScaleDtype(*scale);
+        return layoutOk;
+    }
+
+    void checkInputScale(const std::string& module, const ConfigGroup& group)
+    {
+        const TensorView* input = store_.find(module + ".input_scale");
+        const bool isStatic = group.inputActivations && !group.inputActivations->dynamic;
+        if (!isStatic) {
+            if (input)
+                add(Severity::Warning, "input-scale-unexpected", input->name,
+                    "Tensor '" + input->name + "' exists but group " + group.name +
+                        (group.inputActivations ? " quantizes input activations dynamically"
+                                                : " does not quantize input activations") +
+                        ", so it is ignored; check that config.json declares the scheme the checkpoint was "
+                        "calibrated for.");
+            return;
+        }
+        if (!input) {
+            add(Severity::Error, "input-scale-missing", module + ".input_scale",
+                "Tensor '" + module + ".input_scale' is missing, but group " + group.name +
+                    " declares static per-tensor activations for module '" + module +
+                    "'; calibrate the checkpoint again or declare dynamic activations.");
+            return;
+        }
+        if (!checkScaleIsFloat(*input))
+            return;
+        if (input->numel() != 1) {
+            add(Severity::Error, "input-scale-shape", input->name,
+                "Tensor '" + input->name + "' has shape " + shapeText(input->shape) +
+                    ", but a static per-tensor input scale is a single value of shape [1]; calibrate the "
+                    "checkpoint again.");
+            return;
+        }
+        checkScaleValues(*input);
+        checkScaleDtype(*input);
+    }
+
+    void checkCodeShares(const std::string& module)
+    {
+        const auto found = statistics_.find(module);
+        if (found == statistics_.end() || !found->second->quantized)
+            return;
+        const LinearScaleStatistics& stats = *found->second;
+        if (stats.clippedShare > options_.heavyWeightClippingShare)
+            add(Severity::Warning, "weight-clipping", module + ".weight",
+                "Tensor '" + module + ".weight' has " + percentText(stats.clippedShare) +
+                    " of its codes at +-448 beyond the two per scale group that an amax/448 scale puts there "
+                    "(threshold " + percentText(options_.heavyWeightClippingShare) +
+                    "), so its scales are too small and clip weights; requantize with amax/448 scales.");
+        if (stats.underflowShare > options_.heavyWeightUnderflowShare)
+            add(Severity::Warning, "weight-underflow", module + ".weight",
+                "Tensor '" + module + ".weight' has " + percentText(stats.underflowShare) +
+                    " of its codes zero or subnormal (threshold " +
+                    percentText(options_.heavyWeightUnderflowShare) +
+                    "), so outlier weights stretch its scales and the small weights lose their precision; use "
+                    "per-channel scales or keep this module in float.");
+    }
+
+    // A single fused qkv projection has one weight scale and one input scale, so per-tensor q, k
+    // and v can only be fused as they are when their scales agree.
+    void checkFusableQkv(int64_t layer)
+    {
+        const std::string prefix = "roberta.encoder.layer." + std::to_string(layer) + ".attention.self";
+        std::vector<float> weightScales, inputScales;
+        for (const char* part : {".query", ".key", ".value"}) {
+            const std::string module = prefix + part;
+            const ConfigGroup* group = groupOf(module);
+            const TensorView* weight = store_.find(module + ".weight");
+            if (!group || !groupRuns(*group) || !weight || weight->dtype != Dtype::F8_E4M3)
+                return;
+            if (group->weights->strategy == "tensor")
+                if (float value; singleScale(module + ".weight_scale", &value))
+                    weightScales.push_back(value);
+            if (group->inputActivations && !group->inputActivations->dynamic)
+                if (float value; singleScale(module + ".input_scale", &value))
+                    inputScales.push_back(value);
+        }
+        auto differ = [](const std::vector<float>& scales) {
+            return scales.size() == 3 && !(scales[0] == scales[1] && scales[1] == scales[2]);
+        };
+        auto listed = [](const std::vector<float>& scales) {
+            return numberText(scales[0]) + ", " + numberText(scales[1]) + " and " + numberText(scales[2]);
+        };
+        if (differ(weightScales))
+            add(Severity::Warning, "qkv-scales-differ", prefix,
+                "The per-tensor weight scales of " + prefix + ".query, .key and .value differ (" +
+                    listed(weightScales) +
+                    "), so fusing them into one qkv projection needs the unfused weights or a requantization to "
+                    "their largest scale.");
+        if (differ(inputScales))
+            add(Severity::Warning, "qkv-input-scales-differ", prefix,
+                "The static input scales of " + prefix + ".query, .key and .value differ (" + listed(inputScales) +
+                    ") although the three read the same input, so a fused qkv projection must pick one; "
+                    "calibrate them to their largest value.");
+    }
+
+    // A readable, valid single-value scale; anything else is reported by the per-module checks.
+    bool singleScale(const std::string& name, float* value) const
+    {
+        const TensorView* view = store_.find(name);
+        if (!view || !isFloatDtype(view->dtype) || view->numel() != 1)
+            return false;
+        *value = view->toFloat().values[0];
+        return isValidScale(*value);
+    }
+
+    // The AIU computes in fp16. Scales in any wider type and bfloat16 tensors can hold values fp16
+    // cannot; float32 weights are left alone, as that is a reference checkpoint's normal form.
+    void checkFp16Casts()
+    {
+        for (const TensorView* view : store_.tensors()) {
+            const bool isScale = endsWith(view->name, ".weight_scale") || endsWith(view->name, ".input_scale");
+            const bool relevant = isScale ? (view->dtype == Dtype::F32 || view->dtype == Dtype::BF16 ||
+                                             view->dtype == Dtype::F64)
+                                          : view->dtype == Dtype::BF16;
+            if (!relevant)
+                continue;
+            const Fp16CastDamage damage = fp16CastDamage(*view);
+            if (damage.overflow == 0 && damage.flushed == 0)
+                continue;
+            std::string what;
+            if (damage.overflow > 0)
+                what = std::to_string(damage.overflow) + " overflow (|x| > 65504)";
+            if (damage.flushed > 0)
+                what += (what.empty() ? "" : " and ") + std::to_string(damage.flushed) +
+                        " flush to zero (below 2^-24)";
+            add(Severity::Warning, "fp16-overflow", view->name,
+                "Of the " + std::to_string(view->numel()) + " values of " + dtypeName(view->dtype) + " tensor '" +
+                    view->name + "', " + what + " when cast to fp16 as the AIU computes; " +
+                    (isScale ? "requantize so that scales fit fp16, or keep this module in float."
+                             : "rescale the tensor or keep it out of the fp16 path."));
+        }
+    }
+
+    const Checkpoint& checkpoint_;
+    const ModelConfig& config_;
+    const TensorStore& store_;
+    const DiagnosticsOptions& options_;
+    const Dtype modelDtype_;
+    const std::vector<std::string> modules_;
+    std::map<std::string, const LinearScaleStatistics*> statistics_;
+    std::vector<Finding> findings_;
+};
+
+} // namespace
+
+const char* severityName(Severity severity)
+{
+    switch (severity) {
+    case Severity::Error:
+        return "error";
+    case Severity::Warning:
+        return "warning";
+    case Severity::Info:
+        return "info";
+    }
+    return "?";
+}
+
+std::vector<Finding> diagnoseCheckpoint(const Checkpoint& checkpoint,
+                                        const std::vector<LinearScaleStatistics>& statistics,
+                                        const DiagnosticsOptions& options)
+{
+    return CheckpointDiagnoser(checkpoint, statistics, options).run();
+}
+
+std::vector<Finding> diagnoseActivations(const std::vector<ActivationStatistics>& activations,
+                                         const std::vector<LinearInfo>& linears,
+                                         const DiagnosticsOptions& options)
+{
+    std::map<std::string, const LinearInfo*> byModule;
+    for (const LinearInfo& info : linears)
+        byModule.emplace(info.module, &info);
+    std::vector<Finding> findings;
+    for (const ActivationStatistics& stats : activations) {
+        const auto info = byModule.find(stats.module);
+        if (info == byModule.end() || info->second->activations != ActivationQuantization::StaticPerTensor ||
+            stats.elements <= 0)
+            continue;
+        const double share = double(stats.clipped) / double(stats.elements);
+        if (!(share > options.staticScaleClippingShare))
+            continue;
+        const float scale = stats.inputScale > 0 ? stats.inputScale : info->second->inputScale;
+        // An input at exactly the calibrated amax can land a float rounding step beyond 448 after
+        // the division and count as clipped, though clamping it changes nothing.
+        constexpr double kRoundingTolerance = 1e-6;
+        if (double(stats.amax) <= double(kE4M3Largest) * scale * (1.0 + kRoundingTolerance))
+            continue;
+        findings.push_back(
+            {Severity::Warning, "static-scale-clipping", stats.module,
+             "The static input scale " + numberText(scale) + " of module '" + stats.module + "' covers |x| up to " +
+                 numberText(double(kE4M3Largest) * scale) + " but the observed amax is " + numberText(stats.amax) +
+                 ", so " + std::to_string(stats.clipped) + " of " + std::to_string(stats.elements) +
+                 " inputs (" + percentText(share) + ") were clipped; recalibrate input_scale on representative "
+                 "data (amax / 448 = " + numberText(double(stats.amax) / kE4M3Largest) + ")."});
+    }
+    return findings;
+}
+
+} // namespace scalescope

@@ -1,0 +1,221 @@
+#include "analysis/scale_statistics.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/quantization_config.h"
+
+namespace scalescope {
+namespace {
+
+constexpr uint8_t kMagnitudeMask = 0x7F;
+constexpr uint8_t kMagnitudeOfLargestFinite = 0x7E; // S.1111.110 = +-448
+
+bool isFloatDtype(Dtype dtype)
+{
+    return dtype == Dtype::F32 || dtype == Dtype::BF16 || dtype == Dtype::F16 || dtype == Dtype::F64;
+}
+
+int layerIndexOf(const std::string& module)
+{
+    static const std::string prefix = "roberta.encoder.layer.";
+    if (module.rfind(prefix, 0) != 0)
+        return -1;
+    std::size_t end = prefix.size();
+    int index = 0;
+    bool digits = false;
+    while (end < module.size() && module[end] >= '0' && module[end] <= '9') {
+        index = index * 10 + (module[end] - '0');
+        digits = true;
+        ++end;
+    }
+    return digits ? index : -1;
+}
+
+std::string activationSchemeOf(const ConfigGroup* group)
+{
+    if (!group || !group->inputActivations)
+        return "none";
+    const QuantizationArgs& args = *group->inputActivations;
+    return std::string(args.dynamic ? "dynamic " : "static ") + args.strategy;
+}
+
+// Median of the non-NaN values (mean of the two middle ones for an even count). NaN has no place
+// in an order, and a scale that is NaN is reported by the diagnostics on its own.
+void fillScaleSummary(LinearScaleStatistics& stats)
+{
+    std::vector<float> ordered;
+    ordered.reserve(stats.channelScales.size());
+    for (float v : stats.channelScales)
+        if (!std::isnan(v))
+            ordered.push_back(v);
+    if (ordered.empty())
+        return;
+    std::sort(ordered.begin(), ordered.end());
+    const std::size_t n = ordered.size();
+    stats.scaleMin = ordered.front();
+    stats.scaleMax = ordered.back();
+    stats.scaleMedian = n % 2 == 1 ? ordered[n / 2] : 0.5f * (ordered[n / 2 - 1] + ordered[n / 2]);
+    // A ratio over a non-positive minimum means nothing; 0 marks it as undefined.
+    stats.scaleRatio = stats.scaleMin > 0 ? stats.scaleMax / stats.scaleMin : 0.0f;
+}
+
+// One pass over the FP8 codes. Four count tables break the store-to-load dependency that runs of
+// equal codes (common in weights) would otherwise create on a single table entry.
+//
+// Clipping cannot be read off the codes exactly, so it is estimated per scale group (a row for
+// per-channel scales, the tensor for per-tensor): an amax/448 scale puts the group's largest
+// weight at +-448 by construction, and weights within 3.6% below it round up to 448 as well, which
+// in a row of a few dozen weights happens for a second weight about every third row. So the first
+// two codes at +-448 of a group are taken as legitimate and every further one as clipped. A scale
+// below amax/448 piles many weights onto the limit, so the estimate then follows the true clipped
+// share to within 2 / group size, while a correct scale stays well under the 1% default threshold
+// even for 32-wide rows (counting from the first code, 32-wide rows would sit at 0.6% on average
+// and cross 1% in some modules).
+constexpr int64_t kLegitimateCodesAtLimitPerGroup = 2;
+
+void countCodes(const TensorView& weight, bool perRow, int64_t rows, int64_t columns, LinearScaleStatistics& stats)
+{
+    const int64_t total = weight.numel();
+    if (total <= 0 || weight.data == nullptr)
+        return;
+    uint64_t tables[4][256] = {};
+    int64_t excessAtLimit = 0;
+    const uint8_t* codes = weight.data;
+
+    auto countRange = [&](const uint8_t* begin, int64_t n) {
+        int64_t i = 0;
+        for (; i + 4 <= n; i += 4) {
+            ++tables[0][begin[i]];
+            ++tables[1][begin[i + 1]];
+            ++tables[2][begin[i + 2]];
+            ++tables[3][begin[i + 3]];
+        }
+        for (; i < n; ++i)
+            ++tables[0][begin[i]];
+    };
+
+    const bool byRow = perRow && rows > 0 && columns > 0 && rows * columns == total;
+    if (byRow) {
+        for (int64_t r = 0; r < rows; ++r) {
+            const uint8_t* row = codes + r * columns;
+            countRange(row, columns);
+            int64_t atLimit = 0;
+            for (int64_t c = 0; c < columns; ++c)
+                atLimit += (row[c] & kMagnitudeMask) == kMagnitudeOfLargestFinite;
+            excessAtLimit += std::max<int64_t>(0, atLimit - kLegitimateCodesAtLimitPerGroup);
+        }
+    } else {
+        countRange(codes, total);
+    }
+
+    uint64_t counts[256];
+    for (int code = 0; code < 256; ++code)
+        counts[code] = tables[0][code] + tables[1][code] + tables[2][code] + tables[3][code];
+    if (!byRow) {
+        const auto atLimit =
+            static_cast<int64_t>(counts[kMagnitudeOfLargestFinite] + counts[0x80 | kMagnitudeOfLargestFinite]);
+        excessAtLimit = std::max<int64_t>(0, atLimit - kLegitimateCodesAtLimitPerGroup);
+    }
+
+    int64_t underflow = 0;
+    for (int code = 0; code < 256; ++code) {
+        const int exponentField = (code >> 3) & 0xF;
+        stats.exponentHistogram[static_cast<std::size_t>(exponentField)] += static_cast<int64_t>(counts[code]);
+        if (exponentField == 0)
+            underflow += static_cast<int64_t>(counts[code]);
+    }
+    stats.underflowShare = double(underflow) / double(total);
+    stats.clippedShare = double(excessAtLimit) / double(total);
+}
+
+LinearScaleStatistics statisticsFor(const Checkpoint& checkpoint, const std::string& module)
+{
+    const ModelConfig& config = checkpoint.config();
+    const TensorStore& store = checkpoint.tensors();
+    LinearScaleStatistics stats;
+    stats.module = module;
+    stats.layer = layerIndexOf(module);
+
+    const ConfigGroup* group = config.quantization ? findGroupFor(*config.quantization, module, "Linear") : nullptr;
+    if (group) {
+        stats.group = group->name;
+        if (group->weights)
+            stats.weightStrategy = group->weights->strategy;
+    }
+    stats.activationScheme = activationSchemeOf(group);
+
+    const TensorView* scale = store.find(module + ".weight_scale");
+    if (scale) {
+        stats.scaleDtype = dtypeName(scale->dtype);
+        if (isFloatDtype(scale->dtype)) {
+            stats.channelScales = scale->toFloat().values;
+            fillScaleSummary(stats);
+        }
+    }
+    if (const TensorView* input = store.find(module + ".input_scale"))
+        if (isFloatDtype(input->dtype) && input->numel() == 1)
+            stats.inputScale = input->toFloat().values[0];
+
+    const TensorView* weight = store.find(module + ".weight");
+    // Hugging Face leaves the MaskedLM decoder out when it is tied to the word embeddings; its
+    // numbers are then the embeddings'.
+    if (!weight && module == "lm_head.decoder")
+        weight = store.find("roberta.embeddings.word_embeddings.weight");
+    if (!weight)
+        return stats;
+    stats.weightDtype = dtypeName(weight->dtype);
+    if (weight->shape.size() == 2) {
+        stats.outFeatures = weight->shape[0];
+        stats.inFeatures = weight->shape[1];
+    }
+
+    stats.quantized = weight->dtype == Dtype::F8_E4M3 && scale != nullptr;
+
+    if (weight->dtype == Dtype::F8_E4M3) {
+        // The scale tensor decides how codes were grouped when it is readable; otherwise the
+        // config's declared strategy does.
+        bool perRow = stats.weightStrategy == "channel";
+        if (scale && stats.outFeatures > 0 && scale->numel() == stats.outFeatures)
+            perRow = true;
+        else if (scale && scale->numel() == 1)
+            perRow = false;
+        countCodes(*weight, perRow, stats.outFeatures, stats.inFeatures, stats);
+    }
+
+    return stats;
+}
+
+} // namespace
+
+std::vector<std::string> linearModuleNames(const ModelConfig& config)
+{
+    static const char* const kEncoderLinears[] = {"attention.self.query",   "attention.self.key",
+                                                  "attention.self.value",   "attention.output.dense",
+                                                  "intermediate.dense",     "output.dense"};
+    std::vector<std::string> names;
+    names.reserve(static_cast<std::size_t>(config.numLayers) * 6 + 2);
+    for (int64_t layer = 0; layer < config.numLayers; ++layer)
+        for (const char* linear : kEncoderLinears)
+            names.push_back("roberta.encoder.layer." + std::to_string(layer) + "." + linear);
+    switch (config.architecture) {
+    case Architecture::RobertaForQuestionAnswering:
+        names.push_back("qa_outputs");
+        break;
+    case Architecture::RobertaForMaskedLM:
+        names.push_back("lm_head.dense");
+        names.push_back("lm_head.decoder");
+        break;
+    }
+    return names;
+}
+
+std::vector<LinearScaleStatistics> computeScaleStatistics(const Checkpoint& checkpoint)
+{
+    std::vector<LinearScaleStatistics> out;
+    for (const std::string& module : linearModuleNames(checkpoint.config()))
+        out.push_back(statisticsFor(checkpoint, module));
+    return out;
+}
+
+} // namespace scalescope

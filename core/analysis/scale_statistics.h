@@ -1,0 +1,41 @@
+#pragma once
+// Per-Linear scale statistics of a quantized checkpoint, read straight from the tensors (no model
+// is built, so a checkpoint that cannot run can still be inspected).
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint.h"
+
+namespace scalescope {
+
+struct LinearScaleStatistics {
+    std::string module;              // roberta.encoder.layer.0.attention.self.query
+    int layer = -1;                  // encoder layer index, -1 for heads
+    std::string group;               // config group, "" when not targeted
+    std::string weightDtype;         // F8_E4M3, F32, ...
+    std::string scaleDtype;          // dtype of weight_scale, "" when absent
+    std::string weightStrategy;      // channel | tensor (from the config), "" when not targeted
+    std::string activationScheme;    // "dynamic token", "static tensor", "none"
+    int64_t outFeatures = 0;
+    int64_t inFeatures = 0;
+    bool quantized = false;          // weight is F8_E4M3 with a weight_scale
+    std::vector<float> channelScales;  // weight_scale values (one for per-tensor)
+    float scaleMin = 0, scaleMedian = 0, scaleMax = 0;
+    float scaleRatio = 0;            // max / min over channels (1 for per-tensor)
+    double clippedShare = 0;         // share of weight codes at +-448 beyond the two per scale group that an amax scale puts there (see .cpp)
+    double underflowShare = 0;       // share of weight codes that are zero or subnormal
+    std::array<int64_t, 16> exponentHistogram{}; // weight codes per E4M3 exponent field 0..15
+    std::optional<float> inputScale; // static input_scale when present
+};
+
+// One entry per Linear of the architecture (quantized or not), in model order. Tensors that are
+// missing or malformed leave their fields empty; diagnostics report them.
+std::vector<LinearScaleStatistics> computeScaleStatistics(const Checkpoint& checkpoint);
+
+// The Linear modules of a RoBERTa checkpoint, in execution order (encoder layers, then the head).
+std::vector<std::string> linearModuleNames(const ModelConfig& config);
+
+} // namespace scalescope
