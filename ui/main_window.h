@@ -1,29 +1,98 @@
 #pragma once
-// The workbench's main window. For now: open a checkpoint folder (menu, toolbar, command line) and
-// see its architecture, quantization scheme and tensors. Loading runs off the GUI thread.
+// The workbench's main window: opens a checkpoint (menu, toolbar, drag and drop, recent files),
+// chooses the reference, the run mode and the device, and hosts the Model, Ask, Fill Mask, Scales
+// and Errors panels. All model work goes through WorkbenchSession (off the GUI thread); the status
+// bar shows device, mode, dtype, load time, progress and a Cancel button. Settings and the window
+// layout persist through QSettings.
 #include <QMainWindow>
 
+#include <memory>
+
+#include "workbench_session.h"
+
+class QAction;
+class QComboBox;
 class QLabel;
-class QTableWidget;
+class QMenu;
+class QProgressBar;
+class QPushButton;
+class QTabWidget;
 
 namespace scalescope::ui {
+
+class AskPanel;
+class ErrorsPanel;
+class FillMaskPanel;
+class ModelPanel;
+class ScalesPanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
     explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
 
-    // Opens the checkpoint in the background; the result arrives through checkpointOpened/openFailed.
     void openCheckpoint(const QString& dir);
+    // Empty: the checkpoint's dequantized weights stand in for the reference.
+    void setReference(const QString& dir);
+    // Writes every chart, table and a JSON summary into folder; returns the files or throws Error.
+    QStringList exportReport(const QString& folder);
+
+    WorkbenchSession* session() const { return session_; }
+    AskPanel* askPanel() const { return ask_; }
+    FillMaskPanel* fillMaskPanel() const { return fillMask_; }
+    ModelPanel* modelPanel() const { return model_; }
+    ScalesPanel* scalesPanel() const { return scales_; }
+    ErrorsPanel* errorsPanel() const { return errors_; }
+    QTabWidget* tabs() const { return tabs_; }
+    QString lastError() const { return lastError_; }
+    QMenu* demoMenu() const { return demoMenu_; }
 
 signals:
-    void checkpointOpened(const QString& dir);
-    void openFailed(const QString& message);
+    void checkpointReady(const QString& dir);
+    void errorShown(const QString& message);
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
 
 private:
+    void createActions();
     void chooseCheckpoint();
-    QLabel* summary_ = nullptr;
-    QTableWidget* tensors_ = nullptr;
+    void chooseReference();
+    void chooseReportFolder();
+    void addRecent(const QString& dir);
+    void rebuildRecentMenu();
+    void showError(const QString& operation, const QString& message);
+    void onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info);
+    void updateStatus();
+
+    WorkbenchSession* session_ = nullptr;
+    std::shared_ptr<const CheckpointInfo> info_;
+    QString referenceLabel_;
+    QString lastError_;
+
+    QTabWidget* tabs_ = nullptr;
+    ModelPanel* model_ = nullptr;
+    AskPanel* ask_ = nullptr;
+    FillMaskPanel* fillMask_ = nullptr;
+    ScalesPanel* scales_ = nullptr;
+    ErrorsPanel* errors_ = nullptr;
+
+    QMenu* recentMenu_ = nullptr;
+    QMenu* demoMenu_ = nullptr;
+    QAction* cancelAction_ = nullptr;
+    QAction* exportReportAction_ = nullptr;
+    QComboBox* mode_ = nullptr;
+    QComboBox* device_ = nullptr;
+    QLabel* deviceLabel_ = nullptr;
+    QLabel* modeLabel_ = nullptr;
+    QLabel* dtypeLabel_ = nullptr;
+    QLabel* loadLabel_ = nullptr;
+    QLabel* referenceStatus_ = nullptr;
+    QProgressBar* progress_ = nullptr;
+    QPushButton* cancelButton_ = nullptr;
 };
 
 } // namespace scalescope::ui

@@ -1,5 +1,7 @@
 #include "commands.h"
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,8 +15,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/comparison.h"
+#include "analysis/diagnostics.h"
+#include "analysis/scale_statistics.h"
 #include "arguments.h"
 #include "common/error.h"
+#include "evaluate_command.h"
+#include "json_output.h"
+#include "charts/chart_export.h"
+#include "plot_files.h"
+#include "report/charts.h"
 #include "io/safetensors.h"
 #include "model/encoder_model.h"
 #include "tasks/answer_question.h"
@@ -306,6 +316,175 @@ int commandQuantize(const Arguments& args)
     return 0;
 }
 
+void printFindings(const std::vector<Finding>& findings)
+{
+    if (findings.empty()) {
+        std::cout << "Diagnostics: none.\n";
+        return;
+    }
+    std::cout << "Diagnostics:\n";
+    for (const Finding& f : findings)
+        std::cout << "  [" << severityName(f.severity) << "] " << f.code << " (" << f.subject << "): " << f.message << "\n";
+}
+
+std::string formatDb(double db)
+{
+    std::ostringstream out;
+    if (std::isinf(db))
+        out << (db > 0 ? "inf" : "-inf");
+    else
+        out << std::fixed << std::setprecision(2) << db;
+    return out.str();
+}
+
+int commandInspect(const Arguments& args)
+{
+    std::shared_ptr<const Checkpoint> checkpoint = Checkpoint::open(args.positionals()[0]);
+    const std::vector<LinearScaleStatistics> statistics = computeScaleStatistics(*checkpoint);
+    const std::vector<Finding> findings = diagnoseCheckpoint(*checkpoint, statistics);
+    json document = inspectJson(*checkpoint, statistics, findings);
+
+    if (auto plots = args.value("plots")) {
+        std::vector<ChartData> charts = {weightScaleRangesChart(statistics), weightCodeSharesChart(statistics)};
+        std::string linear = args.value("linear", "");
+        int chosen = -1;
+        for (std::size_t i = 0; i < statistics.size(); ++i)
+            if (statistics[i].module == linear)
+                chosen = static_cast<int>(i);
+        if (!linear.empty() && chosen < 0)
+            throw Error("--linear " + linear + " is not a Linear module of " + checkpoint->directory() + ".");
+        if (chosen < 0)
+            chosen = widestScaleSpread(statistics);
+        if (chosen >= 0) {
+            charts.push_back(channelScalesChart(statistics[static_cast<std::size_t>(chosen)]));
+            charts.push_back(exponentHistogramChart(statistics[static_cast<std::size_t>(chosen)]));
+        }
+        document["plots"] = writePlotFiles(charts, *plots, args.value("format", "png"), document, "inspect", args.flag("force"));
+    }
+    if (args.flag("json")) {
+        printJson(document);
+        return 0;
+    }
+    const ModelConfig& c = checkpoint->config();
+    std::cout << checkpoint->directory() << "\n  " << architectureName(c.architecture) << ", " << c.numLayers
+              << " layers, hidden " << c.hiddenSize << ", " << c.numHeads << " heads, intermediate "
+              << c.intermediateSize << ", vocabulary " << c.vocabSize << ", dtype " << c.torchDtype << "\n";
+    if (c.quantization) {
+        for (const ConfigGroup& g : c.quantization->groups) {
+            const auto reason = unsupportedSchemeReason(*c.quantization, g);
+            std::cout << "  " << g.name << ": " << describeScheme(g) << (reason ? "  (not supported: " + *reason + ")" : "")
+                      << "\n";
+        }
+    } else {
+        std::cout << "  not quantized\n";
+    }
+    std::cout << "  " << checkpoint->tensors().tensors().size() << " tensors\n\n";
+    std::cout << std::left << std::setw(52) << "Linear" << std::right << std::setw(9) << "weight" << std::setw(12)
+              << "scale min" << std::setw(12) << "median" << std::setw(12) << "max" << std::setw(9) << "ratio"
+              << std::setw(9) << "clip%" << std::setw(9) << "uflow%" << std::setw(12) << "input" << "\n";
+    for (const LinearScaleStatistics& s : statistics) {
+        std::cout << std::left << std::setw(52) << s.module << std::right << std::setw(9) << s.weightDtype;
+        if (s.quantized)
+            std::cout << std::scientific << std::setprecision(3) << std::setw(12) << s.scaleMin << std::setw(12)
+                      << s.scaleMedian << std::setw(12) << s.scaleMax << std::fixed << std::setprecision(1)
+                      << std::setw(9) << s.scaleRatio << std::setprecision(2) << std::setw(9) << 100 * s.clippedShare
+                      << std::setw(9) << 100 * s.underflowShare;
+        else
+            std::cout << std::setw(12 * 3 + 9 * 3) << "";
+        if (s.inputScale)
+            std::cout << std::scientific << std::setprecision(3) << std::setw(12) << *s.inputScale;
+        else
+            std::cout << std::setw(12) << (s.activationScheme.empty() ? "" : s.activationScheme);
+        std::cout << std::defaultfloat << "\n";
+    }
+    std::cout << "\n";
+    printFindings(findings);
+    if (document.contains("plots"))
+        std::cout << "\nWrote " << document["plots"].size() << " files to " << *args.value("plots") << ".\n";
+    return 0;
+}
+
+int commandCompare(const Arguments& args)
+{
+    const std::string checkpointDir = args.positionals()[0];
+    ComparisonInput input;
+    int sources = 0;
+    if (args.has("question") || args.has("context")) {
+        input.question = args.required("question");
+        input.context = args.required("context");
+        ++sources;
+    }
+    if (args.has("text")) {
+        input.text = *args.value("text");
+        ++sources;
+    }
+    if (args.has("input-ids")) {
+        input.inputIds = parseIdBatch(*args.value("input-ids"));
+        ++sources;
+    }
+    if (sources != 1)
+        throw UsageError{"compare needs exactly one of --question/--context, --text or --input-ids."};
+    input.qaOptions.maxSeqLen = args.intValue("max-seq-len", 384, 8, 100000);
+    input.qaOptions.docStride = args.intValue("doc-stride", 128, 0, 100000);
+    input.qaOptions.maxAnswerLen = args.intValue("max-answer-len", 30, 1, 100000);
+    input.qaOptions.nullThreshold = args.floatValue("null-threshold");
+    input.topK = args.intValue("top-k", 5, 1, 1000);
+    if (args.has("plots"))
+        ui::parseChartFormat(args.value("format", "png")); // refuse a bad format before the runs
+
+    std::unique_ptr<EncoderModel> run = EncoderModel::load(checkpointDir);
+    std::unique_ptr<EncoderModel> reference;
+    if (auto dir = args.value("reference"))
+        reference = EncoderModel::load(*dir);
+    const ComparisonResult comparison = compareRuns(*run, reference.get(), input);
+    json document = comparisonJson(comparison);
+    document["checkpoint"] = checkpointDir;
+
+    if (auto plots = args.value("plots")) {
+        std::vector<ChartData> charts = {layerSqnrChart(comparison), layerCosineChart(comparison),
+                                         errorGrowthChart(comparison), linearSqnrChart(comparison)};
+        if (!comparison.activations.empty()) {
+            charts.push_back(activationSharesChart(comparison));
+            charts.push_back(activationScaleChart(comparison));
+        }
+        document["plots"] = writePlotFiles(charts, *plots, args.value("format", "png"), document, "compare", args.flag("force"));
+    }
+    if (args.flag("json")) {
+        printJson(document);
+        return 0;
+    }
+    if (comparison.referenceIsStandIn)
+        std::cout << "Note: " << document["note"].get<std::string>() << "\n";
+    std::cout << "FP8 run vs " << comparison.referenceLabel << " (" << std::fixed << std::setprecision(1)
+              << comparison.runMs << " ms / " << comparison.referenceMs << " ms)\n\n";
+    std::cout << std::left << std::setw(60) << "capture point" << std::right << std::setw(10) << "SQNR dB"
+              << std::setw(10) << "cosine" << std::setw(12) << "rel. L2" << std::setw(12) << "max abs" << "\n";
+    for (const CapturePointMetrics& p : comparison.points) {
+        if (p.kind == CaptureKind::LinearInput)
+            continue; // inputs repeat the previous outputs; the JSON has them
+        std::cout << std::left << std::setw(60) << p.name << std::right << std::setw(10) << formatDb(p.metrics.sqnrDb)
+                  << std::fixed << std::setprecision(5) << std::setw(10) << p.metrics.cosine << std::scientific
+                  << std::setprecision(3) << std::setw(12) << p.metrics.relativeL2 << std::setw(12)
+                  << p.metrics.maxAbsError << std::defaultfloat << "\n";
+    }
+    std::cout << "\nFinal logits: SQNR " << formatDb(comparison.finalLogits.sqnrDb) << " dB, cosine " << std::fixed
+              << std::setprecision(5) << comparison.finalLogits.cosine << "\n";
+    if (comparison.qa)
+        std::cout << "Best answer: FP8 \"" << comparison.qa->runAnswer.text << "\" vs reference \""
+                  << comparison.qa->referenceAnswer.text << "\" (" << (comparison.qa->sameBestAnswer ? "same" : "different")
+                  << ", F1 " << std::setprecision(2) << comparison.qa->answerF1 << ")\n";
+    if (comparison.fillMask)
+        for (const auto& m : comparison.fillMask->masks)
+            std::cout << "Mask at token " << m.position << ": top-1 " << (m.top1Agrees ? "agrees" : "differs")
+                      << ", top-k overlap " << std::setprecision(2) << m.topKOverlap << ", KL " << std::setprecision(5)
+                      << m.klDivergence << " nats\n";
+    std::cout << "\n";
+    printFindings(comparison.findings);
+    if (document.contains("plots"))
+        std::cout << "\nWrote " << document["plots"].size() << " files to " << *args.value("plots") << ".\n";
+    return 0;
+}
+
 struct Command {
     CommandSpec spec;
     std::function<int(const Arguments&)> handler;
@@ -332,6 +511,19 @@ std::vector<Command> commands()
         {{"quantize", 2, {"SRC", "DST"}, {"weights", "activations", "calibration", "scale-dtype"}, {"force", "json"},
           "write a compressed-tensors FP8 checkpoint from a float one"},
          commandQuantize},
+        {{"inspect", 1, {"CKPT"}, {"plots", "format", "linear"}, {"json", "force"},
+          "architecture, quantization config, tensors, scale statistics and diagnostics"},
+         commandInspect},
+        {{"compare", 1, {"CKPT"},
+          {"reference", "question", "context", "text", "input-ids", "plots", "format", "max-seq-len", "doc-stride",
+           "max-answer-len", "null-threshold", "top-k"},
+          {"json", "force"}, "per-layer error of the FP8 run against its reference"},
+         commandCompare},
+        {{"evaluate", 1, {"CKPT"},
+          {"squad", "reference", "max-samples", "csv", "max-seq-len", "doc-stride", "max-answer-len", "null-threshold",
+           "batch-size"},
+          {"json", "force"}, "SQuAD exact match and F1 of the FP8 run and its reference"},
+         commandEvaluate},
     };
 }
 

@@ -34,6 +34,7 @@ std::vector<std::string> writePlotFiles(const std::vector<ChartData>& charts, co
 {
     namespace fs = std::filesystem;
     const ui::ChartFormat chartFormat = ui::parseChartFormat(format);
+    const std::string extension = ui::chartFormatExtension(chartFormat);
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (!fs::is_directory(dir))
@@ -41,7 +42,7 @@ std::vector<std::string> writePlotFiles(const std::vector<ChartData>& charts, co
 
     std::vector<std::string> files;
     for (const ChartData& chart : charts) {
-        files.push_back((fs::path(dir) / (chart.id + "." + format)).string());
+        files.push_back((fs::path(dir) / (chart.id + "." + extension)).string());
         files.push_back((fs::path(dir) / (chart.id + ".csv")).string());
     }
     files.push_back((fs::path(dir) / (jsonName + ".json")).string());
@@ -52,7 +53,7 @@ std::vector<std::string> writePlotFiles(const std::vector<ChartData>& charts, co
 
     ensureApplication();
     for (const ChartData& chart : charts) {
-        ui::exportChartImage(chart, QString::fromStdString((fs::path(dir) / (chart.id + "." + format)).string()), chartFormat);
+        ui::exportChartImage(chart, QString::fromStdString((fs::path(dir) / (chart.id + "." + extension)).string()), chartFormat);
         ui::exportChartCsv(chart, (fs::path(dir) / (chart.id + ".csv")).string());
     }
     writeBytesAtomically(files.back(), numbers.dump(2) + "\n");

@@ -33,6 +33,11 @@ std::string layerLabel(const CapturePointMetrics& p)
     return p.kind == CaptureKind::Embeddings ? "emb" : "L" + std::to_string(p.layer);
 }
 
+std::string runName(const ComparisonResult& c)
+{
+    return c.runLabel == "dequant" ? "dequant" : "FP8";
+}
+
 std::string referenceName(const ComparisonResult& c)
 {
     return c.referenceIsStandIn ? "dequant (stand-in reference)" : "reference";
@@ -150,7 +155,7 @@ ChartData layerSqnrChart(const ComparisonResult& comparison)
 {
     ChartData chart;
     chart.id = "layer_sqnr";
-    chart.title = "SQNR of each layer's output, FP8 vs " + referenceName(comparison);
+    chart.title = "SQNR of each layer's output, " + runName(comparison) + " vs " + referenceName(comparison);
     chart.xLabel = "encoder layer";
     chart.yLabel = "SQNR (dB)";
     ChartSeries bars{"SQNR", SeriesStyle::Bars, {}, {}, {}, "#0072B2"};
@@ -167,7 +172,7 @@ ChartData layerCosineChart(const ComparisonResult& comparison)
 {
     ChartData chart;
     chart.id = "layer_cosine";
-    chart.title = "Cosine similarity of each layer's output, FP8 vs " + referenceName(comparison);
+    chart.title = "Cosine similarity of each layer's output, " + runName(comparison) + " vs " + referenceName(comparison);
     chart.xLabel = "encoder layer";
     chart.yLabel = "cosine similarity";
     ChartSeries bars{"cosine", SeriesStyle::Bars, {}, {}, {}, "#009E73"};
@@ -184,7 +189,7 @@ ChartData linearSqnrChart(const ComparisonResult& comparison)
 {
     ChartData chart;
     chart.id = "linear_sqnr";
-    chart.title = "SQNR of each Linear's output, FP8 vs " + referenceName(comparison);
+    chart.title = "SQNR of each Linear's output, " + runName(comparison) + " vs " + referenceName(comparison);
     chart.xLabel = "Linear module";
     chart.yLabel = "SQNR (dB)";
     ChartSeries bars{"SQNR", SeriesStyle::Bars, {}, {}, {}, "#0072B2"};
@@ -203,7 +208,7 @@ ChartData errorGrowthChart(const ComparisonResult& comparison)
 {
     ChartData chart;
     chart.id = "error_growth";
-    chart.title = "Error growth through the layers, FP8 vs " + referenceName(comparison);
+    chart.title = "Error growth through the layers, " + runName(comparison) + " vs " + referenceName(comparison);
     chart.xLabel = "encoder layer";
     chart.yLabel = "relative L2 error";
     ChartSeries line{"relative L2 error", SeriesStyle::Line, {}, {}, {}, "#D55E00"};
@@ -260,6 +265,108 @@ ChartData activationScaleChart(const ComparisonResult& comparison)
         range.y.push_back(448.0 * a.inputScale);
     }
     chart.series = {amax, range};
+    return chart;
+}
+
+ChartData errorHistogramChart(const std::string& point, const std::vector<float>& run,
+                              const std::vector<float>& reference, int bins)
+{
+    ChartData chart;
+    chart.id = "error_histogram";
+    chart.title = "Error distribution at " + point;
+    chart.xLabel = "FP8 - reference";
+    chart.yLabel = "elements";
+    const std::size_t n = std::min(run.size(), reference.size());
+    double low = 0, high = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double e = double(run[i]) - double(reference[i]);
+        low = std::min(low, e);
+        high = std::max(high, e);
+    }
+    bins = std::max(1, bins);
+    if (high <= low)
+        high = low + 1e-12;
+    const double width = (high - low) / bins;
+    std::vector<double> counts(static_cast<std::size_t>(bins), 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+        const double e = double(run[i]) - double(reference[i]);
+        const int bin = std::min(bins - 1, static_cast<int>((e - low) / width));
+        counts[static_cast<std::size_t>(bin)] += 1;
+    }
+    ChartSeries bars{"elements", SeriesStyle::Bars, {}, counts, {}, "#0072B2"};
+    for (int b = 0; b < bins; ++b)
+        bars.x.push_back(low + (b + 0.5) * width);
+    chart.series = {bars};
+    return chart;
+}
+
+ChartData referenceScatterChart(const std::string& point, const std::vector<float>& run,
+                                const std::vector<float>& reference, std::size_t maxPoints)
+{
+    ChartData chart;
+    chart.id = "reference_scatter";
+    chart.title = "Reference vs FP8 values at " + point;
+    chart.xLabel = "reference value";
+    chart.yLabel = "FP8 value";
+    const std::size_t n = std::min(run.size(), reference.size());
+    const std::size_t step = std::max<std::size_t>(1, (n + maxPoints - 1) / std::max<std::size_t>(1, maxPoints));
+    ChartSeries points{"elements", SeriesStyle::Points, {}, {}, {}, "#0072B2"};
+    double low = 0, high = 0;
+    for (std::size_t i = 0; i < n; i += step) {
+        points.x.push_back(reference[i]);
+        points.y.push_back(run[i]);
+        low = std::min(low, double(reference[i]));
+        high = std::max(high, double(reference[i]));
+    }
+    ChartSeries diagonal{"y = x", SeriesStyle::Line, {low, high}, {low, high}, {}, "#D55E00"};
+    chart.series = {points, diagonal};
+    return chart;
+}
+
+ChartData qaLogitsChart(const std::vector<std::string>& tokens, const std::vector<float>& runStart,
+                        const std::vector<float>& runEnd, const std::vector<float>& referenceStart,
+                        const std::vector<float>& referenceEnd, bool hasReference)
+{
+    ChartData chart;
+    chart.id = "qa_logits";
+    chart.title = "Start and end logits over the window's tokens";
+    chart.xLabel = "token";
+    chart.yLabel = "logit";
+    chart.categories = tokens;
+    auto series = [&](const std::string& name, const std::vector<float>& values, const std::string& color) {
+        ChartSeries s{name, SeriesStyle::Line, {}, {}, {}, color};
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            s.x.push_back(double(i));
+            s.y.push_back(values[i]);
+        }
+        return s;
+    };
+    chart.series = {series("start (FP8)", runStart, "#0072B2"), series("end (FP8)", runEnd, "#D55E00")};
+    if (hasReference) {
+        chart.series.push_back(series("start (reference)", referenceStart, "#56B4E9"));
+        chart.series.push_back(series("end (reference)", referenceEnd, "#E69F00"));
+    }
+    return chart;
+}
+
+ChartData maskProbabilitiesChart(const std::vector<std::string>& tokens, const std::vector<double>& run,
+                                 const std::vector<double>& reference, bool hasReference)
+{
+    ChartData chart;
+    chart.id = "mask_probabilities";
+    chart.title = "Top predictions at the first mask";
+    chart.xLabel = "token";
+    chart.yLabel = "probability";
+    chart.categories = tokens;
+    ChartSeries runBars{"FP8", SeriesStyle::Bars, {}, run, {}, "#0072B2"};
+    ChartSeries referenceBars{"reference", SeriesStyle::Bars, {}, reference, {}, "#E69F00"};
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        runBars.x.push_back(double(i));
+        referenceBars.x.push_back(double(i));
+    }
+    chart.series = {runBars};
+    if (hasReference)
+        chart.series.push_back(referenceBars);
     return chart;
 }
 

@@ -27,6 +27,22 @@ ChartData errorGrowthChart(const ComparisonResult& comparison);    // relative L
 ChartData activationSharesChart(const ComparisonResult& comparison); // % clipped / flushed / subnormal per Linear input
 ChartData activationScaleChart(const ComparisonResult& comparison);  // observed amax vs 448 x static scale
 
+// Drill-down of one capture point: histogram of (run - reference), and reference vs run values
+// (subsampled evenly to at most maxPoints).
+ChartData errorHistogramChart(const std::string& point, const std::vector<float>& run,
+                              const std::vector<float>& reference, int bins = 60);
+ChartData referenceScatterChart(const std::string& point, const std::vector<float>& run,
+                                const std::vector<float>& reference, std::size_t maxPoints = 20000);
+
+// QA: start/end logits over the tokens of one window, run and reference. tokens label the x axis.
+ChartData qaLogitsChart(const std::vector<std::string>& tokens, const std::vector<float>& runStart,
+                        const std::vector<float>& runEnd, const std::vector<float>& referenceStart,
+                        const std::vector<float>& referenceEnd, bool hasReference);
+
+// Fill-mask: probabilities of the top tokens, run and reference side by side.
+ChartData maskProbabilitiesChart(const std::vector<std::string>& tokens, const std::vector<double>& run,
+                                 const std::vector<double>& reference, bool hasReference);
+
 // The Linear with the widest spread of channel scales (the one worth looking at first); -1 if none.
 int widestScaleSpread(const std::vector<LinearScaleStatistics>& statistics);
 

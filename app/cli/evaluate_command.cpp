@@ -1,0 +1,370 @@
+#include "evaluate_command.h"
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/text_files.h"
+#include "io/atomic_write.h"
+#include "json_output.h"
+#include "model/encoder_model.h"
+#include "tasks/evaluate.h"
+#include "tasks/squad_dataset.h"
+
+namespace scalescope::cli {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int kMaxSamples = 100'000'000;
+constexpr std::size_t kDisagreementsShownAsText = 20;
+
+// Ctrl-C raises the cancel flag so that the evaluation stops at the next batch and the questions
+// done so far are still reported; a second Ctrl-C ends the program the usual way.
+std::atomic<bool> interrupted{false};
+
+extern "C" void onInterrupt(int)
+{
+    interrupted.store(true);
+    std::signal(SIGINT, SIG_DFL);
+}
+
+class InterruptGuard {
+public:
+    InterruptGuard()
+    {
+        interrupted.store(false);
+        previous_ = std::signal(SIGINT, onInterrupt);
+    }
+    ~InterruptGuard() { std::signal(SIGINT, previous_ == SIG_ERR ? SIG_DFL : previous_); }
+    InterruptGuard(const InterruptGuard&) = delete;
+    InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+private:
+    void (*previous_)(int) = SIG_DFL;
+};
+
+json scoresJson(const SquadScores& s)
+{
+    // Key names of the official SQuAD 2.0 evaluation script; HasAns/NoAns only where such questions exist.
+    json out = {{"exact", s.exact}, {"f1", s.f1}, {"total", s.total}};
+    if (s.hasAnsTotal > 0) {
+        out["HasAns_exact"] = s.hasAnsExact;
+        out["HasAns_f1"] = s.hasAnsF1;
+        out["HasAns_total"] = s.hasAnsTotal;
+    }
+    if (s.noAnsTotal > 0) {
+        out["NoAns_exact"] = s.noAnsExact;
+        out["NoAns_f1"] = s.noAnsF1;
+        out["NoAns_total"] = s.noAnsTotal;
+    }
+    return out;
+}
+
+std::string answerText(const QaAnswer& answer)
+{
+    return answer.isNull ? std::string() : answer.text;
+}
+
+json disagreementJson(const EvaluationResult& result, const Disagreement& d)
+{
+    const EvaluatedExample& e = result.examples[d.example];
+    json out = {{"id", e.example.id},
+                {"question", e.example.question},
+                {"golds", e.example.golds},
+                {"run_answer", answerText(e.runAnswer)},
+                {"run_no_answer", e.runAnswer.isNull},
+                {"reference_answer", answerText(e.referenceAnswer)},
+                {"reference_no_answer", e.referenceAnswer.isNull},
+                {"run_exact", e.run.exact},
+                {"run_f1", e.run.f1},
+                {"reference_exact", e.reference.exact},
+                {"reference_f1", e.reference.f1}};
+    if (d.detailed) {
+        json layers = json::array();
+        for (const CapturePointMetrics& p : d.layers)
+            layers.push_back({{"point", p.name}, {"layer", p.layer}, {"sqnr_db", finiteOrNull(p.metrics.sqnrDb)},
+                              {"cosine", finiteOrNull(p.metrics.cosine)}});
+        out["layer_sqnr_db"] = layers;
+        out["logits_sqnr_db"] = finiteOrNull(d.finalLogits.sqnrDb);
+    }
+    if (!d.detailError.empty())
+        out["detail_error"] = d.detailError;
+    return out;
+}
+
+json evaluationJson(const EvaluationResult& r, const std::string& checkpointDir, const std::string& referenceDir)
+{
+    json run = scoresJson(r.runScores);
+    run["label"] = r.runLabel;
+    run["checkpoint"] = checkpointDir;
+    json reference = scoresJson(r.referenceScores);
+    reference["label"] = r.referenceLabel;
+    reference["checkpoint"] = referenceDir.empty() ? json(nullptr) : json(referenceDir);
+    reference["stand_in"] = r.referenceIsStandIn;
+
+    json skipped = json::array();
+    for (const SkippedExample& s : r.skipped)
+        skipped.push_back({{"id", s.id}, {"reason", s.reason}});
+    json disagreements = json::array();
+    for (const Disagreement& d : r.disagreements)
+        disagreements.push_back(disagreementJson(r, d));
+
+    json out = {
+        {"checkpoint", checkpointDir},
+        {"squad", r.datasetPath},
+        {"squad_version", r.datasetVersion},
+        {"squad_v2", r.squadV2},
+        {"run", run},
+        {"reference", reference},
+        {"options",
+         {{"max_seq_len", r.qa.maxSeqLen},
+          {"doc_stride", r.qa.docStride},
+          {"max_answer_len", r.qa.maxAnswerLen},
+          {"null_threshold", r.qa.nullThreshold ? json(*r.qa.nullThreshold) : json(nullptr)},
+          {"batch_size", r.batchSize}}},
+        {"questions",
+         {{"in_file", r.questionsInFile},
+          {"selected", r.questionsSelected},
+          {"evaluated", r.examples.size()},
+          {"skipped", r.skipped.size()}}},
+        {"skipped", skipped},
+        {"agreement", r.agreement},
+        {"agreeing", r.agreeing},
+        {"disagreement_count", r.disagreements.size()},
+        {"disagreements", disagreements},
+        {"per_layer_detail",
+         {{"limit", r.detailLimit},
+          {"computed", r.detailed},
+          {"note", "Per-layer SQNR is measured for the first " + std::to_string(r.detailLimit) +
+                       " disagreements only, to bound the cost."}}},
+        {"throughput",
+         {{"seconds", r.seconds},
+          {"questions_per_second", r.questionsPerSecond},
+          {"run_forward_ms", r.runForwardMs},
+          {"reference_forward_ms", r.referenceForwardMs},
+          {"detail_seconds", r.detailSeconds}}},
+        {"complete", r.complete},
+        {"stopped_reason", r.complete ? json(nullptr) : json(r.stoppedReason)},
+    };
+    if (!r.note.empty())
+        out["note"] = r.note;
+    return out;
+}
+
+// RFC 4180: text fields quoted, quotes doubled; line breaks inside quotes are legal.
+std::string csvField(const std::string& text)
+{
+    std::string out = "\"";
+    for (char c : text) {
+        if (c == '"')
+            out += "\"\"";
+        else
+            out += c;
+    }
+    out += '"';
+    return out;
+}
+
+std::string csvNumber(double value)
+{
+    std::ostringstream out;
+    out << std::setprecision(6) << value;
+    return out.str();
+}
+
+std::string evaluationCsv(const EvaluationResult& r)
+{
+    std::string out = "id,question,golds,run_answer,reference_answer,run_exact,run_f1,reference_exact,reference_f1,agree\r\n";
+    for (const EvaluatedExample& e : r.examples) {
+        std::string golds;
+        for (std::size_t i = 0; i < e.example.golds.size(); ++i)
+            golds += (i ? " | " : "") + e.example.golds[i];
+        out += csvField(e.example.id) + "," + csvField(e.example.question) + "," + csvField(golds) + "," +
+               csvField(answerText(e.runAnswer)) + "," + csvField(answerText(e.referenceAnswer)) + "," +
+               csvNumber(e.run.exact) + "," + csvNumber(e.run.f1) + "," + csvNumber(e.reference.exact) + "," +
+               csvNumber(e.reference.f1) + "," + (e.agree ? "1" : "0") + "\r\n";
+    }
+    return out;
+}
+
+std::string quoted(const QaAnswer& answer)
+{
+    return answer.isNull ? std::string("(no answer)") : "\"" + answer.text + "\"";
+}
+
+void printScoreRows(const std::string& label, const SquadScores& s)
+{
+    const auto row = [](const std::string& name, double exact, double f1, std::size_t total) {
+        std::cout << "  " << std::left << std::setw(22) << name << std::right << std::fixed << std::setprecision(2)
+                  << std::setw(9) << exact << std::setw(9) << f1 << std::setw(8) << total << "\n";
+    };
+    row(label, s.exact, s.f1, s.total);
+    if (s.hasAnsTotal > 0)
+        row("  HasAns", s.hasAnsExact, s.hasAnsF1, s.hasAnsTotal);
+    if (s.noAnsTotal > 0)
+        row("  NoAns", s.noAnsExact, s.noAnsF1, s.noAnsTotal);
+}
+
+std::string formatSqnr(double db)
+{
+    if (!std::isfinite(db))
+        return db > 0 ? "inf" : "-inf";
+    std::ostringstream out;
+    out << std::fixed << std::setprecision(1) << db;
+    return out.str();
+}
+
+void printText(const EvaluationResult& r)
+{
+    if (!r.note.empty())
+        std::cout << "Note: " << r.note << "\n";
+    std::cout << "SQuAD " << (r.squadV2 ? "v2.0" : "v1.1") << " (" << r.datasetPath << "): " << r.examples.size()
+              << " of " << r.questionsSelected << " selected questions evaluated";
+    if (r.questionsSelected != r.questionsInFile)
+        std::cout << " (" << r.questionsInFile << " in the file)";
+    std::cout << ", " << r.skipped.size() << " skipped.\n";
+    std::cout << "Windows of " << r.qa.maxSeqLen << " tokens, stride " << r.qa.docStride << ", batches of "
+              << r.batchSize << " windows";
+    if (r.qa.nullThreshold)
+        std::cout << ", null threshold " << *r.qa.nullThreshold;
+    std::cout << ".\n\n";
+    std::cout << "  " << std::left << std::setw(22) << "" << std::right << std::setw(9) << "exact" << std::setw(9)
+              << "F1" << std::setw(8) << "total" << "\n";
+    printScoreRows(r.runLabel, r.runScores);
+    printScoreRows(r.referenceLabel, r.referenceScores);
+    std::cout << "\nAgreement: " << std::fixed << std::setprecision(1) << 100.0 * r.agreement << "% (" << r.agreeing
+              << " of " << r.examples.size() << " questions get the same answer from both).\n";
+    std::cout << "Throughput: " << std::setprecision(1) << r.questionsPerSecond << " questions/s (" << r.examples.size()
+              << " questions in " << std::setprecision(1) << r.seconds << " s; forward " << std::setprecision(0)
+              << r.runForwardMs << " ms fp8, " << r.referenceForwardMs << " ms reference).\n";
+
+    for (const SkippedExample& s : r.skipped)
+        std::cout << "Skipped " << s.id << ": " << s.reason << "\n";
+
+    if (!r.disagreements.empty()) {
+        std::cout << "\nDisagreements: " << r.disagreements.size() << " (per-layer SQNR for the first "
+                  << r.detailLimit << " only, to bound the cost):\n";
+        const std::size_t shown = std::min(r.disagreements.size(), kDisagreementsShownAsText);
+        for (std::size_t k = 0; k < shown; ++k) {
+            const Disagreement& d = r.disagreements[k];
+            const EvaluatedExample& e = r.examples[d.example];
+            std::string golds;
+            for (std::size_t i = 0; i < e.example.golds.size(); ++i)
+                golds += (i ? " | " : "") + e.example.golds[i];
+            std::cout << "  " << e.example.id << "  " << e.example.question << "\n"
+                      << "    gold: " << (golds.empty() ? "(no answer)" : golds) << "\n"
+                      << "    " << r.runLabel << ": " << quoted(e.runAnswer) << " (EM " << std::setprecision(0)
+                      << e.run.exact << ", F1 " << std::setprecision(2) << e.run.f1 << ")   reference: "
+                      << quoted(e.referenceAnswer) << " (EM " << std::setprecision(0) << e.reference.exact << ", F1 "
+                      << std::setprecision(2) << e.reference.f1 << ")\n";
+            if (d.detailed) {
+                std::cout << "    SQNR dB:";
+                for (const CapturePointMetrics& p : d.layers)
+                    std::cout << " " << (p.layer < 0 ? std::string("emb") : "L" + std::to_string(p.layer)) << " "
+                              << formatSqnr(p.metrics.sqnrDb);
+                std::cout << ", logits " << formatSqnr(d.finalLogits.sqnrDb) << "\n";
+            } else if (!d.detailError.empty()) {
+                std::cout << "    per-layer comparison failed: " << d.detailError << "\n";
+            }
+        }
+        if (shown < r.disagreements.size())
+            std::cout << "  ... " << r.disagreements.size() - shown << " more (see --json or --csv).\n";
+    }
+}
+
+} // namespace
+
+int commandEvaluate(const Arguments& args)
+{
+    const std::string checkpointDir = args.positionals()[0];
+    const std::string squadPath = args.required("squad");
+    const std::string referenceDir = args.value("reference", "");
+    const std::string csvPath = args.value("csv", "");
+
+    EvaluationOptions options;
+    options.qa.maxSeqLen = args.intValue("max-seq-len", 384, 8, 100000);
+    options.qa.docStride = args.intValue("doc-stride", 128, 0, 100000);
+    options.qa.maxAnswerLen = args.intValue("max-answer-len", 30, 1, 100000);
+    options.qa.nullThreshold = args.floatValue("null-threshold");
+    options.batchSize = args.intValue("batch-size", 16, 1, 4096);
+    options.maxSamples = static_cast<std::size_t>(args.intValue("max-samples", 0, 0, kMaxSamples));
+
+    // Refuse what would fail at the end before spending the evaluation's time.
+    if (!csvPath.empty()) {
+        if (std::filesystem::exists(csvPath) && !args.flag("force"))
+            throw Error(csvPath + " already exists; pass --force to overwrite it.");
+        const std::filesystem::path parent = std::filesystem::path(csvPath).parent_path();
+        if (!parent.empty() && !directoryExists(parent.string()))
+            throw Error("Cannot write " + csvPath + ": the folder " + parent.string() + " does not exist.");
+    }
+
+    const SquadDataset dataset = readSquadFile(squadPath);
+    std::unique_ptr<EncoderModel> run = EncoderModel::load(checkpointDir);
+    std::unique_ptr<EncoderModel> reference;
+    if (!referenceDir.empty())
+        reference = EncoderModel::load(referenceDir);
+
+    InterruptGuard interruptGuard;
+    Progress progress;
+    progress.cancel = &interrupted;
+    bool progressLineOpen = false;
+    options.onUpdate = [&](const EvaluationUpdate& update) {
+        char line[128];
+        std::snprintf(line, sizeof line, "evaluated %zu/%zu questions (%.1f q/s)", update.done, update.total,
+                      update.questionsPerSecond);
+        std::fprintf(stderr, "\r%-60s", line);
+        std::fflush(stderr);
+        progressLineOpen = true;
+    };
+    progress.callback = [&](double, const std::string& stage) {
+        if (stage.rfind("Per-layer", 0) != 0)
+            return; // the answering pass reports through onUpdate, with its rate
+        std::fprintf(stderr, "\r%-60s", stage.c_str());
+        std::fflush(stderr);
+        progressLineOpen = true;
+    };
+
+    EvaluationResult result;
+    try {
+        result = evaluateSquad(*run, reference.get(), dataset, options, progress);
+    } catch (...) {
+        if (progressLineOpen)
+            std::fputc('\n', stderr);
+        throw;
+    }
+    if (progressLineOpen)
+        std::fputc('\n', stderr);
+
+    if (!csvPath.empty())
+        writeBytesAtomically(csvPath, evaluationCsv(result), args.flag("force"));
+
+    if (args.flag("json")) {
+        json document = evaluationJson(result, checkpointDir, referenceDir);
+        if (!csvPath.empty())
+            document["csv"] = csvPath;
+        std::cout << document.dump(2) << std::endl;
+    } else {
+        printText(result);
+        if (!csvPath.empty())
+            std::cout << "\nWrote " << result.examples.size() << " rows to " << csvPath << ".\n";
+    }
+    if (!result.complete) {
+        std::cerr << "scalescope-cli evaluate: " << result.stoppedReason
+                  << (result.stoppedReason.empty() || result.stoppedReason.back() == '.' ? "" : ".")
+                  << " The results above cover the finished questions only.\n";
+        return 1;
+    }
+    return 0;
+}
+
+} // namespace scalescope::cli

@@ -1,0 +1,115 @@
+#include "charts/chart_view.h"
+
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QMenu>
+#include <QLabel>
+#include <QMessageBox>
+#include <QStackedWidget>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <cmath>
+#include <qcustomplot.h>
+
+#include "charts/chart_export.h"
+#include "charts/chart_renderer.h"
+#include "common/error.h"
+
+namespace scalescope::ui {
+
+ChartView::ChartView(QWidget* parent) : QWidget(parent)
+{
+    plot_ = new QCustomPlot(this);
+    plot_->setMinimumSize(320, 220);
+
+    placeholder_ = new QLabel(tr("No data yet."), this);
+    placeholder_->setAlignment(Qt::AlignCenter);
+    placeholder_->setWordWrap(true);
+    placeholder_->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    stack_ = new QStackedWidget(this);
+    stack_->addWidget(placeholder_);
+    stack_->addWidget(plot_);
+
+    resetButton_ = new QToolButton(this);
+    resetButton_->setText(tr("Reset View"));
+    resetButton_->setToolTip(tr("Show the whole chart again after zooming or panning"));
+    connect(resetButton_, &QToolButton::clicked, this, &ChartView::resetView);
+
+    exportButton_ = new QToolButton(this);
+    exportButton_->setText(tr("Export"));
+    exportButton_->setPopupMode(QToolButton::InstantPopup);
+    auto* menu = new QMenu(exportButton_);
+    for (const QString& format : {QStringLiteral("PNG"), QStringLiteral("PDF"), QStringLiteral("SVG"), QStringLiteral("CSV")})
+        menu->addAction(tr("%1...").arg(format), this, [this, format] { exportAs(format.toLower()); });
+    exportButton_->setMenu(menu);
+
+    auto* buttons = new QHBoxLayout;
+    buttons->setContentsMargins(0, 0, 0, 0);
+    buttons->addStretch(1);
+    buttons->addWidget(resetButton_);
+    buttons->addWidget(exportButton_);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addLayout(buttons);
+    layout->addWidget(stack_, 1);
+    exportButton_->setEnabled(false);
+    resetButton_->setEnabled(false);
+
+    connect(plot_, &QCustomPlot::plottableClick, this, [this](QCPAbstractPlottable* plottable, int dataIndex, QMouseEvent*) {
+        if (!plottable)
+            return;
+        // Data points carry their x (category index) as the key.
+        double key = 0;
+        if (auto* bars = qobject_cast<QCPBars*>(plottable))
+            key = bars->data()->at(dataIndex)->key;
+        else if (auto* graph = qobject_cast<QCPGraph*>(plottable))
+            key = graph->data()->at(dataIndex)->key;
+        else
+            return;
+        emit categoryClicked(static_cast<int>(std::lround(key)));
+    });
+}
+
+void ChartView::setChart(const ChartData& chart)
+{
+    chart_ = chart;
+    renderChart(*plot_, chart_);
+    plot_->replot();
+    const bool hasData = !chart_.series.empty();
+    exportButton_->setEnabled(hasData);
+    resetButton_->setEnabled(hasData);
+    stack_->setCurrentWidget(hasData ? static_cast<QWidget*>(plot_) : placeholder_);
+}
+
+void ChartView::setPlaceholder(const QString& text)
+{
+    placeholder_->setText(text);
+}
+
+void ChartView::resetView()
+{
+    renderChart(*plot_, chart_);
+    plot_->replot();
+}
+
+void ChartView::exportAs(const QString& format)
+{
+    const QString filter = format == "csv" ? tr("CSV data (*.csv)") : tr("%1 image (*.%2)").arg(format.toUpper(), format);
+    QString path = QFileDialog::getSaveFileName(this, tr("Export Chart"),
+                                                QString::fromStdString(chart_.id) + "." + format, filter);
+    if (path.isEmpty())
+        return;
+    if (!path.endsWith("." + format, Qt::CaseInsensitive))
+        path += "." + format;
+    try {
+        if (format == "csv")
+            exportChartCsv(chart_, path.toStdString());
+        else
+            exportChartImage(chart_, path, parseChartFormat(format.toStdString()));
+    } catch (const Error& e) {
+        QMessageBox::warning(this, tr("Export failed"), QString::fromUtf8(e.what()));
+    }
+}
+
+} // namespace scalescope::ui

@@ -1,0 +1,224 @@
+#include "panels/ask_panel.h"
+
+#include <QCheckBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QShortcut>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableView>
+#include <QTextBlock>
+#include <QVBoxLayout>
+
+#include "analysis/squad_metric.h"
+#include "charts/chart_view.h"
+#include "models/answers_model.h"
+#include "models/probability_bar_delegate.h"
+#include "report/charts.h"
+#include "workbench_session.h"
+
+namespace scalescope::ui {
+
+int stringPositionOfCodePoint(const QString& text, int codePoint)
+{
+    int position = 0;
+    for (int cp = 0; cp < codePoint && position < text.size(); ++cp)
+        position += (text.at(position).isHighSurrogate() && position + 1 < text.size()) ? 2 : 1;
+    return position;
+}
+
+AskPanel::AskPanel(QWidget* parent) : QWidget(parent)
+{
+    question_ = new QLineEdit(this);
+    question_->setPlaceholderText(tr("Question"));
+    context_ = new QPlainTextEdit(this);
+    context_->setPlaceholderText(tr("Context: the passage the answer is taken from"));
+    ask_ = new QPushButton(tr("Answer"), this);
+    ask_->setToolTip(tr("Run the FP8 model and its reference (Ctrl+Enter)"));
+    topK_ = new QSpinBox(this);
+    topK_->setRange(1, 20);
+    topK_->setValue(10);
+    maxAnswerLength_ = new QSpinBox(this);
+    maxAnswerLength_->setRange(1, 512);
+    maxAnswerLength_->setValue(30);
+    maxAnswerLength_->setSuffix(tr(" tokens"));
+    allowNoAnswer_ = new QCheckBox(tr("Allow no answer (SQuAD 2.0), threshold"), this);
+    nullThreshold_ = new QDoubleSpinBox(this);
+    nullThreshold_->setRange(-100, 100);
+    nullThreshold_->setDecimals(2);
+    nullThreshold_->setEnabled(false);
+    connect(allowNoAnswer_, &QCheckBox::toggled, nullThreshold_, &QWidget::setEnabled);
+
+    auto* options = new QHBoxLayout;
+    options->addWidget(new QLabel(tr("Answers:"), this));
+    options->addWidget(topK_);
+    options->addSpacing(12);
+    options->addWidget(new QLabel(tr("Max answer length:"), this));
+    options->addWidget(maxAnswerLength_);
+    options->addSpacing(12);
+    options->addWidget(allowNoAnswer_);
+    options->addWidget(nullThreshold_);
+    options->addStretch(1);
+    options->addWidget(ask_);
+
+    result_ = new QLabel(tr("Ask a question about the context."), this);
+    result_->setWordWrap(true);
+    result_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    answers_ = new AnswersModel(this);
+    answersView_ = new QTableView(this);
+    answersView_->setModel(answers_);
+    answersView_->verticalHeader()->hide();
+    answersView_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    answersView_->setItemDelegate(new ProbabilityBarDelegate(answersView_));
+    answersView_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+    answersView_->horizontalHeader()->setStretchLastSection(true);
+
+    logits_ = new ChartView(this);
+    logits_->setPlaceholder(tr("The start and end logits over the tokens appear here after a question is answered."));
+
+    auto* inputs = new QWidget(this);
+    auto* inputLayout = new QVBoxLayout(inputs);
+    inputLayout->setContentsMargins(0, 0, 0, 0);
+    inputLayout->addWidget(question_);
+    inputLayout->addWidget(context_, 1);
+    inputLayout->addLayout(options);
+    inputLayout->addWidget(result_);
+
+    auto* splitter = new QSplitter(Qt::Vertical, this);
+    splitter->setObjectName(QStringLiteral("askSplitter"));
+    splitter->addWidget(inputs);
+    splitter->addWidget(answersView_);
+    splitter->addWidget(logits_);
+    splitter->setStretchFactor(0, 2);
+    splitter->setStretchFactor(1, 1);
+    splitter->setStretchFactor(2, 2);
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(splitter);
+
+    connect(ask_, &QPushButton::clicked, this, &AskPanel::requestAsk);
+    connect(question_, &QLineEdit::returnPressed, this, &AskPanel::requestAsk);
+    for (const QKeySequence& keys : {QKeySequence(Qt::CTRL | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::Key_Enter)}) {
+        auto* shortcut = new QShortcut(keys, this);
+        shortcut->setContext(Qt::WidgetWithChildrenShortcut);
+        connect(shortcut, &QShortcut::activated, this, &AskPanel::requestAsk);
+    }
+}
+
+void AskPanel::setInputs(const QString& question, const QString& context)
+{
+    question_->setText(question);
+    context_->setPlainText(context);
+}
+
+QString AskPanel::question() const { return question_->text(); }
+QString AskPanel::context() const { return context_->toPlainText(); }
+
+QaOptions AskPanel::options() const
+{
+    QaOptions options;
+    options.topK = topK_->value();
+    options.nBest = std::max(20, options.topK);
+    options.maxAnswerLen = maxAnswerLength_->value();
+    if (allowNoAnswer_->isChecked())
+        options.nullThreshold = static_cast<float>(nullThreshold_->value());
+    return options;
+}
+
+void AskPanel::setBusy(bool busy)
+{
+    ask_->setEnabled(!busy);
+}
+
+void AskPanel::requestAsk()
+{
+    if (!ask_->isEnabled())
+        return;
+    if (question_->text().trimmed().isEmpty() || context_->toPlainText().trimmed().isEmpty()) {
+        result_->setText(tr("Type a question and a context first."));
+        return;
+    }
+    emit askRequested(question_->text(), context_->toPlainText(), options());
+}
+
+void AskPanel::showOutcome(const AskOutcome& outcome, const QString& referenceLabel)
+{
+    answers_->setAnswers(outcome.runAnswers, outcome.referenceAnswers, true);
+    answersView_->resizeColumnsToContents();
+
+    auto describe = [](const std::vector<QaAnswer>& answers) {
+        if (answers.empty())
+            return tr("no span found");
+        const QaAnswer& a = answers.front();
+        if (a.isNull)
+            return tr("<i>no answer</i> (p = %1)").arg(a.score, 0, 'f', 3);
+        return tr("<b>%1</b> (p = %2)").arg(QString::fromStdString(a.text).toHtmlEscaped()).arg(a.score, 0, 'f', 3);
+    };
+    const bool agree = !outcome.runAnswers.empty() && !outcome.referenceAnswers.empty() &&
+                       normalizeAnswer(outcome.runAnswers.front().text) ==
+                           normalizeAnswer(outcome.referenceAnswers.front().text);
+    result_->setText(tr("<span style='background:#cfe3f7'>FP8</span>: %1 &nbsp;&nbsp; "
+                        "<span style='border-bottom:2px solid #e69f00'>Reference</span> (%2): %3 &nbsp;&nbsp; %4")
+                         .arg(describe(outcome.runAnswers), referenceLabel.toHtmlEscaped(),
+                              describe(outcome.referenceAnswers),
+                              agree ? tr("<span style='color:#1a7f37'>agree</span>")
+                                    : tr("<span style='color:#b00'>differ</span>")));
+
+    // Highlight both best answers in the context: the run's with a background, the reference's
+    // underlined, so the two stay distinguishable when they overlap.
+    QList<QTextEdit::ExtraSelection> selections;
+    const QString text = context_->toPlainText();
+    auto select = [&](const std::vector<QaAnswer>& answers, bool run) {
+        if (answers.empty() || answers.front().isNull)
+            return;
+        QTextEdit::ExtraSelection selection;
+        selection.cursor = QTextCursor(context_->document());
+        selection.cursor.setPosition(stringPositionOfCodePoint(text, answers.front().start));
+        selection.cursor.setPosition(stringPositionOfCodePoint(text, answers.front().end), QTextCursor::KeepAnchor);
+        if (run) {
+            selection.format.setBackground(QColor(0xcf, 0xe3, 0xf7));
+        } else {
+            selection.format.setUnderlineStyle(QTextCharFormat::SingleUnderline);
+            selection.format.setUnderlineColor(QColor(0xe6, 0x9f, 0x00));
+            selection.format.setFontUnderline(true);
+        }
+        selections << selection;
+    };
+    select(outcome.runAnswers, true);
+    select(outcome.referenceAnswers, false);
+    context_->setExtraSelections(selections);
+
+    // Logits of the window holding the run's best answer (the first window otherwise).
+    if (!outcome.comparison || !outcome.comparison->qa)
+        return;
+    const QaAgreement& qa = *outcome.comparison->qa;
+    std::size_t window = 0;
+    if (!outcome.runAnswers.empty() && outcome.runAnswers.front().window >= 0)
+        window = static_cast<std::size_t>(outcome.runAnswers.front().window);
+    if (window >= qa.windows.size())
+        return;
+    const Encoding& encoding = qa.windows[window].encoding;
+    std::vector<std::string> tokens;
+    const std::string question = outcome.question.toStdString();
+    const std::string context = outcome.context.toStdString();
+    for (std::size_t i = 0; i < encoding.ids.size(); ++i) {
+        const auto [start, end] = encoding.offsets[i];
+        const std::string& source = encoding.sequenceIds[i] == 0 ? question : context;
+        if (encoding.sequenceIds[i] < 0) {
+            tokens.push_back(i == 0 ? "<s>" : "</s>");
+        } else {
+            const std::size_t from = byteOffsetOfCodePoint(source, start);
+            tokens.push_back(source.substr(from, byteOffsetOfCodePoint(source, end) - from));
+        }
+    }
+    logits_->setChart(qaLogitsChart(tokens, qa.runStartLogits[window], qa.runEndLogits[window],
+                                    qa.referenceStartLogits[window], qa.referenceEndLogits[window], true));
+}
+
+} // namespace scalescope::ui

@@ -1,0 +1,66 @@
+#pragma once
+// Ask panel: question and context editors, run on Ctrl+Enter; the best answers of the run and the
+// reference highlighted in the context; both n-best lists side by side; start/end logits over the
+// tokens of the window that holds the answer.
+#include <QWidget>
+
+#include <memory>
+
+#include "tasks/question_answering.h"
+
+class QCheckBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QPushButton;
+class QSpinBox;
+class QTableView;
+
+namespace scalescope::ui {
+
+struct AskOutcome;
+class AnswersModel;
+class ChartView;
+
+class AskPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit AskPanel(QWidget* parent = nullptr);
+
+    void setInputs(const QString& question, const QString& context);
+    QString question() const;
+    QString context() const;
+    QaOptions options() const;
+    void showOutcome(const AskOutcome& outcome, const QString& referenceLabel);
+    void setBusy(bool busy);
+
+    AnswersModel* answersModel() const { return answers_; }
+    ChartView* logitsChart() const { return logits_; }
+    QPlainTextEdit* contextEdit() const { return context_; }
+    QLineEdit* questionEdit() const { return question_; }
+    QPushButton* askButton() const { return ask_; }
+    QLabel* resultLabel() const { return result_; }
+
+signals:
+    void askRequested(const QString& question, const QString& context, const scalescope::QaOptions& options);
+
+private:
+    void requestAsk();
+    QLineEdit* question_ = nullptr;
+    QPlainTextEdit* context_ = nullptr;
+    QPushButton* ask_ = nullptr;
+    QSpinBox* topK_ = nullptr;
+    QSpinBox* maxAnswerLength_ = nullptr;
+    QCheckBox* allowNoAnswer_ = nullptr;
+    QDoubleSpinBox* nullThreshold_ = nullptr;
+    QLabel* result_ = nullptr;
+    AnswersModel* answers_ = nullptr;
+    QTableView* answersView_ = nullptr;
+    ChartView* logits_ = nullptr;
+};
+
+// The QString (UTF-16) position of a code-point offset, as the engine's offsets count characters.
+int stringPositionOfCodePoint(const QString& text, int codePoint);
+
+} // namespace scalescope::ui

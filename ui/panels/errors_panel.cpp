@@ -1,0 +1,153 @@
+#include "panels/errors_panel.h"
+
+#include <QCheckBox>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+#include "charts/chart_view.h"
+#include "models/layer_metrics_model.h"
+#include "report/charts.h"
+#include "workbench_session.h"
+
+namespace scalescope::ui {
+
+ErrorsPanel::ErrorsPanel(QWidget* parent) : QWidget(parent)
+{
+    summary_ = new QLabel(tr("Run a question or a mask: the error of every layer against the reference appears here."), this);
+    summary_->setWordWrap(true);
+    outputsOnly_ = new QCheckBox(tr("Layer and Linear outputs only"), this);
+    outputsOnly_->setChecked(true);
+    metrics_ = new LayerMetricsModel(this);
+    metrics_->setOutputsOnly(true);
+    proxy_ = new QSortFilterProxyModel(this);
+    proxy_->setSourceModel(metrics_);
+    proxy_->setSortRole(LayerMetricsModel::SortRole);
+    view_ = new QTableView(this);
+    view_->setModel(proxy_);
+    view_->setSortingEnabled(true);
+    view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    view_->setSelectionMode(QAbstractItemView::SingleSelection);
+    view_->verticalHeader()->hide();
+    view_->horizontalHeader()->setStretchLastSection(true);
+
+    layerSqnr_ = new ChartView(this);
+    layerCosine_ = new ChartView(this);
+    growth_ = new ChartView(this);
+    linearSqnr_ = new ChartView(this);
+    chartTabs_ = new QTabWidget(this);
+    chartTabs_->addTab(layerSqnr_, tr("SQNR per layer"));
+    chartTabs_->addTab(layerCosine_, tr("Cosine per layer"));
+    chartTabs_->addTab(growth_, tr("Error growth"));
+    chartTabs_->addTab(linearSqnr_, tr("SQNR per Linear"));
+
+    drillTitle_ = new QLabel(tr("Click a layer or a row to see its error distribution."), this);
+    histogram_ = new ChartView(this);
+    scatter_ = new ChartView(this);
+    for (ChartView* chart : {layerSqnr_, layerCosine_, growth_, linearSqnr_})
+        chart->setPlaceholder(tr("Run a question or a mask to compare the FP8 model with its reference."));
+    histogram_->setPlaceholder(tr("Click a layer or a row to see its error histogram."));
+    scatter_->setPlaceholder(tr("Click a layer or a row to see reference against FP8 values."));
+
+    auto* tableBox = new QWidget(this);
+    auto* tableLayout = new QVBoxLayout(tableBox);
+    tableLayout->setContentsMargins(0, 0, 0, 0);
+    tableLayout->addWidget(outputsOnly_);
+    tableLayout->addWidget(view_);
+    auto* top = new QSplitter(Qt::Horizontal, this);
+    top->addWidget(tableBox);
+    top->addWidget(chartTabs_);
+    top->setStretchFactor(0, 2);
+    top->setStretchFactor(1, 3);
+    auto* drill = new QSplitter(Qt::Horizontal, this);
+    drill->addWidget(histogram_);
+    drill->addWidget(scatter_);
+    auto* drillBox = new QWidget(this);
+    auto* drillLayout = new QVBoxLayout(drillBox);
+    drillLayout->setContentsMargins(0, 0, 0, 0);
+    drillLayout->addWidget(drillTitle_);
+    drillLayout->addWidget(drill, 1);
+    auto* vertical = new QSplitter(Qt::Vertical, this);
+    vertical->setObjectName(QStringLiteral("errorsSplitter"));
+    vertical->addWidget(top);
+    vertical->addWidget(drillBox);
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(summary_);
+    layout->addWidget(vertical, 1);
+
+    connect(outputsOnly_, &QCheckBox::toggled, metrics_, &LayerMetricsModel::setOutputsOnly);
+    connect(view_, &QTableView::clicked, this, [this](const QModelIndex& index) {
+        const QModelIndex name = index.siblingAtColumn(0);
+        emit capturePointRequested(name.data(Qt::DisplayRole).toString());
+    });
+    // Layer charts: category i is the i-th layer-output point (embeddings first).
+    auto layerPoint = [this](int category) -> QString {
+        if (!comparison_)
+            return {};
+        int seen = 0;
+        for (const CapturePointMetrics& p : comparison_->points)
+            if (p.kind == CaptureKind::Embeddings || p.kind == CaptureKind::LayerOutput)
+                if (seen++ == category)
+                    return QString::fromStdString(p.name);
+        return {};
+    };
+    for (ChartView* chart : {layerSqnr_, layerCosine_, growth_})
+        connect(chart, &ChartView::categoryClicked, this, [this, layerPoint](int category) {
+            const QString name = layerPoint(category);
+            if (!name.isEmpty())
+                emit capturePointRequested(name);
+        });
+    connect(linearSqnr_, &ChartView::categoryClicked, this, [this](int category) {
+        if (!comparison_)
+            return;
+        int seen = 0;
+        for (const CapturePointMetrics& p : comparison_->points)
+            if (p.kind == CaptureKind::LinearOutput && seen++ == category)
+                emit capturePointRequested(QString::fromStdString(p.name));
+    });
+}
+
+void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparison)
+{
+    comparison_ = std::move(comparison);
+    const ComparisonResult& c = *comparison_;
+    metrics_->setPoints(c.points);
+    view_->resizeColumnsToContents();
+    layerSqnr_->setChart(layerSqnrChart(c));
+    layerCosine_->setChart(layerCosineChart(c));
+    growth_->setChart(errorGrowthChart(c));
+    linearSqnr_->setChart(linearSqnrChart(c));
+    auto db = [](double v) { return std::isinf(v) ? QStringLiteral("inf") : QString::number(v, 'f', 2); };
+    QString agreement;
+    if (c.qa)
+        agreement = c.qa->sameBestAnswer ? tr("same best answer") : tr("different best answers (F1 %1)").arg(c.qa->answerF1, 0, 'f', 2);
+    else if (c.fillMask && !c.fillMask->masks.empty())
+        agreement = c.fillMask->masks.front().top1Agrees ? tr("same top-1 token") : tr("different top-1 token");
+    summary_->setText(tr("%1 vs %2: final logits SQNR %3 dB, cosine %4; %5. Forward %6 ms (run) / %7 ms (reference).")
+                          .arg(QString::fromStdString(c.runLabel).toUpper(), QString::fromStdString(c.referenceLabel).toHtmlEscaped(),
+                               db(c.finalLogits.sqnrDb))
+                          .arg(c.finalLogits.cosine, 0, 'f', 5)
+                          .arg(agreement)
+                          .arg(c.runMs, 0, 'f', 1)
+                          .arg(c.referenceMs, 0, 'f', 1));
+}
+
+void ErrorsPanel::showCapturePoint(const CapturePointValues& values)
+{
+    drillTitle_->setText(tr("Error distribution at %1 (%2 values)").arg(values.name).arg(values.run.size()));
+    histogram_->setChart(errorHistogramChart(values.name.toStdString(), values.run, values.reference));
+    scatter_->setChart(referenceScatterChart(values.name.toStdString(), values.run, values.reference));
+}
+
+std::vector<ChartView*> ErrorsPanel::charts() const
+{
+    return {layerSqnr_, layerCosine_, growth_, linearSqnr_, histogram_, scatter_};
+}
+
+} // namespace scalescope::ui

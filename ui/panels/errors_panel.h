@@ -1,0 +1,56 @@
+#pragma once
+// Errors panel: per capture point SQNR, cosine and relative error of the last run against its
+// reference (table and per-layer charts); clicking a point or a layer shows its error histogram and a
+// reference-vs-FP8 scatter.
+#include <QWidget>
+
+#include <memory>
+
+#include "analysis/comparison.h"
+
+class QCheckBox;
+class QLabel;
+class QSortFilterProxyModel;
+class QTableView;
+class QTabWidget;
+
+namespace scalescope::ui {
+
+struct CapturePointValues;
+class ChartView;
+class LayerMetricsModel;
+
+class ErrorsPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit ErrorsPanel(QWidget* parent = nullptr);
+
+    void setComparison(std::shared_ptr<const ComparisonResult> comparison);
+    void showCapturePoint(const CapturePointValues& values);
+    std::shared_ptr<const ComparisonResult> comparison() const { return comparison_; }
+
+    LayerMetricsModel* metricsModel() const { return metrics_; }
+    QTableView* metricsView() const { return view_; }
+    std::vector<ChartView*> charts() const;
+
+signals:
+    void capturePointRequested(const QString& name);
+
+private:
+    std::shared_ptr<const ComparisonResult> comparison_;
+    QLabel* summary_ = nullptr;
+    QCheckBox* outputsOnly_ = nullptr;
+    LayerMetricsModel* metrics_ = nullptr;
+    QSortFilterProxyModel* proxy_ = nullptr;
+    QTableView* view_ = nullptr;
+    QTabWidget* chartTabs_ = nullptr;
+    ChartView* layerSqnr_ = nullptr;
+    ChartView* layerCosine_ = nullptr;
+    ChartView* growth_ = nullptr;
+    ChartView* linearSqnr_ = nullptr;
+    QLabel* drillTitle_ = nullptr;
+    ChartView* histogram_ = nullptr;
+    ChartView* scatter_ = nullptr;
+};
+
+} // namespace scalescope::ui

@@ -1,0 +1,116 @@
+#include "panels/fill_mask_panel.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QShortcut>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "charts/chart_view.h"
+#include "models/mask_predictions_model.h"
+#include "models/probability_bar_delegate.h"
+#include "report/charts.h"
+#include "workbench_session.h"
+
+namespace scalescope::ui {
+
+FillMaskPanel::FillMaskPanel(QWidget* parent) : QWidget(parent)
+{
+    text_ = new QLineEdit(this);
+    text_->setPlaceholderText(tr("A sentence with <mask> where a word is missing"));
+    topK_ = new QSpinBox(this);
+    topK_->setRange(1, 50);
+    topK_->setValue(5);
+    fill_ = new QPushButton(tr("Fill"), this);
+    fill_->setToolTip(tr("Predict the masked tokens with the FP8 model and its reference (Ctrl+Enter)"));
+    auto* row = new QHBoxLayout;
+    row->addWidget(text_, 1);
+    row->addWidget(new QLabel(tr("Top"), this));
+    row->addWidget(topK_);
+    row->addWidget(fill_);
+
+    result_ = new QLabel(tr("Write a sentence with <mask> and press Fill."), this);
+    result_->setWordWrap(true);
+    predictions_ = new MaskPredictionsModel(this);
+    view_ = new QTableView(this);
+    view_->setModel(predictions_);
+    view_->verticalHeader()->hide();
+    view_->setItemDelegate(new ProbabilityBarDelegate(view_));
+    view_->horizontalHeader()->setStretchLastSection(true);
+    chart_ = new ChartView(this);
+    chart_->setPlaceholder(tr("The probabilities of the top tokens appear here after Fill."));
+
+    auto* splitter = new QSplitter(Qt::Vertical, this);
+    splitter->setObjectName(QStringLiteral("fillMaskSplitter"));
+    splitter->addWidget(view_);
+    splitter->addWidget(chart_);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(row);
+    layout->addWidget(result_);
+    layout->addWidget(splitter, 1);
+
+    connect(fill_, &QPushButton::clicked, this, &FillMaskPanel::requestFill);
+    connect(text_, &QLineEdit::returnPressed, this, &FillMaskPanel::requestFill);
+    for (const QKeySequence& keys : {QKeySequence(Qt::CTRL | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::Key_Enter)}) {
+        auto* shortcut = new QShortcut(keys, this);
+        shortcut->setContext(Qt::WidgetWithChildrenShortcut);
+        connect(shortcut, &QShortcut::activated, this, &FillMaskPanel::requestFill);
+    }
+}
+
+void FillMaskPanel::setText(const QString& text) { text_->setText(text); }
+QString FillMaskPanel::text() const { return text_->text(); }
+void FillMaskPanel::setBusy(bool busy) { fill_->setEnabled(!busy); }
+
+void FillMaskPanel::requestFill()
+{
+    if (!fill_->isEnabled())
+        return;
+    if (!text_->text().contains(QLatin1String("<mask>"))) {
+        result_->setText(tr("The text needs at least one <mask>."));
+        return;
+    }
+    emit fillRequested(text_->text(), topK_->value());
+}
+
+void FillMaskPanel::showOutcome(const FillMaskOutcome& outcome, const QString& referenceLabel)
+{
+    const FillMaskAgreement& agreement = *outcome.comparison->fillMask;
+    const auto& run = outcome.run;
+    std::vector<int> positions;
+    QStringList summary;
+    for (std::size_t m = 0; m < agreement.masks.size(); ++m) {
+        const auto& mask = agreement.masks[m];
+        positions.push_back(mask.position);
+        summary << tr("mask %1: top-1 %2, top-%3 overlap %4%, KL %5 nats")
+                       .arg(m + 1)
+                       .arg(mask.top1Agrees ? tr("agrees") : tr("differs"))
+                       .arg(mask.runTop.size())
+                       .arg(100.0 * mask.topKOverlap, 0, 'f', 0)
+                       .arg(mask.klDivergence, 0, 'g', 3);
+    }
+    predictions_->setPredictions(outcome.run, outcome.reference, true, positions);
+    view_->resizeColumnsToContents();
+    result_->setText(tr("FP8 vs %1: %2").arg(referenceLabel.toHtmlEscaped(), summary.join(QStringLiteral("; "))));
+
+    if (!run.empty()) {
+        std::vector<std::string> tokens;
+        std::vector<double> runP, referenceP;
+        for (const MaskPrediction& p : run.front()) {
+            tokens.push_back(p.token);
+            runP.push_back(p.probability);
+            const auto& distribution = agreement.masks.front().referenceDistribution;
+            referenceP.push_back(static_cast<std::size_t>(p.tokenId) < distribution.size()
+                                     ? double(distribution[static_cast<std::size_t>(p.tokenId)])
+                                     : 0.0);
+        }
+        chart_->setChart(maskProbabilitiesChart(tokens, runP, referenceP, true));
+    }
+}
+
+} // namespace scalescope::ui

@@ -1,0 +1,47 @@
+#pragma once
+// Fill-mask panel: a text with <mask>, the top-k tokens of the run and the reference side by side
+// with probability bars, agreement per mask, and a bar chart of the first mask's probabilities.
+#include <QWidget>
+
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+class QTableView;
+
+namespace scalescope::ui {
+
+struct FillMaskOutcome;
+class ChartView;
+class MaskPredictionsModel;
+
+class FillMaskPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit FillMaskPanel(QWidget* parent = nullptr);
+
+    void setText(const QString& text);
+    QString text() const;
+    void showOutcome(const FillMaskOutcome& outcome, const QString& referenceLabel);
+    void setBusy(bool busy);
+
+    MaskPredictionsModel* predictionsModel() const { return predictions_; }
+    ChartView* chart() const { return chart_; }
+    QPushButton* fillButton() const { return fill_; }
+    QLabel* resultLabel() const { return result_; }
+
+signals:
+    void fillRequested(const QString& text, int topK);
+
+private:
+    void requestFill();
+    QLineEdit* text_ = nullptr;
+    QSpinBox* topK_ = nullptr;
+    QPushButton* fill_ = nullptr;
+    QLabel* result_ = nullptr;
+    MaskPredictionsModel* predictions_ = nullptr;
+    QTableView* view_ = nullptr;
+    ChartView* chart_ = nullptr;
+};
+
+} // namespace scalescope::ui

@@ -1,0 +1,188 @@
+#include "panels/model_panel.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QTableView>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+#include "models/diagnostics_model.h"
+#include "models/module_tree_model.h"
+#include "models/tensor_table_model.h"
+#include "workbench_session.h"
+
+namespace scalescope::ui {
+namespace {
+
+QSortFilterProxyModel* makeProxy(QAbstractItemModel* source, QObject* parent, int sortRole)
+{
+    auto* proxy = new QSortFilterProxyModel(parent);
+    proxy->setSourceModel(source);
+    proxy->setSortRole(sortRole);
+    proxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
+    return proxy;
+}
+
+QLineEdit* makeFilter(const QString& placeholder, QSortFilterProxyModel* proxy, QWidget* parent)
+{
+    auto* filter = new QLineEdit(parent);
+    filter->setPlaceholderText(placeholder);
+    filter->setClearButtonEnabled(true);
+    QObject::connect(filter, &QLineEdit::textChanged, proxy,
+                     [proxy](const QString& text) { proxy->setFilterFixedString(text); });
+    return filter;
+}
+
+} // namespace
+
+ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent)
+{
+    tensors_ = new TensorTableModel(this);
+    tree_ = new ModuleTreeModel(this);
+    diagnostics_ = new DiagnosticsModel(this);
+    tensorProxy_ = makeProxy(tensors_, this, TensorTableModel::SortRole);
+    treeProxy_ = makeProxy(tree_, this, ModuleTreeModel::SortRole);
+    treeProxy_->setRecursiveFilteringEnabled(true);
+    diagnosticsProxy_ = makeProxy(diagnostics_, this, DiagnosticsModel::SortRole);
+    diagnosticsProxy_->setFilterKeyColumn(-1);
+
+    summary_ = new QLabel(tr("No checkpoint open."), this);
+    summary_->setWordWrap(true);
+    summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    treeView_ = new QTreeView(this);
+    treeView_->setModel(treeProxy_);
+    treeView_->setSortingEnabled(true);
+    treeView_->sortByColumn(0, Qt::AscendingOrder);
+    treeView_->setUniformRowHeights(true);
+    treeView_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
+    auto* treeBox = new QWidget(this);
+    auto* treeLayout = new QVBoxLayout(treeBox);
+    treeLayout->setContentsMargins(0, 0, 0, 0);
+    treeLayout->addWidget(makeFilter(tr("Filter modules"), treeProxy_, treeBox));
+    treeLayout->addWidget(treeView_);
+
+    tensorView_ = new QTableView(this);
+    tensorView_->setModel(tensorProxy_);
+    tensorView_->setSortingEnabled(true);
+    tensorView_->sortByColumn(TensorTableModel::NameColumn, Qt::AscendingOrder);
+    tensorView_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    tensorView_->setSelectionMode(QAbstractItemView::SingleSelection);
+    tensorView_->verticalHeader()->hide();
+    tensorView_->horizontalHeader()->setSectionResizeMode(TensorTableModel::NameColumn, QHeaderView::Stretch);
+    tensorView_->setWordWrap(false);
+    auto* tableBox = new QWidget(this);
+    auto* tableLayout = new QVBoxLayout(tableBox);
+    tableLayout->setContentsMargins(0, 0, 0, 0);
+    tableLayout->addWidget(makeFilter(tr("Filter tensors by name"), tensorProxy_, tableBox));
+    tableLayout->addWidget(tensorView_);
+
+    diagnosticsView_ = new QTableView(this);
+    diagnosticsView_->setModel(diagnosticsProxy_);
+    diagnosticsView_->setSortingEnabled(true);
+    diagnosticsView_->sortByColumn(0, Qt::AscendingOrder);
+    diagnosticsView_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    diagnosticsView_->verticalHeader()->hide();
+    diagnosticsView_->horizontalHeader()->setStretchLastSection(true);
+    diagnosticsView_->setWordWrap(true);
+    diagnosticsSummary_ = new QLabel(this);
+    auto* diagnosticsBox = new QWidget(this);
+    auto* diagnosticsLayout = new QVBoxLayout(diagnosticsBox);
+    diagnosticsLayout->setContentsMargins(0, 0, 0, 0);
+    diagnosticsLayout->addWidget(diagnosticsSummary_);
+    diagnosticsLayout->addWidget(diagnosticsView_);
+
+    auto* top = new QSplitter(Qt::Horizontal, this);
+    top->addWidget(treeBox);
+    top->addWidget(tableBox);
+    top->setStretchFactor(0, 1);
+    top->setStretchFactor(1, 3);
+    auto* vertical = new QSplitter(Qt::Vertical, this);
+    vertical->setObjectName(QStringLiteral("modelSplitter"));
+    vertical->addWidget(top);
+    vertical->addWidget(diagnosticsBox);
+    vertical->setStretchFactor(0, 3);
+    vertical->setStretchFactor(1, 1);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(summary_);
+    layout->addWidget(vertical, 1);
+
+    connect(diagnosticsView_, &QTableView::clicked, this, [this](const QModelIndex& index) {
+        selectSubject(index.data(DiagnosticsModel::SubjectRole).toString());
+    });
+    connect(treeView_, &QTreeView::clicked, this, [this](const QModelIndex& index) {
+        const QString subject = index.data(ModuleTreeModel::SubjectRole).toString();
+        const int row = tensors_->rowForName(subject);
+        if (row >= 0)
+            tensorView_->selectRow(tensorProxy_->mapFromSource(tensors_->index(row, 0)).row());
+    });
+    connect(tensorView_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex& current) {
+                const QString name = current.data(TensorTableModel::SubjectRole).toString();
+                if (name.endsWith(QLatin1String(".weight")))
+                    emit linearSelected(name.chopped(7));
+            });
+}
+
+void ModelPanel::showCheckpoint(const CheckpointInfo& info)
+{
+    const ModelConfig& config = info.checkpoint->config();
+    QString scheme = tr("not quantized (float)");
+    if (config.quantization && !config.quantization->groups.empty()) {
+        QStringList groups;
+        for (const ConfigGroup& g : config.quantization->groups)
+            groups << QString::fromStdString(g.name + ": " + describeScheme(g));
+        scheme = groups.join(QStringLiteral("; "));
+    }
+    summary_->setText(tr("<b>%1</b> &nbsp; %2, %3 layers, hidden %4, %5 heads, vocabulary %6, dtype %7<br>"
+                         "Quantization: %8%9")
+                          .arg(info.directory.toHtmlEscaped(), QString::fromUtf8(architectureName(config.architecture)))
+                          .arg(config.numLayers)
+                          .arg(config.hiddenSize)
+                          .arg(config.numHeads)
+                          .arg(config.vocabSize)
+                          .arg(QString::fromStdString(config.torchDtype), scheme.toHtmlEscaped(),
+                               info.runnable ? QString()
+                                             : tr("<br><span style='color:#b00'>Cannot run: %1</span>")
+                                                   .arg(info.loadError.toHtmlEscaped())));
+    auto rows = TensorTableModel::rowsFrom(*info.checkpoint);
+    tree_->setTensors(rows);
+    tensors_->setTensors(std::move(rows), info.statistics);
+    diagnostics_->setFindings(info.findings);
+    const auto counts = diagnostics_->counts();
+    diagnosticsSummary_->setText(tr("Diagnostics: %1 errors, %2 warnings, %3 notes")
+                                     .arg(counts.errors)
+                                     .arg(counts.warnings)
+                                     .arg(counts.infos));
+    tensorView_->resizeColumnsToContents();
+    diagnosticsView_->resizeColumnToContents(0);
+    diagnosticsView_->resizeColumnToContents(1);
+    diagnosticsView_->resizeColumnToContents(2);
+    treeView_->expandToDepth(1);
+}
+
+void ModelPanel::selectSubject(const QString& subject)
+{
+    int row = tensors_->rowForName(subject);
+    if (row < 0)
+        row = tensors_->rowForName(subject + QStringLiteral(".weight"));
+    if (row >= 0) {
+        const QModelIndex index = tensorProxy_->mapFromSource(tensors_->index(row, 0));
+        if (!index.isValid()) { // filtered out: show everything again
+            tensorProxy_->setFilterFixedString(QString());
+        }
+        tensorView_->selectRow(tensorProxy_->mapFromSource(tensors_->index(row, 0)).row());
+        tensorView_->scrollTo(tensorProxy_->mapFromSource(tensors_->index(row, 0)));
+    }
+    const QModelIndex treeIndex = treeProxy_->mapFromSource(tree_->indexForName(subject));
+    if (treeIndex.isValid()) {
+        treeView_->setCurrentIndex(treeIndex);
+        treeView_->scrollTo(treeIndex);
+    }
+}
+
+} // namespace scalescope::ui

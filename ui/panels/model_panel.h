@@ -1,0 +1,53 @@
+#pragma once
+// Model panel: the module tree, the tensor table with scale statistics (both sortable and
+// filterable), and the diagnostics list; clicking a finding selects its tensor in both views.
+#include <QWidget>
+
+#include <memory>
+
+class QLineEdit;
+class QSortFilterProxyModel;
+class QTableView;
+class QTreeView;
+class QLabel;
+
+namespace scalescope::ui {
+
+struct CheckpointInfo;
+class DiagnosticsModel;
+class ModuleTreeModel;
+class TensorTableModel;
+
+class ModelPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit ModelPanel(QWidget* parent = nullptr);
+
+    void showCheckpoint(const CheckpointInfo& info);
+    // Selects a tensor (or a module's weight) in the tree and the table.
+    void selectSubject(const QString& subject);
+
+    TensorTableModel* tensorModel() const { return tensors_; }
+    DiagnosticsModel* diagnosticsModel() const { return diagnostics_; }
+    QTableView* tensorView() const { return tensorView_; }
+    QTableView* diagnosticsView() const { return diagnosticsView_; }
+    QTreeView* treeView() const { return treeView_; }
+
+signals:
+    void linearSelected(const QString& module);
+
+private:
+    TensorTableModel* tensors_ = nullptr;
+    ModuleTreeModel* tree_ = nullptr;
+    DiagnosticsModel* diagnostics_ = nullptr;
+    QSortFilterProxyModel* tensorProxy_ = nullptr;
+    QSortFilterProxyModel* treeProxy_ = nullptr;
+    QSortFilterProxyModel* diagnosticsProxy_ = nullptr;
+    QTableView* tensorView_ = nullptr;
+    QTreeView* treeView_ = nullptr;
+    QTableView* diagnosticsView_ = nullptr;
+    QLabel* summary_ = nullptr;
+    QLabel* diagnosticsSummary_ = nullptr;
+};
+
+} // namespace scalescope::ui

@@ -1,0 +1,155 @@
+#include "panels/scales_panel.h"
+
+#include <QComboBox>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QScrollArea>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+#include "charts/chart_view.h"
+#include "report/charts.h"
+
+namespace scalescope::ui {
+
+ScalesPanel::ScalesPanel(QWidget* parent) : QWidget(parent)
+{
+    ranges_ = new ChartView(this);
+    linear_ = new QComboBox(this);
+    linear_->setMinimumContentsLength(40);
+    linear_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    shares_ = new QLabel(this);
+    channels_ = new ChartView(this);
+    exponents_ = new ChartView(this);
+    activationNote_ = new QLabel(tr("Run a question or a mask to see how each Linear's inputs fit their FP8 scales."), this);
+    activationNote_->setWordWrap(true);
+    activationRange_ = new ChartView(this);
+    activationShares_ = new ChartView(this);
+    for (ChartView* chart : {activationRange_, activationShares_})
+        chart->setPlaceholder(tr("Run a question or a mask to see the activation statistics."));
+    for (ChartView* chart : {ranges_, channels_, exponents_})
+        chart->setPlaceholder(tr("This checkpoint has no FP8 weights."));
+
+    auto* linearRow = new QHBoxLayout;
+    linearRow->addWidget(new QLabel(tr("Linear:"), this));
+    linearRow->addWidget(linear_);
+    linearRow->addWidget(shares_, 1);
+
+    auto* perLinear = new QSplitter(Qt::Horizontal, this);
+    perLinear->addWidget(channels_);
+    perLinear->addWidget(exponents_);
+    auto* activations = new QSplitter(Qt::Horizontal, this);
+    activations->addWidget(activationRange_);
+    activations->addWidget(activationShares_);
+
+    auto* linearBox = new QWidget(this);
+    auto* linearLayout = new QVBoxLayout(linearBox);
+    linearLayout->setContentsMargins(0, 0, 0, 0);
+    linearLayout->addLayout(linearRow);
+    linearLayout->addWidget(perLinear, 1);
+    auto* activationBox = new QWidget(this);
+    auto* activationLayout = new QVBoxLayout(activationBox);
+    activationLayout->setContentsMargins(0, 0, 0, 0);
+    activationLayout->addWidget(activationNote_);
+    activationLayout->addWidget(activations, 1);
+
+    auto* splitter = new QSplitter(Qt::Vertical, this);
+    splitter->setObjectName(QStringLiteral("scalesSplitter"));
+    splitter->addWidget(ranges_);
+    splitter->addWidget(linearBox);
+    splitter->addWidget(activationBox);
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(splitter);
+
+    connect(linear_, qOverload<int>(&QComboBox::currentIndexChanged), this, &ScalesPanel::showLinear);
+    connect(ranges_, &ChartView::categoryClicked, this, [this](int category) {
+        if (category >= 0 && category < linear_->count())
+            linear_->setCurrentIndex(category);
+    });
+}
+
+void ScalesPanel::setStatistics(std::vector<LinearScaleStatistics> statistics)
+{
+    statistics_ = std::move(statistics);
+    comboToStatistics_.clear();
+    const QSignalBlocker blocker(linear_);
+    linear_->clear();
+    for (std::size_t i = 0; i < statistics_.size(); ++i) {
+        if (!statistics_[i].quantized || statistics_[i].channelScales.empty())
+            continue;
+        comboToStatistics_.push_back(static_cast<int>(i));
+        linear_->addItem(QString::fromStdString(shortLinearLabel(statistics_[i].module) + "  (" +
+                                                statistics_[i].module + ")"),
+                         QString::fromStdString(statistics_[i].module));
+    }
+    // The range chart's categories are the quantized Linears in the same order as the combo box.
+    ranges_->setChart(weightScaleRangesChart(statistics_));
+    const int widest = widestScaleSpread(statistics_);
+    int comboIndex = 0;
+    for (std::size_t c = 0; c < comboToStatistics_.size(); ++c)
+        if (comboToStatistics_[c] == widest)
+            comboIndex = static_cast<int>(c);
+    if (linear_->count() > 0) {
+        linear_->setCurrentIndex(comboIndex);
+        showLinear(comboIndex);
+    } else {
+        shares_->setText(tr("This checkpoint has no FP8 Linears."));
+        channels_->setChart({});
+        exponents_->setChart({});
+    }
+}
+
+void ScalesPanel::showLinear(int index)
+{
+    if (index < 0 || index >= static_cast<int>(comboToStatistics_.size()))
+        return;
+    const LinearScaleStatistics& s = statistics_[static_cast<std::size_t>(comboToStatistics_[static_cast<std::size_t>(index)])];
+    channels_->setChart(channelScalesChart(s));
+    ChartData histogram = exponentHistogramChart(s);
+    histogram.title += "  (clipped " + QString::number(100 * s.clippedShare, 'f', 2).toStdString() + "%, underflow " +
+                       QString::number(100 * s.underflowShare, 'f', 2).toStdString() + "%)";
+    exponents_->setChart(histogram);
+    shares_->setText(tr("%1 weights per %2, scales %3 .. %4 (ratio %5), clipped %6%, underflow %7%%8")
+                         .arg(QString::fromStdString(s.weightDtype), QString::fromStdString(s.weightStrategy))
+                         .arg(s.scaleMin, 0, 'e', 3)
+                         .arg(s.scaleMax, 0, 'e', 3)
+                         .arg(s.scaleRatio, 0, 'f', 1)
+                         .arg(100 * s.clippedShare, 0, 'f', 2)
+                         .arg(100 * s.underflowShare, 0, 'f', 2)
+                         .arg(s.inputScale ? tr(", static input scale %1").arg(*s.inputScale, 0, 'e', 3) : QString()));
+}
+
+void ScalesPanel::selectLinear(const QString& module)
+{
+    const int index = linear_->findData(module);
+    if (index >= 0)
+        linear_->setCurrentIndex(index);
+}
+
+QString ScalesPanel::selectedLinear() const
+{
+    return linear_->currentData().toString();
+}
+
+void ScalesPanel::setComparison(const ComparisonResult& comparison)
+{
+    if (comparison.activations.empty()) {
+        activationNote_->setText(tr("The last run quantized no activations (weight-only FP8 or a float checkpoint)."));
+        activationRange_->setChart({});
+        activationShares_->setChart({});
+        return;
+    }
+    activationNote_->setText(tr("Activations of the last run: observed amax of each Linear's input against the "
+                                "largest value its FP8 scale can represent (448 x scale), and the shares clipped, "
+                                "flushed to zero or subnormal."));
+    activationRange_->setChart(activationScaleChart(comparison));
+    activationShares_->setChart(activationSharesChart(comparison));
+}
+
+std::vector<ChartView*> ScalesPanel::charts() const
+{
+    return {ranges_, channels_, exponents_, activationRange_, activationShares_};
+}
+
+} // namespace scalescope::ui

@@ -1,0 +1,45 @@
+#pragma once
+// Scales panel: weight-scale ranges of every quantized Linear (click one to select it), the
+// per-channel scales and FP8 exponent histogram of the selected Linear with its clipping and
+// underflow shares, and, after a run, observed activation amax against each input scale's range.
+#include <QWidget>
+
+#include <vector>
+
+#include "analysis/comparison.h"
+#include "analysis/scale_statistics.h"
+
+class QComboBox;
+class QLabel;
+
+namespace scalescope::ui {
+
+class ChartView;
+
+class ScalesPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit ScalesPanel(QWidget* parent = nullptr);
+
+    void setStatistics(std::vector<LinearScaleStatistics> statistics);
+    void setComparison(const ComparisonResult& comparison);
+    void selectLinear(const QString& module);
+    QString selectedLinear() const;
+
+    std::vector<ChartView*> charts() const;
+
+private:
+    void showLinear(int index);
+    std::vector<LinearScaleStatistics> statistics_;
+    std::vector<int> comboToStatistics_;
+    QComboBox* linear_ = nullptr;
+    QLabel* shares_ = nullptr;
+    QLabel* activationNote_ = nullptr;
+    ChartView* ranges_ = nullptr;
+    ChartView* channels_ = nullptr;
+    ChartView* exponents_ = nullptr;
+    ChartView* activationRange_ = nullptr;
+    ChartView* activationShares_ = nullptr;
+};
+
+} // namespace scalescope::ui

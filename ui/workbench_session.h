@@ -1,0 +1,117 @@
+#pragma once
+// The GUI's handle on the engine: owns the loaded checkpoint's EncoderModel and its reference, runs
+// every model call on one dedicated worker thread (an engine is never used from two threads), and
+// reports results as signals carrying immutable plain structs.
+//
+// Each request gets a job id; a result whose job was superseded by a newer request of the same kind
+// is dropped, so a slow answer never overwrites a newer one. cancel() raises the engine's atomic
+// cancel flag; the running call throws Cancelled at its next check and the session reports it.
+// Progress comes from the worker through queued calls: no processEvents(), no blocking connections.
+#include <QObject>
+#include <QString>
+#include <QThreadPool>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "analysis/comparison.h"
+#include "analysis/diagnostics.h"
+#include "analysis/scale_statistics.h"
+#include "model/encoder_model.h"
+#include "tasks/fill_mask.h"
+#include "tasks/question_answering.h"
+
+namespace scalescope::ui {
+
+// What the window shows about a freshly opened checkpoint.
+struct CheckpointInfo {
+    QString directory;
+    std::shared_ptr<const Checkpoint> checkpoint;
+    std::vector<LinearScaleStatistics> statistics;
+    std::vector<Finding> findings;
+    std::vector<LinearInfo> linears;
+    bool runnable = true;      // false when the engine refused it (findings say why)
+    QString loadError;         // the engine's sentence when not runnable
+    double loadMs = 0;
+};
+
+struct AskOutcome {
+    QString question, context;
+    std::shared_ptr<const ComparisonResult> comparison; // holds windows and both sides' logits
+    std::vector<QaAnswer> runAnswers, referenceAnswers; // n-best
+    QaOptions options;
+};
+
+struct FillMaskOutcome {
+    QString text;
+    std::shared_ptr<const ComparisonResult> comparison; // fillMask holds both sides per mask
+    // Per mask, top-k with token texts, for display.
+    std::vector<std::vector<MaskPrediction>> run, reference;
+};
+
+// Values of one capture point in the run and in the reference (for error histograms/scatter).
+struct CapturePointValues {
+    QString name;
+    std::vector<float> run, reference;
+};
+
+class WorkbenchSession : public QObject {
+    Q_OBJECT
+public:
+    explicit WorkbenchSession(QObject* parent = nullptr);
+    ~WorkbenchSession() override;
+
+    void openCheckpoint(const QString& dir);
+    // Empty dir: dequantized weights of the checkpoint stand in for the reference.
+    void setReference(const QString& dir);
+    void ask(const QString& question, const QString& context, const QaOptions& options);
+    void fillMask(const QString& text, int topK);
+    void capturePoint(const QString& name);
+    void cancel();
+    // The run side of asks and masks: fp8 (default) or dequant (weights-only error).
+    void setRunMode(RunMode mode) { runMode_ = mode; }
+    RunMode runMode() const { return runMode_; }
+
+    bool busy() const { return running_ > 0; }
+    QString checkpointDirectory() const { return checkpointDir_; }
+    QString referenceDirectory() const { return referenceDir_; }
+
+signals:
+    void checkpointOpened(std::shared_ptr<const scalescope::ui::CheckpointInfo> info);
+    void referenceChanged(const QString& label);
+    void answered(std::shared_ptr<const scalescope::ui::AskOutcome> outcome);
+    void masksFilled(std::shared_ptr<const scalescope::ui::FillMaskOutcome> outcome);
+    void capturePointReady(std::shared_ptr<const scalescope::ui::CapturePointValues> values);
+    void progress(double fraction, const QString& stage);
+    void failed(const QString& operation, const QString& message);
+    void busyChanged(bool busy);
+
+private:
+    enum class JobKind { Open, Reference, Run, Capture };
+    // Runs work on the worker thread; deliver runs on the GUI thread unless a newer job of the same
+    // kind started meanwhile.
+    void submit(JobKind kind, const QString& operation, std::function<std::function<void()>(const Progress&)> work);
+    void finishJob();
+
+    QThreadPool worker_;
+    std::atomic<bool> cancel_{false};
+    std::atomic<int> running_{0};
+    quint64 latest_[4] = {0, 0, 0, 0};
+    quint64 nextId_ = 0;
+    QString checkpointDir_;
+    QString referenceDir_;
+    RunMode runMode_ = RunMode::Fp8;
+    // Touched only on the worker thread.
+    std::shared_ptr<EncoderModel> run_;
+    std::shared_ptr<EncoderModel> reference_;
+    std::optional<ComparisonInput> lastInput_;
+};
+
+} // namespace scalescope::ui
+
+Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::CheckpointInfo>)
+Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::AskOutcome>)
+Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::FillMaskOutcome>)
+Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::CapturePointValues>)
