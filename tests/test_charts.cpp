@@ -558,6 +558,25 @@ private slots:
         QVERIFY(!QImage(path).isNull());
     }
 
+    // A bar on a log axis must end at its value: QCPBars stacks the value on its base, so a bar
+    // rising from the axis floor would otherwise overshoot by the floor (regression).
+    void logBarsEndAtTheirValues()
+    {
+        ChartData chart;
+        chart.logY = true;
+        chart.categories = {"a", "b", "c"};
+        chart.series = {{"amax", SeriesStyle::Bars, {0, 1, 2}, {4.93, 8.87, 0.5}, {}, ""}};
+        QCustomPlot plot;
+        renderChart(plot, chart);
+        auto* bars = qobject_cast<QCPBars*>(plot.plottable(0));
+        QVERIFY(bars);
+        QVERIFY(bars->baseValue() > 0);
+        for (int i = 0; i < bars->data()->size(); ++i) {
+            const double top = bars->baseValue() + bars->data()->at(i)->value;
+            QVERIFY(std::fabs(top - chart.series[0].y[static_cast<std::size_t>(i)]) < 1e-12);
+        }
+    }
+
     void emptyChartStillExports()
     {
         ChartData chart;

@@ -390,7 +390,9 @@ void drawSeries(QCustomPlot& plot, const ChartData& chart, const Geometry& geome
             for (std::size_t i = 0; i < pointCount(series); ++i)
                 if (std::isfinite(series.x[i]) && drawableValue(series.y[i], logY)) {
                     keys.append(series.x[i]);
-                    values.append(series.y[i]);
+                    // QCPBars draws from the base to base + value, so a bar rising from a non-zero
+                    // floor (log axes) carries its height above that floor.
+                    values.append(series.y[i] - geometry.barBase);
                 }
             bars->setData(keys, values);
             if (group)
