@@ -381,7 +381,7 @@ int commandInspect(const Arguments& args)
     std::cout << "  " << checkpoint->tensors().tensors().size() << " tensors\n\n";
     std::cout << std::left << std::setw(52) << "Linear" << std::right << std::setw(9) << "weight" << std::setw(12)
               << "scale min" << std::setw(12) << "median" << std::setw(12) << "max" << std::setw(9) << "ratio"
-              << std::setw(9) << "clip%" << std::setw(9) << "uflow%" << std::setw(12) << "input" << "\n";
+              << std::setw(9) << "clip%" << std::setw(9) << "uflow%" << "  " << "input" << "\n";
     for (const LinearScaleStatistics& s : statistics) {
         std::cout << std::left << std::setw(52) << s.module << std::right << std::setw(9) << s.weightDtype;
         if (s.quantized)
@@ -392,9 +392,9 @@ int commandInspect(const Arguments& args)
         else
             std::cout << std::setw(12 * 3 + 9 * 3) << "";
         if (s.inputScale)
-            std::cout << std::scientific << std::setprecision(3) << std::setw(12) << *s.inputScale;
+            std::cout << "  " << std::scientific << std::setprecision(3) << *s.inputScale;
         else
-            std::cout << std::setw(12) << (s.activationScheme.empty() ? "" : s.activationScheme);
+            std::cout << "  " << s.activationScheme;
         std::cout << std::defaultfloat << "\n";
     }
     std::cout << "\n";

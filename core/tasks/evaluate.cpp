@@ -1,0 +1,464 @@
+#include "tasks/evaluate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <new>
+
+#include "analysis/squad_metric.h"
+#include "common/error.h"
+
+namespace scalescope {
+namespace {
+
+// <s> question </s></s> context </s> leaves this many tokens besides question and context.
+constexpr int kSpecialTokensPerWindow = 4;
+constexpr int kMaxBatchSize = 4096;
+// Share of the progress bar for the answering pass; the per-layer comparisons take the rest.
+constexpr double kAnsweringShare = 0.95;
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start)
+{
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string describeModel(const EncoderModel& model)
+{
+    return model.checkpoint().directory();
+}
+
+int maxTokensOf(const EncoderModel& model)
+{
+    const ModelConfig& c = model.config();
+    return static_cast<int>(c.maxPositionEmbeddings - c.padTokenId - 1);
+}
+
+void validateSetup(EncoderModel& run, EncoderModel* reference, const SquadDataset& dataset,
+                   const EvaluationOptions& options)
+{
+    for (EncoderModel* model : {&run, reference}) {
+        if (!model)
+            continue;
+        if (model->config().architecture != Architecture::RobertaForQuestionAnswering)
+            throw Error("SQuAD evaluation needs a RobertaForQuestionAnswering checkpoint; " + describeModel(*model) +
+                        " is " + architectureName(model->config().architecture) + ".");
+    }
+    if (reference) {
+        const ModelConfig& a = run.config();
+        const ModelConfig& b = reference->config();
+        if (a.hiddenSize != b.hiddenSize || a.numLayers != b.numLayers || a.vocabSize != b.vocabSize ||
+            a.intermediateSize != b.intermediateSize)
+            throw Error("The reference " + describeModel(*reference) + " does not match " + describeModel(run) +
+                        " (hidden size, layers, vocabulary or intermediate size differ).");
+    }
+    if (dataset.examples.empty())
+        throw Error(dataset.path + " holds no questions.");
+    if (options.batchSize < 1 || options.batchSize > kMaxBatchSize)
+        throw Error("--batch-size must be from 1 to " + std::to_string(kMaxBatchSize) + " windows (got " +
+                    std::to_string(options.batchSize) + ").");
+
+    const QaOptions& qa = options.qa;
+    int limit = maxTokensOf(run);
+    if (reference)
+        limit = std::min(limit, maxTokensOf(*reference));
+    if (qa.maxSeqLen > limit)
+        throw Error("--max-seq-len " + std::to_string(qa.maxSeqLen) + " is longer than the " + std::to_string(limit) +
+                    " tokens " + describeModel(run) + (reference ? " or its reference" : "") +
+                    " takes; pass --max-seq-len " + std::to_string(limit) + " or less.");
+    if (qa.maxSeqLen < kSpecialTokensPerWindow + 2)
+        throw Error("--max-seq-len must be at least " + std::to_string(kSpecialTokensPerWindow + 2) + " tokens (got " +
+                    std::to_string(qa.maxSeqLen) + ").");
+    // Every window needs the question, the specials and more context than the stride; a stride
+    // this large would skip every question.
+    if (qa.docStride < 0 || qa.docStride >= qa.maxSeqLen - kSpecialTokensPerWindow - 1)
+        throw Error("--doc-stride must be from 0 to " + std::to_string(qa.maxSeqLen - kSpecialTokensPerWindow - 2) +
+                    " tokens with --max-seq-len " + std::to_string(qa.maxSeqLen) + " (got " +
+                    std::to_string(qa.docStride) + ").");
+    if (qa.maxAnswerLen < 1)
+        throw Error("--max-answer-len must be at least 1 token (got " + std::to_string(qa.maxAnswerLen) + ").");
+    if (qa.nBest < 1)
+        throw Error("The n-best size must be at least 1 (got " + std::to_string(qa.nBest) + ").");
+    if (qa.nullThreshold && !std::isfinite(*qa.nullThreshold))
+        throw Error("--null-threshold must be a finite number.");
+}
+
+// One question on its way through the batches: its windows and, per window, the logits of both runs.
+struct PendingQuestion {
+    std::size_t index = 0;
+    std::vector<QaWindow> windows;
+    std::vector<std::vector<float>> runStart, runEnd, referenceStart, referenceEnd;
+    std::size_t windowsDone = 0;
+};
+
+struct QueuedWindow {
+    PendingQuestion* question = nullptr;
+    std::size_t window = 0;
+};
+
+void copyRow(const FloatTensor& logits, std::size_t row, std::size_t length, std::vector<float>& out)
+{
+    const std::size_t seq = static_cast<std::size_t>(logits.shape.at(1));
+    const auto begin = logits.values.begin() + static_cast<std::ptrdiff_t>(row * seq);
+    out.assign(begin, begin + static_cast<std::ptrdiff_t>(length));
+}
+
+const FloatTensor& outputNamed(const ForwardResult& result, const char* name, const EncoderModel& model)
+{
+    for (const NamedTensor& t : result.outputs)
+        if (t.name == name)
+            return t.tensor;
+    throw Error("The forward pass of " + model.checkpoint().directory() + " produced no \"" + name + "\".");
+}
+
+QaAnswer bestAnswer(const std::vector<QaAnswer>& answers)
+{
+    if (!answers.empty())
+        return answers.front();
+    // No span and no competing null answer: the question gets the empty answer.
+    QaAnswer none;
+    none.isNull = true;
+    return none;
+}
+
+std::string predictionText(const QaAnswer& answer)
+{
+    return answer.isNull ? std::string() : answer.text;
+}
+
+std::vector<std::string> usableGolds(const SquadExample& example)
+{
+    std::vector<std::string> golds;
+    for (const std::string& gold : example.golds)
+        if (!normalizeAnswer(gold).empty())
+            golds.push_back(gold);
+    return golds;
+}
+
+void summarize(EvaluationResult& result)
+{
+    std::vector<ExampleScore> run, reference;
+    std::vector<bool> hasAnswer;
+    result.agreeing = 0;
+    result.disagreements.clear();
+    for (std::size_t i = 0; i < result.examples.size(); ++i) {
+        const EvaluatedExample& e = result.examples[i];
+        run.push_back(e.run);
+        reference.push_back(e.reference);
+        hasAnswer.push_back(!e.example.golds.empty());
+        if (e.agree) {
+            ++result.agreeing;
+        } else {
+            Disagreement d;
+            d.example = i;
+            result.disagreements.push_back(d);
+        }
+    }
+    result.runScores = aggregateScores(run, hasAnswer);
+    result.referenceScores = aggregateScores(reference, hasAnswer);
+    result.agreement = result.examples.empty() ? 0.0 : double(result.agreeing) / double(result.examples.size());
+}
+
+// The answering pass: windows of consecutive questions fill batches of options.batchSize; a
+// question is post-processed as soon as its last window has been through both models.
+class AnsweringPass {
+public:
+    AnsweringPass(EncoderModel& run, EncoderModel* reference, const SquadDataset& dataset,
+                  const EvaluationOptions& options, const Progress& progress, EvaluationResult& result)
+        : run_(run), reference_(reference ? *reference : run), dataset_(dataset), options_(options),
+          progress_(progress), result_(result)
+    {
+        forwardProgress_.cancel = progress.cancel; // cancel inside long forwards, report per batch only
+    }
+
+    void execute()
+    {
+        start_ = Clock::now();
+        const std::size_t total = result_.questionsSelected;
+        const std::size_t batchSize = static_cast<std::size_t>(options_.batchSize);
+        while (true) {
+            while (queue_.size() < batchSize && next_ < total)
+                enqueue(next_++);
+            if (queue_.empty())
+                break;
+            progress_.throwIfCancelled();
+
+            const std::size_t count = std::min(batchSize, queue_.size());
+            EncoderInputs inputs;
+            for (std::size_t i = 0; i < count; ++i)
+                inputs.inputIds.push_back(queue_[i].question->windows[queue_[i].window].encoding.ids);
+
+            ForwardOptions runOptions;
+            runOptions.mode = RunMode::Fp8;
+            ForwardOptions referenceOptions;
+            referenceOptions.mode = RunMode::Dequant;
+            const ForwardResult runResult = run_.forward(inputs, runOptions, forwardProgress_);
+            const ForwardResult referenceResult = reference_.forward(inputs, referenceOptions, forwardProgress_);
+            result_.runForwardMs += runResult.elapsedMs;
+            result_.referenceForwardMs += referenceResult.elapsedMs;
+
+            const FloatTensor& runStart = outputNamed(runResult, "start_logits", run_);
+            const FloatTensor& runEnd = outputNamed(runResult, "end_logits", run_);
+            const FloatTensor& referenceStart = outputNamed(referenceResult, "start_logits", reference_);
+            const FloatTensor& referenceEnd = outputNamed(referenceResult, "end_logits", reference_);
+            for (std::size_t i = 0; i < count; ++i) {
+                PendingQuestion& q = *queue_[i].question;
+                const std::size_t w = queue_[i].window;
+                const std::size_t length = q.windows[w].encoding.ids.size();
+                copyRow(runStart, i, length, q.runStart[w]);
+                copyRow(runEnd, i, length, q.runEnd[w]);
+                copyRow(referenceStart, i, length, q.referenceStart[w]);
+                copyRow(referenceEnd, i, length, q.referenceEnd[w]);
+                ++q.windowsDone;
+            }
+            queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(count));
+
+            EvaluationUpdate update;
+            while (!pending_.empty() && pending_.front().windowsDone == pending_.front().windows.size()) {
+                finish(pending_.front(), update.finished);
+                pending_.pop_front();
+            }
+            result_.examples.insert(result_.examples.end(), update.finished.begin(), update.finished.end());
+            report(std::move(update));
+        }
+    }
+
+private:
+    void enqueue(std::size_t index)
+    {
+        const SquadExample& example = dataset_.examples[index];
+        PendingQuestion question;
+        question.index = index;
+        try {
+            question.windows = buildQaWindows(run_.checkpoint().tokenizer(), example.question, example.context,
+                                              result_.qa);
+        } catch (const Cancelled&) {
+            throw;
+        } catch (const Error& e) {
+            result_.skipped.push_back({index, example.id, e.what()});
+            return;
+        }
+        const std::size_t windows = question.windows.size();
+        question.runStart.resize(windows);
+        question.runEnd.resize(windows);
+        question.referenceStart.resize(windows);
+        question.referenceEnd.resize(windows);
+        pending_.push_back(std::move(question));
+        // std::deque keeps references to its elements valid across push_back and pop_front.
+        PendingQuestion& stored = pending_.back();
+        for (std::size_t w = 0; w < windows; ++w)
+            queue_.push_back({&stored, w});
+    }
+
+    void finish(const PendingQuestion& q, std::vector<EvaluatedExample>& finished)
+    {
+        const SquadExample& example = dataset_.examples[q.index];
+        EvaluatedExample e;
+        e.index = q.index;
+        e.example = example;
+        e.windows = static_cast<int>(q.windows.size());
+        // Non-finite logits of one question (an FP8 overflow, say) are that question's finding, not
+        // a reason to stop the whole evaluation.
+        const char* side = "fp8 run";
+        try {
+            e.runAnswer = bestAnswer(postprocessQa(q.windows, q.runStart, q.runEnd, example.context, result_.qa));
+            side = "reference";
+            e.referenceAnswer =
+                bestAnswer(postprocessQa(q.windows, q.referenceStart, q.referenceEnd, example.context, result_.qa));
+        } catch (const Error& error) {
+            result_.skipped.push_back({q.index, example.id, std::string(side) + ": " + error.what()});
+            return;
+        }
+        e.run = scorePrediction(example, predictionText(e.runAnswer));
+        e.reference = scorePrediction(example, predictionText(e.referenceAnswer));
+        e.agree = normalizeAnswer(predictionText(e.runAnswer)) == normalizeAnswer(predictionText(e.referenceAnswer));
+        finished.push_back(std::move(e));
+    }
+
+    void report(EvaluationUpdate update)
+    {
+        const std::size_t done = result_.examples.size() + result_.skipped.size();
+        const double elapsed = secondsSince(start_);
+        update.done = done;
+        update.total = result_.questionsSelected;
+        update.elapsedSeconds = elapsed;
+        update.questionsPerSecond = elapsed > 0 ? double(result_.examples.size()) / elapsed : 0.0;
+        progress_.report(kAnsweringShare * double(done) / double(std::max<std::size_t>(1, update.total)),
+                         "Evaluating " + std::to_string(done) + "/" + std::to_string(update.total));
+        if (options_.onUpdate)
+            options_.onUpdate(update);
+    }
+
+    EncoderModel& run_;
+    EncoderModel& reference_;
+    const SquadDataset& dataset_;
+    const EvaluationOptions& options_;
+    const Progress& progress_;
+    Progress forwardProgress_;
+    EvaluationResult& result_;
+    Clock::time_point start_;
+    std::size_t next_ = 0;
+    std::deque<PendingQuestion> pending_;
+    std::deque<QueuedWindow> queue_;
+};
+
+std::string stoppedMessage(const EvaluationResult& result, const std::string& why)
+{
+    return why + " after " + std::to_string(result.examples.size()) + " of " +
+           std::to_string(result.questionsSelected) + " questions";
+}
+
+void compareDisagreements(EncoderModel& run, EncoderModel* reference, EvaluationResult& result,
+                          const Progress& progress)
+{
+    const Clock::time_point start = Clock::now();
+    const std::size_t count = std::min(result.detailLimit, result.disagreements.size());
+    Progress comparisonProgress;
+    comparisonProgress.cancel = progress.cancel;
+    for (std::size_t k = 0; k < count; ++k) {
+        progress.report(kAnsweringShare + (1.0 - kAnsweringShare) * double(k) / double(count),
+                        "Per-layer error of disagreement " + std::to_string(k + 1) + "/" + std::to_string(count));
+        try {
+            progress.throwIfCancelled();
+            Disagreement& d = result.disagreements[k];
+            const SquadExample& example = result.examples[d.example].example;
+            ComparisonInput input;
+            input.question = example.question;
+            input.context = example.context;
+            input.qaOptions = result.qa;
+            const ComparisonResult comparison = compareRuns(run, reference, input, comparisonProgress);
+            for (const CapturePointMetrics& point : comparison.points)
+                if (point.kind == CaptureKind::Embeddings || point.kind == CaptureKind::LayerOutput)
+                    d.layers.push_back(point);
+            d.finalLogits = comparison.finalLogits;
+            d.detailed = true;
+            ++result.detailed;
+        } catch (const Cancelled&) {
+            result.complete = false;
+            result.stoppedReason = "Cancelled while measuring the per-layer error of the disagreements (" +
+                                   std::to_string(result.detailed) + " of " + std::to_string(count) + " done).";
+            break;
+        } catch (const Error& e) {
+            // One example the comparison cannot run (memory, a model error) should not hide the rest.
+            result.disagreements[k].detailError = e.what();
+        }
+    }
+    result.detailSeconds = secondsSince(start);
+}
+
+} // namespace
+
+ExampleScore scorePrediction(const SquadExample& example, const std::string& prediction)
+{
+    const std::vector<std::string> golds = usableGolds(example);
+    ExampleScore score;
+    score.exact = maxOverGold(exactMatchScore, prediction, golds);
+    score.f1 = maxOverGold(f1Score, prediction, golds);
+    return score;
+}
+
+SquadScores aggregateScores(const std::vector<ExampleScore>& scores, const std::vector<bool>& hasAnswer)
+{
+    if (scores.size() != hasAnswer.size())
+        throw Error("SQuAD scoring got " + std::to_string(scores.size()) + " scores for " +
+                    std::to_string(hasAnswer.size()) + " questions.");
+    SquadScores out;
+    double exact = 0, f1 = 0, hasExact = 0, hasF1 = 0, noExact = 0, noF1 = 0;
+    for (std::size_t i = 0; i < scores.size(); ++i) {
+        exact += scores[i].exact;
+        f1 += scores[i].f1;
+        if (hasAnswer[i]) {
+            hasExact += scores[i].exact;
+            hasF1 += scores[i].f1;
+            ++out.hasAnsTotal;
+        } else {
+            noExact += scores[i].exact;
+            noF1 += scores[i].f1;
+            ++out.noAnsTotal;
+        }
+    }
+    out.total = scores.size();
+    const auto percent = [](double sum, std::size_t n) { return n ? 100.0 * sum / double(n) : 0.0; };
+    out.exact = percent(exact, out.total);
+    out.f1 = percent(f1, out.total);
+    out.hasAnsExact = percent(hasExact, out.hasAnsTotal);
+    out.hasAnsF1 = percent(hasF1, out.hasAnsTotal);
+    out.noAnsExact = percent(noExact, out.noAnsTotal);
+    out.noAnsF1 = percent(noF1, out.noAnsTotal);
+    return out;
+}
+
+SquadScores scorePredictions(const std::vector<SquadExample>& examples, const std::vector<std::string>& predictions)
+{
+    if (examples.size() != predictions.size())
+        throw Error("SQuAD scoring got " + std::to_string(predictions.size()) + " predictions for " +
+                    std::to_string(examples.size()) + " questions.");
+    std::vector<ExampleScore> scores;
+    std::vector<bool> hasAnswer;
+    for (std::size_t i = 0; i < examples.size(); ++i) {
+        scores.push_back(scorePrediction(examples[i], predictions[i]));
+        hasAnswer.push_back(!examples[i].golds.empty());
+    }
+    return aggregateScores(scores, hasAnswer);
+}
+
+EvaluationResult evaluateSquad(EncoderModel& run, EncoderModel* reference, const SquadDataset& dataset,
+                               const EvaluationOptions& options, const Progress& progress)
+{
+    validateSetup(run, reference, dataset, options);
+
+    EvaluationResult result;
+    result.datasetPath = dataset.path;
+    result.datasetVersion = dataset.version;
+    result.squadV2 = dataset.isV2;
+    result.runLabel = "fp8";
+    result.referenceIsStandIn = reference == nullptr;
+    result.referenceLabel = reference ? "reference (" + reference->checkpoint().directory() + ")" : "dequant";
+    if (!reference)
+        result.note = "No reference checkpoint was given, so dequant (dequantized weights, float activations) "
+                      "stands in for the reference.";
+    result.qa = options.qa;
+    result.qa.topK = 1;
+    if (dataset.isV2 && !result.qa.nullThreshold)
+        result.qa.nullThreshold = 0.0f;
+    result.batchSize = options.batchSize;
+    result.questionsInFile = dataset.examples.size();
+    result.questionsSelected = options.maxSamples == 0 ? dataset.examples.size()
+                                                       : std::min(options.maxSamples, dataset.examples.size());
+    result.detailLimit = options.maxDetailedDisagreements;
+
+    const Clock::time_point start = Clock::now();
+    AnsweringPass pass(run, reference, dataset, options, progress, result);
+    // Once a question is finished, a stop keeps what was done: an hour of evaluation is not thrown
+    // away for a cancel or one failing batch. Before that, the caller gets the exception.
+    try {
+        pass.execute();
+    } catch (const Cancelled&) {
+        if (result.examples.empty())
+            throw;
+        result.complete = false;
+        result.stoppedReason = stoppedMessage(result, "Cancelled") + ".";
+    } catch (const Error& e) {
+        if (result.examples.empty())
+            throw;
+        result.complete = false;
+        result.stoppedReason = stoppedMessage(result, "Stopped by an error") + ": " + e.what();
+    } catch (const std::bad_alloc&) {
+        if (result.examples.empty())
+            throw;
+        result.complete = false;
+        result.stoppedReason = stoppedMessage(result, "Ran out of memory") + ".";
+    }
+    result.seconds = secondsSince(start);
+    result.questionsPerSecond = result.seconds > 0 ? double(result.examples.size()) / result.seconds : 0.0;
+
+    summarize(result);
+    if (result.complete)
+        compareDisagreements(run, reference, result, progress);
+    progress.report(1.0, result.complete ? "Evaluated" : "Stopped");
+    return result;
+}
+
+} // namespace scalescope
