@@ -114,10 +114,10 @@ const char* captureKindName(CaptureKind kind)
     return "?";
 }
 
-ComparisonResult compareRuns(EncoderModel& run, EncoderModel* reference, const ComparisonInput& input,
+ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference, const ComparisonInput& input,
                              const Progress& progress)
 {
-    EncoderModel& referenceModel = reference ? *reference : run;
+    InferenceBackend& referenceModel = reference ? *reference : run;
     const ModelConfig& a = run.config();
     const ModelConfig& b = referenceModel.config();
     if (a.architecture != b.architecture || a.hiddenSize != b.hiddenSize || a.numLayers != b.numLayers ||

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "analysis/diagnostics.h"
-#include "model/encoder_model.h"
+#include "model/inference_backend.h"
 #include "numerics/metrics.h"
 #include "tasks/question_answering.h"
 
@@ -81,7 +81,7 @@ struct ComparisonResult {
 // reference may be null: then `run` in `dequant` mode is the reference and the result says so.
 // Throws scalescope::Error when the two models do not match (architecture, sizes) or the input does
 // not suit the model.
-ComparisonResult compareRuns(EncoderModel& run, EncoderModel* reference, const ComparisonInput& input,
+ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference, const ComparisonInput& input,
                              const Progress& progress = {});
 
 const char* captureKindName(CaptureKind kind);

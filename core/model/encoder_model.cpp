@@ -405,7 +405,6 @@ std::unique_ptr<EncoderModel> EncoderModel::load(std::shared_ptr<const Checkpoin
 }
 
 const Checkpoint& EncoderModel::checkpoint() const { return *impl_->checkpoint; }
-const ModelConfig& EncoderModel::config() const { return impl_->config(); }
 bool EncoderModel::isQuantized() const { return impl_->quantized; }
 const std::vector<LinearInfo>& EncoderModel::linears() const { return impl_->linearInfos; }
 

@@ -6,7 +6,7 @@
 
 namespace scalescope {
 
-QaResult answerQuestion(EncoderModel& model, const std::string& question, const std::string& context, RunMode mode,
+QaResult answerQuestion(InferenceBackend& model, const std::string& question, const std::string& context, RunMode mode,
                         const QaOptions& options, const Progress& progress)
 {
     const ModelConfig& config = model.config();

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "model/encoder_model.h"
+#include "model/inference_backend.h"
 #include "tasks/question_answering.h"
 
 namespace scalescope {
@@ -17,7 +17,7 @@ struct QaResult {
 };
 
 // Throws scalescope::Error when the model is not a QA model or the options are invalid.
-QaResult answerQuestion(EncoderModel& model, const std::string& question, const std::string& context, RunMode mode,
+QaResult answerQuestion(InferenceBackend& model, const std::string& question, const std::string& context, RunMode mode,
                         const QaOptions& options, const Progress& progress = {});
 
 } // namespace scalescope

@@ -25,21 +25,21 @@ double secondsSince(Clock::time_point start)
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::string describeModel(const EncoderModel& model)
+std::string describeModel(const InferenceBackend& model)
 {
     return model.checkpoint().directory();
 }
 
-int maxTokensOf(const EncoderModel& model)
+int maxTokensOf(const InferenceBackend& model)
 {
     const ModelConfig& c = model.config();
     return static_cast<int>(c.maxPositionEmbeddings - c.padTokenId - 1);
 }
 
-void validateSetup(EncoderModel& run, EncoderModel* reference, const SquadDataset& dataset,
+void validateSetup(InferenceBackend& run, InferenceBackend* reference, const SquadDataset& dataset,
                    const EvaluationOptions& options)
 {
-    for (EncoderModel* model : {&run, reference}) {
+    for (InferenceBackend* model : {&run, reference}) {
         if (!model)
             continue;
         if (model->config().architecture != Architecture::RobertaForQuestionAnswering)
@@ -105,7 +105,7 @@ void copyRow(const FloatTensor& logits, std::size_t row, std::size_t length, std
     out.assign(begin, begin + static_cast<std::ptrdiff_t>(length));
 }
 
-const FloatTensor& outputNamed(const ForwardResult& result, const char* name, const EncoderModel& model)
+const FloatTensor& outputNamed(const ForwardResult& result, const char* name, const InferenceBackend& model)
 {
     for (const NamedTensor& t : result.outputs)
         if (t.name == name)
@@ -165,7 +165,7 @@ void summarize(EvaluationResult& result)
 // question is post-processed as soon as its last window has been through both models.
 class AnsweringPass {
 public:
-    AnsweringPass(EncoderModel& run, EncoderModel* reference, const SquadDataset& dataset,
+    AnsweringPass(InferenceBackend& run, InferenceBackend* reference, const SquadDataset& dataset,
                   const EvaluationOptions& options, const Progress& progress, EvaluationResult& result)
         : run_(run), reference_(reference ? *reference : run), dataset_(dataset), options_(options),
           progress_(progress), result_(result)
@@ -291,8 +291,8 @@ private:
             options_.onUpdate(update);
     }
 
-    EncoderModel& run_;
-    EncoderModel& reference_;
+    InferenceBackend& run_;
+    InferenceBackend& reference_;
     const SquadDataset& dataset_;
     const EvaluationOptions& options_;
     const Progress& progress_;
@@ -310,7 +310,7 @@ std::string stoppedMessage(const EvaluationResult& result, const std::string& wh
            std::to_string(result.questionsSelected) + " questions";
 }
 
-void compareDisagreements(EncoderModel& run, EncoderModel* reference, EvaluationResult& result,
+void compareDisagreements(InferenceBackend& run, InferenceBackend* reference, EvaluationResult& result,
                           const Progress& progress)
 {
     const Clock::time_point start = Clock::now();
@@ -404,7 +404,7 @@ SquadScores scorePredictions(const std::vector<SquadExample>& examples, const st
     return aggregateScores(scores, hasAnswer);
 }
 
-EvaluationResult evaluateSquad(EncoderModel& run, EncoderModel* reference, const SquadDataset& dataset,
+EvaluationResult evaluateSquad(InferenceBackend& run, InferenceBackend* reference, const SquadDataset& dataset,
                                const EvaluationOptions& options, const Progress& progress)
 {
     validateSetup(run, reference, dataset, options);

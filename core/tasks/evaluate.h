@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "analysis/comparison.h"
-#include "model/encoder_model.h"
+#include "model/inference_backend.h"
 #include "numerics/metrics.h"
 #include "tasks/question_answering.h"
 #include "tasks/squad_dataset.h"
@@ -136,7 +136,7 @@ struct EvaluationResult {
 };
 
 // reference may be null: then `run` in dequant mode is the reference and the result says so.
-EvaluationResult evaluateSquad(EncoderModel& run, EncoderModel* reference, const SquadDataset& dataset,
+EvaluationResult evaluateSquad(InferenceBackend& run, InferenceBackend* reference, const SquadDataset& dataset,
                                const EvaluationOptions& options, const Progress& progress = {});
 
 } // namespace scalescope

@@ -22,7 +22,7 @@ std::vector<float> softmax(const float* logits, std::size_t n)
     return out;
 }
 
-FillMaskResult runFillMask(EncoderModel& model, const std::string& text, RunMode mode, int topK, const Progress& progress)
+FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, RunMode mode, int topK, const Progress& progress)
 {
     const ModelConfig& config = model.config();
     if (config.architecture != Architecture::RobertaForMaskedLM)

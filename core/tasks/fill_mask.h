@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "model/encoder_model.h"
+#include "model/inference_backend.h"
 
 namespace scalescope {
 
@@ -23,7 +23,7 @@ struct FillMaskResult {
 };
 
 // Throws scalescope::Error when the model is not a MaskedLM, the text has no <mask>, or topK < 1.
-FillMaskResult runFillMask(EncoderModel& model, const std::string& text, RunMode mode, int topK,
+FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, RunMode mode, int topK,
                            const Progress& progress = {});
 
 // Softmax over logits in double precision, returned as float.

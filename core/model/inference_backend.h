@@ -1,0 +1,96 @@
+#pragma once
+// What the tasks (QA, fill-mask, comparison, evaluation) need from a model, whatever runs it: the
+// checkpoint it was built from (config, tokenizer), its Linears, its capture points, and forward
+// passes. EncoderModel runs in this process with LibTorch; a runner backend (core/device) sends the
+// same requests to another process, possibly on an accelerator host.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/progress.h"
+#include "common/tensor_data.h"
+#include "model/checkpoint.h"
+
+namespace scalescope {
+
+enum class RunMode { Fp8, Dequant };
+const char* runModeName(RunMode mode); // "fp8", "dequant"
+
+// How a Linear runs in `fp8` mode.
+enum class ActivationQuantization { None, DynamicPerToken, StaticPerTensor, DynamicPerTensor };
+
+struct LinearInfo {
+    std::string module;            // roberta.encoder.layer.0.attention.self.query
+    int64_t inFeatures = 0;
+    int64_t outFeatures = 0;
+    bool quantized = false;        // FP8 weight
+    std::string weightStrategy;    // channel | tensor | "" when not quantized
+    ActivationQuantization activations = ActivationQuantization::None;
+    float inputScale = 0;          // static per-tensor scale, 0 otherwise
+    std::string group;             // config group name
+};
+
+struct EncoderInputs {
+    // One row per sequence; rows may differ in length (they are padded with pad_token_id).
+    std::vector<std::vector<int64_t>> inputIds;
+    // Optional; 1 for real tokens, 0 for padding. Defaults to 1 for every given id.
+    std::vector<std::vector<int64_t>> attentionMask;
+    // MaskedLM only: when non-empty, logits are computed only at these (row, position) pairs and
+    // "logits" has shape [count, vocab]; otherwise at every position, [batch, seq, vocab].
+    std::vector<std::pair<int, int>> logitPositions;
+};
+
+// Which capture points a forward records. Names are capture point names ("<module>.input",
+// "<module>.output", "roberta.embeddings.output", "roberta.encoder.layer.N.output") or module names,
+// which select both of the module's points.
+struct CaptureRequest {
+    bool all = false;
+    std::vector<std::string> names;
+    bool any() const { return all || !names.empty(); }
+};
+
+// Per quantized Linear, in `fp8` mode, when ForwardOptions::activationStatistics is set.
+struct ActivationStatistics {
+    std::string module;
+    float amax = 0;               // max |x| over the Linear's input (real tokens)
+    float inputScale = 0;         // static scale, or the largest dynamic scale
+    int64_t elements = 0;
+    int64_t clipped = 0;          // |x / s| > 448
+    int64_t flushedToZero = 0;    // x != 0 but the FP8 code is zero
+    int64_t subnormal = 0;        // the FP8 code is subnormal and non-zero
+};
+
+struct ForwardOptions {
+    RunMode mode = RunMode::Fp8;
+    CaptureRequest capture;
+    bool activationStatistics = false;
+    // Record max |x| over real tokens of every Linear's input (quantized or not), for calibration.
+    bool linearInputAmax = false;
+};
+
+struct ForwardResult {
+    // QA: "start_logits", "end_logits" [batch, seq]; MaskedLM: "logits".
+    std::vector<NamedTensor> outputs;
+    std::vector<NamedTensor> captures; // in execution order; padded positions included
+    std::vector<ActivationStatistics> activationStatistics;
+    std::vector<std::pair<std::string, float>> linearInputAmax;
+    double elapsedMs = 0;
+};
+
+class InferenceBackend {
+public:
+    virtual ~InferenceBackend() = default;
+
+    virtual const Checkpoint& checkpoint() const = 0;
+    const ModelConfig& config() const { return checkpoint().config(); }
+    virtual const std::vector<LinearInfo>& linears() const = 0;
+    // Every capture point in execution order.
+    virtual std::vector<std::string> capturePoints() const = 0;
+    virtual ForwardResult forward(const EncoderInputs& inputs, const ForwardOptions& options,
+                                  const Progress& progress = {}) = 0;
+    // "CPU (in-process)", or the runner's own name for itself.
+    virtual std::string deviceName() const = 0;
+};
+
+} // namespace scalescope
