@@ -25,6 +25,8 @@
 #include "models/tensor_table_model.h"
 #include "panels/ask_panel.h"
 #include "panels/errors_panel.h"
+#include "panels/evaluate_panel.h"
+#include "models/disagreements_model.h"
 #include "panels/fill_mask_panel.h"
 #include "panels/model_panel.h"
 #include "panels/scales_panel.h"
@@ -290,6 +292,56 @@ private slots:
         QCOMPARE(failed.at(0).at(1).toString(), QString("Cancelled."));
         QTest::mouseClick(window.askPanel()->askButton(), Qt::LeftButton);
         QVERIFY(answered.wait(120000));
+    }
+
+    void evaluatesSquadFile()
+    {
+        // A small SQuAD 2.0 file written here: answerable and unanswerable questions.
+        const std::string squad = makeTempDir("wb-squad") + "/dev.json";
+        nlohmann::json qas = nlohmann::json::array();
+        const std::string context = kContext;
+        const std::vector<std::pair<std::string, std::string>> questions = {
+            {"where is the cat ?", "the mat"}, {"what is the capital of France ?", "Paris"},
+            {"where is the dog ?", "the mat"}, {"what sat on the mat ?", "the cat"}, {"what is France ?", ""}};
+        for (std::size_t i = 0; i < questions.size(); ++i) {
+            nlohmann::json answers = nlohmann::json::array();
+            if (!questions[i].second.empty())
+                answers.push_back({{"text", questions[i].second}, {"answer_start", context.find(questions[i].second)}});
+            qas.push_back({{"id", "q" + std::to_string(i)}, {"question", questions[i].first}, {"answers", answers},
+                           {"is_impossible", answers.empty()}});
+        }
+        const nlohmann::json file = {{"version", "v2.0"},
+                                     {"data", {{{"title", "t"}, {"paragraphs", {{{"context", context}, {"qas", qas}}}}}}}};
+        QFile out(q(squad));
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(QByteArray::fromStdString(file.dump()));
+        out.close();
+
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndWait(window, qaFp8_));
+        QVERIFY(setReferenceAndWait(window, qaFloat_));
+        window.tabs()->setCurrentWidget(window.evaluatePanel());
+        window.evaluatePanel()->setSquadFile(q(squad));
+        QSignalSpy evaluated(window.session(), &WorkbenchSession::evaluated);
+        QSignalSpy failed(window.session(), &WorkbenchSession::failed);
+        QTest::mouseClick(window.evaluatePanel()->evaluateButton(), Qt::LeftButton);
+        QVERIFY2(evaluated.wait(60000), qPrintable(failed.isEmpty() ? QString("timeout") : failed.at(0).at(1).toString()));
+        const auto result = evaluated.takeFirst().at(0).value<std::shared_ptr<const EvaluationResult>>();
+        QCOMPARE(result->examples.size(), questions.size());
+        QVERIFY(result->complete);
+        std::size_t differing = 0;
+        for (const EvaluatedExample& e : result->examples)
+            differing += e.agree ? 0 : 1;
+        QCOMPARE(window.evaluatePanel()->disagreementsModel()->rowCount(), int(differing));
+        QVERIFY(window.evaluatePanel()->summaryLabel()->text().contains("questions"));
+        QVERIFY(!window.evaluatePanel()->charts().front()->chart().series.empty());
+        // Opening a question in the Ask panel runs it there.
+        QSignalSpy answered(window.session(), &WorkbenchSession::answered);
+        emit window.evaluatePanel()->openInAsk(q(questions[1].first), q(context));
+        QVERIFY(answered.wait(30000));
+        QCOMPARE(window.tabs()->currentWidget(), static_cast<QWidget*>(window.askPanel()));
+        QCOMPARE(window.askPanel()->question(), q(questions[1].first));
     }
 
     void settingsPersist()

@@ -25,11 +25,13 @@
 #include "common/error.h"
 #include "models/answers_model.h"
 #include "models/diagnostics_model.h"
+#include "models/disagreements_model.h"
 #include "models/layer_metrics_model.h"
 #include "models/mask_predictions_model.h"
 #include "models/tensor_table_model.h"
 #include "panels/ask_panel.h"
 #include "panels/errors_panel.h"
+#include "panels/evaluate_panel.h"
 #include "panels/fill_mask_panel.h"
 #include "panels/model_panel.h"
 #include "panels/scales_panel.h"
@@ -54,11 +56,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     fillMask_ = new FillMaskPanel(tabs_);
     scales_ = new ScalesPanel(tabs_);
     errors_ = new ErrorsPanel(tabs_);
+    evaluate_ = new EvaluatePanel(tabs_);
     tabs_->addTab(model_, tr("Model"));
     tabs_->addTab(ask_, tr("Ask"));
     tabs_->addTab(fillMask_, tr("Fill Mask"));
     tabs_->addTab(scales_, tr("Scales"));
     tabs_->addTab(errors_, tr("Errors"));
+    tabs_->addTab(evaluate_, tr("Evaluate"));
     setCentralWidget(tabs_);
 
     createActions();
@@ -94,6 +98,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         cancelAction_->setEnabled(busy);
         ask_->setBusy(busy);
         fillMask_->setBusy(busy);
+        evaluate_->setBusy(busy);
         if (busy)
             progress_->setValue(0);
     });
@@ -106,6 +111,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
             [this](const QString& text, int topK) { session_->fillMask(text, topK); });
     connect(errors_, &ErrorsPanel::capturePointRequested, session_, &WorkbenchSession::capturePoint);
     connect(model_, &ModelPanel::linearSelected, scales_, &ScalesPanel::selectLinear);
+    connect(evaluate_, &EvaluatePanel::evaluateRequested, session_, &WorkbenchSession::evaluate);
+    connect(session_, &WorkbenchSession::evaluationProgress, evaluate_, &EvaluatePanel::showProgress);
+    connect(session_, &WorkbenchSession::evaluated, evaluate_, &EvaluatePanel::showResult);
+    connect(evaluate_, &EvaluatePanel::openInAsk, this, [this](const QString& question, const QString& context) {
+        ask_->setInputs(question, context);
+        tabs_->setCurrentWidget(ask_);
+        session_->ask(question, context, ask_->options());
+    });
 
     QSettings settings;
     restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
@@ -338,6 +351,8 @@ QStringList MainWindow::exportReport(const QString& folder)
         views.push_back(v);
     for (ChartView* v : errors_->charts())
         views.push_back(v);
+    for (ChartView* v : evaluate_->charts())
+        views.push_back(v);
     for (ChartView* v : views)
         if (!v->chart().series.empty())
             contents.charts.push_back(v->chart());
@@ -345,7 +360,8 @@ QStringList MainWindow::exportReport(const QString& folder)
                        {QStringLiteral("diagnostics"), model_->diagnosticsModel()},
                        {QStringLiteral("answers"), ask_->answersModel()},
                        {QStringLiteral("mask_predictions"), fillMask_->predictionsModel()},
-                       {QStringLiteral("layer_metrics"), errors_->metricsModel()}};
+                       {QStringLiteral("layer_metrics"), errors_->metricsModel()},
+                       {QStringLiteral("disagreements"), evaluate_->disagreementsModel()}};
     nlohmann::json summary;
     summary["checkpoint"] = info_ ? info_->directory.toStdString() : std::string();
     summary["reference"] = referenceLabel_.toStdString();

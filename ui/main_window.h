@@ -22,6 +22,7 @@ namespace scalescope::ui {
 
 class AskPanel;
 class ErrorsPanel;
+class EvaluatePanel;
 class FillMaskPanel;
 class ModelPanel;
 class ScalesPanel;
@@ -44,6 +45,7 @@ public:
     ModelPanel* modelPanel() const { return model_; }
     ScalesPanel* scalesPanel() const { return scales_; }
     ErrorsPanel* errorsPanel() const { return errors_; }
+    EvaluatePanel* evaluatePanel() const { return evaluate_; }
     QTabWidget* tabs() const { return tabs_; }
     QString lastError() const { return lastError_; }
     QMenu* demoMenu() const { return demoMenu_; }
@@ -79,6 +81,7 @@ private:
     FillMaskPanel* fillMask_ = nullptr;
     ScalesPanel* scales_ = nullptr;
     ErrorsPanel* errors_ = nullptr;
+    EvaluatePanel* evaluate_ = nullptr;
 
     QMenu* recentMenu_ = nullptr;
     QMenu* demoMenu_ = nullptr;

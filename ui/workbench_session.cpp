@@ -8,6 +8,21 @@
 #include "common/error.h"
 
 namespace scalescope::ui {
+namespace {
+
+// The GUI offers no window-size setting: windows are 384 tokens (stride 128), or as long as the
+// model takes when that is shorter, with the stride shrunk in proportion.
+QaOptions fitWindowsToModel(QaOptions options, const ModelConfig& config)
+{
+    const int maxTokens = static_cast<int>(config.maxPositionEmbeddings - config.padTokenId - 1);
+    if (options.maxSeqLen > maxTokens) {
+        options.docStride = options.docStride * maxTokens / options.maxSeqLen;
+        options.maxSeqLen = maxTokens;
+    }
+    return options;
+}
+
+} // namespace
 
 WorkbenchSession::WorkbenchSession(QObject* parent) : QObject(parent)
 {
@@ -17,6 +32,7 @@ WorkbenchSession::WorkbenchSession(QObject* parent) : QObject(parent)
     qRegisterMetaType<std::shared_ptr<const AskOutcome>>();
     qRegisterMetaType<std::shared_ptr<const FillMaskOutcome>>();
     qRegisterMetaType<std::shared_ptr<const CapturePointValues>>();
+    qRegisterMetaType<std::shared_ptr<const EvaluationResult>>();
 }
 
 WorkbenchSession::~WorkbenchSession()
@@ -140,17 +156,17 @@ void WorkbenchSession::ask(const QString& question, const QString& context, cons
         ComparisonInput input;
         input.question = question.toStdString();
         input.context = context.toStdString();
-        input.qaOptions = options;
+        input.qaOptions = fitWindowsToModel(options, run_->config());
         input.runMode = mode;
         auto outcome = std::make_shared<AskOutcome>();
         outcome->question = question;
         outcome->context = context;
-        outcome->options = options;
+        outcome->options = input.qaOptions;
         auto comparison = std::make_shared<ComparisonResult>(compareRuns(*run_, reference_.get(), input, progress));
         const QaAgreement& qa = *comparison->qa;
-        outcome->runAnswers = postprocessQa(qa.windows, qa.runStartLogits, qa.runEndLogits, input.context, options);
+        outcome->runAnswers = postprocessQa(qa.windows, qa.runStartLogits, qa.runEndLogits, input.context, input.qaOptions);
         outcome->referenceAnswers =
-            postprocessQa(qa.windows, qa.referenceStartLogits, qa.referenceEndLogits, input.context, options);
+            postprocessQa(qa.windows, qa.referenceStartLogits, qa.referenceEndLogits, input.context, input.qaOptions);
         outcome->comparison = comparison;
         lastInput_ = input;
         std::shared_ptr<const AskOutcome> result = outcome;
@@ -224,6 +240,31 @@ void WorkbenchSession::capturePoint(const QString& name)
         values->run = std::move(x.captures.front().tensor.values);
         std::shared_ptr<const CapturePointValues> result = values;
         return [this, result] { emit capturePointReady(result); };
+    });
+}
+
+void WorkbenchSession::evaluate(const QString& squadFile, int maxSamples)
+{
+    QPointer<WorkbenchSession> self(this);
+    submit(JobKind::Evaluate, tr("Evaluate"), [this, self, squadFile, maxSamples](const Progress& progress) -> std::function<void()> {
+        if (!run_)
+            throw Error("No runnable checkpoint is open.");
+        const SquadDataset dataset = readSquadFile(squadFile.toStdString());
+        EvaluationOptions options;
+        options.qa = fitWindowsToModel(options.qa, run_->config());
+        options.maxSamples = static_cast<std::size_t>(std::max(0, maxSamples));
+        options.onUpdate = [self](const EvaluationUpdate& update) {
+            const int done = static_cast<int>(update.done);
+            const int total = static_cast<int>(update.total);
+            const double rate = update.questionsPerSecond;
+            QMetaObject::invokeMethod(self.data(), [self, done, total, rate] {
+                if (self)
+                    emit self->evaluationProgress(done, total, rate);
+            }, Qt::QueuedConnection);
+        };
+        std::shared_ptr<const EvaluationResult> result =
+            std::make_shared<EvaluationResult>(evaluateSquad(*run_, reference_.get(), dataset, options, progress));
+        return [this, result] { emit evaluated(result); };
     });
 }
 

@@ -20,6 +20,7 @@
 #include "analysis/diagnostics.h"
 #include "analysis/scale_statistics.h"
 #include "model/encoder_model.h"
+#include "tasks/evaluate.h"
 #include "tasks/fill_mask.h"
 #include "tasks/question_answering.h"
 
@@ -69,6 +70,8 @@ public:
     void ask(const QString& question, const QString& context, const QaOptions& options);
     void fillMask(const QString& text, int topK);
     void capturePoint(const QString& name);
+    // SQuAD evaluation of the open checkpoint against the reference; partial results on cancel.
+    void evaluate(const QString& squadFile, int maxSamples);
     void cancel();
     // The run side of asks and masks: fp8 (default) or dequant (weights-only error).
     void setRunMode(RunMode mode) { runMode_ = mode; }
@@ -84,12 +87,15 @@ signals:
     void answered(std::shared_ptr<const scalescope::ui::AskOutcome> outcome);
     void masksFilled(std::shared_ptr<const scalescope::ui::FillMaskOutcome> outcome);
     void capturePointReady(std::shared_ptr<const scalescope::ui::CapturePointValues> values);
+    // After every batch: questions done of total and the current rate.
+    void evaluationProgress(int done, int total, double questionsPerSecond);
+    void evaluated(std::shared_ptr<const scalescope::EvaluationResult> result);
     void progress(double fraction, const QString& stage);
     void failed(const QString& operation, const QString& message);
     void busyChanged(bool busy);
 
 private:
-    enum class JobKind { Open, Reference, Run, Capture };
+    enum class JobKind { Open, Reference, Run, Capture, Evaluate };
     // Runs work on the worker thread; deliver runs on the GUI thread unless a newer job of the same
     // kind started meanwhile.
     void submit(JobKind kind, const QString& operation, std::function<std::function<void()>(const Progress&)> work);
@@ -98,7 +104,7 @@ private:
     QThreadPool worker_;
     std::atomic<bool> cancel_{false};
     std::atomic<int> running_{0};
-    quint64 latest_[4] = {0, 0, 0, 0};
+    quint64 latest_[5] = {0, 0, 0, 0, 0};
     quint64 nextId_ = 0;
     QString checkpointDir_;
     QString referenceDir_;
@@ -115,3 +121,4 @@ Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::CheckpointInfo>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::AskOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::FillMaskOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::CapturePointValues>)
+Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::EvaluationResult>)

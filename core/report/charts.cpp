@@ -370,6 +370,69 @@ ChartData maskProbabilitiesChart(const std::vector<std::string>& tokens, const s
     return chart;
 }
 
+ChartData evaluationScoresChart(const EvaluationResult& result)
+{
+    ChartData chart;
+    chart.id = "evaluation_scores";
+    chart.title = "SQuAD scores of the " + result.runLabel + " run and its " +
+                  (result.referenceIsStandIn ? std::string("dequant stand-in") : std::string("reference"));
+    chart.xLabel = "metric";
+    chart.yLabel = "score (%)";
+    ChartSeries run{result.runLabel == "fp8" ? "FP8" : result.runLabel, SeriesStyle::Bars, {}, {}, {}, "#0072B2"};
+    ChartSeries reference{"reference", SeriesStyle::Bars, {}, {}, {}, "#E69F00"};
+    auto add = [&](const std::string& name, double runValue, double referenceValue) {
+        const double x = double(chart.categories.size());
+        chart.categories.push_back(name);
+        run.x.push_back(x);
+        run.y.push_back(runValue);
+        reference.x.push_back(x);
+        reference.y.push_back(referenceValue);
+    };
+    add("Exact match", result.runScores.exact, result.referenceScores.exact);
+    add("F1", result.runScores.f1, result.referenceScores.f1);
+    if (result.runScores.hasAnsTotal > 0 && result.runScores.noAnsTotal > 0) {
+        add("HasAns F1", result.runScores.hasAnsF1, result.referenceScores.hasAnsF1);
+        add("NoAns F1", result.runScores.noAnsF1, result.referenceScores.noAnsF1);
+    }
+    chart.series = {run, reference};
+    return chart;
+}
+
+ChartData agreementSqnrChart(const EvaluationResult& result, int bins)
+{
+    ChartData chart;
+    chart.id = "agreement_sqnr";
+    chart.title = "Logits SQNR per question: same answer vs different answer";
+    chart.xLabel = "SQNR of the start/end logits (dB)";
+    chart.yLabel = "questions";
+    double low = INFINITY, high = -INFINITY;
+    for (const EvaluatedExample& e : result.examples)
+        if (std::isfinite(e.logits.sqnrDb)) {
+            low = std::min(low, e.logits.sqnrDb);
+            high = std::max(high, e.logits.sqnrDb);
+        }
+    if (!std::isfinite(low))
+        return chart;
+    bins = std::max(1, bins);
+    if (high <= low)
+        high = low + 1.0;
+    const double width = (high - low) / bins;
+    ChartSeries agree{"same answer", SeriesStyle::Bars, {}, std::vector<double>(static_cast<std::size_t>(bins), 0.0), {}, "#009E73"};
+    ChartSeries differ{"different answer", SeriesStyle::Bars, {}, std::vector<double>(static_cast<std::size_t>(bins), 0.0), {}, "#D55E00"};
+    for (int b = 0; b < bins; ++b) {
+        agree.x.push_back(low + (b + 0.5) * width);
+        differ.x.push_back(low + (b + 0.5) * width);
+    }
+    for (const EvaluatedExample& e : result.examples) {
+        if (!std::isfinite(e.logits.sqnrDb))
+            continue;
+        const int bin = std::min(bins - 1, static_cast<int>((e.logits.sqnrDb - low) / width));
+        (e.agree ? agree : differ).y[static_cast<std::size_t>(bin)] += 1;
+    }
+    chart.series = {agree, differ};
+    return chart;
+}
+
 int widestScaleSpread(const std::vector<LinearScaleStatistics>& statistics)
 {
     int best = -1;

@@ -6,6 +6,7 @@
 
 #include "analysis/comparison.h"
 #include "analysis/scale_statistics.h"
+#include "tasks/evaluate.h"
 #include "report/chart_data.h"
 
 namespace scalescope {
@@ -42,6 +43,11 @@ ChartData qaLogitsChart(const std::vector<std::string>& tokens, const std::vecto
 // Fill-mask: probabilities of the top tokens, run and reference side by side.
 ChartData maskProbabilitiesChart(const std::vector<std::string>& tokens, const std::vector<double>& run,
                                  const std::vector<double>& reference, bool hasReference);
+
+// SQuAD evaluation: exact match and F1 (%) of the run and the reference, overall and by
+// HasAns/NoAns; and the distribution of per-question logits SQNR for agreeing vs disagreeing answers.
+ChartData evaluationScoresChart(const EvaluationResult& result);
+ChartData agreementSqnrChart(const EvaluationResult& result, int bins = 24);
 
 // The Linear with the widest spread of channel scales (the one worth looking at first); -1 if none.
 int widestScaleSpread(const std::vector<LinearScaleStatistics>& statistics);

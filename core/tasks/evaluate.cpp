@@ -274,6 +274,14 @@ private:
         e.run = scorePrediction(example, predictionText(e.runAnswer));
         e.reference = scorePrediction(example, predictionText(e.referenceAnswer));
         e.agree = normalizeAnswer(predictionText(e.runAnswer)) == normalizeAnswer(predictionText(e.referenceAnswer));
+        // The logits are at hand for every question, so their SQNR costs nothing extra and lets
+        // agreeing and disagreeing questions be compared.
+        ErrorAccumulator logits;
+        for (std::size_t w = 0; w < q.windows.size(); ++w) {
+            logits.add(q.runStart[w].data(), q.referenceStart[w].data(), q.runStart[w].size());
+            logits.add(q.runEnd[w].data(), q.referenceEnd[w].data(), q.runEnd[w].size());
+        }
+        e.logits = logits.result();
         finished.push_back(std::move(e));
     }
 

@@ -63,6 +63,7 @@ struct EvaluatedExample {
     ExampleScore reference;
     bool agree = false;             // normalised answer texts are equal
     int windows = 0;
+    ErrorMetrics logits;            // start and end logits of all windows, run vs reference
 };
 
 struct SkippedExample {

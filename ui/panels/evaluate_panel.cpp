@@ -1,0 +1,150 @@
+#include "panels/evaluate_panel.h"
+
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSettings>
+#include <QSortFilterProxyModel>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "charts/chart_view.h"
+#include "models/disagreements_model.h"
+#include "report/charts.h"
+
+namespace scalescope::ui {
+
+EvaluatePanel::EvaluatePanel(QWidget* parent) : QWidget(parent)
+{
+    file_ = new QLineEdit(this);
+    file_->setPlaceholderText(tr("SQuAD v1.1 or v2.0 JSON file"));
+    file_->setText(QSettings().value(QStringLiteral("evaluate/file")).toString());
+    auto* browse = new QPushButton(tr("Browse..."), this);
+    maxSamples_ = new QSpinBox(this);
+    maxSamples_->setRange(0, 10'000'000);
+    maxSamples_->setSpecialValueText(tr("all"));
+    maxSamples_->setToolTip(tr("Evaluate only the first N questions (0: all)"));
+    evaluate_ = new QPushButton(tr("Evaluate"), this);
+    auto* row = new QHBoxLayout;
+    row->addWidget(new QLabel(tr("SQuAD file:"), this));
+    row->addWidget(file_, 1);
+    row->addWidget(browse);
+    row->addWidget(new QLabel(tr("Questions:"), this));
+    row->addWidget(maxSamples_);
+    row->addWidget(evaluate_);
+
+    summary_ = new QLabel(tr("Choose a SQuAD file and press Evaluate: every question runs through the FP8 model and "
+                             "its reference."), this);
+    summary_->setWordWrap(true);
+    summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    disagreements_ = new DisagreementsModel(this);
+    proxy_ = new QSortFilterProxyModel(this);
+    proxy_->setSourceModel(disagreements_);
+    proxy_->setSortRole(DisagreementsModel::SortRole);
+    view_ = new QTableView(this);
+    view_->setModel(proxy_);
+    view_->setSortingEnabled(true);
+    view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    view_->verticalHeader()->hide();
+    view_->horizontalHeader()->setSectionResizeMode(DisagreementsModel::QuestionColumn, QHeaderView::Stretch);
+    view_->setToolTip(tr("Double-click a question to open it in the Ask panel"));
+
+    scores_ = new ChartView(this);
+    scores_->setPlaceholder(tr("The exact match and F1 of both runs appear here."));
+    sqnr_ = new ChartView(this);
+    sqnr_->setPlaceholder(tr("The logits SQNR of agreeing and disagreeing questions appears here."));
+    auto* charts = new QSplitter(Qt::Horizontal, this);
+    charts->addWidget(scores_);
+    charts->addWidget(sqnr_);
+    auto* splitter = new QSplitter(Qt::Vertical, this);
+    splitter->setObjectName(QStringLiteral("evaluateSplitter"));
+    splitter->addWidget(view_);
+    splitter->addWidget(charts);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(row);
+    layout->addWidget(summary_);
+    layout->addWidget(splitter, 1);
+
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Choose a SQuAD File"), file_->text(),
+                                                          tr("SQuAD JSON (*.json);;All files (*)"));
+        if (!path.isEmpty())
+            setSquadFile(path);
+    });
+    connect(evaluate_, &QPushButton::clicked, this, [this] {
+        if (file_->text().isEmpty()) {
+            summary_->setText(tr("Choose a SQuAD file first."));
+            return;
+        }
+        QSettings().setValue(QStringLiteral("evaluate/file"), file_->text());
+        summary_->setText(tr("Evaluating..."));
+        emit evaluateRequested(file_->text(), maxSamples_->value());
+    });
+    auto open = [this](const QModelIndex& index) {
+        const EvaluatedExample* e = disagreements_->exampleAt(proxy_->mapToSource(index).row());
+        if (e)
+            emit openInAsk(QString::fromStdString(e->example.question), QString::fromStdString(e->example.context));
+    };
+    connect(view_, &QTableView::doubleClicked, this, open);
+    connect(view_, &QTableView::activated, this, open);
+}
+
+void EvaluatePanel::setSquadFile(const QString& path) { file_->setText(path); }
+void EvaluatePanel::setBusy(bool busy) { evaluate_->setEnabled(!busy); }
+
+void EvaluatePanel::showProgress(int done, int total, double questionsPerSecond)
+{
+    summary_->setText(tr("Evaluated %1 of %2 questions (%3 questions/s)...")
+                          .arg(done)
+                          .arg(total)
+                          .arg(questionsPerSecond, 0, 'f', 1));
+}
+
+void EvaluatePanel::showResult(std::shared_ptr<const EvaluationResult> result)
+{
+    result_ = std::move(result);
+    const EvaluationResult& r = *result_;
+    disagreements_->setResult(result_);
+    view_->resizeColumnToContents(DisagreementsModel::IdColumn);
+    auto scores = [](const SquadScores& s) {
+        return tr("EM %1, F1 %2").arg(s.exact, 0, 'f', 2).arg(s.f1, 0, 'f', 2);
+    };
+    QString text = tr("<b>%1 questions</b> of %2 (%3 questions/s). FP8: %4 &nbsp; Reference (%5): %6 &nbsp; "
+                      "Agreement %7% (%8 differ).")
+                       .arg(r.examples.size())
+                       .arg(r.questionsSelected)
+                       .arg(r.questionsPerSecond, 0, 'f', 1)
+                       .arg(scores(r.runScores), QString::fromStdString(r.referenceLabel).toHtmlEscaped(),
+                            scores(r.referenceScores))
+                       .arg(100 * r.agreement, 0, 'f', 1)
+                       .arg(r.examples.size() - r.agreeing);
+    if (r.runScores.hasAnsTotal > 0 && r.runScores.noAnsTotal > 0)
+        text += tr("<br>HasAns (%1): FP8 F1 %2, reference F1 %3. NoAns (%4): FP8 %5, reference %6.")
+                    .arg(r.runScores.hasAnsTotal)
+                    .arg(r.runScores.hasAnsF1, 0, 'f', 2)
+                    .arg(r.referenceScores.hasAnsF1, 0, 'f', 2)
+                    .arg(r.runScores.noAnsTotal)
+                    .arg(r.runScores.noAnsF1, 0, 'f', 2)
+                    .arg(r.referenceScores.noAnsF1, 0, 'f', 2);
+    if (!r.complete)
+        text += tr("<br><span style='color:#b00'>Stopped early: %1 The results cover the questions that finished.</span>")
+                    .arg(QString::fromStdString(r.stoppedReason).toHtmlEscaped());
+    if (!r.skipped.empty())
+        text += tr("<br>%1 questions were skipped (too long or not finite).").arg(r.skipped.size());
+    summary_->setText(text);
+    scores_->setChart(evaluationScoresChart(r));
+    sqnr_->setChart(agreementSqnrChart(r));
+}
+
+std::vector<ChartView*> EvaluatePanel::charts() const
+{
+    return {scores_, sqnr_};
+}
+
+} // namespace scalescope::ui
