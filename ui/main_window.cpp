@@ -230,6 +230,56 @@ void MainWindow::createActions()
         statusBar()->addPermanentWidget(label);
 }
 
+void MainWindow::setDemoCatalog(const DemoCatalog& catalog)
+{
+    demo_ = catalog;
+    demoMenu_->clear();
+    demoMenu_->menuAction()->setVisible(!demo_.isEmpty());
+    for (int i = 0; i < demo_.checkpoints.size(); ++i)
+        demoMenu_->addAction(demo_.checkpoints[i].label, this, [this, i] { openDemo(i); });
+    if (!demo_.passages.isEmpty()) {
+        demoMenu_->addSeparator();
+        QMenu* passages = demoMenu_->addMenu(tr("&Passages"));
+        for (int p = 0; p < demo_.passages.size(); ++p)
+            passages->addAction(tr("%1: %2").arg(demo_.passages[p].title, demo_.passages[p].question), this, [this, p] {
+                ask_->setInputs(demo_.passages[p].question, demo_.passages[p].context);
+                tabs_->setCurrentWidget(ask_);
+            });
+    }
+    if (!demo_.maskSentences.isEmpty()) {
+        QMenu* sentences = demoMenu_->addMenu(tr("&Mask Sentences"));
+        for (const QString& sentence : demo_.maskSentences)
+            sentences->addAction(sentence, this, [this, sentence] {
+                fillMask_->setText(sentence);
+                if (tabs_->isTabEnabled(tabs_->indexOf(fillMask_)))
+                    tabs_->setCurrentWidget(fillMask_);
+            });
+    }
+}
+
+void MainWindow::openDemo(int checkpoint, int passage)
+{
+    if (checkpoint < 0 || checkpoint >= demo_.checkpoints.size())
+        return;
+    const DemoCheckpoint& demo = demo_.checkpoints[checkpoint];
+    openCheckpoint(demo.directory);
+    setReference(demo.reference);
+    if (demo.maskedLm) {
+        if (!demo_.maskSentences.isEmpty())
+            fillMask_->setText(demo_.maskSentences.first());
+        tabs_->setCurrentWidget(fillMask_);
+    } else {
+        if (passage >= 0 && passage < demo_.passages.size())
+            ask_->setInputs(demo_.passages[passage].question, demo_.passages[passage].context);
+        tabs_->setCurrentWidget(ask_);
+    }
+    const QString folder = QFileInfo(demo_.folder + "/corpus/questions.json").exists()
+                               ? demo_.folder + "/corpus/questions.json"
+                               : QString();
+    if (!folder.isEmpty())
+        evaluate_->setSquadFile(folder);
+}
+
 void MainWindow::updateStatus()
 {
     deviceLabel_->setText(tr("Device: %1").arg(device_->currentText()));

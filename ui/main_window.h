@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "demo_catalog.h"
 #include "workbench_session.h"
 
 class QAction;
@@ -36,6 +37,10 @@ public:
     void openCheckpoint(const QString& dir);
     // Empty: the checkpoint's dequantized weights stand in for the reference.
     void setReference(const QString& dir);
+    // Fills the Demo menu; openDemo opens a demo checkpoint with its reference and fills in a
+    // passage and question (or a mask sentence).
+    void setDemoCatalog(const DemoCatalog& catalog);
+    void openDemo(int checkpoint, int passage = 0);
     // Writes every chart, table and a JSON summary into folder; returns the files or throws Error.
     QStringList exportReport(const QString& folder);
 
@@ -74,6 +79,7 @@ private:
     std::shared_ptr<const CheckpointInfo> info_;
     QString referenceLabel_;
     QString lastError_;
+    DemoCatalog demo_;
 
     QTabWidget* tabs_ = nullptr;
     ModelPanel* model_ = nullptr;

@@ -20,6 +20,8 @@
 #include "analysis/scale_statistics.h"
 #include "arguments.h"
 #include "common/error.h"
+#include "device/runner_backend.h"
+#include "device/runner_server.h"
 #include "evaluate_command.h"
 #include "json_output.h"
 #include "charts/chart_export.h"
@@ -36,33 +38,47 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::set<std::string> kRunOptions = {"mode", "reference"};
+const std::set<std::string> kRunOptions = {"mode", "reference", "device"};
 
 // What a command runs: the model (the checkpoint itself, or the reference checkpoint), the mode,
 // and a note for the output when dequant stands in for a missing reference.
 struct RunSelection {
-    std::unique_ptr<EncoderModel> model;
+    std::unique_ptr<InferenceBackend> model;
     RunMode mode = RunMode::Fp8;
     std::string modeName;
     std::string referenceDir;
     std::string note;
 };
 
+// --device cpu (the default) runs in this process; --device runner:"COMMAND" runs the checkpoint
+// in a runner process. A float reference (--mode reference --reference DIR) always runs in this
+// process on CPU: it is the yardstick, not the device under test.
 RunSelection selectRun(const Arguments& args, const std::string& checkpointDir)
 {
     RunSelection run;
     run.modeName = args.value("mode", "fp8");
     run.referenceDir = args.value("reference", "");
+    const std::string device = args.value("device", "cpu");
+    const std::string runnerPrefix = "runner:";
+    if (device != "cpu" && device.compare(0, runnerPrefix.size(), runnerPrefix) != 0)
+        throw UsageError{"--device must be cpu or runner:COMMAND, not \"" + device + "\"."};
+    auto open = [&](RunMode mode) -> std::unique_ptr<InferenceBackend> {
+        if (device == "cpu")
+            return EncoderModel::load(checkpointDir);
+        RunnerOptions options;
+        options.initialMode = mode; // spares the runner a reload on the first forward
+        return RunnerBackend::start(device.substr(runnerPrefix.size()), checkpointDir, options);
+    };
     if (run.modeName == "fp8") {
-        run.model = EncoderModel::load(checkpointDir);
         run.mode = RunMode::Fp8;
+        run.model = open(run.mode);
     } else if (run.modeName == "dequant") {
-        run.model = EncoderModel::load(checkpointDir);
         run.mode = RunMode::Dequant;
+        run.model = open(run.mode);
     } else if (run.modeName == "reference") {
         run.mode = RunMode::Dequant; // a float checkpoint runs the same in either mode
         if (run.referenceDir.empty()) {
-            run.model = EncoderModel::load(checkpointDir);
+            run.model = open(run.mode);
             run.note = "No --reference was given, so dequant (dequantized weights, float activations) stands in for the reference.";
         } else {
             std::shared_ptr<const Checkpoint> checkpoint = Checkpoint::open(checkpointDir);
@@ -71,6 +87,8 @@ RunSelection selectRun(const Arguments& args, const std::string& checkpointDir)
                 throw Error("The reference " + run.referenceDir + " is " +
                             architectureName(run.model->config().architecture) + " but " + checkpointDir + " is " +
                             architectureName(checkpoint->config().architecture) + ".");
+            if (device != "cpu")
+                run.note = "The reference " + run.referenceDir + " ran in-process on CPU; --device applies to the checkpoint's own modes.";
         }
     } else {
         throw UsageError{"--mode must be fp8, dequant or reference, not \"" + run.modeName + "\"."};
@@ -524,6 +542,11 @@ std::vector<Command> commands()
            "batch-size"},
           {"json", "force"}, "SQuAD exact match and F1 of the FP8 run and its reference"},
          commandEvaluate},
+        {{"runner", 0, {}, {}, {}, "serve the runner protocol on stdin/stdout (the CPU runner; see DESIGN.md)"},
+         [](const Arguments&) {
+             return serveRunner(std::cin, std::cout, std::cerr,
+                                {"ScaleScope CPU runner " SCALESCOPE_VERSION ", " + std::to_string(computeThreads()) + " threads"});
+         }},
     };
 }
 

@@ -1,8 +1,10 @@
 // scalescope: the ScaleScope workbench.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QStatusBar>
 
 #include "main_window.h"
+#include "model/encoder_model.h"
 
 int main(int argc, char** argv)
 {
@@ -10,6 +12,7 @@ int main(int argc, char** argv)
     QApplication::setApplicationName(QStringLiteral("ScaleScope"));
     QApplication::setOrganizationName(QStringLiteral("ScaleScope"));
     QApplication::setApplicationVersion(QStringLiteral(SCALESCOPE_VERSION));
+    scalescope::setComputeThreads(0);
 
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral("Workbench for FP8-quantized encoder models."));
@@ -19,8 +22,15 @@ int main(int argc, char** argv)
     parser.process(app);
 
     scalescope::ui::MainWindow window;
+    const scalescope::ui::DemoCatalog demo =
+        scalescope::ui::loadDemoCatalog(scalescope::ui::findDemoFolder(QStringLiteral(SCALESCOPE_DEMO_DIR)));
+    window.setDemoCatalog(demo);
     window.show();
     if (!parser.positionalArguments().isEmpty())
         window.openCheckpoint(parser.positionalArguments().first());
+    else if (!demo.isEmpty())
+        window.openDemo(0); // first run: the QA demo with a passage, a question and its reference
+    else
+        window.statusBar()->showMessage(QObject::tr("Open a checkpoint folder to begin (File > Open Checkpoint)."));
     return app.exec();
 }

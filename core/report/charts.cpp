@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace scalescope {
 namespace {
@@ -11,12 +12,15 @@ bool endsWith(const std::string& s, const std::string& suffix)
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Infinite SQNR (identical outputs) cannot be drawn; show it at a ceiling well above any real value.
-double drawableDb(double db)
+// An infinite SQNR (identical outputs, e.g. the embeddings, which FP8 does not touch) has no bar;
+// the title says so and the CSV keeps "inf".
+void noteInfinite(ChartData& chart, const ChartSeries& series)
 {
-    if (std::isinf(db))
-        return db > 0 ? 200.0 : -50.0;
-    return db;
+    for (double v : series.y)
+        if (std::isinf(v)) {
+            chart.title += " (no bar: identical)";
+            return;
+        }
 }
 
 std::vector<const CapturePointMetrics*> layerOutputs(const ComparisonResult& comparison)
@@ -98,7 +102,7 @@ ChartData channelScalesChart(const LinearScaleStatistics& linear)
 {
     ChartData chart;
     chart.id = "channel_scales";
-    chart.title = "Per-channel weight scales of " + linear.module;
+    chart.title = "Per-channel weight scales, " + shortLinearLabel(linear.module);
     chart.xLabel = "output channel";
     chart.yLabel = "weight scale (log)";
     chart.logY = true;
@@ -138,7 +142,10 @@ ChartData exponentHistogramChart(const LinearScaleStatistics& linear)
 {
     ChartData chart;
     chart.id = "exponent_histogram";
-    chart.title = "FP8 exponent fields used by " + linear.module;
+    char shares[96];
+    std::snprintf(shares, sizeof shares, ": %.2f%% underflow, %.2f%% clipped", 100.0 * linear.underflowShare,
+                  100.0 * linear.clippedShare);
+    chart.title = "FP8 exponents, " + shortLinearLabel(linear.module) + shares;
     chart.xLabel = "E4M3 exponent field (0 = zero/subnormal, 15 = top incl. 448)";
     chart.yLabel = "weight codes";
     ChartSeries bars{"codes", SeriesStyle::Bars, {}, {}, {}, "#009E73"};
@@ -162,8 +169,9 @@ ChartData layerSqnrChart(const ComparisonResult& comparison)
     for (const CapturePointMetrics* p : layerOutputs(comparison)) {
         bars.x.push_back(double(chart.categories.size()));
         chart.categories.push_back(layerLabel(*p));
-        bars.y.push_back(drawableDb(p->metrics.sqnrDb));
+        bars.y.push_back(p->metrics.sqnrDb);
     }
+    noteInfinite(chart, bars);
     chart.series = {bars};
     return chart;
 }
@@ -198,8 +206,9 @@ ChartData linearSqnrChart(const ComparisonResult& comparison)
             continue;
         bars.x.push_back(double(chart.categories.size()));
         chart.categories.push_back(shortLinearLabel(p.module));
-        bars.y.push_back(drawableDb(p.metrics.sqnrDb));
+        bars.y.push_back(p.metrics.sqnrDb);
     }
+    noteInfinite(chart, bars);
     chart.series = {bars};
     return chart;
 }

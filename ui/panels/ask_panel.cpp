@@ -96,9 +96,10 @@ AskPanel::AskPanel(QWidget* parent) : QWidget(parent)
     splitter->addWidget(inputs);
     splitter->addWidget(answersView_);
     splitter->addWidget(logits_);
-    splitter->setStretchFactor(0, 2);
+    splitter->setStretchFactor(0, 1);
     splitter->setStretchFactor(1, 1);
-    splitter->setStretchFactor(2, 2);
+    splitter->setStretchFactor(2, 1);
+    splitter->setSizes({300, 220, 300});
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(splitter);
 
@@ -160,9 +161,11 @@ void AskPanel::showOutcome(const AskOutcome& outcome, const QString& referenceLa
             return tr("<i>no answer</i> (p = %1)").arg(a.score, 0, 'f', 3);
         return tr("<b>%1</b> (p = %2)").arg(QString::fromStdString(a.text).toHtmlEscaped()).arg(a.score, 0, 'f', 3);
     };
-    const bool agree = !outcome.runAnswers.empty() && !outcome.referenceAnswers.empty() &&
-                       normalizeAnswer(outcome.runAnswers.front().text) ==
-                           normalizeAnswer(outcome.referenceAnswers.front().text);
+    // No span on either side, or the same normalised text, is agreement.
+    auto bestText = [](const std::vector<QaAnswer>& answers) {
+        return answers.empty() ? std::string() : normalizeAnswer(answers.front().text);
+    };
+    const bool agree = bestText(outcome.runAnswers) == bestText(outcome.referenceAnswers);
     result_->setText(tr("<span style='background:#cfe3f7'>FP8</span>: %1 &nbsp;&nbsp; "
                         "<span style='border-bottom:2px solid #e69f00'>Reference</span> (%2): %3 &nbsp;&nbsp; %4")
                          .arg(describe(outcome.runAnswers), referenceLabel.toHtmlEscaped(),

@@ -36,6 +36,7 @@ ErrorsPanel::ErrorsPanel(QWidget* parent) : QWidget(parent)
     view_->setSelectionMode(QAbstractItemView::SingleSelection);
     view_->verticalHeader()->hide();
     view_->horizontalHeader()->setStretchLastSection(true);
+    view_->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder); // execution order until sorted
 
     layerSqnr_ = new ChartView(this);
     layerCosine_ = new ChartView(this);
@@ -63,8 +64,8 @@ ErrorsPanel::ErrorsPanel(QWidget* parent) : QWidget(parent)
     auto* top = new QSplitter(Qt::Horizontal, this);
     top->addWidget(tableBox);
     top->addWidget(chartTabs_);
-    top->setStretchFactor(0, 2);
-    top->setStretchFactor(1, 3);
+    top->setStretchFactor(0, 1);
+    top->setStretchFactor(1, 1);
     auto* drill = new QSplitter(Qt::Horizontal, this);
     drill->addWidget(histogram_);
     drill->addWidget(scatter_);
@@ -119,6 +120,7 @@ void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparis
     const ComparisonResult& c = *comparison_;
     metrics_->setPoints(c.points);
     view_->resizeColumnsToContents();
+    view_->setColumnWidth(0, std::min(view_->columnWidth(0), 320));
     layerSqnr_->setChart(layerSqnrChart(c));
     layerCosine_->setChart(layerCosineChart(c));
     growth_->setChart(errorGrowthChart(c));

@@ -115,7 +115,7 @@ void EvaluatePanel::showResult(std::shared_ptr<const EvaluationResult> result)
     auto scores = [](const SquadScores& s) {
         return tr("EM %1, F1 %2").arg(s.exact, 0, 'f', 2).arg(s.f1, 0, 'f', 2);
     };
-    QString text = tr("<b>%1 questions</b> of %2 (%3 questions/s). FP8: %4 &nbsp; Reference (%5): %6 &nbsp; "
+    QString text = tr("<b>%1 questions</b> of %2 (%3 questions/s). FP8: %4 &nbsp; %5: %6 &nbsp; "
                       "Agreement %7% (%8 differ).")
                        .arg(r.examples.size())
                        .arg(r.questionsSelected)

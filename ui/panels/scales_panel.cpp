@@ -106,10 +106,7 @@ void ScalesPanel::showLinear(int index)
         return;
     const LinearScaleStatistics& s = statistics_[static_cast<std::size_t>(comboToStatistics_[static_cast<std::size_t>(index)])];
     channels_->setChart(channelScalesChart(s));
-    ChartData histogram = exponentHistogramChart(s);
-    histogram.title += "  (clipped " + QString::number(100 * s.clippedShare, 'f', 2).toStdString() + "%, underflow " +
-                       QString::number(100 * s.underflowShare, 'f', 2).toStdString() + "%)";
-    exponents_->setChart(histogram);
+    exponents_->setChart(exponentHistogramChart(s));
     shares_->setText(tr("%1 weights per %2, scales %3 .. %4 (ratio %5), clipped %6%, underflow %7%%8")
                          .arg(QString::fromStdString(s.weightDtype), QString::fromStdString(s.weightStrategy))
                          .arg(s.scaleMin, 0, 'e', 3)

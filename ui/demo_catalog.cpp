@@ -1,0 +1,84 @@
+#include "demo_catalog.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+namespace scalescope::ui {
+namespace {
+
+bool hasCheckpoint(const QString& dir)
+{
+    return QFileInfo::exists(dir + QStringLiteral("/config.json"));
+}
+
+QJsonDocument readJson(const QString& path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return {};
+    return QJsonDocument::fromJson(file.readAll());
+}
+
+} // namespace
+
+QString findDemoFolder(const QString& compiledInFolder)
+{
+    const QStringList candidates = {
+        qEnvironmentVariable("SCALESCOPE_DEMO_DIR"),
+        QCoreApplication::applicationDirPath() + QStringLiteral("/../share/scalescope/demo"),
+        compiledInFolder,
+    };
+    for (const QString& candidate : candidates)
+        if (!candidate.isEmpty() && hasCheckpoint(candidate + QStringLiteral("/qa-fp8")))
+            return QDir(candidate).canonicalPath();
+    return {};
+}
+
+DemoCatalog loadDemoCatalog(const QString& folder)
+{
+    DemoCatalog catalog;
+    catalog.folder = folder;
+    if (folder.isEmpty())
+        return catalog;
+    struct Known {
+        const char* name;
+        const char* reference;
+        const char* label;
+        bool maskedLm;
+    };
+    const Known known[] = {
+        {"qa-fp8", "qa-float", QT_TRANSLATE_NOOP("Demo", "Question answering, FP8 per channel, dynamic per-token activations"), false},
+        {"qa-fp8-static", "qa-float", QT_TRANSLATE_NOOP("Demo", "Question answering, FP8 per tensor, static activations"), false},
+        {"qa-float", "", QT_TRANSLATE_NOOP("Demo", "Question answering, float original"), false},
+        {"mlm-fp8", "mlm-float", QT_TRANSLATE_NOOP("Demo", "Fill mask, FP8 per channel, dynamic per-token activations"), true},
+        {"mlm-float", "", QT_TRANSLATE_NOOP("Demo", "Fill mask, float original"), true},
+    };
+    for (const Known& k : known) {
+        const QString dir = folder + "/" + QLatin1String(k.name);
+        if (!hasCheckpoint(dir))
+            continue;
+        catalog.checkpoints.push_back({QCoreApplication::translate("Demo", k.label), dir,
+                                       *k.reference ? folder + "/" + QLatin1String(k.reference) : QString(), k.maskedLm});
+    }
+    const QJsonArray articles = readJson(folder + "/corpus/questions.json").object().value("data").toArray();
+    for (const QJsonValue& article : articles) {
+        const QString title = article.toObject().value("title").toString();
+        for (const QJsonValue& paragraph : article.toObject().value("paragraphs").toArray()) {
+            const QJsonArray qas = paragraph.toObject().value("qas").toArray();
+            if (qas.isEmpty())
+                continue;
+            catalog.passages.push_back({title, qas.first().toObject().value("question").toString(),
+                                        paragraph.toObject().value("context").toString()});
+        }
+    }
+    for (const QJsonValue& sentence : readJson(folder + "/corpus/mask_sentences.json").array())
+        catalog.maskSentences.push_back(sentence.toObject().value("text").toString());
+    return catalog;
+}
+
+} // namespace scalescope::ui

@@ -1,0 +1,35 @@
+#pragma once
+// The bundled demo: checkpoints (trained float models, their FP8 versions) and texts (passages with
+// questions, sentences with a masked word) found in the demo folder. The folder is looked up at run
+// time: $SCALESCOPE_DEMO_DIR, the installed share/scalescope/demo next to the executable, or the
+// source tree's resources/demo.
+#include <QString>
+#include <QVector>
+
+namespace scalescope::ui {
+
+struct DemoCheckpoint {
+    QString label;      // "QA, FP8 per channel (dynamic per-token activations)"
+    QString directory;
+    QString reference;  // the float original
+    bool maskedLm = false;
+};
+
+struct DemoPassage {
+    QString title, question, context;
+};
+
+struct DemoCatalog {
+    QString folder;
+    QVector<DemoCheckpoint> checkpoints;
+    QVector<DemoPassage> passages;     // the first question of each passage
+    QVector<QString> maskSentences;
+
+    bool isEmpty() const { return checkpoints.isEmpty(); }
+};
+
+// compiledInFolder: the source tree's demo folder known at build time (may not exist).
+QString findDemoFolder(const QString& compiledInFolder);
+DemoCatalog loadDemoCatalog(const QString& folder);
+
+} // namespace scalescope::ui
