@@ -3,6 +3,10 @@
 // one clear sentence on stderr with a non-zero exit code.
 #include <QtTest>
 
+#include <QImage>
+#include <QXmlStreamReader>
+
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -281,6 +285,76 @@ private slots:
             QVERIFY(probability <= previous && probability > 0);
             previous = probability;
         }
+    }
+
+    void inspectReportsSchemeStatisticsAndDiagnostics()
+    {
+        const json out = runJson({"inspect", q(fp8Dir_), "--json"});
+        QCOMPARE(out["architecture"].get<std::string>(), std::string("RobertaForQuestionAnswering"));
+        QCOMPARE(out["summary"]["errors"].get<int>(), 0);
+        QCOMPARE(out["linears"].size(), std::size_t(2 * 6 + 1)); // 2 layers x 6 Linears + qa_outputs
+        const json& query = out["linears"][0];
+        QCOMPARE(query["module"].get<std::string>(), std::string("roberta.encoder.layer.0.attention.self.query"));
+        QVERIFY(query["quantized"].get<bool>());
+        QCOMPARE(query["channel_scales"].size(), std::size_t(32));
+        // The reported minimum is the smallest stored scale, read here independently.
+        auto store = TensorStore::openDirectory(fp8Dir_);
+        const auto scales = store->require("roberta.encoder.layer.0.attention.self.query.weight_scale").toFloat().values;
+        QCOMPARE(query["scale_min"].get<float>(), *std::min_element(scales.begin(), scales.end()));
+        QVERIFY(out["tensors"].size() > 0);
+        QVERIFY(out["schemes"][0]["supported"].get<bool>());
+    }
+
+    void compareWritesPlotsInEveryFormat_data()
+    {
+        QTest::addColumn<QString>("format");
+        QTest::newRow("png") << "png";
+        QTest::newRow("pdf") << "pdf";
+        QTest::newRow("svg") << "svg";
+    }
+    void compareWritesPlotsInEveryFormat()
+    {
+        QFETCH(QString, format);
+        const std::string plots = makeTempDir("cli-plots") + "/plots";
+        const json out = runJson({"compare", q(fp8Dir_), "--reference", q(floatDir_), "--question", "where is the cat ?",
+                                  "--context", "the cat sat on the mat", "--plots", q(plots), "--format", format, "--json"});
+        QCOMPARE(out["points"].size(), std::size_t(1 + 2 * (6 * 2 + 1) + 2)); // embeddings, layers, qa_outputs in/out
+        QVERIFY(out["final"]["qa"].contains("same_best_answer"));
+        QVERIFY(out["plots"].size() >= 9);
+        for (const auto& file : out["plots"]) {
+            const std::string path = file.get<std::string>();
+            const std::string bytes = readAll(path);
+            const auto endsWith = [&](const char* suffix) {
+                const std::string s(suffix);
+                return path.size() > s.size() && path.compare(path.size() - s.size(), s.size(), s) == 0;
+            };
+            if (endsWith(".csv") || endsWith(".json")) {
+                QVERIFY2(std::count(bytes.begin(), bytes.end(), '\n') >= 2, path.c_str()); // header and data
+                continue;
+            }
+            QVERIFY2(bytes.size() > 1000, path.c_str());
+            if (path.size() > 4 && path.compare(path.size() - 4, 4, ".png") == 0) {
+                QImage image(q(path));
+                QVERIFY(!image.isNull());
+                const QRgb background = image.pixel(0, 0);
+                int inked = 0;
+                for (int y = 0; y < image.height(); y += 2)
+                    for (int x = 0; x < image.width(); x += 2)
+                        inked += image.pixel(x, y) != background;
+                QVERIFY2(inked > image.width() * image.height() / 400, path.c_str());
+            } else if (path.size() > 4 && path.compare(path.size() - 4, 4, ".pdf") == 0) {
+                QCOMPARE(bytes.substr(0, 4), std::string("%PDF"));
+            } else if (path.size() > 4 && path.compare(path.size() - 4, 4, ".svg") == 0) {
+                QXmlStreamReader xml(QByteArray::fromStdString(bytes));
+                while (!xml.atEnd())
+                    xml.readNext();
+                QVERIFY2(!xml.hasError(), path.c_str());
+            }
+        }
+        // Running again into the same folder is refused without --force.
+        const CliResult again = runCli({"compare", q(fp8Dir_), "--text", "the cat", "--plots", q(plots), "--format", format});
+        QCOMPARE(again.exitCode, 1);
+        QVERIFY(again.err.contains("--force"));
     }
 
     // Each damaged checkpoint gives exit code 1 and one line on stderr naming the file or tensor.
