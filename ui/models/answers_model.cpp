@@ -1,4 +1,5 @@
 #include "models/answers_model.h"
+#include "models/value_text.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,27 +10,6 @@
 namespace scalescope::ui {
 
 namespace {
-
-QString exactText(float value)
-{
-    if (std::isnan(value))
-        return QStringLiteral("nan");
-    if (std::isinf(value))
-        return value > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-    char buffer[32];
-    const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-    return QString::fromLatin1(buffer, int(result.ptr - buffer));
-}
-
-// Probabilities keep four decimals; tiny ones switch to scientific notation rather than read 0.
-QString probabilityText(float probability)
-{
-    if (!std::isfinite(probability))
-        return exactText(probability);
-    if (probability != 0 && std::fabs(probability) < 1e-4f)
-        return QString::asprintf("%.2e", double(probability));
-    return QString::number(double(probability), 'f', 4);
-}
 
 QString answerText(const QaAnswer& answer)
 {

@@ -1,4 +1,5 @@
 #include "models/disagreements_model.h"
+#include "models/value_text.h"
 
 #include <cmath>
 
@@ -53,7 +54,7 @@ QVariant DisagreementsModel::data(const QModelIndex& index, int role) const
         return static_cast<qulonglong>(rows_[static_cast<std::size_t>(index.row())]);
     const bool numeric = column == RunF1Column || column == ReferenceF1Column || column == LogitsSqnrColumn;
     if (role == Qt::TextAlignmentRole)
-        return static_cast<int>((numeric ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter);
+        return alignmentFor(numeric);
     double number = 0;
     switch (column) {
     case RunF1Column:
@@ -72,9 +73,7 @@ QVariant DisagreementsModel::data(const QModelIndex& index, int role) const
         if (numeric) {
             if (role == SortRole)
                 return std::isnan(number) ? QVariant() : QVariant(number);
-            if (std::isinf(number))
-                return number > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-            return role == Qt::ToolTipRole ? QString::number(number, 'g', 17) : QString::number(number, 'f', column == LogitsSqnrColumn ? 2 : 1);
+            return role == Qt::ToolTipRole ? exactText(number) : fixedText(number, column == LogitsSqnrColumn ? 2 : 1);
         }
         switch (column) {
         case IdColumn:

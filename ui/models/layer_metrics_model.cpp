@@ -1,4 +1,5 @@
 #include "models/layer_metrics_model.h"
+#include "models/value_text.h"
 
 #include <charconv>
 #include <cmath>
@@ -6,27 +7,6 @@
 namespace scalescope::ui {
 
 namespace {
-
-QString exactText(double value)
-{
-    if (std::isnan(value))
-        return QStringLiteral("nan");
-    if (std::isinf(value))
-        return value > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-    char buffer[64];
-    const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-    return QString::fromLatin1(buffer, int(result.ptr - buffer));
-}
-
-QString fixedText(double value, int decimals)
-{
-    return std::isfinite(value) ? QString::number(value, 'f', decimals) : exactText(value);
-}
-
-QString scientificText(double value)
-{
-    return std::isfinite(value) ? QString::asprintf("%.3e", value) : exactText(value);
-}
 
 bool isNumericColumn(int column)
 {

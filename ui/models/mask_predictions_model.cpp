@@ -1,4 +1,5 @@
 #include "models/mask_predictions_model.h"
+#include "models/value_text.h"
 
 #include <algorithm>
 #include <charconv>
@@ -7,27 +8,6 @@
 namespace scalescope::ui {
 
 namespace {
-
-QString exactText(float value)
-{
-    if (std::isnan(value))
-        return QStringLiteral("nan");
-    if (std::isinf(value))
-        return value > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-    char buffer[32];
-    const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-    return QString::fromLatin1(buffer, int(result.ptr - buffer));
-}
-
-// Probabilities keep four decimals; tiny ones switch to scientific notation rather than read 0.
-QString probabilityText(float probability)
-{
-    if (!std::isfinite(probability))
-        return exactText(probability);
-    if (probability != 0 && std::fabs(probability) < 1e-4f)
-        return QString::asprintf("%.2e", double(probability));
-    return QString::number(double(probability), 'f', 4);
-}
 
 // The raw token in double quotes with C-style escapes for control characters.
 QString quotedToken(const std::string& token)

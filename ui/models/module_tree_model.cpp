@@ -1,4 +1,5 @@
 #include "models/module_tree_model.h"
+#include "models/value_text.h"
 
 #include <QHash>
 #include <QStringList>
@@ -54,25 +55,12 @@ QString naturalKey(const QString& text)
     return key;
 }
 
-QString shapeText(const std::vector<int64_t>& shape)
-{
-    QStringList dims;
-    for (int64_t d : shape)
-        dims << QString::number(d);
-    return QLatin1Char('[') + dims.join(QStringLiteral(", ")) + QLatin1Char(']');
-}
-
 double elementCount(const std::vector<int64_t>& shape)
 {
     double count = 1;
     for (int64_t d : shape)
         count *= double(d);
     return count;
-}
-
-QVariant alignment(bool numeric)
-{
-    return int((numeric ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter);
 }
 
 } // namespace
@@ -238,7 +226,7 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const
         default: return QVariant();
         }
     case Qt::TextAlignmentRole:
-        return alignment(column == TensorCountColumn || column == ElementsColumn);
+        return alignmentFor(column == TensorCountColumn || column == ElementsColumn);
     case SortRole:
         switch (column) {
         case NameColumn: return node.sortKey;
@@ -270,7 +258,7 @@ QVariant ModuleTreeModel::headerData(int section, Qt::Orientation orientation, i
     if (role == Qt::ToolTipRole && section == DtypeColumn)
         return tr("Dtypes of the tensors below, the one holding most elements first");
     if (role == Qt::TextAlignmentRole)
-        return alignment(section == TensorCountColumn || section == ElementsColumn);
+        return alignmentFor(section == TensorCountColumn || section == ElementsColumn);
     return QAbstractItemModel::headerData(section, orientation, role);
 }
 

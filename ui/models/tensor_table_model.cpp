@@ -1,4 +1,5 @@
 #include "models/tensor_table_model.h"
+#include "models/value_text.h"
 
 #include <QStringList>
 
@@ -11,46 +12,11 @@ namespace scalescope::ui {
 
 namespace {
 
-// Shortest text that reads back as the same value; floats stay floats so 0.001f shows as "0.001".
-template <typename T>
-QString exactText(T value)
-{
-    if (std::isnan(value))
-        return QStringLiteral("nan");
-    if (std::isinf(value))
-        return value > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-    char buffer[64];
-    const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-    return QString::fromLatin1(buffer, int(result.ptr - buffer));
-}
-
-QString scientificText(double value)
-{
-    if (!std::isfinite(value))
-        return exactText(value);
-    return QString::asprintf("%.3e", value);
-}
-
-QString percentText(double share)
-{
-    if (!std::isfinite(share))
-        return exactText(share * 100.0);
-    return QString::number(share * 100.0, 'f', 2);
-}
-
 QString ratioText(double ratio)
 {
     if (!std::isfinite(ratio))
         return exactText(ratio);
     return QString::number(ratio, 'g', 4);
-}
-
-QString shapeText(const std::vector<int64_t>& shape)
-{
-    QStringList dims;
-    for (int64_t d : shape)
-        dims << QString::number(d);
-    return QLatin1Char('[') + dims.join(QStringLiteral(", ")) + QLatin1Char(']');
 }
 
 int64_t elementCount(const std::vector<int64_t>& shape)

@@ -1,0 +1,45 @@
+#include "models/value_text.h"
+
+#include <QStringList>
+
+namespace scalescope::ui {
+
+QString fixedText(double value, int decimals)
+{
+    return std::isfinite(value) ? QString::number(value, 'f', decimals) : exactText(value);
+}
+
+QString scientificText(double value)
+{
+    return std::isfinite(value) ? QString::asprintf("%.3e", value) : exactText(value);
+}
+
+QString percentText(double share)
+{
+    return std::isfinite(share) ? QString::number(share * 100.0, 'f', 2) : exactText(share * 100.0);
+}
+
+QString probabilityText(float probability)
+{
+    if (!std::isfinite(probability))
+        return exactText(probability);
+    if (probability != 0 && std::fabs(probability) < 1e-4f)
+        return QString::asprintf("%.2e", double(probability));
+    return QString::number(double(probability), 'f', 4);
+}
+
+QString shapeText(const std::vector<int64_t>& shape)
+{
+    QStringList dims;
+    for (int64_t d : shape)
+        dims << QString::number(d);
+    return QLatin1Char('[') + dims.join(QStringLiteral(", ")) + QLatin1Char(']');
+}
+
+QVariant alignmentFor(bool numeric)
+{
+    // An int, not Qt::Alignment: Qt 6.4's delegates read the role with toInt().
+    return int((numeric ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter);
+}
+
+} // namespace scalescope::ui

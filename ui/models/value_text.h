@@ -1,0 +1,34 @@
+#pragma once
+// How the item models write numbers and shapes: one set of helpers so that every table formats
+// the same value the same way.
+#include <QString>
+#include <QVariant>
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace scalescope::ui {
+
+// Shortest text that reads back as the same value; floats stay floats so 0.001f shows as "0.001".
+template <typename T>
+QString exactText(T value)
+{
+    if (std::isnan(value))
+        return QStringLiteral("nan");
+    if (std::isinf(value))
+        return value > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+    char buffer[64];
+    const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+    return QString::fromLatin1(buffer, int(result.ptr - buffer));
+}
+
+QString fixedText(double value, int decimals);     // "12.35"; non-finite as exactText
+QString scientificText(double value);              // "1.235e-04"
+QString percentText(double share);                 // share 0.1234 -> "12.34"
+QString probabilityText(float probability);        // four decimals, tiny ones scientific
+QString shapeText(const std::vector<int64_t>& shape); // "[768, 768]"
+QVariant alignmentFor(bool numeric);               // Qt::TextAlignmentRole value
+
+} // namespace scalescope::ui
