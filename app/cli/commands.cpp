@@ -450,7 +450,9 @@ int commandCompare(const Arguments& args)
     if (args.has("plots"))
         ui::parseChartFormat(args.value("format", "png")); // refuse a bad format before the runs
 
-    std::unique_ptr<EncoderModel> run = EncoderModel::load(checkpointDir);
+    // The run goes to --device; a float reference runs in-process on CPU (the yardstick). Without
+    // --reference, dequant on the same device stands in.
+    std::unique_ptr<InferenceBackend> run = openBackend(args.value("device", "cpu"), checkpointDir);
     std::unique_ptr<EncoderModel> reference;
     if (auto dir = args.value("reference"))
         reference = EncoderModel::load(*dir);
@@ -534,12 +536,12 @@ std::vector<Command> commands()
          commandInspect},
         {{"compare", 1, {"CKPT"},
           {"reference", "question", "context", "text", "input-ids", "plots", "format", "max-seq-len", "doc-stride",
-           "max-answer-len", "null-threshold", "top-k"},
+           "max-answer-len", "null-threshold", "top-k", "device"},
           {"json", "force"}, "per-layer error of the FP8 run against its reference"},
          commandCompare},
         {{"evaluate", 1, {"CKPT"},
           {"squad", "reference", "max-samples", "csv", "max-seq-len", "doc-stride", "max-answer-len", "null-threshold",
-           "batch-size"},
+           "batch-size", "device"},
           {"json", "force"}, "SQuAD exact match and F1 of the FP8 run and its reference"},
          commandEvaluate},
         {{"runner", 0, {}, {}, {}, "serve the runner protocol on stdin/stdout (the CPU runner; see DESIGN.md)"},

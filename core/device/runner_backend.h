@@ -1,0 +1,106 @@
+#pragma once
+// Devices behind InferenceBackend: the in-process CPU engine, or a runner process that serves
+// forward passes over the JSON-lines protocol of DESIGN.md ("Runner protocol"), started from a
+// user command line (a local `scalescope-cli runner`, or `ssh aiu-host torchrun ... aiu_runner.py`).
+//
+// RunnerBackend owns: the child process (started through /bin/sh -c in its own process group, so
+// a stop reaches everything the command started), its three pipes, a private exchange folder for
+// the safetensors files (removed on destruction), and the checkpoint opened locally for the config,
+// the tokenizer and the Linear descriptions (no weights are decoded here).
+// Threading: like every backend, not to be used from two threads at once. It starts no threads:
+// while a request is pending it polls the child's stdout and stderr together in short slices, so
+// the child can never block on a full stderr pipe, and the cancel flag is seen within ~50 ms.
+// Errors: every failure (timeout, cancel, the child exiting, an answer that is not the protocol,
+// ok:false) throws scalescope::Error (Cancelled for the cancel flag) with one sentence that names
+// the runner and, when it wrote any, its last stderr line; the child is then stopped (SIGTERM, then
+// SIGKILL) and the next request restarts it (spawn, hello, load) without the caller doing anything.
+// Inputs are checked here before they are sent (ids inside the vocabulary, sequence length, mask
+// shape), so a well-formed request the runner refuses means the runner is in trouble, and a restart
+// is the remedy; a bad input costs no restart.
+//
+// The runner returns logits and captures only: ForwardOptions::activationStatistics and
+// linearInputAmax are in-process features and are ignored here (the result's lists stay empty).
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/inference_backend.h"
+
+namespace scalescope {
+
+// The protocol version this build speaks; a runner announcing another one is refused at hello.
+constexpr int kRunnerProtocolVersion = 1;
+
+struct RunnerOptions {
+    // The child gets this long to start and answer hello (ssh and torchrun take a while).
+    std::chrono::milliseconds helloTimeout{60000};
+    std::chrono::milliseconds loadTimeout{120000};
+    std::chrono::milliseconds forwardTimeout{60000};
+    // How long the destructor waits for the runner to exit after shutdown before stopping it.
+    std::chrono::milliseconds shutdownTimeout{5000};
+    // Where the private exchange folder is created. Empty: $SCALESCOPE_RUNNER_EXCHANGE_DIR, else
+    // $TMPDIR, else /tmp. A runner on another host needs a folder both hosts see at the same path,
+    // and the checkpoint at the same path too.
+    std::string exchangeParent;
+    // The mode the runner loads at start; forward() reloads when it asks for the other one.
+    RunMode initialMode = RunMode::Fp8;
+    // Called with every stderr line of the runner, on the calling thread, while a request is pending.
+    std::function<void(const std::string& line)> onLogLine;
+    // How many of the runner's last stderr lines are kept for messages.
+    std::size_t stderrLinesKept = 8;
+};
+
+class RunnerBackend : public InferenceBackend {
+public:
+    // Opens checkpointDir locally, starts `command` through /bin/sh -c, checks hello's protocol
+    // version and loads the checkpoint in options.initialMode. Throws scalescope::Error.
+    static std::unique_ptr<RunnerBackend> start(const std::string& command, const std::string& checkpointDir,
+                                                const RunnerOptions& options = {}, const Progress& progress = {});
+    // Asks the runner to shut down, stops it when it does not exit in time, removes the exchange folder.
+    ~RunnerBackend() override;
+    RunnerBackend(const RunnerBackend&) = delete;
+    RunnerBackend& operator=(const RunnerBackend&) = delete;
+
+    const Checkpoint& checkpoint() const override;
+    const std::vector<LinearInfo>& linears() const override;
+    std::vector<std::string> capturePoints() const override;
+    // Reloads the runner first when options.mode differs from the loaded mode. elapsedMs is the
+    // runner's own elapsed_ms (its compute time); lastRoundTripMs() has the time the caller waited.
+    ForwardResult forward(const EncoderInputs& inputs, const ForwardOptions& options,
+                          const Progress& progress = {}) override;
+    // The runner's own name from hello ("ScaleScope CPU runner, 2 threads"), or the command.
+    std::string deviceName() const override;
+
+    const std::string& command() const;
+    // "cpu", "aiu", ... as the runner announced it at hello.
+    const std::string& runnerDevice() const;
+    // True while a runner process is up and loaded; false after a failure until the next request.
+    bool isRunning() const;
+    // How many times the runner was started (1 after start(), +1 per transparent restart).
+    int startCount() const;
+    double lastRoundTripMs() const;
+    // The last stderr lines of the runner (oldest first), for a log view.
+    std::vector<std::string> recentLogLines() const;
+    // The folder where request files are exchanged.
+    const std::string& exchangeDirectory() const;
+
+private:
+    RunnerBackend();
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// The Linears of a checkpoint as EncoderModel describes them, derived from the config and the
+// tensor headers (dtype, shape) without decoding weights; static input scales are read (one value).
+std::vector<LinearInfo> describeLinears(const Checkpoint& checkpoint);
+// Every capture point of the checkpoint's architecture in execution order, as EncoderModel lists them.
+std::vector<std::string> capturePointsOf(const Checkpoint& checkpoint);
+
+// device: "cpu" (EncoderModel in this process) or "runner:COMMAND" (RunnerBackend with default
+// options). Throws scalescope::Error for any other device, naming it.
+std::unique_ptr<InferenceBackend> openBackend(const std::string& device, const std::string& checkpointDir,
+                                              const Progress& progress = {});
+
+} // namespace scalescope

@@ -1,0 +1,34 @@
+#pragma once
+// The CPU runner: the server side of the runner protocol (DESIGN.md, "Runner protocol") over an
+// EncoderModel in this process. `scalescope-cli runner` serves it on stdin/stdout.
+//
+// One request per line in, one response per line out (flushed after each), logs on `log`.
+// Requests:
+//   hello                                  -> protocol, device "cpu", name
+//   load {checkpoint, mode}                -> architecture; loading the checkpoint that is already
+//                                             loaded only switches the mode (fp8 | dequant)
+//   forward {input_ids, attention_mask?, capture?, output, logit_positions?}
+//                                          -> output, elapsed_ms; the file holds the logits
+//                                             ("start_logits"/"end_logits" or "logits") and the
+//                                             captures by point name, float32, written atomically
+//   shutdown                               -> ok, and serving ends
+// `capture` is a list of capture point or module names (or the string "all"); `logit_positions` is
+// an optional list of [row, position] pairs for MaskedLM heads (logits only at those positions),
+// an extension of the protocol that runners may ignore only for QA models.
+// A request that is not valid JSON, lacks a field or names something unknown gets
+// {"id":..,"ok":false,"error":"one sentence"} and serving goes on. End of input ends serving.
+// Threading: runs on the calling thread until the end of input or shutdown.
+#include <iosfwd>
+#include <string>
+
+namespace scalescope {
+
+struct RunnerServerOptions {
+    // Reported by hello as the runner's name; empty gives "ScaleScope CPU runner, N threads".
+    std::string name;
+};
+
+// Serves until end of input or a shutdown request; returns the process exit code (0).
+int serveRunner(std::istream& in, std::ostream& out, std::ostream& log, const RunnerServerOptions& options = {});
+
+} // namespace scalescope

@@ -1,0 +1,529 @@
+"""Tests of the AIU runner's protocol side, with a stand-in model (no fms, no AIU needed).
+
+Run: python3 -m unittest discover -s packaging/runners -p "test_*.py"
+
+FakeAdapter below is also the model ScaleScope's C++ test_runner plugs into aiu_runner.py
+(`--adapter test_aiu_runner:FakeAdapter`) to check the two sides of the protocol against each other.
+Its outputs are simple functions of the input, so the expected values are known by hand:
+start_logits = 0.5 * id, end_logits = -id, MaskedLM logits[v] = 1 where v == id else 0, and the
+capture point with index k in execution order holds k + t / 4 at token t.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import queue
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+from typing import Any, Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import aiu_runner  # noqa: E402
+from aiu_runner import (  # noqa: E402
+    MLM_ARCHITECTURE,
+    QA_ARCHITECTURE,
+    Collective,
+    ModelAdapter,
+    RequestError,
+    RunnerServer,
+    capture_points,
+    follow,
+    hf_module_name,
+    write_safetensors,
+)
+
+RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "aiu_runner.py")
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+HAVE_FMS = importlib.util.find_spec("fms") is not None
+
+
+class FakeAdapter(ModelAdapter):
+    """A model whose outputs are hand-checkable functions of the input (see the module docstring)."""
+
+    device = "fake"
+    name = "fake model for tests"
+
+    def __init__(self, options: Any = None):
+        self.options = options
+        self.loads: List[tuple] = []
+        self.forwards: List[Dict[str, Any]] = []
+        self.fail_next_forward: Optional[Exception] = None
+
+    def load(self, checkpoint: str, mode: str) -> str:
+        with open(os.path.join(checkpoint, "config.json"), encoding="utf-8") as file:
+            config = json.load(file)
+        # Libraries print; the runner must keep this off the protocol stream.
+        print("noise from a library on stdout")
+        os.write(1, b"noise from C code on fd 1\n")
+        self.loads.append((checkpoint, mode))
+        self.architecture = config["architectures"][0]
+        self.num_layers = int(config["num_hidden_layers"])
+        self.vocab_size = int(config["vocab_size"])
+        self.pad_id = int(config.get("pad_token_id", 1))
+        self.max_tokens = int(config["max_position_embeddings"]) - self.pad_id - 1
+        return self.architecture
+
+    def forward(self, input_ids, attention_mask, capture, logit_positions):
+        self.forwards.append(dict(input_ids=input_ids, attention_mask=attention_mask, capture=capture,
+                                  logit_positions=logit_positions))
+        if self.fail_next_forward is not None:
+            failure, self.fail_next_forward = self.fail_next_forward, None
+            raise failure
+        result: Dict[str, Any] = {}
+        if self.architecture == QA_ARCHITECTURE:
+            result["start_logits"] = [[0.5 * token for token in row] for row in input_ids]
+            result["end_logits"] = [[-float(token) for token in row] for row in input_ids]
+        else:
+            def one_hot(token):
+                return [1.0 if v == token else 0.0 for v in range(self.vocab_size)]
+
+            if logit_positions:
+                result["logits"] = [one_hot(input_ids[r][p]) for r, p in logit_positions]
+            else:
+                result["logits"] = [[one_hot(token) for token in row] for row in input_ids]
+        points = capture_points(self.architecture, self.num_layers)
+        for point in capture:
+            k = points.index(point)
+            result[point] = [[k + t / 4 for t in range(len(row))] for row in input_ids]
+        return result
+
+
+def read_safetensors(path: str):
+    """An independent reader: (header dict, {name: (shape, [floats])}) of an F32 file."""
+    with open(path, "rb") as file:
+        data = file.read()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    body = data[8 + length:]
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = entry["data_offsets"]
+        count = (end - begin) // 4
+        tensors[name] = (entry["shape"], list(struct.unpack("<%df" % count, body[begin:end])))
+    return header, tensors, length
+
+
+def write_config(folder: str, architecture: str = QA_ARCHITECTURE, layers: int = 2, vocab: int = 50) -> str:
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as file:
+        json.dump({"architectures": [architecture], "num_hidden_layers": layers, "vocab_size": vocab,
+                   "max_position_embeddings": 20, "pad_token_id": 1, "hidden_size": 8,
+                   "num_attention_heads": 2, "intermediate_size": 16}, file)
+    return folder
+
+
+class ServerTestCase(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.TemporaryDirectory()
+        self.root = self.folder.name
+        self.qa = write_config(os.path.join(self.root, "qa"))
+        self.mlm = write_config(os.path.join(self.root, "mlm"), MLM_ARCHITECTURE, layers=1, vocab=12)
+        self.adapter = FakeAdapter()
+        self.log = io.StringIO()
+        self.server = RunnerServer(self.adapter, self.log)
+        self.stdout = sys.stdout
+        # FakeAdapter prints; keep the test output clean.
+        sys.stdout = io.StringIO()
+        self.saved_fd = os.dup(1)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+
+    def tearDown(self):
+        os.dup2(self.saved_fd, 1)
+        os.close(self.saved_fd)
+        sys.stdout = self.stdout
+        self.folder.cleanup()
+
+    def load(self, folder=None, mode="fp8", request_id=1):
+        response = self.server.handle({"id": request_id, "op": "load", "checkpoint": folder or self.qa, "mode": mode})
+        self.assertTrue(response["ok"], response)
+        return response
+
+    def output(self, name="out.safetensors"):
+        return os.path.join(self.root, name)
+
+
+class ProtocolRoundTrips(ServerTestCase):
+    def test_hello(self):
+        self.assertEqual(self.server.handle({"id": 1, "op": "hello"}),
+                         {"id": 1, "ok": True, "protocol": 1, "device": "fake", "name": "fake model for tests"})
+
+    def test_load_reports_architecture_and_reloads_only_on_change(self):
+        self.assertEqual(self.load(request_id=7), {"id": 7, "ok": True, "architecture": QA_ARCHITECTURE})
+        self.load()
+        self.load(mode="dequant")
+        self.assertEqual(self.load(self.mlm)["architecture"], MLM_ARCHITECTURE)
+        self.assertEqual(self.adapter.loads, [(self.qa, "fp8"), (self.qa, "dequant"), (self.mlm, "fp8")])
+
+    def test_forward_writes_logits_and_captures(self):
+        self.load()
+        out = self.output()
+        capture = ["roberta.embeddings.output", "qa_outputs", "roberta.encoder.layer.1.output"]
+        response = self.server.handle({"id": 3, "op": "forward", "input_ids": [[0, 7, 9, 2], [0, 5, 2]],
+                                       "attention_mask": [[1, 1, 1, 1], [1, 1, 1]], "capture": capture,
+                                       "output": out})
+        self.assertTrue(response["ok"], response)
+        self.assertEqual(response["id"], 3)
+        self.assertEqual(response["output"], out)
+        self.assertGreaterEqual(response["elapsed_ms"], 0.0)
+
+        header, tensors, header_length = read_safetensors(out)
+        self.assertEqual(header_length % 8, 0)
+        self.assertEqual(header["__metadata__"]["mode"], "fp8")
+        # Outputs first, then captures in execution order; contiguous data.
+        names = [name for name in header if name != "__metadata__"]
+        self.assertEqual(names, ["start_logits", "end_logits", "roberta.embeddings.output",
+                                 "roberta.encoder.layer.1.output", "qa_outputs.input", "qa_outputs.output"])
+        offset = 0
+        for name in names:
+            self.assertEqual(header[name]["dtype"], "F32")
+            self.assertEqual(header[name]["data_offsets"][0], offset)
+            offset = header[name]["data_offsets"][1]
+        # The shorter row was padded with the pad id (1) and masked out.
+        self.assertEqual(self.adapter.forwards[0]["input_ids"], [[0, 7, 9, 2], [0, 5, 2, 1]])
+        self.assertEqual(self.adapter.forwards[0]["attention_mask"], [[1, 1, 1, 1], [1, 1, 1, 0]])
+        self.assertEqual(tensors["start_logits"], ([2, 4], [0.0, 3.5, 4.5, 1.0, 0.0, 2.5, 1.0, 0.5]))
+        self.assertEqual(tensors["end_logits"][1], [-0.0, -7.0, -9.0, -2.0, -0.0, -5.0, -2.0, -1.0])
+        # 2 layers: embeddings 0, layer 1 output at 1 + 13 + 13 - 1 = 26, qa_outputs.input 27.
+        self.assertEqual(tensors["roberta.encoder.layer.1.output"][1][:4], [26.0, 26.25, 26.5, 26.75])
+        self.assertEqual(tensors["qa_outputs.output"][1][1], 28.25)
+        self.assertEqual(os.listdir(self.root).count("out.safetensors"), 1)
+        self.assertFalse([f for f in os.listdir(self.root) if f.endswith(".partial")])
+
+    def test_forward_with_all_captures_and_default_mask(self):
+        self.load()
+        out = self.output()
+        response = self.server.handle({"id": 4, "op": "forward", "input_ids": [[0, 3, 2]], "capture": "all",
+                                       "output": out})
+        self.assertTrue(response["ok"], response)
+        _, tensors, _ = read_safetensors(out)
+        self.assertEqual(len(tensors), 2 + 1 + 2 * 13 + 2)
+        self.assertEqual(self.adapter.forwards[0]["attention_mask"], [[1, 1, 1]])
+
+    def test_masked_lm_logit_positions(self):
+        self.load(self.mlm)
+        out = self.output()
+        response = self.server.handle({"id": 5, "op": "forward", "input_ids": [[0, 4, 11, 2], [0, 6, 2]],
+                                       "logit_positions": [[0, 2], [1, 1]], "output": out})
+        self.assertTrue(response["ok"], response)
+        _, tensors, _ = read_safetensors(out)
+        shape, values = tensors["logits"]
+        self.assertEqual(shape, [2, 12])
+        self.assertEqual(values[11], 1.0)  # row 0, position 2 holds id 11
+        self.assertEqual(values[12 + 6], 1.0)  # row 1, position 1 holds id 6
+        self.assertEqual(sum(values), 2.0)
+
+    def test_shutdown_ends_serving(self):
+        lines = [b'{"id":1,"op":"hello"}\n', b"\n", b'{"id":2,"op":"shutdown"}\n', b'{"id":3,"op":"hello"}\n']
+        served = iter(lines)
+        out = io.StringIO()
+        self.assertEqual(self.server.serve(lambda: next(served, b""), out), 0)
+        answers = [json.loads(line) for line in out.getvalue().splitlines()]
+        self.assertEqual([a["id"] for a in answers], [1, 2])
+        self.assertEqual(answers[1], {"id": 2, "ok": True})
+        self.assertEqual(next(served), b'{"id":3,"op":"hello"}\n')  # never read
+
+    def test_end_of_input_ends_serving(self):
+        out = io.StringIO()
+        self.assertEqual(self.server.serve(lambda: b"", out), 0)
+        self.assertEqual(out.getvalue(), "")
+
+
+class MalformedRequests(ServerTestCase):
+    CASES = [
+        # (name, load first, request, expected id, phrase)
+        ("not an object", False, [1, 2], None, "not a JSON object"),
+        ("no op", False, {"id": 2}, 2, 'no "op"'),
+        ("op not a string", False, {"id": 3, "op": 4}, 3, 'no "op"'),
+        ("unknown op", False, {"id": 4, "op": "launch"}, 4, 'Unknown op "launch"'),
+        ("forward before load", False, {"id": 5, "op": "forward", "input_ids": [[0, 2]], "output": "OUT"}, 5,
+         "No checkpoint is loaded"),
+        ("load without folder", False, {"id": 6, "op": "load"}, 6, '"checkpoint"'),
+        ("load bad mode", False, {"id": 7, "op": "load", "checkpoint": "QA", "mode": "int4"}, 7,
+         'mode "int4" is not fp8 or dequant'),
+        ("load missing folder", False, {"id": 8, "op": "load", "checkpoint": "/no/such/folder"}, 8,
+         "/no/such/folder is not a folder"),
+        ("ids not rows", True, {"id": 9, "op": "forward", "input_ids": [0, 2], "output": "OUT"}, 9,
+         "list of lists"),
+        ("negative id", True, {"id": 10, "op": "forward", "input_ids": [[0, -1]], "output": "OUT"}, 10,
+         "non-negative integers"),
+        ("boolean id", True, {"id": 11, "op": "forward", "input_ids": [[0, True]], "output": "OUT"}, 11,
+         "non-negative integers"),
+        ("float id", True, {"id": 12, "op": "forward", "input_ids": [[0, 2.5]], "output": "OUT"}, 12,
+         "non-negative integers"),
+        ("no ids", True, {"id": 13, "op": "forward", "output": "OUT"}, 13, '"input_ids"'),
+        ("empty rows", True, {"id": 14, "op": "forward", "input_ids": [[]], "output": "OUT"}, 14,
+         "no input tokens"),
+        ("outside vocabulary", True, {"id": 15, "op": "forward", "input_ids": [[0, 50]], "output": "OUT"}, 15,
+         "outside the vocabulary (size 50)"),
+        ("too long", True, {"id": 16, "op": "forward", "input_ids": [[5] * 19], "output": "OUT"}, 16,
+         "takes at most 18"),
+        ("mask shape", True, {"id": 17, "op": "forward", "input_ids": [[0, 2]], "attention_mask": [[1]],
+                              "output": "OUT"}, 17, "shape of"),
+        ("unknown capture", True, {"id": 18, "op": "forward", "input_ids": [[0, 2]], "capture": ["bogus"],
+                                   "output": "OUT"}, 18, 'Unknown capture point "bogus"'),
+        ("capture not a list", True, {"id": 19, "op": "forward", "input_ids": [[0, 2]], "capture": 5,
+                                      "output": "OUT"}, 19, '"capture" must be'),
+        ("no output", True, {"id": 20, "op": "forward", "input_ids": [[0, 2]]}, 20, '"output"'),
+        ("output folder missing", True, {"id": "x", "op": "forward", "input_ids": [[0, 2]],
+                                         "output": "/no/such/dir/f.safetensors"}, "x", "does not exist"),
+        ("logit position outside", True, {"id": 21, "op": "forward", "input_ids": [[0, 2]],
+                                          "logit_positions": [[0, 5]], "output": "OUT"}, 21, "outside the input"),
+    ]
+
+    def test_each_gets_one_sentence_and_serving_goes_on(self):
+        for name, load_first, request, expected_id, phrase in self.CASES:
+            with self.subTest(name):
+                self.server = RunnerServer(FakeAdapter(), self.log)
+                if load_first:
+                    self.assertTrue(self.server.handle({"id": 0, "op": "load", "checkpoint": self.qa})["ok"])
+                text = json.dumps(request).replace('"OUT"', json.dumps(self.output())).replace('"QA"', json.dumps(self.qa))
+                served = iter([text.encode() + b"\n", b'{"id":99,"op":"hello"}\n'])
+                out = io.StringIO()
+                self.server.serve(lambda: next(served, b""), out)
+                answer, hello = [json.loads(line) for line in out.getvalue().splitlines()]
+                self.assertFalse(answer["ok"])
+                self.assertEqual(answer["id"], expected_id)
+                self.assertIn(phrase, answer["error"])
+                self.assertTrue(answer["error"].endswith("."))
+                self.assertNotIn("\n", answer["error"])
+                self.assertTrue(hello["ok"])
+                self.assertFalse(os.path.exists(self.output()))
+
+    def test_not_json(self):
+        served = iter([b'{"id":1,"op":\n', b"\xff\xfe garbage\n", b'{"id":2,"op":"hello"}\n'])
+        out = io.StringIO()
+        self.server.serve(lambda: next(served, b""), out)
+        answers = [json.loads(line) for line in out.getvalue().splitlines()]
+        self.assertEqual(len(answers), 3)
+        for answer in answers[:2]:
+            self.assertEqual((answer["id"], answer["ok"]), (None, False))
+            self.assertIn("not valid JSON", answer["error"])
+        self.assertTrue(answers[2]["ok"])
+
+    def test_adapter_failure_is_reported_and_serving_goes_on(self):
+        self.load()
+        self.adapter.fail_next_forward = ValueError("card 3 is\nunwell")
+        response = self.server.handle({"id": 4, "op": "forward", "input_ids": [[0, 2]], "output": self.output()})
+        self.assertEqual(response["ok"], False)
+        self.assertEqual(response["error"], "The runner failed: ValueError: card 3 is unwell.")
+        self.assertIn("Traceback", self.log.getvalue())
+        self.assertTrue(self.server.handle({"id": 5, "op": "forward", "input_ids": [[0, 2]],
+                                            "output": self.output()})["ok"])
+
+
+class SafetensorsWriter(unittest.TestCase):
+    def test_nested_lists_little_endian_and_aligned(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "t.safetensors")
+            write_safetensors(path, [("a", [[1.0, -2.0, 0.5]]), ("b", [3.25])], {"k": "v"})
+            with open(path, "rb") as file:
+                data = file.read()
+            (length,) = struct.unpack("<Q", data[:8])
+            self.assertEqual(length % 8, 0)
+            header = json.loads(data[8:8 + length])
+            self.assertEqual(header["a"], {"dtype": "F32", "shape": [1, 3], "data_offsets": [0, 12]})
+            self.assertEqual(header["b"], {"dtype": "F32", "shape": [1], "data_offsets": [12, 16]})
+            self.assertEqual(header["__metadata__"], {"k": "v"})
+            # 1.0 as little-endian IEEE float32 is 00 00 80 3f.
+            self.assertEqual(data[8 + length:8 + length + 4], b"\x00\x00\x80\x3f")
+            self.assertEqual(len(data), 8 + length + 16)
+
+    def test_failure_leaves_no_file(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "t.safetensors")
+            with self.assertRaises(ValueError):
+                write_safetensors(path, [("a", [[1.0, 2.0], [3.0]])])  # ragged
+            self.assertEqual(os.listdir(folder), [])
+
+    @unittest.skipUnless(HAVE_TORCH, "torch is not installed")
+    def test_torch_and_numpy_tensors(self):
+        import numpy
+        import torch
+
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "t.safetensors")
+            half = torch.tensor([[1.5, -0.25], [2.0, 4.0]], dtype=torch.float16)
+            big_endian = numpy.array([1.0, 2.0], dtype=">f4")
+            write_safetensors(path, [("half", half), ("be", big_endian), ("t", half.t())])
+            _, tensors, _ = read_safetensors(path)
+            self.assertEqual(tensors["half"], ([2, 2], [1.5, -0.25, 2.0, 4.0]))
+            self.assertEqual(tensors["be"], ([2], [1.0, 2.0]))
+            self.assertEqual(tensors["t"], ([2, 2], [1.5, 2.0, -0.25, 4.0]))  # made contiguous
+
+
+class Names(unittest.TestCase):
+    def test_fms_to_hugging_face_module_names(self):
+        cases = {
+            "base_model.enc_norm": "roberta.embeddings",
+            "base_model.layers.3": "roberta.encoder.layer.3",
+            "base_model.layers.3.attn.in_proj.query": "roberta.encoder.layer.3.attention.self.query",
+            "base_model.layers.0.attn.in_proj.key": "roberta.encoder.layer.0.attention.self.key",
+            "base_model.layers.0.attn.in_proj.value": "roberta.encoder.layer.0.attention.self.value",
+            "base_model.layers.11.attn.dense": "roberta.encoder.layer.11.attention.output.dense",
+            "base_model.layers.2.ff_sub_layer.w1": "roberta.encoder.layer.2.intermediate.dense",
+            "base_model.layers.2.ff_sub_layer.w2": "roberta.encoder.layer.2.output.dense",
+            "qa_head": "qa_outputs",
+            "classification_head.dense": "lm_head.dense",
+            "classification_head.head": "lm_head.decoder",
+            "base_model.layers.2.ln": None,
+            "base_model.layers.2.ff_sub_layer": None,
+            "base_model.embedding": None,
+            "base_model.layers.x.attn.dense": None,
+            "": None,
+        }
+        for fms_name, expected in cases.items():
+            with self.subTest(fms_name):
+                self.assertEqual(hf_module_name(fms_name), expected)
+
+    def test_capture_points_in_execution_order(self):
+        points = capture_points(QA_ARCHITECTURE, 2)
+        self.assertEqual(len(points), 1 + 2 * (12 + 1) + 2)
+        self.assertEqual(points[:3], ["roberta.embeddings.output", "roberta.encoder.layer.0.attention.self.query.input",
+                                      "roberta.encoder.layer.0.attention.self.query.output"])
+        self.assertEqual(points[13], "roberta.encoder.layer.0.output")
+        self.assertEqual(points[-2:], ["qa_outputs.input", "qa_outputs.output"])
+        self.assertEqual(capture_points(MLM_ARCHITECTURE, 1)[-4:],
+                         ["lm_head.dense.input", "lm_head.dense.output", "lm_head.decoder.input", "lm_head.decoder.output"])
+
+
+class QueueCollective(Collective):
+    """Ranks as threads: the leader's commands go to every follower's queue; errors come back."""
+
+    def __init__(self, rank: int, world_size: int, commands: List[queue.Queue], errors: queue.Queue):
+        self.rank, self.world_size, self.commands, self.errors = rank, world_size, commands, errors
+
+    def share(self, command):
+        if self.rank == 0:
+            for q in self.commands:
+                q.put(command)
+            return command
+        return self.commands[self.rank - 1].get(timeout=10)
+
+    def gather_errors(self, error):
+        if self.rank != 0:
+            self.errors.put((self.rank, error))
+            return []
+        gathered = [error] + [None] * (self.world_size - 1)
+        for _ in range(self.world_size - 1):
+            rank, message = self.errors.get(timeout=10)
+            gathered[rank] = message
+        return gathered
+
+
+class RankCoordination(ServerTestCase):
+    def test_every_rank_runs_load_and_forward_and_a_follower_error_fails_the_request(self):
+        commands = [queue.Queue(), queue.Queue()]
+        errors: queue.Queue = queue.Queue()
+        followers = [FakeAdapter(), FakeAdapter()]
+        threads = [threading.Thread(target=follow, args=(followers[i], QueueCollective(i + 1, 3, commands, errors),
+                                                         io.StringIO()))
+                   for i in range(2)]
+        for thread in threads:
+            thread.start()
+        server = RunnerServer(self.adapter, self.log, QueueCollective(0, 3, commands, errors))
+        followers[1].fail_next_forward = RequestError("AIU card 2 timed out.")
+        out = io.StringIO()
+        forward = json.dumps({"op": "forward", "input_ids": [[0, 3, 2]], "output": self.output()})
+        lines = iter([
+            json.dumps({"id": 1, "op": "hello"}).encode(),
+            json.dumps({"id": 2, "op": "load", "checkpoint": self.qa}).encode(),
+            forward.replace('"op"', '"id": 3, "op"').encode(),
+            forward.replace('"op"', '"id": 4, "op"').encode(),
+        ])
+        server.serve(lambda: next(lines, b""), out)  # end of input shuts the followers down
+        for thread in threads:
+            thread.join(timeout=10)
+            self.assertFalse(thread.is_alive())
+        answers = [json.loads(line) for line in out.getvalue().splitlines()]
+        self.assertEqual([a["ok"] for a in answers], [True, True, False, True])
+        self.assertEqual(answers[2]["error"], "Rank 2: AIU card 2 timed out.")
+        for follower in followers:
+            self.assertEqual(follower.loads, [(self.qa, "fp8")])
+            self.assertEqual(len(follower.forwards), 2)  # hello is rank 0's alone
+            self.assertEqual(follower.forwards[0]["input_ids"], [[0, 3, 2]])
+
+
+class Program(unittest.TestCase):
+    """aiu_runner.py as a child process, the way the workbench runs it."""
+
+    def run_runner(self, lines: List[str], *arguments: str):
+        # No __pycache__ in the source tree from the child's import of this module.
+        environment = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        return subprocess.run([sys.executable, RUNNER, "--adapter", "test_aiu_runner:FakeAdapter", *arguments],
+                              input="".join(line + "\n" for line in lines), capture_output=True, text=True,
+                              timeout=60, env=environment)
+
+    def test_stdout_carries_only_protocol_lines(self):
+        with tempfile.TemporaryDirectory() as root:
+            qa = write_config(os.path.join(root, "qa"))
+            out = os.path.join(root, "f.safetensors")
+            result = self.run_runner([
+                json.dumps({"id": 1, "op": "hello"}),
+                json.dumps({"id": 2, "op": "load", "checkpoint": qa, "mode": "dequant"}),
+                json.dumps({"id": 3, "op": "forward", "input_ids": [[0, 4, 2]], "output": out}),
+                "this is not json",
+                json.dumps({"id": 4, "op": "shutdown"}),
+            ], "--device-type", "cpu")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            answers = [json.loads(line) for line in result.stdout.splitlines()]
+            self.assertEqual([(a["id"], a["ok"]) for a in answers], [(1, True), (2, True), (3, True), (None, False)] +
+                             [(4, True)])
+            self.assertIn("noise from a library on stdout", result.stderr)
+            self.assertIn("noise from C code on fd 1", result.stderr)
+            _, tensors, _ = read_safetensors(out)
+            self.assertEqual(tensors["start_logits"], ([1, 3], [0.0, 2.0, 1.0]))
+
+    def test_end_of_input_exits(self):
+        result = self.run_runner([json.dumps({"id": 1, "op": "hello"})])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(json.loads(result.stdout)["protocol"], aiu_runner.PROTOCOL_VERSION)
+
+
+class FmsAdapterWithoutCards(unittest.TestCase):
+    def test_cards_need_their_pcie_address(self):
+        options = aiu_runner.parse_arguments([])
+        saved = dict(os.environ)
+        try:
+            os.environ.pop("AIU_WORLD_RANK_0", None)
+            with self.assertRaises(RequestError) as raised:
+                aiu_runner.FmsAdapter(options).prepare_environment()
+            self.assertIn("AIU_WORLD_RANK_0", str(raised.exception))
+            os.environ["AIU_WORLD_RANK_0"] = "0000:1e:00.0"
+            os.environ.pop("FLEX_COMPUTE", None)
+            os.environ["FLEX_DEVICE"] = "PF"
+            aiu_runner.FmsAdapter(options).prepare_environment()
+            self.assertEqual(os.environ["FLEX_COMPUTE"], "SENTIENT")
+            self.assertEqual(os.environ["FLEX_DEVICE"], "PF")  # what the host set is kept
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+    def test_options(self):
+        self.assertEqual(aiu_runner.parse_arguments([]).seq_buckets, [64, 128, 256, 384, 512])
+        self.assertEqual(aiu_runner.parse_arguments(["--device-type", "cpu"]).seq_buckets, [])
+        self.assertEqual(aiu_runner.parse_arguments(["--seq-buckets", "32,16"]).seq_buckets, [16, 32])
+
+    @unittest.skipUnless(HAVE_TORCH and not HAVE_FMS, "needs torch without fms")
+    def test_missing_fms_is_one_sentence(self):
+        with tempfile.TemporaryDirectory() as root:
+            qa = write_config(os.path.join(root, "qa"))
+            adapter = aiu_runner.FmsAdapter(aiu_runner.parse_arguments(["--device-type", "cpu"]))
+            with self.assertRaises(RequestError) as raised:
+                adapter.load(qa, "fp8")
+            self.assertIn("(fms) is not installed", str(raised.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
