@@ -4,6 +4,7 @@
 // run is going.
 #include <QtTest>
 
+#include <QComboBox>
 #include <QElapsedTimer>
 #include <QImage>
 #include <QLabel>
@@ -342,6 +343,33 @@ private slots:
         QVERIFY(answered.wait(30000));
         QCOMPARE(window.tabs()->currentWidget(), static_cast<QWidget*>(window.askPanel()));
         QCOMPARE(window.askPanel()->question(), q(questions[1].first));
+    }
+
+    void runsOnRunnerDeviceAgainstCpuEmulation()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndWait(window, qaFp8_));
+        // The CPU runner process entry of the device box, as a user picks it.
+        const int runnerIndex = window.deviceBox()->findText("CPU runner process");
+        QVERIFY(runnerIndex > 0);
+        QSignalSpy ready(&window, &MainWindow::checkpointReady);
+        QSignalSpy device(window.session(), &WorkbenchSession::deviceChanged);
+        window.session()->setDevice(QString("runner:\"%1\" runner").arg(SCALESCOPE_CLI));
+        QVERIFY(ready.wait(60000));
+        QVERIFY(!device.isEmpty());
+        QSignalSpy reference(window.session(), &WorkbenchSession::referenceChanged);
+        window.session()->setCpuEmulationReference();
+        QVERIFY(reference.wait(30000));
+        window.askPanel()->setInputs("where is the cat ?", kContext);
+        QSignalSpy answered(window.session(), &WorkbenchSession::answered);
+        QTest::mouseClick(window.askPanel()->askButton(), Qt::LeftButton);
+        QVERIFY(answered.wait(60000));
+        const auto outcome = answered.takeFirst().at(0).value<std::shared_ptr<const AskOutcome>>();
+        // The runner computes the same FP8 emulation bit for bit: every capture point is identical.
+        for (const CapturePointMetrics& p : outcome->comparison->points)
+            QVERIFY2(std::isinf(p.metrics.sqnrDb), p.name.c_str());
+        QVERIFY(std::isinf(outcome->comparison->finalLogits.sqnrDb));
     }
 
     void settingsPersist()

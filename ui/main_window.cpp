@@ -8,6 +8,8 @@
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QInputDialog>
+#include <QLineEdit>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -68,6 +70,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     createActions();
 
     connect(session_, &WorkbenchSession::checkpointOpened, this, &MainWindow::onCheckpointOpened);
+    connect(session_, &WorkbenchSession::deviceChanged, this, [this](const QString& name) {
+        deviceName_ = name;
+        updateStatus();
+    });
     connect(session_, &WorkbenchSession::referenceChanged, this, [this](const QString& label) {
         referenceLabel_ = label;
         updateStatus();
@@ -76,12 +82,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         ask_->showOutcome(*outcome, referenceLabel_);
         errors_->setComparison(outcome->comparison);
         scales_->setComparison(*outcome->comparison);
-        statusBar()->showMessage(tr("Answered in %1 ms (FP8) and %2 ms (reference)")
-                                     .arg(outcome->comparison->runMs, 0, 'f', 1)
-                                     .arg(outcome->comparison->referenceMs, 0, 'f', 1), 5000);
+        lastRunMs_ = tr("last forward %1 ms, reference %2 ms")
+                         .arg(outcome->comparison->runMs, 0, 'f', 1)
+                         .arg(outcome->comparison->referenceMs, 0, 'f', 1);
+        updateStatus();
     });
     connect(session_, &WorkbenchSession::masksFilled, this, [this](std::shared_ptr<const FillMaskOutcome> outcome) {
         fillMask_->showOutcome(*outcome, referenceLabel_);
+        lastRunMs_ = tr("last forward %1 ms, reference %2 ms")
+                         .arg(outcome->comparison->runMs, 0, 'f', 1)
+                         .arg(outcome->comparison->referenceMs, 0, 'f', 1);
+        updateStatus();
         errors_->setComparison(outcome->comparison);
         scales_->setComparison(*outcome->comparison);
     });
@@ -125,6 +136,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
     tabs_->setCurrentIndex(settings.value(QStringLiteral("window/tab"), 1).toInt());
     mode_->setCurrentIndex(settings.value(QStringLiteral("run/mode"), 0).toInt());
+    // Runner devices are not restarted silently at start-up; the in-process CPU is the default.
+    device_->setCurrentIndex(0);
     if (!settings.contains(QStringLiteral("window/geometry")))
         resize(1280, 860);
     updateStatus();
@@ -144,6 +157,9 @@ void MainWindow::createActions()
     connect(reference, &QAction::triggered, this, &MainWindow::chooseReference);
     auto* dequant = new QAction(tr("Use &Dequantized Weights as Reference"), this);
     connect(dequant, &QAction::triggered, this, [this] { setReference(QString()); });
+    auto* emulation = new QAction(tr("Use CPU FP8 &Emulation as Reference"), this);
+    emulation->setToolTip(tr("Compare the device's run with the exact FP8 emulation of the same checkpoint on this CPU"));
+    connect(emulation, &QAction::triggered, session_, &WorkbenchSession::setCpuEmulationReference);
     exportReportAction_ = new QAction(style->standardIcon(QStyle::SP_DialogSaveButton), tr("&Export Report..."), this);
     exportReportAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
     connect(exportReportAction_, &QAction::triggered, this, &MainWindow::chooseReportFolder);
@@ -161,6 +177,7 @@ void MainWindow::createActions()
     file->addSeparator();
     file->addAction(reference);
     file->addAction(dequant);
+    file->addAction(emulation);
     file->addSeparator();
     file->addAction(exportReportAction_);
     file->addSeparator();
@@ -189,6 +206,7 @@ void MainWindow::createActions()
     auto* referenceMenu = new QMenu(referenceButton);
     referenceMenu->addAction(reference);
     referenceMenu->addAction(dequant);
+    referenceMenu->addAction(emulation);
     referenceButton->setMenu(referenceMenu);
     toolbar->addWidget(referenceButton);
     toolbar->addSeparator();
@@ -205,7 +223,34 @@ void MainWindow::createActions()
     toolbar->addWidget(mode_);
     toolbar->addWidget(new QLabel(tr(" Device "), toolbar));
     device_ = new QComboBox(toolbar);
+    device_->setToolTip(tr("Where the quantized model runs: in this process, or in a runner process (see the "
+                           "runner protocol), e.g. on an AIU host through ssh"));
     device_->addItem(tr("CPU (in-process)"), QStringLiteral("cpu"));
+    device_->addItem(tr("CPU runner process"),
+                     QStringLiteral("runner:\"%1\" runner").arg(QCoreApplication::applicationDirPath() + "/scalescope-cli"));
+    device_->addItem(tr("AIU runner..."), QStringLiteral("aiu"));
+    connect(device_, qOverload<int>(&QComboBox::activated), this, [this](int index) {
+        QString spec = device_->itemData(index).toString();
+        if (spec == QLatin1String("aiu")) {
+            bool ok = false;
+            const QString command = QInputDialog::getText(
+                this, tr("AIU Runner"),
+                tr("Command line that starts the AIU runner (it may go through ssh or oc exec):"), QLineEdit::Normal,
+                QSettings().value(QStringLiteral("device/aiuCommand"),
+                                  QStringLiteral("ssh aiu-host torchrun --nproc-per-node 1 aiu_runner.py"))
+                    .toString(),
+                &ok);
+            if (!ok || command.trimmed().isEmpty()) {
+                device_->setCurrentIndex(device_->findData(session_->device()) >= 0 ? device_->findData(session_->device()) : 0);
+                return;
+            }
+            QSettings().setValue(QStringLiteral("device/aiuCommand"), command);
+            spec = QStringLiteral("runner:") + command;
+        }
+        QSettings().setValue(QStringLiteral("device/index"), index);
+        session_->setDevice(spec);
+        updateStatus();
+    });
     toolbar->addWidget(device_);
     toolbar->addSeparator();
     toolbar->addAction(cancelAction_);
@@ -282,7 +327,9 @@ void MainWindow::openDemo(int checkpoint, int passage)
 
 void MainWindow::updateStatus()
 {
-    deviceLabel_->setText(tr("Device: %1").arg(device_->currentText()));
+    deviceLabel_->setText(tr("Device: %1%2")
+                              .arg(deviceName_.isEmpty() ? device_->currentText() : deviceName_,
+                                   lastRunMs_.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(lastRunMs_)));
     modeLabel_->setText(tr("Mode: %1").arg(mode_->currentData().toString()));
     dtypeLabel_->setText(info_ ? tr("Dtype: %1").arg(QString::fromStdString(info_->checkpoint->config().torchDtype))
                                : tr("Dtype: -"));

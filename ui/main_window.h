@@ -54,6 +54,7 @@ public:
     QTabWidget* tabs() const { return tabs_; }
     QString lastError() const { return lastError_; }
     QMenu* demoMenu() const { return demoMenu_; }
+    QComboBox* deviceBox() const { return device_; }
 
 signals:
     void checkpointReady(const QString& dir);
@@ -78,6 +79,8 @@ private:
     WorkbenchSession* session_ = nullptr;
     std::shared_ptr<const CheckpointInfo> info_;
     QString referenceLabel_;
+    QString deviceName_;
+    QString lastRunMs_;
     QString lastError_;
     DemoCatalog demo_;
 

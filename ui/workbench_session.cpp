@@ -6,6 +6,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 #include "common/error.h"
+#include "device/runner_backend.h"
 
 namespace scalescope::ui {
 namespace {
@@ -103,10 +104,18 @@ void WorkbenchSession::submit(JobKind kind, const QString& operation,
     worker_.start(std::move(task));
 }
 
+void WorkbenchSession::setDevice(const QString& device)
+{
+    device_ = device;
+    if (!checkpointDir_.isEmpty())
+        openCheckpoint(checkpointDir_);
+}
+
 void WorkbenchSession::openCheckpoint(const QString& dir)
 {
     checkpointDir_ = dir;
-    submit(JobKind::Open, tr("Open checkpoint"), [this, dir](const Progress& progress) -> std::function<void()> {
+    const QString device = device_;
+    submit(JobKind::Open, tr("Open checkpoint"), [this, dir, device](const Progress& progress) -> std::function<void()> {
         QElapsedTimer timer;
         timer.start();
         auto info = std::make_shared<CheckpointInfo>();
@@ -117,9 +126,13 @@ void WorkbenchSession::openCheckpoint(const QString& dir)
         info->findings = diagnoseCheckpoint(*info->checkpoint, info->statistics);
         progress.throwIfCancelled();
         // A checkpoint the engine refuses can still be inspected; its findings explain why.
-        std::shared_ptr<EncoderModel> model;
+        std::shared_ptr<InferenceBackend> model;
+        run_.reset(); // a runner process for the previous checkpoint stops before the next starts
         try {
-            model = EncoderModel::load(info->checkpoint, progress);
+            if (device == QLatin1String("cpu"))
+                model = EncoderModel::load(info->checkpoint, progress);
+            else
+                model = openBackend(device.toStdString(), dir.toStdString(), progress);
             info->linears = model->linears();
         } catch (const Cancelled&) {
             throw;
@@ -128,15 +141,33 @@ void WorkbenchSession::openCheckpoint(const QString& dir)
             info->loadError = QString::fromUtf8(e.what());
         }
         run_ = model;
+        if (cpuEmulationReference_ && model)
+            reference_ = EncoderModel::load(info->checkpoint, progress);
         info->loadMs = double(timer.nsecsElapsed()) / 1e6;
+        info->deviceName = model ? QString::fromStdString(model->deviceName()) : QString();
         std::shared_ptr<const CheckpointInfo> result = info;
-        return [this, result] { emit checkpointOpened(result); };
+        return [this, result] {
+            emit deviceChanged(result->deviceName);
+            emit checkpointOpened(result);
+        };
+    });
+}
+
+void WorkbenchSession::setCpuEmulationReference()
+{
+    referenceDir_.clear();
+    cpuEmulationReference_ = true;
+    const QString checkpoint = checkpointDir_;
+    submit(JobKind::Reference, tr("Load reference"), [this, checkpoint](const Progress& progress) -> std::function<void()> {
+        reference_ = checkpoint.isEmpty() ? nullptr : std::shared_ptr<InferenceBackend>(EncoderModel::load(checkpoint.toStdString(), progress));
+        return [this] { emit referenceChanged(tr("CPU FP8 emulation (same checkpoint)")); };
     });
 }
 
 void WorkbenchSession::setReference(const QString& dir)
 {
     referenceDir_ = dir;
+    cpuEmulationReference_ = false;
     submit(JobKind::Reference, tr("Load reference"), [this, dir](const Progress& progress) -> std::function<void()> {
         if (dir.isEmpty()) {
             reference_.reset();
@@ -158,6 +189,7 @@ void WorkbenchSession::ask(const QString& question, const QString& context, cons
         input.context = context.toStdString();
         input.qaOptions = fitWindowsToModel(options, run_->config());
         input.runMode = mode;
+        input.referenceMode = cpuEmulationReference_ && reference_ ? mode : RunMode::Dequant;
         auto outcome = std::make_shared<AskOutcome>();
         outcome->question = question;
         outcome->context = context;
@@ -187,6 +219,7 @@ void WorkbenchSession::fillMask(const QString& text, int topK)
         input.text = text.toStdString();
         input.topK = topK;
         input.runMode = mode;
+        input.referenceMode = cpuEmulationReference_ && reference_ ? mode : RunMode::Dequant;
         auto outcome = std::make_shared<FillMaskOutcome>();
         outcome->text = text;
         outcome->comparison = std::make_shared<ComparisonResult>(compareRuns(*run_, reference_.get(), input, progress));
@@ -228,8 +261,8 @@ void WorkbenchSession::capturePoint(const QString& name)
         runOptions.mode = lastInput_->runMode;
         runOptions.capture.names = {name.toStdString()};
         ForwardOptions referenceOptions = runOptions;
-        referenceOptions.mode = RunMode::Dequant;
-        EncoderModel& reference = reference_ ? *reference_ : *run_;
+        referenceOptions.mode = lastInput_->referenceMode;
+        InferenceBackend& reference = reference_ ? *reference_ : *run_;
         auto values = std::make_shared<CapturePointValues>();
         values->name = name;
         ForwardResult r = reference.forward(inputs, referenceOptions, progress);

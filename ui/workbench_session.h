@@ -36,6 +36,7 @@ struct CheckpointInfo {
     bool runnable = true;      // false when the engine refused it (findings say why)
     QString loadError;         // the engine's sentence when not runnable
     double loadMs = 0;
+    QString deviceName;        // the backend's own name ("CPU (in-process)", the runner's)
 };
 
 struct AskOutcome {
@@ -67,6 +68,12 @@ public:
     void openCheckpoint(const QString& dir);
     // Empty dir: dequantized weights of the checkpoint stand in for the reference.
     void setReference(const QString& dir);
+    // The checkpoint itself on the in-process CPU, in the run's mode: what a device run is
+    // compared with to see the device's own departure from the exact FP8 emulation.
+    void setCpuEmulationReference();
+    // "cpu" or "runner:COMMAND"; reopens the open checkpoint on the new device.
+    void setDevice(const QString& device);
+    QString device() const { return device_; }
     void ask(const QString& question, const QString& context, const QaOptions& options);
     void fillMask(const QString& text, int topK);
     void capturePoint(const QString& name);
@@ -84,6 +91,7 @@ public:
 signals:
     void checkpointOpened(std::shared_ptr<const scalescope::ui::CheckpointInfo> info);
     void referenceChanged(const QString& label);
+    void deviceChanged(const QString& deviceName);
     void answered(std::shared_ptr<const scalescope::ui::AskOutcome> outcome);
     void masksFilled(std::shared_ptr<const scalescope::ui::FillMaskOutcome> outcome);
     void capturePointReady(std::shared_ptr<const scalescope::ui::CapturePointValues> values);
@@ -109,9 +117,11 @@ private:
     QString checkpointDir_;
     QString referenceDir_;
     RunMode runMode_ = RunMode::Fp8;
+    QString device_ = QStringLiteral("cpu");
+    bool cpuEmulationReference_ = false;
     // Touched only on the worker thread.
-    std::shared_ptr<EncoderModel> run_;
-    std::shared_ptr<EncoderModel> reference_;
+    std::shared_ptr<InferenceBackend> run_;
+    std::shared_ptr<InferenceBackend> reference_;
     std::optional<ComparisonInput> lastInput_;
 };
 

@@ -163,7 +163,7 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
     runOptions.capture.all = true;
     runOptions.activationStatistics = true;
     ForwardOptions referenceOptions;
-    referenceOptions.mode = RunMode::Dequant;
+    referenceOptions.mode = input.referenceMode;
     referenceOptions.capture.all = true;
 
     Progress first = progress;

@@ -24,6 +24,9 @@ struct ComparisonInput {
     int topK = 5;
     // The run side's mode: fp8 (the default), or dequant to see the weights' share of the error.
     RunMode runMode = RunMode::Fp8;
+    // The reference side's mode: dequant (a float checkpoint runs the same either way), or fp8 to
+    // compare a device's FP8 run with the in-process CPU emulation of the same checkpoint.
+    RunMode referenceMode = RunMode::Dequant;
 };
 
 enum class CaptureKind { Embeddings, LinearInput, LinearOutput, LayerOutput };

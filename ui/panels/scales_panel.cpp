@@ -132,7 +132,9 @@ QString ScalesPanel::selectedLinear() const
 void ScalesPanel::setComparison(const ComparisonResult& comparison)
 {
     if (comparison.activations.empty()) {
-        activationNote_->setText(tr("The last run quantized no activations (weight-only FP8 or a float checkpoint)."));
+        activationNote_->setText(tr("No activation statistics for the last run: its activations were not quantized "
+                                    "(weight-only FP8, dequant mode, a float checkpoint), or it ran on a runner "
+                                    "device, which reports outputs only."));
         activationRange_->setChart({});
         activationShares_->setChart({});
         return;
