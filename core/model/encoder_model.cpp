@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <array>
 #include <cfloat>
 #include <chrono>
 #include <cmath>
@@ -40,6 +41,11 @@ struct LinearWeights {
 struct LayerWeights {
     LinearWeights query, key, value, attentionOutput, intermediate, output;
     at::Tensor attentionNormWeight, attentionNormBias, outputNormWeight, outputNormBias;
+    // q, k and v read the same input. When they also treat it the same way (same quantization),
+    // one quantization and one GEMM over the stacked weights [3h, h] serve all three: a wider GEMM
+    // runs closer to the BLAS peak. query/key/value.weight are then views into qkvWeight.
+    bool fusedQkv = false;
+    at::Tensor qkvWeight, qkvBias;
 };
 
 FloatTensor toFloatTensor(const at::Tensor& tensor)
@@ -212,6 +218,23 @@ struct EncoderModel::Impl {
         return linear;
     }
 
+    static void fuseQkv(LayerWeights& layer, int64_t hidden)
+    {
+        auto sameInputTreatment = [](const LinearInfo& a, const LinearInfo& b) {
+            return a.quantized == b.quantized && a.activations == b.activations && a.inputScale == b.inputScale;
+        };
+        const LinearInfo& q = layer.query.info;
+        if (!sameInputTreatment(q, layer.key.info) || !sameInputTreatment(q, layer.value.info) ||
+            !layer.query.bias.defined() || !layer.key.bias.defined() || !layer.value.bias.defined())
+            return;
+        layer.qkvWeight = at::cat({layer.query.weight, layer.key.weight, layer.value.weight}, 0);
+        layer.qkvBias = at::cat({layer.query.bias, layer.key.bias, layer.value.bias}, 0);
+        layer.query.weight = layer.qkvWeight.narrow(0, 0, hidden);
+        layer.key.weight = layer.qkvWeight.narrow(0, hidden, hidden);
+        layer.value.weight = layer.qkvWeight.narrow(0, 2 * hidden, hidden);
+        layer.fusedQkv = true;
+    }
+
     void load(const Progress& progress)
     {
         const ModelConfig& c = config();
@@ -231,6 +254,7 @@ struct EncoderModel::Impl {
             layer.query = loadLinear(p + "attention.self.query", h, h);
             layer.key = loadLinear(p + "attention.self.key", h, h);
             layer.value = loadLinear(p + "attention.self.value", h, h);
+            fuseQkv(layer, h);
             layer.attentionOutput = loadLinear(p + "attention.output.dense", h, h);
             layer.attentionNormWeight = loadFloat(p + "attention.output.LayerNorm.weight", {h});
             layer.attentionNormBias = loadFloat(p + "attention.output.LayerNorm.bias", {h});
@@ -361,10 +385,9 @@ at::Tensor quantizeActivations(const at::Tensor& x, const LinearInfo& info, Forw
     return output.view(x.sizes());
 }
 
-at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardContext& context)
+// Records what calibration needs of a Linear's input (its capture is the caller's).
+void recordLinearInputAmax(const LinearInfo& info, const at::Tensor& x, ForwardContext& context)
 {
-    const LinearInfo& info = linear.info;
-    context.capture(info.module + ".input", info.module, x);
     if (context.options.linearInputAmax) {
         at::Tensor flat = x.contiguous().view({-1, x.size(-1)});
         float amax = 0;
@@ -377,12 +400,56 @@ at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardCo
         }
         context.result.linearInputAmax.emplace_back(info.module, amax);
     }
-    at::Tensor input = x;
+}
+
+// The input the GEMM sees: quantized-dequantized in fp8 mode when the Linear quantizes activations.
+at::Tensor linearInput(const LinearInfo& info, const at::Tensor& x, ForwardContext& context)
+{
     if (context.options.mode == RunMode::Fp8 && info.quantized && info.activations != ActivationQuantization::None)
-        input = quantizeActivations(x, info, context);
+        return quantizeActivations(x, info, context);
+    return x;
+}
+
+at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardContext& context)
+{
+    const LinearInfo& info = linear.info;
+    context.capture(info.module + ".input", info.module, x);
+    recordLinearInputAmax(info, x, context);
+    const at::Tensor input = linearInput(info, x, context);
     at::Tensor y = linear.bias.defined() ? at::linear(input, linear.weight, linear.bias) : at::linear(input, linear.weight);
     context.capture(info.module + ".output", info.module, y);
     return y;
+}
+
+// q, k, v of one layer in one GEMM (see LayerWeights::fusedQkv); outputs are views of its result.
+std::array<at::Tensor, 3> runQkv(const LayerWeights& layer, const at::Tensor& x, ForwardContext& context)
+{
+    const LinearWeights* members[3] = {&layer.query, &layer.key, &layer.value};
+    if (!layer.fusedQkv)
+        return {runLinear(layer.query, x, context), runLinear(layer.key, x, context), runLinear(layer.value, x, context)};
+    for (const LinearWeights* member : members)
+        recordLinearInputAmax(member->info, x, context);
+    const std::size_t statisticsBefore = context.result.activationStatistics.size();
+    const at::Tensor input = linearInput(layer.query.info, x, context);
+    // The three share one quantized input, so they share its statistics too.
+    if (context.result.activationStatistics.size() == statisticsBefore + 1) {
+        for (const LinearWeights* member : {&layer.key, &layer.value}) {
+            ActivationStatistics copy = context.result.activationStatistics.back();
+            copy.module = member->info.module;
+            context.result.activationStatistics.push_back(copy);
+        }
+    }
+    const at::Tensor y = at::linear(input, layer.qkvWeight, layer.qkvBias);
+    const int64_t width = layer.query.info.outFeatures;
+    std::array<at::Tensor, 3> outputs;
+    for (int i = 0; i < 3; ++i) {
+        // Captured in the order of separate Linears: q input, q output, k input, ...
+        const std::string& module = members[i]->info.module;
+        outputs[static_cast<std::size_t>(i)] = y.narrow(-1, i * width, width);
+        context.capture(module + ".input", module, x);
+        context.capture(module + ".output", module, outputs[static_cast<std::size_t>(i)]);
+    }
+    return outputs;
 }
 
 } // namespace
@@ -496,9 +563,10 @@ ForwardResult EncoderModel::forward(const EncoderInputs& inputs, const ForwardOp
         progress.report(double(i) / double(m.layers.size() + 1), "Layer " + std::to_string(i));
         const LayerWeights& layer = m.layers[i];
         auto splitHeads = [&](const at::Tensor& t) { return t.view({batch, seq, heads, headDim}).transpose(1, 2); };
-        at::Tensor q = splitHeads(runLinear(layer.query, h, context));
-        at::Tensor k = splitHeads(runLinear(layer.key, h, context));
-        at::Tensor v = splitHeads(runLinear(layer.value, h, context));
+        const auto qkv = runQkv(layer, h, context);
+        at::Tensor q = splitHeads(qkv[0]);
+        at::Tensor k = splitHeads(qkv[1]);
+        at::Tensor v = splitHeads(qkv[2]);
         at::Tensor scores = at::matmul(q, k.transpose(-1, -2)) * invSqrtHeadDim + keyMask;
         at::Tensor probabilities = at::softmax(scores, -1);
         at::Tensor attended = at::matmul(probabilities, v).transpose(1, 2).reshape({batch, seq, hidden});
