@@ -865,7 +865,7 @@ private slots:
         // The CSV holds one row per question, consistent with the JSON's agreement.
         const std::string csvText = readText(csv);
         QVERIFY(csvText.rfind("id,question,golds,run_answer,reference_answer,run_exact,run_f1,reference_exact,"
-                              "reference_f1,agree\r\n", 0) == 0);
+                              "reference_f1,logits_sqnr_db,agree\r\n", 0) == 0);
         QVERIFY(csvText.find("\"q2\",\"what sat on the mat ?\",\"the cat | cat\",") != std::string::npos);
         int rows = 0, agreeRows = 0;
         std::istringstream lines(csvText);

@@ -185,7 +185,7 @@ std::string csvNumber(double value)
 
 std::string evaluationCsv(const EvaluationResult& r)
 {
-    std::string out = "id,question,golds,run_answer,reference_answer,run_exact,run_f1,reference_exact,reference_f1,agree,logits_sqnr_db\r\n";
+    std::string out = "id,question,golds,run_answer,reference_answer,run_exact,run_f1,reference_exact,reference_f1,logits_sqnr_db,agree\r\n";
     for (const EvaluatedExample& e : r.examples) {
         std::string golds;
         for (std::size_t i = 0; i < e.example.golds.size(); ++i)
@@ -193,7 +193,7 @@ std::string evaluationCsv(const EvaluationResult& r)
         out += csvField(e.example.id) + "," + csvField(e.example.question) + "," + csvField(golds) + "," +
                csvField(answerText(e.runAnswer)) + "," + csvField(answerText(e.referenceAnswer)) + "," +
                csvNumber(e.run.exact) + "," + csvNumber(e.run.f1) + "," + csvNumber(e.reference.exact) + "," +
-               csvNumber(e.reference.f1) + "," + (e.agree ? "1" : "0") + "," + csvNumber(e.logits.sqnrDb) + "\r\n";
+               csvNumber(e.reference.f1) + "," + csvNumber(e.logits.sqnrDb) + "," + (e.agree ? "1" : "0") + "\r\n";
     }
     return out;
 }

@@ -1,0 +1,283 @@
+// The bundled demo checkpoints (resources/demo, made by tools/make_demo.sh) load with the core and
+// do what the demo promises: the float QA model answers its own demo questions (SQuAD exact match
+// at least 0.8), the per-channel FP8 model gives the float model's answer on at least 90% of them,
+// the fill-mask model puts the held-out word in its top 5 for at least half of the mask sentences,
+// and every measured number stays within 0.02 of resources/demo/expectations.json, which the
+// CLI measured when the checkpoints were made.
+#include <QtTest>
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/squad_metric.h"
+#include "model/encoder_model.h"
+#include "tasks/answer_question.h"
+#include "tasks/fill_mask.h"
+
+using namespace scalescope;
+
+namespace {
+
+std::string demoDirectory()
+{
+#ifdef SCALESCOPE_DEMO_DIR
+    return SCALESCOPE_DEMO_DIR;
+#else
+    // Built without the definition: the demo sits beside tests/ in the source tree.
+    std::string file = __FILE__;
+    return file.substr(0, file.find_last_of("/\\")) + "/../resources/demo";
+#endif
+}
+
+nlohmann::json readJson(const std::string& path)
+{
+    std::ifstream in(path);
+    if (!in)
+        throw std::runtime_error("cannot open " + path);
+    return nlohmann::json::parse(in);
+}
+
+struct DemoQuestion {
+    std::string id;
+    std::string question;
+    std::string context;
+    std::vector<std::string> golds;
+};
+
+struct MaskSentence {
+    std::string text;
+    std::string answer;
+};
+
+constexpr double kTolerance = 0.02;
+
+} // namespace
+
+class TestDemo : public QObject {
+    Q_OBJECT
+    std::string demo_;
+    nlohmann::json expectations_;
+    std::vector<DemoQuestion> questions_;
+    std::vector<MaskSentence> maskSentences_;
+    std::vector<std::string> floatAnswers_;
+
+    const nlohmann::json& expected(const std::string& checkpoint) { return expectations_.at("checkpoints").at(checkpoint); }
+
+    std::vector<std::string> bestAnswers(const std::string& checkpoint, RunMode mode)
+    {
+        auto model = EncoderModel::load(demo_ + "/" + checkpoint);
+        std::vector<std::string> answers;
+        answers.reserve(questions_.size());
+        for (const DemoQuestion& q : questions_) {
+            const QaResult result = answerQuestion(*model, q.question, q.context, mode, QaOptions{});
+            answers.push_back(result.answers.empty() ? std::string() : result.answers.front().text);
+        }
+        return answers;
+    }
+
+    const std::vector<std::string>& floatAnswers()
+    {
+        if (floatAnswers_.empty())
+            floatAnswers_ = bestAnswers("qa-float", RunMode::Dequant);
+        return floatAnswers_;
+    }
+
+    // Empty when `measured` is within kTolerance of the recorded value, else the complaint
+    // (ending in "; " so that complaints can be concatenated).
+    static QString differenceFromRecord(double measured, const nlohmann::json& recorded, const char* what)
+    {
+        const double value = recorded.get<double>();
+        if (std::fabs(measured - value) <= kTolerance)
+            return {};
+        return QString("%1: measured %2, expectations.json says %3; ").arg(what).arg(measured).arg(value);
+    }
+
+private slots:
+    void initTestCase()
+    {
+        // One thread: the demo models are so small that more threads only add synchronisation.
+        // LibTorch's OpenMP pool spin-waits between ops, and Debian's OpenBLAS (LibTorch's BLAS)
+        // keeps threads of its own that busy-yield; on a loaded two-core machine either one made
+        // this suite ten times slower. OpenBLAS reads its thread count at load, so set it here.
+        setComputeThreads(1);
+        if (auto* setBlasThreads = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+            setBlasThreads(1);
+        demo_ = demoDirectory();
+        QVERIFY2(QFileInfo::exists(QString::fromStdString(demo_ + "/expectations.json")),
+                 qPrintable(QString::fromStdString("no demo in " + demo_ + "; run tools/make_demo.sh")));
+        expectations_ = readJson(demo_ + "/expectations.json");
+
+        const nlohmann::json squad = readJson(demo_ + "/corpus/questions.json");
+        QCOMPARE(squad.at("version").get<std::string>(), std::string("v2.0"));
+        for (const auto& article : squad.at("data"))
+            for (const auto& paragraph : article.at("paragraphs"))
+                for (const auto& qa : paragraph.at("qas")) {
+                    DemoQuestion q;
+                    q.id = qa.at("id").get<std::string>();
+                    q.question = qa.at("question").get<std::string>();
+                    q.context = paragraph.at("context").get<std::string>();
+                    for (const auto& answer : qa.at("answers"))
+                        q.golds.push_back(answer.at("text").get<std::string>());
+                    questions_.push_back(std::move(q));
+                }
+        for (const auto& item : readJson(demo_ + "/corpus/mask_sentences.json"))
+            maskSentences_.push_back({item.at("text").get<std::string>(), item.at("answer").get<std::string>()});
+
+        // The expectations must describe this corpus, not an older one.
+        QCOMPARE(expectations_.at("questions").get<std::size_t>(), questions_.size());
+        QCOMPARE(expectations_.at("mask_sentences").get<std::size_t>(), maskSentences_.size());
+        QVERIFY(questions_.size() >= 100);
+        QVERIFY(maskSentences_.size() >= 40);
+    }
+
+    void corpusIsConsistent()
+    {
+        // Every gold answer is a span of its passage, and every mask sentence has exactly one <mask>.
+        for (const DemoQuestion& q : questions_)
+            for (const std::string& gold : q.golds)
+                QVERIFY2(q.context.find(gold) != std::string::npos, qPrintable(QString::fromStdString(q.id)));
+        for (const MaskSentence& s : maskSentences_) {
+            const std::size_t first = s.text.find("<mask>");
+            QVERIFY2(first != std::string::npos && s.text.find("<mask>", first + 1) == std::string::npos,
+                     qPrintable(QString::fromStdString(s.text)));
+        }
+    }
+
+    void checkpointsLoad_data()
+    {
+        QTest::addColumn<QString>("checkpoint");
+        QTest::addColumn<QString>("architecture");
+        QTest::addColumn<QString>("weightStrategy"); // empty for float
+        QTest::addColumn<int>("activations");
+        QTest::newRow("qa-float") << "qa-float" << "RobertaForQuestionAnswering" << "" << int(ActivationQuantization::None);
+        QTest::newRow("qa-fp8") << "qa-fp8" << "RobertaForQuestionAnswering" << "channel"
+                                << int(ActivationQuantization::DynamicPerToken);
+        QTest::newRow("qa-fp8-static") << "qa-fp8-static" << "RobertaForQuestionAnswering" << "tensor"
+                                       << int(ActivationQuantization::StaticPerTensor);
+        QTest::newRow("mlm-float") << "mlm-float" << "RobertaForMaskedLM" << "" << int(ActivationQuantization::None);
+        QTest::newRow("mlm-fp8") << "mlm-fp8" << "RobertaForMaskedLM" << "channel"
+                                 << int(ActivationQuantization::DynamicPerToken);
+    }
+    void checkpointsLoad()
+    {
+        QFETCH(QString, checkpoint);
+        QFETCH(QString, architecture);
+        QFETCH(QString, weightStrategy);
+        QFETCH(int, activations);
+        auto model = EncoderModel::load(demo_ + "/" + checkpoint.toStdString());
+        QCOMPARE(QString(architectureName(model->config().architecture)), architecture);
+        QCOMPARE(model->isQuantized(), !weightStrategy.isEmpty());
+        // make_demo.sh quantizes every encoder Linear (the heads stay float).
+        int quantizedEncoderLinears = 0;
+        for (const LinearInfo& linear : model->linears()) {
+            if (linear.module.rfind("roberta.encoder.", 0) != 0)
+                continue;
+            QCOMPARE(linear.quantized, !weightStrategy.isEmpty());
+            if (!linear.quantized)
+                continue;
+            ++quantizedEncoderLinears;
+            QCOMPARE(QString::fromStdString(linear.weightStrategy), weightStrategy);
+            QCOMPARE(int(linear.activations), activations);
+            if (linear.activations == ActivationQuantization::StaticPerTensor)
+                QVERIFY(linear.inputScale > 0);
+        }
+        if (!weightStrategy.isEmpty())
+            QCOMPARE(quantizedEncoderLinears, int(model->config().numLayers * 6));
+        // Small enough to ship in the repository.
+        QVERIFY(model->config().hiddenSize <= 256);
+    }
+
+    void floatModelAnswersTheDemoQuestions()
+    {
+        const std::vector<std::string>& answers = floatAnswers();
+        double exact = 0, f1 = 0;
+        for (std::size_t i = 0; i < questions_.size(); ++i) {
+            exact += maxOverGold(exactMatchScore, answers[i], questions_[i].golds);
+            f1 += maxOverGold(f1Score, answers[i], questions_[i].golds);
+        }
+        exact /= double(questions_.size());
+        f1 /= double(questions_.size());
+        qInfo("qa-float: exact match %.4f, F1 %.4f over %zu questions", exact, f1, questions_.size());
+        QVERIFY2(exact >= 0.8, qPrintable(QString("exact match %1").arg(exact)));
+        QVERIFY(f1 >= exact);
+        const QString complaints = differenceFromRecord(exact, expected("qa-float").at("exact_match"), "qa-float exact match") +
+                                   differenceFromRecord(f1, expected("qa-float").at("f1"), "qa-float F1");
+        QVERIFY2(complaints.isEmpty(), qPrintable(complaints));
+    }
+
+    void fp8ModelsAgreeWithFloat_data()
+    {
+        QTest::addColumn<QString>("checkpoint");
+        QTest::addColumn<double>("minimumAgreement");
+        QTest::newRow("qa-fp8 per-channel, dynamic per-token") << "qa-fp8" << 0.9;
+        // Static per-tensor scales are coarser; the demo shows that difference, so no floor here.
+        QTest::newRow("qa-fp8-static per-tensor") << "qa-fp8-static" << 0.0;
+    }
+    void fp8ModelsAgreeWithFloat()
+    {
+        QFETCH(QString, checkpoint);
+        QFETCH(double, minimumAgreement);
+        const std::vector<std::string>& reference = floatAnswers();
+        const std::vector<std::string> answers = bestAnswers(checkpoint.toStdString(), RunMode::Fp8);
+        double agreement = 0, exact = 0, f1 = 0;
+        for (std::size_t i = 0; i < questions_.size(); ++i) {
+            agreement += answers[i] == reference[i] ? 1 : 0;
+            exact += maxOverGold(exactMatchScore, answers[i], questions_[i].golds);
+            f1 += maxOverGold(f1Score, answers[i], questions_[i].golds);
+        }
+        const double n = double(questions_.size());
+        agreement /= n;
+        exact /= n;
+        f1 /= n;
+        qInfo("%s: agreement with float %.4f, exact match %.4f, F1 %.4f", qPrintable(checkpoint), agreement, exact, f1);
+        QVERIFY2(agreement >= minimumAgreement, qPrintable(QString("agreement %1").arg(agreement)));
+        const nlohmann::json& e = expected(checkpoint.toStdString());
+        const QString complaints = differenceFromRecord(agreement, e.at("agreement_with_float"), "agreement with float") +
+                                   differenceFromRecord(exact, e.at("exact_match"), "exact match") +
+                                   differenceFromRecord(f1, e.at("f1"), "F1");
+        QVERIFY2(complaints.isEmpty(), qPrintable(complaints));
+    }
+
+    void fillMaskFindsTheHeldOutWord_data()
+    {
+        QTest::addColumn<QString>("checkpoint");
+        QTest::addColumn<int>("mode");
+        QTest::newRow("mlm-float") << "mlm-float" << int(RunMode::Dequant);
+        QTest::newRow("mlm-fp8") << "mlm-fp8" << int(RunMode::Fp8);
+    }
+    void fillMaskFindsTheHeldOutWord()
+    {
+        QFETCH(QString, checkpoint);
+        QFETCH(int, mode);
+        auto model = EncoderModel::load(demo_ + "/" + checkpoint.toStdString());
+        int inTopFive = 0;
+        for (const MaskSentence& sentence : maskSentences_) {
+            const FillMaskResult result = runFillMask(*model, sentence.text, RunMode(mode), 5);
+            QCOMPARE(result.predictions.size(), std::size_t(1));
+            for (const MaskPrediction& prediction : result.predictions.front()) {
+                // Predicted tokens carry the word's leading space (" flood").
+                if (prediction.token == " " + sentence.answer) {
+                    ++inTopFive;
+                    break;
+                }
+            }
+        }
+        const double rate = double(inTopFive) / double(maskSentences_.size());
+        qInfo("%s: held-out word in the top 5 for %.4f of %zu sentences", qPrintable(checkpoint), rate,
+              maskSentences_.size());
+        QVERIFY2(rate >= 0.5, qPrintable(QString("top-5 rate %1").arg(rate)));
+        const QString complaints = differenceFromRecord(rate, expected(checkpoint.toStdString()).at("fill_mask_top5"), "fill-mask top-5 rate");
+        QVERIFY2(complaints.isEmpty(), qPrintable(complaints));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestDemo)
+#include "test_demo.moc"
