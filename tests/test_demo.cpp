@@ -1,4 +1,4 @@
-// The bundled demo checkpoints (resources/demo, made by tools/make_demo.sh) load with the core and
+// The bundled demo checkpoints (resources/demo, made by resources/demo/tools/make_demo.sh) load with the core and
 // do what the demo promises: the float QA model answers its own demo questions (SQuAD exact match
 // at least 0.8), the per-channel FP8 model gives the float model's answer on at least 90% of them,
 // the fill-mask model puts the held-out word in its top 5 for at least half of the mask sentences,
@@ -6,7 +6,6 @@
 // CLI measured when the checkpoints were made.
 #include <QtTest>
 
-#include <dlfcn.h>
 
 #include <cmath>
 #include <fstream>
@@ -103,16 +102,12 @@ class TestDemo : public QObject {
 private slots:
     void initTestCase()
     {
-        // One thread: the demo models are so small that more threads only add synchronisation.
-        // LibTorch's OpenMP pool spin-waits between ops, and Debian's OpenBLAS (LibTorch's BLAS)
-        // keeps threads of its own that busy-yield; on a loaded two-core machine either one made
-        // this suite ten times slower. OpenBLAS reads its thread count at load, so set it here.
+        // One thread (BLAS included, see setComputeThreads): the demo models are so small that more
+        // threads only add synchronisation.
         setComputeThreads(1);
-        if (auto* setBlasThreads = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
-            setBlasThreads(1);
         demo_ = demoDirectory();
         QVERIFY2(QFileInfo::exists(QString::fromStdString(demo_ + "/expectations.json")),
-                 qPrintable(QString::fromStdString("no demo in " + demo_ + "; run tools/make_demo.sh")));
+                 qPrintable(QString::fromStdString("no demo in " + demo_ + "; run resources/demo/tools/make_demo.sh")));
         expectations_ = readJson(demo_ + "/expectations.json");
 
         const nlohmann::json squad = readJson(demo_ + "/corpus/questions.json");

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 DEMO = os.path.join(REPO, "resources", "demo")
 CORPUS = os.path.join(DEMO, "corpus")
 
@@ -768,7 +768,7 @@ def command_measure(args):
     passages, examples = passages_and_examples()
     mask_sentences = load_mask_sentences()
     results = {"note": "Measured with scalescope-cli (qa --json, fill-mask --json) on corpus/questions.json and "
-                       "corpus/mask_sentences.json by tools/train_demo.py measure.",
+                       "corpus/mask_sentences.json by resources/demo/tools/train_demo.py measure.",
                "questions": len(examples), "mask_sentences": len(mask_sentences), "checkpoints": {}}
     answers = {}
     for name, mode in (("qa-float", "dequant"), ("qa-fp8", "fp8"), ("qa-fp8-static", "fp8")):
