@@ -314,8 +314,15 @@ void MainWindow::openDemo(int checkpoint, int passage)
             fillMask_->setText(demo_.maskSentences.first());
         tabs_->setCurrentWidget(fillMask_);
     } else {
-        if (passage >= 0 && passage < demo_.passages.size())
+        if (passage >= 0 && passage < demo_.passages.size()) {
             ask_->setInputs(demo_.passages[passage].question, demo_.passages[passage].context);
+            // Answer once the demo is open, so the window shows a result rather than empty tables.
+            auto* once = new QObject(this);
+            connect(this, &MainWindow::checkpointReady, once, [this, once] {
+                once->deleteLater();
+                session_->ask(ask_->question(), ask_->context(), ask_->options());
+            });
+        }
         tabs_->setCurrentWidget(ask_);
     }
     const QString folder = QFileInfo(demo_.folder + "/corpus/questions.json").exists()
