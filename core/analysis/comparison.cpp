@@ -42,24 +42,32 @@ CapturePointMetrics describePoint(const std::string& name)
 }
 
 // Metrics over real tokens only: padded rows of a batch would compare padding with padding.
+// x is a run's capture (row-major, `shape`), reference the stored one.
+ErrorMetrics metricsOverRealTokens(const std::vector<int64_t>& shape, const float* x, const FloatTensor& reference,
+                                   const std::vector<std::size_t>& lengths)
+{
+    ErrorAccumulator accumulator;
+    // [batch, seq, ...] with batch == lengths.size(): take the first lengths[b] rows of each item.
+    const std::size_t total = reference.values.size();
+    if (shape.size() >= 2 && static_cast<std::size_t>(shape[0]) == lengths.size()) {
+        const std::size_t seq = static_cast<std::size_t>(shape[1]);
+        const std::size_t rowSize = seq == 0 ? 0 : total / lengths.size() / seq;
+        for (std::size_t b = 0; b < lengths.size(); ++b) {
+            const std::size_t offset = b * seq * rowSize;
+            accumulator.add(x + offset, reference.values.data() + offset, lengths[b] * rowSize);
+        }
+    } else {
+        accumulator.add(x, reference.values.data(), total);
+    }
+    return accumulator.result();
+}
+
 ErrorMetrics metricsOverRealTokens(const FloatTensor& x, const FloatTensor& reference,
                                    const std::vector<std::size_t>& lengths)
 {
     if (x.values.size() != reference.values.size())
         throw Error("A capture point differs in size between the run and the reference.");
-    ErrorAccumulator accumulator;
-    // [batch, seq, ...] with batch == lengths.size(): take the first lengths[b] rows of each item.
-    if (x.shape.size() >= 2 && static_cast<std::size_t>(x.shape[0]) == lengths.size()) {
-        const std::size_t seq = static_cast<std::size_t>(x.shape[1]);
-        const std::size_t rowSize = seq == 0 ? 0 : x.values.size() / lengths.size() / seq;
-        for (std::size_t b = 0; b < lengths.size(); ++b) {
-            const std::size_t offset = b * seq * rowSize;
-            accumulator.add(x.values.data() + offset, reference.values.data() + offset, lengths[b] * rowSize);
-        }
-    } else {
-        accumulator.add(x.values.data(), reference.values.data(), x.values.size());
-    }
-    return accumulator.result();
+    return metricsOverRealTokens(x.shape, x.values.data(), reference, lengths);
 }
 
 const FloatTensor& findOutput(const ForwardResult& result, const std::string& name)
@@ -169,23 +177,27 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
     Progress first = progress;
     first.callback = [&](double f, const std::string& stage) { progress.report(0.5 * f, "Reference: " + stage); };
     ForwardResult referenceResult = referenceModel.forward(inputs, referenceOptions, first);
+
+    // The run is measured against the stored reference point by point as it computes, so its
+    // captures are never copied or kept.
+    std::size_t next = 0;
+    runOptions.onCapture = [&](const std::string& name, const std::vector<int64_t>& shape, const float* data) {
+        if (next >= referenceResult.captures.size() || referenceResult.captures[next].name != name)
+            throw Error("The run and the reference recorded different capture points.");
+        const FloatTensor& r = referenceResult.captures[next++].tensor;
+        if (r.shape != shape)
+            throw Error("Capture point \"" + name + "\" differs in shape between the run and the reference.");
+        CapturePointMetrics point = describePoint(name);
+        point.metrics = metricsOverRealTokens(shape, data, r, lengths);
+        result.points.push_back(std::move(point));
+    };
     Progress second = progress;
     second.callback = [&](double f, const std::string& stage) { progress.report(0.5 + 0.5 * f, "FP8 run: " + stage); };
     ForwardResult runResult = run.forward(inputs, runOptions, second);
     result.runMs = runResult.elapsedMs;
     result.referenceMs = referenceResult.elapsedMs;
-
-    if (runResult.captures.size() != referenceResult.captures.size())
+    if (next != referenceResult.captures.size())
         throw Error("The run and the reference recorded different capture points.");
-    for (std::size_t i = 0; i < runResult.captures.size(); ++i) {
-        const NamedTensor& x = runResult.captures[i];
-        const NamedTensor& r = referenceResult.captures[i];
-        if (x.name != r.name)
-            throw Error("The run and the reference recorded different capture points.");
-        CapturePointMetrics point = describePoint(x.name);
-        point.metrics = metricsOverRealTokens(x.tensor, r.tensor, lengths);
-        result.points.push_back(std::move(point));
-    }
     result.activations = std::move(runResult.activationStatistics);
     result.findings = diagnoseActivations(result.activations, run.linears());
 

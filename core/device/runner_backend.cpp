@@ -848,6 +848,11 @@ ForwardResult RunnerBackend::forward(const EncoderInputs& inputs, const ForwardO
     const auto elapsed = response.find("elapsed_ms");
     m.lastRoundTripMs = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
     result.elapsedMs = elapsed != response.end() && elapsed->is_number() ? elapsed->get<double>() : m.lastRoundTripMs;
+    if (options.onCapture) { // the runner's file is read whole; hand the points over as asked
+        for (const NamedTensor& capture : result.captures)
+            options.onCapture(capture.name, capture.tensor.shape, capture.tensor.values.data());
+        result.captures.clear();
+    }
     progress.report(1.0, "Done");
     return result;
 }

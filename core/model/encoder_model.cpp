@@ -333,8 +333,15 @@ struct ForwardContext {
     }
     void capture(const std::string& point, const std::string& module, const at::Tensor& tensor)
     {
-        if (wants(point, module))
-            result.captures.push_back({point, toFloatTensor(tensor)});
+        if (!wants(point, module))
+            return;
+        if (options.onCapture) {
+            const at::Tensor contiguous = tensor.contiguous();
+            const std::vector<int64_t> shape(contiguous.sizes().begin(), contiguous.sizes().end());
+            options.onCapture(point, shape, contiguous.data_ptr<float>());
+            return;
+        }
+        result.captures.push_back({point, toFloatTensor(tensor)});
     }
 };
 
@@ -381,6 +388,10 @@ at::Tensor quantizeActivations(const at::Tensor& x, const LinearInfo& info, Forw
     }
 
     if (context.options.activationStatistics) {
+        // Read the codes back from the dequantized output d = q * s instead of rounding again:
+        // q == 0 exactly when d == 0, and 0 < |q| < 2^-6 exactly when 0 < |d| < 2^-6 * s (s is a
+        // normal float, so neither product underflows to zero or crosses the boundary). Counting
+        // in plain int64 lanes lets the loop vectorise; it runs over every element of a compare.
         ActivationStatistics stats;
         stats.module = info.module;
         const float smallestNormal = 0.015625f; // 2^-6, E4M3's smallest normal
@@ -388,16 +399,25 @@ at::Tensor quantizeActivations(const at::Tensor& x, const LinearInfo& info, Forw
             if (!context.isRealRow(row, rows))
                 continue;
             const float scale = rowScales[static_cast<std::size_t>(row)];
-            stats.inputScale = std::max(stats.inputScale, scale);
+            const float subnormalBound = smallestNormal * scale;
+            const float* in = src + row * features;
+            const float* quantized = dst + row * features;
+            float amax = 0;
+            int64_t clipped = 0, flushed = 0, subnormal = 0;
             for (int64_t i = 0; i < features; ++i) {
-                const float v = src[row * features + i];
-                const float q = fp8::roundToE4M3(v / scale);
-                stats.amax = std::max(stats.amax, std::fabs(v));
-                stats.elements += 1;
-                stats.clipped += std::fabs(v / scale) > fp8::kE4M3Max;
-                stats.flushedToZero += (v != 0.0f && q == 0.0f);
-                stats.subnormal += (q != 0.0f && std::fabs(q) < smallestNormal);
+                const float v = in[i];
+                const float d = std::fabs(quantized[i]);
+                amax = std::max(amax, std::fabs(v));
+                clipped += std::fabs(v / scale) > fp8::kE4M3Max;
+                flushed += (v != 0.0f) & (d == 0.0f);
+                subnormal += (d != 0.0f) & (d < subnormalBound);
             }
+            stats.inputScale = std::max(stats.inputScale, scale);
+            stats.amax = std::max(stats.amax, amax);
+            stats.elements += features;
+            stats.clipped += clipped;
+            stats.flushedToZero += flushed;
+            stats.subnormal += subnormal;
         }
         context.result.activationStatistics.push_back(stats);
     }

@@ -4,6 +4,7 @@
 // passes. EncoderModel runs in this process with LibTorch; a runner backend (core/device) sends the
 // same requests to another process, possibly on an accelerator host.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,6 +68,11 @@ struct ForwardOptions {
     bool activationStatistics = false;
     // Record max |x| over real tokens of every Linear's input (quantized or not), for calibration.
     bool linearInputAmax = false;
+    // When set, each requested capture point is handed to this callback (row-major float32 data,
+    // valid only during the call) instead of being copied into ForwardResult::captures: a
+    // comparison measures the run against the stored reference without keeping a second copy.
+    // Backends that cannot stream (a runner) call it once per capture after the forward.
+    std::function<void(const std::string& name, const std::vector<int64_t>& shape, const float* data)> onCapture;
 };
 
 struct ForwardResult {
