@@ -213,18 +213,24 @@ int main(int argc, char** argv)
             answerQuestion(*fp8, "where do farmers bring grain every autumn?", context, RunMode::Fp8, qa);
         });
 
-        json peer = nullptr;
+        // The PyTorch eager peer twice: as PyTorch sets itself up with N threads, and with the
+        // engine's thread placement (OpenBLAS N, OpenMP 1), so the comparison is like for like.
+        json peer = nullptr, peerEnginePlacement = nullptr;
         if (!options.skipPeer) {
-            const std::string peerJson = options.workdir + "/peer.json";
-            const std::string command = "/usr/bin/python3 " + std::string(SCALESCOPE_TORCH_PEER) + " --checkpoint " +
-                                        floatDir + " --seq " + std::to_string(options.sequenceLength) + " --threads " +
-                                        std::to_string(computeThreads()) + " --repeats " + std::to_string(options.repeats) +
-                                        " --output " + peerJson + " 1>&2";
-            if (std::system(command.c_str()) == 0 && fs::exists(peerJson)) {
-                std::ifstream in(peerJson);
-                peer = json::parse(in);
-            } else {
-                std::cerr << "PyTorch peer not run (python3-torch missing?): install it with packaging/install-deps.sh --dev\n";
+            for (const char* placement : {"torch", "engine"}) {
+                const std::string peerJson = options.workdir + "/peer-" + placement + ".json";
+                const std::string command = "/usr/bin/python3 " + std::string(SCALESCOPE_TORCH_PEER) + " --checkpoint " +
+                                            floatDir + " --seq " + std::to_string(options.sequenceLength) + " --threads " +
+                                            std::to_string(computeThreads()) + " --repeats " +
+                                            std::to_string(options.repeats) + " --placement " + placement + " --output " +
+                                            peerJson + " 1>&2";
+                if (std::system(command.c_str()) == 0 && fs::exists(peerJson)) {
+                    std::ifstream in(peerJson);
+                    (std::string(placement) == "torch" ? peer : peerEnginePlacement) = json::parse(in);
+                } else {
+                    std::cerr << "PyTorch peer not run (python3-torch missing?): install it with packaging/install-deps.sh --dev\n";
+                    break;
+                }
             }
         }
 
@@ -238,6 +244,7 @@ int main(int argc, char** argv)
                                  {"attainable_for_forward_linears", attainableGflops}};
         report["linear_bound_ms"] = boundMs;
         report["pytorch_eager_peer"] = peer;
+        report["pytorch_eager_peer_engine_placement"] = peerEnginePlacement;
         const double fp8Ratio = fp8Forward.median() / referenceForward.median();
         const double compareRatio = compare.median() / referenceForward.median();
         report["ratios"] = {{"fp8_over_reference", fp8Ratio},
@@ -246,6 +253,9 @@ int main(int argc, char** argv)
                             {"fp8_fraction_of_gemm_limit", flops / 1e6 / fp8Forward.median() / attainableGflops}};
         if (!peer.is_null())
             report["ratios"]["reference_over_pytorch"] = referenceForward.median() / peer["median_ms"].get<double>();
+        if (!peerEnginePlacement.is_null())
+            report["ratios"]["reference_over_pytorch_engine_placement"] =
+                referenceForward.median() / peerEnginePlacement["median_ms"].get<double>();
 
         std::printf("\nScaleScope benchmark: roberta-base size, seq %d, batch 1, %d threads, %d repeats (median [min-max])\n\n",
                     options.sequenceLength, computeThreads(), options.repeats);
@@ -263,7 +273,9 @@ int main(int argc, char** argv)
                       100 * flops / 1e6 / referenceForward.median() / attainableGflops);
         row("reference (float32) forward", referenceForward, note);
         if (!peer.is_null())
-            printRow("PyTorch eager float32 forward", ms(peer["median_ms"].get<double>()));
+            printRow("PyTorch eager float32 (torch threads)", ms(peer["median_ms"].get<double>()));
+        if (!peerEnginePlacement.is_null())
+            printRow("PyTorch eager float32 (engine placement)", ms(peerEnginePlacement["median_ms"].get<double>()));
         std::snprintf(note, sizeof note, "%.2fx reference forward", compareRatio);
         row("full compare (both runs, all captures)", compare, note);
         row("QA end to end, 300-word context", qaLatency);

@@ -4,11 +4,18 @@ with torch.nn.functional, on the same checkpoint, threads and sequence length. D
 (needs Debian's python3-torch); the product itself is C++."""
 import argparse
 import json
+import os
 import struct
+import sys
 import time
 
-import torch
-import torch.nn.functional as F
+# --placement engine gives the GEMM threads to OpenBLAS and keeps PyTorch's OpenMP pool at one,
+# as ScaleScope does; OpenBLAS reads its thread count when it loads, so before importing torch.
+if "--placement" in sys.argv and sys.argv[sys.argv.index("--placement") + 1] == "engine":
+    os.environ["OPENBLAS_NUM_THREADS"] = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "2"
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I64": torch.int64}
 
@@ -66,8 +73,10 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--output", required=True)
+    parser.add_argument("--placement", choices=["torch", "engine"], default="torch",
+                        help="torch: torch.set_num_threads(N) as PyTorch users do; engine: OpenBLAS N, OpenMP 1")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(1 if args.placement == "engine" else args.threads)
     with open(f"{args.checkpoint}/config.json") as f:
         config = json.load(f)
     weights = read_safetensors(f"{args.checkpoint}/model.safetensors")
@@ -86,7 +95,8 @@ def main():
     median = runs_sorted[n // 2] if n % 2 else 0.5 * (runs_sorted[n // 2 - 1] + runs_sorted[n // 2])
     with open(args.output, "w") as f:
         json.dump({"median_ms": median, "min_ms": runs_sorted[0], "max_ms": runs_sorted[-1], "runs_ms": runs,
-                   "threads": torch.get_num_threads(), "torch": torch.__version__}, f, indent=2)
+                   "threads": args.threads, "placement": args.placement,
+                   "torch": torch.__version__}, f, indent=2)
 
 
 if __name__ == "__main__":
