@@ -36,6 +36,9 @@ nlohmann::json readJsonFile(const std::string& path, std::uint64_t maxBytes)
         return nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
         throw Error(path + " is not valid JSON (at byte " + std::to_string(e.byte) + ").");
+    } catch (const nlohmann::json::exception&) {
+        // The parser reports a number beyond double's range ("1e400") as out_of_range, not parse_error.
+        throw Error(path + " is not valid JSON: it holds a number too large to represent.");
     }
 }
 

@@ -578,7 +578,7 @@ struct RunnerBackend::Impl {
         json response;
         try {
             response = json::parse(answer);
-        } catch (const json::parse_error&) {
+        } catch (const json::exception&) { // parse errors, and numbers out of range (1e400)
             fail(label() + " answered the " + requestName + " request with something that is not JSON: \"" +
                  abbreviated(answer, 80) + "\"");
         }

@@ -204,6 +204,10 @@ int serveRunner(std::istream& in, std::ostream& out, std::ostream& log, const Ru
             respond(out, {{"id", nullptr}, {"ok", false},
                           {"error", "The request is not valid JSON (byte " + std::to_string(e.byte) + ")."}});
             continue;
+        } catch (const json::exception& e) { // e.g. a number beyond double range
+            log << "scalescope runner: a request is not usable JSON: " << e.what() << std::endl;
+            respond(out, {{"id", nullptr}, {"ok", false}, {"error", "The request holds a number out of range."}});
+            continue;
         }
         if (!request.is_object()) {
             respond(out, {{"id", nullptr}, {"ok", false}, {"error", "The request is not a JSON object."}});

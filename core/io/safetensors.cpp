@@ -28,6 +28,9 @@ namespace {
 
 // A header this large is not a real checkpoint; refusing it early avoids parsing garbage for minutes.
 constexpr uint64_t kMaxHeaderBytes = 100ull * 1024 * 1024;
+// Real files hold hundreds to a few thousand tensors (a sharded model, per shard); a header that lists
+// more is hostile, and every entry costs a view, an index entry and an overlap check.
+constexpr std::size_t kMaxTensorsPerFile = 100'000;
 
 struct DtypeInfo {
     Dtype dtype;
@@ -118,6 +121,44 @@ void convertBits(const uint8_t* data, std::size_t count, float* out, Convert con
         out[i] = convert(bits);
     }
 }
+
+// Records the top-level keys of a JSON object in file order, and the first one that appears twice.
+// A SAX pass rather than nlohmann's parse callback: after every closed value the callback parser
+// rescans the enclosing object for discarded entries, so a header of n tensors took O(n^2) time
+// (minutes for 100,000 tensors).
+class TopLevelKeys : public nlohmann::json_sax<nlohmann::json> {
+public:
+    std::vector<std::string> order;
+    std::string duplicate;
+
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    bool start_object(std::size_t) override { return ++depth_, true; }
+    bool end_object() override { return --depth_, true; }
+    bool start_array(std::size_t) override { return ++depth_, true; }
+    bool end_array() override { return --depth_, true; }
+    bool key(string_t& key) override
+    {
+        if (depth_ == 1) {
+            if (seen_.insert(key).second)
+                order.push_back(key);
+            else if (duplicate.empty())
+                duplicate = key;
+        }
+        return true;
+    }
+    // Only reached for text that the DOM parse has already accepted.
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+private:
+    int depth_ = 0;
+    std::set<std::string> seen_;
+};
 
 bool isPlainFileName(const std::string& name)
 {
@@ -246,36 +287,32 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path)
                     std::to_string(headerLength) + " runs past the end of the file (" + std::to_string(fileSize) +
                     " bytes).");
 
-    // The header's top-level key order is the tensors' order; parsing into std::map loses it, so
-    // the callback records it (and catches duplicate names, which the map would silently merge).
-    std::vector<std::string> keyOrder;
-    std::set<std::string> seenKeys;
-    std::string duplicateKey;
+    // The header's top-level key order is the tensors' order; parsing into std::map loses it, so a
+    // second, SAX pass records it (and catches duplicate names, which the map would silently merge).
     nlohmann::json header;
+    TopLevelKeys keys;
     const char* headerBegin = reinterpret_cast<const char*>(bytes + 8);
     try {
-        header = nlohmann::json::parse(
-            headerBegin, headerBegin + headerLength,
-            [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-                if (event == nlohmann::json::parse_event_t::key && depth == 1 && parsed.is_string()) {
-                    const std::string& key = parsed.get_ref<const std::string&>();
-                    if (seenKeys.insert(key).second)
-                        keyOrder.push_back(key);
-                    else if (duplicateKey.empty())
-                        duplicateKey = key;
-                }
-                return true;
-            });
+        header = nlohmann::json::parse(headerBegin, headerBegin + headerLength);
+        nlohmann::json::sax_parse(headerBegin, headerBegin + headerLength, &keys);
     } catch (const nlohmann::json::parse_error& e) {
         // nlohmann reports one past the end when the text stops early.
         const uint64_t position = std::min<uint64_t>(e.byte, headerLength);
         throw Error(path + " has a header that is not valid JSON (at byte " + std::to_string(position) + " of " +
                     std::to_string(headerLength) + ").");
+    } catch (const nlohmann::json::exception&) {
+        // A number beyond double's range ("1e400") comes as out_of_range, not parse_error.
+        throw Error(path + " has a header that is not valid JSON: it holds a number too large to represent.");
     }
     if (!header.is_object())
         throw Error(path + " has a header that is not a JSON object.");
-    if (!duplicateKey.empty())
-        throw Error(path + " lists tensor '" + duplicateKey + "' twice in its header.");
+    if (!keys.duplicate.empty())
+        throw Error(path + " lists tensor '" + keys.duplicate + "' twice in its header.");
+    const std::vector<std::string>& keyOrder = keys.order;
+    const std::size_t tensorCount = keyOrder.size() - (header.contains("__metadata__") ? 1 : 0);
+    if (tensorCount > kMaxTensorsPerFile)
+        throw Error(path + " lists " + std::to_string(tensorCount) + " tensors in its header, more than the limit of " +
+                    std::to_string(kMaxTensorsPerFile) + ".");
 
     const uint64_t dataStart = 8 + headerLength;
     const uint64_t dataSize = fileSize - dataStart;
@@ -414,6 +451,9 @@ std::unique_ptr<TensorStore> TensorStore::openDirectory(const std::string& dir)
     const nlohmann::json& weightMap = index["weight_map"];
     if (weightMap.empty())
         throw Error(indexPath + " maps no tensors.");
+    if (weightMap.size() > kMaxTensorsPerFile)
+        throw Error(indexPath + " maps " + std::to_string(weightMap.size()) + " tensors, more than the limit of " +
+                    std::to_string(kMaxTensorsPerFile) + ".");
 
     std::unique_ptr<TensorStore> store(new TensorStore());
     store->location_ = dir;

@@ -7,6 +7,16 @@
 namespace scalescope {
 namespace {
 
+// A hostile "re:" pattern such as "(.*)*x" sends a backtracking matcher into exponential time: minutes
+// to forever on one 45-character module name. libstdc++ can match with its Thompson-NFA executor
+// instead, in time polynomial in pattern and name; back-references, which compressed-tensors
+// patterns do not use, are then refused like any invalid pattern (the entry matches nothing).
+#if defined(__GLIBCXX__)
+constexpr std::regex::flag_type kTargetRegexFlags = std::regex::ECMAScript | std::regex_constants::__polynomial;
+#else
+constexpr std::regex::flag_type kTargetRegexFlags = std::regex::ECMAScript;
+#endif
+
 std::string stringOr(const nlohmann::json& object, const char* key, const std::string& fallback)
 {
     auto it = object.find(key);
@@ -146,7 +156,7 @@ bool matchesTarget(const std::string& entry, const std::string& moduleName, cons
 {
     if (entry.rfind("re:", 0) == 0) {
         try {
-            return std::regex_match(moduleName, std::regex(entry.substr(3), std::regex::ECMAScript));
+            return std::regex_match(moduleName, std::regex(entry.substr(3), kTargetRegexFlags));
         } catch (const std::regex_error&) {
             return false; // an unparsable pattern matches nothing; inspect reports it
         }

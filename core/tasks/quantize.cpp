@@ -240,6 +240,7 @@ void quantizeCheckpoint(const std::string& sourceDir, const std::string& destina
         {
             std::ofstream out(temporary / "config.json");
             out << config.dump(2) << '\n';
+            out.close(); // a write error can surface only when the buffer is flushed
             if (!out)
                 throw Error("Cannot write " + (temporary / "config.json").string() + ".");
         }

@@ -87,6 +87,9 @@ json parseJson(const std::string& text, const std::string& sourceName)
             detail += '.';
         throw Error(sourceName + " is not valid JSON: syntax error at " + describePosition(text, offset) + ": " +
                     detail);
+    } catch (const json::exception&) {
+        // A number beyond double's range ("1e400") comes as out_of_range, without a position.
+        throw Error(sourceName + " is not valid JSON: it holds a number too large to represent.");
     }
 }
 

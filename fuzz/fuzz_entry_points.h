@@ -1,0 +1,353 @@
+#pragma once
+// One fuzz input through the core parsers, shared by the libFuzzer targets in this folder and by
+// tests/test_fuzz_regressions.cpp, so a crashing input found by a fuzzer is replayed through exactly
+// the same calls. Each function returns normally or throws scalescope::Error; any other exception
+// (std::logic_error marks a broken invariant, nlohmann::json's exceptions a parser that let one
+// escape), a crash or a sanitizer report is a bug in the core.
+//
+// Inputs that stand for several files are split on separator lines (kPartSeparator), which the
+// fuzzers learn from the seed corpus. Files go to a scratch folder the caller owns.
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/text_files.h"
+#include "io/safetensors.h"
+#include "model/model_config.h"
+#include "model/quantization_config.h"
+#include "tasks/squad_dataset.h"
+#include "text/bpe_tokenizer.h"
+
+namespace scalescope::fuzz {
+
+// Runs one fuzz iteration: scalescope::Error is the clean refusal; any other exception is reported
+// with its message (which std::terminate would not show) and aborts, so libFuzzer keeps the input.
+template <typename Body>
+int runFuzzIteration(Body body)
+{
+    try {
+        body();
+    } catch (const Error&) {
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "fuzz: exception other than scalescope::Error escaped: %s\n", e.what());
+        std::abort();
+    }
+    return 0;
+}
+
+inline const std::string kPartSeparator = "\n@@next-file@@\n";
+
+inline std::vector<std::string> splitParts(const std::string& bytes)
+{
+    std::vector<std::string> parts;
+    std::size_t begin = 0;
+    while (true) {
+        const std::size_t found = bytes.find(kPartSeparator, begin);
+        if (found == std::string::npos) {
+            parts.push_back(bytes.substr(begin));
+            return parts;
+        }
+        parts.push_back(bytes.substr(begin, found - begin));
+        begin = found + kPartSeparator.size();
+    }
+}
+
+// Plain stdio on purpose: the scratch files are test scaffolding, not program output.
+inline void writeScratchFile(const std::string& path, const std::string& bytes)
+{
+    std::FILE* out = std::fopen(path.c_str(), "wb");
+    if (!out)
+        throw std::runtime_error("fuzz harness: cannot create " + path);
+    const bool ok = bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), out) == bytes.size();
+    if (std::fclose(out) != 0 || !ok)
+        throw std::runtime_error("fuzz harness: cannot write " + path);
+}
+
+// A fresh scratch folder per process (fuzzers and the test may run side by side).
+inline std::string makeScratchDirectory()
+{
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base && *base ? base : "/tmp") + "/scalescope-fuzz-XXXXXX";
+    if (!::mkdtemp(pattern.data()))
+        throw std::runtime_error("fuzz harness: cannot create a scratch folder");
+    return pattern;
+}
+
+// Owns a scratch folder for the life of the process; removes it and its files on the way out.
+class ScratchDirectory {
+public:
+    ScratchDirectory() : path_(makeScratchDirectory()) {}
+    ~ScratchDirectory()
+    {
+        if (DIR* dir = ::opendir(path_.c_str())) {
+            while (const dirent* entry = ::readdir(dir)) {
+                const std::string name = entry->d_name;
+                if (name != "." && name != "..")
+                    ::unlink(joinPath(path_, name).c_str());
+            }
+            ::closedir(dir);
+        }
+        ::rmdir(path_.c_str());
+    }
+    ScratchDirectory(const ScratchDirectory&) = delete;
+    ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
+// A byte-level vocabulary with every one of the 256 byte symbols (GPT-2's printable-byte mapping),
+// RoBERTa's special tokens and a few merges: what the encode fuzzer uses when the real roberta-base
+// files are absent. Written into dir as vocab.json and merges.txt.
+inline void writeTinyByteLevelTokenizer(const std::string& dir)
+{
+    nlohmann::json vocab = nlohmann::json::object();
+    int next = 0;
+    for (const char* special : {"<s>", "<pad>", "</s>", "<unk>"})
+        vocab[special] = next++;
+    std::vector<std::string> symbols(256);
+    int shifted = 256;
+    for (int byte = 0; byte < 256; ++byte) {
+        const bool printable = (byte >= '!' && byte <= '~') || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE;
+        const int codePoint = printable ? byte : shifted++;
+        std::string utf8;
+        if (codePoint < 0x80) {
+            utf8 += static_cast<char>(codePoint);
+        } else {
+            utf8 += static_cast<char>(0xC0 | (codePoint >> 6));
+            utf8 += static_cast<char>(0x80 | (codePoint & 0x3F));
+        }
+        symbols[static_cast<std::size_t>(byte)] = utf8;
+        vocab[utf8] = next++;
+    }
+    const std::string space = symbols[' '];
+    const std::vector<std::pair<std::string, std::string>> merges = {
+        {space, "t"}, {"h", "e"}, {space + "t", "he"}, {"i", "n"}, {space, "a"}, {"e", "r"}, {"o", "n"}};
+    std::string mergesText = "#version: 0.2\n";
+    for (const auto& [left, right] : merges) {
+        vocab[left + right] = next++;
+        mergesText += left + " " + right + "\n";
+    }
+    vocab["<mask>"] = next++;
+    writeScratchFile(joinPath(dir, "vocab.json"), vocab.dump());
+    writeScratchFile(joinPath(dir, "merges.txt"), mergesText);
+}
+
+inline void removeScratchFiles(const std::string& dir, const std::vector<std::string>& names)
+{
+    for (const std::string& name : names)
+        ::unlink(joinPath(dir, name).c_str());
+}
+
+inline void check(bool condition, const std::string& what)
+{
+    if (!condition)
+        throw std::logic_error("invariant broken: " + what);
+}
+
+inline void exerciseTensors(const TensorStore& store)
+{
+    std::size_t bytes = 0;
+    for (const TensorView* view : store.tensors()) {
+        check(store.find(view->name) == view, "TensorStore::find returns the listed view");
+        check(&store.require(view->name) == view, "TensorStore::require returns the listed view");
+        check(static_cast<uint64_t>(view->numel()) * dtypeSize(view->dtype) == view->byteSize,
+              "a tensor's byte size is numel x dtype size");
+        // Reads every byte of the tensor, so a view outside its mapping shows up under ASan.
+        const FloatTensor values = view->toFloat();
+        check(values.values.size() == static_cast<std::size_t>(view->numel()), "toFloat yields numel values");
+        bytes += view->byteSize;
+    }
+    // Shards may hold tensors the index does not list: mapped, counted, but not reachable by name.
+    check(bytes <= store.mappedBytes(), "mappedBytes counts at least the reachable tensors' bytes");
+}
+
+// First byte even: the rest is one .safetensors file. Odd: the rest is
+// "index json <sep> shard 1 <sep> shard 2 ...", the shards named model-0000N.safetensors.
+inline void runSafetensorsInput(const std::string& input, const std::string& scratchDir)
+{
+    if (input.empty())
+        return;
+    static const std::vector<std::string> names = {
+        "model.safetensors", "model.safetensors.index.json", "model-00001.safetensors",
+        "model-00002.safetensors", "model-00003.safetensors"};
+    removeScratchFiles(scratchDir, names);
+    const std::string payload = input.substr(1);
+    if ((static_cast<unsigned char>(input[0]) & 1) == 0) {
+        const std::string path = joinPath(scratchDir, "model.safetensors");
+        writeScratchFile(path, payload);
+        const std::unique_ptr<TensorStore> store = TensorStore::openFile(path);
+        exerciseTensors(*store);
+        return;
+    }
+    const std::vector<std::string> parts = splitParts(payload);
+    writeScratchFile(joinPath(scratchDir, "model.safetensors.index.json"), parts[0]);
+    for (std::size_t i = 1; i < parts.size() && i <= 3; ++i)
+        writeScratchFile(joinPath(scratchDir, "model-0000" + std::to_string(i) + ".safetensors"), parts[i]);
+    const std::unique_ptr<TensorStore> store = TensorStore::openDirectory(scratchDir);
+    exerciseTensors(*store);
+}
+
+inline void exerciseQuantizationConfig(const QuantizationConfig& config)
+{
+    static const char* const modules[] = {
+        "roberta.encoder.layer.0.attention.self.query", "roberta.encoder.layer.11.output.dense",
+        "roberta.encoder.layer.3.intermediate.dense", "qa_outputs", "lm_head.dense", "lm_head.decoder"};
+    for (const char* module : modules) {
+        const ConfigGroup* group = findGroupFor(config, module, "Linear");
+        if (group) {
+            (void)unsupportedSchemeReason(config, *group);
+            (void)describeScheme(*group);
+        }
+    }
+    for (const ConfigGroup& group : config.groups) {
+        (void)unsupportedSchemeReason(config, group);
+        (void)describeScheme(group);
+    }
+}
+
+// The text is a config.json, read through loadModelConfig as a checkpoint's is. Its
+// quantization_config (or, when it has none, the whole text) also goes through
+// parseQuantizationConfig on its own, so the fuzzer reaches the quantization parser without first
+// satisfying every model-size check.
+inline void runConfigInput(const std::string& text, const std::string& scratchDir)
+{
+    const std::string path = joinPath(scratchDir, "config.json");
+    writeScratchFile(path, text);
+    const nlohmann::json root = readJsonFile(path);
+    try {
+        const nlohmann::json* quantization = &root;
+        if (root.is_object() && root.contains("quantization_config"))
+            quantization = &root["quantization_config"];
+        exerciseQuantizationConfig(parseQuantizationConfig(*quantization, path));
+    } catch (const Error&) {
+    }
+    const ModelConfig config = loadModelConfig(path);
+    check(config.vocabSize > 0 && config.hiddenSize > 0 && config.numLayers > 0 && config.numHeads > 0,
+          "parseModelConfig accepts only positive sizes");
+    check(config.hiddenSize % config.numHeads == 0, "hidden_size is a multiple of num_attention_heads");
+    check(config.padTokenId >= 0 && config.padTokenId < config.vocabSize, "pad_token_id is inside the vocabulary");
+    if (config.quantization)
+        exerciseQuantizationConfig(*config.quantization);
+}
+
+// Properties every encoding has, whatever the vocabulary: ids inside it, one offset and one
+// sequence id per token, offsets inside their text. Byte-level BPE is lossless, so when every byte
+// has a symbol in the vocabulary and the text holds no <mask> (whose left whitespace is stripped),
+// decoding gives the text back byte for byte.
+inline void checkEncoding(const BpeTokenizer& tokenizer, const Encoding& encoding, const std::string& first,
+                          const std::string* second, bool losslessVocabulary)
+{
+    check(encoding.ids.size() == encoding.offsets.size() && encoding.ids.size() == encoding.sequenceIds.size(),
+          "ids, offsets and sequence ids have one entry per token");
+    const int firstLength = codePointCount(first);
+    const int secondLength = second ? codePointCount(*second) : 0;
+    std::string firstText;
+    std::string secondText;
+    for (std::size_t i = 0; i < encoding.ids.size(); ++i) {
+        const int64_t id = encoding.ids[i];
+        check(id >= 0 && id < tokenizer.vocabSize(), "token ids are inside the vocabulary");
+        const auto [start, end] = encoding.offsets[i];
+        const int sequence = encoding.sequenceIds[i];
+        check(sequence >= -1 && sequence <= (second ? 1 : 0), "sequence ids are -1, 0 or 1");
+        if (sequence < 0) {
+            check(start == 0 && end == 0, "special tokens have offsets (0, 0)");
+            continue;
+        }
+        const int length = sequence == 0 ? firstLength : secondLength;
+        check(0 <= start && start <= end && end <= length, "offsets lie inside their text");
+        (sequence == 0 ? firstText : secondText) += tokenizer.decode({id}, false);
+    }
+    if (!losslessVocabulary)
+        return;
+    if (first.find("<mask>") == std::string::npos)
+        check(firstText == first, "decoding the tokens of a text gives the text back");
+    if (second && second->find("<mask>") == std::string::npos)
+        check(secondText == *second, "decoding the tokens of the second text gives it back");
+}
+
+// First byte: 0 encodeText, 1 encode, 2 encodePair (the rest split at its middle).
+inline void runTokenizerEncodeInput(const BpeTokenizer& tokenizer, const std::string& input, bool losslessVocabulary)
+{
+    if (input.empty())
+        return;
+    const std::string text = input.substr(1);
+    switch (static_cast<unsigned char>(input[0]) % 3) {
+    case 0:
+        checkEncoding(tokenizer, tokenizer.encodeText(text), text, nullptr, losslessVocabulary);
+        break;
+    case 1: {
+        const Encoding encoding = tokenizer.encode(text);
+        check(encoding.ids.size() >= 2 && encoding.ids.front() == tokenizer.bosId() &&
+                  encoding.ids.back() == tokenizer.eosId(),
+              "encode wraps the text in <s> ... </s>");
+        checkEncoding(tokenizer, encoding, text, nullptr, losslessVocabulary);
+        break;
+    }
+    default: {
+        const std::string first = text.substr(0, text.size() / 2);
+        const std::string second = text.substr(text.size() / 2);
+        checkEncoding(tokenizer, tokenizer.encodePair(first, second), first, &second, losslessVocabulary);
+        break;
+    }
+    }
+}
+
+// First byte even: the rest is "vocab.json <sep> merges.txt <sep> text to encode"; odd:
+// "tokenizer.json <sep> text to encode". A tokenizer that loads encodes the text and decodes every id.
+inline void runTokenizerFilesInput(const std::string& input, const std::string& scratchDir)
+{
+    if (input.empty())
+        return;
+    removeScratchFiles(scratchDir, {"vocab.json", "merges.txt", "tokenizer.json"});
+    const std::vector<std::string> parts = splitParts(input.substr(1));
+    std::unique_ptr<BpeTokenizer> tokenizer;
+    std::string text;
+    if ((static_cast<unsigned char>(input[0]) & 1) == 0) {
+        const std::string vocabPath = joinPath(scratchDir, "vocab.json");
+        const std::string mergesPath = joinPath(scratchDir, "merges.txt");
+        writeScratchFile(vocabPath, parts[0]);
+        writeScratchFile(mergesPath, parts.size() > 1 ? parts[1] : std::string());
+        text = parts.size() > 2 ? parts[2] : "Hello world <mask>!";
+        tokenizer = BpeTokenizer::loadFromFiles(vocabPath, mergesPath);
+    } else {
+        const std::string path = joinPath(scratchDir, "tokenizer.json");
+        writeScratchFile(path, parts[0]);
+        text = parts.size() > 1 ? parts[1] : "Hello world <mask>!";
+        tokenizer = BpeTokenizer::loadFromTokenizerJson(path);
+    }
+    check(tokenizer->vocabSize() > 0, "a loaded tokenizer has a vocabulary");
+    for (const int64_t id : {tokenizer->bosId(), tokenizer->eosId(), tokenizer->padId(), tokenizer->unkId(),
+                             tokenizer->maskId()})
+        check(id >= 0 && id < tokenizer->vocabSize(), "special token ids are inside the vocabulary");
+    checkEncoding(*tokenizer, tokenizer->encode(text), text, nullptr, false);
+    for (int64_t id = 0; id < tokenizer->vocabSize() && id < 4096; ++id) {
+        try {
+            (void)tokenizer->tokenString(id);
+            (void)tokenizer->tokenText(id);
+        } catch (const Error&) {
+            // ids the vocabulary skips are reported, not crashed on
+        }
+    }
+}
+
+inline void runSquadInput(const std::string& text)
+{
+    const SquadDataset dataset = parseSquadJson(text, "fuzz/squad.json");
+    check(!dataset.examples.empty(), "a parsed SQuAD file has questions");
+    for (const SquadExample& example : dataset.examples) {
+        check(!example.id.empty(), "every question has an id");
+        check(example.isImpossible == example.golds.empty(), "unanswerable means no gold answers");
+    }
+}
+
+} // namespace scalescope::fuzz

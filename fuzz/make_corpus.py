@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""Writes the fuzzers' seed corpora (fuzz/corpus/<target>/) and dictionaries (fuzz/dicts/).
+
+Seeds are small valid inputs plus a few near-misses; libFuzzer mutates from there. The input layouts
+(mode byte, separator between files) are those of fuzz/fuzz_entry_points.h. Run it again after
+changing a layout: python3 fuzz/make_corpus.py
+"""
+import json
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SEP = b"\n@@next-file@@\n"
+
+
+def write(target, name, data):
+    folder = os.path.join(HERE, "corpus", target)
+    os.makedirs(folder, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    with open(os.path.join(folder, name), "wb") as f:
+        f.write(data)
+
+
+def safetensors(tensors, metadata=None, pad=True):
+    """tensors: list of (name, dtype, shape, bytes)."""
+    header = {}
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    offset = 0
+    payload = b""
+    for name, dtype, shape, data in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+        payload += data
+    text = json.dumps(header, separators=(",", ":")).encode()
+    if pad:
+        text += b" " * ((8 - len(text) % 8) % 8)
+    return struct.pack("<Q", len(text)) + text + payload
+
+
+def f32(*values):
+    return struct.pack("<%df" % len(values), *values)
+
+
+def safetensors_seeds():
+    small = [
+        ("w", "F32", [2, 3], f32(1, -2, 3.5, 0, 1e-3, -7)),
+        ("q", "F8_E4M3", [4], bytes([0x38, 0xB8, 0x7E, 0x7F])),
+        ("e", "F8_E5M2", [2], bytes([0x3C, 0x7C])),
+        ("h", "F16", [2], struct.pack("<2H", 0x3C00, 0xC000)),
+        ("b", "BF16", [1, 2], struct.pack("<2H", 0x3F80, 0x7F80)),
+        ("i", "I64", [2], struct.pack("<2q", -1, 2**40)),
+        ("n", "I32", [1], struct.pack("<i", 7)),
+        ("s", "I16", [1], struct.pack("<h", -3)),
+        ("u", "U8", [2], bytes([0, 255])),
+        ("c", "I8", [2], bytes([0x80, 0x7F])),
+        ("t", "BOOL", [2], bytes([0, 1])),
+        ("d", "F64", [1], struct.pack("<d", 2.5)),
+        ("z", "F32", [0, 4], b""),
+    ]
+    write("safetensors", "single_all_dtypes", b"\x00" + safetensors(small, {"format": "pt"}))
+    write("safetensors", "single_one_tensor", b"\x00" + safetensors([("x", "F32", [1], f32(1))]))
+    write("safetensors", "single_empty", b"\x00" + safetensors([]))
+    write("safetensors", "single_unpadded", b"\x00" + safetensors([("a.weight", "F32", [2], f32(1, 2))], pad=False))
+    header = b'{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}}'
+    overlapping = b"\x00" + struct.pack("<Q", len(header)) + header + b"\x00" * 8
+    write("safetensors", "single_overlap", overlapping)
+    write("safetensors", "single_truncated", (b"\x00" + safetensors([("x", "F32", [4], f32(1, 2, 3, 4))]))[:-5])
+    write("safetensors", "single_huge_length", b"\x00" + struct.pack("<Q", 2**63) + b"{}")
+
+    shard1 = safetensors([("encoder.weight", "F32", [2, 2], f32(1, 2, 3, 4)),
+                          ("encoder.weight_scale", "BF16", [2, 1], struct.pack("<2H", 0x3F80, 0x4000))])
+    shard2 = safetensors([("head.weight", "F8_E4M3", [3], bytes([1, 2, 3]))])
+    index = json.dumps({"metadata": {"total_size": 23}, "weight_map": {
+        "encoder.weight": "model-00001.safetensors",
+        "encoder.weight_scale": "model-00001.safetensors",
+        "head.weight": "model-00002.safetensors"}}).encode()
+    write("safetensors", "sharded_two", b"\x01" + index + SEP + shard1 + SEP + shard2)
+    bad_index = json.dumps({"weight_map": {"x": "../model-00001.safetensors"}}).encode()
+    write("safetensors", "sharded_escape", b"\x01" + bad_index + SEP + shard1)
+    missing = json.dumps({"weight_map": {"nope": "model-00001.safetensors"}}).encode()
+    write("safetensors", "sharded_missing_tensor", b"\x01" + missing + SEP + shard1)
+
+
+QUANT = {
+    "quant_method": "compressed-tensors", "format": "float-quantized", "quantization_status": "compressed",
+    "config_groups": {"group_0": {
+        "targets": ["Linear"],
+        "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True, "dynamic": False},
+        "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "symmetric": True,
+                              "dynamic": True},
+        "output_activations": None}},
+    "ignore": ["lm_head"], "kv_cache_scheme": None}
+
+
+def model_config(architecture="RobertaForQuestionAnswering", quantization=QUANT):
+    config = {"architectures": [architecture], "vocab_size": 50265, "hidden_size": 768,
+              "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+              "max_position_embeddings": 514, "type_vocab_size": 1, "layer_norm_eps": 1e-5,
+              "pad_token_id": 1, "hidden_act": "gelu", "torch_dtype": "bfloat16", "model_type": "roberta"}
+    if quantization is not None:
+        config["quantization_config"] = quantization
+    return json.dumps(config, indent=1)
+
+
+def config_seeds():
+    write("config", "qa_fp8_channel_token", model_config())
+    write("config", "mlm_float", model_config("RobertaForMaskedLM", None))
+    many = json.loads(json.dumps(QUANT))
+    many["config_groups"] = {
+        "group_0": {"targets": ["re:.*attention\\.self\\.(query|key|value)$"], "format": "float-quantized",
+                    "weights": {"num_bits": 8, "type": "float", "strategy": "tensor", "symmetric": True,
+                                "dynamic": False},
+                    "input_activations": {"num_bits": 8, "type": "float", "strategy": "tensor",
+                                          "symmetric": True, "dynamic": False}},
+        "group_1": {"targets": ["Linear"],
+                    "weights": {"num_bits": 8, "type": "float", "strategy": "block", "symmetric": True,
+                                "dynamic": False, "block_structure": [128, 128]},
+                    "input_activations": {"num_bits": 8, "type": "float", "strategy": "group",
+                                          "group_size": 128, "dynamic": "local"}},
+        "group_10": {"targets": "qa_outputs", "format": "int-quantized",
+                     "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 32,
+                                 "symmetric": False, "actorder": "static", "observer": "minmax"}}}
+    many["ignore"] = ["re:lm_head.*", "roberta.encoder.layer.0.output.dense"]
+    many["sparsity_config"] = {}
+    many["version"] = "0.9.1"
+    many["global_compression_ratio"] = 1.8
+    write("config", "groups_regex_ignore", model_config(quantization=many))
+    write("config", "quant_fp8_block", json.dumps({"quant_method": "fp8", "activation_scheme": "dynamic",
+                                                    "weight_block_size": [128, 128],
+                                                    "modules_to_not_convert": ["lm_head"]}))
+    write("config", "bad_heads", model_config().replace('"num_attention_heads": 12', '"num_attention_heads": 7'))
+    write("config", "huge_sizes", model_config().replace('"vocab_size": 50265', '"vocab_size": 18446744073709551615'))
+
+
+def byte_symbols():
+    shifted = 256
+    out = []
+    for b in range(256):
+        printable = (33 <= b <= 126) or (0xA1 <= b <= 0xAC) or b >= 0xAE
+        out.append(chr(b) if printable else chr(shifted))
+        if not printable:
+            shifted += 1
+    return out
+
+
+def tiny_vocab():
+    symbols = byte_symbols()
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+    for s in symbols:
+        vocab.setdefault(s, len(vocab))
+    sp = symbols[32]
+    merges = [(sp, "t"), ("h", "e"), (sp + "t", "he"), ("i", "n"), (sp, "w"), ("o", "r"), (sp + "w", "or")]
+    for left, right in merges:
+        vocab.setdefault(left + right, len(vocab))
+    vocab["<mask>"] = len(vocab)
+    return vocab, merges
+
+
+def tokenizer_files_seeds():
+    vocab, merges = tiny_vocab()
+    merges_txt = "#version: 0.2\n" + "".join("%s %s\n" % m for m in merges)
+    text = "the world <mask> in  the\twor\u00e9ld 123 I'll"
+    write("tokenizer_files", "vocab_merges",
+          b"\x00" + json.dumps(vocab).encode() + SEP + merges_txt.encode() + SEP + text.encode())
+    small = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4, "h": 5, "i": 6, "hi": 7}
+    write("tokenizer_files", "vocab_missing_bytes",
+          b"\x00" + json.dumps(small).encode() + SEP + b"h i\r\nh  i\n" + SEP + b"hi hi \xff")
+    tok = {"version": "1.0", "truncation": None, "padding": None,
+           "added_tokens": [{"id": 4, "content": "<mask>", "single_word": False, "lstrip": True,
+                             "rstrip": False, "normalized": False, "special": True},
+                            {"id": 300, "content": "\u00e9t\u00e9", "special": False}],
+           "normalizer": None,
+           "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+               {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True}]},
+           "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0]},
+           "decoder": {"type": "ByteLevel"},
+           "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                     "vocab": {k: v for k, v in vocab.items() if k != "<mask>"},
+                     "merges": ["%s %s" % m for m in merges[:4]] + [list(m) for m in merges[4:]]}}
+    write("tokenizer_files", "tokenizer_json", b"\x01" + json.dumps(tok).encode() + SEP + text.encode())
+    tok["model"]["type"] = "WordPiece"
+    write("tokenizer_files", "tokenizer_json_wordpiece", b"\x01" + json.dumps(tok).encode())
+
+
+def tokenizer_encode_seeds():
+    texts = [
+        b"\x00Hello world! The quick brown fox.",
+        b"\x00The capital of France is <mask>.",
+        b"\x01  leading spaces, trailing   \n\n tabs\t\tend ",
+        b"\x02Who wrote it?Shakespeare wrote Hamlet in 1600.",
+        "\x00na\u00efve caf\u00e9 \u6771\u4eac \U0001F642 \u0645\u0631\u062d\u0628\u0627 ".encode(),
+        b"\x01I'll we've don't they're 'S 'd",
+        b"\x00\xff\xfe invalid \xc3 utf-8 \xed\xa0\x80 \xf4\x90\x80\x80",
+        b"\x00<mask><mask> <mask>a<mask",
+        b"\x02 1234567890 3.14159 -42",
+        b"\x00" + b"a" * 300,
+    ]
+    for i, text in enumerate(texts):
+        write("tokenizer_encode", "text_%02d" % i, text)
+
+
+def squad_seeds():
+    v1 = {"version": "1.1", "data": [{"title": "Normans", "paragraphs": [{
+        "context": "The Normans were the people who in the 10th and 11th centuries gave their name to Normandy.",
+        "qas": [{"id": "q1", "question": "In what country is Normandy located?",
+                 "answers": [{"text": "France", "answer_start": 0}, {"text": "France", "answer_start": 0}]},
+                {"id": 2, "question": "When?", "answers": [{"text": "10th and 11th centuries",
+                                                           "answer_start": 42}]}]}]}]}
+    write("squad", "v1", json.dumps(v1, indent=1))
+    v2 = {"version": "v2.0", "data": [{"title": "T", "paragraphs": [{
+        "context": "Some context.",
+        "qas": [{"id": "a", "question": "Unanswerable?", "answers": [], "is_impossible": True,
+                 "plausible_answers": [{"text": "Some", "answer_start": 0}]},
+                {"id": "b", "question": "What?", "answers": [{"text": "context", "answer_start": 5}],
+                 "is_impossible": False}]}]}]}
+    write("squad", "v2", json.dumps(v2))
+    write("squad", "syntax_error", '{"version": "1.1", "data": [{"title": "x", "paragraphs": [}]}')
+    write("squad", "duplicate_id", json.dumps({"data": [{"paragraphs": [{"context": "c", "qas": [
+        {"id": "x", "question": "q", "answers": [{"text": "c"}]},
+        {"id": "x", "question": "q", "answers": [{"text": "c"}]}]}]}]}))
+    write("squad", "deep", "[" * 40 + "]" * 40)
+
+
+DICTS = {
+    "json_common": ['"{"', '"}"', '"["', '"]"', '":"', '","', '"\\""', '"true"', '"false"', '"null"',
+                    '"-1"', '"0"', '"1e400"', '"18446744073709551615"', '"9223372036854775807"',
+                    '"\\\\u0000"', '"\\\\ud800"'],
+    "safetensors": ['"dtype"', '"shape"', '"data_offsets"', '"__metadata__"', '"weight_map"', '"metadata"',
+                    '"F8_E4M3"', '"F8_E5M2"', '"BF16"', '"F16"', '"F32"', '"F64"', '"I64"', '"BOOL"',
+                    '"model-00001.safetensors"', '"model-00002.safetensors"', '"model-00003.safetensors"',
+                    '"\\x0a@@next-file@@\\x0a"'],
+    "config": ['"architectures"', '"RobertaForQuestionAnswering"', '"RobertaForMaskedLM"', '"vocab_size"',
+               '"hidden_size"', '"num_hidden_layers"', '"num_attention_heads"', '"intermediate_size"',
+               '"max_position_embeddings"', '"type_vocab_size"', '"layer_norm_eps"', '"pad_token_id"',
+               '"hidden_act"', '"gelu"', '"torch_dtype"', '"quantization_config"', '"quant_method"',
+               '"compressed-tensors"', '"fp8"', '"format"', '"float-quantized"', '"int-quantized"',
+               '"naive-quantized"', '"config_groups"', '"group_0"', '"group_1"', '"targets"', '"Linear"',
+               '"weights"', '"input_activations"', '"output_activations"', '"num_bits"', '"type"', '"float"',
+               '"int"', '"strategy"', '"channel"', '"tensor"', '"token"', '"group"', '"block"', '"symmetric"',
+               '"dynamic"', '"local"', '"group_size"', '"block_structure"', '"ignore"', '"re:"', '"re:.*"',
+               '"weight_block_size"', '"modules_to_not_convert"', '"(a|b)*"', '"\\\\"'],
+    "tokenizer_files": ['"<s>"', '"</s>"', '"<pad>"', '"<unk>"', '"<mask>"', '"model"', '"vocab"', '"merges"',
+                        '"type"', '"BPE"', '"ByteLevel"', '"pre_tokenizer"', '"added_tokens"', '"content"',
+                        '"id"', '"special"', '"#version: 0.2"', '"\\xc4\\xa0"', '"\\x0a@@next-file@@\\x0a"'],
+    "tokenizer_encode": ['"<mask>"', '"\'s"', '"\'ll"', '"\'re"', '"\'ve"', '" "', '"\\x0a"', '"\\xc3\\xa9"',
+                         '"\\xe6\\x9d\\xb1"', '"\\xf0\\x9f\\x99\\x82"', '"\\xe2\\x80\\xaf"', '"\\xcc\\x81"'],
+    "squad": ['"version"', '"data"', '"title"', '"paragraphs"', '"context"', '"qas"', '"id"', '"question"',
+              '"answers"', '"text"', '"answer_start"', '"is_impossible"', '"plausible_answers"', '"v2.0"',
+              '"1.1"'],
+}
+
+
+def write_dicts():
+    folder = os.path.join(HERE, "dicts")
+    os.makedirs(folder, exist_ok=True)
+    for target, tokens in DICTS.items():
+        if target == "json_common":
+            continue
+        extra = DICTS["json_common"] if target != "tokenizer_encode" else []
+        with open(os.path.join(folder, target + ".dict"), "w") as f:
+            f.write("# libFuzzer dictionary for fuzz_%s (written by fuzz/make_corpus.py)\n" % target)
+            for token in tokens + extra:
+                f.write(token + "\n")
+
+
+if __name__ == "__main__":
+    safetensors_seeds()
+    config_seeds()
+    tokenizer_files_seeds()
+    tokenizer_encode_seeds()
+    squad_seeds()
+    write_dicts()
