@@ -158,39 +158,41 @@ ChartData exponentHistogramChart(const LinearScaleStatistics& linear)
     return chart;
 }
 
-ChartData layerSqnrChart(const ComparisonResult& comparison)
+namespace {
+
+// One value per layer output (embeddings first), for the per-layer charts.
+ChartData perLayerChart(const ComparisonResult& comparison, const std::string& id, const std::string& what,
+                        const std::string& yLabel, ChartSeries series, double (*value)(const ErrorMetrics&))
 {
     ChartData chart;
-    chart.id = "layer_sqnr";
-    chart.title = "SQNR of each layer's output, " + runName(comparison) + " vs " + referenceName(comparison);
+    chart.id = id;
+    chart.title = what + ", " + runName(comparison) + " vs " + referenceName(comparison);
     chart.xLabel = "encoder layer";
-    chart.yLabel = "SQNR (dB)";
-    ChartSeries bars{"SQNR", SeriesStyle::Bars, {}, {}, {}, "#0072B2"};
+    chart.yLabel = yLabel;
     for (const CapturePointMetrics* p : layerOutputs(comparison)) {
-        bars.x.push_back(double(chart.categories.size()));
+        series.x.push_back(double(chart.categories.size()));
         chart.categories.push_back(layerLabel(*p));
-        bars.y.push_back(p->metrics.sqnrDb);
+        series.y.push_back(value(p->metrics));
     }
-    noteInfinite(chart, bars);
-    chart.series = {bars};
+    noteInfinite(chart, series);
+    chart.series = {series};
     return chart;
+}
+
+} // namespace
+
+ChartData layerSqnrChart(const ComparisonResult& comparison)
+{
+    return perLayerChart(comparison, "layer_sqnr", "SQNR of each layer's output", "SQNR (dB)",
+                         {"SQNR", SeriesStyle::Bars, {}, {}, {}, "#0072B2"},
+                         [](const ErrorMetrics& m) { return m.sqnrDb; });
 }
 
 ChartData layerCosineChart(const ComparisonResult& comparison)
 {
-    ChartData chart;
-    chart.id = "layer_cosine";
-    chart.title = "Cosine similarity of each layer's output, " + runName(comparison) + " vs " + referenceName(comparison);
-    chart.xLabel = "encoder layer";
-    chart.yLabel = "cosine similarity";
-    ChartSeries bars{"cosine", SeriesStyle::Bars, {}, {}, {}, "#009E73"};
-    for (const CapturePointMetrics* p : layerOutputs(comparison)) {
-        bars.x.push_back(double(chart.categories.size()));
-        chart.categories.push_back(layerLabel(*p));
-        bars.y.push_back(p->metrics.cosine);
-    }
-    chart.series = {bars};
-    return chart;
+    return perLayerChart(comparison, "layer_cosine", "Cosine similarity of each layer's output", "cosine similarity",
+                         {"cosine", SeriesStyle::Bars, {}, {}, {}, "#009E73"},
+                         [](const ErrorMetrics& m) { return m.cosine; });
 }
 
 ChartData linearSqnrChart(const ComparisonResult& comparison)
@@ -215,19 +217,11 @@ ChartData linearSqnrChart(const ComparisonResult& comparison)
 
 ChartData errorGrowthChart(const ComparisonResult& comparison)
 {
-    ChartData chart;
-    chart.id = "error_growth";
-    chart.title = "Error growth through the layers, " + runName(comparison) + " vs " + referenceName(comparison);
-    chart.xLabel = "encoder layer";
-    chart.yLabel = "relative L2 error";
-    ChartSeries line{"relative L2 error", SeriesStyle::Line, {}, {}, {}, "#D55E00"};
-    for (const CapturePointMetrics* p : layerOutputs(comparison)) {
-        line.x.push_back(double(chart.categories.size()));
-        chart.categories.push_back(layerLabel(*p));
-        line.y.push_back(std::isfinite(p->metrics.relativeL2) ? p->metrics.relativeL2 : 0.0);
-    }
-    chart.series = {line};
-    return chart;
+    // A relative error that is infinite (a zero reference) is drawn at 0 rather than left out, so the
+    // line stays connected.
+    return perLayerChart(comparison, "error_growth", "Error growth through the layers", "relative L2 error",
+                         {"relative L2 error", SeriesStyle::Line, {}, {}, {}, "#D55E00"},
+                         [](const ErrorMetrics& m) { return std::isfinite(m.relativeL2) ? m.relativeL2 : 0.0; });
 }
 
 ChartData activationSharesChart(const ComparisonResult& comparison)
