@@ -7,32 +7,16 @@
 #include "charts/chart_renderer.h"
 #include "common/error.h"
 #include "io/atomic_write.h"
+#include "report/csv.h"
 
 namespace scalescope::ui {
-namespace {
-
-std::string csvField(const QString& text)
-{
-    std::string s = text.toStdString();
-    if (s.find_first_of(",\"\r\n") == std::string::npos)
-        return s;
-    std::string quoted = "\"";
-    for (char c : s) {
-        if (c == '"')
-            quoted += '"';
-        quoted += c;
-    }
-    return quoted + "\"";
-}
-
-} // namespace
 
 std::string tableCsv(const QAbstractItemModel& model, int sortRole)
 {
     std::string out;
     const int columns = model.columnCount();
     for (int c = 0; c < columns; ++c)
-        out += (c ? "," : "") + csvField(model.headerData(c, Qt::Horizontal).toString());
+        out += (c ? "," : "") + csvField(model.headerData(c, Qt::Horizontal).toString().toStdString());
     out += "\r\n";
     for (int r = 0; r < model.rowCount(); ++r) {
         for (int c = 0; c < columns; ++c) {
@@ -43,7 +27,7 @@ std::string tableCsv(const QAbstractItemModel& model, int sortRole)
                 cell = QString::fromStdString(formatChartValue(raw.toDouble()));
             else
                 cell = model.data(index, Qt::DisplayRole).toString();
-            out += (c ? "," : "") + csvField(cell);
+            out += (c ? "," : "") + csvField(cell.toStdString());
         }
         out += "\r\n";
     }

@@ -16,6 +16,7 @@
 #include "common/text_files.h"
 #include "device/runner_backend.h"
 #include "io/atomic_write.h"
+#include "report/csv.h"
 #include "json_output.h"
 #include "model/encoder_model.h"
 #include "tasks/evaluate.h"
@@ -162,20 +163,6 @@ json evaluationJson(const EvaluationResult& r, const std::string& checkpointDir,
     return out;
 }
 
-// RFC 4180: text fields quoted, quotes doubled; line breaks inside quotes are legal.
-std::string csvField(const std::string& text)
-{
-    std::string out = "\"";
-    for (char c : text) {
-        if (c == '"')
-            out += "\"\"";
-        else
-            out += c;
-    }
-    out += '"';
-    return out;
-}
-
 std::string csvNumber(double value)
 {
     std::ostringstream out;
@@ -190,8 +177,8 @@ std::string evaluationCsv(const EvaluationResult& r)
         std::string golds;
         for (std::size_t i = 0; i < e.example.golds.size(); ++i)
             golds += (i ? " | " : "") + e.example.golds[i];
-        out += csvField(e.example.id) + "," + csvField(e.example.question) + "," + csvField(golds) + "," +
-               csvField(answerText(e.runAnswer)) + "," + csvField(answerText(e.referenceAnswer)) + "," +
+        out += csvField(e.example.id, true) + "," + csvField(e.example.question, true) + "," + csvField(golds, true) + "," +
+               csvField(answerText(e.runAnswer), true) + "," + csvField(answerText(e.referenceAnswer), true) + "," +
                csvNumber(e.run.exact) + "," + csvNumber(e.run.f1) + "," + csvNumber(e.reference.exact) + "," +
                csvNumber(e.reference.f1) + "," + csvNumber(e.logits.sqnrDb) + "," + (e.agree ? "1" : "0") + "\r\n";
     }

@@ -57,14 +57,6 @@ bool endsWith(const std::string& text, const std::string& suffix)
     return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string shapeText(const std::vector<int64_t>& shape)
-{
-    std::string out = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        out += (i ? ", " : "") + std::to_string(shape[i]);
-    return out + "]";
-}
-
 std::string numberText(double value)
 {
     char buffer[32];

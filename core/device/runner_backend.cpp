@@ -730,14 +730,6 @@ struct RunnerBackend::Impl {
         return view->toFloat();
     }
 
-    static std::string shapeText(const std::vector<int64_t>& shape)
-    {
-        std::string text = "[";
-        for (std::size_t i = 0; i < shape.size(); ++i)
-            text += (i ? ", " : "") + std::to_string(shape[i]);
-        return text + "]";
-    }
-
     ForwardResult readResult(const std::string& file, const EncoderInputs& inputs, const std::vector<std::string>& selected)
     {
         ForwardResult result;

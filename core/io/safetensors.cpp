@@ -53,17 +53,6 @@ const DtypeInfo& dtypeInfo(Dtype dtype)
     return kDtypes[0]; // unreachable: every enumerator is listed
 }
 
-std::string shapeText(const std::vector<int64_t>& shape)
-{
-    std::string text = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i) {
-        if (i)
-            text += ", ";
-        text += std::to_string(shape[i]);
-    }
-    return text + "]";
-}
-
 bool checkedMultiply(uint64_t a, uint64_t b, uint64_t* product)
 {
     return !__builtin_mul_overflow(a, b, product);
@@ -167,6 +156,17 @@ bool isPlainFileName(const std::string& name)
 }
 
 } // namespace
+
+std::string shapeText(const std::vector<int64_t>& shape)
+{
+    std::string text = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (i)
+            text += ", ";
+        text += std::to_string(shape[i]);
+    }
+    return text + "]";
+}
 
 const char* dtypeName(Dtype dtype)
 {

@@ -24,6 +24,8 @@ enum class Dtype { Bool, U8, I8, I16, I32, I64, F16, BF16, F32, F64, F8_E4M3, F8
 const char* dtypeName(Dtype dtype);               // "F8_E4M3", "BF16", ...
 bool parseDtype(const std::string& name, Dtype* out); // false when unknown
 std::size_t dtypeSize(Dtype dtype);
+// "[768, 768]": how messages write a shape.
+std::string shapeText(const std::vector<int64_t>& shape);
 
 struct TensorView {
     std::string name;

@@ -24,16 +24,6 @@
 namespace scalescope {
 namespace {
 
-std::string shapeText(const std::vector<int64_t>& shape)
-{
-    std::ostringstream out;
-    out << '[';
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        out << (i ? ", " : "") << shape[i];
-    out << ']';
-    return out.str();
-}
-
 struct LinearWeights {
     LinearInfo info;
     at::Tensor weight; // [out, in] float32

@@ -15,6 +15,7 @@
 
 #include "charts/chart_renderer.h"
 #include "common/error.h"
+#include "report/csv.h"
 #include "io/atomic_write.h"
 
 namespace scalescope::ui {
@@ -44,19 +45,6 @@ bool writeSvg(QCustomPlot& plot, const QString& file, const QSize& size, const Q
         return false;
     plot.toPainter(&painter, size.width(), size.height());
     return painter.end();
-}
-
-std::string csvField(const std::string& text)
-{
-    if (text.find_first_of(",\"\r\n") == std::string::npos)
-        return text;
-    std::string quoted = "\"";
-    for (char c : text) {
-        if (c == '"')
-            quoted += '"';
-        quoted += c;
-    }
-    return quoted + "\"";
 }
 
 void appendRow(std::string& csv, const std::vector<std::string>& cells)
