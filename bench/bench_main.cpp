@@ -19,8 +19,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/comparison.h"
+#include "tasks/compare_runs.h"
 #include "common/error.h"
+#include "engine/compute_threads.h"
+#include "engine/matmul_benchmark.h"
 #include "model/encoder_model.h"
 #include "support/fixtures.h"
 #include "tasks/answer_question.h"
@@ -181,7 +183,7 @@ int main(int argc, char** argv)
         while (static_cast<int>(ids.size()) < options.sequenceLength - 1)
             ids.push_back(4 + static_cast<int64_t>(random() % 50000));
         ids.push_back(2);
-        const EncoderInputs inputs{{ids}, {}, {}};
+        const EncoderInputs inputs{{ids}, {}, {}, {}};
         ForwardOptions fp8Mode, dequantMode;
         dequantMode.mode = RunMode::Dequant;
 

@@ -4,8 +4,10 @@
 
 #include <cmath>
 
-#include "analysis/comparison.h"
+#include "tasks/compare_runs.h"
 #include "analysis/squad_metric.h"
+#include "engine/compute_threads.h"
+#include "model/encoder_model.h"
 #include "numerics/metrics.h"
 #include "report/charts.h"
 #include "support/fixtures.h"
@@ -140,10 +142,10 @@ private slots:
         fp8.capture.names = {"roberta.encoder.layer.1.output"};
         ForwardOptions ref = fp8;
         ref.mode = RunMode::Dequant;
-        const auto x = run->forward({{input.inputIds[0]}, {}, {}}, fp8).captures.at(0).tensor.values;
-        const auto r = reference->forward({{input.inputIds[0]}, {}, {}}, ref).captures.at(0).tensor.values;
-        const auto x2 = run->forward({{input.inputIds[1]}, {}, {}}, fp8).captures.at(0).tensor.values;
-        const auto r2 = reference->forward({{input.inputIds[1]}, {}, {}}, ref).captures.at(0).tensor.values;
+        const auto x = run->forward({{input.inputIds[0]}, {}, {}, {}}, fp8).captures.at(0).tensor.values;
+        const auto r = reference->forward({{input.inputIds[0]}, {}, {}, {}}, ref).captures.at(0).tensor.values;
+        const auto x2 = run->forward({{input.inputIds[1]}, {}, {}, {}}, fp8).captures.at(0).tensor.values;
+        const auto r2 = reference->forward({{input.inputIds[1]}, {}, {}, {}}, ref).captures.at(0).tensor.values;
         double signal = 0, noise = 0;
         for (std::size_t i = 0; i < x.size(); ++i) {
             signal += double(r[i]) * r[i];

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/squad_metric.h"
+#include "engine/compute_threads.h"
 #include "model/encoder_model.h"
 #include "tasks/answer_question.h"
 #include "tasks/fill_mask.h"

@@ -19,6 +19,7 @@
 #include "analysis/diagnostics.h"
 #include "analysis/scale_statistics.h"
 #include "common/text_files.h"
+#include "engine/compute_threads.h"
 #include "io/atomic_write.h"
 #include "io/safetensors.h"
 #include "model/checkpoint.h"
@@ -637,7 +638,7 @@ private slots:
                 expected.push_back(layer + linear);
         for (const QString& head : heads)
             expected.push_back(head.toStdString());
-        QCOMPARE(linearModuleNames(checkpoint->config()), expected);
+        QCOMPARE(checkpoint->layout().linearModules(), expected);
 
         const std::vector<LinearScaleStatistics> all = computeScaleStatistics(*checkpoint);
         QCOMPARE(all.size(), expected.size());

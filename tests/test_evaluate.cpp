@@ -19,9 +19,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/comparison.h"
+#include "tasks/compare_runs.h"
 #include "analysis/squad_metric.h"
 #include "common/error.h"
+#include "engine/compute_threads.h"
+#include "model/encoder_model.h"
 #include "tasks/answer_question.h"
 #include "tasks/evaluate.h"
 #include "tasks/squad_dataset.h"

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "engine/compute_threads.h"
 #include "model/encoder_model.h"
 #include "support/fixtures.h"
 #include "support/reference_forward.h"

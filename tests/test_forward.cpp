@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "engine/compute_threads.h"
 #include "model/encoder_model.h"
 #include "support/fixtures.h"
 #include "support/reference_forward.h"
@@ -84,7 +85,7 @@ private slots:
         ForwardOptions options;
         options.mode = RunMode::Dequant;
         options.capture.all = true;
-        const ForwardResult result = model->forward({{ids}, {}, {}}, options);
+        const ForwardResult result = model->forward({{ids}, {}, {}, {}}, options);
         const auto reference = referenceForward(dir, ids, "dequant");
 
         QVERIFY(!reference.empty());
@@ -132,7 +133,7 @@ private slots:
             ForwardOptions options;
             options.mode = std::string(mode) == "fp8" ? RunMode::Fp8 : RunMode::Dequant;
             options.capture.all = true;
-            const ForwardResult result = model->forward({{ids}, {}, {}}, options);
+            const ForwardResult result = model->forward({{ids}, {}, {}, {}}, options);
             const auto reference = referenceForward(fp8Dir, ids, mode);
             for (const char* name : {"start_logits", "end_logits", "roberta.encoder.layer.1.output"}) {
                 const Difference d = compare(output(result, name).values, reference.at(name).values);
@@ -148,8 +149,8 @@ private slots:
         ForwardOptions fp8;
         ForwardOptions dequant;
         dequant.mode = RunMode::Dequant;
-        const auto a = model->forward({{ids}, {}, {}}, fp8);
-        const auto b = model->forward({{ids}, {}, {}}, dequant);
+        const auto a = model->forward({{ids}, {}, {}, {}}, fp8);
+        const auto b = model->forward({{ids}, {}, {}, {}}, dequant);
         const Difference d = compare(output(a, "start_logits").values, output(b, "start_logits").values);
         if (activations == "none") {
             QCOMPARE(d.maxAbs, 0.0);
@@ -181,7 +182,7 @@ private slots:
         ForwardOptions options;
         options.activationStatistics = true;
         options.capture.names = {"roberta.encoder.layer.1.output.dense"};
-        const ForwardResult result = model->forward({{ids}, {}, {}}, options);
+        const ForwardResult result = model->forward({{ids}, {}, {}, {}}, options);
         const ActivationStatistics* stats = nullptr;
         for (const ActivationStatistics& a : result.activationStatistics)
             if (a.module == "roberta.encoder.layer.1.output.dense")
@@ -233,8 +234,8 @@ private slots:
         const auto longIds = idsFor(dir);
         const std::vector<int64_t> shortIds(longIds.begin(), longIds.begin() + 4);
         ForwardOptions options;
-        const auto alone = model->forward({{shortIds}, {}, {}}, options);
-        const auto batched = model->forward({{longIds, shortIds}, {}, {}}, options);
+        const auto alone = model->forward({{shortIds}, {}, {}, {}}, options);
+        const auto batched = model->forward({{longIds, shortIds}, {}, {}, {}}, options);
         const FloatTensor& single = output(alone, "start_logits");
         const FloatTensor& both = output(batched, "start_logits");
         QCOMPARE(both.shape, (std::vector<int64_t>{2, int64_t(longIds.size())}));
@@ -250,11 +251,11 @@ private slots:
         auto model = EncoderModel::load(dir);
         ForwardOptions options;
         const int64_t vocab = model->config().vocabSize;
-        QVERIFY_THROWS_EXCEPTION(Error, model->forward({{{0, vocab, 2}}, {}, {}}, options));
-        QVERIFY_THROWS_EXCEPTION(Error, model->forward({{{0, -1, 2}}, {}, {}}, options));
-        QVERIFY_THROWS_EXCEPTION(Error, model->forward({{}, {}, {}}, options));
+        QVERIFY_THROWS_EXCEPTION(Error, model->forward({{{0, vocab, 2}}, {}, {}, {}}, options));
+        QVERIFY_THROWS_EXCEPTION(Error, model->forward({{{0, -1, 2}}, {}, {}, {}}, options));
+        QVERIFY_THROWS_EXCEPTION(Error, model->forward({{}, {}, {}, {}}, options));
         std::vector<int64_t> tooLong(static_cast<std::size_t>(spec.maxPositionEmbeddings), 5);
-        QVERIFY_THROWS_EXCEPTION(Error, model->forward({{tooLong}, {}, {}}, options));
+        QVERIFY_THROWS_EXCEPTION(Error, model->forward({{tooLong}, {}, {}, {}}, options));
     }
 
     void cancelStopsTheForward()
@@ -266,7 +267,7 @@ private slots:
         std::atomic<bool> cancel{true};
         Progress progress;
         progress.cancel = &cancel;
-        QVERIFY_THROWS_EXCEPTION(Cancelled, model->forward({{idsFor(dir)}, {}, {}}, ForwardOptions{}, progress));
+        QVERIFY_THROWS_EXCEPTION(Cancelled, model->forward({{idsFor(dir)}, {}, {}, {}}, ForwardOptions{}, progress));
     }
 };
 

@@ -18,7 +18,8 @@ using namespace scalescope;
 
 namespace {
 
-const QString kSourceDir = QFileInfo(QStringLiteral(__FILE__)).absolutePath();
+// The tests folder (CMake defines it; __FILE__ may be relative when ccache rewrites paths).
+const QString kSourceDir = QStringLiteral(QT_TESTCASE_SOURCEDIR);
 const QStringList kTargets = {"safetensors", "config", "tokenizer_files", "tokenizer_encode", "squad"};
 
 std::string readBytes(const QString& path)

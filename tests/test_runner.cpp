@@ -24,10 +24,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/comparison.h"
+#include "tasks/compare_runs.h"
 #include "common/error.h"
 #include "device/runner_backend.h"
 #include "device/runner_server.h"
+#include "engine/compute_threads.h"
 #include "io/safetensors.h"
 #include "model/encoder_model.h"
 #include "support/fixtures.h"
@@ -220,7 +221,7 @@ private slots:
         const std::string dir = checkpointNamed(checkpoint);
         auto opened = Checkpoint::open(dir);
         auto model = EncoderModel::load(dir);
-        const std::vector<LinearInfo> ours = describeLinears(*opened);
+        const std::vector<LinearInfo> ours = opened->plan().linears();
         const std::vector<LinearInfo>& engine = model->linears();
         QCOMPARE(ours.size(), engine.size());
         for (std::size_t i = 0; i < ours.size(); ++i) {
@@ -233,11 +234,11 @@ private slots:
             QCOMPARE(ours[i].inputScale, engine[i].inputScale);
             QCOMPARE(ours[i].group, engine[i].group);
         }
-        QCOMPARE(capturePointsOf(*opened), model->capturePoints());
+        QCOMPARE(opened->layout().capturePoints(), model->capturePoints());
         // Hand-derived: 2 layers x 6 Linears, then the head (1 for QA, 2 for MaskedLM).
         const bool mlm = checkpoint.endsWith("mlm");
         QCOMPARE(ours.size(), std::size_t(12 + (mlm ? 2 : 1)));
-        QCOMPARE(capturePointsOf(*opened).size(), std::size_t(1 + 2 * (12 + 1) + 2 * (mlm ? 2 : 1)));
+        QCOMPARE(opened->layout().capturePoints().size(), std::size_t(1 + 2 * (12 + 1) + 2 * (mlm ? 2 : 1)));
         if (checkpoint == "fp8-qa-static") {
             // The static scale is the tensor's value, read from the file here.
             auto store = TensorStore::openDirectory(dir);
@@ -617,7 +618,7 @@ private slots:
         // aiu_runner.py with the stand-in model of its own tests, whose outputs are known by hand:
         // start_logits = 0.5 * id, end_logits = -id, one-hot MaskedLM logits at the input id, and
         // capture point k (execution order) holding k + t / 4 at token t.
-        const QString script = QFileInfo(QStringLiteral(__FILE__)).absoluteDir().absoluteFilePath(
+        const QString script = QDir(QStringLiteral(QT_TESTCASE_SOURCEDIR)).absoluteFilePath(
             QStringLiteral("../packaging/runners/aiu_runner.py"));
         if (!QFileInfo::exists(script))
             QSKIP("packaging/runners/aiu_runner.py is not next to the tests' sources.");

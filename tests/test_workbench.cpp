@@ -18,6 +18,7 @@
 
 #include "charts/chart_export.h"
 #include "charts/chart_view.h"
+#include "engine/compute_threads.h"
 #include "main_window.h"
 #include "models/answers_model.h"
 #include "models/diagnostics_model.h"

@@ -25,6 +25,7 @@
 
 #include "charts/chart_view.h"
 #include "common/error.h"
+#include "engine/compute_threads.h"
 #include "models/answers_model.h"
 #include "models/diagnostics_model.h"
 #include "models/disagreements_model.h"
@@ -371,7 +372,7 @@ void MainWindow::onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info)
     scales_->setStatistics(info_->statistics);
     setWindowTitle(tr("ScaleScope - %1").arg(QDir::toNativeSeparators(info_->directory)));
     addRecent(info_->directory);
-    const bool isMaskedLm = info_->checkpoint->config().architecture == Architecture::RobertaForMaskedLM;
+    const bool isMaskedLm = info_->checkpoint->layout().isMaskedLm();
     tabs_->setTabEnabled(tabs_->indexOf(ask_), !isMaskedLm);
     tabs_->setTabEnabled(tabs_->indexOf(fillMask_), isMaskedLm);
     if (tabs_->currentWidget() == ask_ && isMaskedLm)

@@ -3,7 +3,6 @@
 #include <QElapsedTimer>
 #include <QMetaObject>
 #include <QPointer>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include "common/error.h"
 #include "device/runner_backend.h"
@@ -15,7 +14,7 @@ namespace {
 // model takes when that is shorter, with the stride shrunk in proportion.
 QaOptions fitWindowsToModel(QaOptions options, const ModelConfig& config)
 {
-    const int maxTokens = static_cast<int>(config.maxPositionEmbeddings - config.padTokenId - 1);
+    const int maxTokens = static_cast<int>(EncoderLayout(config).maxSequenceLength());
     if (options.maxSeqLen > maxTokens) {
         options.docStride = options.docStride * maxTokens / options.maxSeqLen;
         options.maxSeqLen = maxTokens;
@@ -212,7 +211,7 @@ void WorkbenchSession::fillMask(const QString& text, int topK)
     submit(JobKind::Run, tr("Fill mask"), [this, text, topK, mode](const Progress& progress) -> std::function<void()> {
         if (!run_)
             throw Error("No runnable checkpoint is open.");
-        if (run_->config().architecture != Architecture::RobertaForMaskedLM)
+        if (!run_->checkpoint().layout().isMaskedLm())
             throw Error("Fill-mask needs a RobertaForMaskedLM checkpoint; this one is " +
                         std::string(architectureName(run_->config().architecture)) + ".");
         ComparisonInput input;

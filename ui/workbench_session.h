@@ -16,7 +16,7 @@
 #include <memory>
 #include <optional>
 
-#include "analysis/comparison.h"
+#include "tasks/compare_runs.h"
 #include "analysis/diagnostics.h"
 #include "analysis/scale_statistics.h"
 #include "model/encoder_model.h"

@@ -15,7 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/comparison.h"
+#include "engine/compute_threads.h"
+#include "tasks/compare_runs.h"
 #include "analysis/diagnostics.h"
 #include "analysis/scale_statistics.h"
 #include "arguments.h"
@@ -278,7 +279,7 @@ int commandForward(const Arguments& args)
             options.capture.names.push_back(name);
         }
     }
-    const ForwardResult result = run.model->forward({batch, {}, {}}, options);
+    const ForwardResult result = run.model->forward({batch, {}, {}, {}}, options);
 
     std::vector<TensorToWrite> tensors;
     for (const NamedTensor& t : result.outputs)

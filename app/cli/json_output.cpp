@@ -33,6 +33,7 @@ json scaleStatisticsJson(const LinearScaleStatistics& s)
     json out = {{"module", s.module},
                 {"layer", s.layer},
                 {"group", s.group},
+                {"rule", s.rule},
                 {"quantized", s.quantized},
                 {"weight_dtype", s.weightDtype},
                 {"scale_dtype", s.scaleDtype},

@@ -2,7 +2,7 @@
 // JSON views of the engine's result structs, shared by the CLI commands.
 #include <nlohmann/json.hpp>
 
-#include "analysis/comparison.h"
+#include "tasks/compare_runs.h"
 #include "analysis/diagnostics.h"
 #include "analysis/scale_statistics.h"
 #include "model/checkpoint.h"

@@ -4,6 +4,7 @@
 #include <QStatusBar>
 
 #include "main_window.h"
+#include "engine/compute_threads.h"
 #include "model/encoder_model.h"
 
 int main(int argc, char** argv)

@@ -82,20 +82,6 @@ Dtype modelDtypeOf(const ModelConfig& config)
     return Dtype::F32;
 }
 
-std::vector<int64_t> expectedWeightShape(const ModelConfig& config, const std::string& module)
-{
-    const int64_t hidden = config.hiddenSize;
-    if (module == "qa_outputs")
-        return {2, hidden};
-    if (module == "lm_head.decoder")
-        return {config.vocabSize, hidden};
-    if (endsWith(module, ".intermediate.dense"))
-        return {config.intermediateSize, hidden};
-    if (endsWith(module, ".output.dense") && !endsWith(module, ".attention.output.dense"))
-        return {hidden, config.intermediateSize};
-    return {hidden, hidden};
-}
-
 bool isValidScale(float value)
 {
     return value > 0 && std::isfinite(value);
@@ -146,7 +132,7 @@ public:
     CheckpointDiagnoser(const Checkpoint& checkpoint, const std::vector<LinearScaleStatistics>& statistics,
                         const DiagnosticsOptions& options)
         : checkpoint_(checkpoint), config_(checkpoint.config()), store_(checkpoint.tensors()), options_(options),
-          modelDtype_(modelDtypeOf(config_)), modules_(linearModuleNames(config_))
+          layout_(checkpoint.layout()), modelDtype_(modelDtypeOf(config_)), modules_(layout_.linearModules())
     {
         for (const LinearScaleStatistics& stats : statistics)
             statistics_.emplace(stats.module, &stats);
@@ -163,7 +149,7 @@ public:
             checkConfig(*config_.quantization);
         for (const std::string& module : modules_)
             checkLinear(module);
-        for (int64_t layer = 0; layer < config_.numLayers; ++layer)
+        for (int layer = 0; layer < static_cast<int>(config_.numLayers); ++layer)
             checkFusableQkv(layer);
         checkFp16Casts();
         return std::move(findings_);
@@ -177,7 +163,7 @@ private:
 
     const ConfigGroup* groupOf(const std::string& module) const
     {
-        return config_.quantization ? findGroupFor(*config_.quantization, module, "Linear") : nullptr;
+        return checkpoint_.plan().targetGroup(module);
     }
 
     bool groupRuns(const ConfigGroup& group) const
@@ -187,16 +173,11 @@ private:
 
     void checkPattern(const std::string& entry, const std::string& where)
     {
-        if (entry.rfind("re:", 0) != 0)
-            return;
-        try {
-            std::regex pattern(entry.substr(3), std::regex::ECMAScript);
-        } catch (const std::regex_error&) {
+        if (!isValidTargetPattern(entry))
             add(Severity::Warning, "pattern-invalid", entry,
                 "The " + where + " entry \"" + entry +
                     "\" in quantization_config is not a valid regular expression, so it matches no module; "
                     "fix the pattern.");
-        }
     }
 
     // Findings about groups as a whole, once per group rather than once per module.
@@ -251,14 +232,15 @@ private:
     {
         const ConfigGroup* group = groupOf(module);
         const TensorView* weight = store_.find(module + ".weight");
+        const LayoutLinear& linear = *layout_.findLinear(module);
         if (!weight) {
-            if (module == "lm_head.decoder") {
+            if (!linear.tiedWeight.empty()) {
                 // Tied to the word embeddings: the engine runs it in float whatever the config says.
                 if (group && config_.quantization->status == "compressed" && groupRuns(*group))
                     add(Severity::Info, "tied-decoder-unquantized", module,
-                        "Module 'lm_head.decoder' is tied to the word embeddings, so it runs in float although "
-                        "group " + group->name +
-                            " targets it; add lm_head to the ignore list to say so, or store a quantized decoder.");
+                        "Module '" + module + "' is tied to the word embeddings, so it runs in float although "
+                        "group " + group->name + " targets it; add " + module.substr(0, module.find('.')) +
+                            " to the ignore list to say so, or store a quantized decoder.");
             } else {
                 add(Severity::Error, "weight-missing", module + ".weight",
                     "Tensor '" + module + ".weight' is missing from " + store_.location() +
@@ -266,7 +248,7 @@ private:
             }
             return;
         }
-        const std::vector<int64_t> expected = expectedWeightShape(config_, module);
+        const std::vector<int64_t> expected = {linear.outFeatures, linear.inFeatures};
         const bool shapeOk = weight->shape == expected;
         if (!shapeOk)
             add(Severity::Error, "weight-shape", weight->name,
@@ -460,9 +442,9 @@ private:
 
     // A single fused qkv projection has one weight scale and one input scale, so per-tensor q, k
     // and v can only be fused as they are when their scales agree.
-    void checkFusableQkv(int64_t layer)
+    void checkFusableQkv(int layer)
     {
-        const std::string prefix = "roberta.encoder.layer." + std::to_string(layer) + ".attention.self";
+        const std::string prefix = layout_.layerModule(layer) + ".attention.self";
         std::vector<float> weightScales, inputScales;
         for (const char* part : {".query", ".key", ".value"}) {
             const std::string module = prefix + part;
@@ -538,6 +520,7 @@ private:
     const ModelConfig& config_;
     const TensorStore& store_;
     const DiagnosticsOptions& options_;
+    const EncoderLayout& layout_;
     const Dtype modelDtype_;
     const std::vector<std::string> modules_;
     std::map<std::string, const LinearScaleStatistics*> statistics_;

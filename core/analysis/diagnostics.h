@@ -8,7 +8,7 @@
 
 #include "analysis/scale_statistics.h"
 #include "model/checkpoint.h"
-#include "model/encoder_model.h"
+#include "model/inference_backend.h"
 
 namespace scalescope {
 

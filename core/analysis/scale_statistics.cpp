@@ -16,22 +16,6 @@ bool isFloatDtype(Dtype dtype)
     return dtype == Dtype::F32 || dtype == Dtype::BF16 || dtype == Dtype::F16 || dtype == Dtype::F64;
 }
 
-int layerIndexOf(const std::string& module)
-{
-    static const std::string prefix = "roberta.encoder.layer.";
-    if (module.rfind(prefix, 0) != 0)
-        return -1;
-    std::size_t end = prefix.size();
-    int index = 0;
-    bool digits = false;
-    while (end < module.size() && module[end] >= '0' && module[end] <= '9') {
-        index = index * 10 + (module[end] - '0');
-        digits = true;
-        ++end;
-    }
-    return digits ? index : -1;
-}
-
 std::string activationSchemeOf(const ConfigGroup* group)
 {
     if (!group || !group->inputActivations)
@@ -131,13 +115,15 @@ void countCodes(const TensorView& weight, bool perRow, int64_t rows, int64_t col
 
 LinearScaleStatistics statisticsFor(const Checkpoint& checkpoint, const std::string& module)
 {
-    const ModelConfig& config = checkpoint.config();
     const TensorStore& store = checkpoint.tensors();
+    const LayoutLinear& linear = *checkpoint.layout().findLinear(module);
     LinearScaleStatistics stats;
     stats.module = module;
-    stats.layer = layerIndexOf(module);
+    stats.layer = linear.layer;
+    stats.label = linear.shortLabel;
 
-    const ConfigGroup* group = config.quantization ? findGroupFor(*config.quantization, module, "Linear") : nullptr;
+    const ConfigGroup* group = checkpoint.plan().targetGroup(module);
+    stats.rule = checkpoint.plan().find(module)->rule;
     if (group) {
         stats.group = group->name;
         if (group->weights)
@@ -160,8 +146,8 @@ LinearScaleStatistics statisticsFor(const Checkpoint& checkpoint, const std::str
     const TensorView* weight = store.find(module + ".weight");
     // Hugging Face leaves the MaskedLM decoder out when it is tied to the word embeddings; its
     // numbers are then the embeddings'.
-    if (!weight && module == "lm_head.decoder")
-        weight = store.find("roberta.embeddings.word_embeddings.weight");
+    if (!weight && !linear.tiedWeight.empty())
+        weight = store.find(linear.tiedWeight);
     if (!weight)
         return stats;
     stats.weightDtype = dtypeName(weight->dtype);
@@ -188,33 +174,11 @@ LinearScaleStatistics statisticsFor(const Checkpoint& checkpoint, const std::str
 
 } // namespace
 
-std::vector<std::string> linearModuleNames(const ModelConfig& config)
-{
-    static const char* const kEncoderLinears[] = {"attention.self.query",   "attention.self.key",
-                                                  "attention.self.value",   "attention.output.dense",
-                                                  "intermediate.dense",     "output.dense"};
-    std::vector<std::string> names;
-    names.reserve(static_cast<std::size_t>(config.numLayers) * 6 + 2);
-    for (int64_t layer = 0; layer < config.numLayers; ++layer)
-        for (const char* linear : kEncoderLinears)
-            names.push_back("roberta.encoder.layer." + std::to_string(layer) + "." + linear);
-    switch (config.architecture) {
-    case Architecture::RobertaForQuestionAnswering:
-        names.push_back("qa_outputs");
-        break;
-    case Architecture::RobertaForMaskedLM:
-        names.push_back("lm_head.dense");
-        names.push_back("lm_head.decoder");
-        break;
-    }
-    return names;
-}
-
 std::vector<LinearScaleStatistics> computeScaleStatistics(const Checkpoint& checkpoint)
 {
     std::vector<LinearScaleStatistics> out;
-    for (const std::string& module : linearModuleNames(checkpoint.config()))
-        out.push_back(statisticsFor(checkpoint, module));
+    for (const LayoutLinear& linear : checkpoint.layout().linears())
+        out.push_back(statisticsFor(checkpoint, linear.module));
     return out;
 }
 

@@ -14,7 +14,9 @@ namespace scalescope {
 struct LinearScaleStatistics {
     std::string module;              // roberta.encoder.layer.0.attention.self.query
     int layer = -1;                  // encoder layer index, -1 for heads
+    std::string label;               // short label for charts ("L0.q"; heads keep their names)
     std::string group;               // config group, "" when not targeted
+    std::string rule;                // the config entry that picked the group (or ignored the module)
     std::string weightDtype;         // F8_E4M3, F32, ...
     std::string scaleDtype;          // dtype of weight_scale, "" when absent
     std::string weightStrategy;      // channel | tensor (from the config), "" when not targeted
@@ -34,8 +36,5 @@ struct LinearScaleStatistics {
 // One entry per Linear of the architecture (quantized or not), in model order. Tensors that are
 // missing or malformed leave their fields empty; diagnostics report them.
 std::vector<LinearScaleStatistics> computeScaleStatistics(const Checkpoint& checkpoint);
-
-// The Linear modules of a RoBERTa checkpoint, in execution order (encoder layers, then the head).
-std::vector<std::string> linearModuleNames(const ModelConfig& config);
 
 } // namespace scalescope

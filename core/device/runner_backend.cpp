@@ -17,12 +17,11 @@
 #include <filesystem>
 #include <set>
 #include <sstream>
-#include <tuple>
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/scale_statistics.h"
 #include "common/error.h"
+#include "engine/forward_inputs.h"
 #include "io/safetensors.h"
 #include "model/encoder_model.h"
 
@@ -70,59 +69,6 @@ std::string stringField(const nlohmann::json& object, const char* key)
 {
     const auto it = object.find(key);
     return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-// ---- Linears and capture points, from the config and tensor headers --------------------------
-
-std::pair<int64_t, int64_t> linearShape(const ModelConfig& c, const std::string& module)
-{
-    auto endsWith = [&](const std::string& suffix) {
-        return module.size() >= suffix.size() && module.compare(module.size() - suffix.size(), suffix.size(), suffix) == 0;
-    };
-    if (module == "qa_outputs")
-        return {2, c.hiddenSize};
-    if (module == "lm_head.decoder")
-        return {c.vocabSize, c.hiddenSize};
-    if (endsWith("intermediate.dense"))
-        return {c.intermediateSize, c.hiddenSize};
-    if (endsWith(".output.dense") && !endsWith("attention.output.dense"))
-        return {c.hiddenSize, c.intermediateSize};
-    return {c.hiddenSize, c.hiddenSize}; // query, key, value, attention.output.dense, lm_head.dense
-}
-
-LinearInfo describeLinear(const Checkpoint& checkpoint, const std::string& module)
-{
-    const ModelConfig& config = checkpoint.config();
-    LinearInfo info;
-    info.module = module;
-    std::tie(info.outFeatures, info.inFeatures) = linearShape(config, module);
-    const TensorStore& store = checkpoint.tensors();
-    const TensorView* weight = store.find(module + ".weight");
-    const ConfigGroup* group = config.quantization ? findGroupFor(*config.quantization, module, "Linear") : nullptr;
-    // EncoderModel refuses an F8 weight without a group and a float weight that a compressed group
-    // targets; the runner reports those itself at load, so only the valid case is described here.
-    if (!weight || weight->dtype != Dtype::F8_E4M3 || !group)
-        return info;
-    info.quantized = true;
-    info.weightStrategy = group->weights ? group->weights->strategy : "";
-    info.group = group->name;
-    if (group->inputActivations) {
-        const QuantizationArgs& a = *group->inputActivations;
-        if (a.dynamic && a.strategy == "token") {
-            info.activations = ActivationQuantization::DynamicPerToken;
-        } else if (a.dynamic) {
-            info.activations = ActivationQuantization::DynamicPerTensor;
-        } else {
-            info.activations = ActivationQuantization::StaticPerTensor;
-            const TensorView* inputScale = store.find(module + ".input_scale");
-            if (inputScale && inputScale->numel() == 1) {
-                float value = 0;
-                inputScale->toFloat(&value);
-                info.inputScale = value;
-            }
-        }
-    }
-    return info;
 }
 
 // ---- the child process ------------------------------------------------------------------------
@@ -311,34 +257,6 @@ std::string defaultExchangeParent()
 
 } // namespace
 
-std::vector<LinearInfo> describeLinears(const Checkpoint& checkpoint)
-{
-    std::vector<LinearInfo> linears;
-    for (const std::string& module : linearModuleNames(checkpoint.config()))
-        linears.push_back(describeLinear(checkpoint, module));
-    return linears;
-}
-
-std::vector<std::string> capturePointsOf(const Checkpoint& checkpoint)
-{
-    const ModelConfig& config = checkpoint.config();
-    const std::vector<std::string> modules = linearModuleNames(config);
-    std::vector<std::string> points = {"roberta.embeddings.output"};
-    std::size_t next = 0;
-    for (int64_t layer = 0; layer < config.numLayers; ++layer) {
-        for (int k = 0; k < 6 && next < modules.size(); ++k, ++next) {
-            points.push_back(modules[next] + ".input");
-            points.push_back(modules[next] + ".output");
-        }
-        points.push_back("roberta.encoder.layer." + std::to_string(layer) + ".output");
-    }
-    for (; next < modules.size(); ++next) {
-        points.push_back(modules[next] + ".input");
-        points.push_back(modules[next] + ".output");
-    }
-    return points;
-}
-
 // ---- RunnerBackend ------------------------------------------------------------------------------
 
 struct RunnerBackend::Impl {
@@ -346,8 +264,6 @@ struct RunnerBackend::Impl {
     RunnerOptions options;
     std::shared_ptr<const Checkpoint> checkpoint;
     std::string checkpointPath; // absolute, as sent to the runner
-    std::vector<LinearInfo> linears;
-    std::vector<std::string> points;
     std::string exchangeDir;
 
     std::unique_ptr<RunnerProcess> process;
@@ -662,56 +578,6 @@ struct RunnerBackend::Impl {
         loaded = false;
     }
 
-    void validate(const EncoderInputs& inputs) const
-    {
-        const ModelConfig& c = checkpoint->config();
-        if (inputs.inputIds.empty())
-            throw Error("The forward pass got no input sequence.");
-        std::size_t seq = 0;
-        for (const auto& row : inputs.inputIds)
-            seq = std::max(seq, row.size());
-        if (seq == 0)
-            throw Error("The forward pass got an empty input sequence.");
-        const int64_t maxTokens = c.maxPositionEmbeddings - c.padTokenId - 1;
-        if (static_cast<int64_t>(seq) > maxTokens)
-            throw Error("The input has " + std::to_string(seq) + " tokens; this model takes at most " +
-                        std::to_string(maxTokens) + ".");
-        if (!inputs.attentionMask.empty() && inputs.attentionMask.size() != inputs.inputIds.size())
-            throw Error("The attention mask has " + std::to_string(inputs.attentionMask.size()) +
-                        " rows but there are " + std::to_string(inputs.inputIds.size()) + " input sequences.");
-        for (std::size_t b = 0; b < inputs.inputIds.size(); ++b) {
-            const auto& row = inputs.inputIds[b];
-            if (!inputs.attentionMask.empty() && inputs.attentionMask[b].size() != row.size())
-                throw Error("Attention mask row " + std::to_string(b) + " has " +
-                            std::to_string(inputs.attentionMask[b].size()) + " entries but its input has " +
-                            std::to_string(row.size()) + " ids.");
-            for (int64_t id : row)
-                if (id < 0 || id >= c.vocabSize)
-                    throw Error("Token id " + std::to_string(id) + " is outside the vocabulary (size " +
-                                std::to_string(c.vocabSize) + ").");
-        }
-        if (c.architecture == Architecture::RobertaForMaskedLM)
-            for (const auto& [row, position] : inputs.logitPositions)
-                if (row < 0 || static_cast<std::size_t>(row) >= inputs.inputIds.size() || position < 0 ||
-                    static_cast<std::size_t>(position) >= seq)
-                    throw Error("Logit position (" + std::to_string(row) + ", " + std::to_string(position) +
-                                ") is outside the input.");
-    }
-
-    // The capture points a request selects, in execution order (EncoderModel's rule: a name is a
-    // point or a module; names that are neither select nothing).
-    std::vector<std::string> selectedPoints(const CaptureRequest& capture) const
-    {
-        if (capture.all)
-            return points;
-        const std::set<std::string> names(capture.names.begin(), capture.names.end());
-        std::vector<std::string> selected;
-        for (const std::string& point : points)
-            if (names.count(point) || names.count(point.substr(0, point.rfind('.'))))
-                selected.push_back(point);
-        return selected;
-    }
-
     FloatTensor readTensor(const TensorStore& store, const std::string& file, const std::string& tensorName) const
     {
         const TensorView* view = store.find(tensorName);
@@ -745,7 +611,7 @@ struct RunnerBackend::Impl {
                     throw Error("tensor '" + t.name + "' in the runner's output " + file + " has shape " +
                                 shapeText(t.tensor.shape) + " instead of " + shapeText(shape));
             };
-            if (c.architecture == Architecture::RobertaForQuestionAnswering) {
+            if (checkpoint->layout().isQuestionAnswering()) {
                 for (const char* tensorName : {"start_logits", "end_logits"}) {
                     result.outputs.push_back({tensorName, readTensor(*store, file, tensorName)});
                     expectShape(result.outputs.back(), {batch, seq});
@@ -793,8 +659,6 @@ std::unique_ptr<RunnerBackend> RunnerBackend::start(const std::string& command, 
     m.checkpointPath = (error ? std::filesystem::path(checkpointDir) : absolute).lexically_normal().string();
     while (m.checkpointPath.size() > 1 && m.checkpointPath.back() == '/')
         m.checkpointPath.pop_back();
-    m.linears = describeLinears(*m.checkpoint);
-    m.points = capturePointsOf(*m.checkpoint);
 
     const std::string parent = options.exchangeParent.empty() ? defaultExchangeParent() : options.exchangeParent;
     std::string pattern = parent + "/scalescope-runner-XXXXXX";
@@ -808,23 +672,26 @@ std::unique_ptr<RunnerBackend> RunnerBackend::start(const std::string& command, 
 }
 
 const Checkpoint& RunnerBackend::checkpoint() const { return *impl_->checkpoint; }
-const std::vector<LinearInfo>& RunnerBackend::linears() const { return impl_->linears; }
-std::vector<std::string> RunnerBackend::capturePoints() const { return impl_->points; }
+const std::vector<LinearInfo>& RunnerBackend::linears() const { return impl_->checkpoint->plan().linears(); }
+std::vector<std::string> RunnerBackend::capturePoints() const { return impl_->checkpoint->layout().capturePoints(); }
 
 ForwardResult RunnerBackend::forward(const EncoderInputs& inputs, const ForwardOptions& options, const Progress& progress)
 {
     Impl& m = *impl_;
     const auto started = Clock::now();
-    m.validate(inputs);
+    validateForwardInputs(inputs, m.checkpoint->config(), m.checkpoint->layout());
+    validateOverrides(options.overrides, m.checkpoint->layout());
+    if (!options.overrides.empty())
+        throw Error("Precision overrides do not reach a runner yet; run them in-process (--device cpu).");
     progress.throwIfCancelled();
     m.ensureReady(options.mode, progress);
 
-    const bool maskedLm = m.checkpoint->config().architecture == Architecture::RobertaForMaskedLM;
+    const bool maskedLm = m.checkpoint->layout().isMaskedLm();
     json mask = json::array();
     for (std::size_t b = 0; b < inputs.inputIds.size(); ++b)
         mask.push_back(inputs.attentionMask.empty() ? std::vector<int64_t>(inputs.inputIds[b].size(), 1)
                                                     : inputs.attentionMask[b]);
-    const std::vector<std::string> selected = m.selectedPoints(options.capture);
+    const std::vector<std::string> selected = selectCapturePoints(m.checkpoint->layout().capturePoints(), options.capture);
     const std::string output = m.exchangeDir + "/forward-" + std::to_string(m.nextId) + ".safetensors";
     json request = {{"op", "forward"}, {"input_ids", inputs.inputIds}, {"attention_mask", mask},
                     {"capture", selected}, {"output", output}};

@@ -92,12 +92,6 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-// The Linears of a checkpoint as EncoderModel describes them, derived from the config and the
-// tensor headers (dtype, shape) without decoding weights; static input scales are read (one value).
-std::vector<LinearInfo> describeLinears(const Checkpoint& checkpoint);
-// Every capture point of the checkpoint's architecture in execution order, as EncoderModel lists them.
-std::vector<std::string> capturePointsOf(const Checkpoint& checkpoint);
-
 // device: "cpu" (EncoderModel in this process) or "runner:COMMAND" (RunnerBackend with default
 // options). Throws scalescope::Error for any other device, naming it.
 std::unique_ptr<InferenceBackend> openBackend(const std::string& device, const std::string& checkpointDir,

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "device/runner_backend.h"
+#include "engine/compute_threads.h"
 #include "io/safetensors.h"
 #include "model/encoder_model.h"
 

@@ -17,6 +17,8 @@ std::shared_ptr<const Checkpoint> Checkpoint::open(const std::string& dir)
     checkpoint->directory_ = dir;
     checkpoint->config_ = loadModelConfig(configPath);
     checkpoint->tensors_ = TensorStore::openDirectory(dir);
+    checkpoint->layout_ = std::make_unique<EncoderLayout>(checkpoint->config_);
+    checkpoint->plan_ = LinearPlan(checkpoint->config_, *checkpoint->layout_, *checkpoint->tensors_);
 
     const bool hasTokenizerFiles = fileExists(joinPath(dir, "tokenizer.json")) ||
                                    (fileExists(joinPath(dir, "vocab.json")) && fileExists(joinPath(dir, "merges.txt")));

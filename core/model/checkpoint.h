@@ -1,12 +1,15 @@
 #pragma once
 // A Hugging Face model folder opened for reading: its config, its tensors (memory-mapped, never
-// modified) and its tokenizer when it has one. Opening validates the config and maps the tensors;
-// shape checks against the architecture happen when an EncoderModel is built from it.
+// modified), its layout and per-Linear plan, and its tokenizer when it has one. Opening validates
+// the config and maps the tensors; shape checks against the architecture happen when an
+// EncoderModel is built from it.
 // Threading: immutable after open.
 #include <memory>
 #include <string>
 
 #include "io/safetensors.h"
+#include "model/architecture.h"
+#include "model/linear_plan.h"
 #include "model/model_config.h"
 #include "text/bpe_tokenizer.h"
 
@@ -20,6 +23,8 @@ public:
     const std::string& directory() const { return directory_; }
     const ModelConfig& config() const { return config_; }
     const TensorStore& tensors() const { return *tensors_; }
+    const EncoderLayout& layout() const { return *layout_; }
+    const LinearPlan& plan() const { return plan_; }
     bool hasTokenizer() const { return tokenizer_ != nullptr; }
     // Throws "No tokenizer in DIR: expected tokenizer.json or vocab.json and merges.txt." when absent.
     const BpeTokenizer& tokenizer() const;
@@ -29,6 +34,8 @@ private:
     std::string directory_;
     ModelConfig config_;
     std::unique_ptr<TensorStore> tensors_;
+    std::unique_ptr<EncoderLayout> layout_;
+    LinearPlan plan_;
     std::unique_ptr<BpeTokenizer> tokenizer_;
     std::string tokenizerError_;
 };

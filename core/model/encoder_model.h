@@ -1,15 +1,13 @@
 #pragma once
-// A RoBERTa encoder with its head, built from a Checkpoint, that runs forward passes on CPU in the
-// modes of DESIGN.md: `fp8` (quantized Linears quantize their inputs as the checkpoint declares)
-// and `dequant` (dequantized weights, float activations). The `reference` mode is another
-// EncoderModel built from the float checkpoint.
+// An encoder with its head, built from a Checkpoint, that runs forward passes on CPU in the modes
+// of DESIGN.md: `fp8` (quantized Linears quantize their inputs as the plan declares) and `dequant`
+// (dequantized weights, float activations), with per-Linear precision overrides. The `reference`
+// mode is another EncoderModel built from the float checkpoint.
 //
-// Owns: the checkpoint (memory-mapped) and the compute weights, decoded once at load into float32
-// in the layout the matmuls use; float32 tensors of the file are used in place, not copied.
-// Threading: not to be used from two threads at once; compute uses LibTorch's intra-op pool
-// (see setComputeThreads). Errors: scalescope::Error naming the tensor/module; Cancelled when the
-// Progress cancel flag is raised.
-#include <cstdint>
+// Owns: the checkpoint (memory-mapped) and the encoder graph (core/engine) with its weights.
+// Threading: not to be used from two threads at once; compute uses the threads set by
+// setComputeThreads (engine/compute_threads.h). Errors: scalescope::Error naming the tensor/module;
+// Cancelled when the Progress cancel flag is raised.
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,12 +16,14 @@
 
 namespace scalescope {
 
+class EncoderGraph;
+
 class EncoderModel : public InferenceBackend {
 public:
     static std::unique_ptr<EncoderModel> load(const std::string& dir, const Progress& progress = {});
     static std::unique_ptr<EncoderModel> load(std::shared_ptr<const Checkpoint> checkpoint,
                                               const Progress& progress = {});
-    ~EncoderModel();
+    ~EncoderModel() override;
 
     const Checkpoint& checkpoint() const override;
     bool isQuantized() const;                 // has at least one FP8 Linear
@@ -34,21 +34,9 @@ public:
     std::string deviceName() const override { return "CPU (in-process)"; }
 
 private:
-    EncoderModel();
-    struct Impl;
-    std::unique_ptr<Impl> impl_;
+    EncoderModel() = default;
+    std::shared_ptr<const Checkpoint> checkpoint_;
+    std::unique_ptr<EncoderGraph> graph_;
 };
-
-// Sets LibTorch's intra-op threads; 0 means one per core. Call once at start-up.
-void setComputeThreads(int threads);
-int computeThreads();
-
-} // namespace scalescope
-
-namespace scalescope {
-
-// Times a float32 [m x k] x [k x n] matmul through the engine's BLAS and returns the best GFLOP/s
-// over `repeats` runs: the machine's attainable rate for the forward's shapes (benchmarks, About).
-double measureMatmulGflops(int64_t m, int64_t n, int64_t k, int repeats);
 
 } // namespace scalescope

@@ -12,25 +12,9 @@
 #include "common/progress.h"
 #include "common/tensor_data.h"
 #include "model/checkpoint.h"
+#include "model/linear_plan.h"
 
 namespace scalescope {
-
-enum class RunMode { Fp8, Dequant };
-const char* runModeName(RunMode mode); // "fp8", "dequant"
-
-// How a Linear runs in `fp8` mode.
-enum class ActivationQuantization { None, DynamicPerToken, StaticPerTensor, DynamicPerTensor };
-
-struct LinearInfo {
-    std::string module;            // roberta.encoder.layer.0.attention.self.query
-    int64_t inFeatures = 0;
-    int64_t outFeatures = 0;
-    bool quantized = false;        // FP8 weight
-    std::string weightStrategy;    // channel | tensor | "" when not quantized
-    ActivationQuantization activations = ActivationQuantization::None;
-    float inputScale = 0;          // static per-tensor scale, 0 otherwise
-    std::string group;             // config group name
-};
 
 struct EncoderInputs {
     // One row per sequence; rows may differ in length (they are padded with pad_token_id).
@@ -40,6 +24,8 @@ struct EncoderInputs {
     // MaskedLM only: when non-empty, logits are computed only at these (row, position) pairs and
     // "logits" has shape [count, vocab]; otherwise at every position, [batch, seq, vocab].
     std::vector<std::pair<int, int>> logitPositions;
+    // Optional; token type ids (BERT's segment ids). Default 0 for every token.
+    std::vector<std::vector<int64_t>> tokenTypeIds;
 };
 
 // Which capture points a forward records. Names are capture point names ("<module>.input",
@@ -64,6 +50,7 @@ struct ActivationStatistics {
 
 struct ForwardOptions {
     RunMode mode = RunMode::Fp8;
+    PrecisionOverrides overrides;
     CaptureRequest capture;
     bool activationStatistics = false;
     // Record max |x| over real tokens of every Linear's input (quantized or not), for calibration.
@@ -82,6 +69,9 @@ struct ForwardResult {
     std::vector<ActivationStatistics> activationStatistics;
     std::vector<std::pair<std::string, float>> linearInputAmax;
     double elapsedMs = 0;
+
+    // The output of that name ("start_logits", "logits"); throws naming it when absent.
+    const FloatTensor& output(const std::string& name) const;
 };
 
 class InferenceBackend {

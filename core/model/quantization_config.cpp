@@ -152,6 +152,18 @@ QuantizationConfig parseQuantizationConfig(const nlohmann::json& json, const std
     return config;
 }
 
+bool isValidTargetPattern(const std::string& entry)
+{
+    if (entry.rfind("re:", 0) != 0)
+        return true;
+    try {
+        std::regex pattern(entry.substr(3), kTargetRegexFlags);
+        return true;
+    } catch (const std::regex_error&) {
+        return false;
+    }
+}
+
 bool matchesTarget(const std::string& entry, const std::string& moduleName, const std::string& className)
 {
     if (entry.rfind("re:", 0) == 0) {
@@ -164,17 +176,33 @@ bool matchesTarget(const std::string& entry, const std::string& moduleName, cons
     return entry == moduleName || entry == className;
 }
 
-const ConfigGroup* findGroupFor(const QuantizationConfig& config, const std::string& moduleName,
-                                const std::string& className)
+namespace {
+
+std::string entryKind(const std::string& entry, const std::string& moduleName)
+{
+    if (entry.rfind("re:", 0) == 0)
+        return "pattern";
+    return entry == moduleName ? "module name" : "class name";
+}
+
+} // namespace
+
+GroupMatch matchGroup(const QuantizationConfig& config, const std::string& moduleName, const std::string& className)
 {
     for (const std::string& entry : config.ignore)
         if (matchesTarget(entry, moduleName, className))
-            return nullptr;
+            return {nullptr, "ignored by \"" + entry + "\" (" + entryKind(entry, moduleName) + ")"};
     for (const ConfigGroup& group : config.groups)
         for (const std::string& target : group.targets)
             if (matchesTarget(target, moduleName, className))
-                return &group;
-    return nullptr;
+                return {&group, group.name + " target \"" + target + "\" (" + entryKind(target, moduleName) + ")"};
+    return {nullptr, "no group targets it"};
+}
+
+const ConfigGroup* findGroupFor(const QuantizationConfig& config, const std::string& moduleName,
+                                const std::string& className)
+{
+    return matchGroup(config, moduleName, className).group;
 }
 
 std::optional<std::string> unsupportedSchemeReason(const QuantizationConfig& config, const ConfigGroup& group)

@@ -43,10 +43,21 @@ struct QuantizationConfig {
 
 QuantizationConfig parseQuantizationConfig(const nlohmann::json& json, const std::string& source);
 
+// False for a "re:" entry whose pattern the matcher cannot compile (it then matches nothing).
+bool isValidTargetPattern(const std::string& entry);
+
 // One target/ignore entry against a module (its full name and class name, e.g. "Linear").
 bool matchesTarget(const std::string& entry, const std::string& moduleName, const std::string& className);
 
-// The group a module belongs to, or null when it is ignored or no group targets it.
+// The group a module belongs to (null when it is ignored or no group targets it) and, in words,
+// the entry that decided it: `group_0 target "Linear" (class name)`, `ignored by "qa_outputs"`.
+struct GroupMatch {
+    const ConfigGroup* group = nullptr;
+    std::string rule;
+};
+GroupMatch matchGroup(const QuantizationConfig& config, const std::string& moduleName, const std::string& className);
+
+// matchGroup(...).group.
 const ConfigGroup* findGroupFor(const QuantizationConfig& config, const std::string& moduleName,
                                 const std::string& className);
 

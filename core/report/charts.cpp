@@ -7,9 +7,14 @@
 namespace scalescope {
 namespace {
 
-bool endsWith(const std::string& s, const std::string& suffix)
+// A Linear's chart label, read from the comparison's capture points (each Linear's input point
+// carries it); the module name when it has none.
+std::string labelOf(const ComparisonResult& comparison, const std::string& module)
 {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    for (const CapturePointMetrics& point : comparison.points)
+        if (point.module == module)
+            return point.label;
+    return module;
 }
 
 // An infinite SQNR (identical outputs, e.g. the embeddings, which FP8 does not touch) has no bar;
@@ -49,30 +54,6 @@ std::string referenceName(const ComparisonResult& c)
 
 } // namespace
 
-std::string shortLinearLabel(const std::string& module)
-{
-    const int layer = [&] {
-        const std::string prefix = "roberta.encoder.layer.";
-        return module.rfind(prefix, 0) == 0 ? std::atoi(module.c_str() + prefix.size()) : -1;
-    }();
-    if (layer < 0)
-        return module;
-    const std::string l = "L" + std::to_string(layer) + ".";
-    if (endsWith(module, "attention.self.query"))
-        return l + "q";
-    if (endsWith(module, "attention.self.key"))
-        return l + "k";
-    if (endsWith(module, "attention.self.value"))
-        return l + "v";
-    if (endsWith(module, "attention.output.dense"))
-        return l + "attn.out";
-    if (endsWith(module, "intermediate.dense"))
-        return l + "ffn.in";
-    if (endsWith(module, "output.dense"))
-        return l + "ffn.out";
-    return module;
-}
-
 ChartData weightScaleRangesChart(const std::vector<LinearScaleStatistics>& statistics)
 {
     ChartData chart;
@@ -87,7 +68,7 @@ ChartData weightScaleRangesChart(const std::vector<LinearScaleStatistics>& stati
         if (!s.quantized || s.channelScales.empty())
             continue;
         const double x = double(chart.categories.size());
-        chart.categories.push_back(shortLinearLabel(s.module));
+        chart.categories.push_back(s.label);
         band.x.push_back(x);
         band.y.push_back(s.scaleMin);
         band.yUpper.push_back(s.scaleMax);
@@ -102,7 +83,7 @@ ChartData channelScalesChart(const LinearScaleStatistics& linear)
 {
     ChartData chart;
     chart.id = "channel_scales";
-    chart.title = "Per-channel weight scales, " + shortLinearLabel(linear.module);
+    chart.title = "Per-channel weight scales, " + linear.label;
     chart.xLabel = "output channel";
     chart.yLabel = "weight scale (log)";
     chart.logY = true;
@@ -128,7 +109,7 @@ ChartData weightCodeSharesChart(const std::vector<LinearScaleStatistics>& statis
         if (!s.quantized)
             continue;
         const double x = double(chart.categories.size());
-        chart.categories.push_back(shortLinearLabel(s.module));
+        chart.categories.push_back(s.label);
         clipped.x.push_back(x);
         clipped.y.push_back(100.0 * s.clippedShare);
         underflow.x.push_back(x);
@@ -145,7 +126,7 @@ ChartData exponentHistogramChart(const LinearScaleStatistics& linear)
     char shares[96];
     std::snprintf(shares, sizeof shares, ": %.2f%% underflow, %.2f%% clipped", 100.0 * linear.underflowShare,
                   100.0 * linear.clippedShare);
-    chart.title = "FP8 exponents, " + shortLinearLabel(linear.module) + shares;
+    chart.title = "FP8 exponents, " + linear.label + shares;
     chart.xLabel = "E4M3 exponent field (0 = zero/subnormal, 15 = top incl. 448)";
     chart.yLabel = "weight codes";
     ChartSeries bars{"codes", SeriesStyle::Bars, {}, {}, {}, "#009E73"};
@@ -207,7 +188,7 @@ ChartData linearSqnrChart(const ComparisonResult& comparison)
         if (p.kind != CaptureKind::LinearOutput)
             continue;
         bars.x.push_back(double(chart.categories.size()));
-        chart.categories.push_back(shortLinearLabel(p.module));
+        chart.categories.push_back(p.label);
         bars.y.push_back(p.metrics.sqnrDb);
     }
     noteInfinite(chart, bars);
@@ -236,7 +217,7 @@ ChartData activationSharesChart(const ComparisonResult& comparison)
     ChartSeries subnormal{"subnormal", SeriesStyle::Bars, {}, {}, {}, "#CC79A7"};
     for (const ActivationStatistics& a : comparison.activations) {
         const double x = double(chart.categories.size());
-        chart.categories.push_back(shortLinearLabel(a.module));
+        chart.categories.push_back(labelOf(comparison, a.module));
         const double n = a.elements > 0 ? double(a.elements) : 1.0;
         clipped.x.push_back(x);
         clipped.y.push_back(100.0 * double(a.clipped) / n);
@@ -261,7 +242,7 @@ ChartData activationScaleChart(const ComparisonResult& comparison)
     ChartSeries range{"448 x scale", SeriesStyle::Points, {}, {}, {}, "#D55E00"};
     for (const ActivationStatistics& a : comparison.activations) {
         const double x = double(chart.categories.size());
-        chart.categories.push_back(shortLinearLabel(a.module));
+        chart.categories.push_back(labelOf(comparison, a.module));
         amax.x.push_back(x);
         amax.y.push_back(a.amax);
         range.x.push_back(x);

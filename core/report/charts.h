@@ -4,15 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "analysis/comparison.h"
+#include "tasks/compare_runs.h"
 #include "analysis/scale_statistics.h"
 #include "tasks/evaluate.h"
 #include "report/chart_data.h"
 
 namespace scalescope {
-
-// "L3.q", "L3.attn.out", "L3.ffn.in", ... short labels for Linear modules; heads keep their names.
-std::string shortLinearLabel(const std::string& module);
 
 // Inspect charts.
 ChartData weightScaleRangesChart(const std::vector<LinearScaleStatistics>& statistics);   // log y, min..max per Linear

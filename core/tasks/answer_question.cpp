@@ -10,7 +10,7 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
                         const QaOptions& options, const Progress& progress)
 {
     const ModelConfig& config = model.config();
-    if (config.architecture != Architecture::RobertaForQuestionAnswering)
+    if (!model.checkpoint().layout().isQuestionAnswering())
         throw Error("Question answering needs a RobertaForQuestionAnswering checkpoint; " +
                     model.checkpoint().directory() + " is " + architectureName(config.architecture) + ".");
     const BpeTokenizer& tokenizer = model.checkpoint().tokenizer();

@@ -12,8 +12,6 @@
 namespace scalescope {
 namespace {
 
-// <s> question </s></s> context </s> leaves this many tokens besides question and context.
-constexpr int kSpecialTokensPerWindow = 4;
 constexpr int kMaxBatchSize = 4096;
 // Share of the progress bar for the answering pass; the per-layer comparisons take the rest.
 constexpr double kAnsweringShare = 0.95;
@@ -32,8 +30,7 @@ std::string describeModel(const InferenceBackend& model)
 
 int maxTokensOf(const InferenceBackend& model)
 {
-    const ModelConfig& c = model.config();
-    return static_cast<int>(c.maxPositionEmbeddings - c.padTokenId - 1);
+    return static_cast<int>(model.checkpoint().layout().maxSequenceLength());
 }
 
 void validateSetup(InferenceBackend& run, InferenceBackend* reference, const SquadDataset& dataset,
@@ -42,7 +39,7 @@ void validateSetup(InferenceBackend& run, InferenceBackend* reference, const Squ
     for (InferenceBackend* model : {&run, reference}) {
         if (!model)
             continue;
-        if (model->config().architecture != Architecture::RobertaForQuestionAnswering)
+        if (!model->checkpoint().layout().isQuestionAnswering())
             throw Error("SQuAD evaluation needs a RobertaForQuestionAnswering checkpoint; " + describeModel(*model) +
                         " is " + architectureName(model->config().architecture) + ".");
     }
@@ -61,6 +58,7 @@ void validateSetup(InferenceBackend& run, InferenceBackend* reference, const Squ
                     std::to_string(options.batchSize) + ").");
 
     const QaOptions& qa = options.qa;
+    const int kSpecialTokensPerWindow = run.checkpoint().layout().specialTokensInPair();
     int limit = maxTokensOf(run);
     if (reference)
         limit = std::min(limit, maxTokensOf(*reference));
@@ -121,11 +119,6 @@ QaAnswer bestAnswer(const std::vector<QaAnswer>& answers)
     QaAnswer none;
     none.isNull = true;
     return none;
-}
-
-std::string predictionText(const QaAnswer& answer)
-{
-    return answer.isNull ? std::string() : answer.text;
 }
 
 std::vector<std::string> usableGolds(const SquadExample& example)
@@ -273,7 +266,7 @@ private:
         }
         e.run = scorePrediction(example, predictionText(e.runAnswer));
         e.reference = scorePrediction(example, predictionText(e.referenceAnswer));
-        e.agree = normalizeAnswer(predictionText(e.runAnswer)) == normalizeAnswer(predictionText(e.referenceAnswer));
+        e.agree = answersAgree(e.runAnswer, e.referenceAnswer);
         // The logits are at hand for every question, so their SQNR costs nothing extra and lets
         // agreeing and disagreeing questions be compared.
         ErrorAccumulator logits;

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/comparison.h"
+#include "tasks/compare_runs.h"
 #include "model/inference_backend.h"
 #include "numerics/metrics.h"
 #include "tasks/question_answering.h"

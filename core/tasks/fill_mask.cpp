@@ -25,7 +25,7 @@ std::vector<float> softmax(const float* logits, std::size_t n)
 FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, RunMode mode, int topK, const Progress& progress)
 {
     const ModelConfig& config = model.config();
-    if (config.architecture != Architecture::RobertaForMaskedLM)
+    if (!model.checkpoint().layout().isMaskedLm())
         throw Error("Fill-mask needs a RobertaForMaskedLM checkpoint; " + model.checkpoint().directory() + " is " +
                     architectureName(config.architecture) + ".");
     if (topK < 1)

@@ -23,19 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool isEncoderLinear(const std::string& module)
-{
-    static const std::vector<std::string> suffixes = {".attention.self.query", ".attention.self.key",
-                                                      ".attention.self.value", ".attention.output.dense",
-                                                      ".intermediate.dense", ".output.dense"};
-    if (module.rfind("roberta.encoder.layer.", 0) != 0)
-        return false;
-    for (const std::string& suffix : suffixes)
-        if (module.size() > suffix.size() && module.compare(module.size() - suffix.size(), suffix.size(), suffix) == 0)
-            return true;
-    return false;
-}
-
 // The scale as it will be stored: narrowed to the scale dtype and widened back, so that codes are
 // computed with exactly the value a reader decodes.
 float storedScale(float scale, Dtype dtype)
@@ -71,7 +58,7 @@ nlohmann::json activationArgs(const std::string& activations)
             {"observer", dynamic ? nlohmann::json(nullptr) : nlohmann::json("minmax")}, {"observer_kwargs", nlohmann::json::object()}};
 }
 
-nlohmann::json quantizationConfigJson(const QuantizeOptions& options)
+nlohmann::json quantizationConfigJson(const QuantizeOptions& options, const EncoderLayout& layout)
 {
     nlohmann::json weights = {{"num_bits", 8}, {"type", "float"}, {"strategy", options.weights}, {"symmetric", true},
                               {"dynamic", false}, {"group_size", nullptr}, {"block_structure", nullptr},
@@ -81,7 +68,7 @@ nlohmann::json quantizationConfigJson(const QuantizeOptions& options)
                             {"output_activations", nullptr}, {"format", "float-quantized"}};
     return {{"quant_method", "compressed-tensors"}, {"format", "float-quantized"},
             {"quantization_status", "compressed"}, {"config_groups", {{"group_0", group}}},
-            {"ignore", {"lm_head", "re:lm_head\\..*", "qa_outputs"}}, {"kv_cache_scheme", nullptr},
+            {"ignore", layout.quantizeIgnoreList()}, {"kv_cache_scheme", nullptr},
             {"global_compression_ratio", nullptr}, {"sparsity_config", nlohmann::json::object()},
             {"provider", "scalescope"}, {"version", "0.1.0"}};
 }
@@ -91,7 +78,7 @@ std::map<std::string, float> calibrateInputAmax(const std::shared_ptr<const Chec
 {
     std::unique_ptr<EncoderModel> model = EncoderModel::load(checkpoint);
     const BpeTokenizer& tokenizer = checkpoint->tokenizer();
-    const int64_t maxTokens = checkpoint->config().maxPositionEmbeddings - checkpoint->config().padTokenId - 1;
+    const int64_t maxTokens = checkpoint->layout().maxSequenceLength();
     std::map<std::string, float> amax;
     ForwardOptions options;
     options.mode = RunMode::Dequant;
@@ -104,7 +91,7 @@ std::map<std::string, float> calibrateInputAmax(const std::shared_ptr<const Chec
             encoding.ids.resize(static_cast<std::size_t>(maxTokens - 1));
             encoding.ids.push_back(tokenizer.eosId());
         }
-        ForwardResult result = model->forward({{encoding.ids}, {}, {}}, options);
+        ForwardResult result = model->forward({{encoding.ids}, {}, {}, {}}, options);
         for (const auto& [module, value] : result.linearInputAmax)
             amax[module] = std::max(amax[module], value);
     }
@@ -179,7 +166,7 @@ void quantizeCheckpoint(const std::string& sourceDir, const std::string& destina
         const std::string& name = view->name;
         const bool isWeight = name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
         const std::string module = isWeight ? name.substr(0, name.size() - 7) : std::string();
-        if (!isWeight || !isEncoderLinear(module)) {
+        if (!isWeight || !source->layout().isEncoderLinear(module)) {
             TensorToWrite copy;
             copy.name = name;
             copy.dtype = view->dtype;
@@ -228,7 +215,7 @@ void quantizeCheckpoint(const std::string& sourceDir, const std::string& destina
     }
 
     nlohmann::json config = source->config().raw;
-    config["quantization_config"] = quantizationConfigJson(options);
+    config["quantization_config"] = quantizationConfigJson(options, source->layout());
 
     // Everything goes into a temporary sibling folder first; a failure removes it.
     const fs::path temporary = destination.parent_path() /

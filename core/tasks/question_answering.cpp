@@ -6,6 +6,7 @@
 #include <numeric>
 #include <utility>
 
+#include "analysis/squad_metric.h"
 #include "common/error.h"
 
 namespace scalescope {
@@ -260,6 +261,16 @@ std::vector<QaAnswer> postprocessQa(const std::vector<QaWindow>& windows,
     if (answers.size() > static_cast<std::size_t>(options.topK))
         answers.resize(static_cast<std::size_t>(options.topK));
     return answers;
+}
+
+std::string predictionText(const QaAnswer& answer)
+{
+    return answer.isNull ? std::string() : answer.text;
+}
+
+bool answersAgree(const QaAnswer& a, const QaAnswer& b)
+{
+    return normalizeAnswer(predictionText(a)) == normalizeAnswer(predictionText(b));
 }
 
 } // namespace scalescope

@@ -42,6 +42,13 @@ struct QaAnswer {
     bool isNull = false;
 };
 
+// The prediction an answer stands for: its text, or "" for the null answer (SQuAD 2.0).
+std::string predictionText(const QaAnswer& answer);
+// Whether two best answers agree: the same prediction after SQuAD's answer normalisation, which is
+// what exact match counts as equal (two null answers agree). The one definition used by compare,
+// evaluate, the Ask panel and reports.
+bool answersAgree(const QaAnswer& a, const QaAnswer& b);
+
 // Splits the context into windows. Throws scalescope::Error when the question alone does not fit
 // (leaves no room for context) or the options are invalid.
 std::vector<QaWindow> buildQaWindows(const BpeTokenizer& tokenizer, const std::string& question,

@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "analysis/comparison.h"
+#include "tasks/compare_runs.h"
 
 namespace scalescope::ui {
 

@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "analysis/comparison.h"
+#include "tasks/compare_runs.h"
 
 class QCheckBox;
 class QLabel;

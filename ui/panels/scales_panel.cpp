@@ -79,7 +79,7 @@ void ScalesPanel::setStatistics(std::vector<LinearScaleStatistics> statistics)
         if (!statistics_[i].quantized || statistics_[i].channelScales.empty())
             continue;
         comboToStatistics_.push_back(static_cast<int>(i));
-        linear_->addItem(QString::fromStdString(shortLinearLabel(statistics_[i].module) + "  (" +
+        linear_->addItem(QString::fromStdString(statistics_[i].label + "  (" +
                                                 statistics_[i].module + ")"),
                          QString::fromStdString(statistics_[i].module));
     }

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "analysis/comparison.h"
+#include "tasks/compare_runs.h"
 #include "analysis/scale_statistics.h"
 
 class QComboBox;

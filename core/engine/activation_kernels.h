@@ -1,0 +1,27 @@
+#pragma once
+// FP8 activation kernels of `fp8` mode on plain float rows: quantize-dequantize a Linear's input as
+// DESIGN.md defines it (dynamic per token, dynamic or static per tensor), and the shares of
+// clipped, flushed and subnormal values of that input. Torch-free, single-threaded: the GEMMs hold
+// the compute threads (see compute_threads.cpp).
+#include <cstdint>
+#include <vector>
+
+#include "model/inference_backend.h"
+
+namespace scalescope {
+
+// Writes quantdequant(src) to dst ([rows, features], row-major) and returns the scale of each row
+// (the same for every row of a per-tensor scheme). `staticScale` is used by StaticPerTensor.
+std::vector<float> quantDequantActivations(const float* src, float* dst, int64_t rows, int64_t features,
+                                           ActivationQuantization scheme, float staticScale);
+
+// Statistics of one Linear's input over the rows `isReal` marks (all rows when it is empty):
+// dequantized is dst of quantDequantActivations, rowScales its result.
+ActivationStatistics countActivationStatistics(const std::string& module, const float* src, const float* dequantized,
+                                               int64_t rows, int64_t features, const std::vector<float>& rowScales,
+                                               const std::vector<uint8_t>& isReal);
+
+// max |x| over the rows `isReal` marks (all when empty).
+float realRowsAmax(const float* src, int64_t rows, int64_t features, const std::vector<uint8_t>& isReal);
+
+} // namespace scalescope

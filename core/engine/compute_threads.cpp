@@ -1,0 +1,41 @@
+// LibTorch: sets its intra-op pool next to OpenBLAS's threads.
+#include "engine/compute_threads.h"
+
+#include <ATen/Parallel.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <thread>
+
+namespace scalescope {
+namespace {
+int configuredThreads = 0;
+}
+
+void setComputeThreads(int threads)
+{
+    if (threads <= 0)
+        threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    configuredThreads = threads;
+    // LibTorch's intra-op pool is OpenMP here, and idle OpenMP threads spin; next to OpenBLAS's own
+    // GEMM threads that oversubscribes a 2-core machine (a roberta-base forward took 2.4 s with two
+    // of each, 0.9 s with one intra-op thread). The GEMMs are nearly all of the work, so they get
+    // the threads and LibTorch's elementwise ops run on one. Without OpenBLAS (reference BLAS),
+    // LibTorch keeps them.
+    using SetBlasThreads = void (*)(int);
+    const auto setBlasThreads = reinterpret_cast<SetBlasThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+    if (setBlasThreads) {
+        setBlasThreads(threads);
+        at::set_num_threads(1);
+    } else {
+        at::set_num_threads(threads);
+    }
+}
+
+int computeThreads()
+{
+    return configuredThreads > 0 ? configuredThreads : at::get_num_threads();
+}
+
+} // namespace scalescope

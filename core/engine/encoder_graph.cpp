@@ -1,0 +1,255 @@
+// LibTorch: the forward pass over the decoded weights.
+#include "engine/encoder_graph.h"
+
+#include <ATen/ATen.h>
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "common/error.h"
+#include "engine/activation_kernels.h"
+#include "engine/encoder_weights.h"
+
+namespace scalescope {
+namespace {
+
+FloatTensor toFloatTensor(const at::Tensor& tensor)
+{
+    at::Tensor contiguous = tensor.contiguous();
+    FloatTensor out;
+    out.shape.assign(contiguous.sizes().begin(), contiguous.sizes().end());
+    out.values.resize(static_cast<std::size_t>(contiguous.numel()));
+    if (!out.values.empty())
+        std::memcpy(out.values.data(), contiguous.data_ptr<float>(), out.values.size() * sizeof(float));
+    return out;
+}
+
+// State of one forward call: options, the real-token row mask for statistics, and the outputs.
+struct ForwardContext {
+    const ForwardOptions& options;
+    std::vector<uint8_t> realRows; // per flattened token row: 1 real, 0 padding
+    ForwardResult result;
+
+    // The real-row mask for a [rows, features] view; gathered head inputs (logitPositions) are all real.
+    const std::vector<uint8_t>& realRowsFor(int64_t rows) const
+    {
+        static const std::vector<uint8_t> allReal;
+        return rows == static_cast<int64_t>(realRows.size()) ? realRows : allReal;
+    }
+    void capture(const std::string& point, const std::string& module, const at::Tensor& tensor)
+    {
+        if (!captureSelects(options.capture, point, module))
+            return;
+        if (options.onCapture) {
+            const at::Tensor contiguous = tensor.contiguous();
+            const std::vector<int64_t> shape(contiguous.sizes().begin(), contiguous.sizes().end());
+            options.onCapture(point, shape, contiguous.data_ptr<float>());
+            return;
+        }
+        result.captures.push_back({point, toFloatTensor(tensor)});
+    }
+};
+
+// Quantize-dequantize a Linear's input as `fp8` mode does: per token row, or per tensor.
+at::Tensor quantizeActivations(const at::Tensor& x, const LinearInfo& info, ForwardContext& context)
+{
+    const int64_t features = x.size(-1);
+    const at::Tensor input = x.contiguous().view({-1, features});
+    const int64_t rows = input.size(0);
+    at::Tensor output = at::empty_like(input);
+    const float* src = input.data_ptr<float>();
+    float* dst = output.data_ptr<float>();
+    const std::vector<float> rowScales =
+        quantDequantActivations(src, dst, rows, features, info.activations, info.inputScale);
+    if (context.options.activationStatistics)
+        context.result.activationStatistics.push_back(
+            countActivationStatistics(info.module, src, dst, rows, features, rowScales, context.realRowsFor(rows)));
+    return output.view(x.sizes());
+}
+
+// Records what calibration needs of a Linear's input (its capture is the caller's).
+void recordLinearInputAmax(const LinearInfo& info, const at::Tensor& x, ForwardContext& context)
+{
+    if (!context.options.linearInputAmax)
+        return;
+    const at::Tensor flat = x.contiguous().view({-1, x.size(-1)});
+    const float amax = realRowsAmax(flat.data_ptr<float>(), flat.size(0), flat.size(1), context.realRowsFor(flat.size(0)));
+    context.result.linearInputAmax.emplace_back(info.module, amax);
+}
+
+bool quantizesInput(const LinearInfo& info, const ForwardContext& context)
+{
+    return quantizesActivations(info, context.options.mode, context.options.overrides);
+}
+
+// The input the GEMM sees: quantized-dequantized when this Linear quantizes its activations.
+at::Tensor linearInput(const LinearInfo& info, const at::Tensor& x, ForwardContext& context)
+{
+    return quantizesInput(info, context) ? quantizeActivations(x, info, context) : x;
+}
+
+at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardContext& context)
+{
+    const LinearInfo& info = linear.info;
+    context.capture(info.module + ".input", info.module, x);
+    recordLinearInputAmax(info, x, context);
+    const at::Tensor input = linearInput(info, x, context);
+    at::Tensor y = linear.bias.defined() ? at::linear(input, linear.weight, linear.bias) : at::linear(input, linear.weight);
+    context.capture(info.module + ".output", info.module, y);
+    return y;
+}
+
+// q, k, v of one layer in one GEMM (see LayerWeights::fusedQkv) when this forward treats their
+// shared input alike (overrides may split them); outputs are views of its result.
+std::array<at::Tensor, 3> runQkv(const LayerWeights& layer, const at::Tensor& x, ForwardContext& context)
+{
+    const LinearWeights* members[3] = {&layer.query, &layer.key, &layer.value};
+    const bool quantizeQ = quantizesInput(layer.query.info, context);
+    const bool alike = quantizeQ == quantizesInput(layer.key.info, context) &&
+                       quantizeQ == quantizesInput(layer.value.info, context);
+    if (!layer.fusedQkv || !alike)
+        return {runLinear(layer.query, x, context), runLinear(layer.key, x, context), runLinear(layer.value, x, context)};
+    for (const LinearWeights* member : members)
+        recordLinearInputAmax(member->info, x, context);
+    const std::size_t statisticsBefore = context.result.activationStatistics.size();
+    const at::Tensor input = linearInput(layer.query.info, x, context);
+    // The three share one quantized input, so they share its statistics too.
+    if (context.result.activationStatistics.size() == statisticsBefore + 1) {
+        for (const LinearWeights* member : {&layer.key, &layer.value}) {
+            ActivationStatistics copy = context.result.activationStatistics.back();
+            copy.module = member->info.module;
+            context.result.activationStatistics.push_back(copy);
+        }
+    }
+    const at::Tensor y = at::linear(input, layer.qkvWeight, layer.qkvBias);
+    const int64_t width = layer.query.info.outFeatures;
+    std::array<at::Tensor, 3> outputs;
+    for (std::size_t i = 0; i < 3; ++i) {
+        // Captured in the order of separate Linears: q input, q output, k input, ...
+        const std::string& module = members[i]->info.module;
+        outputs[i] = y.narrow(-1, static_cast<int64_t>(i) * width, width);
+        context.capture(module + ".input", module, x);
+        context.capture(module + ".output", module, outputs[i]);
+    }
+    return outputs;
+}
+
+} // namespace
+
+struct EncoderGraph::Impl {
+    std::shared_ptr<const Checkpoint> checkpoint;
+    EncoderWeights weights;
+
+    const ModelConfig& config() const { return checkpoint->config(); }
+    const EncoderLayout& layout() const { return checkpoint->layout(); }
+
+    at::Tensor embed(const PaddedBatch& padded, ForwardContext& context) const
+    {
+        const ModelConfig& c = config();
+        const at::Tensor ids = at::from_blob(const_cast<int64_t*>(padded.ids.data()), {padded.batch, padded.seq}, at::kLong);
+        const at::Tensor types =
+            at::from_blob(const_cast<int64_t*>(padded.typeIds.data()), {padded.batch, padded.seq}, at::kLong);
+        at::Tensor positions;
+        if (layout().positionsSkipPadding()) {
+            // Hugging Face's RoBERTa numbers positions from the non-pad tokens: pad + cumulative count.
+            const at::Tensor nonPad = ids.ne(c.padTokenId).to(at::kLong);
+            positions = at::cumsum(nonPad, 1) * nonPad + (layout().positionOffset() - 1);
+        } else {
+            positions = at::arange(padded.seq, at::kLong).unsqueeze(0).expand({padded.batch, padded.seq}) +
+                        layout().positionOffset();
+        }
+        const at::Tensor sum = at::embedding(weights.wordEmbeddings, ids) +
+                               at::embedding(weights.positionEmbeddings, positions) +
+                               at::embedding(weights.tokenTypeEmbeddings, types);
+        at::Tensor h = at::layer_norm(sum, {c.hiddenSize}, weights.embeddingNormWeight, weights.embeddingNormBias,
+                                      c.layerNormEps);
+        context.capture(layout().embeddingsOutput(), layout().embeddingsModule(), h);
+        return h;
+    }
+
+    at::Tensor encoderLayer(int index, const at::Tensor& h, const at::Tensor& keyMask, ForwardContext& context) const
+    {
+        const ModelConfig& c = config();
+        const LayerWeights& layer = weights.layers[static_cast<std::size_t>(index)];
+        const int64_t batch = h.size(0), seq = h.size(1), hidden = c.hiddenSize;
+        const int64_t heads = c.numHeads, headDim = hidden / heads;
+        auto splitHeads = [&](const at::Tensor& t) { return t.view({batch, seq, heads, headDim}).transpose(1, 2); };
+        const auto qkv = runQkv(layer, h, context);
+        const at::Tensor q = splitHeads(qkv[0]), k = splitHeads(qkv[1]), v = splitHeads(qkv[2]);
+        const at::Tensor scores = at::matmul(q, k.transpose(-1, -2)) * (1.0 / std::sqrt(double(headDim))) + keyMask;
+        const at::Tensor attended =
+            at::matmul(at::softmax(scores, -1), v).transpose(1, 2).reshape({batch, seq, hidden});
+        const at::Tensor attentionOut = runLinear(layer.attentionOutput, attended, context);
+        const at::Tensor afterAttention = at::layer_norm(attentionOut + h, {hidden}, layer.attentionNormWeight,
+                                                         layer.attentionNormBias, c.layerNormEps);
+        const at::Tensor intermediate = at::gelu(runLinear(layer.intermediate, afterAttention, context));
+        const at::Tensor outputDense = runLinear(layer.output, intermediate, context);
+        at::Tensor out = at::layer_norm(outputDense + afterAttention, {hidden}, layer.outputNormWeight,
+                                        layer.outputNormBias, c.layerNormEps);
+        context.capture(layout().layerOutput(index), layout().layerModule(index), out);
+        return out;
+    }
+
+    void runHead(const at::Tensor& h, const EncoderInputs& inputs, ForwardContext& context) const
+    {
+        const ModelConfig& c = config();
+        if (layout().isQuestionAnswering()) {
+            const at::Tensor logits = runLinear(weights.qaOutputs, h, context);
+            context.result.outputs.push_back({"start_logits", toFloatTensor(logits.select(-1, 0))});
+            context.result.outputs.push_back({"end_logits", toFloatTensor(logits.select(-1, 1))});
+            return;
+        }
+        at::Tensor states = h;
+        if (!inputs.logitPositions.empty()) {
+            const int64_t seq = h.size(1);
+            std::vector<int64_t> flat;
+            for (const auto& [row, position] : inputs.logitPositions)
+                flat.push_back(int64_t(row) * seq + position);
+            states = h.reshape({-1, c.hiddenSize}).index_select(0, at::tensor(flat, at::kLong));
+        }
+        const at::Tensor dense = at::gelu(runLinear(weights.lmDense, states, context));
+        const at::Tensor normed =
+            at::layer_norm(dense, {c.hiddenSize}, weights.lmNormWeight, weights.lmNormBias, c.layerNormEps);
+        context.result.outputs.push_back({"logits", toFloatTensor(runLinear(weights.lmDecoder, normed, context))});
+    }
+};
+
+EncoderGraph::EncoderGraph() : impl_(std::make_unique<Impl>()) {}
+EncoderGraph::~EncoderGraph() = default;
+
+std::unique_ptr<EncoderGraph> EncoderGraph::load(std::shared_ptr<const Checkpoint> checkpoint, const Progress& progress)
+{
+    at::NoGradGuard noGrad;
+    std::unique_ptr<EncoderGraph> graph(new EncoderGraph());
+    graph->impl_->weights = loadEncoderWeights(*checkpoint, progress);
+    graph->impl_->checkpoint = std::move(checkpoint);
+    return graph;
+}
+
+ForwardResult EncoderGraph::run(const EncoderInputs& inputs, const ForwardOptions& options, const Progress& progress) const
+{
+    at::NoGradGuard noGrad;
+    const Impl& m = *impl_;
+    const PaddedBatch padded = padForwardInputs(inputs, m.config().padTokenId);
+    ForwardContext context{options, padded.realRows, {}};
+    at::Tensor h = m.embed(padded, context);
+    // Additive mask over keys: 0 for real tokens, the lowest float for padding.
+    const at::Tensor mask = at::from_blob(const_cast<float*>(padded.mask.data()), {padded.batch, padded.seq}, at::kFloat);
+    const at::Tensor keyMask =
+        ((1.0f - mask) * std::numeric_limits<float>::lowest()).view({padded.batch, 1, 1, padded.seq});
+    const int layers = static_cast<int>(m.weights.layers.size());
+    for (int i = 0; i < layers; ++i) {
+        progress.throwIfCancelled();
+        progress.report(double(i) / double(layers + 1), "Layer " + std::to_string(i));
+        h = m.encoderLayer(i, h, keyMask, context);
+    }
+    progress.throwIfCancelled();
+    m.runHead(h, inputs, context);
+    progress.report(1.0, "Done");
+    return std::move(context.result);
+}
+
+} // namespace scalescope

@@ -1,0 +1,229 @@
+// LibTorch: builds the engine's weight tensors from the checkpoint's mapped tensors.
+#include "engine/encoder_weights.h"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "common/error.h"
+#include "numerics/fp8.h"
+
+namespace scalescope {
+namespace {
+
+bool isFloatDtype(Dtype dtype)
+{
+    return dtype == Dtype::F32 || dtype == Dtype::F16 || dtype == Dtype::BF16 || dtype == Dtype::F64;
+}
+
+// A float32 tensor with the expected shape. F32 data is used in place (the mapping lives as long
+// as the checkpoint); other dtypes are converted once.
+at::Tensor loadFloat(const TensorView& view, const std::vector<int64_t>& expectedShape)
+{
+    if (view.shape != expectedShape)
+        throw Error("Tensor '" + view.name + "' in " + view.file + " has shape " + shapeText(view.shape) +
+                    "; the config implies " + shapeText(expectedShape) + ".");
+    if (!isFloatDtype(view.dtype))
+        throw Error("Tensor '" + view.name + "' in " + view.file + " has dtype " + dtypeName(view.dtype) +
+                    "; a float dtype (F32, F16, BF16) is expected.");
+    if (view.dtype == Dtype::F32 && reinterpret_cast<std::uintptr_t>(view.data) % alignof(float) == 0)
+        return at::from_blob(const_cast<uint8_t*>(view.data), expectedShape, at::TensorOptions().dtype(at::kFloat));
+    at::Tensor out = at::empty(expectedShape, at::kFloat);
+    view.toFloat(out.data_ptr<float>());
+    return out;
+}
+
+// Scales and input scales: any float dtype, returned as float values, each finite and positive.
+std::vector<float> loadScale(const TensorView& view)
+{
+    if (!isFloatDtype(view.dtype))
+        throw Error("Tensor '" + view.name + "' in " + view.file + " has dtype " + dtypeName(view.dtype) +
+                    "; scales must be F32, BF16 or F16.");
+    FloatTensor values = view.toFloat();
+    for (float v : values.values)
+        if (!(v > 0) || !std::isfinite(v))
+            throw Error("Tensor '" + view.name + "' in " + view.file +
+                        " holds a scale that is zero, negative, NaN or infinite.");
+    return values.values;
+}
+
+class WeightLoader {
+public:
+    explicit WeightLoader(const Checkpoint& checkpoint)
+        : checkpoint_(checkpoint), store_(checkpoint.tensors()), layout_(checkpoint.layout())
+    {
+    }
+
+    at::Tensor tensor(const std::string& name, const std::vector<int64_t>& shape) const
+    {
+        return loadFloat(store_.require(name), shape);
+    }
+
+    LinearWeights linear(const std::string& module) const
+    {
+        const LayoutLinear& shape = *layout_.findLinear(module);
+        LinearWeights linear;
+        linear.info = *checkpoint_.plan().find(module);
+        const TensorView& weight = store_.require(module + ".weight");
+        const std::string& problem = checkpoint_.plan().problem(module);
+        if (!problem.empty())
+            throw Error(problem);
+        if (linear.info.quantized)
+            loadFp8Weight(weight, shape, linear);
+        else
+            linear.weight = loadFloat(weight, {shape.outFeatures, shape.inFeatures});
+        if (shape.hasBias)
+            if (const TensorView* bias = store_.find(module + ".bias"))
+                linear.bias = loadFloat(*bias, {shape.outFeatures});
+        return linear;
+    }
+
+    // A Linear whose weight may be absent because it is tied to `tiedTo` (the MaskedLM decoder to
+    // the word embeddings, as Hugging Face saves it): then it shares that tensor.
+    LinearWeights tiedLinear(const std::string& module, const at::Tensor& tiedTo) const
+    {
+        const LayoutLinear& shape = *layout_.findLinear(module);
+        if (store_.find(module + ".weight") || shape.tiedWeight.empty())
+            return linear(module);
+        LinearWeights linear;
+        linear.info = *checkpoint_.plan().find(module);
+        linear.weight = tiedTo;
+        return linear;
+    }
+
+private:
+    void loadFp8Weight(const TensorView& weight, const LayoutLinear& shape, LinearWeights& linear) const
+    {
+        const int64_t out = shape.outFeatures, in = shape.inFeatures;
+        if (weight.shape != std::vector<int64_t>{out, in})
+            throw Error("Tensor '" + weight.name + "' in " + weight.file + " has shape " + shapeText(weight.shape) +
+                        "; the config implies " + shapeText({out, in}) + ".");
+        const TensorView& scaleView = store_.require(shape.module + ".weight_scale");
+        const std::string& strategy = linear.info.weightStrategy;
+        const bool perChannel = strategy == "channel";
+        const bool shapeOk = perChannel
+            ? (scaleView.shape == std::vector<int64_t>{out, 1} || scaleView.shape == std::vector<int64_t>{out})
+            : scaleView.numel() == 1 && scaleView.shape.size() <= 2;
+        if (!shapeOk)
+            throw Error("Tensor '" + scaleView.name + "' in " + scaleView.file + " has shape " +
+                        shapeText(scaleView.shape) + ", but weight strategy \"" + strategy + "\" needs " +
+                        (perChannel ? shapeText({out, 1}) : std::string("[1]")) + ".");
+        const std::vector<float> scales = loadScale(scaleView);
+        linear.weight = at::empty({out, in}, at::kFloat);
+        float* dst = linear.weight.data_ptr<float>();
+        const uint8_t* codes = weight.data;
+        at::parallel_for(0, out, 16, [&](int64_t begin, int64_t end) {
+            for (int64_t row = begin; row < end; ++row)
+                fp8::dequantizeE4M3(codes + row * in, static_cast<std::size_t>(in), scales[perChannel ? row : 0],
+                                    dst + row * in);
+        });
+        if (linear.info.activations == ActivationQuantization::StaticPerTensor)
+            linear.info.inputScale = staticInputScale(shape.module);
+    }
+
+    float staticInputScale(const std::string& module) const
+    {
+        const TensorView* inputScale = store_.find(module + ".input_scale");
+        if (!inputScale)
+            throw Error("Tensor '" + module + ".input_scale' is missing from " + checkpoint_.directory() +
+                        "; static activations need it.");
+        if (inputScale->numel() != 1)
+            throw Error("Tensor '" + inputScale->name + "' in " + inputScale->file + " has shape " +
+                        shapeText(inputScale->shape) + "; a static per-tensor input scale needs [1].");
+        return loadScale(*inputScale)[0];
+    }
+
+    const Checkpoint& checkpoint_;
+    const TensorStore& store_;
+    const EncoderLayout& layout_;
+};
+
+void fuseQkv(LayerWeights& layer)
+{
+    auto sameInputTreatment = [](const LinearInfo& a, const LinearInfo& b) {
+        return a.quantized == b.quantized && a.activations == b.activations && a.inputScale == b.inputScale;
+    };
+    const LinearInfo& q = layer.query.info;
+    if (!sameInputTreatment(q, layer.key.info) || !sameInputTreatment(q, layer.value.info) ||
+        !layer.query.bias.defined() || !layer.key.bias.defined() || !layer.value.bias.defined())
+        return;
+    const int64_t width = q.outFeatures;
+    layer.qkvWeight = at::cat({layer.query.weight, layer.key.weight, layer.value.weight}, 0);
+    layer.qkvBias = at::cat({layer.query.bias, layer.key.bias, layer.value.bias}, 0);
+    layer.query.weight = layer.qkvWeight.narrow(0, 0, width);
+    layer.key.weight = layer.qkvWeight.narrow(0, width, width);
+    layer.value.weight = layer.qkvWeight.narrow(0, 2 * width, width);
+    layer.fusedQkv = true;
+}
+
+LayerWeights loadLayer(const WeightLoader& loader, const EncoderLayout& layout, int index, int64_t hidden)
+{
+    const std::vector<LayoutLinear>& linears = layout.linears();
+    const std::size_t first = static_cast<std::size_t>(index) * 6;
+    auto module = [&](std::size_t k) { return linears[first + k].module; };
+    LayerWeights layer;
+    layer.query = loader.linear(module(0));
+    layer.key = loader.linear(module(1));
+    layer.value = loader.linear(module(2));
+    fuseQkv(layer);
+    layer.attentionOutput = loader.linear(module(3));
+    layer.attentionNormWeight = loader.tensor(layout.attentionNormPrefix(index) + ".weight", {hidden});
+    layer.attentionNormBias = loader.tensor(layout.attentionNormPrefix(index) + ".bias", {hidden});
+    layer.intermediate = loader.linear(module(4));
+    layer.output = loader.linear(module(5));
+    layer.outputNormWeight = loader.tensor(layout.outputNormPrefix(index) + ".weight", {hidden});
+    layer.outputNormBias = loader.tensor(layout.outputNormPrefix(index) + ".bias", {hidden});
+    return layer;
+}
+
+void loadHead(const WeightLoader& loader, const Checkpoint& checkpoint, EncoderWeights& weights)
+{
+    const EncoderLayout& layout = checkpoint.layout();
+    const ModelConfig& c = checkpoint.config();
+    const std::vector<LayoutLinear>& linears = layout.linears();
+    const std::size_t head = static_cast<std::size_t>(c.numLayers) * 6;
+    if (layout.isQuestionAnswering()) {
+        weights.qaOutputs = loader.linear(linears[head].module);
+        return;
+    }
+    weights.lmDense = loader.linear(linears[head].module);
+    weights.lmNormWeight = loader.tensor(layout.lmHeadNormPrefix() + ".weight", {c.hiddenSize});
+    weights.lmNormBias = loader.tensor(layout.lmHeadNormPrefix() + ".bias", {c.hiddenSize});
+    weights.lmDecoder = loader.tiedLinear(linears[head + 1].module, weights.wordEmbeddings);
+    for (const std::string& name : layout.decoderBiasTensors()) {
+        if (const TensorView* bias = checkpoint.tensors().find(name)) {
+            weights.lmDecoder.bias = loadFloat(*bias, {c.vocabSize});
+            break;
+        }
+    }
+}
+
+} // namespace
+
+EncoderWeights loadEncoderWeights(const Checkpoint& checkpoint, const Progress& progress)
+{
+    const ModelConfig& c = checkpoint.config();
+    const EncoderLayout& layout = checkpoint.layout();
+    const WeightLoader loader(checkpoint);
+    const int64_t h = c.hiddenSize;
+    EncoderWeights weights;
+    progress.report(0.0, "Loading embeddings");
+    weights.wordEmbeddings = loader.tensor(layout.wordEmbeddingsTensor(), {c.vocabSize, h});
+    weights.positionEmbeddings = loader.tensor(layout.positionEmbeddingsTensor(), {c.maxPositionEmbeddings, h});
+    weights.tokenTypeEmbeddings = loader.tensor(layout.tokenTypeEmbeddingsTensor(), {c.typeVocabSize, h});
+    weights.embeddingNormWeight = loader.tensor(layout.embeddingNormPrefix() + ".weight", {h});
+    weights.embeddingNormBias = loader.tensor(layout.embeddingNormPrefix() + ".bias", {h});
+
+    for (int i = 0; i < static_cast<int>(c.numLayers); ++i) {
+        progress.throwIfCancelled();
+        progress.report(double(i) / double(c.numLayers + 1), "Loading layer " + std::to_string(i));
+        weights.layers.push_back(loadLayer(loader, layout, i, h));
+    }
+    progress.report(double(c.numLayers) / double(c.numLayers + 1), "Loading head");
+    loadHead(loader, checkpoint, weights);
+    progress.report(1.0, "Loaded");
+    return weights;
+}
+
+} // namespace scalescope

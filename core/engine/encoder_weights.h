@@ -1,0 +1,43 @@
+#pragma once
+// Core-private (LibTorch): the compute weights of an encoder, decoded once at load into float32 in
+// the layout the matmuls use. float32 tensors of the file are used in place (the mapping lives as
+// long as the checkpoint); FP8 weights are decoded with their scales. Only engine .cpp files include
+// this header.
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "common/progress.h"
+#include "model/checkpoint.h"
+
+namespace scalescope {
+
+struct LinearWeights {
+    LinearInfo info;
+    at::Tensor weight; // [out, in] float32
+    at::Tensor bias;   // [out] float32, or undefined
+};
+
+struct LayerWeights {
+    LinearWeights query, key, value, attentionOutput, intermediate, output;
+    at::Tensor attentionNormWeight, attentionNormBias, outputNormWeight, outputNormBias;
+    // q, k and v read the same input. When they also treat it the same way (same quantization),
+    // one quantization and one GEMM over the stacked weights [3h, h] serve all three: a wider GEMM
+    // runs closer to the BLAS peak. query/key/value.weight are then views into qkvWeight.
+    bool fusedQkv = false;
+    at::Tensor qkvWeight, qkvBias;
+};
+
+struct EncoderWeights {
+    at::Tensor wordEmbeddings, positionEmbeddings, tokenTypeEmbeddings;
+    at::Tensor embeddingNormWeight, embeddingNormBias;
+    std::vector<LayerWeights> layers;
+    LinearWeights qaOutputs;          // QuestionAnswering head
+    LinearWeights lmDense, lmDecoder; // MaskedLM head
+    at::Tensor lmNormWeight, lmNormBias;
+};
+
+// Throws scalescope::Error naming the tensor and the problem; Cancelled on the cancel flag.
+EncoderWeights loadEncoderWeights(const Checkpoint& checkpoint, const Progress& progress);
+
+} // namespace scalescope

@@ -1,0 +1,132 @@
+#include "model/linear_plan.h"
+
+#include "common/error.h"
+#include "io/safetensors.h"
+#include "model/quantization_config.h"
+
+namespace scalescope {
+namespace {
+
+ActivationQuantization activationSchemeOf(const ConfigGroup& group)
+{
+    if (!group.inputActivations)
+        return ActivationQuantization::None;
+    const QuantizationArgs& a = *group.inputActivations;
+    if (a.dynamic && a.strategy == "token")
+        return ActivationQuantization::DynamicPerToken;
+    if (a.dynamic)
+        return ActivationQuantization::DynamicPerTensor;
+    return ActivationQuantization::StaticPerTensor;
+}
+
+// The stored static scale when it is one readable float value; the engine checks it in full.
+float staticInputScale(const TensorStore& tensors, const std::string& module)
+{
+    const TensorView* inputScale = tensors.find(module + ".input_scale");
+    if (!inputScale || inputScale->numel() != 1)
+        return 0;
+    switch (inputScale->dtype) {
+    case Dtype::F32:
+    case Dtype::F16:
+    case Dtype::BF16:
+    case Dtype::F64:
+        break;
+    default:
+        return 0;
+    }
+    float value = 0;
+    inputScale->toFloat(&value);
+    return value;
+}
+
+} // namespace
+
+const char* runModeName(RunMode mode)
+{
+    return mode == RunMode::Fp8 ? "fp8" : "dequant";
+}
+
+LinearPlan::LinearPlan(const ModelConfig& config, const EncoderLayout& layout, const TensorStore& tensors)
+{
+    for (const LayoutLinear& linear : layout.linears()) {
+        LinearInfo info;
+        info.module = linear.module;
+        info.inFeatures = linear.inFeatures;
+        info.outFeatures = linear.outFeatures;
+        std::string problem;
+        const GroupMatch match = config.quantization ? matchGroup(*config.quantization, linear.module, "Linear")
+                                                     : GroupMatch{nullptr, "no quantization_config"};
+        info.rule = match.rule;
+        const TensorView* weight = tensors.find(linear.module + ".weight");
+        const bool fp8Weight = weight && weight->dtype == Dtype::F8_E4M3;
+        if (fp8Weight && !match.group) {
+            problem = "Tensor '" + weight->name + "' in " + weight->file +
+                      " is F8_E4M3, but quantization_config does not quantize module '" + linear.module +
+                      "' (it is ignored or matches no group).";
+        } else if (fp8Weight) {
+            const ConfigGroup& group = *match.group;
+            if (auto reason = unsupportedSchemeReason(*config.quantization, group))
+                problem = "Module '" + linear.module + "' uses " + *reason + ".";
+            info.quantized = true;
+            info.weightStrategy = group.weights ? group.weights->strategy : "";
+            info.group = group.name;
+            info.activations = activationSchemeOf(group);
+            if (info.activations == ActivationQuantization::StaticPerTensor)
+                info.inputScale = staticInputScale(tensors, linear.module);
+        } else if (weight && match.group && config.quantization->status == "compressed") {
+            problem = "Tensor '" + weight->name + "' in " + weight->file + " has dtype " + dtypeName(weight->dtype) +
+                      ", but quantization_config group " + match.group->name + " targets module '" + linear.module +
+                      "', so it should be F8_E4M3.";
+        }
+        index_[info.module] = linears_.size();
+        linears_.push_back(std::move(info));
+        problems_.push_back(std::move(problem));
+        targetGroups_.push_back(match.group);
+    }
+}
+
+const LinearInfo* LinearPlan::find(const std::string& module) const
+{
+    const auto it = index_.find(module);
+    return it == index_.end() ? nullptr : &linears_[it->second];
+}
+
+bool LinearPlan::anyQuantized() const
+{
+    for (const LinearInfo& linear : linears_)
+        if (linear.quantized)
+            return true;
+    return false;
+}
+
+const std::string& LinearPlan::problem(const std::string& module) const
+{
+    static const std::string none;
+    const auto it = index_.find(module);
+    return it == index_.end() ? none : problems_[it->second];
+}
+
+const ConfigGroup* LinearPlan::targetGroup(const std::string& module) const
+{
+    const auto it = index_.find(module);
+    return it == index_.end() ? nullptr : targetGroups_[it->second];
+}
+
+void validateOverrides(const PrecisionOverrides& overrides, const EncoderLayout& layout)
+{
+    for (const auto& [module, precision] : overrides.modules)
+        if (!layout.findLinear(module))
+            throw Error("The precision override names '" + module + "', which is not a Linear of this model.");
+}
+
+bool quantizesActivations(const LinearInfo& linear, RunMode mode, const PrecisionOverrides& overrides)
+{
+    if (!linear.quantized || linear.activations == ActivationQuantization::None)
+        return false;
+    const auto it = overrides.modules.find(linear.module);
+    if (it != overrides.modules.end())
+        return it->second == Precision::Fp8;
+    return mode == RunMode::Fp8 && !overrides.othersFloat;
+}
+
+} // namespace scalescope

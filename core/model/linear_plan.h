@@ -1,0 +1,80 @@
+#pragma once
+// The per-Linear plan: for every Linear of the layout, the quantization_config group that picked it
+// and the rule that did, what the checkpoint stores for it (FP8 codes or float), and how it runs in
+// each mode, with optional precision overrides (DESIGN.md "Precision overrides"). Built once per
+// checkpoint from the config and the tensor headers; the engine, the runner client, diagnostics,
+// scale statistics, quantize, inspect and the GUI all read it instead of deriving schemes again.
+// Building never throws for a checkpoint that can be inspected: what would stop a run is kept as
+// the Linear's problem sentence, which a run throws. Threading: immutable after build.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/architecture.h"
+
+namespace scalescope {
+
+class TensorStore;
+struct ConfigGroup;
+
+enum class RunMode { Fp8, Dequant };
+const char* runModeName(RunMode mode); // "fp8", "dequant"
+
+// How a quantized Linear treats its input in `fp8` mode.
+enum class ActivationQuantization { None, DynamicPerToken, StaticPerTensor, DynamicPerTensor };
+
+struct LinearInfo {
+    std::string module;            // roberta.encoder.layer.0.attention.self.query
+    int64_t inFeatures = 0;
+    int64_t outFeatures = 0;
+    bool quantized = false;        // FP8 weight
+    std::string weightStrategy;    // channel | tensor | "" when not quantized
+    ActivationQuantization activations = ActivationQuantization::None;
+    float inputScale = 0;          // static per-tensor scale, 0 otherwise
+    std::string group;             // config group name
+    std::string rule;              // why that group (or none): "group_0 target \"Linear\" (class name)"
+};
+
+// Per-Linear what-if precision, by exact module name. `Float` runs the Linear on its dequantized
+// (or reference) weights with float activations; `Fp8` runs it as the checkpoint declares even when
+// the rest runs float. `othersFloat` is "fp8-only": every Linear not named runs float.
+enum class Precision { Float, Fp8 };
+
+struct PrecisionOverrides {
+    std::map<std::string, Precision> modules;
+    bool othersFloat = false;
+    bool empty() const { return modules.empty() && !othersFloat; }
+};
+
+class LinearPlan {
+public:
+    LinearPlan() = default;
+    LinearPlan(const ModelConfig& config, const EncoderLayout& layout, const TensorStore& tensors);
+
+    // Layout order.
+    const std::vector<LinearInfo>& linears() const { return linears_; }
+    const LinearInfo* find(const std::string& module) const;
+    bool anyQuantized() const;
+    // The sentence a run throws for this Linear ("" when it can run): an FP8 weight no group
+    // targets, a scheme this version does not run, a float weight a compressed group targets.
+    const std::string& problem(const std::string& module) const;
+    // The config group whose targets pick this module whatever its weight's dtype (LinearInfo::group
+    // is set only for a weight stored as FP8); null when ignored or untargeted. Points into the
+    // ModelConfig the plan was built from.
+    const ConfigGroup* targetGroup(const std::string& module) const;
+
+private:
+    std::vector<LinearInfo> linears_;
+    std::vector<const ConfigGroup*> targetGroups_;
+    std::unordered_map<std::string, std::size_t> index_;
+    std::vector<std::string> problems_;
+};
+
+// Throws naming the first overridden name that is not a Linear of the layout.
+void validateOverrides(const PrecisionOverrides& overrides, const EncoderLayout& layout);
+// Whether this Linear quantizes its input in a forward of `mode` with these overrides.
+bool quantizesActivations(const LinearInfo& linear, RunMode mode, const PrecisionOverrides& overrides);
+
+} // namespace scalescope

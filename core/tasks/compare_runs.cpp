@@ -1,0 +1,241 @@
+#include "tasks/compare_runs.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "analysis/squad_metric.h"
+#include "common/error.h"
+#include "tasks/fill_mask.h"
+
+namespace scalescope {
+namespace {
+
+// Splits [batch, seq] logits into per-window vectors of each window's length.
+std::vector<std::vector<float>> perWindow(const FloatTensor& logits, const std::vector<std::size_t>& lengths)
+{
+    std::vector<std::vector<float>> out;
+    const std::size_t seq = static_cast<std::size_t>(logits.shape.at(1));
+    for (std::size_t b = 0; b < lengths.size(); ++b)
+        out.emplace_back(logits.values.begin() + b * seq, logits.values.begin() + b * seq + lengths[b]);
+    return out;
+}
+
+std::vector<std::pair<int64_t, float>> topK(const std::vector<float>& probabilities, int k)
+{
+    std::vector<int64_t> order(probabilities.size());
+    std::iota(order.begin(), order.end(), 0);
+    const std::size_t count = std::min<std::size_t>(static_cast<std::size_t>(k), order.size());
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(count), order.end(),
+                      [&](int64_t a, int64_t b) {
+                          const float pa = probabilities[static_cast<std::size_t>(a)];
+                          const float pb = probabilities[static_cast<std::size_t>(b)];
+                          return pa != pb ? pa > pb : a < b;
+                      });
+    std::vector<std::pair<int64_t, float>> out;
+    for (std::size_t i = 0; i < count; ++i)
+        out.emplace_back(order[i], probabilities[static_cast<std::size_t>(order[i])]);
+    return out;
+}
+
+// The batch both runs see, built once from whichever input the caller gave.
+struct PreparedInput {
+    EncoderInputs inputs;
+    std::vector<QaWindow> windows;
+    Encoding maskedText;
+    bool isFillMask = false;
+    std::vector<std::size_t> lengths;
+};
+
+PreparedInput prepareInput(const InferenceBackend& run, const ComparisonInput& input)
+{
+    const ModelConfig& a = run.config();
+    const EncoderLayout& layout = run.checkpoint().layout();
+    PreparedInput prepared;
+    const bool isQa = !input.question.empty() || !input.context.empty();
+    if (isQa) {
+        if (!layout.isQuestionAnswering())
+            throw Error("--question/--context need a RobertaForQuestionAnswering checkpoint; " +
+                        run.checkpoint().directory() + " is " + architectureName(a.architecture) + ".");
+        prepared.windows = buildQaWindows(run.checkpoint().tokenizer(), input.question, input.context, input.qaOptions);
+        for (const QaWindow& w : prepared.windows)
+            prepared.inputs.inputIds.push_back(w.encoding.ids);
+    } else if (!input.text.empty()) {
+        const BpeTokenizer& tokenizer = run.checkpoint().tokenizer();
+        prepared.maskedText = tokenizer.encode(input.text);
+        prepared.inputs.inputIds.push_back(prepared.maskedText.ids);
+        prepared.isFillMask = layout.isMaskedLm() && std::count(prepared.maskedText.ids.begin(),
+                                                                prepared.maskedText.ids.end(), tokenizer.maskId()) > 0;
+    } else if (!input.inputIds.empty()) {
+        prepared.inputs.inputIds = input.inputIds;
+    } else {
+        throw Error("Nothing to compare: give a question and context, a text, or input ids.");
+    }
+    for (const auto& row : prepared.inputs.inputIds)
+        prepared.lengths.push_back(row.size());
+    return prepared;
+}
+
+QaAgreement compareAnswers(const ForwardResult& runResult, const ForwardResult& referenceResult,
+                           const PreparedInput& prepared, const ComparisonInput& input)
+{
+    const std::vector<std::size_t>& lengths = prepared.lengths;
+    const FloatTensor& runStart = runResult.output("start_logits");
+    const FloatTensor& runEnd = runResult.output("end_logits");
+    const FloatTensor& refStart = referenceResult.output("start_logits");
+    const FloatTensor& refEnd = referenceResult.output("end_logits");
+    QaAgreement qa;
+    qa.startLogits = metricsOverRealTokens(runStart, refStart, lengths);
+    qa.endLogits = metricsOverRealTokens(runEnd, refEnd, lengths);
+    if (!prepared.windows.empty()) {
+        QaOptions options = input.qaOptions;
+        options.topK = 1;
+        qa.windows = prepared.windows;
+        qa.runStartLogits = perWindow(runStart, lengths);
+        qa.runEndLogits = perWindow(runEnd, lengths);
+        qa.referenceStartLogits = perWindow(refStart, lengths);
+        qa.referenceEndLogits = perWindow(refEnd, lengths);
+        const auto& windows = prepared.windows;
+        const auto runAnswers = postprocessQa(windows, qa.runStartLogits, qa.runEndLogits, input.context, options);
+        const auto refAnswers =
+            postprocessQa(windows, qa.referenceStartLogits, qa.referenceEndLogits, input.context, options);
+        if (!runAnswers.empty())
+            qa.runAnswer = runAnswers.front();
+        if (!refAnswers.empty())
+            qa.referenceAnswer = refAnswers.front();
+        qa.sameBestAnswer = answersAgree(qa.runAnswer, qa.referenceAnswer);
+        qa.answerF1 = f1Score(qa.runAnswer.text, qa.referenceAnswer.text);
+    }
+    return qa;
+}
+
+FillMaskAgreement::Mask compareMask(const float* runLogits, const float* refLogits, std::size_t vocab, int position,
+                                    int topKCount)
+{
+    FillMaskAgreement::Mask mask;
+    mask.position = position;
+    mask.referenceDistribution = softmax(refLogits, vocab);
+    mask.runDistribution = softmax(runLogits, vocab);
+    mask.klDivergence = klDivergence(mask.referenceDistribution, mask.runDistribution);
+    mask.runTop = topK(mask.runDistribution, topKCount);
+    mask.referenceTop = topK(mask.referenceDistribution, topKCount);
+    mask.top1Agrees = !mask.runTop.empty() && mask.runTop.front().first == mask.referenceTop.front().first;
+    std::set<int64_t> referenceIds;
+    for (const auto& [id, probability] : mask.referenceTop)
+        referenceIds.insert(id);
+    int shared = 0;
+    for (const auto& [id, probability] : mask.runTop)
+        shared += referenceIds.count(id) ? 1 : 0;
+    mask.topKOverlap = mask.runTop.empty() ? 0 : double(shared) / double(mask.runTop.size());
+    return mask;
+}
+
+FillMaskAgreement compareMasks(const FloatTensor& runLogits, const FloatTensor& refLogits, const PreparedInput& prepared,
+                               int64_t maskId, const ErrorMetrics& logitMetrics, int topKCount)
+{
+    FillMaskAgreement agreement;
+    agreement.logits = logitMetrics;
+    agreement.encoding = prepared.maskedText;
+    const std::size_t seq = static_cast<std::size_t>(runLogits.shape.at(1));
+    const std::size_t vocab = static_cast<std::size_t>(runLogits.shape.at(2));
+    const std::vector<int64_t>& ids = prepared.maskedText.ids;
+    for (std::size_t t = 0; t < ids.size() && t < seq; ++t)
+        if (ids[t] == maskId)
+            agreement.masks.push_back(compareMask(runLogits.values.data() + t * vocab,
+                                                  refLogits.values.data() + t * vocab, vocab, static_cast<int>(t),
+                                                  topKCount));
+    return agreement;
+}
+
+// Start and end logits of every window together: the QA head's whole output.
+ErrorMetrics startAndEndMetrics(const ForwardResult& runResult, const ForwardResult& referenceResult,
+                                const std::vector<std::size_t>& lengths)
+{
+    const FloatTensor& runStart = runResult.output("start_logits");
+    const FloatTensor& runEnd = runResult.output("end_logits");
+    const FloatTensor& refStart = referenceResult.output("start_logits");
+    const FloatTensor& refEnd = referenceResult.output("end_logits");
+    ErrorAccumulator both;
+    const std::size_t seq = static_cast<std::size_t>(runStart.shape.at(1));
+    for (std::size_t w = 0; w < lengths.size(); ++w) {
+        both.add(runStart.values.data() + w * seq, refStart.values.data() + w * seq, lengths[w]);
+        both.add(runEnd.values.data() + w * seq, refEnd.values.data() + w * seq, lengths[w]);
+    }
+    return both.result();
+}
+
+void checkModelsMatch(const InferenceBackend& run, const InferenceBackend& reference)
+{
+    const ModelConfig& a = run.config();
+    const ModelConfig& b = reference.config();
+    if (a.architecture != b.architecture || a.hiddenSize != b.hiddenSize || a.numLayers != b.numLayers ||
+        a.vocabSize != b.vocabSize || a.intermediateSize != b.intermediateSize)
+        throw Error("The reference " + reference.checkpoint().directory() + " does not match " +
+                    run.checkpoint().directory() + " (architecture or sizes differ).");
+}
+
+} // namespace
+
+ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference, const ComparisonInput& input,
+                             const Progress& progress)
+{
+    InferenceBackend& referenceModel = reference ? *reference : run;
+    checkModelsMatch(run, referenceModel);
+    ComparisonResult result;
+    result.runLabel = runModeName(input.runMode);
+    result.referenceIsStandIn = reference == nullptr;
+    result.referenceLabel = reference ? "reference (" + reference->checkpoint().directory() + ")" : "dequant";
+    const PreparedInput prepared = prepareInput(run, input);
+    const EncoderLayout& layout = run.checkpoint().layout();
+
+    ForwardOptions runOptions;
+    runOptions.mode = input.runMode;
+    runOptions.capture.all = true;
+    runOptions.activationStatistics = true;
+    ForwardOptions referenceOptions;
+    referenceOptions.mode = input.referenceMode;
+    referenceOptions.capture.all = true;
+
+    Progress first = progress;
+    first.callback = [&](double f, const std::string& stage) { progress.report(0.5 * f, "Reference: " + stage); };
+    ForwardResult referenceResult = referenceModel.forward(prepared.inputs, referenceOptions, first);
+
+    // The run is measured against the stored reference point by point as it computes, so its
+    // captures are never copied or kept.
+    std::size_t next = 0;
+    runOptions.onCapture = [&](const std::string& name, const std::vector<int64_t>& shape, const float* data) {
+        if (next >= referenceResult.captures.size() || referenceResult.captures[next].name != name)
+            throw Error("The run and the reference recorded different capture points.");
+        const FloatTensor& r = referenceResult.captures[next++].tensor;
+        if (r.shape != shape)
+            throw Error("Capture point \"" + name + "\" differs in shape between the run and the reference.");
+        CapturePointMetrics point = describeCapturePoint(layout, name);
+        point.metrics = metricsOverRealTokens(shape, data, r, prepared.lengths);
+        result.points.push_back(std::move(point));
+    };
+    Progress second = progress;
+    second.callback = [&](double f, const std::string& stage) { progress.report(0.5 + 0.5 * f, "FP8 run: " + stage); };
+    ForwardResult runResult = run.forward(prepared.inputs, runOptions, second);
+    result.runMs = runResult.elapsedMs;
+    result.referenceMs = referenceResult.elapsedMs;
+    if (next != referenceResult.captures.size())
+        throw Error("The run and the reference recorded different capture points.");
+    result.activations = std::move(runResult.activationStatistics);
+    result.findings = diagnoseActivations(result.activations, run.linears());
+
+    if (layout.isQuestionAnswering()) {
+        result.qa = compareAnswers(runResult, referenceResult, prepared, input);
+        result.finalLogits = startAndEndMetrics(runResult, referenceResult, prepared.lengths);
+    } else {
+        const FloatTensor& runLogits = runResult.output("logits");
+        const FloatTensor& refLogits = referenceResult.output("logits");
+        result.finalLogits = metricsOverRealTokens(runLogits, refLogits, prepared.lengths);
+        if (prepared.isFillMask)
+            result.fillMask = compareMasks(runLogits, refLogits, prepared, run.checkpoint().tokenizer().maskId(),
+                                           result.finalLogits, input.topK);
+    }
+    progress.report(1.0, "Compared");
+    return result;
+}
+
+} // namespace scalescope

@@ -1,0 +1,81 @@
+#pragma once
+// The comparison task: a run (`fp8`) against its reference (`reference` from a float checkpoint,
+// or `dequant` standing in): the metrics of DESIGN.md at every capture point, the FP8 activation
+// shares of every quantized Linear, and agreement of the final outputs (QA answers or fill-mask
+// distributions).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/comparison.h"
+#include "analysis/diagnostics.h"
+#include "model/inference_backend.h"
+#include "tasks/question_answering.h"
+
+namespace scalescope {
+
+// What to run. Exactly one of: question+context (QA models), text (fill-mask when it holds
+// <mask> on a MaskedLM; otherwise one plain forward), inputIds.
+struct ComparisonInput {
+    std::string question;
+    std::string context;
+    std::string text;
+    std::vector<std::vector<int64_t>> inputIds;
+    QaOptions qaOptions;
+    int topK = 5;
+    // The run side's mode: fp8 (the default), or dequant to see the weights' share of the error.
+    RunMode runMode = RunMode::Fp8;
+    // The reference side's mode: dequant (a float checkpoint runs the same either way), or fp8 to
+    // compare a device's FP8 run with the in-process CPU emulation of the same checkpoint.
+    RunMode referenceMode = RunMode::Dequant;
+};
+
+struct QaAgreement {
+    bool sameBestAnswer = false;
+    QaAnswer runAnswer;
+    QaAnswer referenceAnswer;
+    double answerF1 = 0;     // SQuAD token F1 between the two best answers
+    ErrorMetrics startLogits;
+    ErrorMetrics endLogits;
+    // The windows and both sides' logits, so that callers can build n-best lists or charts
+    // without running the models again.
+    std::vector<QaWindow> windows;
+    std::vector<std::vector<float>> runStartLogits, runEndLogits;
+    std::vector<std::vector<float>> referenceStartLogits, referenceEndLogits;
+};
+
+struct FillMaskAgreement {
+    struct Mask {
+        int position = 0;
+        bool top1Agrees = false;
+        double topKOverlap = 0;      // |top-k(run) n top-k(ref)| / k
+        double klDivergence = 0;     // KL(reference || run), nats
+        std::vector<std::pair<int64_t, float>> runTop, referenceTop;
+        std::vector<float> runDistribution, referenceDistribution; // softmax over the vocabulary
+    };
+    Encoding encoding; // the text's tokens
+    std::vector<Mask> masks;
+    ErrorMetrics logits;
+};
+
+struct ComparisonResult {
+    std::string runLabel;          // "fp8"
+    std::string referenceLabel;    // "reference (DIR)" or "dequant"
+    bool referenceIsStandIn = false;
+    std::vector<CapturePointMetrics> points; // execution order
+    std::vector<ActivationStatistics> activations;
+    std::vector<Finding> findings;           // activation diagnostics of the run
+    std::optional<QaAgreement> qa;
+    std::optional<FillMaskAgreement> fillMask;
+    ErrorMetrics finalLogits;                // the head's logits (all of them)
+    double runMs = 0;
+    double referenceMs = 0;
+};
+
+// reference may be null: then `run` in `dequant` mode is the reference and the result says so.
+// Throws scalescope::Error when the two models do not match (architecture, sizes) or the input does
+// not suit the model.
+ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference, const ComparisonInput& input,
+                             const Progress& progress = {});
+
+} // namespace scalescope
