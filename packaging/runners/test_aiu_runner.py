@@ -5,12 +5,14 @@ Run: python3 -m unittest discover -s packaging/runners -p "test_*.py"
 FakeAdapter below is also the model ScaleScope's C++ test_runner plugs into aiu_runner.py
 (`--adapter test_aiu_runner:FakeAdapter`) to check the two sides of the protocol against each other.
 Its outputs are simple functions of the input, so the expected values are known by hand:
-start_logits = 0.5 * id, end_logits = -id, MaskedLM logits[v] = 1 where v == id else 0, and the
+start_logits = 0.5 * id (+ 1000 * token type), end_logits = -id, MaskedLM logits[v] = 1 where v == id else 0, and the
 capture point with index k in execution order holds k + t / 4 at token t.
 """
 
 from __future__ import annotations
 
+import datetime
+import hashlib
 import importlib.util
 import io
 import json
@@ -21,8 +23,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 from typing import Any, Dict, List, Optional
+from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -71,15 +75,18 @@ class FakeAdapter(ModelAdapter):
         self.max_tokens = int(config["max_position_embeddings"]) - self.pad_id - 1
         return self.architecture
 
-    def forward(self, input_ids, attention_mask, capture, logit_positions):
+    def forward(self, input_ids, attention_mask, capture, logit_positions, token_type_ids=None, overrides=None):
         self.forwards.append(dict(input_ids=input_ids, attention_mask=attention_mask, capture=capture,
-                                  logit_positions=logit_positions))
+                                  logit_positions=logit_positions, token_type_ids=token_type_ids,
+                                  overrides=overrides))
         if self.fail_next_forward is not None:
             failure, self.fail_next_forward = self.fail_next_forward, None
             raise failure
         result: Dict[str, Any] = {}
         if self.architecture == QA_ARCHITECTURE:
-            result["start_logits"] = [[0.5 * token for token in row] for row in input_ids]
+            types = token_type_ids or [[0] * len(row) for row in input_ids]
+            result["start_logits"] = [[0.5 * token + 1000.0 * kind for token, kind in zip(row, kinds)]
+                                      for row, kinds in zip(input_ids, types)]
             result["end_logits"] = [[-float(token) for token in row] for row in input_ids]
         else:
             def one_hot(token):
@@ -96,10 +103,18 @@ class FakeAdapter(ModelAdapter):
         return result
 
 
-def read_safetensors(path: str):
-    """An independent reader: (header dict, {name: (shape, [floats])}) of an F32 file."""
-    with open(path, "rb") as file:
-        data = file.read()
+def lines_of(out: io.BytesIO) -> List[Dict[str, Any]]:
+    return [json.loads(line) for line in out.getvalue().decode("utf-8").splitlines()]
+
+
+def read_safetensors(path):
+    """An independent reader: (header dict, {name: (shape, [floats])}) of an F32 file (a path or
+    the bytes themselves)."""
+    if isinstance(path, bytes):
+        data = path
+    else:
+        with open(path, "rb") as file:
+            data = file.read()
     (length,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8:8 + length])
     body = data[8 + length:]
@@ -158,6 +173,14 @@ class ProtocolRoundTrips(ServerTestCase):
     def test_hello(self):
         self.assertEqual(self.server.handle({"id": 1, "op": "hello"}),
                          {"id": 1, "ok": True, "protocol": 1, "device": "fake", "name": "fake model for tests"})
+        for offered, chosen in (([1, 2], 2), ([2, 1], 2), ([1], 1), ([1, 2, 7], 2), ([2], 2)):
+            with self.subTest(offered):
+                self.assertEqual(self.server.handle({"id": 2, "op": "hello", "protocols": offered})["protocol"], chosen)
+        for offered in ([7], "2", [True]):
+            with self.subTest(offered):
+                answer = self.server.handle({"id": 3, "op": "hello", "protocols": offered})
+                self.assertFalse(answer["ok"])
+                self.assertIn("rotocol", answer["error"])
 
     def test_load_reports_architecture_and_reloads_only_on_change(self):
         self.assertEqual(self.load(request_id=7), {"id": 7, "ok": True, "architecture": QA_ARCHITECTURE})
@@ -226,18 +249,18 @@ class ProtocolRoundTrips(ServerTestCase):
 
     def test_shutdown_ends_serving(self):
         lines = [b'{"id":1,"op":"hello"}\n', b"\n", b'{"id":2,"op":"shutdown"}\n', b'{"id":3,"op":"hello"}\n']
-        served = iter(lines)
-        out = io.StringIO()
-        self.assertEqual(self.server.serve(lambda: next(served, b""), out), 0)
-        answers = [json.loads(line) for line in out.getvalue().splitlines()]
+        source = io.BytesIO(b"".join(lines))
+        out = io.BytesIO()
+        self.assertEqual(self.server.serve(source, out), 0)
+        answers = lines_of(out)
         self.assertEqual([a["id"] for a in answers], [1, 2])
         self.assertEqual(answers[1], {"id": 2, "ok": True})
-        self.assertEqual(next(served), b'{"id":3,"op":"hello"}\n')  # never read
+        self.assertEqual(source.read(), b'{"id":3,"op":"hello"}\n')  # never read
 
     def test_end_of_input_ends_serving(self):
-        out = io.StringIO()
-        self.assertEqual(self.server.serve(lambda: b"", out), 0)
-        self.assertEqual(out.getvalue(), "")
+        out = io.BytesIO()
+        self.assertEqual(self.server.serve(io.BytesIO(b""), out), 0)
+        self.assertEqual(out.getvalue(), b"")
 
 
 class MalformedRequests(ServerTestCase):
@@ -289,10 +312,9 @@ class MalformedRequests(ServerTestCase):
                 if load_first:
                     self.assertTrue(self.server.handle({"id": 0, "op": "load", "checkpoint": self.qa})["ok"])
                 text = json.dumps(request).replace('"OUT"', json.dumps(self.output())).replace('"QA"', json.dumps(self.qa))
-                served = iter([text.encode() + b"\n", b'{"id":99,"op":"hello"}\n'])
-                out = io.StringIO()
-                self.server.serve(lambda: next(served, b""), out)
-                answer, hello = [json.loads(line) for line in out.getvalue().splitlines()]
+                out = io.BytesIO()
+                self.server.serve(io.BytesIO(text.encode() + b"\n" + b'{"id":99,"op":"hello"}\n'), out)
+                answer, hello = lines_of(out)
                 self.assertFalse(answer["ok"])
                 self.assertEqual(answer["id"], expected_id)
                 self.assertIn(phrase, answer["error"])
@@ -302,10 +324,9 @@ class MalformedRequests(ServerTestCase):
                 self.assertFalse(os.path.exists(self.output()))
 
     def test_not_json(self):
-        served = iter([b'{"id":1,"op":\n', b"\xff\xfe garbage\n", b'{"id":2,"op":"hello"}\n'])
-        out = io.StringIO()
-        self.server.serve(lambda: next(served, b""), out)
-        answers = [json.loads(line) for line in out.getvalue().splitlines()]
+        out = io.BytesIO()
+        self.server.serve(io.BytesIO(b'{"id":1,"op":\n' + b"\xff\xfe garbage\n" + b'{"id":2,"op":"hello"}\n'), out)
+        answers = lines_of(out)
         self.assertEqual(len(answers), 3)
         for answer in answers[:2]:
             self.assertEqual((answer["id"], answer["ok"]), (None, False))
@@ -434,19 +455,19 @@ class RankCoordination(ServerTestCase):
             thread.start()
         server = RunnerServer(self.adapter, self.log, QueueCollective(0, 3, commands, errors))
         followers[1].fail_next_forward = RequestError("AIU card 2 timed out.")
-        out = io.StringIO()
+        out = io.BytesIO()
         forward = json.dumps({"op": "forward", "input_ids": [[0, 3, 2]], "output": self.output()})
-        lines = iter([
+        lines = [
             json.dumps({"id": 1, "op": "hello"}).encode(),
             json.dumps({"id": 2, "op": "load", "checkpoint": self.qa}).encode(),
             forward.replace('"op"', '"id": 3, "op"').encode(),
             forward.replace('"op"', '"id": 4, "op"').encode(),
-        ])
-        server.serve(lambda: next(lines, b""), out)  # end of input shuts the followers down
+        ]
+        server.serve(io.BytesIO(b"\n".join(lines) + b"\n"), out)  # end of input shuts the followers down
         for thread in threads:
             thread.join(timeout=10)
             self.assertFalse(thread.is_alive())
-        answers = [json.loads(line) for line in out.getvalue().splitlines()]
+        answers = lines_of(out)
         self.assertEqual([a["ok"] for a in answers], [True, True, False, True])
         self.assertEqual(answers[2]["error"], "Rank 2: AIU card 2 timed out.")
         for follower in followers:
@@ -488,7 +509,7 @@ class Program(unittest.TestCase):
     def test_end_of_input_exits(self):
         result = self.run_runner([json.dumps({"id": 1, "op": "hello"})])
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(json.loads(result.stdout)["protocol"], aiu_runner.PROTOCOL_VERSION)
+        self.assertEqual(json.loads(result.stdout)["protocol"], 1)  # no "protocols" offered
 
 
 class FmsAdapterWithoutCards(unittest.TestCase):
@@ -512,8 +533,47 @@ class FmsAdapterWithoutCards(unittest.TestCase):
 
     def test_options(self):
         self.assertEqual(aiu_runner.parse_arguments([]).seq_buckets, [64, 128, 256, 384, 512])
+        self.assertEqual(aiu_runner.parse_arguments([]).batch_buckets, [1, 4, 16])
         self.assertEqual(aiu_runner.parse_arguments(["--device-type", "cpu"]).seq_buckets, [])
-        self.assertEqual(aiu_runner.parse_arguments(["--seq-buckets", "32,16"]).seq_buckets, [16, 32])
+        self.assertEqual(aiu_runner.parse_arguments(["--seq-buckets", "128,64"]).seq_buckets, [64, 128])
+        self.assertEqual(aiu_runner.parse_arguments(["--device-type", "cpu", "--seq-buckets", "32,16"]).seq_buckets,
+                         [16, 32])
+        # fms parses data_type with getattr(torch, ...): torch attribute names, not fp16/bf16/fp32 (D3).
+        self.assertEqual(aiu_runner.parse_arguments(["--dtype", "float16"]).dtype, "float16")
+        stderr = io.StringIO()
+        for refused, phrase in ((["--seq-buckets", "32,16"], "multiples of 64"),
+                                (["--device-type", "senulator", "--seq-buckets", "100"], "multiples of 64"),
+                                (["--seq-buckets", ""], "cannot be empty on AIU"),
+                                (["--dtype", "bfloat16"], "do not compute in bfloat16"),
+                                (["--batch-buckets", "0,4"], "must be positive")):
+            with self.subTest(refused), self.assertRaises(SystemExit), mock.patch.object(sys, "stderr", stderr):
+                aiu_runner.parse_arguments(refused)
+            self.assertIn(phrase, stderr.getvalue())
+
+    def test_flex_device_defaults_to_pf(self):
+        # aiu-fms-testing-utils and vllm-spyre use PF since mid 2025 (D9).
+        with mock.patch.dict(os.environ, {"AIU_WORLD_RANK_0": "0000:1e:00.0"}, clear=True):
+            aiu_runner.FmsAdapter(aiu_runner.parse_arguments([])).prepare_environment()
+            self.assertEqual(os.environ["FLEX_DEVICE"], "PF")
+            self.assertNotIn("TORCH_SENDNN_CACHE_ENABLE", os.environ)
+        with mock.patch.dict(os.environ, {"AIU_WORLD_RANK_0": "0000:1e:00.0"}, clear=True):
+            aiu_runner.FmsAdapter(aiu_runner.parse_arguments(["--compile-cache", "/var/cache/sendnn"])).prepare_environment()
+            self.assertEqual((os.environ["TORCH_SENDNN_CACHE_ENABLE"], os.environ["TORCH_SENDNN_CACHE_DIR"]),
+                             ("1", "/var/cache/sendnn"))
+
+    @unittest.skipUnless(HAVE_TORCH, "torch is not installed")
+    def test_process_group_outlives_an_idle_workbench(self):
+        # gloo's default timeout is 30 min; followers wait in a broadcast between requests (D4).
+        import torch.distributed
+
+        options = aiu_runner.parse_arguments([])
+        with mock.patch.object(torch.distributed, "init_process_group") as init, \
+                mock.patch.object(aiu_runner, "TorchCollective", lambda: "collective"):
+            self.assertEqual(aiu_runner.init_ranks(options, 1, 4), "collective")
+        self.assertEqual(init.call_args.kwargs["backend"], "gloo")
+        self.assertEqual(init.call_args.kwargs["timeout"], datetime.timedelta(days=7))
+        self.assertEqual((init.call_args.kwargs["rank"], init.call_args.kwargs["world_size"]), (1, 4))
+        self.assertIsInstance(aiu_runner.init_ranks(options, 0, 1), Collective)
 
     @unittest.skipUnless(HAVE_TORCH and not HAVE_FMS, "needs torch without fms")
     def test_missing_fms_is_one_sentence(self):
