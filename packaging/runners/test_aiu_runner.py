@@ -344,6 +344,227 @@ class MalformedRequests(ServerTestCase):
                                             "output": self.output()})["ok"])
 
 
+def file_entry(path: str) -> Dict[str, Any]:
+    with open(path, "rb") as file:
+        data = file.read()
+    return {"name": os.path.basename(path), "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def manifest_of(folder: str) -> List[Dict[str, Any]]:
+    """The manifest as a client computes it, written independently of aiu_runner's helpers."""
+    return [file_entry(os.path.join(folder, name)) for name in sorted(os.listdir(folder))]
+
+
+def hash_of(manifest: List[Dict[str, Any]]) -> str:
+    text = "".join("%s %d %s\n" % (f["name"], f["size"], f["sha256"]) for f in sorted(manifest, key=lambda f: f["name"]))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def upload_lines(folder: str, checkpoint_hash: str, first_id: int, corrupt: Optional[str] = None) -> bytes:
+    """upload requests with their payloads, then commit_checkpoint, as protocol 2 frames them."""
+    stream = b""
+    manifest = manifest_of(folder)
+    for number, entry in enumerate(manifest):
+        with open(os.path.join(folder, entry["name"]), "rb") as file:
+            data = file.read()
+        if entry["name"] == corrupt:
+            data = data[:-1] + bytes([data[-1] ^ 1])
+        request = dict(id=first_id + number, op="upload", hash=checkpoint_hash, name=entry["name"],
+                       sha256=entry["sha256"], bytes=len(data))
+        stream += json.dumps(request).encode() + b"\n" + data
+    commit = dict(id=first_id + len(manifest), op="commit_checkpoint", hash=checkpoint_hash, files=manifest)
+    return stream + json.dumps(commit).encode() + b"\n"
+
+
+def read_responses(data: bytes) -> List[Dict[str, Any]]:
+    """Response lines, each with its blob (under "blob") when it announces "bytes"."""
+    responses = []
+    stream = io.BytesIO(data)
+    while True:
+        line = stream.readline()
+        if not line:
+            return responses
+        response = json.loads(line)
+        if "bytes" in response:
+            response["blob"] = stream.read(response["bytes"])
+            assert len(response["blob"]) == response["bytes"]
+        responses.append(response)
+
+
+class ProtocolTwo(ServerTestCase):
+    def setUp(self):
+        super().setUp()
+        self.cache = os.path.join(self.root, "cache")
+        self.server = RunnerServer(self.adapter, self.log, cache_folder=self.cache, heartbeat_seconds=0)
+        self.assertEqual(self.server.handle({"id": 0, "op": "hello", "protocols": [1, 2]})["protocol"], 2)
+        with open(os.path.join(self.qa, "model.safetensors"), "wb") as file:
+            file.write(bytes(range(256)) * 40)
+        self.manifest = manifest_of(self.qa)
+        self.hash = hash_of(self.manifest)
+
+    def serve(self, data: bytes) -> List[Dict[str, Any]]:
+        out = io.BytesIO()
+        self.server.finished = False
+        self.server.serve(io.BytesIO(data), out)
+        return read_responses(out.getvalue())
+
+    def test_upload_commit_load_and_forward_blob(self):
+        answers = self.serve(json.dumps({"id": 1, "op": "has_checkpoint", "hash": self.hash}).encode() + b"\n"
+                             + upload_lines(self.qa, self.hash, 2)
+                             + json.dumps({"id": 9, "op": "load", "hash": self.hash}).encode() + b"\n"
+                             + json.dumps({"id": 10, "op": "forward", "input_ids": [[0, 7, 9, 2], [0, 5, 2]],
+                                           "token_type_ids": [[0, 0, 1, 1], [0, 1, 1]],
+                                           "capture": ["qa_outputs"]}).encode() + b"\n")
+        self.assertEqual([a["ok"] for a in answers], [True] * len(answers), answers)
+        self.assertFalse(answers[0]["cached"])
+        folder = os.path.join(self.cache, self.hash)
+        self.assertEqual(sorted(os.listdir(self.cache)), [self.hash])  # no .partial folder left
+        self.assertEqual(manifest_of(folder), self.manifest)
+        self.assertEqual(self.adapter.loads, [(folder, "fp8")])
+        forward = answers[-1]
+        self.assertNotIn("output", forward)
+        header, tensors, _ = read_safetensors(forward["blob"])
+        self.assertEqual(list(header)[1:], ["start_logits", "end_logits", "qa_outputs.input", "qa_outputs.output"])
+        # 0.5 * id + 1000 * token type, the short row padded with pad id 1 and type 0.
+        self.assertEqual(tensors["start_logits"], ([2, 4], [0.0, 3.5, 1004.5, 1001.0, 0.0, 1002.5, 1001.0, 0.5]))
+        self.assertEqual(self.adapter.forwards[0]["token_type_ids"], [[0, 0, 1, 1], [0, 1, 1, 0]])
+        self.assertTrue(self.server.handle({"id": 11, "op": "has_checkpoint", "hash": self.hash})["cached"])
+
+    def test_corrupted_or_incomplete_uploads_are_refused(self):
+        answers = self.serve(upload_lines(self.qa, self.hash, 1, corrupt="model.safetensors"))
+        names = [entry["name"] for entry in self.manifest]
+        refused = answers[names.index("model.safetensors")]
+        self.assertFalse(refused["ok"])
+        self.assertIn("model.safetensors arrived with SHA-256", refused["error"])
+        self.assertIn("not the announced " + self.manifest[names.index("model.safetensors")]["sha256"], refused["error"])
+        self.assertFalse(answers[-1]["ok"])  # the commit
+        self.assertIn("was not uploaded", answers[-1]["error"])
+        self.assertEqual(os.listdir(self.cache), [])  # the session's partial folder is gone at the end
+        load = self.server.handle({"id": 5, "op": "load", "hash": self.hash})
+        self.assertIn("is not in this runner's cache", load["error"])
+
+    def test_manifest_must_hash_to_the_announced_hash(self):
+        other = "0" * 64
+        answers = self.serve(upload_lines(self.qa, other, 1))
+        self.assertTrue(all(a["ok"] for a in answers[:-1]))
+        self.assertIn(f"The manifest's hash is {self.hash}, not the announced {other}", answers[-1]["error"])
+        self.assertFalse(os.path.exists(os.path.join(self.cache, other)))
+
+    def test_bad_upload_fields_keep_the_stream_framed(self):
+        payload = b"x" * 100
+        cases = [("../config.json", "not a plain file name"), (".hidden", "not a plain file name"),
+                 ("a b", "not a plain file name"), ("", "not a plain file name"), ("a/b", "not a plain file name")]
+        stream = b""
+        for number, (name, _) in enumerate(cases):
+            stream += json.dumps({"id": number, "op": "upload", "hash": self.hash, "name": name,
+                                  "sha256": hashlib.sha256(payload).hexdigest(), "bytes": len(payload)}).encode()
+            stream += b"\n" + payload
+        stream += json.dumps({"id": 50, "op": "upload", "hash": "ABC", "name": "x", "sha256": "0" * 64,
+                              "bytes": 3}).encode() + b"\nabc"
+        stream += json.dumps({"id": 51, "op": "forward", "input_ids": [[0]], "bytes": 2}).encode() + b"\n{}"
+        stream += b'{"id":52,"op":"hello","protocols":[2]}\n'
+        answers = self.serve(stream)
+        self.assertEqual([a["id"] for a in answers], list(range(len(cases))) + [50, 51, 52])
+        for answer, (_, phrase) in zip(answers, cases):
+            self.assertIn(phrase, answer["error"])
+        self.assertIn("64 lower-case hex digits", answers[-3]["error"])
+        self.assertIn('carries no "bytes"', answers[-2]["error"])
+        self.assertTrue(answers[-1]["ok"])
+        self.assertFalse(os.path.exists(os.path.join(self.root, "config.json")))
+
+    def test_checkpoint_ops_need_protocol_two(self):
+        server = RunnerServer(FakeAdapter(), self.log, cache_folder=self.cache)
+        answer = server.handle({"id": 1, "op": "has_checkpoint", "hash": self.hash})
+        self.assertIn("protocol 2", answer["error"])
+
+    def test_overrides_refused_unless_the_adapter_runs_them(self):
+        self.load()
+        request = {"id": 3, "op": "forward", "input_ids": [[0, 2]],
+                   "overrides": {"roberta.encoder.layer.1.output.dense": "float"}}
+        answer = self.server.handle(request)
+        self.assertEqual(answer["error"], "fake model for tests cannot run per-module overrides; run them with the "
+                                          "CPU runner.")
+        self.assertEqual(self.adapter.forwards, [])
+        self.adapter.supports_overrides = True
+        self.assertTrue(self.server.handle(request)["ok"])
+        self.assertEqual(self.adapter.forwards[0]["overrides"], {"roberta.encoder.layer.1.output.dense": "float"})
+        bad = self.server.handle(dict(request, overrides={"roberta.encoder.layer.9.output.dense": "float"}))
+        self.assertIn("no such Linear module", bad["error"])
+        bad = self.server.handle(dict(request, overrides={"qa_outputs": "int4"}))
+        self.assertIn('"float" or "fp8"', bad["error"])
+
+    def test_token_types_must_fit(self):
+        self.load()
+        self.adapter.type_vocab_size = 2
+        for types, phrase in (([[0, 2]], "outside this model's 2 token types"), ([[0]], "shape of"),
+                              ([[0, -1]], "non-negative")):
+            with self.subTest(types):
+                answer = self.server.handle({"id": 1, "op": "forward", "input_ids": [[0, 2]], "token_type_ids": types})
+                self.assertIn(phrase, answer["error"])
+
+
+class Bounds(ServerTestCase):
+    def serve(self, data: bytes, server=None):
+        out = io.BytesIO()
+        status = (server or self.server).serve(io.BytesIO(data), out)
+        return status, read_responses(out.getvalue())
+
+    def test_deep_nesting_gets_one_sentence(self):
+        deep = b'{"id":' + b"[" * 100_000 + b"]" * 100_000 + b',"op":"hello"}\n'
+        status, answers = self.serve(deep + b'{"id":2,"op":"hello"}\n')
+        self.assertEqual(status, 1)
+        self.assertEqual(answers, [{"id": None, "ok": False, "error": "A request nests JSON deeper than 64 levels; "
+                                                                      "the runner stops reading this input."}])
+        # 64 levels are fine; brackets inside strings do not count.
+        ok = json.dumps({"id": 1, "op": "hello", "x": "[[[[{{{{" * 100, "y": json.loads("[" * 62 + "]" * 62)})
+        status, answers = self.serve(ok.encode() + b"\n")
+        self.assertEqual((status, answers[0]["ok"]), (0, True))
+
+    def test_long_line_is_refused(self):
+        self.server.max_line_bytes = 1000
+        status, answers = self.serve(b'{"id":1,"op":"hello","pad":"' + b"x" * 2000 + b'"}\n{"id":2,"op":"hello"}\n')
+        self.assertEqual(status, 1)
+        self.assertEqual(len(answers), 1)
+        self.assertIn("longer than 1000 bytes", answers[0]["error"])
+
+    def test_payload_framing_errors_stop_reading(self):
+        server = RunnerServer(FakeAdapter(), self.log, cache_folder=os.path.join(self.root, "c"))
+        server.handle({"id": 0, "op": "hello", "protocols": [2]})
+        status, answers = self.serve(b'{"id":1,"op":"upload","bytes":-4}\n{"id":2,"op":"hello"}\n', server)
+        self.assertEqual((status, len(answers)), (1, 1))
+        self.assertIn('"bytes" that are not a byte count', answers[0]["error"])
+        server = RunnerServer(FakeAdapter(), self.log, cache_folder=os.path.join(self.root, "c"))
+        server.handle({"id": 0, "op": "hello", "protocols": [2]})
+        request = {"id": 1, "op": "upload", "hash": "a" * 64, "name": "x", "sha256": "b" * 64, "bytes": 10}
+        status, answers = self.serve(json.dumps(request).encode() + b"\nshort", server)
+        self.assertEqual(status, 1)
+        self.assertIn("ended 5 bytes before the end of a 10-byte payload", answers[-1]["error"])
+        self.assertEqual(os.listdir(os.path.join(self.root, "c")), [])
+
+
+class SlowAdapter(FakeAdapter):
+    """Loads for a while, reporting a stage, as a compile warm-up does."""
+
+    def load(self, checkpoint, mode):
+        self.progress(0.25, "Compiling for AIU")
+        time.sleep(0.6)
+        return super().load(checkpoint, mode)
+
+
+class Progress(ServerTestCase):
+    def test_progress_lines_and_heartbeats_precede_the_response(self):
+        adapter = SlowAdapter()
+        server = RunnerServer(adapter, self.log, heartbeat_seconds=0.1)
+        out = io.BytesIO()
+        server.serve(io.BytesIO(json.dumps({"id": 7, "op": "load", "checkpoint": self.qa}).encode() + b"\n"), out)
+        answers = lines_of(out)
+        self.assertEqual(answers[-1], {"id": 7, "ok": True, "architecture": QA_ARCHITECTURE})
+        progress = answers[:-1]
+        self.assertGreaterEqual(len(progress), 3)  # the stage, then heartbeats during the 0.6 s
+        for line in progress:
+            self.assertEqual(line, {"id": 7, "progress": 0.25, "stage": "Compiling for AIU"})
+
+
 class SafetensorsWriter(unittest.TestCase):
     def test_nested_lists_little_endian_and_aligned(self):
         with tempfile.TemporaryDirectory() as folder:
@@ -510,6 +731,74 @@ class Program(unittest.TestCase):
         result = self.run_runner([json.dumps({"id": 1, "op": "hello"})])
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(json.loads(result.stdout)["protocol"], 1)  # no "protocols" offered
+
+
+class ProtocolTwoEndToEnd(unittest.TestCase):
+    """aiu_runner.py as child processes sharing nothing with the test but a cache folder of their
+    own: the checkpoint travels in-band, once."""
+
+    def session(self, stream: bytes, cache: str) -> List[Dict[str, Any]]:
+        environment = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", SCALESCOPE_RUNNER_CACHE=cache)
+        result = subprocess.run([sys.executable, RUNNER, "--device-type", "cpu", "--adapter",
+                                 "test_aiu_runner:FakeAdapter"], input=stream, capture_output=True, timeout=60,
+                                env=environment, cwd=tempfile.gettempdir())
+        self.assertEqual(result.returncode, 0, result.stderr.decode())
+        return read_responses(result.stdout)
+
+    def test_upload_once_then_cached_and_blobs_exact(self):
+        with tempfile.TemporaryDirectory() as root:
+            checkpoint = write_config(os.path.join(root, "client", "mlm"), MLM_ARCHITECTURE, layers=1, vocab=12)
+            with open(os.path.join(checkpoint, "model.safetensors"), "wb") as file:
+                file.write(os.urandom(300_000))
+            manifest = manifest_of(checkpoint)
+            checkpoint_hash = hash_of(manifest)
+            cache = os.path.join(root, "runner-cache")
+            hello = b'{"id":1,"op":"hello","protocols":[1,2]}\n'
+            has = json.dumps({"id": 2, "op": "has_checkpoint", "hash": checkpoint_hash}).encode() + b"\n"
+            forward = {"op": "forward", "input_ids": [[0, 4, 11, 2], [0, 6, 2]], "logit_positions": [[0, 2], [1, 1]],
+                       "capture": ["roberta.embeddings.output"]}
+            tail = (json.dumps({"id": 20, "op": "load", "hash": checkpoint_hash, "mode": "dequant"}).encode() + b"\n"
+                    + json.dumps(dict(forward, id=21)).encode() + b"\n" + b'{"id":22,"op":"shutdown"}\n')
+
+            # A corrupted upload is refused and leaves nothing in the cache.
+            answers = self.session(hello + has + upload_lines(checkpoint, checkpoint_hash, 3, "config.json") + tail,
+                                   cache)
+            by_id = {a["id"]: a for a in answers}
+            self.assertIn("config.json arrived with SHA-256", by_id[3]["error"])
+            self.assertFalse(by_id[20]["ok"])
+            self.assertEqual(os.listdir(cache), [])
+
+            answers = self.session(hello + has + upload_lines(checkpoint, checkpoint_hash, 3) + tail, cache)
+            self.assertEqual([a["ok"] for a in answers], [True] * len(answers), answers)
+            self.assertEqual(answers[0]["protocol"], 2)
+            self.assertFalse(answers[1]["cached"])
+            self.assertEqual(os.listdir(cache), [checkpoint_hash])
+            first_blob = answers[-2]["blob"]
+
+            # Second session: the runner has it; the client sends no upload at all.
+            answers = self.session(hello + has + tail, cache)
+            self.assertEqual([a["ok"] for a in answers], [True] * 5, answers)
+            self.assertTrue(answers[1]["cached"])
+            self.assertEqual(answers[2]["architecture"], MLM_ARCHITECTURE)
+            blob = answers[3]["blob"]
+            self.assertEqual(blob, first_blob)
+            header, tensors, _ = read_safetensors(blob)
+            self.assertEqual(header["__metadata__"]["mode"], "dequant")
+            shape, values = tensors["logits"]
+            self.assertEqual(shape, [2, 12])
+            self.assertEqual([i for i, v in enumerate(values) if v], [11, 12 + 6])
+            self.assertEqual(tensors["roberta.embeddings.output"], ([2, 4], [0.0, 0.25, 0.5, 0.75] * 2))
+
+            # Protocol 1 on the same folder gives the same bytes in its output file.
+            out = os.path.join(root, "p1.safetensors")
+            answers = self.session(b'{"id":1,"op":"hello"}\n'
+                                   + json.dumps({"id": 2, "op": "load", "checkpoint": checkpoint,
+                                                 "mode": "dequant"}).encode() + b"\n"
+                                   + json.dumps(dict(forward, id=3, output=out)).encode() + b"\n", cache)
+            self.assertEqual(answers[0]["protocol"], 1)
+            self.assertEqual(answers[2]["output"], out)
+            with open(out, "rb") as file:
+                self.assertEqual(file.read(), blob)
 
 
 class FmsAdapterWithoutCards(unittest.TestCase):
