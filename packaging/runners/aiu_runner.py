@@ -733,7 +733,7 @@ class FmsAdapter(ModelAdapter):
                 fms_name = _fms_linear_name(module)
                 chosen = linear_config["linear_type"](fms_name)
                 if chosen != "fp8":
-                    raise RequestError(f"{checkpoint}: fms-model-optimizer would build {module} as {chosen}, "
+                    raise RequestError(f"{checkpoint}/config.json: fms-model-optimizer would build {module} as {chosen}, "
                                        "not fp8, from this quantization_config.")
             linear_config = dict(linear_config)
             linear_config["linear_type"] = tolerate_unnamed_linear(linear_config["linear_type"], "fp8")

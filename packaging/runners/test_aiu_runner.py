@@ -11,6 +11,8 @@ capture point with index k in execution order holds k + t / 4 at token t.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import datetime
 import hashlib
 import importlib.util
@@ -41,6 +43,7 @@ from aiu_runner import (  # noqa: E402
     capture_points,
     follow,
     hf_module_name,
+    module_of,
     write_safetensors,
 )
 
@@ -872,6 +875,378 @@ class FmsAdapterWithoutCards(unittest.TestCase):
             with self.assertRaises(RequestError) as raised:
                 adapter.load(qa, "fp8")
             self.assertIn("(fms) is not installed", str(raised.exception))
+
+
+FAKES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakes")
+SCALESCOPE_IGNORE = ["lm_head", "re:lm_head\\..*", "qa_outputs"]  # what ScaleScope's quantize writes
+
+
+def fp8_config(weights="channel", activations="token", ignore=None, **group):
+    activation_args = None if activations is None else {
+        "num_bits": 8, "type": "float", "strategy": activations, "symmetric": True, "dynamic": activations == "token"}
+    body = {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": weights, "symmetric": True,
+                                               "dynamic": False},
+            "input_activations": activation_args, "output_activations": None}
+    body.update(group)
+    return {"quant_method": "compressed-tensors", "format": "float-quantized", "quantization_status": "compressed",
+            "config_groups": {"group_0": body}, "ignore": SCALESCOPE_IGNORE if ignore is None else ignore,
+            "kv_cache_scheme": None}
+
+
+def write_checkpoint(folder: str, architecture: str = QA_ARCHITECTURE, quantization=None, dtypes=None,
+                     layers: int = 2, float_dtype: str = "F32") -> str:
+    """config.json and a model.safetensors whose header lists every tensor with its dtype (one
+    element each: the fakes read dtypes only)."""
+    os.makedirs(folder, exist_ok=True)
+    bert = architecture.startswith("Bert")
+    prefix = "bert" if bert else "roberta"
+    config = {"architectures": [architecture], "num_hidden_layers": layers, "vocab_size": 50, "hidden_size": 8,
+              "num_attention_heads": 2, "intermediate_size": 16, "max_position_embeddings": 140 if not bert else 128,
+              "pad_token_id": 0 if bert else 1, "type_vocab_size": 2 if bert else 1, "hidden_act": "gelu"}
+    if quantization is not None:
+        config["quantization_config"] = quantization
+    with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as file:
+        json.dump(config, file)
+    names = {f"{prefix}.embeddings.{n}.weight": float_dtype
+             for n in ("word_embeddings", "position_embeddings", "token_type_embeddings")}
+    for layer in range(layers):
+        for linear in aiu_runner.ENCODER_LINEARS:
+            module = f"{prefix}.encoder.layer.{layer}.{linear}"
+            names[module + ".weight"] = "F8_E4M3" if quantization else float_dtype
+            names[module + ".bias"] = float_dtype
+            if quantization:
+                names[module + ".weight_scale"] = "F32"
+    heads = aiu_runner.head_modules(architecture)
+    for module in heads:
+        names[module + ".weight"] = float_dtype
+        names[module + ".bias"] = float_dtype
+    names.update(dtypes or {})
+    sizes = {"F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1}
+    header, offset = {}, 0
+    for name, dtype in names.items():
+        header[name] = {"dtype": dtype, "shape": [1], "data_offsets": [offset, offset + sizes[dtype]]}
+        offset += sizes[dtype]
+    data = json.dumps(header).encode()
+    with open(os.path.join(folder, "model.safetensors"), "wb") as file:
+        file.write(struct.pack("<Q", len(data)) + data + b"\0" * offset)
+    return folder
+
+
+@unittest.skipUnless(HAVE_TORCH and not HAVE_FMS, "needs torch, and the fakes rather than a real fms")
+class FmsAdapterOnFakes(unittest.TestCase):
+    """FmsAdapter against fakes/ (see fakes/README.md): each test names the review defect it covers
+    and, where it helps, first shows that the fake reproduces the upstream failure."""
+
+    def setUp(self):
+        import torch
+
+        self.torch = torch
+        self.folder = tempfile.TemporaryDirectory()
+        self.root = self.folder.name
+        stack = contextlib.ExitStack()
+        self.addCleanup(stack.close)
+        self.addCleanup(self.folder.cleanup)
+        stack.enter_context(mock.patch.object(sys, "path", [FAKES] + sys.path))
+        stack.enter_context(mock.patch.dict(sys.modules))
+        stack.enter_context(mock.patch.dict(os.environ))
+        stack.enter_context(torch.no_grad())
+        import fake_dynamo
+
+        self.dynamo = stack.enter_context(fake_dynamo.install(torch))
+        import torch_sendnn
+
+        torch_sendnn.reset_state()
+        self.sendnn = torch_sendnn.state
+        self.fms = importlib.import_module("fms.models")
+        self.fms.calls.clear()
+        self.stages: List[tuple] = []
+
+    def adapter(self, *arguments: str, world_size: int = 1, device: str = "senulator"):
+        options = aiu_runner.parse_arguments(["--device-type", device, "--seq-buckets", "64,128",
+                                              "--batch-buckets", "1,4", *arguments])
+        adapter = aiu_runner.FmsAdapter(options, 0, world_size)
+        adapter.prepare_environment()
+        adapter.progress = lambda fraction, stage: self.stages.append((fraction, stage))
+        return adapter
+
+    def checkpoint(self, name="qa", **kwargs):
+        return write_checkpoint(os.path.join(self.root, name), **kwargs)
+
+    def direct(self, adapter, ids, types=None):
+        """The loaded fake model run eagerly on the unpadded batch, without the runner's machinery."""
+        torch = self.torch
+        ids = torch.tensor(ids)
+        mask = (ids != adapter.pad_id).unsqueeze(1).expand(ids.shape[0], ids.shape[1], ids.shape[1])
+        types = torch.zeros_like(ids) if types is None else torch.tensor(types)
+        return adapter.model(ids, token_type_ids=types, mask=mask, attn_name="sdpa_bidirectional")
+
+    def random_batch(self, rows, length, seed=0):
+        generator = self.torch.Generator().manual_seed(seed)
+        return self.torch.randint(3, 50, (rows, length), generator=generator).tolist()
+
+    def assert_close(self, actual, expected, tolerance=1e-5):
+        self.assertEqual(tuple(actual.shape), tuple(expected.shape))
+        self.assertLess(float((actual.float() - expected.float()).abs().max()), tolerance)
+
+    def refusal(self, adapter, checkpoint, mode="fp8"):
+        with self.assertRaises(RequestError) as raised:
+            adapter.load(checkpoint, mode)
+        self.assertEqual(self.fms.calls, [], "get_model must not run for a refused checkpoint")
+        return str(raised.exception)
+
+    # -- D1, D5: compile at load, fixed shapes, no CPU fallback --
+
+    def test_load_compiles_every_shape_and_forwards_never_compile(self):
+        adapter = self.adapter()
+        server = RunnerServer(adapter, io.StringIO(), heartbeat_seconds=0)
+        out = io.BytesIO()
+        server.serve(io.BytesIO(json.dumps({"id": 4, "op": "load", "checkpoint": self.checkpoint(
+            quantization=fp8_config())}).encode() + b"\n"), out)
+        answers = lines_of(out)
+        self.assertEqual(answers[-1], {"id": 4, "ok": True, "architecture": QA_ARCHITECTURE})
+        stages = [a["stage"] for a in answers[:-1]]
+        self.assertTrue(all(a["id"] == 4 and 0 <= a["progress"] <= 1 for a in answers[:-1]))
+        self.assertIn("Compiling for AIU (fp8): tracing batch 4 x 128 tokens", stages)
+        self.assertIn("Deploying to AIU (fp8): batch 1 x 64 tokens", stages)
+        # Traced inside warmup_mode, compiled at its exit: 2 sequence x 2 batch buckets.
+        compiles = list(self.sendnn["compiles"])
+        self.assertEqual(len(compiles), 4)
+        self.assertFalse(any(c["lazy"] for c in compiles))
+        self.assertEqual({c["key"][1][1] for c in compiles}, {(1, 64), (4, 64), (1, 128), (4, 128)})
+        self.assertTrue(self.dynamo.config.fail_on_recompile_limit_hit)
+        self.assertGreaterEqual(self.dynamo.config.recompile_limit, adapter.compile_budget())
+
+        for rows, length in ((3, 70), (6, 20), (1, 128), (9, 64)):
+            with self.subTest(rows=rows, length=length):
+                batch = self.random_batch(rows, length, seed=rows)
+                result = adapter.forward(batch, [[1] * length] * rows, [], None)
+                start, end = self.direct(adapter, batch)
+                self.assert_close(result["start_logits"], start)
+                self.assert_close(result["end_logits"], end)
+        self.assertEqual(self.sendnn["compiles"], compiles, "a forward compiled")
+        self.assertFalse([e for e in self.dynamo.events if e["kind"] == "eager_fallback"])
+        # Plain graphs carry the two logits only: no capture point became a graph output.
+        self.assertEqual({e["outputs"] for e in self.dynamo.events if e["kind"] == "graph"}, {2})
+        with self.assertRaises(RequestError) as raised:
+            adapter.forward(self.random_batch(1, 129), [[1] * 129], [], None)
+        self.assertIn("has 129 tokens; this runner pads to the sequence buckets 64,128", str(raised.exception))
+
+    def test_fake_dynamo_falls_back_to_eager_past_the_limit_unless_told_not_to(self):
+        self.dynamo.config.recompile_limit = 2
+        compiled = self.torch.compile(lambda x: x + 1, backend="eager")
+        for size in range(1, 5):
+            compiled(self.torch.zeros(size))
+        self.assertEqual(len([e for e in self.dynamo.events if e["kind"] == "eager_fallback"]), 2)
+        self.dynamo.config.fail_on_recompile_limit_hit = True
+        with self.assertRaises(self.dynamo.FailOnRecompileLimitHit):
+            compiled(self.torch.zeros(9))
+
+    def test_capture_sets_beyond_the_budget_are_refused_and_a_new_checkpoint_resets_dynamo(self):
+        adapter = self.adapter()
+        qa = self.checkpoint(quantization=fp8_config())
+        adapter.load(qa, "fp8")
+        points = capture_points(QA_ARCHITECTURE, 2)
+        batch = self.random_batch(1, 10)
+        with self.assertRaises(RequestError) as raised:
+            for point in points:
+                adapter.forward(batch, [[1] * 10], [point], None)
+        self.assertIn("past the limit of 24; restart the runner or capture fewer distinct sets", str(raised.exception))
+        self.assertFalse([e for e in self.dynamo.events if e["kind"] == "eager_fallback"])
+        adapter.load(self.checkpoint("other", quantization=fp8_config()), "fp8")
+        self.assertIn({"kind": "reset"}, self.dynamo.events)
+        self.assertEqual(len(adapter.compiled_shapes), 4)  # the new checkpoint's warm-up only
+
+    # -- hooks under torch.compile --
+
+    def test_captures_record_only_the_requested_points_through_their_own_graph(self):
+        adapter = self.adapter()
+        adapter.load(self.checkpoint(quantization=fp8_config()), "fp8")
+        graphs_before = len([e for e in self.dynamo.events if e["kind"] == "graph"])
+        batch = self.random_batch(2, 30)
+        wanted = ["roberta.encoder.layer.0.attention.self.query", "roberta.encoder.layer.1.output"]
+        self.stages.clear()
+        result = adapter.forward(batch, [[1] * 30] * 2, [p for p in capture_points(QA_ARCHITECTURE, 2)
+                                                         if module_of(p) == wanted[0] or p == wanted[1]], None)
+        self.assertEqual(self.stages, [(0.0, "Compiling for AIU: first recording forward of batch 4 x 64 tokens")])
+        graphs = [e for e in self.dynamo.events if e["kind"] == "graph"][graphs_before:]
+        self.assertEqual([(g["code"], g["outputs"]) for g in graphs], [("recording", 2 + 3)])
+
+        # Independent hooks on the same fms modules, model run eagerly on the unpadded batch.
+        seen = {}
+        modules = dict(adapter.model.named_modules())
+        handles = [modules["base_model.layers.0.attn.in_proj.query"].register_forward_hook(
+            lambda m, i, o: seen.update(query_in=i[0], query_out=o)),
+            modules["base_model.layers.1"].register_forward_hook(lambda m, i, o: seen.update(layer=o))]
+        self.direct(adapter, batch)
+        for handle in handles:
+            handle.remove()
+        self.assert_close(result["roberta.encoder.layer.0.attention.self.query.input"], seen["query_in"])
+        self.assert_close(result["roberta.encoder.layer.0.attention.self.query.output"], seen["query_out"])
+        self.assert_close(result["roberta.encoder.layer.1.output"], seen["layer"])
+        self.assertEqual(adapter._wanted, ())  # the plain graph records nothing afterwards
+        adapter.forward(batch, [[1] * 30] * 2, [], None)
+        self.assertEqual(len([e for e in self.dynamo.events if e["kind"] == "graph"]), graphs_before + 1)
+
+    def test_warmup_capture_all_compiles_the_recording_graph_at_load(self):
+        adapter = self.adapter("--warmup-capture", "all")
+        adapter.load(self.checkpoint(quantization=fp8_config()), "fp8")
+        self.assertEqual(len(self.sendnn["compiles"]), 8)
+        points = capture_points(QA_ARCHITECTURE, 2)
+        result = adapter.forward(self.random_batch(2, 40), [[1] * 40] * 2, points, None)
+        self.assertEqual(len(self.sendnn["compiles"]), 8)
+        self.assertEqual(len(result), 2 + len(points))
+
+    # -- D2, D7: tensor parallelism --
+
+    def test_tensor_parallel_fp8_load_survives_the_unnamed_linear_type(self):
+        from fms_mo.aiu_addons import _infer_quantization_config
+
+        upstream = _infer_quantization_config(fp8_config())
+        with self.assertRaises(RuntimeError) as raised:  # what fms + fms_mo do without the runner's fix
+            self.fms.get_model("roberta_question_answering", "base", model_path=self.root, distributed_strategy="tp",
+                               linear_config=upstream, src_vocab_size=50, emb_dim=8, nheads=2, nlayers=1,
+                               hidden_grow_factor=2.0, max_pos=64, norm_eps=1e-5, pad_id=1, type_vocab_size=1)
+        self.assertIn("module_name=None", str(raised.exception))
+        self.assertIsInstance(raised.exception.__cause__, TypeError)
+        self.fms.calls.clear()
+
+        adapter = self.adapter(world_size=2, device="cpu")
+        self.assertEqual(adapter.load(self.checkpoint(quantization=fp8_config()), "fp8"), QA_ARCHITECTURE)
+        self.assertEqual(self.fms.calls[0]["distributed_strategy"], "tp")
+        fp8 = [n for n, m in adapter.model.named_modules() if type(m).__name__ == "FP8Linear"]
+        self.assertEqual(len(fp8), 12)
+        self.assertFalse(any(self.torch.isnan(p).any() for p in adapter.model.parameters()))
+
+    def test_tensor_parallel_refuses_what_fms_mo_cannot_shard(self):
+        from fms_mo.aiu_addons import _infer_quantization_config
+
+        garbage = dict(_infer_quantization_config(fp8_config(activations=None)))
+        garbage["linear_type"] = aiu_runner.tolerate_unnamed_linear(garbage["linear_type"], "fp8")
+        model = self.fms.get_model("roberta", "base", model_path=self.root, distributed_strategy="tp",
+                                   linear_config=garbage, src_vocab_size=50, emb_dim=8, nheads=2, nlayers=1,
+                                   hidden_grow_factor=2.0, max_pos=64, norm_eps=1e-5, pad_id=1, type_vocab_size=1)
+        self.assertTrue(self.torch.isnan(model.base_model.layers[0].ff_sub_layer.w1.weight).all())  # upstream: garbage
+        self.fms.calls.clear()
+
+        adapter = self.adapter(world_size=2, device="cpu")
+        cases = [(fp8_config(), "dequant", "mode dequant (weight-only FP8) cannot run under tensor parallelism"),
+                 (fp8_config(activations=None), "fp8", "weight-only FP8 cannot run under tensor parallelism"),
+                 (fp8_config(weights="tensor", activations="token"), "fp8",
+                  "tensor weights with token activations cannot be sharded"),
+                 (fp8_config(weights="channel", activations="tensor"), "fp8",
+                  "channel weights with tensor activations cannot be sharded")]
+        for number, (quantization, mode, phrase) in enumerate(cases):
+            with self.subTest(phrase):
+                self.assertIn(phrase, self.refusal(adapter, self.checkpoint(f"tp{number}", quantization=quantization),
+                                                   mode))
+        # Under TP the encoder Linears' own points are shards; layer outputs are whole.
+        adapter.load(self.checkpoint("tp-ok", quantization=fp8_config()), "fp8")
+        self.assertIsNone(adapter.capture_unavailable("roberta.encoder.layer.1.output"))
+        self.assertIn("tensor-parallel shard", adapter.capture_unavailable("roberta.encoder.layer.1.output.dense.input"))
+
+    # -- D3, D8, D11: dtypes --
+
+    def test_dtype_names_fms_parses(self):
+        with self.assertRaises(ValueError) as raised:  # the old "fp16" strings
+            self.fms.get_model("roberta", "base", model_path=self.root, data_type="fp16")
+        self.assertIn("Data type `fp16` is not a supported torch dtype", str(raised.exception))
+        self.fms.calls.clear()
+        adapter = self.adapter("--dtype", "float16", device="cpu")
+        adapter.load(self.checkpoint(), "fp8")
+        self.assertEqual(self.fms.calls[0]["data_type"], "float16")
+        self.assertEqual({p.dtype for p in adapter.model.parameters()}, {self.torch.float16})
+        # FP8 checkpoints keep their dtypes.
+        adapter.load(self.checkpoint("fp8", quantization=fp8_config()), "fp8")
+        self.assertIsNone(self.fms.calls[-1]["data_type"])
+
+    def test_bf16_checkpoints_run_in_fp16_on_aiu(self):
+        adapter = self.adapter()
+        adapter.load(self.checkpoint(float_dtype="BF16"), "fp8")
+        self.assertEqual({p.dtype for p in adapter.model.parameters()}, {self.torch.float16})
+        result = adapter.forward(self.random_batch(1, 12), [[1] * 12], [], None)
+        self.assertTrue(self.torch.isfinite(result["start_logits"]).all())
+        host = self.adapter(device="cpu")  # eager on the host keeps what the checkpoint has
+        host.load(self.checkpoint("bf16-host", float_dtype="BF16"), "fp8")
+        self.assertEqual({p.dtype for p in host.model.parameters()}, {self.torch.bfloat16})
+
+    def test_dequant_with_float32_scales_and_16_bit_biases(self):
+        biases = {f"roberta.encoder.layer.{layer}.{linear}.bias": "F16"
+                  for layer in range(2) for linear in aiu_runner.ENCODER_LINEARS}
+        qa = self.checkpoint(quantization=fp8_config(), dtypes=biases)
+        from fms_mo.aiu_addons import _infer_quantization_config
+
+        weight_only = _infer_quantization_config(fp8_config(activations=None))
+        model = self.fms.get_model("roberta_question_answering", "base", model_path=qa, linear_config=weight_only,
+                                   src_vocab_size=50, emb_dim=8, nheads=2, nlayers=2, hidden_grow_factor=2.0,
+                                   max_pos=138, norm_eps=1e-5, pad_id=1, type_vocab_size=1)
+        ids = self.torch.tensor([[0, 5, 2]])
+        with self.assertRaises(RuntimeError) as raised:  # upstream's weight-only F.linear
+            model(ids, mask=self.torch.ones(1, 3, 3, dtype=self.torch.bool), attn_name="sdpa_bidirectional")
+        self.assertIn("same dtype", str(raised.exception))
+        self.fms.calls.clear()
+
+        adapter = self.adapter(device="cpu")
+        adapter.load(qa, "dequant")
+        result = adapter.forward([[0, 5, 2]], [[1, 1, 1]], [], None)
+        self.assertTrue(self.torch.isfinite(result["start_logits"]).all())
+        self.assertIsNone(self.fms.calls[0]["kwargs"]["linear_config"]["input_activations"])
+
+    # -- D6: what fms_mo cannot represent --
+
+    def test_configs_fms_mo_would_misread_are_refused_with_the_module_named(self):
+        adapter = self.adapter(device="cpu")
+        two_groups = fp8_config()
+        two_groups["config_groups"]["group_1"] = copy.deepcopy(two_groups["config_groups"]["group_0"])
+        renamed = fp8_config()
+        renamed["config_groups"] = {"attention": renamed["config_groups"]["group_0"]}
+        cases = [
+            (two_groups, {}, "reads exactly one quantization group named group_0; this config has group_0, group_1"),
+            (renamed, {}, "this config has attention"),
+            (fp8_config(targets=["re:.*dense"]), {}, "group_0 targets ['re:.*dense']"),
+            (fp8_config(ignore=SCALESCOPE_IGNORE + ["roberta.encoder.layer.1.output.dense"]),
+             {"roberta.encoder.layer.1.output.dense.weight": "F32"},
+             "ignore entry 'roberta.encoder.layer.1.output.dense' keeps encoder Linear "
+             "roberta.encoder.layer.1.output.dense in float"),
+            (fp8_config(ignore=["re:.*attention\\.output"]), {}, "encoder Linear roberta.encoder.layer.0.attention."
+                                                                 "output.dense in float"),
+            (fp8_config(), {"roberta.encoder.layer.0.intermediate.dense.weight": "F16"},
+             "encoder Linear roberta.encoder.layer.0.intermediate.dense is stored as F16"),
+            (fp8_config(), {"qa_outputs.weight": "F8_E4M3"}, "head qa_outputs is stored in FP8"),
+            (fp8_config(weights="block"), {}, "block weights"),
+            (fp8_config(ignore=["base_model.layers.0.attn.dense.extra"]), {},
+             "would build roberta.encoder.layer.0.attention.output.dense as torch_linear"),
+        ]
+        for number, (quantization, dtypes, phrase) in enumerate(cases):
+            with self.subTest(phrase):
+                message = self.refusal(adapter, self.checkpoint(f"c{number}", quantization=quantization, dtypes=dtypes))
+                self.assertIn(phrase, message)
+                self.assertIn("config.json", message)
+                self.assertEqual(message.count("\n"), 0)
+
+    # -- BERT --
+
+    def test_bert_masked_lm_through_fms_bert(self):
+        adapter = self.adapter(device="cpu")
+        self.assertEqual(adapter.load(self.checkpoint("bert", architecture=aiu_runner.BERT_MLM_ARCHITECTURE),
+                                      "fp8"), aiu_runner.BERT_MLM_ARCHITECTURE)
+        call = self.fms.calls[0]
+        self.assertEqual((call["architecture"], call["kwargs"]["max_pos"], call["kwargs"]["pad_id"],
+                          call["kwargs"]["type_vocab_size"], call["kwargs"]["tie_heads"]), ("bert", 128, 0, 2, False))
+        self.assertEqual(adapter.max_tokens, 128)
+        batch = [[5, 7, 9, 11], [5, 8, 12, 0]]
+        types = [[0, 0, 1, 1], [0, 1, 1, 0]]
+        points = ["bert.embeddings.output", "cls.predictions.decoder.input", "cls.predictions.decoder.output"]
+        result = adapter.forward(batch, [[1, 1, 1, 1], [1, 1, 1, 0]], points, None, token_type_ids=types)
+        self.assert_close(result["logits"], self.direct(adapter, batch, types))
+        self.assert_close(result["cls.predictions.decoder.output"], result["logits"])
+        without_types = adapter.forward(batch, [[1, 1, 1, 1], [1, 1, 1, 0]], [], None)
+        self.assertGreater(float((without_types["logits"] - result["logits"]).abs().max()), 1e-3)
+        self.assertEqual(self.fms.calls[0]["kwargs"].get("pos_emb"), None)  # fms's "bert" variant sets it
+
+    def test_bert_question_answering_is_refused(self):
+        message = self.refusal(self.adapter(device="cpu"),
+                               self.checkpoint("bqa", architecture=aiu_runner.BERT_QA_ARCHITECTURE))
+        self.assertIn("BertForQuestionAnswering, which fms does not build", message)
 
 
 if __name__ == "__main__":

@@ -182,8 +182,8 @@ def get_model(architecture: str, variant: Optional[str] = None, model_path: Opti
         model.to(parsed)
     elif dtypes.get(_embedding_name(architecture)) in ("F16", "BF16"):
         model.to(SAFETENSORS_DTYPES[dtypes[_embedding_name(architecture)]])
-    # Parameters take their checkpoint's dtype (scales and biases of FP8 Linears included).
-    for name, module in model.named_modules():
+    # Without data_type, parameters take their checkpoint's dtype (FP8 Linears' scales and biases too).
+    for name, module in model.named_modules() if parsed is None else ():
         hf = _hf_linear_name(name, architecture)
         if hf is None:
             continue
