@@ -475,6 +475,32 @@ class ProtocolTwo(ServerTestCase):
         self.assertTrue(answers[-1]["ok"])
         self.assertFalse(os.path.exists(os.path.join(self.root, "config.json")))
 
+    def test_two_sessions_uploading_the_same_checkpoint_at_once(self):
+        # Several runners on one host share the cache: each session uploads into its own folder.
+        other = RunnerServer(FakeAdapter(), self.log, cache_folder=self.cache, heartbeat_seconds=0)
+        other.handle({"id": 0, "op": "hello", "protocols": [2]})
+        stream = upload_lines(self.qa, self.hash, 1)
+        commit = json.dumps(dict(id=1 + len(self.manifest), op="commit_checkpoint", hash=self.hash,
+                                 files=self.manifest)).encode() + b"\n"
+        self.assertTrue(stream.endswith(commit))
+        uploads = stream[:-len(commit)]
+        out_a, out_b = io.BytesIO(), io.BytesIO()
+        self.server.out, other.out = out_a, out_b
+        for server, out in ((self.server, out_a), (other, out_b)):
+            source = io.BytesIO(uploads)
+            while True:
+                line = source.readline()
+                if not line:
+                    break
+                server._serve_line(line, source)
+        self.assertEqual(len([n for n in os.listdir(self.cache) if ".partial-" in n]), 2)
+        for server in (self.server, other):
+            server._serve_line(commit, io.BytesIO())
+        answers = lines_of(out_a) + lines_of(out_b)
+        self.assertTrue(all(a["ok"] for a in answers), answers)
+        self.assertEqual(os.listdir(self.cache), [self.hash])
+        self.assertEqual(manifest_of(os.path.join(self.cache, self.hash)), self.manifest)
+
     def test_checkpoint_ops_need_protocol_two(self):
         server = RunnerServer(FakeAdapter(), self.log, cache_folder=self.cache)
         answer = server.handle({"id": 1, "op": "has_checkpoint", "hash": self.hash})
