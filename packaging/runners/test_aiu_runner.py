@@ -830,6 +830,46 @@ class ProtocolTwoEndToEnd(unittest.TestCase):
                 self.assertEqual(file.read(), blob)
 
 
+def can_unshare_tmp() -> bool:
+    try:
+        return subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs none /tmp"], capture_output=True,
+                              timeout=20).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@unittest.skipIf(RUNNER.startswith(tempfile.gettempdir() + os.sep), "the runner itself lives under the temporary folder")
+class ProtocolTwoWithNothingShared(unittest.TestCase):
+    """The runner in a mount namespace of its own with an empty /tmp: the client's checkpoint under
+    /tmp does not exist for it, and protocol 2 still works."""
+
+    @unittest.skipUnless(can_unshare_tmp(), "unshare -m with a tmpfs mount is not permitted here")
+    def test_runner_that_cannot_see_the_checkpoint(self):
+        with tempfile.TemporaryDirectory(dir=tempfile.gettempdir()) as root:
+            checkpoint = write_config(os.path.join(root, "qa"))
+            with open(os.path.join(checkpoint, "model.safetensors"), "wb") as file:
+                file.write(os.urandom(50_000))
+            manifest = manifest_of(checkpoint)
+            checkpoint_hash = hash_of(manifest)
+            runner = " ".join([sys.executable, "-B", RUNNER, "--device-type", "cpu", "--adapter",
+                               "test_aiu_runner:FakeAdapter"])
+            stream = (b'{"id":1,"op":"hello","protocols":[1,2]}\n'
+                      + json.dumps({"id": 2, "op": "load", "checkpoint": checkpoint}).encode() + b"\n"
+                      + upload_lines(checkpoint, checkpoint_hash, 3)
+                      + json.dumps({"id": 10, "op": "load", "hash": checkpoint_hash}).encode() + b"\n"
+                      + json.dumps({"id": 11, "op": "forward", "input_ids": [[0, 7, 9, 2]]}).encode() + b"\n")
+            result = subprocess.run(
+                ["unshare", "-m", "sh", "-c", f"mount -t tmpfs none /tmp && SCALESCOPE_RUNNER_CACHE=/tmp/cache exec {runner}"],
+                input=stream, capture_output=True, timeout=60, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+            self.assertEqual(result.returncode, 0, result.stderr.decode())
+            answers = {a["id"]: a for a in read_responses(result.stdout)}
+            self.assertEqual(answers[2]["error"], f"{checkpoint} is not a folder on this host.")
+            self.assertTrue(all(answers[i]["ok"] for i in range(3, 12) if i in answers), answers)
+            self.assertEqual(answers[10]["architecture"], QA_ARCHITECTURE)
+            _, tensors, _ = read_safetensors(answers[11]["blob"])
+            self.assertEqual(tensors["start_logits"], ([1, 4], [0.0, 3.5, 4.5, 1.0]))
+            self.assertFalse(os.path.exists(os.path.join(tempfile.gettempdir(), "cache")))
+
 class FmsAdapterWithoutCards(unittest.TestCase):
     def test_cards_need_their_pcie_address(self):
         options = aiu_runner.parse_arguments([])
