@@ -47,7 +47,6 @@ import copy
 import datetime
 import hashlib
 import importlib
-import io
 import json
 import os
 import re

@@ -3,7 +3,7 @@ a shape never warmed up compiles lazily at its first call."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 state: Dict[str, Any] = {"in_warmup": False, "traced": [], "compiled": set(), "compiles": [], "calls": 0}
 

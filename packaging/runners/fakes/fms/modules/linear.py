@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Mapping, Optional
 
-import torch
 import torch.nn.functional as F
 from torch import nn
 
