@@ -262,22 +262,31 @@ def write_safetensors(path: str, tensors: Sequence[Tuple[str, Any]], metadata: O
 
 # ---- JSON lines with bounds ------------------------------------------------------------------
 
-# A JSON string literal, written so that the regex engine never backtracks through it.
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_JSON_BRACKET = re.compile(r"[\[\]{}]")
+# The characters that matter for nesting: quotes, brackets, and backslash escapes (an escape is
+# consumed with the character it escapes, so \" inside a string does not end it).
+_JSON_TOKEN = re.compile(r'\\.|["\[\]{}]', re.DOTALL)
 
 
 def json_nesting_depth(text: str, limit: int) -> int:
     """The nesting depth of a JSON text, counted up to limit + 1 (enough to refuse it). Python's
     json module recurses per level: a deep enough line would end in RecursionError or worse, so
-    the depth is measured without parsing."""
+    the depth is measured without parsing, in one linear pass."""
     depth = deepest = 0
-    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub("", text)):
-        depth += 1 if match.group() in "[{" else -1
-        if depth > deepest:
-            deepest = depth
-            if deepest > limit:
-                break
+    in_string = False
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token == '"':
+            in_string = not in_string
+        elif in_string or token[0] == "\\":
+            continue
+        elif token in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    break
+        else:
+            depth -= 1
     return deepest
 
 

@@ -549,6 +549,14 @@ class Bounds(ServerTestCase):
         status, answers = self.serve(ok.encode() + b"\n")
         self.assertEqual((status, answers[0]["ok"]), (0, True))
 
+    def test_depth_is_measured_in_linear_time(self):
+        # An unterminated string of escaped quotes made an earlier, regex-based measure quadratic.
+        for text, expected in (('{"a":"' + '\\"' * 400_000, 1), ('["\\"[", [[]]]', 3), ("[" * 65, 65),
+                               ('{"a":"]]]]","b":[{"c":"\\\\"}]}', 3), ("[]" * 500_000, 1)):
+            started = time.perf_counter()
+            self.assertEqual(aiu_runner.json_nesting_depth(text, 64), expected)
+            self.assertLess(time.perf_counter() - started, 2.0)
+
     def test_long_line_is_refused(self):
         self.server.max_line_bytes = 1000
         status, answers = self.serve(b'{"id":1,"op":"hello","pad":"' + b"x" * 2000 + b'"}\n{"id":2,"op":"hello"}\n')
