@@ -290,6 +290,11 @@ def json_nesting_depth(text: str, limit: int) -> int:
     return deepest
 
 
+def _refuse_constant(name: str):
+    # NaN and Infinity are not JSON; echoed back in an "id" they would break the client's parser.
+    raise ValueError(f"{name} is not a JSON number")
+
+
 class Payload:
     """The K raw bytes that follow a JSON line announcing "bytes": K (protocol 2)."""
 
@@ -1506,7 +1511,7 @@ class RunnerServer:
             raise StopReading(f"A request nests JSON deeper than {MAX_JSON_DEPTH} levels; the runner stops "
                               "reading this input.")
         try:
-            request = json.loads(text)
+            request = json.loads(text, parse_constant=_refuse_constant)
         except (ValueError, RecursionError) as error:
             self._emit({"id": None, "ok": False, "error": sentence(f"The request is not valid JSON ({error})")})
             return

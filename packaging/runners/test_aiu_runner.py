@@ -328,9 +328,12 @@ class MalformedRequests(ServerTestCase):
 
     def test_not_json(self):
         out = io.BytesIO()
-        self.server.serve(io.BytesIO(b'{"id":1,"op":\n' + b"\xff\xfe garbage\n" + b'{"id":2,"op":"hello"}\n'), out)
+        self.server.serve(io.BytesIO(b'{"id":1,"op":\n' + b"\xff\xfe garbage\n" + b'{"id":NaN,"op":"hello"}\n'
+                                     + b'{"id":2,"op":"hello"}\n'), out)
         answers = lines_of(out)
-        self.assertEqual(len(answers), 3)
+        self.assertEqual(len(answers), 4)
+        self.assertIn("NaN is not a JSON number", answers[2]["error"])
+        answers = answers[:2] + answers[3:]
         for answer in answers[:2]:
             self.assertEqual((answer["id"], answer["ok"]), (None, False))
             self.assertIn("not valid JSON", answer["error"])
