@@ -5,12 +5,16 @@ Run: python3 -m unittest discover -s packaging/runners -p "test_*.py"
 FakeAdapter below is also the model ScaleScope's C++ test_runner plugs into aiu_runner.py
 (`--adapter test_aiu_runner:FakeAdapter`) to check the two sides of the protocol against each other.
 Its outputs are simple functions of the input, so the expected values are known by hand:
-start_logits = 0.5 * id, end_logits = -id, MaskedLM logits[v] = 1 where v == id else 0, and the
+start_logits = 0.5 * id (+ 1000 * token type), end_logits = -id, MaskedLM logits[v] = 1 where v == id else 0, and the
 capture point with index k in execution order holds k + t / 4 at token t.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import datetime
+import hashlib
 import importlib.util
 import io
 import json
@@ -21,8 +25,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 from typing import Any, Dict, List, Optional
+from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -37,6 +43,7 @@ from aiu_runner import (  # noqa: E402
     capture_points,
     follow,
     hf_module_name,
+    module_of,
     write_safetensors,
 )
 
@@ -71,15 +78,18 @@ class FakeAdapter(ModelAdapter):
         self.max_tokens = int(config["max_position_embeddings"]) - self.pad_id - 1
         return self.architecture
 
-    def forward(self, input_ids, attention_mask, capture, logit_positions):
+    def forward(self, input_ids, attention_mask, capture, logit_positions, token_type_ids=None, overrides=None):
         self.forwards.append(dict(input_ids=input_ids, attention_mask=attention_mask, capture=capture,
-                                  logit_positions=logit_positions))
+                                  logit_positions=logit_positions, token_type_ids=token_type_ids,
+                                  overrides=overrides))
         if self.fail_next_forward is not None:
             failure, self.fail_next_forward = self.fail_next_forward, None
             raise failure
         result: Dict[str, Any] = {}
         if self.architecture == QA_ARCHITECTURE:
-            result["start_logits"] = [[0.5 * token for token in row] for row in input_ids]
+            types = token_type_ids or [[0] * len(row) for row in input_ids]
+            result["start_logits"] = [[0.5 * token + 1000.0 * kind for token, kind in zip(row, kinds)]
+                                      for row, kinds in zip(input_ids, types)]
             result["end_logits"] = [[-float(token) for token in row] for row in input_ids]
         else:
             def one_hot(token):
@@ -96,10 +106,18 @@ class FakeAdapter(ModelAdapter):
         return result
 
 
-def read_safetensors(path: str):
-    """An independent reader: (header dict, {name: (shape, [floats])}) of an F32 file."""
-    with open(path, "rb") as file:
-        data = file.read()
+def lines_of(out: io.BytesIO) -> List[Dict[str, Any]]:
+    return [json.loads(line) for line in out.getvalue().decode("utf-8").splitlines()]
+
+
+def read_safetensors(path):
+    """An independent reader: (header dict, {name: (shape, [floats])}) of an F32 file (a path or
+    the bytes themselves)."""
+    if isinstance(path, bytes):
+        data = path
+    else:
+        with open(path, "rb") as file:
+            data = file.read()
     (length,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8:8 + length])
     body = data[8 + length:]
@@ -158,6 +176,14 @@ class ProtocolRoundTrips(ServerTestCase):
     def test_hello(self):
         self.assertEqual(self.server.handle({"id": 1, "op": "hello"}),
                          {"id": 1, "ok": True, "protocol": 1, "device": "fake", "name": "fake model for tests"})
+        for offered, chosen in (([1, 2], 2), ([2, 1], 2), ([1], 1), ([1, 2, 7], 2), ([2], 2)):
+            with self.subTest(offered):
+                self.assertEqual(self.server.handle({"id": 2, "op": "hello", "protocols": offered})["protocol"], chosen)
+        for offered in ([7], "2", [True]):
+            with self.subTest(offered):
+                answer = self.server.handle({"id": 3, "op": "hello", "protocols": offered})
+                self.assertFalse(answer["ok"])
+                self.assertIn("rotocol", answer["error"])
 
     def test_load_reports_architecture_and_reloads_only_on_change(self):
         self.assertEqual(self.load(request_id=7), {"id": 7, "ok": True, "architecture": QA_ARCHITECTURE})
@@ -226,18 +252,18 @@ class ProtocolRoundTrips(ServerTestCase):
 
     def test_shutdown_ends_serving(self):
         lines = [b'{"id":1,"op":"hello"}\n', b"\n", b'{"id":2,"op":"shutdown"}\n', b'{"id":3,"op":"hello"}\n']
-        served = iter(lines)
-        out = io.StringIO()
-        self.assertEqual(self.server.serve(lambda: next(served, b""), out), 0)
-        answers = [json.loads(line) for line in out.getvalue().splitlines()]
+        source = io.BytesIO(b"".join(lines))
+        out = io.BytesIO()
+        self.assertEqual(self.server.serve(source, out), 0)
+        answers = lines_of(out)
         self.assertEqual([a["id"] for a in answers], [1, 2])
         self.assertEqual(answers[1], {"id": 2, "ok": True})
-        self.assertEqual(next(served), b'{"id":3,"op":"hello"}\n')  # never read
+        self.assertEqual(source.read(), b'{"id":3,"op":"hello"}\n')  # never read
 
     def test_end_of_input_ends_serving(self):
-        out = io.StringIO()
-        self.assertEqual(self.server.serve(lambda: b"", out), 0)
-        self.assertEqual(out.getvalue(), "")
+        out = io.BytesIO()
+        self.assertEqual(self.server.serve(io.BytesIO(b""), out), 0)
+        self.assertEqual(out.getvalue(), b"")
 
 
 class MalformedRequests(ServerTestCase):
@@ -289,10 +315,9 @@ class MalformedRequests(ServerTestCase):
                 if load_first:
                     self.assertTrue(self.server.handle({"id": 0, "op": "load", "checkpoint": self.qa})["ok"])
                 text = json.dumps(request).replace('"OUT"', json.dumps(self.output())).replace('"QA"', json.dumps(self.qa))
-                served = iter([text.encode() + b"\n", b'{"id":99,"op":"hello"}\n'])
-                out = io.StringIO()
-                self.server.serve(lambda: next(served, b""), out)
-                answer, hello = [json.loads(line) for line in out.getvalue().splitlines()]
+                out = io.BytesIO()
+                self.server.serve(io.BytesIO(text.encode() + b"\n" + b'{"id":99,"op":"hello"}\n'), out)
+                answer, hello = lines_of(out)
                 self.assertFalse(answer["ok"])
                 self.assertEqual(answer["id"], expected_id)
                 self.assertIn(phrase, answer["error"])
@@ -302,11 +327,13 @@ class MalformedRequests(ServerTestCase):
                 self.assertFalse(os.path.exists(self.output()))
 
     def test_not_json(self):
-        served = iter([b'{"id":1,"op":\n', b"\xff\xfe garbage\n", b'{"id":2,"op":"hello"}\n'])
-        out = io.StringIO()
-        self.server.serve(lambda: next(served, b""), out)
-        answers = [json.loads(line) for line in out.getvalue().splitlines()]
-        self.assertEqual(len(answers), 3)
+        out = io.BytesIO()
+        self.server.serve(io.BytesIO(b'{"id":1,"op":\n' + b"\xff\xfe garbage\n" + b'{"id":NaN,"op":"hello"}\n'
+                                     + b'{"id":2,"op":"hello"}\n'), out)
+        answers = lines_of(out)
+        self.assertEqual(len(answers), 4)
+        self.assertIn("NaN is not a JSON number", answers[2]["error"])
+        answers = answers[:2] + answers[3:]
         for answer in answers[:2]:
             self.assertEqual((answer["id"], answer["ok"]), (None, False))
             self.assertIn("not valid JSON", answer["error"])
@@ -321,6 +348,261 @@ class MalformedRequests(ServerTestCase):
         self.assertIn("Traceback", self.log.getvalue())
         self.assertTrue(self.server.handle({"id": 5, "op": "forward", "input_ids": [[0, 2]],
                                             "output": self.output()})["ok"])
+
+
+def file_entry(path: str) -> Dict[str, Any]:
+    with open(path, "rb") as file:
+        data = file.read()
+    return {"name": os.path.basename(path), "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def manifest_of(folder: str) -> List[Dict[str, Any]]:
+    """The manifest as a client computes it, written independently of aiu_runner's helpers."""
+    return [file_entry(os.path.join(folder, name)) for name in sorted(os.listdir(folder))]
+
+
+def hash_of(manifest: List[Dict[str, Any]]) -> str:
+    text = "".join("%s %d %s\n" % (f["name"], f["size"], f["sha256"]) for f in sorted(manifest, key=lambda f: f["name"]))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def upload_lines(folder: str, checkpoint_hash: str, first_id: int, corrupt: Optional[str] = None) -> bytes:
+    """upload requests with their payloads, then commit_checkpoint, as protocol 2 frames them."""
+    stream = b""
+    manifest = manifest_of(folder)
+    for number, entry in enumerate(manifest):
+        with open(os.path.join(folder, entry["name"]), "rb") as file:
+            data = file.read()
+        if entry["name"] == corrupt:
+            data = data[:-1] + bytes([data[-1] ^ 1])
+        request = dict(id=first_id + number, op="upload", hash=checkpoint_hash, name=entry["name"],
+                       sha256=entry["sha256"], bytes=len(data))
+        stream += json.dumps(request).encode() + b"\n" + data
+    commit = dict(id=first_id + len(manifest), op="commit_checkpoint", hash=checkpoint_hash, files=manifest)
+    return stream + json.dumps(commit).encode() + b"\n"
+
+
+def read_responses(data: bytes) -> List[Dict[str, Any]]:
+    """Response lines, each with its blob (under "blob") when it announces "bytes"."""
+    responses = []
+    stream = io.BytesIO(data)
+    while True:
+        line = stream.readline()
+        if not line:
+            return responses
+        response = json.loads(line)
+        if "bytes" in response:
+            response["blob"] = stream.read(response["bytes"])
+            assert len(response["blob"]) == response["bytes"]
+        responses.append(response)
+
+
+class ProtocolTwo(ServerTestCase):
+    def setUp(self):
+        super().setUp()
+        self.cache = os.path.join(self.root, "cache")
+        self.server = RunnerServer(self.adapter, self.log, cache_folder=self.cache, heartbeat_seconds=0)
+        self.assertEqual(self.server.handle({"id": 0, "op": "hello", "protocols": [1, 2]})["protocol"], 2)
+        with open(os.path.join(self.qa, "model.safetensors"), "wb") as file:
+            file.write(bytes(range(256)) * 40)
+        self.manifest = manifest_of(self.qa)
+        self.hash = hash_of(self.manifest)
+
+    def serve(self, data: bytes) -> List[Dict[str, Any]]:
+        out = io.BytesIO()
+        self.server.finished = False
+        self.server.serve(io.BytesIO(data), out)
+        return read_responses(out.getvalue())
+
+    def test_upload_commit_load_and_forward_blob(self):
+        answers = self.serve(json.dumps({"id": 1, "op": "has_checkpoint", "hash": self.hash}).encode() + b"\n"
+                             + upload_lines(self.qa, self.hash, 2)
+                             + json.dumps({"id": 9, "op": "load", "hash": self.hash}).encode() + b"\n"
+                             + json.dumps({"id": 10, "op": "forward", "input_ids": [[0, 7, 9, 2], [0, 5, 2]],
+                                           "token_type_ids": [[0, 0, 1, 1], [0, 1, 1]],
+                                           "capture": ["qa_outputs"]}).encode() + b"\n")
+        self.assertEqual([a["ok"] for a in answers], [True] * len(answers), answers)
+        self.assertFalse(answers[0]["cached"])
+        folder = os.path.join(self.cache, self.hash)
+        self.assertEqual(sorted(os.listdir(self.cache)), [self.hash])  # no .partial folder left
+        self.assertEqual(manifest_of(folder), self.manifest)
+        self.assertEqual(self.adapter.loads, [(folder, "fp8")])
+        forward = answers[-1]
+        self.assertNotIn("output", forward)
+        header, tensors, _ = read_safetensors(forward["blob"])
+        self.assertEqual(list(header)[1:], ["start_logits", "end_logits", "qa_outputs.input", "qa_outputs.output"])
+        # 0.5 * id + 1000 * token type, the short row padded with pad id 1 and type 0.
+        self.assertEqual(tensors["start_logits"], ([2, 4], [0.0, 3.5, 1004.5, 1001.0, 0.0, 1002.5, 1001.0, 0.5]))
+        self.assertEqual(self.adapter.forwards[0]["token_type_ids"], [[0, 0, 1, 1], [0, 1, 1, 0]])
+        self.assertTrue(self.server.handle({"id": 11, "op": "has_checkpoint", "hash": self.hash})["cached"])
+
+    def test_corrupted_or_incomplete_uploads_are_refused(self):
+        answers = self.serve(upload_lines(self.qa, self.hash, 1, corrupt="model.safetensors"))
+        names = [entry["name"] for entry in self.manifest]
+        refused = answers[names.index("model.safetensors")]
+        self.assertFalse(refused["ok"])
+        self.assertIn("model.safetensors arrived with SHA-256", refused["error"])
+        self.assertIn("not the announced " + self.manifest[names.index("model.safetensors")]["sha256"], refused["error"])
+        self.assertFalse(answers[-1]["ok"])  # the commit
+        self.assertIn("was not uploaded", answers[-1]["error"])
+        self.assertEqual(os.listdir(self.cache), [])  # the session's partial folder is gone at the end
+        load = self.server.handle({"id": 5, "op": "load", "hash": self.hash})
+        self.assertIn("is not in this runner's cache", load["error"])
+
+    def test_manifest_must_hash_to_the_announced_hash(self):
+        other = "0" * 64
+        answers = self.serve(upload_lines(self.qa, other, 1))
+        self.assertTrue(all(a["ok"] for a in answers[:-1]))
+        self.assertIn(f"The manifest's hash is {self.hash}, not the announced {other}", answers[-1]["error"])
+        self.assertFalse(os.path.exists(os.path.join(self.cache, other)))
+
+    def test_bad_upload_fields_keep_the_stream_framed(self):
+        payload = b"x" * 100
+        cases = [("../config.json", "not a plain file name"), (".hidden", "not a plain file name"),
+                 ("a b", "not a plain file name"), ("", "not a plain file name"), ("a/b", "not a plain file name")]
+        stream = b""
+        for number, (name, _) in enumerate(cases):
+            stream += json.dumps({"id": number, "op": "upload", "hash": self.hash, "name": name,
+                                  "sha256": hashlib.sha256(payload).hexdigest(), "bytes": len(payload)}).encode()
+            stream += b"\n" + payload
+        stream += json.dumps({"id": 50, "op": "upload", "hash": "ABC", "name": "x", "sha256": "0" * 64,
+                              "bytes": 3}).encode() + b"\nabc"
+        stream += json.dumps({"id": 51, "op": "forward", "input_ids": [[0]], "bytes": 2}).encode() + b"\n{}"
+        stream += b'{"id":52,"op":"hello","protocols":[2]}\n'
+        answers = self.serve(stream)
+        self.assertEqual([a["id"] for a in answers], list(range(len(cases))) + [50, 51, 52])
+        for answer, (_, phrase) in zip(answers, cases):
+            self.assertIn(phrase, answer["error"])
+        self.assertIn("64 lower-case hex digits", answers[-3]["error"])
+        self.assertIn('carries no "bytes"', answers[-2]["error"])
+        self.assertTrue(answers[-1]["ok"])
+        self.assertFalse(os.path.exists(os.path.join(self.root, "config.json")))
+
+    def test_two_sessions_uploading_the_same_checkpoint_at_once(self):
+        # Several runners on one host share the cache: each session uploads into its own folder.
+        other = RunnerServer(FakeAdapter(), self.log, cache_folder=self.cache, heartbeat_seconds=0)
+        other.handle({"id": 0, "op": "hello", "protocols": [2]})
+        stream = upload_lines(self.qa, self.hash, 1)
+        commit = json.dumps(dict(id=1 + len(self.manifest), op="commit_checkpoint", hash=self.hash,
+                                 files=self.manifest)).encode() + b"\n"
+        self.assertTrue(stream.endswith(commit))
+        uploads = stream[:-len(commit)]
+        out_a, out_b = io.BytesIO(), io.BytesIO()
+        self.server.out, other.out = out_a, out_b
+        for server, out in ((self.server, out_a), (other, out_b)):
+            source = io.BytesIO(uploads)
+            while True:
+                line = source.readline()
+                if not line:
+                    break
+                server._serve_line(line, source)
+        self.assertEqual(len([n for n in os.listdir(self.cache) if ".partial-" in n]), 2)
+        for server in (self.server, other):
+            server._serve_line(commit, io.BytesIO())
+        answers = lines_of(out_a) + lines_of(out_b)
+        self.assertTrue(all(a["ok"] for a in answers), answers)
+        self.assertEqual(os.listdir(self.cache), [self.hash])
+        self.assertEqual(manifest_of(os.path.join(self.cache, self.hash)), self.manifest)
+
+    def test_checkpoint_ops_need_protocol_two(self):
+        server = RunnerServer(FakeAdapter(), self.log, cache_folder=self.cache)
+        answer = server.handle({"id": 1, "op": "has_checkpoint", "hash": self.hash})
+        self.assertIn("protocol 2", answer["error"])
+
+    def test_overrides_refused_unless_the_adapter_runs_them(self):
+        self.load()
+        request = {"id": 3, "op": "forward", "input_ids": [[0, 2]],
+                   "overrides": {"roberta.encoder.layer.1.output.dense": "float"}}
+        answer = self.server.handle(request)
+        self.assertEqual(answer["error"], "fake model for tests cannot run per-module overrides; run them with the "
+                                          "CPU runner.")
+        self.assertEqual(self.adapter.forwards, [])
+        self.adapter.supports_overrides = True
+        self.assertTrue(self.server.handle(request)["ok"])
+        self.assertEqual(self.adapter.forwards[0]["overrides"], {"roberta.encoder.layer.1.output.dense": "float"})
+        bad = self.server.handle(dict(request, overrides={"roberta.encoder.layer.9.output.dense": "float"}))
+        self.assertIn("no such Linear module", bad["error"])
+        bad = self.server.handle(dict(request, overrides={"qa_outputs": "int4"}))
+        self.assertIn('"float" or "fp8"', bad["error"])
+
+    def test_token_types_must_fit(self):
+        self.load()
+        self.adapter.type_vocab_size = 2
+        for types, phrase in (([[0, 2]], "outside this model's 2 token types"), ([[0]], "shape of"),
+                              ([[0, -1]], "non-negative")):
+            with self.subTest(types):
+                answer = self.server.handle({"id": 1, "op": "forward", "input_ids": [[0, 2]], "token_type_ids": types})
+                self.assertIn(phrase, answer["error"])
+
+
+class Bounds(ServerTestCase):
+    def serve(self, data: bytes, server=None):
+        out = io.BytesIO()
+        status = (server or self.server).serve(io.BytesIO(data), out)
+        return status, read_responses(out.getvalue())
+
+    def test_deep_nesting_gets_one_sentence(self):
+        deep = b'{"id":' + b"[" * 100_000 + b"]" * 100_000 + b',"op":"hello"}\n'
+        status, answers = self.serve(deep + b'{"id":2,"op":"hello"}\n')
+        self.assertEqual(status, 1)
+        self.assertEqual(answers, [{"id": None, "ok": False, "error": "A request nests JSON deeper than 64 levels; "
+                                                                      "the runner stops reading this input."}])
+        # 64 levels are fine; brackets inside strings do not count.
+        ok = json.dumps({"id": 1, "op": "hello", "x": "[[[[{{{{" * 100, "y": json.loads("[" * 62 + "]" * 62)})
+        status, answers = self.serve(ok.encode() + b"\n")
+        self.assertEqual((status, answers[0]["ok"]), (0, True))
+
+    def test_depth_is_measured_in_linear_time(self):
+        # An unterminated string of escaped quotes made an earlier, regex-based measure quadratic.
+        for text, expected in (('{"a":"' + '\\"' * 400_000, 1), ('["\\"[", [[]]]', 3), ("[" * 65, 65),
+                               ('{"a":"]]]]","b":[{"c":"\\\\"}]}', 3), ("[]" * 500_000, 1)):
+            started = time.perf_counter()
+            self.assertEqual(aiu_runner.json_nesting_depth(text, 64), expected)
+            self.assertLess(time.perf_counter() - started, 2.0)
+
+    def test_long_line_is_refused(self):
+        self.server.max_line_bytes = 1000
+        status, answers = self.serve(b'{"id":1,"op":"hello","pad":"' + b"x" * 2000 + b'"}\n{"id":2,"op":"hello"}\n')
+        self.assertEqual(status, 1)
+        self.assertEqual(len(answers), 1)
+        self.assertIn("longer than 1000 bytes", answers[0]["error"])
+
+    def test_payload_framing_errors_stop_reading(self):
+        server = RunnerServer(FakeAdapter(), self.log, cache_folder=os.path.join(self.root, "c"))
+        server.handle({"id": 0, "op": "hello", "protocols": [2]})
+        status, answers = self.serve(b'{"id":1,"op":"upload","bytes":-4}\n{"id":2,"op":"hello"}\n', server)
+        self.assertEqual((status, len(answers)), (1, 1))
+        self.assertIn('"bytes" that are not a byte count', answers[0]["error"])
+        server = RunnerServer(FakeAdapter(), self.log, cache_folder=os.path.join(self.root, "c"))
+        server.handle({"id": 0, "op": "hello", "protocols": [2]})
+        request = {"id": 1, "op": "upload", "hash": "a" * 64, "name": "x", "sha256": "b" * 64, "bytes": 10}
+        status, answers = self.serve(json.dumps(request).encode() + b"\nshort", server)
+        self.assertEqual(status, 1)
+        self.assertIn("ended 5 bytes before the end of a 10-byte payload", answers[-1]["error"])
+        self.assertEqual(os.listdir(os.path.join(self.root, "c")), [])
+
+
+class SlowAdapter(FakeAdapter):
+    """Loads for a while, reporting a stage, as a compile warm-up does."""
+
+    def load(self, checkpoint, mode):
+        self.progress(0.25, "Compiling for AIU")
+        time.sleep(0.6)
+        return super().load(checkpoint, mode)
+
+
+class Progress(ServerTestCase):
+    def test_progress_lines_and_heartbeats_precede_the_response(self):
+        adapter = SlowAdapter()
+        server = RunnerServer(adapter, self.log, heartbeat_seconds=0.1)
+        out = io.BytesIO()
+        server.serve(io.BytesIO(json.dumps({"id": 7, "op": "load", "checkpoint": self.qa}).encode() + b"\n"), out)
+        answers = lines_of(out)
+        self.assertEqual(answers[-1], {"id": 7, "ok": True, "architecture": QA_ARCHITECTURE})
+        progress = answers[:-1]
+        self.assertGreaterEqual(len(progress), 3)  # the stage, then heartbeats during the 0.6 s
+        for line in progress:
+            self.assertEqual(line, {"id": 7, "progress": 0.25, "stage": "Compiling for AIU"})
 
 
 class SafetensorsWriter(unittest.TestCase):
@@ -434,19 +716,19 @@ class RankCoordination(ServerTestCase):
             thread.start()
         server = RunnerServer(self.adapter, self.log, QueueCollective(0, 3, commands, errors))
         followers[1].fail_next_forward = RequestError("AIU card 2 timed out.")
-        out = io.StringIO()
+        out = io.BytesIO()
         forward = json.dumps({"op": "forward", "input_ids": [[0, 3, 2]], "output": self.output()})
-        lines = iter([
+        lines = [
             json.dumps({"id": 1, "op": "hello"}).encode(),
             json.dumps({"id": 2, "op": "load", "checkpoint": self.qa}).encode(),
             forward.replace('"op"', '"id": 3, "op"').encode(),
             forward.replace('"op"', '"id": 4, "op"').encode(),
-        ])
-        server.serve(lambda: next(lines, b""), out)  # end of input shuts the followers down
+        ]
+        server.serve(io.BytesIO(b"\n".join(lines) + b"\n"), out)  # end of input shuts the followers down
         for thread in threads:
             thread.join(timeout=10)
             self.assertFalse(thread.is_alive())
-        answers = [json.loads(line) for line in out.getvalue().splitlines()]
+        answers = lines_of(out)
         self.assertEqual([a["ok"] for a in answers], [True, True, False, True])
         self.assertEqual(answers[2]["error"], "Rank 2: AIU card 2 timed out.")
         for follower in followers:
@@ -488,8 +770,116 @@ class Program(unittest.TestCase):
     def test_end_of_input_exits(self):
         result = self.run_runner([json.dumps({"id": 1, "op": "hello"})])
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual(json.loads(result.stdout)["protocol"], aiu_runner.PROTOCOL_VERSION)
+        self.assertEqual(json.loads(result.stdout)["protocol"], 1)  # no "protocols" offered
 
+
+class ProtocolTwoEndToEnd(unittest.TestCase):
+    """aiu_runner.py as child processes sharing nothing with the test but a cache folder of their
+    own: the checkpoint travels in-band, once."""
+
+    def session(self, stream: bytes, cache: str) -> List[Dict[str, Any]]:
+        environment = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", SCALESCOPE_RUNNER_CACHE=cache)
+        result = subprocess.run([sys.executable, RUNNER, "--device-type", "cpu", "--adapter",
+                                 "test_aiu_runner:FakeAdapter"], input=stream, capture_output=True, timeout=60,
+                                env=environment, cwd=tempfile.gettempdir())
+        self.assertEqual(result.returncode, 0, result.stderr.decode())
+        return read_responses(result.stdout)
+
+    def test_upload_once_then_cached_and_blobs_exact(self):
+        with tempfile.TemporaryDirectory() as root:
+            checkpoint = write_config(os.path.join(root, "client", "mlm"), MLM_ARCHITECTURE, layers=1, vocab=12)
+            with open(os.path.join(checkpoint, "model.safetensors"), "wb") as file:
+                file.write(os.urandom(300_000))
+            manifest = manifest_of(checkpoint)
+            checkpoint_hash = hash_of(manifest)
+            cache = os.path.join(root, "runner-cache")
+            hello = b'{"id":1,"op":"hello","protocols":[1,2]}\n'
+            has = json.dumps({"id": 2, "op": "has_checkpoint", "hash": checkpoint_hash}).encode() + b"\n"
+            forward = {"op": "forward", "input_ids": [[0, 4, 11, 2], [0, 6, 2]], "logit_positions": [[0, 2], [1, 1]],
+                       "capture": ["roberta.embeddings.output"]}
+            tail = (json.dumps({"id": 20, "op": "load", "hash": checkpoint_hash, "mode": "dequant"}).encode() + b"\n"
+                    + json.dumps(dict(forward, id=21)).encode() + b"\n" + b'{"id":22,"op":"shutdown"}\n')
+
+            # A corrupted upload is refused and leaves nothing in the cache.
+            answers = self.session(hello + has + upload_lines(checkpoint, checkpoint_hash, 3, "config.json") + tail,
+                                   cache)
+            by_id = {a["id"]: a for a in answers}
+            self.assertIn("config.json arrived with SHA-256", by_id[3]["error"])
+            self.assertFalse(by_id[20]["ok"])
+            self.assertEqual(os.listdir(cache), [])
+
+            answers = self.session(hello + has + upload_lines(checkpoint, checkpoint_hash, 3) + tail, cache)
+            self.assertEqual([a["ok"] for a in answers], [True] * len(answers), answers)
+            self.assertEqual(answers[0]["protocol"], 2)
+            self.assertFalse(answers[1]["cached"])
+            self.assertEqual(os.listdir(cache), [checkpoint_hash])
+            first_blob = answers[-2]["blob"]
+
+            # Second session: the runner has it; the client sends no upload at all.
+            answers = self.session(hello + has + tail, cache)
+            self.assertEqual([a["ok"] for a in answers], [True] * 5, answers)
+            self.assertTrue(answers[1]["cached"])
+            self.assertEqual(answers[2]["architecture"], MLM_ARCHITECTURE)
+            blob = answers[3]["blob"]
+            self.assertEqual(blob, first_blob)
+            header, tensors, _ = read_safetensors(blob)
+            self.assertEqual(header["__metadata__"]["mode"], "dequant")
+            shape, values = tensors["logits"]
+            self.assertEqual(shape, [2, 12])
+            self.assertEqual([i for i, v in enumerate(values) if v], [11, 12 + 6])
+            self.assertEqual(tensors["roberta.embeddings.output"], ([2, 4], [0.0, 0.25, 0.5, 0.75] * 2))
+
+            # Protocol 1 on the same folder gives the same bytes in its output file.
+            out = os.path.join(root, "p1.safetensors")
+            answers = self.session(b'{"id":1,"op":"hello"}\n'
+                                   + json.dumps({"id": 2, "op": "load", "checkpoint": checkpoint,
+                                                 "mode": "dequant"}).encode() + b"\n"
+                                   + json.dumps(dict(forward, id=3, output=out)).encode() + b"\n", cache)
+            self.assertEqual(answers[0]["protocol"], 1)
+            self.assertEqual(answers[2]["output"], out)
+            with open(out, "rb") as file:
+                self.assertEqual(file.read(), blob)
+
+
+def can_unshare_tmp() -> bool:
+    try:
+        return subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs none /tmp"], capture_output=True,
+                              timeout=20).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@unittest.skipIf(RUNNER.startswith(tempfile.gettempdir() + os.sep), "the runner itself lives under the temporary folder")
+class ProtocolTwoWithNothingShared(unittest.TestCase):
+    """The runner in a mount namespace of its own with an empty /tmp: the client's checkpoint under
+    /tmp does not exist for it, and protocol 2 still works."""
+
+    @unittest.skipUnless(can_unshare_tmp(), "unshare -m with a tmpfs mount is not permitted here")
+    def test_runner_that_cannot_see_the_checkpoint(self):
+        with tempfile.TemporaryDirectory(dir=tempfile.gettempdir()) as root:
+            checkpoint = write_config(os.path.join(root, "qa"))
+            with open(os.path.join(checkpoint, "model.safetensors"), "wb") as file:
+                file.write(os.urandom(50_000))
+            manifest = manifest_of(checkpoint)
+            checkpoint_hash = hash_of(manifest)
+            runner = " ".join([sys.executable, "-B", RUNNER, "--device-type", "cpu", "--adapter",
+                               "test_aiu_runner:FakeAdapter"])
+            stream = (b'{"id":1,"op":"hello","protocols":[1,2]}\n'
+                      + json.dumps({"id": 2, "op": "load", "checkpoint": checkpoint}).encode() + b"\n"
+                      + upload_lines(checkpoint, checkpoint_hash, 3)
+                      + json.dumps({"id": 10, "op": "load", "hash": checkpoint_hash}).encode() + b"\n"
+                      + json.dumps({"id": 11, "op": "forward", "input_ids": [[0, 7, 9, 2]]}).encode() + b"\n")
+            result = subprocess.run(
+                ["unshare", "-m", "sh", "-c", f"mount -t tmpfs none /tmp && SCALESCOPE_RUNNER_CACHE=/tmp/cache exec {runner}"],
+                input=stream, capture_output=True, timeout=60, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+            self.assertEqual(result.returncode, 0, result.stderr.decode())
+            answers = {a["id"]: a for a in read_responses(result.stdout)}
+            self.assertEqual(answers[2]["error"], f"{checkpoint} is not a folder on this host.")
+            self.assertTrue(all(answers[i]["ok"] for i in range(3, 12) if i in answers), answers)
+            self.assertEqual(answers[10]["architecture"], QA_ARCHITECTURE)
+            _, tensors, _ = read_safetensors(answers[11]["blob"])
+            self.assertEqual(tensors["start_logits"], ([1, 4], [0.0, 3.5, 4.5, 1.0]))
+            self.assertFalse(os.path.exists(os.path.join(tempfile.gettempdir(), "cache")))
 
 class FmsAdapterWithoutCards(unittest.TestCase):
     def test_cards_need_their_pcie_address(self):
@@ -512,8 +902,47 @@ class FmsAdapterWithoutCards(unittest.TestCase):
 
     def test_options(self):
         self.assertEqual(aiu_runner.parse_arguments([]).seq_buckets, [64, 128, 256, 384, 512])
+        self.assertEqual(aiu_runner.parse_arguments([]).batch_buckets, [1, 4, 16])
         self.assertEqual(aiu_runner.parse_arguments(["--device-type", "cpu"]).seq_buckets, [])
-        self.assertEqual(aiu_runner.parse_arguments(["--seq-buckets", "32,16"]).seq_buckets, [16, 32])
+        self.assertEqual(aiu_runner.parse_arguments(["--seq-buckets", "128,64"]).seq_buckets, [64, 128])
+        self.assertEqual(aiu_runner.parse_arguments(["--device-type", "cpu", "--seq-buckets", "32,16"]).seq_buckets,
+                         [16, 32])
+        # fms parses data_type with getattr(torch, ...): torch attribute names, not fp16/bf16/fp32 (D3).
+        self.assertEqual(aiu_runner.parse_arguments(["--dtype", "float16"]).dtype, "float16")
+        stderr = io.StringIO()
+        for refused, phrase in ((["--seq-buckets", "32,16"], "multiples of 64"),
+                                (["--device-type", "senulator", "--seq-buckets", "100"], "multiples of 64"),
+                                (["--seq-buckets", ""], "cannot be empty on AIU"),
+                                (["--dtype", "bfloat16"], "do not compute in bfloat16"),
+                                (["--batch-buckets", "0,4"], "must be positive")):
+            with self.subTest(refused), self.assertRaises(SystemExit), mock.patch.object(sys, "stderr", stderr):
+                aiu_runner.parse_arguments(refused)
+            self.assertIn(phrase, stderr.getvalue())
+
+    def test_flex_device_defaults_to_pf(self):
+        # aiu-fms-testing-utils and vllm-spyre use PF since mid 2025 (D9).
+        with mock.patch.dict(os.environ, {"AIU_WORLD_RANK_0": "0000:1e:00.0"}, clear=True):
+            aiu_runner.FmsAdapter(aiu_runner.parse_arguments([])).prepare_environment()
+            self.assertEqual(os.environ["FLEX_DEVICE"], "PF")
+            self.assertNotIn("TORCH_SENDNN_CACHE_ENABLE", os.environ)
+        with mock.patch.dict(os.environ, {"AIU_WORLD_RANK_0": "0000:1e:00.0"}, clear=True):
+            aiu_runner.FmsAdapter(aiu_runner.parse_arguments(["--compile-cache", "/var/cache/sendnn"])).prepare_environment()
+            self.assertEqual((os.environ["TORCH_SENDNN_CACHE_ENABLE"], os.environ["TORCH_SENDNN_CACHE_DIR"]),
+                             ("1", "/var/cache/sendnn"))
+
+    @unittest.skipUnless(HAVE_TORCH, "torch is not installed")
+    def test_process_group_outlives_an_idle_workbench(self):
+        # gloo's default timeout is 30 min; followers wait in a broadcast between requests (D4).
+        import torch.distributed
+
+        options = aiu_runner.parse_arguments([])
+        with mock.patch.object(torch.distributed, "init_process_group") as init, \
+                mock.patch.object(aiu_runner, "TorchCollective", lambda: "collective"):
+            self.assertEqual(aiu_runner.init_ranks(options, 1, 4), "collective")
+        self.assertEqual(init.call_args.kwargs["backend"], "gloo")
+        self.assertEqual(init.call_args.kwargs["timeout"], datetime.timedelta(days=7))
+        self.assertEqual((init.call_args.kwargs["rank"], init.call_args.kwargs["world_size"]), (1, 4))
+        self.assertIsInstance(aiu_runner.init_ranks(options, 0, 1), Collective)
 
     @unittest.skipUnless(HAVE_TORCH and not HAVE_FMS, "needs torch without fms")
     def test_missing_fms_is_one_sentence(self):
@@ -523,6 +952,378 @@ class FmsAdapterWithoutCards(unittest.TestCase):
             with self.assertRaises(RequestError) as raised:
                 adapter.load(qa, "fp8")
             self.assertIn("(fms) is not installed", str(raised.exception))
+
+
+FAKES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakes")
+SCALESCOPE_IGNORE = ["lm_head", "re:lm_head\\..*", "qa_outputs"]  # what ScaleScope's quantize writes
+
+
+def fp8_config(weights="channel", activations="token", ignore=None, **group):
+    activation_args = None if activations is None else {
+        "num_bits": 8, "type": "float", "strategy": activations, "symmetric": True, "dynamic": activations == "token"}
+    body = {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": weights, "symmetric": True,
+                                               "dynamic": False},
+            "input_activations": activation_args, "output_activations": None}
+    body.update(group)
+    return {"quant_method": "compressed-tensors", "format": "float-quantized", "quantization_status": "compressed",
+            "config_groups": {"group_0": body}, "ignore": SCALESCOPE_IGNORE if ignore is None else ignore,
+            "kv_cache_scheme": None}
+
+
+def write_checkpoint(folder: str, architecture: str = QA_ARCHITECTURE, quantization=None, dtypes=None,
+                     layers: int = 2, float_dtype: str = "F32") -> str:
+    """config.json and a model.safetensors whose header lists every tensor with its dtype (one
+    element each: the fakes read dtypes only)."""
+    os.makedirs(folder, exist_ok=True)
+    bert = architecture.startswith("Bert")
+    prefix = "bert" if bert else "roberta"
+    config = {"architectures": [architecture], "num_hidden_layers": layers, "vocab_size": 50, "hidden_size": 8,
+              "num_attention_heads": 2, "intermediate_size": 16, "max_position_embeddings": 140 if not bert else 128,
+              "pad_token_id": 0 if bert else 1, "type_vocab_size": 2 if bert else 1, "hidden_act": "gelu"}
+    if quantization is not None:
+        config["quantization_config"] = quantization
+    with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as file:
+        json.dump(config, file)
+    names = {f"{prefix}.embeddings.{n}.weight": float_dtype
+             for n in ("word_embeddings", "position_embeddings", "token_type_embeddings")}
+    for layer in range(layers):
+        for linear in aiu_runner.ENCODER_LINEARS:
+            module = f"{prefix}.encoder.layer.{layer}.{linear}"
+            names[module + ".weight"] = "F8_E4M3" if quantization else float_dtype
+            names[module + ".bias"] = float_dtype
+            if quantization:
+                names[module + ".weight_scale"] = "F32"
+    heads = aiu_runner.head_modules(architecture)
+    for module in heads:
+        names[module + ".weight"] = float_dtype
+        names[module + ".bias"] = float_dtype
+    names.update(dtypes or {})
+    sizes = {"F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1}
+    header, offset = {}, 0
+    for name, dtype in names.items():
+        header[name] = {"dtype": dtype, "shape": [1], "data_offsets": [offset, offset + sizes[dtype]]}
+        offset += sizes[dtype]
+    data = json.dumps(header).encode()
+    with open(os.path.join(folder, "model.safetensors"), "wb") as file:
+        file.write(struct.pack("<Q", len(data)) + data + b"\0" * offset)
+    return folder
+
+
+@unittest.skipUnless(HAVE_TORCH and not HAVE_FMS, "needs torch, and the fakes rather than a real fms")
+class FmsAdapterOnFakes(unittest.TestCase):
+    """FmsAdapter against fakes/ (see fakes/README.md): each test names the review defect it covers
+    and, where it helps, first shows that the fake reproduces the upstream failure."""
+
+    def setUp(self):
+        import torch
+
+        self.torch = torch
+        self.folder = tempfile.TemporaryDirectory()
+        self.root = self.folder.name
+        stack = contextlib.ExitStack()
+        self.addCleanup(stack.close)
+        self.addCleanup(self.folder.cleanup)
+        stack.enter_context(mock.patch.object(sys, "path", [FAKES] + sys.path))
+        stack.enter_context(mock.patch.dict(sys.modules))
+        stack.enter_context(mock.patch.dict(os.environ))
+        stack.enter_context(torch.no_grad())
+        import fake_dynamo
+
+        self.dynamo = stack.enter_context(fake_dynamo.install(torch))
+        import torch_sendnn
+
+        torch_sendnn.reset_state()
+        self.sendnn = torch_sendnn.state
+        self.fms = importlib.import_module("fms.models")
+        self.fms.calls.clear()
+        self.stages: List[tuple] = []
+
+    def adapter(self, *arguments: str, world_size: int = 1, device: str = "senulator"):
+        options = aiu_runner.parse_arguments(["--device-type", device, "--seq-buckets", "64,128",
+                                              "--batch-buckets", "1,4", *arguments])
+        adapter = aiu_runner.FmsAdapter(options, 0, world_size)
+        adapter.prepare_environment()
+        adapter.progress = lambda fraction, stage: self.stages.append((fraction, stage))
+        return adapter
+
+    def checkpoint(self, name="qa", **kwargs):
+        return write_checkpoint(os.path.join(self.root, name), **kwargs)
+
+    def direct(self, adapter, ids, types=None):
+        """The loaded fake model run eagerly on the unpadded batch, without the runner's machinery."""
+        torch = self.torch
+        ids = torch.tensor(ids)
+        mask = (ids != adapter.pad_id).unsqueeze(1).expand(ids.shape[0], ids.shape[1], ids.shape[1])
+        types = torch.zeros_like(ids) if types is None else torch.tensor(types)
+        return adapter.model(ids, token_type_ids=types, mask=mask, attn_name="sdpa_bidirectional")
+
+    def random_batch(self, rows, length, seed=0):
+        generator = self.torch.Generator().manual_seed(seed)
+        return self.torch.randint(3, 50, (rows, length), generator=generator).tolist()
+
+    def assert_close(self, actual, expected, tolerance=1e-5):
+        self.assertEqual(tuple(actual.shape), tuple(expected.shape))
+        self.assertLess(float((actual.float() - expected.float()).abs().max()), tolerance)
+
+    def refusal(self, adapter, checkpoint, mode="fp8"):
+        with self.assertRaises(RequestError) as raised:
+            adapter.load(checkpoint, mode)
+        self.assertEqual(self.fms.calls, [], "get_model must not run for a refused checkpoint")
+        return str(raised.exception)
+
+    # -- D1, D5: compile at load, fixed shapes, no CPU fallback --
+
+    def test_load_compiles_every_shape_and_forwards_never_compile(self):
+        adapter = self.adapter()
+        server = RunnerServer(adapter, io.StringIO(), heartbeat_seconds=0)
+        out = io.BytesIO()
+        server.serve(io.BytesIO(json.dumps({"id": 4, "op": "load", "checkpoint": self.checkpoint(
+            quantization=fp8_config())}).encode() + b"\n"), out)
+        answers = lines_of(out)
+        self.assertEqual(answers[-1], {"id": 4, "ok": True, "architecture": QA_ARCHITECTURE})
+        stages = [a["stage"] for a in answers[:-1]]
+        self.assertTrue(all(a["id"] == 4 and 0 <= a["progress"] <= 1 for a in answers[:-1]))
+        self.assertIn("Compiling for AIU (fp8): tracing batch 4 x 128 tokens", stages)
+        self.assertIn("Deploying to AIU (fp8): batch 1 x 64 tokens", stages)
+        # Traced inside warmup_mode, compiled at its exit: 2 sequence x 2 batch buckets.
+        compiles = list(self.sendnn["compiles"])
+        self.assertEqual(len(compiles), 4)
+        self.assertFalse(any(c["lazy"] for c in compiles))
+        self.assertEqual({c["key"][1][1] for c in compiles}, {(1, 64), (4, 64), (1, 128), (4, 128)})
+        self.assertTrue(self.dynamo.config.fail_on_recompile_limit_hit)
+        self.assertGreaterEqual(self.dynamo.config.recompile_limit, adapter.compile_budget())
+
+        for rows, length in ((3, 70), (6, 20), (1, 128), (9, 64)):
+            with self.subTest(rows=rows, length=length):
+                batch = self.random_batch(rows, length, seed=rows)
+                result = adapter.forward(batch, [[1] * length] * rows, [], None)
+                start, end = self.direct(adapter, batch)
+                self.assert_close(result["start_logits"], start)
+                self.assert_close(result["end_logits"], end)
+        self.assertEqual(self.sendnn["compiles"], compiles, "a forward compiled")
+        self.assertFalse([e for e in self.dynamo.events if e["kind"] == "eager_fallback"])
+        # Plain graphs carry the two logits only: no capture point became a graph output.
+        self.assertEqual({e["outputs"] for e in self.dynamo.events if e["kind"] == "graph"}, {2})
+        with self.assertRaises(RequestError) as raised:
+            adapter.forward(self.random_batch(1, 129), [[1] * 129], [], None)
+        self.assertIn("has 129 tokens; this runner pads to the sequence buckets 64,128", str(raised.exception))
+
+    def test_fake_dynamo_falls_back_to_eager_past_the_limit_unless_told_not_to(self):
+        self.dynamo.config.recompile_limit = 2
+        compiled = self.torch.compile(lambda x: x + 1, backend="eager")
+        for size in range(1, 5):
+            compiled(self.torch.zeros(size))
+        self.assertEqual(len([e for e in self.dynamo.events if e["kind"] == "eager_fallback"]), 2)
+        self.dynamo.config.fail_on_recompile_limit_hit = True
+        with self.assertRaises(self.dynamo.FailOnRecompileLimitHit):
+            compiled(self.torch.zeros(9))
+
+    def test_capture_sets_beyond_the_budget_are_refused_and_a_new_checkpoint_resets_dynamo(self):
+        adapter = self.adapter()
+        qa = self.checkpoint(quantization=fp8_config())
+        adapter.load(qa, "fp8")
+        points = capture_points(QA_ARCHITECTURE, 2)
+        batch = self.random_batch(1, 10)
+        with self.assertRaises(RequestError) as raised:
+            for point in points:
+                adapter.forward(batch, [[1] * 10], [point], None)
+        self.assertIn("past the limit of 24; restart the runner or capture fewer distinct sets", str(raised.exception))
+        self.assertFalse([e for e in self.dynamo.events if e["kind"] == "eager_fallback"])
+        adapter.load(self.checkpoint("other", quantization=fp8_config()), "fp8")
+        self.assertIn({"kind": "reset"}, self.dynamo.events)
+        self.assertEqual(len(adapter.compiled_shapes), 4)  # the new checkpoint's warm-up only
+
+    # -- hooks under torch.compile --
+
+    def test_captures_record_only_the_requested_points_through_their_own_graph(self):
+        adapter = self.adapter()
+        adapter.load(self.checkpoint(quantization=fp8_config()), "fp8")
+        graphs_before = len([e for e in self.dynamo.events if e["kind"] == "graph"])
+        batch = self.random_batch(2, 30)
+        wanted = ["roberta.encoder.layer.0.attention.self.query", "roberta.encoder.layer.1.output"]
+        self.stages.clear()
+        result = adapter.forward(batch, [[1] * 30] * 2, [p for p in capture_points(QA_ARCHITECTURE, 2)
+                                                         if module_of(p) == wanted[0] or p == wanted[1]], None)
+        self.assertEqual(self.stages, [(0.0, "Compiling for AIU: first recording forward of batch 4 x 64 tokens")])
+        graphs = [e for e in self.dynamo.events if e["kind"] == "graph"][graphs_before:]
+        self.assertEqual([(g["code"], g["outputs"]) for g in graphs], [("recording", 2 + 3)])
+
+        # Independent hooks on the same fms modules, model run eagerly on the unpadded batch.
+        seen = {}
+        modules = dict(adapter.model.named_modules())
+        handles = [modules["base_model.layers.0.attn.in_proj.query"].register_forward_hook(
+            lambda m, i, o: seen.update(query_in=i[0], query_out=o)),
+            modules["base_model.layers.1"].register_forward_hook(lambda m, i, o: seen.update(layer=o))]
+        self.direct(adapter, batch)
+        for handle in handles:
+            handle.remove()
+        self.assert_close(result["roberta.encoder.layer.0.attention.self.query.input"], seen["query_in"])
+        self.assert_close(result["roberta.encoder.layer.0.attention.self.query.output"], seen["query_out"])
+        self.assert_close(result["roberta.encoder.layer.1.output"], seen["layer"])
+        self.assertEqual(adapter._wanted, ())  # the plain graph records nothing afterwards
+        adapter.forward(batch, [[1] * 30] * 2, [], None)
+        self.assertEqual(len([e for e in self.dynamo.events if e["kind"] == "graph"]), graphs_before + 1)
+
+    def test_warmup_capture_all_compiles_the_recording_graph_at_load(self):
+        adapter = self.adapter("--warmup-capture", "all")
+        adapter.load(self.checkpoint(quantization=fp8_config()), "fp8")
+        self.assertEqual(len(self.sendnn["compiles"]), 8)
+        points = capture_points(QA_ARCHITECTURE, 2)
+        result = adapter.forward(self.random_batch(2, 40), [[1] * 40] * 2, points, None)
+        self.assertEqual(len(self.sendnn["compiles"]), 8)
+        self.assertEqual(len(result), 2 + len(points))
+
+    # -- D2, D7: tensor parallelism --
+
+    def test_tensor_parallel_fp8_load_survives_the_unnamed_linear_type(self):
+        from fms_mo.aiu_addons import _infer_quantization_config
+
+        upstream = _infer_quantization_config(fp8_config())
+        with self.assertRaises(RuntimeError) as raised:  # what fms + fms_mo do without the runner's fix
+            self.fms.get_model("roberta_question_answering", "base", model_path=self.root, distributed_strategy="tp",
+                               linear_config=upstream, src_vocab_size=50, emb_dim=8, nheads=2, nlayers=1,
+                               hidden_grow_factor=2.0, max_pos=64, norm_eps=1e-5, pad_id=1, type_vocab_size=1)
+        self.assertIn("module_name=None", str(raised.exception))
+        self.assertIsInstance(raised.exception.__cause__, TypeError)
+        self.fms.calls.clear()
+
+        adapter = self.adapter(world_size=2, device="cpu")
+        self.assertEqual(adapter.load(self.checkpoint(quantization=fp8_config()), "fp8"), QA_ARCHITECTURE)
+        self.assertEqual(self.fms.calls[0]["distributed_strategy"], "tp")
+        fp8 = [n for n, m in adapter.model.named_modules() if type(m).__name__ == "FP8Linear"]
+        self.assertEqual(len(fp8), 12)
+        self.assertFalse(any(self.torch.isnan(p).any() for p in adapter.model.parameters()))
+
+    def test_tensor_parallel_refuses_what_fms_mo_cannot_shard(self):
+        from fms_mo.aiu_addons import _infer_quantization_config
+
+        garbage = dict(_infer_quantization_config(fp8_config(activations=None)))
+        garbage["linear_type"] = aiu_runner.tolerate_unnamed_linear(garbage["linear_type"], "fp8")
+        model = self.fms.get_model("roberta", "base", model_path=self.root, distributed_strategy="tp",
+                                   linear_config=garbage, src_vocab_size=50, emb_dim=8, nheads=2, nlayers=1,
+                                   hidden_grow_factor=2.0, max_pos=64, norm_eps=1e-5, pad_id=1, type_vocab_size=1)
+        self.assertTrue(self.torch.isnan(model.base_model.layers[0].ff_sub_layer.w1.weight).all())  # upstream: garbage
+        self.fms.calls.clear()
+
+        adapter = self.adapter(world_size=2, device="cpu")
+        cases = [(fp8_config(), "dequant", "mode dequant (weight-only FP8) cannot run under tensor parallelism"),
+                 (fp8_config(activations=None), "fp8", "weight-only FP8 cannot run under tensor parallelism"),
+                 (fp8_config(weights="tensor", activations="token"), "fp8",
+                  "tensor weights with token activations cannot be sharded"),
+                 (fp8_config(weights="channel", activations="tensor"), "fp8",
+                  "channel weights with tensor activations cannot be sharded")]
+        for number, (quantization, mode, phrase) in enumerate(cases):
+            with self.subTest(phrase):
+                self.assertIn(phrase, self.refusal(adapter, self.checkpoint(f"tp{number}", quantization=quantization),
+                                                   mode))
+        # Under TP the encoder Linears' own points are shards; layer outputs are whole.
+        adapter.load(self.checkpoint("tp-ok", quantization=fp8_config()), "fp8")
+        self.assertIsNone(adapter.capture_unavailable("roberta.encoder.layer.1.output"))
+        self.assertIn("tensor-parallel shard", adapter.capture_unavailable("roberta.encoder.layer.1.output.dense.input"))
+
+    # -- D3, D8, D11: dtypes --
+
+    def test_dtype_names_fms_parses(self):
+        with self.assertRaises(ValueError) as raised:  # the old "fp16" strings
+            self.fms.get_model("roberta", "base", model_path=self.root, data_type="fp16")
+        self.assertIn("Data type `fp16` is not a supported torch dtype", str(raised.exception))
+        self.fms.calls.clear()
+        adapter = self.adapter("--dtype", "float16", device="cpu")
+        adapter.load(self.checkpoint(), "fp8")
+        self.assertEqual(self.fms.calls[0]["data_type"], "float16")
+        self.assertEqual({p.dtype for p in adapter.model.parameters()}, {self.torch.float16})
+        # FP8 checkpoints keep their dtypes.
+        adapter.load(self.checkpoint("fp8", quantization=fp8_config()), "fp8")
+        self.assertIsNone(self.fms.calls[-1]["data_type"])
+
+    def test_bf16_checkpoints_run_in_fp16_on_aiu(self):
+        adapter = self.adapter()
+        adapter.load(self.checkpoint(float_dtype="BF16"), "fp8")
+        self.assertEqual({p.dtype for p in adapter.model.parameters()}, {self.torch.float16})
+        result = adapter.forward(self.random_batch(1, 12), [[1] * 12], [], None)
+        self.assertTrue(self.torch.isfinite(result["start_logits"]).all())
+        host = self.adapter(device="cpu")  # eager on the host keeps what the checkpoint has
+        host.load(self.checkpoint("bf16-host", float_dtype="BF16"), "fp8")
+        self.assertEqual({p.dtype for p in host.model.parameters()}, {self.torch.bfloat16})
+
+    def test_dequant_with_float32_scales_and_16_bit_biases(self):
+        biases = {f"roberta.encoder.layer.{layer}.{linear}.bias": "F16"
+                  for layer in range(2) for linear in aiu_runner.ENCODER_LINEARS}
+        qa = self.checkpoint(quantization=fp8_config(), dtypes=biases)
+        from fms_mo.aiu_addons import _infer_quantization_config
+
+        weight_only = _infer_quantization_config(fp8_config(activations=None))
+        model = self.fms.get_model("roberta_question_answering", "base", model_path=qa, linear_config=weight_only,
+                                   src_vocab_size=50, emb_dim=8, nheads=2, nlayers=2, hidden_grow_factor=2.0,
+                                   max_pos=138, norm_eps=1e-5, pad_id=1, type_vocab_size=1)
+        ids = self.torch.tensor([[0, 5, 2]])
+        with self.assertRaises(RuntimeError) as raised:  # upstream's weight-only F.linear
+            model(ids, mask=self.torch.ones(1, 3, 3, dtype=self.torch.bool), attn_name="sdpa_bidirectional")
+        self.assertIn("same dtype", str(raised.exception))
+        self.fms.calls.clear()
+
+        adapter = self.adapter(device="cpu")
+        adapter.load(qa, "dequant")
+        result = adapter.forward([[0, 5, 2]], [[1, 1, 1]], [], None)
+        self.assertTrue(self.torch.isfinite(result["start_logits"]).all())
+        self.assertIsNone(self.fms.calls[0]["kwargs"]["linear_config"]["input_activations"])
+
+    # -- D6: what fms_mo cannot represent --
+
+    def test_configs_fms_mo_would_misread_are_refused_with_the_module_named(self):
+        adapter = self.adapter(device="cpu")
+        two_groups = fp8_config()
+        two_groups["config_groups"]["group_1"] = copy.deepcopy(two_groups["config_groups"]["group_0"])
+        renamed = fp8_config()
+        renamed["config_groups"] = {"attention": renamed["config_groups"]["group_0"]}
+        cases = [
+            (two_groups, {}, "reads exactly one quantization group named group_0; this config has group_0, group_1"),
+            (renamed, {}, "this config has attention"),
+            (fp8_config(targets=["re:.*dense"]), {}, "group_0 targets ['re:.*dense']"),
+            (fp8_config(ignore=SCALESCOPE_IGNORE + ["roberta.encoder.layer.1.output.dense"]),
+             {"roberta.encoder.layer.1.output.dense.weight": "F32"},
+             "ignore entry 'roberta.encoder.layer.1.output.dense' keeps encoder Linear "
+             "roberta.encoder.layer.1.output.dense in float"),
+            (fp8_config(ignore=["re:.*attention\\.output"]), {}, "encoder Linear roberta.encoder.layer.0.attention."
+                                                                 "output.dense in float"),
+            (fp8_config(), {"roberta.encoder.layer.0.intermediate.dense.weight": "F16"},
+             "encoder Linear roberta.encoder.layer.0.intermediate.dense is stored as F16"),
+            (fp8_config(), {"qa_outputs.weight": "F8_E4M3"}, "head qa_outputs is stored in FP8"),
+            (fp8_config(weights="block"), {}, "block weights"),
+            (fp8_config(ignore=["base_model.layers.0.attn.dense.extra"]), {},
+             "would build roberta.encoder.layer.0.attention.output.dense as torch_linear"),
+        ]
+        for number, (quantization, dtypes, phrase) in enumerate(cases):
+            with self.subTest(phrase):
+                message = self.refusal(adapter, self.checkpoint(f"c{number}", quantization=quantization, dtypes=dtypes))
+                self.assertIn(phrase, message)
+                self.assertIn("config.json", message)
+                self.assertEqual(message.count("\n"), 0)
+
+    # -- BERT --
+
+    def test_bert_masked_lm_through_fms_bert(self):
+        adapter = self.adapter(device="cpu")
+        self.assertEqual(adapter.load(self.checkpoint("bert", architecture=aiu_runner.BERT_MLM_ARCHITECTURE),
+                                      "fp8"), aiu_runner.BERT_MLM_ARCHITECTURE)
+        call = self.fms.calls[0]
+        self.assertEqual((call["architecture"], call["kwargs"]["max_pos"], call["kwargs"]["pad_id"],
+                          call["kwargs"]["type_vocab_size"], call["kwargs"]["tie_heads"]), ("bert", 128, 0, 2, False))
+        self.assertEqual(adapter.max_tokens, 128)
+        batch = [[5, 7, 9, 11], [5, 8, 12, 0]]
+        types = [[0, 0, 1, 1], [0, 1, 1, 0]]
+        points = ["bert.embeddings.output", "cls.predictions.decoder.input", "cls.predictions.decoder.output"]
+        result = adapter.forward(batch, [[1, 1, 1, 1], [1, 1, 1, 0]], points, None, token_type_ids=types)
+        self.assert_close(result["logits"], self.direct(adapter, batch, types))
+        self.assert_close(result["cls.predictions.decoder.output"], result["logits"])
+        without_types = adapter.forward(batch, [[1, 1, 1, 1], [1, 1, 1, 0]], [], None)
+        self.assertGreater(float((without_types["logits"] - result["logits"]).abs().max()), 1e-3)
+        self.assertEqual(self.fms.calls[0]["kwargs"].get("pos_emb"), None)  # fms's "bert" variant sets it
+
+    def test_bert_question_answering_is_refused(self):
+        message = self.refusal(self.adapter(device="cpu"),
+                               self.checkpoint("bqa", architecture=aiu_runner.BERT_QA_ARCHITECTURE))
+        self.assertIn("BertForQuestionAnswering, which fms does not build", message)
 
 
 if __name__ == "__main__":

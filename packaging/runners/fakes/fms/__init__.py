@@ -1,0 +1,1 @@
+"""Fake Foundation Model Stack (see ../README.md)."""

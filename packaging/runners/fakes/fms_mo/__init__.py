@@ -1,0 +1,1 @@
+"""Fake fms-model-optimizer (see ../README.md)."""
