@@ -26,6 +26,7 @@
 
 #include "tasks/compare_runs.h"
 #include "common/error.h"
+#include "device/open_backend.h"
 #include "device/runner_backend.h"
 #include "device/runner_server.h"
 #include "engine/compute_threads.h"
@@ -70,10 +71,10 @@ if [ "$behaviour" = flood ]; then
   done
   exec "$cli" runner
 fi
-if [ "$behaviour" = protocol2 ]; then
+if [ "$behaviour" = protocol3 ]; then
   read -r line
   id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
-  printf '{"id":%s,"ok":true,"protocol":2,"device":"cpu","name":"future"}\n' "$id"
+  printf '{"id":%s,"ok":true,"protocol":3,"device":"cpu","name":"future"}\n' "$id"
   read -r line
   exit 0
 fi
@@ -148,7 +149,7 @@ void compareTensorsBitwise(const std::vector<NamedTensor>& ours, const std::vect
 EncoderInputs raggedBatch()
 {
     // Two rows of different lengths: the shorter is padded, its mask says so.
-    return {{{0, 40, 41, 42, 43, 44, 2}, {0, 50, 51, 2}}, {{1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1}}, {}};
+    return {{{0, 40, 41, 42, 43, 44, 2}, {0, 50, 51, 2}}, {{1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1}}, {}, {}};
 }
 
 std::vector<std::string> runServer(const std::vector<std::string>& lines, std::string* log = nullptr)
@@ -506,8 +507,8 @@ private slots:
         QTest::addColumn<QStringList>("expectedPhrases");
         QTest::newRow("command not found") << "/nonexistent/runner-program --serve"
                                            << QStringList{"exited (exit code 127) during the hello request", "not found"};
-        QTest::newRow("protocol 2") << QString::fromStdString(flakyCommand("protocol2"))
-                                    << QStringList{"speaks protocol version 2, but this ScaleScope speaks version 1"};
+        QTest::newRow("protocol 3") << QString::fromStdString(flakyCommand("protocol3"))
+                                    << QStringList{"speaks protocol version 3, but this ScaleScope speaks versions 1 and 2"};
         QTest::newRow("exits at once") << "echo 'no AIU cards found' >&2; exit 4"
                                        << QStringList{"exited (exit code 4) during the hello request", "no AIU cards found"};
         QTest::newRow("silent") << "sleep 30" << QStringList{"did not answer the hello request within 1 s"};
@@ -555,10 +556,10 @@ private slots:
         auto runner = RunnerBackend::start(cliRunnerCommand(), fixtures().fp8Qa);
         const int64_t vocab = runner->config().vocabSize;
         const std::vector<std::pair<EncoderInputs, QString>> cases = {
-            {{{{0, vocab, 2}}, {}, {}}, "outside the vocabulary"},
-            {{{}, {}, {}}, "no input sequence"},
-            {{{{0, 5, 2}}, {{1, 1}}, {}}, "Attention mask row 0 has 2 entries"},
-            {{{std::vector<int64_t>(200, 5)}, {}, {}}, "this model takes at most"},
+            {{{{0, vocab, 2}}, {}, {}, {}}, "outside the vocabulary"},
+            {{{}, {}, {}, {}}, "no input sequence"},
+            {{{{0, 5, 2}}, {{1, 1}}, {}, {}}, "Attention mask row 0 has 2 entries"},
+            {{{std::vector<int64_t>(200, 5)}, {}, {}, {}}, "this model takes at most"},
         };
         for (const auto& [inputs, phrase] : cases) {
             try {

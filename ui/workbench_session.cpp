@@ -5,7 +5,7 @@
 #include <QPointer>
 
 #include "common/error.h"
-#include "device/runner_backend.h"
+#include "device/open_backend.h"
 
 namespace scalescope::ui {
 namespace {
@@ -128,10 +128,7 @@ void WorkbenchSession::openCheckpoint(const QString& dir)
         std::shared_ptr<InferenceBackend> model;
         run_.reset(); // a runner process for the previous checkpoint stops before the next starts
         try {
-            if (device == QLatin1String("cpu"))
-                model = EncoderModel::load(info->checkpoint, progress);
-            else
-                model = openBackend(device.toStdString(), dir.toStdString(), progress);
+            model = openBackend(parseDeviceSpec(device.toStdString()), info->checkpoint, progress);
             info->linears = model->linears();
         } catch (const Cancelled&) {
             throw;

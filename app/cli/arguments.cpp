@@ -1,5 +1,7 @@
 #include "arguments.h"
 
+#include "common/error.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -95,6 +97,15 @@ std::optional<float> Arguments::floatValue(const std::string& name) const
     if (v->empty() || *end != '\0' || !std::isfinite(parsed))
         throw UsageError{"--" + name + " must be a number, not \"" + *v + "\"."};
     return parsed;
+}
+
+DeviceSpec deviceOption(const Arguments& args)
+{
+    try {
+        return parseDeviceSpec(args.value("device", "cpu"));
+    } catch (const Error& e) {
+        throw UsageError{std::string("--device: ") + e.what()};
+    }
 }
 
 } // namespace scalescope::cli

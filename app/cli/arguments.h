@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "device/device_spec.h"
+
 namespace scalescope::cli {
 
 struct UsageError {
@@ -42,5 +44,9 @@ private:
     std::map<std::string, std::string> values_;
     std::set<std::string> flags_;
 };
+
+// --device (default cpu), parsed by the one device parser; a bad value is a usage error (exit 2)
+// whatever the command.
+DeviceSpec deviceOption(const Arguments& args);
 
 } // namespace scalescope::cli

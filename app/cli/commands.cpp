@@ -21,6 +21,7 @@
 #include "analysis/scale_statistics.h"
 #include "arguments.h"
 #include "common/error.h"
+#include "device/open_backend.h"
 #include "device/runner_backend.h"
 #include "device/runner_server.h"
 #include "evaluate_command.h"
@@ -59,16 +60,13 @@ RunSelection selectRun(const Arguments& args, const std::string& checkpointDir)
     RunSelection run;
     run.modeName = args.value("mode", "fp8");
     run.referenceDir = args.value("reference", "");
-    const std::string device = args.value("device", "cpu");
-    const std::string runnerPrefix = "runner:";
-    if (device != "cpu" && device.compare(0, runnerPrefix.size(), runnerPrefix) != 0)
-        throw UsageError{"--device must be cpu or runner:COMMAND, not \"" + device + "\"."};
+    const DeviceSpec device = deviceOption(args);
     auto open = [&](RunMode mode) -> std::unique_ptr<InferenceBackend> {
-        if (device == "cpu")
+        if (device.isCpu())
             return EncoderModel::load(checkpointDir);
         RunnerOptions options;
         options.initialMode = mode; // spares the runner a reload on the first forward
-        return RunnerBackend::start(device.substr(runnerPrefix.size()), checkpointDir, options);
+        return RunnerBackend::start(device, Checkpoint::open(checkpointDir), options);
     };
     if (run.modeName == "fp8") {
         run.mode = RunMode::Fp8;
@@ -88,7 +86,7 @@ RunSelection selectRun(const Arguments& args, const std::string& checkpointDir)
                 throw Error("The reference " + run.referenceDir + " is " +
                             architectureName(run.model->config().architecture) + " but " + checkpointDir + " is " +
                             architectureName(checkpoint->config().architecture) + ".");
-            if (device != "cpu")
+            if (!device.isCpu())
                 run.note = "The reference " + run.referenceDir + " ran in-process on CPU; --device applies to the checkpoint's own modes.";
         }
     } else {
@@ -453,7 +451,7 @@ int commandCompare(const Arguments& args)
 
     // The run goes to --device; a float reference runs in-process on CPU (the yardstick). Without
     // --reference, dequant on the same device stands in.
-    std::unique_ptr<InferenceBackend> run = openBackend(args.value("device", "cpu"), checkpointDir);
+    std::unique_ptr<InferenceBackend> run = openBackend(deviceOption(args), Checkpoint::open(checkpointDir));
     std::unique_ptr<EncoderModel> reference;
     if (auto dir = args.value("reference"))
         reference = EncoderModel::load(*dir);
@@ -547,8 +545,9 @@ std::vector<Command> commands()
          commandEvaluate},
         {{"runner", 0, {}, {}, {}, "serve the runner protocol on stdin/stdout (the CPU runner; see DESIGN.md)"},
          [](const Arguments&) {
-             return serveRunner(std::cin, std::cout, std::cerr,
-                                {"ScaleScope CPU runner " SCALESCOPE_VERSION ", " + std::to_string(computeThreads()) + " threads"});
+             RunnerServerOptions options;
+             options.name = "ScaleScope CPU runner " SCALESCOPE_VERSION ", " + std::to_string(computeThreads()) + " threads";
+             return serveRunner(std::cin, std::cout, std::cerr, options);
          }},
     };
 }

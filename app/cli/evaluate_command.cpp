@@ -14,7 +14,7 @@
 
 #include "common/error.h"
 #include "common/text_files.h"
-#include "device/runner_backend.h"
+#include "device/open_backend.h"
 #include "io/atomic_write.h"
 #include "report/csv.h"
 #include "json_output.h"
@@ -299,7 +299,7 @@ int commandEvaluate(const Arguments& args)
     const SquadDataset dataset = readSquadFile(squadPath);
     // The run goes to --device; a float reference runs in-process on CPU. Without --reference the
     // run alternates fp8 and dequant per batch on the device (the AIU runner keeps both loaded).
-    std::unique_ptr<InferenceBackend> run = openBackend(args.value("device", "cpu"), checkpointDir);
+    std::unique_ptr<InferenceBackend> run = openBackend(deviceOption(args), Checkpoint::open(checkpointDir));
     std::unique_ptr<EncoderModel> reference;
     if (!referenceDir.empty())
         reference = EncoderModel::load(referenceDir);

@@ -63,4 +63,59 @@ std::string joinPath(const std::string& dir, const std::string& name)
     return dir + "/" + name;
 }
 
+long long jsonNestingExceeded(const char* begin, const char* end, int maxDepth)
+{
+    int depth = 0;
+    bool inString = false;
+    for (const char* p = begin; p < end; ++p) {
+        const char c = *p;
+        if (inString) {
+            if (c == '\\')
+                ++p; // the escaped character cannot end the string
+            else if (c == '"')
+                inString = false;
+        } else if (c == '"') {
+            inString = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > maxDepth)
+                return p - begin;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth; // unbalanced brackets are the parser's to report
+        }
+    }
+    return -1;
+}
+
+std::string escapeInvalidUtf8(const std::string& text)
+{
+    static const char digits[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size();) {
+        const auto b0 = static_cast<unsigned char>(text[i]);
+        std::size_t length = b0 < 0x80 ? 1 : b0 >= 0xC2 && b0 <= 0xDF ? 2 : b0 >= 0xE0 && b0 <= 0xEF ? 3
+                           : b0 >= 0xF0 && b0 <= 0xF4 ? 4 : 0;
+        if (length > 1) {
+            const auto b1 = static_cast<unsigned char>(i + 1 < text.size() ? text[i + 1] : 0);
+            const unsigned char low = b0 == 0xE0 ? 0xA0 : b0 == 0xF0 ? 0x90 : 0x80;
+            const unsigned char high = b0 == 0xED ? 0x9F : b0 == 0xF4 ? 0x8F : 0xBF;
+            bool valid = i + length <= text.size() && b1 >= low && b1 <= high;
+            for (std::size_t k = 2; valid && k < length; ++k)
+                valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+            if (!valid)
+                length = 0;
+        }
+        if (length == 0) {
+            out += "\\x";
+            out += digits[b0 >> 4];
+            out += digits[b0 & 0xF];
+            ++i;
+        } else {
+            out.append(text, i, length);
+            i += length;
+        }
+    }
+    return out;
+}
+
 } // namespace scalescope

@@ -1,31 +1,21 @@
 #include "device/runner_backend.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <filesystem>
-#include <set>
-#include <sstream>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "device/checkpoint_manifest.h"
+#include "device/runner_channel.h"
 #include "engine/forward_inputs.h"
 #include "io/safetensors.h"
-#include "model/encoder_model.h"
-
-extern char** environ;
 
 namespace scalescope {
 namespace {
@@ -33,217 +23,11 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// Short enough that cancel feels immediate, long enough not to spin.
-constexpr std::chrono::milliseconds kPollSlice{50};
-// A response line longer than this is not the protocol (tensors travel in files).
-constexpr std::size_t kMaxResponseLine = 16u << 20;
-constexpr std::size_t kMaxLogLine = 2000;
-
-std::string abbreviated(const std::string& text, std::size_t limit)
-{
-    if (text.size() <= limit)
-        return text;
-    return text.substr(0, limit - 3) + "...";
-}
-
-std::string secondsText(std::chrono::milliseconds duration)
-{
-    std::ostringstream out;
-    const double seconds = double(duration.count()) / 1000.0;
-    if (seconds == std::floor(seconds))
-        out << static_cast<long long>(seconds);
-    else
-        out << seconds;
-    out << " s";
-    return out.str();
-}
-
-std::string withoutFinalPeriod(std::string sentence)
-{
-    while (!sentence.empty() && (sentence.back() == '.' || sentence.back() == ' ' || sentence.back() == '\n'))
-        sentence.pop_back();
-    return sentence;
-}
-
-std::string stringField(const nlohmann::json& object, const char* key)
+std::string stringField(const json& object, const char* key)
 {
     const auto it = object.find(key);
     return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
-
-// ---- the child process ------------------------------------------------------------------------
-
-// Writes without letting SIGPIPE kill the program when the child has closed its stdin: the signal
-// is blocked for this thread during the write and a SIGPIPE the write raised is consumed.
-ssize_t writeWithoutSigpipe(int fd, const char* data, std::size_t size)
-{
-    sigset_t pipeOnly, previous;
-    sigemptyset(&pipeOnly);
-    sigaddset(&pipeOnly, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipeOnly, &previous);
-    sigset_t pending;
-    sigpending(&pending);
-    const bool alreadyPending = sigismember(&pending, SIGPIPE) == 1;
-    const ssize_t written = ::write(fd, data, size);
-    const int writeErrno = errno;
-    if (written < 0 && writeErrno == EPIPE && !alreadyPending) {
-        const timespec noWait{0, 0};
-        while (sigtimedwait(&pipeOnly, nullptr, &noWait) < 0 && errno == EINTR) {
-        }
-    }
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    errno = writeErrno;
-    return written;
-}
-
-void closeFd(int& fd)
-{
-    if (fd >= 0)
-        ::close(fd);
-    fd = -1;
-}
-
-// Pipe ends that must not land on 0, 1 or 2 (the parent may have closed its own standard streams):
-// posix_spawn's dup2 onto the same number would keep close-on-exec set.
-int awayFromStandardStreams(int fd)
-{
-    if (fd > 2)
-        return fd;
-    const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    ::close(fd);
-    return moved;
-}
-
-class RunnerProcess {
-public:
-    explicit RunnerProcess(const std::string& command)
-    {
-        int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
-        auto closeAll = [&] {
-            for (int* p : {in, out, err})
-                for (int i = 0; i < 2; ++i)
-                    closeFd(p[i]);
-        };
-        if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
-            const std::string reason = std::strerror(errno);
-            closeAll();
-            throw Error("Cannot create pipes for the runner: " + reason + ".");
-        }
-        for (int* p : {in, out, err})
-            for (int i = 0; i < 2; ++i)
-                p[i] = awayFromStandardStreams(p[i]);
-
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
-        posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-        posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
-
-        // Its own process group, so that stopping it reaches what the shell started (ssh,
-        // torchrun and its ranks); default signal handling and an empty mask whatever ours are.
-        posix_spawnattr_t attributes;
-        posix_spawnattr_init(&attributes);
-        posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-        posix_spawnattr_setpgroup(&attributes, 0);
-        sigset_t none, defaults;
-        sigemptyset(&none);
-        posix_spawnattr_setsigmask(&attributes, &none);
-        sigemptyset(&defaults);
-        for (int signal : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT})
-            sigaddset(&defaults, signal);
-        posix_spawnattr_setsigdefault(&attributes, &defaults);
-
-        std::string shell = "/bin/sh", dashC = "-c", script = command;
-        char* argv[] = {shell.data(), dashC.data(), script.data(), nullptr};
-        const int failure = ::posix_spawn(&pid_, "/bin/sh", &actions, &attributes, argv, environ);
-        posix_spawn_file_actions_destroy(&actions);
-        posix_spawnattr_destroy(&attributes);
-        closeFd(in[0]);
-        closeFd(out[1]);
-        closeFd(err[1]);
-        if (failure != 0) {
-            pid_ = -1;
-            closeAll();
-            throw Error("Cannot start the runner \"" + abbreviated(command, 60) + "\": " + std::strerror(failure) + ".");
-        }
-        stdin_ = in[1];
-        stdout_ = out[0];
-        stderr_ = err[0];
-        for (int fd : {stdin_, stdout_, stderr_})
-            ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-    }
-
-    ~RunnerProcess() { stop(std::chrono::milliseconds(2000)); }
-
-    int stdinFd() const { return stdin_; }
-    int stdoutFd() const { return stdout_; }
-    int stderrFd() const { return stderr_; }
-    void closeStdin() { closeFd(stdin_); }
-    void closeStdout() { closeFd(stdout_); }
-    void closeStderr() { closeFd(stderr_); }
-
-    // True when the shell has exited within `wait`. The child is left unreaped (WNOWAIT) so that
-    // its process group id cannot be reused before stop() has signalled what is left in the group.
-    bool hasExited(std::chrono::milliseconds wait)
-    {
-        if (pid_ < 0 || exited_)
-            return true;
-        const auto deadline = Clock::now() + wait;
-        while (true) {
-            siginfo_t info;
-            std::memset(&info, 0, sizeof info);
-            const int result = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
-            if (result == 0 && info.si_pid == pid_) {
-                exited_ = true;
-                if (info.si_code == CLD_EXITED)
-                    exitDescription_ = "exit code " + std::to_string(info.si_status);
-                else if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED)
-                    exitDescription_ = "signal " + std::to_string(info.si_status) + ", " + ::strsignal(info.si_status);
-                return true;
-            }
-            if (result < 0 && errno != EINTR) {
-                exited_ = true; // not our child any more; nothing to wait for
-                return true;
-            }
-            if (Clock::now() >= deadline)
-                return false;
-            ::usleep(10000);
-        }
-    }
-
-    // SIGTERM to the whole group, SIGKILL after `grace` to whatever is left, then reap.
-    void stop(std::chrono::milliseconds grace)
-    {
-        closeStdin();
-        if (pid_ > 0) {
-            if (!hasExited(std::chrono::milliseconds(0))) {
-                ::kill(-pid_, SIGTERM);
-                if (!hasExited(grace)) {
-                    ::kill(-pid_, SIGKILL);
-                    hasExited(std::chrono::milliseconds(5000));
-                }
-            }
-            // Something the shell started may outlive it in the group; the unreaped shell keeps the
-            // group id ours until here.
-            ::kill(-pid_, SIGKILL);
-            int status = 0;
-            while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-            }
-            pid_ = -1;
-        }
-        closeStdout();
-        closeStderr();
-    }
-
-    // "exit code 1" or "signal 9, Killed" once hasExited() saw the exit; "" before.
-    const std::string& exitDescription() const { return exitDescription_; }
-
-private:
-    pid_t pid_ = -1;
-    bool exited_ = false;
-    std::string exitDescription_;
-    int stdin_ = -1, stdout_ = -1, stderr_ = -1;
-};
 
 std::string defaultExchangeParent()
 {
@@ -255,292 +39,142 @@ std::string defaultExchangeParent()
     return "/tmp";
 }
 
+const char* precisionName(Precision precision)
+{
+    return precision == Precision::Float ? "float" : "fp8";
+}
+
+// PROTOCOL.md: {"MODULE": "float" | "fp8", ...}, and "*": "float" for every Linear not named.
+json overridesJson(const PrecisionOverrides& overrides)
+{
+    json out = json::object();
+    for (const auto& [module, precision] : overrides.modules)
+        out[module] = precisionName(precision);
+    if (overrides.othersFloat)
+        out["*"] = "float";
+    return out;
+}
+
+// The most a forward's safetensors can hold for this request: its outputs and every selected
+// capture at the widest width the model has, plus a generous header.
+uint64_t largestForwardBytes(const ModelConfig& c, const EncoderInputs& inputs, std::size_t captures)
+{
+    int64_t seq = 0;
+    for (const auto& row : inputs.inputIds)
+        seq = std::max<int64_t>(seq, static_cast<int64_t>(row.size()));
+    const uint64_t tokens = uint64_t(inputs.inputIds.size()) * uint64_t(seq);
+    const uint64_t widest = uint64_t(std::max({c.vocabSize, c.intermediateSize, c.hiddenSize, int64_t(2)}));
+    return (uint64_t(captures) + 2) * tokens * widest * sizeof(float) + (1u << 20) + 256u * captures;
+}
+
 } // namespace
 
-// ---- RunnerBackend ------------------------------------------------------------------------------
-
 struct RunnerBackend::Impl {
-    std::string command;
+    DeviceSpec device;
     RunnerOptions options;
     std::shared_ptr<const Checkpoint> checkpoint;
-    std::string checkpointPath; // absolute, as sent to the runner
+    std::string checkpointPath; // absolute, as sent to a protocol-1 runner
     std::string exchangeDir;
-
-    std::unique_ptr<RunnerProcess> process;
+    std::unique_ptr<RunnerChannel> channel;
     bool loaded = false;
     RunMode loadedMode = RunMode::Fp8;
-    int64_t nextId = 1;
     int starts = 0;
-    std::string stdoutBuffer;
-    std::string stderrPartial;
-    std::deque<std::string> stderrLines;
-    std::string device;
+    int protocol = 0;
+    std::string runnerDevice;
     std::string name;
-    double lastRoundTripMs = 0;
+    std::unique_ptr<CheckpointManifest> manifest; // protocol 2: computed once, on first need
 
     ~Impl()
     {
-        options.onLogLine = nullptr; // the owner's callback may already be gone
+        if (channel)
+            channel->clearLogCallback(); // the owner's callback may already be gone
         try {
             shutdown();
         } catch (...) {
             // A destructor reports nothing; the process is stopped below either way.
         }
-        process.reset();
+        channel.reset();
         if (!exchangeDir.empty()) {
             std::error_code ignored;
             std::filesystem::remove_all(exchangeDir, ignored);
         }
     }
 
-    std::string runnerText() const { return "the runner \"" + abbreviated(command, 60) + "\""; }
-    std::string label() const { return "The runner \"" + abbreviated(command, 60) + "\""; }
+    std::string label() const { return channel->label(); }
 
-    std::string lastLogLine() const
-    {
-        for (auto it = stderrLines.rbegin(); it != stderrLines.rend(); ++it)
-            if (it->find_first_not_of(" \t") != std::string::npos)
-                return *it;
-        if (stderrPartial.find_first_not_of(" \t") != std::string::npos)
-            return abbreviated(stderrPartial, kMaxLogLine);
-        return "";
-    }
-
-    // Stops the child and throws: the one exit for every failure of a request.
     [[noreturn]] void fail(const std::string& what)
     {
-        drainStderr(); // its last words may have arrived with the failure
-        std::string message = withoutFinalPeriod(what);
-        const std::string last = lastLogLine();
-        if (!last.empty() && message.find(last) == std::string::npos)
-            message += "; its last message was: " + withoutFinalPeriod(abbreviated(last, 300));
-        stopProcess();
-        throw Error(message + ".");
-    }
-
-    [[noreturn]] void failCancelled()
-    {
-        stopProcess();
-        throw Cancelled();
-    }
-
-    void stopProcess()
-    {
-        if (process)
-            process->stop(std::chrono::milliseconds(2000));
-        process.reset();
         loaded = false;
-        stdoutBuffer.clear();
+        channel->fail(what);
     }
 
-    void consumeStderr(const char* data, std::size_t size)
+    RunnerChannel::Reply exchange(json request, const std::string& requestName, std::chrono::milliseconds timeout,
+                                  const Progress& progress, const OutgoingPayload* payload = nullptr,
+                                  uint64_t maxResponseBytes = 0)
     {
-        for (std::size_t i = 0; i < size; ++i) {
-            const char c = data[i];
-            if (c == '\n') {
-                if (!stderrPartial.empty() && stderrPartial.back() == '\r')
-                    stderrPartial.pop_back();
-                if (options.onLogLine)
-                    options.onLogLine(stderrPartial);
-                stderrLines.push_back(std::move(stderrPartial));
-                stderrPartial.clear();
-                while (stderrLines.size() > std::max<std::size_t>(1, options.stderrLinesKept))
-                    stderrLines.pop_front();
-            } else if (stderrPartial.size() < kMaxLogLine) {
-                stderrPartial.push_back(c);
-            }
-        }
-    }
-
-    // Reads what stderr has now; false at end of file.
-    bool drainStderr()
-    {
-        if (!process || process->stderrFd() < 0)
-            return false;
-        char buffer[8192];
-        while (true) {
-            const ssize_t n = ::read(process->stderrFd(), buffer, sizeof buffer);
-            if (n > 0) {
-                consumeStderr(buffer, static_cast<std::size_t>(n));
-                continue;
-            }
-            if (n == 0) {
-                process->closeStderr();
-                return false;
-            }
-            if (errno == EINTR)
-                continue;
-            return errno == EAGAIN || errno == EWOULDBLOCK;
-        }
-    }
-
-    // The child closed stdout: collect its last words and exit status for the message.
-    [[noreturn]] void failExited(const std::string& requestName)
-    {
-        const auto deadline = Clock::now() + std::chrono::milliseconds(1000);
-        while (process && process->stderrFd() >= 0 && Clock::now() < deadline) {
-            pollfd fd{process->stderrFd(), POLLIN, 0};
-            ::poll(&fd, 1, 50);
-            if (!drainStderr())
-                break;
-        }
-        std::string how;
-        if (process && process->hasExited(std::chrono::milliseconds(1000)))
-            how = process->exitDescription();
-        fail(label() + " exited" + (how.empty() ? "" : " (" + how + ")") + " during the " + requestName + " request");
-    }
-
-    void startProcess()
-    {
-        stdoutBuffer.clear();
-        stderrPartial.clear();
-        stderrLines.clear();
-        loaded = false;
-        process = std::make_unique<RunnerProcess>(command);
-        ++starts;
-    }
-
-    json exchange(json request, const std::string& requestName, std::chrono::milliseconds timeout,
-                  const Progress& progress)
-    {
-        if (!process)
-            throw Error(label() + " is not running.");
-        const int64_t id = nextId++;
-        request["id"] = id;
-        std::string line;
         try {
-            line = request.dump() + "\n";
-        } catch (const json::exception&) {
-            // Only strings we were given can be at fault: paths that are not UTF-8.
-            throw Error("The " + requestName + " request for " + runnerText() +
-                        " holds a path that is not valid UTF-8.");
+            return channel->exchange(std::move(request), requestName, timeout, progress, payload, maxResponseBytes);
+        } catch (...) {
+            loaded = false; // a failed exchange stopped the child
+            throw;
         }
-        std::size_t written = 0;
-        const auto started = Clock::now();
-        const auto deadline = started + timeout;
-        char buffer[65536];
-
-        while (true) {
-            if (progress.cancelled())
-                failCancelled();
-            // A complete line may already be buffered (read with the previous chunk).
-            const std::size_t newline = stdoutBuffer.find('\n');
-            if (newline != std::string::npos) {
-                std::string answer = stdoutBuffer.substr(0, newline);
-                stdoutBuffer.erase(0, newline + 1);
-                if (!answer.empty() && answer.back() == '\r')
-                    answer.pop_back();
-                if (answer.find_first_not_of(" \t") == std::string::npos)
-                    continue;
-                lastRoundTripMs = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
-                return checkAnswer(answer, id, requestName);
-            }
-            if (stdoutBuffer.size() > kMaxResponseLine)
-                fail(label() + " wrote more than 16 MB on stdout without a line break during the " + requestName +
-                     " request");
-            const auto now = Clock::now();
-            if (now >= deadline)
-                fail(label() + " did not answer the " + requestName + " request within " + secondsText(timeout));
-
-            pollfd fds[3];
-            nfds_t count = 0;
-            const int stdoutIndex = static_cast<int>(count);
-            fds[count++] = {process->stdoutFd(), POLLIN, 0};
-            int stderrIndex = -1, stdinIndex = -1;
-            if (process->stderrFd() >= 0) {
-                stderrIndex = static_cast<int>(count);
-                fds[count++] = {process->stderrFd(), POLLIN, 0};
-            }
-            if (written < line.size() && process->stdinFd() >= 0) {
-                stdinIndex = static_cast<int>(count);
-                fds[count++] = {process->stdinFd(), POLLOUT, 0};
-            }
-            const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-            const int wait = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(remaining.count(), kPollSlice.count())));
-            const int ready = ::poll(fds, count, wait);
-            if (ready < 0) {
-                if (errno == EINTR)
-                    continue;
-                fail("Waiting for " + runnerText() + " failed: " + std::strerror(errno));
-            }
-            if (ready == 0)
-                continue;
-
-            if (stderrIndex >= 0 && fds[stderrIndex].revents)
-                drainStderr();
-            if (stdinIndex >= 0 && fds[stdinIndex].revents) {
-                const ssize_t n = writeWithoutSigpipe(process->stdinFd(), line.data() + written, line.size() - written);
-                if (n > 0) {
-                    written += static_cast<std::size_t>(n);
-                } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-                    // The child closed its stdin; it is usually exiting, which stdout will show.
-                    process->closeStdin();
-                }
-            }
-            if (fds[stdoutIndex].revents) {
-                const ssize_t n = ::read(process->stdoutFd(), buffer, sizeof buffer);
-                if (n > 0)
-                    stdoutBuffer.append(buffer, static_cast<std::size_t>(n));
-                else if (n == 0)
-                    failExited(requestName);
-                else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-                    failExited(requestName);
-            }
-        }
-    }
-
-    json checkAnswer(const std::string& answer, int64_t id, const std::string& requestName)
-    {
-        json response;
-        try {
-            response = json::parse(answer);
-        } catch (const json::exception&) { // parse errors, and numbers out of range (1e400)
-            fail(label() + " answered the " + requestName + " request with something that is not JSON: \"" +
-                 abbreviated(answer, 80) + "\"");
-        }
-        if (!response.is_object())
-            fail(label() + " answered the " + requestName + " request with JSON that is not an object: \"" +
-                 abbreviated(answer, 80) + "\"");
-        const auto idField = response.find("id");
-        if (idField == response.end() || !idField->is_number_integer() || idField->get<int64_t>() != id) {
-            std::string error;
-            if (response.contains("error") && response["error"].is_string())
-                error = " (it said: " + withoutFinalPeriod(response["error"].get<std::string>()) + ")";
-            fail(label() + " answered request " + std::to_string(id) + " (" + requestName +
-                 ") with the id of another request: " +
-                 (idField == response.end() ? std::string("none") : idField->dump()) + error);
-        }
-        const auto ok = response.find("ok");
-        if (ok == response.end() || !ok->is_boolean())
-            fail(label() + " answered the " + requestName + " request without an \"ok\" field");
-        if (!ok->get<bool>()) {
-            std::string error = "no reason given";
-            if (response.contains("error") && response["error"].is_string())
-                error = response["error"].get<std::string>();
-            fail(label() + " refused the " + requestName + " request: " + withoutFinalPeriod(error));
-        }
-        return response;
     }
 
     void hello(const Progress& progress)
     {
         progress.report(0.0, "Starting the runner");
-        const json response = exchange({{"op", "hello"}}, "hello", options.helloTimeout, progress);
-        const auto protocol = response.find("protocol");
-        if (protocol == response.end() || !protocol->is_number_integer())
+        const json response =
+            exchange({{"op", "hello"}, {"protocols", {1, kRunnerProtocolLatest}}}, "hello", options.helloTimeout, progress)
+                .response;
+        const auto version = response.find("protocol");
+        if (version == response.end() || !version->is_number_integer())
             fail(label() + " did not say which protocol version it speaks in its hello answer");
-        if (protocol->get<int64_t>() != kRunnerProtocolVersion)
-            fail(label() + " speaks protocol version " + protocol->dump() + ", but this ScaleScope speaks version " +
-                 std::to_string(kRunnerProtocolVersion));
-        device = stringField(response, "device");
+        if (version->get<int64_t>() < kRunnerProtocolVersion || version->get<int64_t>() > kRunnerProtocolLatest)
+            fail(label() + " speaks protocol version " + version->dump() +
+                 ", but this ScaleScope speaks versions 1 and 2");
+        protocol = static_cast<int>(version->get<int64_t>());
+        runnerDevice = stringField(response, "device");
         name = stringField(response, "name");
+    }
+
+    // Protocol 2: the runner gets the checkpoint's files unless it has them cached by hash.
+    void ensureUploaded(const Progress& progress)
+    {
+        if (!manifest) {
+            progress.report(0.05, "Hashing the checkpoint");
+            manifest = std::make_unique<CheckpointManifest>(CheckpointManifest::of(checkpoint->directory()));
+        }
+        const json cached = exchange({{"op", "has_checkpoint"}, {"hash", manifest->hash}}, "has_checkpoint",
+                                     options.helloTimeout, progress)
+                                .response;
+        if (cached.value("cached", false))
+            return;
+        uint64_t total = 0, sent = 0;
+        for (const ManifestFile& file : manifest->files)
+            total += file.size;
+        for (const ManifestFile& file : manifest->files) {
+            progress.report(total ? 0.1 + 0.4 * double(sent) / double(total) : 0.1,
+                            "Sending " + file.name + " to the runner");
+            const OutgoingPayload payload{file.path, file.size};
+            exchange({{"op", "upload"}, {"hash", manifest->hash}, {"name", file.name}, {"sha256", file.sha256}},
+                     "upload", options.loadTimeout, progress, &payload);
+            sent += file.size;
+        }
+        exchange({{"op", "commit_checkpoint"}, {"hash", manifest->hash}, {"files", manifest->filesJson()}},
+                 "commit_checkpoint", options.loadTimeout, progress);
     }
 
     void load(RunMode mode, const Progress& progress)
     {
-        progress.report(0.1, "Loading the checkpoint on the runner");
-        const json response = exchange({{"op", "load"}, {"checkpoint", checkpointPath}, {"mode", runModeName(mode)}},
-                                       "load", options.loadTimeout, progress);
+        json request = {{"op", "load"}, {"mode", runModeName(mode)}};
+        if (protocol >= 2) {
+            ensureUploaded(progress);
+            request["hash"] = manifest->hash;
+        } else {
+            request["checkpoint"] = checkpointPath;
+        }
+        progress.report(0.5, "Loading the checkpoint on the runner");
+        const json response = exchange(request, "load", options.loadTimeout, progress).response;
         const std::string expected = architectureName(checkpoint->config().architecture);
         const auto architecture = response.find("architecture");
         if (architecture != response.end() && architecture->is_string() && architecture->get<std::string>() != expected)
@@ -552,9 +186,11 @@ struct RunnerBackend::Impl {
 
     void ensureReady(RunMode mode, const Progress& progress)
     {
-        if (!process || !loaded) {
-            stopProcess();
-            startProcess();
+        if (!channel->running() || !loaded) {
+            channel->stop();
+            loaded = false;
+            channel->start();
+            ++starts;
             hello(progress);
             load(mode, progress);
         } else if (loadedMode != mode) {
@@ -564,21 +200,56 @@ struct RunnerBackend::Impl {
 
     void shutdown()
     {
-        if (!process)
+        if (!channel || !channel->running())
             return;
         try {
             exchange({{"op", "shutdown"}}, "shutdown", options.shutdownTimeout, Progress{});
         } catch (const Error&) {
             return; // exchange has stopped the process
         }
-        process->closeStdin();
-        process->hasExited(options.shutdownTimeout);
-        process->stop(std::chrono::milliseconds(2000));
-        process.reset();
+        channel->finish(options.shutdownTimeout);
         loaded = false;
     }
 
-    FloatTensor readTensor(const TensorStore& store, const std::string& file, const std::string& tensorName) const
+    json forwardRequest(const EncoderInputs& inputs, const ForwardOptions& options,
+                        const std::vector<std::string>& selected) const
+    {
+        json mask = json::array();
+        for (std::size_t b = 0; b < inputs.inputIds.size(); ++b)
+            mask.push_back(inputs.attentionMask.empty() ? std::vector<int64_t>(inputs.inputIds[b].size(), 1)
+                                                        : inputs.attentionMask[b]);
+        json request = {{"op", "forward"}, {"input_ids", inputs.inputIds}, {"attention_mask", mask}, {"capture", selected}};
+        if (!inputs.tokenTypeIds.empty())
+            request["token_type_ids"] = inputs.tokenTypeIds;
+        if (checkpoint->layout().isMaskedLm() && !inputs.logitPositions.empty()) {
+            json positions = json::array();
+            for (const auto& [row, position] : inputs.logitPositions)
+                positions.push_back({row, position});
+            request["logit_positions"] = positions;
+        }
+        if (!options.overrides.empty())
+            request["overrides"] = overridesJson(options.overrides);
+        return request;
+    }
+
+    // The shapes a forward's outputs must have, checked against the file's header before any data
+    // is read (a hostile or broken runner cannot make the client read gigabytes).
+    std::vector<std::pair<std::string, std::vector<int64_t>>> expectedOutputs(const EncoderInputs& inputs) const
+    {
+        const ModelConfig& c = checkpoint->config();
+        const int64_t batch = static_cast<int64_t>(inputs.inputIds.size());
+        int64_t seq = 0;
+        for (const auto& row : inputs.inputIds)
+            seq = std::max<int64_t>(seq, static_cast<int64_t>(row.size()));
+        if (checkpoint->layout().isQuestionAnswering())
+            return {{"start_logits", {batch, seq}}, {"end_logits", {batch, seq}}};
+        if (inputs.logitPositions.empty())
+            return {{"logits", {batch, seq, c.vocabSize}}};
+        return {{"logits", {static_cast<int64_t>(inputs.logitPositions.size()), c.vocabSize}}};
+    }
+
+    static FloatTensor readTensor(const TensorStore& store, const std::string& file, const std::string& tensorName,
+                                  int64_t largestNumel)
     {
         const TensorView* view = store.find(tensorName);
         if (!view)
@@ -593,6 +264,9 @@ struct RunnerBackend::Impl {
             throw Error("tensor '" + tensorName + "' in the runner's output " + file + " has dtype " +
                         dtypeName(view->dtype) + " instead of a float dtype");
         }
+        if (view->numel() > largestNumel)
+            throw Error("tensor '" + tensorName + "' in the runner's output " + file + " has shape " +
+                        shapeText(view->shape) + ", larger than the request can produce");
         return view->toFloat();
     }
 
@@ -600,31 +274,27 @@ struct RunnerBackend::Impl {
     {
         ForwardResult result;
         const ModelConfig& c = checkpoint->config();
-        const int64_t batch = static_cast<int64_t>(inputs.inputIds.size());
+        int64_t tokens = 0;
+        for (const auto& row : inputs.inputIds)
+            tokens += static_cast<int64_t>(row.size());
         int64_t seq = 0;
         for (const auto& row : inputs.inputIds)
             seq = std::max<int64_t>(seq, static_cast<int64_t>(row.size()));
+        const int64_t largestCapture = int64_t(inputs.inputIds.size()) * seq *
+                                       std::max({c.vocabSize, c.intermediateSize, c.hiddenSize});
         try {
             std::unique_ptr<TensorStore> store = TensorStore::openFile(file);
-            auto expectShape = [&](const NamedTensor& t, const std::vector<int64_t>& shape) {
-                if (t.tensor.shape != shape)
-                    throw Error("tensor '" + t.name + "' in the runner's output " + file + " has shape " +
-                                shapeText(t.tensor.shape) + " instead of " + shapeText(shape));
-            };
-            if (checkpoint->layout().isQuestionAnswering()) {
-                for (const char* tensorName : {"start_logits", "end_logits"}) {
-                    result.outputs.push_back({tensorName, readTensor(*store, file, tensorName)});
-                    expectShape(result.outputs.back(), {batch, seq});
-                }
-            } else {
-                result.outputs.push_back({"logits", readTensor(*store, file, "logits")});
-                if (inputs.logitPositions.empty())
-                    expectShape(result.outputs.back(), {batch, seq, c.vocabSize});
-                else
-                    expectShape(result.outputs.back(), {static_cast<int64_t>(inputs.logitPositions.size()), c.vocabSize});
+            for (const auto& [tensorName, shape] : expectedOutputs(inputs)) {
+                int64_t numel = 1;
+                for (int64_t d : shape)
+                    numel *= d;
+                result.outputs.push_back({tensorName, readTensor(*store, file, tensorName, numel)});
+                if (result.outputs.back().tensor.shape != shape)
+                    throw Error("tensor '" + tensorName + "' in the runner's output " + file + " has shape " +
+                                shapeText(result.outputs.back().tensor.shape) + " instead of " + shapeText(shape));
             }
             for (const std::string& point : selected) {
-                result.captures.push_back({point, readTensor(*store, file, point)});
+                result.captures.push_back({point, readTensor(*store, file, point, largestCapture)});
                 if (result.captures.back().tensor.values.empty())
                     throw Error("tensor '" + point + "' in the runner's output " + file + " is empty");
             }
@@ -637,7 +307,20 @@ struct RunnerBackend::Impl {
         }
         std::error_code ignored;
         std::filesystem::remove(file, ignored);
+        (void)tokens;
         return result;
+    }
+
+    // Protocol 2's in-band blob goes through a private file so that one reader checks both paths.
+    std::string storePayload(const std::string& payload, int64_t requestNumber)
+    {
+        const std::string file = exchangeDir + "/forward-" + std::to_string(requestNumber) + ".safetensors";
+        std::ofstream out(file, std::ios::binary | std::ios::trunc);
+        out.write(payload.data(), static_cast<std::streamsize>(payload.size()));
+        out.close();
+        if (!out)
+            throw Error("Cannot store the runner's answer in " + file + ".");
+        return file;
     }
 };
 
@@ -649,12 +332,23 @@ std::unique_ptr<RunnerBackend> RunnerBackend::start(const std::string& command, 
 {
     if (command.find_first_not_of(" \t") == std::string::npos)
         throw Error("The runner command is empty.");
+    DeviceSpec device;
+    device.kind = DeviceSpec::Kind::Runner;
+    device.command = command;
+    return start(device, Checkpoint::open(checkpointDir), options, progress);
+}
+
+std::unique_ptr<RunnerBackend> RunnerBackend::start(const DeviceSpec& device,
+                                                    std::shared_ptr<const Checkpoint> checkpoint,
+                                                    const RunnerOptions& options, const Progress& progress)
+{
     std::unique_ptr<RunnerBackend> backend(new RunnerBackend());
     Impl& m = *backend->impl_;
-    m.command = command;
+    m.device = device;
     m.options = options;
-    m.checkpoint = Checkpoint::open(checkpointDir);
+    m.checkpoint = std::move(checkpoint);
     std::error_code error;
+    const std::string& checkpointDir = m.checkpoint->directory();
     const std::filesystem::path absolute = std::filesystem::absolute(checkpointDir, error);
     m.checkpointPath = (error ? std::filesystem::path(checkpointDir) : absolute).lexically_normal().string();
     while (m.checkpointPath.size() > 1 && m.checkpointPath.back() == '/')
@@ -665,6 +359,7 @@ std::unique_ptr<RunnerBackend> RunnerBackend::start(const std::string& command, 
     if (!::mkdtemp(pattern.data()))
         throw Error("Cannot create the runner's exchange folder in " + parent + ": " + std::strerror(errno) + ".");
     m.exchangeDir = pattern;
+    m.channel = std::make_unique<RunnerChannel>(device, options.stderrLinesKept, options.onLogLine);
 
     m.ensureReady(options.initialMode, progress);
     progress.report(1.0, "Runner ready");
@@ -681,32 +376,32 @@ ForwardResult RunnerBackend::forward(const EncoderInputs& inputs, const ForwardO
     const auto started = Clock::now();
     validateForwardInputs(inputs, m.checkpoint->config(), m.checkpoint->layout());
     validateOverrides(options.overrides, m.checkpoint->layout());
-    if (!options.overrides.empty())
-        throw Error("Precision overrides do not reach a runner yet; run them in-process (--device cpu).");
     progress.throwIfCancelled();
     m.ensureReady(options.mode, progress);
 
-    const bool maskedLm = m.checkpoint->layout().isMaskedLm();
-    json mask = json::array();
-    for (std::size_t b = 0; b < inputs.inputIds.size(); ++b)
-        mask.push_back(inputs.attentionMask.empty() ? std::vector<int64_t>(inputs.inputIds[b].size(), 1)
-                                                    : inputs.attentionMask[b]);
     const std::vector<std::string> selected = selectCapturePoints(m.checkpoint->layout().capturePoints(), options.capture);
-    const std::string output = m.exchangeDir + "/forward-" + std::to_string(m.nextId) + ".safetensors";
-    json request = {{"op", "forward"}, {"input_ids", inputs.inputIds}, {"attention_mask", mask},
-                    {"capture", selected}, {"output", output}};
-    if (maskedLm && !inputs.logitPositions.empty()) {
-        json positions = json::array();
-        for (const auto& [row, position] : inputs.logitPositions)
-            positions.push_back({row, position});
-        request["logit_positions"] = positions;
+    json request = m.forwardRequest(inputs, options, selected);
+    static int64_t requestNumber = 0;
+    const int64_t number = ++requestNumber;
+    std::string output;
+    if (m.protocol < 2) {
+        output = m.exchangeDir + "/forward-" + std::to_string(number) + ".safetensors";
+        request["output"] = output;
     }
     progress.report(0.2, "Running on " + (m.name.empty() ? std::string("the runner") : m.name));
-    const json response = m.exchange(request, "forward", m.options.forwardTimeout, progress);
+    const uint64_t largest = largestForwardBytes(m.checkpoint->config(), inputs, selected.size());
+    RunnerChannel::Reply reply = m.exchange(request, "forward", m.options.forwardTimeout, progress, nullptr, largest);
+    if (m.protocol >= 2) {
+        if (!reply.response.contains("bytes"))
+            m.fail(m.label() + " answered the forward request without the tensors (\"bytes\")");
+        output = m.storePayload(reply.payload, number);
+        reply.payload.clear();
+    }
     ForwardResult result = m.readResult(output, inputs, selected);
-    const auto elapsed = response.find("elapsed_ms");
-    m.lastRoundTripMs = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
-    result.elapsedMs = elapsed != response.end() && elapsed->is_number() ? elapsed->get<double>() : m.lastRoundTripMs;
+    const auto elapsed = reply.response.find("elapsed_ms");
+    const double roundTrip = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+    result.elapsedMs = elapsed != reply.response.end() && elapsed->is_number() ? elapsed->get<double>() : roundTrip;
+    m.channel->setLastRoundTripMs(roundTrip);
     if (options.onCapture) { // the runner's file is read whole; hand the points over as asked
         for (const NamedTensor& capture : result.captures)
             options.onCapture(capture.name, capture.tensor.shape, capture.tensor.values.data());
@@ -718,34 +413,21 @@ ForwardResult RunnerBackend::forward(const EncoderInputs& inputs, const ForwardO
 
 std::string RunnerBackend::deviceName() const
 {
-    return impl_->name.empty() ? "runner: " + abbreviated(impl_->command, 60) : impl_->name;
+    return impl_->name.empty() ? "runner: " + abbreviatedText(impl_->device.command, 60) : impl_->name;
 }
 
-const std::string& RunnerBackend::command() const { return impl_->command; }
-const std::string& RunnerBackend::runnerDevice() const { return impl_->device; }
-bool RunnerBackend::isRunning() const { return impl_->process != nullptr && impl_->loaded; }
+const std::string& RunnerBackend::command() const { return impl_->device.command; }
+const std::string& RunnerBackend::runnerDevice() const { return impl_->runnerDevice; }
+bool RunnerBackend::isRunning() const { return impl_->channel->running() && impl_->loaded; }
 int RunnerBackend::startCount() const { return impl_->starts; }
-double RunnerBackend::lastRoundTripMs() const { return impl_->lastRoundTripMs; }
+int RunnerBackend::protocolVersion() const { return impl_->protocol; }
+double RunnerBackend::lastRoundTripMs() const { return impl_->channel->lastRoundTripMs(); }
 const std::string& RunnerBackend::exchangeDirectory() const { return impl_->exchangeDir; }
 
 std::vector<std::string> RunnerBackend::recentLogLines() const
 {
-    return std::vector<std::string>(impl_->stderrLines.begin(), impl_->stderrLines.end());
-}
-
-std::unique_ptr<InferenceBackend> openBackend(const std::string& device, const std::string& checkpointDir,
-                                              const Progress& progress)
-{
-    if (device == "cpu")
-        return EncoderModel::load(checkpointDir, progress);
-    const std::string prefix = "runner:";
-    if (device.compare(0, prefix.size(), prefix) == 0) {
-        const std::string command = device.substr(prefix.size());
-        if (command.find_first_not_of(" \t") == std::string::npos)
-            throw Error("The device \"runner:\" needs a command after the colon, e.g. runner:\"scalescope-cli runner\".");
-        return RunnerBackend::start(command, checkpointDir, RunnerOptions{}, progress);
-    }
-    throw Error("Unknown device \"" + device + "\"; expected cpu or runner:COMMAND.");
+    const auto& lines = impl_->channel->recentLogLines();
+    return std::vector<std::string>(lines.begin(), lines.end());
 }
 
 } // namespace scalescope

@@ -3,10 +3,11 @@
 // forward passes over the JSON-lines protocol of DESIGN.md ("Runner protocol"), started from a
 // user command line (a local `scalescope-cli runner`, or `ssh aiu-host torchrun ... aiu_runner.py`).
 //
-// RunnerBackend owns: the child process (started through /bin/sh -c in its own process group, so
-// a stop reaches everything the command started), its three pipes, a private exchange folder for
-// the safetensors files (removed on destruction), and the checkpoint opened locally for the config,
-// the tokenizer and the Linear descriptions (no weights are decoded here).
+// RunnerBackend owns: the conversation with the child (device/runner_channel.h: process, pipes,
+// framing, timeouts), a private exchange folder for the safetensors files (removed on
+// destruction), and the checkpoint opened locally for the config, the tokenizer and the plan (no
+// weights are decoded here). With protocol 2 nothing is shared: the checkpoint is uploaded once
+// (device/checkpoint_manifest.h) and tensors come back in-band.
 // Threading: like every backend, not to be used from two threads at once. It starts no threads:
 // while a request is pending it polls the child's stdout and stderr together in short slices, so
 // the child can never block on a full stderr pipe, and the cancel flag is seen within ~50 ms.
@@ -26,12 +27,16 @@
 #include <string>
 #include <vector>
 
+#include "device/device_spec.h"
 #include "model/inference_backend.h"
 
 namespace scalescope {
 
-// The protocol version this build speaks; a runner announcing another one is refused at hello.
+// The protocol versions this build speaks (packaging/runners/PROTOCOL.md): version 1 exchanges
+// tensors through a shared folder, version 2 in-band with checkpoint upload by content hash. The
+// client offers both at hello and uses what the runner picks; a hello that offers nothing gets 1.
 constexpr int kRunnerProtocolVersion = 1;
+constexpr int kRunnerProtocolLatest = 2;
 
 struct RunnerOptions {
     // The child gets this long to start and answer hello (ssh and torchrun take a while).
@@ -58,6 +63,9 @@ public:
     // version and loads the checkpoint in options.initialMode. Throws scalescope::Error.
     static std::unique_ptr<RunnerBackend> start(const std::string& command, const std::string& checkpointDir,
                                                 const RunnerOptions& options = {}, const Progress& progress = {});
+    // The same for a checkpoint that is already open (it is not opened twice).
+    static std::unique_ptr<RunnerBackend> start(const DeviceSpec& device, std::shared_ptr<const Checkpoint> checkpoint,
+                                                const RunnerOptions& options = {}, const Progress& progress = {});
     // Asks the runner to shut down, stops it when it does not exit in time, removes the exchange folder.
     ~RunnerBackend() override;
     RunnerBackend(const RunnerBackend&) = delete;
@@ -80,6 +88,8 @@ public:
     bool isRunning() const;
     // How many times the runner was started (1 after start(), +1 per transparent restart).
     int startCount() const;
+    // The protocol version the runner picked at hello (1 or 2).
+    int protocolVersion() const;
     double lastRoundTripMs() const;
     // The last stderr lines of the runner (oldest first), for a log view.
     std::vector<std::string> recentLogLines() const;
@@ -91,10 +101,5 @@ private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
-
-// device: "cpu" (EncoderModel in this process) or "runner:COMMAND" (RunnerBackend with default
-// options). Throws scalescope::Error for any other device, naming it.
-std::unique_ptr<InferenceBackend> openBackend(const std::string& device, const std::string& checkpointDir,
-                                              const Progress& progress = {});
 
 } // namespace scalescope

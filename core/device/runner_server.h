@@ -3,8 +3,9 @@
 // EncoderModel in this process. `scalescope-cli runner` serves it on stdin/stdout.
 //
 // One request per line in, one response per line out (flushed after each), logs on `log`.
-// Requests:
-//   hello                                  -> protocol, device "cpu", name
+// Requests (packaging/runners/PROTOCOL.md has versions 1 and 2 in full):
+//   hello {protocols?}                     -> protocol (the highest both speak), device "cpu", name
+//   has_checkpoint / upload / commit_checkpoint (version 2): a checkpoint sent by content hash
 //   load {checkpoint, mode}                -> architecture; loading the checkpoint that is already
 //                                             loaded only switches the mode (fp8 | dequant)
 //   forward {input_ids, attention_mask?, capture?, output, logit_positions?}
@@ -26,6 +27,9 @@ namespace scalescope {
 struct RunnerServerOptions {
     // Reported by hello as the runner's name; empty gives "ScaleScope CPU runner, N threads".
     std::string name;
+    // Where checkpoints received by hash are kept (protocol 2). Empty: $SCALESCOPE_RUNNER_CACHE,
+    // else $XDG_CACHE_HOME/scalescope-runner, else ~/.cache/scalescope-runner.
+    std::string cacheFolder;
 };
 
 // Serves until end of input or a shutdown request; returns the process exit code (0).

@@ -1,0 +1,34 @@
+#pragma once
+// Where a model runs, parsed once for the CLI (--device) and the GUI (the Device box): in this
+// process on CPU, or in a runner process started from a command line. Torch-free.
+#include <string>
+#include <vector>
+
+namespace scalescope {
+
+struct DeviceSpec {
+    enum class Kind { Cpu, Runner };
+    Kind kind = Kind::Cpu;
+    // Runner: the user's command line, run through /bin/sh -c (it may go through ssh, oc exec,
+    // srun or torchrun), or, when argv is set, a program of ours started without a shell so that
+    // no character of its path is ever interpreted.
+    std::string command;
+    std::vector<std::string> argv;
+
+    bool isCpu() const { return kind == Kind::Cpu; }
+    // "cpu" or "runner:COMMAND", as parseDeviceSpec reads it back.
+    std::string text() const;
+};
+
+// "cpu" or "runner:COMMAND". Throws scalescope::Error with one sentence naming the text otherwise;
+// the CLI reports it as a usage error.
+DeviceSpec parseDeviceSpec(const std::string& text);
+
+// The CPU runner of this installation (`scalescope-cli runner`), spawned without a shell.
+DeviceSpec cpuRunnerDevice(const std::string& cliExecutable);
+
+// A command line for a shell that runs exactly these arguments: each is single-quoted, with a
+// single quote written as '\''. For messages and for users who copy a command.
+std::string shellQuoted(const std::vector<std::string>& argv);
+
+} // namespace scalescope

@@ -1,0 +1,24 @@
+// Device selection in one place: what the CLI's --device and the GUI's Device box open.
+#include "device/open_backend.h"
+
+#include "device/runner_backend.h"
+#include "model/encoder_model.h"
+
+namespace scalescope {
+
+std::unique_ptr<InferenceBackend> openBackend(const DeviceSpec& device, std::shared_ptr<const Checkpoint> checkpoint,
+                                              const Progress& progress)
+{
+    if (device.isCpu())
+        return EncoderModel::load(std::move(checkpoint), progress);
+    return RunnerBackend::start(device, std::move(checkpoint), RunnerOptions{}, progress);
+}
+
+std::unique_ptr<InferenceBackend> openBackend(const std::string& device, const std::string& checkpointDir,
+                                              const Progress& progress)
+{
+    const DeviceSpec spec = parseDeviceSpec(device);
+    return openBackend(spec, Checkpoint::open(checkpointDir), progress);
+}
+
+} // namespace scalescope

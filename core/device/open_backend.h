@@ -1,0 +1,19 @@
+#pragma once
+// Opening the backend a device names, in one place: what the CLI's --device and the GUI's Device box
+// open. In the engine library (the CPU device is EncoderModel).
+#include <memory>
+#include <string>
+
+#include "device/device_spec.h"
+#include "model/inference_backend.h"
+
+namespace scalescope {
+
+// EncoderModel in this process, or RunnerBackend with default options, on an open checkpoint.
+std::unique_ptr<InferenceBackend> openBackend(const DeviceSpec& device, std::shared_ptr<const Checkpoint> checkpoint,
+                                              const Progress& progress = {});
+// parseDeviceSpec(device), then the above on the checkpoint in checkpointDir.
+std::unique_ptr<InferenceBackend> openBackend(const std::string& device, const std::string& checkpointDir,
+                                              const Progress& progress = {});
+
+} // namespace scalescope

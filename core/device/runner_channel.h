@@ -1,0 +1,93 @@
+#pragma once
+// The runner protocol on the wire (packaging/runners/PROTOCOL.md): one request as a JSON line,
+// optionally followed by an in-band payload (protocol 2), then the runner's progress lines and its
+// response with, when it announces "bytes", a payload of exactly that size. Owns the child process.
+//
+// Threading: one owner thread; it starts none. While a request is pending it polls the child's
+// stdin, stdout and stderr together in short slices, so the child never blocks on a full stderr
+// pipe, a large upload never deadlocks against a chatty child, and the cancel flag is seen within
+// ~50 ms. Each request has an idle timeout that every progress line restarts.
+// Errors: every failure (timeout, cancel, the child exiting, an answer that is not the protocol,
+// ok:false) stops the child and throws scalescope::Error (Cancelled for the cancel flag) with one
+// sentence that names the runner and, when it wrote any, its last stderr line.
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/progress.h"
+#include "device/device_spec.h"
+
+namespace scalescope {
+
+class RunnerProcess;
+
+// Bytes that follow a request line: a whole file, streamed in chunks (a checkpoint upload).
+struct OutgoingPayload {
+    std::string filePath;
+    uint64_t size = 0;
+};
+
+class RunnerChannel {
+public:
+    RunnerChannel(DeviceSpec device, std::size_t stderrLinesKept, std::function<void(const std::string&)> onLogLine);
+    ~RunnerChannel();
+
+    void start();
+    bool running() const { return process_ != nullptr; }
+    // Stops the child (SIGTERM, then SIGKILL after `grace`).
+    void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
+    // Closes stdin and waits up to `wait` for the child to exit, then stops it.
+    void finish(std::chrono::milliseconds wait);
+
+    struct Reply {
+        nlohmann::json response;
+        std::string payload; // the bytes a response announced with "bytes"
+    };
+    // Sends the request (its "id" is set here) and the payload, and waits for the response.
+    // A response payload larger than maxResponseBytes is refused before it is read.
+    Reply exchange(nlohmann::json request, const std::string& requestName, std::chrono::milliseconds idleTimeout,
+                   const Progress& progress, const OutgoingPayload* payload = nullptr,
+                   uint64_t maxResponseBytes = 0);
+
+    // Stops the child and throws: the one exit for every failure of a request.
+    [[noreturn]] void fail(const std::string& what);
+
+    std::string label() const;      // The runner "COMMAND"
+    std::string runnerText() const; // the runner "COMMAND"
+    const std::deque<std::string>& recentLogLines() const { return stderrLines_; }
+    double lastRoundTripMs() const { return lastRoundTripMs_; }
+    void setLastRoundTripMs(double ms) { lastRoundTripMs_ = ms; }
+    void clearLogCallback() { onLogLine_ = nullptr; }
+
+private:
+    struct Pending;
+    bool drainStderr();
+    void consumeStderr(const char* data, std::size_t size);
+    std::string lastLogLine() const;
+    [[noreturn]] void failExited(const std::string& requestName);
+    [[noreturn]] void failCancelled();
+    bool takeLine(std::string& line);
+    bool pump(Pending& pending, std::chrono::steady_clock::time_point deadline);
+    nlohmann::json checkAnswer(const std::string& answer, int64_t id, const std::string& requestName);
+
+    DeviceSpec device_;
+    std::size_t stderrLinesKept_;
+    std::function<void(const std::string&)> onLogLine_;
+    std::unique_ptr<RunnerProcess> process_;
+    int64_t nextId_ = 1;
+    std::string stdoutBuffer_;
+    std::string stderrPartial_;
+    std::deque<std::string> stderrLines_;
+    double lastRoundTripMs_ = 0;
+};
+
+// Text helpers shared by the client's messages.
+std::string abbreviatedText(const std::string& text, std::size_t limit);
+std::string withoutFinalPeriod(std::string sentence);
+
+} // namespace scalescope
