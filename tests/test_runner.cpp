@@ -4,7 +4,11 @@
 // garbage, answer with the wrong id or refuse, but only the first time, through a marker file) must
 // each give one clear Error, and the next request must restart the runner and work. The server side
 // is also driven directly with malformed requests.
+#include <unistd.h>
+
 #include <QDir>
+#include <QProcess>
+#include <QStandardPaths>
 #include <QFile>
 #include <QFileInfo>
 #include <QTemporaryDir>
@@ -150,6 +154,21 @@ EncoderInputs raggedBatch()
 {
     // Two rows of different lengths: the shorter is padded, its mask says so.
     return {{{0, 40, 41, 42, 43, 44, 2}, {0, 50, 51, 2}}, {{1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1}}, {}, {}};
+}
+
+// Runs a shell command and returns its stdout lines (stderr in *log).
+std::vector<std::string> runShell(const std::string& command, std::string* log)
+{
+    QProcess process;
+    process.start(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), QString::fromStdString(command)});
+    process.waitForFinished(30000);
+    if (log)
+        *log = process.readAllStandardError().toStdString();
+    std::vector<std::string> lines;
+    for (const QByteArray& line : process.readAllStandardOutput().split('\n'))
+        if (!line.isEmpty())
+            lines.push_back(line.toStdString());
+    return lines;
 }
 
 std::vector<std::string> runServer(const std::vector<std::string>& lines, std::string* log = nullptr)
@@ -609,6 +628,106 @@ private slots:
                              message.find("needs a command") != std::string::npos,
                          e.what());
             }
+        }
+    }
+
+    // ---- protocol 2: nothing shared ----------------------------------------------------------
+
+    // A runner in its own mount namespace with an empty tmpfs over the fixtures' folder: it cannot
+    // see the checkpoint or anything the client writes there, so the checkpoint must travel by
+    // upload and the tensors in-band. Its cache lives inside that private tmpfs.
+    void protocol2WorksWithoutASharedFileSystem()
+    {
+        if (::geteuid() != 0 || QStandardPaths::findExecutable("unshare").isEmpty())
+            QSKIP("needs root and unshare for a private mount namespace");
+        const std::string hidden = fixtures().root;
+        if (std::string(SCALESCOPE_CLI).rfind(hidden, 0) == 0)
+            QSKIP("the CLI lives inside the folder that would be hidden");
+        const std::string command = "unshare -m sh -c " +
+                                    shellQuote("mount -t tmpfs none " + shellQuote(hidden) +
+                                               " && SCALESCOPE_RUNNER_CACHE=" + shellQuote(hidden + "/cache") +
+                                               " exec " + shellQuote(SCALESCOPE_CLI) + " runner");
+        // The runner really does not see the checkpoint: loading it by path fails in there.
+        std::string log;
+        const std::vector<std::string> probe = runShell(
+            "unshare -m sh -c " + shellQuote("mount -t tmpfs none " + shellQuote(hidden) + " && ls " +
+                                             shellQuote(fixtures().fp8Qa) + " 2>&1; echo done"),
+            &log);
+        QVERIFY2(!probe.empty() && probe.back() == "done", log.c_str());
+        QVERIFY2(probe.size() >= 2 && probe.front().find("No such file") != std::string::npos, log.c_str());
+
+        auto runner = RunnerBackend::start(command, fixtures().fp8Qa);
+        QCOMPARE(runner->protocolVersion(), 2);
+        auto local = EncoderModel::load(fixtures().fp8Qa);
+        ForwardOptions options;
+        options.capture.all = true;
+        const ForwardResult remote = runner->forward(raggedBatch(), options);
+        const ForwardResult here = local->forward(raggedBatch(), options);
+        compareTensorsBitwise(remote.outputs, here.outputs);
+        compareTensorsBitwise(remote.captures, here.captures);
+    }
+
+    // The same checkpoint in a second session is not sent again: the runner finds it by hash.
+    void protocol2UploadsACheckpointOnce()
+    {
+        const std::string cache = makeTempDir("runner-cache");
+        const std::string command = "SCALESCOPE_RUNNER_CACHE=" + shellQuote(cache) + " " + cliRunnerCommand();
+        auto received = [](const RunnerBackend& runner) {
+            int count = 0;
+            for (const std::string& line : runner.recentLogLines())
+                count += line.find("received checkpoint") != std::string::npos;
+            return count;
+        };
+        {
+            auto first = RunnerBackend::start(command, fixtures().fp8Qa);
+            first->forward(raggedBatch(), {});
+            QCOMPARE(received(*first), 1);
+        }
+        auto second = RunnerBackend::start(command, fixtures().fp8Qa);
+        second->forward(raggedBatch(), {});
+        QCOMPARE(received(*second), 0);
+        QCOMPARE(QDir(QString::fromStdString(cache)).entryList(QDir::Dirs | QDir::NoDotAndDotDot).size(), 1);
+    }
+
+    // Precision overrides travel with forward and give what they give in-process, bit for bit.
+    void overridesThroughTheRunnerEqualInProcess()
+    {
+        auto runner = RunnerBackend::start(cliRunnerCommand(), fixtures().fp8Qa);
+        auto local = EncoderModel::load(fixtures().fp8Qa);
+        ForwardOptions options;
+        options.overrides.modules[local->linears().front().module] = Precision::Float;
+        compareTensorsBitwise(runner->forward(raggedBatch(), options).outputs,
+                              local->forward(raggedBatch(), options).outputs);
+        ForwardOptions fp8Only;
+        fp8Only.overrides.othersFloat = true;
+        fp8Only.overrides.modules[local->linears().front().module] = Precision::Fp8;
+        const auto remote = runner->forward(raggedBatch(), fp8Only).outputs;
+        compareTensorsBitwise(remote, local->forward(raggedBatch(), fp8Only).outputs);
+        // ... and they change the result: the override is not ignored on the way.
+        QVERIFY(remote.front().tensor.values != local->forward(raggedBatch(), {}).outputs.front().tensor.values);
+    }
+
+    // A request nested 100,000 levels deep gets one sentence; the runner goes on serving.
+    void serverRefusesDeepNesting()
+    {
+        const std::string deep = "{\"id\":" + std::string(100000, '[') + std::string(100000, ']') + ",\"op\":\"hello\"}";
+        const std::vector<std::string> responses = runServer({deep, R"({"id":2,"op":"hello"})"});
+        QCOMPARE(responses.size(), std::size_t(2));
+        QVERIFY2(json::parse(responses[0])["error"].get<std::string>().find("64 levels") != std::string::npos,
+                 responses[0].c_str());
+        QCOMPARE(json::parse(responses[1])["ok"], json(true));
+    }
+
+    // A runner that answers with a deeply nested id is stopped with a sentence, not a crash.
+    void clientRefusesDeepNesting()
+    {
+        const std::string script = "read -r line; printf '{\"id\":" + std::string(20000, '[') +
+                                   std::string(20000, ']') + ",\"ok\":true}\\n'; sleep 5";
+        try {
+            RunnerBackend::start(script, fixtures().fp8Qa);
+            QFAIL("start() accepted a deeply nested answer");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("nested more than 64 levels") != std::string::npos, e.what());
         }
     }
 
