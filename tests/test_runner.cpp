@@ -731,6 +731,41 @@ private slots:
         }
     }
 
+    // SIGTERM to the CLI while it waits on a runner stops the runner too (it lives in its own
+    // process group, so nothing else would) and leaves no exchange folder for the next run.
+    void signalStopsTheRunner()
+    {
+        const std::string folder = makeTempDir("runner-signal");
+        const std::string pidFile = folder + "/runner.pid";
+        const std::string runner = "echo $$ > " + shellQuote(pidFile) + "; exec sleep 300";
+        QProcess cli;
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert("SCALESCOPE_RUNNER_EXCHANGE_DIR", QString::fromStdString(folder));
+        cli.setProcessEnvironment(environment);
+        cli.start(QStringLiteral(SCALESCOPE_CLI), {"forward", QString::fromStdString(fixtures().fp8Qa), "--input-ids",
+                                                   "0,5,2", "--output", QString::fromStdString(folder + "/out.safetensors"),
+                                                   "--device", QString::fromStdString("runner:" + runner)});
+        QVERIFY(cli.waitForStarted());
+        QTRY_VERIFY2_WITH_TIMEOUT(QFileInfo(QString::fromStdString(pidFile)).size() > 0,
+                                  cli.readAllStandardError().constData(), 10000);
+        std::ifstream in(pidFile);
+        pid_t pid = 0;
+        in >> pid;
+        QVERIFY(pid > 0 && ::kill(pid, 0) == 0);
+        ::kill(static_cast<pid_t>(cli.processId()), SIGTERM);
+        QVERIFY(cli.waitForFinished(10000));
+        QCOMPARE(cli.exitStatus(), QProcess::CrashExit); // died of the signal, as a killed program does
+        QTRY_VERIFY_WITH_TIMEOUT(::kill(pid, 0) != 0, 5000);
+        // The folder the killed client left is removed by the next client starting there.
+        auto next = RunnerBackend::start(cliRunnerCommand(), fixtures().fp8Qa, [&] {
+            RunnerOptions options;
+            options.exchangeParent = folder;
+            return options;
+        }());
+        const QStringList left = QDir(QString::fromStdString(folder)).entryList({"scalescope-runner-*"}, QDir::Dirs);
+        QCOMPARE(left.size(), 1); // only the new client's own
+    }
+
     // ---- the Python AIU runner's protocol side ------------------------------------------------
 
     void pythonRunnerSpeaksTheSameProtocol()

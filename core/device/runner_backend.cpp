@@ -1,5 +1,6 @@
 #include "device/runner_backend.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,6 +38,22 @@ std::string defaultExchangeParent()
             return value;
     }
     return "/tmp";
+}
+
+// Exchange folders carry their owner's pid: one whose owner died (kill -9, a signal) is removed by
+// the next client that starts in the same parent folder.
+void removeStaleExchangeFolders(const std::string& parent)
+{
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(parent, error)) {
+        const std::string name = entry.path().filename().string();
+        const std::string prefix = "scalescope-runner-";
+        if (name.compare(0, prefix.size(), prefix) != 0 || !entry.is_directory(error))
+            continue;
+        const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+        if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+            std::filesystem::remove_all(entry.path(), error);
+    }
 }
 
 const char* precisionName(Precision precision)
@@ -355,7 +372,8 @@ std::unique_ptr<RunnerBackend> RunnerBackend::start(const DeviceSpec& device,
         m.checkpointPath.pop_back();
 
     const std::string parent = options.exchangeParent.empty() ? defaultExchangeParent() : options.exchangeParent;
-    std::string pattern = parent + "/scalescope-runner-XXXXXX";
+    removeStaleExchangeFolders(parent);
+    std::string pattern = parent + "/scalescope-runner-" + std::to_string(::getpid()) + "-XXXXXX";
     if (!::mkdtemp(pattern.data()))
         throw Error("Cannot create the runner's exchange folder in " + parent + ": " + std::strerror(errno) + ".");
     m.exchangeDir = pattern;
