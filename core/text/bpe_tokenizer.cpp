@@ -492,6 +492,7 @@ void BpeTokenizer::Impl::encodeSegment(const std::string& text, const std::vecto
             out.ids.push_back(token.id >= 0 ? token.id : unk);
             out.offsets.emplace_back(start, stop);
             out.sequenceIds.push_back(sequenceId);
+            out.typeIds.push_back(0);
         }
     }
 }
@@ -648,6 +649,7 @@ Encoding BpeTokenizer::encodeText(const std::string& text) const
         out.ids.push_back(impl_->mask);
         out.offsets.emplace_back(static_cast<int>(maskBegin), static_cast<int>(maskEnd));
         out.sequenceIds.push_back(0);
+        out.typeIds.push_back(0);
         segmentBegin = maskEnd;
         searchFrom = maskByte + kMaskToken.size();
     }
@@ -669,6 +671,7 @@ Encoding BpeTokenizer::encode(const std::string& text) const
     out.ids.push_back(impl_->eos);
     out.offsets.emplace_back(0, 0);
     out.sequenceIds.push_back(-1);
+    out.typeIds.assign(out.ids.size(), 0);
     return out;
 }
 
@@ -685,6 +688,7 @@ Encoding BpeTokenizer::encodePair(const std::string& first, const std::string& s
     out.ids.push_back(impl_->eos);
     out.offsets.emplace_back(0, 0);
     out.sequenceIds.push_back(-1);
+    out.typeIds.assign(out.ids.size(), 0);
     return out;
 }
 
@@ -732,6 +736,9 @@ std::string BpeTokenizer::tokenText(int64_t id) const
 int64_t BpeTokenizer::vocabSize() const { return static_cast<int64_t>(impl_->idToToken.size()); }
 int64_t BpeTokenizer::bosId() const { return impl_->bos; }
 int64_t BpeTokenizer::eosId() const { return impl_->eos; }
+int64_t BpeTokenizer::clsId() const { return impl_->bos; }
+int64_t BpeTokenizer::sepId() const { return impl_->eos; }
+std::string BpeTokenizer::maskToken() const { return kMaskToken; }
 int64_t BpeTokenizer::padId() const { return impl_->pad; }
 int64_t BpeTokenizer::unkId() const { return impl_->unk; }
 int64_t BpeTokenizer::maskId() const { return impl_->mask; }

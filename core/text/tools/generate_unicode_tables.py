@@ -1,9 +1,16 @@
 #!/usr/bin/env python3
 """Writes core/text/unicode_tables.h: the code point classes that the GPT-2 pre-tokenizer regex
 distinguishes (\\p{L}, \\p{N}, \\s), as sorted ranges, from Python's unicodedata.
+With --wordpiece, writes core/text/wordpiece_unicode_tables.h instead: what Hugging Face's BERT
+normalizer and pre-tokenizer need (see write_wordpiece_tables).
 
 Usage: python3 core/text/tools/generate_unicode_tables.py > core/text/unicode_tables.h
+       python3 core/text/tools/generate_unicode_tables.py --wordpiece --hf-classes FILE \\
+           > core/text/wordpiece_unicode_tables.h
 """
+import argparse
+import json
+import string
 import sys
 import unicodedata
 
@@ -59,5 +66,185 @@ def main():
     out.write("} // namespace scalescope::unicode_tables\n")
 
 
+# ---- WordPiece (BERT) ------------------------------------------------------------------------------
+
+# Hugging Face's is_chinese_char ranges. They differ from Unicode's CJK blocks (and from Python
+# transformers' BasicTokenizer, which has 0x2B820) in starting the fifth range at 0x2B920.
+HF_CJK = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
+          (0x2B740, 0x2B81F), (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F)]
+
+FLAG_REMOVED = 1      # clean_text drops it (NUL, U+FFFD, Cc other than tab/LF/CR, Cf, Co)
+FLAG_WHITESPACE = 2   # White_Space: clean_text makes it a space, the pre-tokenizer splits there
+FLAG_PUNCTUATION = 4  # ASCII punctuation or P*: the pre-tokenizer isolates it
+FLAG_MARK = 8         # Mn: dropped after NFD when accents are stripped
+FLAG_CJK = 16         # gets spaces around it (handle_chinese_chars)
+
+HANGUL_FIRST, HANGUL_LAST = 0xAC00, 0xD7A3  # decomposed arithmetically by the C++ code
+
+
+def predicted_classes(cp, white):
+    """What Hugging Face's rules give when fed Python's Unicode data."""
+    c = chr(cp)
+    category = unicodedata.category(c)
+    flags = 0
+    if cp in white:
+        flags |= FLAG_WHITESPACE
+    # is_control is tested before is_whitespace, so VT, FF and NEL are dropped, not made spaces.
+    if cp == 0 or cp == 0xFFFD or (cp not in (9, 10, 13) and category in ("Cc", "Cf", "Co", "Cs")):
+        flags |= FLAG_REMOVED
+    if (cp < 0x80 and c in string.punctuation) or category.startswith("P"):
+        flags |= FLAG_PUNCTUATION
+    if category == "Mn":
+        flags |= FLAG_MARK
+    if any(first <= cp <= last for first, last in HF_CJK):
+        flags |= FLAG_CJK
+    decomposition = None
+    if not HANGUL_FIRST <= cp <= HANGUL_LAST:
+        nfd = unicodedata.normalize("NFD", c)
+        if nfd != c:
+            decomposition = [ord(x) for x in nfd]
+    lower = c.lower()
+    return flags, decomposition, ([ord(x) for x in lower] if lower != c else None)
+
+
+def write_wordpiece_tables(hf_classes_path):
+    """Hugging Face's tokenizers (0.23) takes Mn, P* and Cf from the unicode_categories crate, whose
+    tables predate Unicode 9, and case mapping, NFD and White_Space from Rust's std and the
+    unicode-normalization crate (Unicode 16); unassigned code points (Cn) are kept. Python's
+    unicodedata is Unicode 14. The rules are applied to Python's data, then every code point where
+    Hugging Face's recorded behaviour (dump_hf_bert_classes.mjs) differs is corrected to it; the
+    header says how many were."""
+    white = set()
+    for first, last in WHITE_SPACE:
+        white.update(range(first, last + 1))
+    with open(hf_classes_path) as f:
+        recorded = {row[0]: row[1:] for row in json.load(f)}
+    if len(recorded) != 0x110000 - 0x800:
+        sys.exit("%s does not cover every Unicode scalar value" % hf_classes_path)
+
+    flags_of, decompositions, lowers = {}, {}, {}
+    corrections = {"clean": 0, "cjk": 0, "mark": 0, "decomposition": 0, "lower": 0, "split": 0}
+    for cp in range(0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        flags, decomposition, lower = predicted_classes(cp, white)
+        clean, cjk, stripped, lowered, split = recorded[cp]
+        if (clean == "R") != bool(flags & FLAG_REMOVED):
+            flags ^= FLAG_REMOVED
+            corrections["clean"] += 1
+        if bool(cjk) != bool(flags & FLAG_CJK):
+            flags ^= FLAG_CJK
+            corrections["cjk"] += 1
+        want_split = "W" if flags & FLAG_WHITESPACE else ("P" if flags & FLAG_PUNCTUATION else "O")
+        if split != want_split:
+            if split == "W" or want_split == "W":
+                sys.exit("U+%04X: White_Space differs from Hugging Face's; update WHITE_SPACE" % cp)
+            flags ^= FLAG_PUNCTUATION
+            corrections["split"] += 1
+        if decomposition is None and not HANGUL_FIRST <= cp <= HANGUL_LAST:
+            # A character without decomposition vanishes under strip_accents exactly when it is Mn.
+            if (stripped == []) != bool(flags & FLAG_MARK):
+                flags ^= FLAG_MARK
+                corrections["mark"] += 1
+        if lowered != lower:
+            lower = lowered
+            corrections["lower"] += 1
+        flags_of[cp] = flags
+        if decomposition is not None:
+            decompositions[cp] = decomposition
+        if lower is not None:
+            lowers[cp] = lower
+    # Decompositions are checked once the mark flags are final: NFD, then drop the marks.
+    for cp in range(0x110000):
+        if cp not in recorded or HANGUL_FIRST <= cp <= HANGUL_LAST:
+            continue
+        decomposition = decompositions.get(cp)
+        if decomposition is None:
+            continue
+        predicted = [x for x in decomposition if not flags_of.get(x, 0) & FLAG_MARK]
+        stripped = recorded[cp][2]
+        if predicted != (stripped if stripped is not None else [cp]):
+            # Hugging Face's NFD lacks this decomposition (or has another); keep what it does.
+            if stripped is None:
+                del decompositions[cp]
+            else:
+                decompositions[cp] = stripped
+            corrections["decomposition"] += 1
+
+    ranges = []
+    for cp in range(0x110000):
+        flags = flags_of.get(cp, FLAG_REMOVED if 0xD800 <= cp <= 0xDFFF else 0)
+        if flags == 0:
+            continue
+        if ranges and ranges[-1][2] == flags and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp, flags])
+    combining = []
+    for cp in range(0x110000):
+        ccc = unicodedata.combining(chr(cp))
+        if ccc == 0:
+            continue
+        if combining and combining[-1][2] == ccc and combining[-1][1] == cp - 1:
+            combining[-1][1] = cp
+        else:
+            combining.append([cp, cp, ccc])
+
+    out = sys.stdout
+    out.write("#pragma once\n")
+    out.write("// Generated by core/text/tools/generate_unicode_tables.py --wordpiece from Unicode %s and\n"
+              % unicodedata.unidata_version)
+    out.write("// Hugging Face tokenizers' recorded behaviour; do not edit.\n")
+    out.write("// Code points corrected to Hugging Face's behaviour: %s.\n"
+              % ", ".join("%s %d" % item for item in corrections.items()))
+    out.write("// Character flags of the BERT normalizer and pre-tokenizer as sorted, disjoint ranges (flags 0\n")
+    out.write("// outside them), canonical decompositions (Hangul syllables excluded: computed), full lower-case\n")
+    out.write("// mappings, and canonical combining classes for NFD's reordering.\n")
+    out.write("#include <cstddef>\n#include <cstdint>\n\n")
+    out.write("namespace scalescope::wordpiece_tables {\n\n")
+    out.write("enum CharFlag : std::uint8_t {\n    kRemoved = %d,\n    kWhitespace = %d,\n    kPunctuation = %d,\n"
+              "    kMark = %d,\n    kCjk = %d,\n};\n\n"
+              % (FLAG_REMOVED, FLAG_WHITESPACE, FLAG_PUNCTUATION, FLAG_MARK, FLAG_CJK))
+    out.write("struct FlagRange {\n    char32_t first;\n    char32_t last;\n    std::uint8_t flags;\n};\n\n")
+    out.write("// A code point and the code points it maps to: pool[offset, offset + length).\n")
+    out.write("struct Mapping {\n    char32_t codePoint;\n    std::uint16_t offset;\n    std::uint8_t length;\n};\n\n")
+    out.write("struct CombiningRange {\n    char32_t first;\n    char32_t last;\n    std::uint8_t combiningClass;\n};\n\n")
+    out.write("inline constexpr FlagRange kFlagRanges[] = {\n")
+    for first, last, flags in ranges:
+        out.write("    {0x%05X, 0x%05X, %d},\n" % (first, last, flags))
+    out.write("};\n\n")
+    for name, table in (("Decomposition", decompositions), ("Lowercase", lowers)):
+        pool = []
+        entries = []
+        for cp in sorted(table):
+            entries.append((cp, len(pool), len(table[cp])))
+            pool.extend(table[cp])
+        assert len(pool) < 65536
+        out.write("inline constexpr char32_t k%sPool[] = {\n" % name)
+        for i in range(0, len(pool), 8):
+            out.write("    " + " ".join("0x%05X," % x for x in pool[i:i + 8]) + "\n")
+        out.write("};\n\n")
+        out.write("inline constexpr Mapping k%ss[] = {\n" % name)
+        for cp, offset, length in entries:
+            out.write("    {0x%05X, %d, %d},\n" % (cp, offset, length))
+        out.write("};\n\n")
+    out.write("inline constexpr CombiningRange kCombiningRanges[] = {\n")
+    for first, last, ccc in combining:
+        out.write("    {0x%05X, 0x%05X, %d},\n" % (first, last, ccc))
+    out.write("};\n\n")
+    out.write("} // namespace scalescope::wordpiece_tables\n")
+    for name, count in corrections.items():
+        sys.stderr.write("%s corrections: %d\n" % (name, count))
+
+
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--wordpiece", action="store_true", help="write wordpiece_unicode_tables.h")
+    parser.add_argument("--hf-classes", help="output of dump_hf_bert_classes.mjs (needed with --wordpiece)")
+    arguments = parser.parse_args()
+    if arguments.wordpiece:
+        if not arguments.hf_classes:
+            parser.error("--wordpiece needs --hf-classes")
+        write_wordpiece_tables(arguments.hf_classes)
+    else:
+        main()

@@ -1,0 +1,36 @@
+#include "text/tokenizer.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/text_files.h"
+#include "text/bpe_tokenizer.h"
+#include "text/wordpiece_tokenizer.h"
+
+namespace scalescope {
+
+std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir)
+{
+    const std::string tokenizerJson = joinPath(dir, "tokenizer.json");
+    if (fileExists(tokenizerJson)) {
+        // The model type decides the loader; each loader then reports its own problems.
+        const nlohmann::json root = readJsonFile(tokenizerJson);
+        const nlohmann::json* type = nullptr;
+        if (root.is_object() && root.contains("model") && root["model"].is_object() && root["model"].contains("type"))
+            type = &root["model"]["type"];
+        if (type != nullptr && type->is_string() && type->get<std::string>() == "WordPiece")
+            return WordPieceTokenizer::loadFromTokenizerJson(tokenizerJson);
+        if (type != nullptr && !(type->is_string() && type->get<std::string>() == "BPE"))
+            throw Error(tokenizerJson + " holds a " + (type->is_string() ? type->get<std::string>() : type->dump()) +
+                        " tokenizer model; only BPE (RoBERTa) and WordPiece (BERT) are supported.");
+        return BpeTokenizer::loadFromTokenizerJson(tokenizerJson);
+    }
+    if (fileExists(joinPath(dir, "vocab.txt")))
+        return WordPieceTokenizer::loadFromDirectory(dir);
+    if (fileExists(joinPath(dir, "vocab.json")) && fileExists(joinPath(dir, "merges.txt")))
+        return BpeTokenizer::loadFromDirectory(dir);
+    throw Error("No tokenizer in " + dir +
+                ": expected tokenizer.json, vocab.txt (BERT) or vocab.json and merges.txt (RoBERTa).");
+}
+
+} // namespace scalescope

@@ -1,0 +1,59 @@
+#pragma once
+// The tokenizer interface the engine uses for every model family: byte-level BPE (RoBERTa,
+// bpe_tokenizer.h) and WordPiece (BERT, wordpiece_tokenizer.h). Implementations are const after
+// loading and may be used from several threads. Errors: scalescope::Error naming the file and the
+// problem.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace scalescope {
+
+struct Encoding {
+    std::vector<int64_t> ids;
+    std::vector<std::pair<int, int>> offsets; // [start, end) in code points of the sequence's text
+    std::vector<int> sequenceIds;             // -1 special token, 0 first text, 1 second text
+    // Token type ids as the model's token_type embeddings take them: BERT 0 for the first text and
+    // its specials, 1 for the second text and its closing [SEP]; RoBERTa 0 throughout.
+    std::vector<int64_t> typeIds;
+};
+
+class Tokenizer {
+public:
+    virtual ~Tokenizer() = default;
+
+    // Tokens of a text without special tokens around it; special tokens written in the text (the
+    // mask token, ...) become their ids. Offsets refer to `text`.
+    virtual Encoding encodeText(const std::string& text) const = 0;
+    // [CLS] text [SEP] / <s> text </s>
+    virtual Encoding encode(const std::string& text) const = 0;
+    // [CLS] A [SEP] B [SEP] / <s> A </s></s> B </s>; offsets of each token refer to its own text.
+    virtual Encoding encodePair(const std::string& first, const std::string& second) const = 0;
+
+    // Text of a sequence of ids as the family's decoder writes it.
+    virtual std::string decode(const std::vector<int64_t>& ids, bool skipSpecialTokens = true) const = 0;
+    // The vocabulary string of one id ("Ġworld", "##ing"), and its decoded text.
+    virtual std::string tokenString(int64_t id) const = 0;
+    virtual std::string tokenText(int64_t id) const = 0;
+
+    virtual int64_t vocabSize() const = 0;
+    virtual int64_t clsId() const = 0; // <s> / [CLS]
+    virtual int64_t sepId() const = 0; // </s> / [SEP]
+    virtual int64_t padId() const = 0;
+    virtual int64_t unkId() const = 0;
+    virtual int64_t maskId() const = 0;
+    virtual std::string maskToken() const = 0; // "<mask>" / "[MASK]"
+
+    // Special tokens a pair (RoBERTa 4, BERT 3) and a single text (2) add around the text tokens.
+    virtual int specialTokensInPair() const = 0;
+    virtual int specialTokensInSingle() const { return 2; }
+};
+
+// Loads the tokenizer of a model folder: tokenizer.json (model type BPE or WordPiece), else
+// vocab.txt (WordPiece, with tokenizer_config.json when present), else vocab.json + merges.txt
+// (byte-level BPE). Throws one sentence naming the folder when none of them is there.
+std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir);
+
+} // namespace scalescope
