@@ -1,6 +1,8 @@
 #include "analysis/comparison.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <set>
@@ -95,14 +97,52 @@ std::vector<std::pair<int64_t, float>> topK(const std::vector<float>& probabilit
     const std::size_t count = std::min<std::size_t>(static_cast<std::size_t>(k), order.size());
     std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(count), order.end(),
                       [&](int64_t a, int64_t b) {
-                          const float pa = probabilities[static_cast<std::size_t>(a)];
-                          const float pb = probabilities[static_cast<std::size_t>(b)];
+                          // NaN ranks last: compared as it is, it breaks the strict weak order sorting needs.
+                          const float pa = std::isnan(probabilities[static_cast<std::size_t>(a)]) ? -INFINITY : probabilities[static_cast<std::size_t>(a)];
+                          const float pb = std::isnan(probabilities[static_cast<std::size_t>(b)]) ? -INFINITY : probabilities[static_cast<std::size_t>(b)];
                           return pa != pb ? pa > pb : a < b;
                       });
     std::vector<std::pair<int64_t, float>> out;
     for (std::size_t i = 0; i < count; ++i)
         out.emplace_back(order[i], probabilities[static_cast<std::size_t>(order[i])]);
     return out;
+}
+
+std::size_t elementCount(const std::vector<int64_t>& shape)
+{
+    std::size_t count = 1;
+    for (int64_t dim : shape)
+        count *= static_cast<std::size_t>(dim);
+    return count;
+}
+
+bool allFinite(const float* values, std::size_t count)
+{
+    for (std::size_t i = 0; i < count; ++i)
+        if (!std::isfinite(values[i]))
+            return false;
+    return true;
+}
+
+// Names where non-finite values first appear, so that a NaN run is explained, not just refused.
+std::string nonFiniteNote(const ComparisonResult& result)
+{
+    auto side = [](const std::string& label, bool outputs, const std::string& first) -> std::string {
+        if (!outputs && first.empty())
+            return {};
+        return "the " + label + (outputs ? " has NaN or infinite outputs" : " has NaN or infinite values") +
+               (first.empty() ? std::string() : " (first at " + first + ")");
+    };
+    const std::string run = side(result.runLabel + " run", result.runOutputsNonFinite, result.runFirstNonFinite);
+    const std::string reference =
+        side(result.referenceLabel, result.referenceOutputsNonFinite, result.referenceFirstNonFinite);
+    if (run.empty() && reference.empty())
+        return {};
+    std::string note = run.empty() ? reference : reference.empty() ? run : run + ", and " + reference;
+    note[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(note[0])));
+    if (result.runOutputsNonFinite || result.referenceOutputsNonFinite)
+        note += "; agreement of the final outputs is not claimed";
+    return note + ".";
 }
 
 } // namespace
@@ -187,6 +227,10 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
         const FloatTensor& r = referenceResult.captures[next++].tensor;
         if (r.shape != shape)
             throw Error("Capture point \"" + name + "\" differs in shape between the run and the reference.");
+        if (result.runFirstNonFinite.empty() && !allFinite(data, elementCount(shape)))
+            result.runFirstNonFinite = name;
+        if (result.referenceFirstNonFinite.empty() && !allFinite(r.values.data(), r.values.size()))
+            result.referenceFirstNonFinite = name;
         CapturePointMetrics point = describePoint(name);
         point.metrics = metricsOverRealTokens(shape, data, r, lengths);
         result.points.push_back(std::move(point));
@@ -200,6 +244,13 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
         throw Error("The run and the reference recorded different capture points.");
     result.activations = std::move(runResult.activationStatistics);
     result.findings = diagnoseActivations(result.activations, run.linears());
+    for (const NamedTensor& output : runResult.outputs)
+        result.runOutputsNonFinite = result.runOutputsNonFinite || !allFinite(output.tensor.values.data(), output.tensor.values.size());
+    for (const NamedTensor& output : referenceResult.outputs)
+        result.referenceOutputsNonFinite =
+            result.referenceOutputsNonFinite || !allFinite(output.tensor.values.data(), output.tensor.values.size());
+    result.nonFiniteNote = nonFiniteNote(result);
+    const bool outputsFinite = !result.runOutputsNonFinite && !result.referenceOutputsNonFinite;
 
     if (a.architecture == Architecture::RobertaForQuestionAnswering) {
         const FloatTensor& runStart = findOutput(runResult, "start_logits");
@@ -216,7 +267,7 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
             both.add(runEnd.values.data() + w * seq, refEnd.values.data() + w * seq, lengths[w]);
         }
         result.finalLogits = both.result();
-        if (isQa) {
+        if (isQa && outputsFinite) {
             QaOptions options = input.qaOptions;
             options.topK = 1;
             qa.windows = windows;
@@ -257,7 +308,8 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
                 mask.klDivergence = klDivergence(mask.referenceDistribution, mask.runDistribution);
                 mask.runTop = topK(mask.runDistribution, input.topK);
                 mask.referenceTop = topK(mask.referenceDistribution, input.topK);
-                mask.top1Agrees = !mask.runTop.empty() && mask.runTop.front().first == mask.referenceTop.front().first;
+                mask.top1Agrees = outputsFinite && !mask.runTop.empty() &&
+                                  mask.runTop.front().first == mask.referenceTop.front().first;
                 std::set<int64_t> referenceIds;
                 for (const auto& [id, probability] : mask.referenceTop)
                     referenceIds.insert(id);
@@ -270,6 +322,9 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
             result.fillMask = std::move(agreement);
         }
     }
+    // Numbers computed while a checkpoint file was rewritten in place are not to be reported.
+    run.checkpoint().tensors().checkUnchanged();
+    referenceModel.checkpoint().tensors().checkUnchanged();
     progress.report(1.0, "Compared");
     return result;
 }

@@ -11,6 +11,21 @@ namespace scalescope {
 std::string readFileToString(const std::string& path, std::uint64_t maxBytes = 1ull << 30);
 // Parses a JSON file; the error names the file and the parser's byte position.
 nlohmann::json readJsonFile(const std::string& path, std::uint64_t maxBytes = 256ull << 20);
+// Deepest array/object nesting that any JSON this program reads may have. Real configs, vocabularies,
+// tokenizer.json files and safetensors headers nest fewer than 10 levels; a limit keeps hostile
+// files (100,000 levels) from exhausting the stack in code that walks, copies or prints the value.
+constexpr int kMaxJsonDepth = 128;
+// The 0-based byte offset where [begin, end) first nests deeper than maxDepth, or -1 when it does
+// not. Brackets inside strings do not count.
+long long jsonNestingExceeded(const char* begin, const char* end, int maxDepth = kMaxJsonDepth);
+// text with every byte that is not part of a valid UTF-8 sequence written as the four characters
+// "\xNN", so JSON output never fails and token bytes stay visible.
+std::string escapeInvalidUtf8(const std::string& text);
+// A copy of value whose strings and keys are valid UTF-8 (escapeInvalidUtf8 applied).
+nlohmann::json withValidUtf8(const nlohmann::json& value);
+// text safe to print on a terminal: control characters (C0, DEL, C1; escape sequences start with
+// them) and invalid UTF-8 bytes are written as "\xNN". Newlines are kept when keepNewlines.
+std::string terminalSafe(const std::string& text, bool keepNewlines = false);
 bool fileExists(const std::string& path);
 bool directoryExists(const std::string& path);
 std::string joinPath(const std::string& dir, const std::string& name);
