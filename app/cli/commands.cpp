@@ -410,6 +410,7 @@ int commandInspect(const Arguments& args)
     std::shared_ptr<const Checkpoint> checkpoint = Checkpoint::open(args.positionals()[0]);
     const std::vector<LinearScaleStatistics> statistics = computeScaleStatistics(*checkpoint);
     const std::vector<Finding> findings = diagnoseCheckpoint(*checkpoint, statistics);
+    checkpoint->tensors().checkUnchanged(); // statistics of a file rewritten meanwhile are not reported
     json document = inspectJson(*checkpoint, statistics, findings);
 
     if (auto plots = args.value("plots")) {
@@ -436,7 +437,7 @@ int commandInspect(const Arguments& args)
     const ModelConfig& c = checkpoint->config();
     std::cout << shown(checkpoint->directory()) << "\n  " << architectureName(c.architecture) << ", " << c.numLayers
               << " layers, hidden " << c.hiddenSize << ", " << c.numHeads << " heads, intermediate "
-              << c.intermediateSize << ", vocabulary " << c.vocabSize << ", dtype " << c.torchDtype << "\n";
+              << c.intermediateSize << ", vocabulary " << c.vocabSize << ", dtype " << shown(c.torchDtype) << "\n";
     if (c.quantization) {
         for (const ConfigGroup& g : c.quantization->groups) {
             const auto reason = unsupportedSchemeReason(*c.quantization, g);

@@ -358,6 +358,8 @@ void quantizeCheckpoint(const std::string& sourceDir, const std::string& destina
         }
     }
 
+    // Codes computed from a source rewritten in place meanwhile would mix two checkpoints.
+    store.checkUnchanged();
     nlohmann::json config = source->config().raw;
     config["quantization_config"] = quantizationConfigJson(options);
 
