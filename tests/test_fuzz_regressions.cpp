@@ -333,7 +333,7 @@ private slots:
     {
         QFETCH(int, depth);
         QFETCH(bool, accepted);
-        const std::size_t n = static_cast<std::size_t>(depth);
+        const std::size_t n = static_cast<std::size_t>(depth) - 1; // inside the enclosing object
         const std::string nested = std::string(n, '[') + std::string(n, ']');
         const std::string path = joinPath(scratch_.path(), "deep.json");
         writeBytes(QString::fromStdString(path), "{\"s\": \"[[[[[[[[[[[[[[[[\", \"x\": " + nested + "}");

@@ -195,7 +195,7 @@ private slots:
         ::close(fd);
         QCOMPARE(readAll(target), std::string("keep me"));
         // No temporary is left behind by the refusals.
-        QCOMPARE(QDir(q(dir)).entryList(QDir::Hidden | QDir::AllEntries | QDir::NoDotAndDotDot).size(), 6);
+        QCOMPARE(QDir(q(dir)).entryList(QDir::Hidden | QDir::System | QDir::AllEntries | QDir::NoDotAndDotDot).size(), 6);
 
         // A regular file is still replaced with --force, and the result is a valid output.
         const std::string regular = dir + "/out.safetensors";
@@ -604,7 +604,8 @@ private slots:
         QCOMPARE(::mknod((dir + "/device.csv").c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
         for (const char* name : {"folder.csv", "dangling.csv", "device.csv"}) {
             for (bool force : {false, true}) {
-                QStringList args = {"evaluate", q(floatDir_), "--squad", q(squad), "--csv", q(dir + "/" + name), "--json"};
+                QStringList args = {"evaluate", q(floatDir_), "--squad", q(squad), "--max-seq-len", "128", "--doc-stride", "64", "--csv",
+                                    q(dir + "/" + name), "--json"};
                 if (force)
                     args << "--force";
                 const CliResult r = runCli(args);
@@ -615,7 +616,8 @@ private slots:
         }
         QCOMPARE(typeOf(dir + "/dangling.csv"), mode_t(S_IFLNK));
         QCOMPARE(typeOf(dir + "/device.csv"), mode_t(S_IFCHR));
-        const CliResult ok = runCli({"evaluate", q(floatDir_), "--squad", q(squad), "--csv", q(dir + "/out.csv"), "--json"});
+        const CliResult ok = runCli({"evaluate", q(floatDir_), "--squad", q(squad), "--max-seq-len", "128", "--doc-stride", "64", "--csv",
+                                     q(dir + "/out.csv"), "--json"});
         QVERIFY2(ok.exitCode == 0, qPrintable(ok.err));
         QCOMPARE(json::parse(ok.out.toStdString())["csv"].get<std::string>(), dir + "/out.csv");
     }
