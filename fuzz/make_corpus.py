@@ -81,6 +81,8 @@ def safetensors_seeds():
     write("safetensors", "sharded_escape", b"\x01" + bad_index + SEP + shard1)
     missing = json.dumps({"weight_map": {"nope": "model-00001.safetensors"}}).encode()
     write("safetensors", "sharded_missing_tensor", b"\x01" + missing + SEP + shard1)
+    deep = b'{"__metadata__":' + b"[" * 200 + b"]" * 200 + b"}"
+    write("safetensors", "single_deep_header", struct.pack("<Q", len(deep)) + deep)
 
 
 QUANT = {
@@ -132,6 +134,14 @@ def config_seeds():
                                                     "modules_to_not_convert": ["lm_head"]}))
     write("config", "bad_heads", model_config().replace('"num_attention_heads": 12', '"num_attention_heads": 7'))
     write("config", "huge_sizes", model_config().replace('"vocab_size": 50265', '"vocab_size": 18446744073709551615'))
+    # Nesting past the parsers' depth limit (128) in the config and in a "re:" pattern past the
+    # pattern limit (16 groups): the mutator grows either toward the 100,000 levels that once
+    # overflowed the stack.
+    write("config", "deep_nesting", model_config().replace('"hidden_act": "gelu"',
+                                                           '"hidden_act": ' + "[" * 200 + "]" * 200))
+    deep = json.loads(json.dumps(QUANT))
+    deep["ignore"] = ["re:" + "(" * 40 + "a" + ")" * 40, "re:(a{100}){100}"]
+    write("config", "deep_pattern", model_config(quantization=deep))
 
 
 def byte_symbols():
@@ -182,6 +192,8 @@ def tokenizer_files_seeds():
     write("tokenizer_files", "tokenizer_json", b"\x01" + json.dumps(tok).encode() + SEP + text.encode())
     tok["model"]["type"] = "WordPiece"
     write("tokenizer_files", "tokenizer_json_wordpiece", b"\x01" + json.dumps(tok).encode())
+    write("tokenizer_files", "vocab_deep_nesting",
+          b"\x00" + b'{"<s>": ' + b"[" * 200 + b"]" * 200 + b"}" + SEP + merges_txt.encode())
 
 
 def tokenizer_encode_seeds():
@@ -226,7 +238,8 @@ def squad_seeds():
 DICTS = {
     "json_common": ['"{"', '"}"', '"["', '"]"', '":"', '","', '"\\""', '"true"', '"false"', '"null"',
                     '"-1"', '"0"', '"1e400"', '"18446744073709551615"', '"9223372036854775807"',
-                    '"\\\\u0000"', '"\\\\ud800"'],
+                    '"\\\\u0000"', '"\\\\ud800"', '"[[[[[[[[[[[[[[[["', '"]]]]]]]]]]]]]]]]"',
+                    '"{\\"a\\":{\\"a\\":{\\"a\\":{\\"a\\":"', '"((((((((((((((((("'],
     "safetensors": ['"dtype"', '"shape"', '"data_offsets"', '"__metadata__"', '"weight_map"', '"metadata"',
                     '"F8_E4M3"', '"F8_E5M2"', '"BF16"', '"F16"', '"F32"', '"F64"', '"I64"', '"BOOL"',
                     '"model-00001.safetensors"', '"model-00002.safetensors"', '"model-00003.safetensors"',

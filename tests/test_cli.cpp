@@ -200,7 +200,7 @@ private slots:
             const std::string reference = base + "/ref-" + weights + ".safetensors";
             QCOMPARE(runCli({"forward", q(dst), "--input-ids", q(ids_), "--mode", "reference", "--reference", q(floatDir),
                              "--capture", q(query + ",roberta.encoder.layer.1"), "--output", q(reference)}).exitCode, 0);
-            for (const std::string name : {query + ".output", std::string("roberta.encoder.layer.1.output"), std::string("start_logits")}) {
+            for (const std::string& name : {query + ".output", std::string("roberta.encoder.layer.1.output"), std::string("start_logits")}) {
                 sqnr[std::string(weights) + " " + name] = sqnrDb(readTensor(fp8, name), readTensor(reference, name));
                 qInfo("outliers x30, weights per %s: %s SQNR %.2f dB", weights, name.c_str(), sqnr[std::string(weights) + " " + name]);
             }

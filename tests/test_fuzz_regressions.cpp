@@ -319,6 +319,44 @@ private slots:
                  qPrintable(message));
     }
 
+    // At the depth bound (128) a file parses; one level more is refused with the file and the
+    // byte where the bound is passed; brackets inside strings do not count.
+    void jsonNestingLimit_data()
+    {
+        QTest::addColumn<int>("depth");
+        QTest::addColumn<bool>("accepted");
+        QTest::newRow("at the limit") << 128 << true;
+        QTest::newRow("one past") << 129 << false;
+        QTest::newRow("100000 levels") << 100000 << false;
+    }
+
+    void jsonNestingLimit()
+    {
+        QFETCH(int, depth);
+        QFETCH(bool, accepted);
+        const std::size_t n = static_cast<std::size_t>(depth) - 1; // inside the enclosing object
+        const std::string nested = std::string(n, '[') + std::string(n, ']');
+        const std::string path = joinPath(scratch_.path(), "deep.json");
+        writeBytes(QString::fromStdString(path), "{\"s\": \"[[[[[[[[[[[[[[[[\", \"x\": " + nested + "}");
+        QString message = errorOf([&] { readJsonFile(path); });
+        if (accepted)
+            QVERIFY2(message.isEmpty(), qPrintable(message));
+        else
+            QVERIFY2(message.contains(QString::fromStdString(path)) && message.contains("more than 128 levels deep") &&
+                         message.contains("at byte 158"),
+                     qPrintable(message));
+
+        const std::string header = "{\"__metadata__\": {\"n\": \"x\"}, \"deep\": " + nested + "}";
+        const std::string file = joinPath(scratch_.path(), "deep.safetensors");
+        writeBytes(QString::fromStdString(file), littleEndian64(header.size()) + header);
+        message = errorOf([&] { SafetensorsFile::open(file); });
+        if (accepted)
+            QVERIFY2(!message.contains("levels deep"), qPrintable(message)); // refused later, for its content
+        else
+            QVERIFY2(message.contains(QString::fromStdString(file)) && message.contains("more than 128 levels deep"),
+                     qPrintable(message));
+    }
+
     void textLengthLimit()
     {
         const BpeTokenizer& tokenizer = encodeTokenizer();

@@ -29,6 +29,8 @@
 #include "charts/chart_export.h"
 #include "plot_files.h"
 #include "report/charts.h"
+#include "common/text_files.h"
+#include "io/atomic_write.h"
 #include "io/safetensors.h"
 #include "model/encoder_model.h"
 #include "tasks/answer_question.h"
@@ -148,7 +150,14 @@ std::vector<std::vector<int64_t>> parseIdBatch(const std::string& text)
 
 void printJson(const json& document)
 {
-    std::cout << document.dump(2) << std::endl;
+    std::cout << jsonText(document) << std::endl;
+}
+
+// Checkpoint strings (tokens, names, answers) printed for a person: escape sequences in them
+// would drive the terminal.
+std::string shown(const std::string& text)
+{
+    return terminalSafe(text);
 }
 
 // ---- commands ------------------------------------------------------------------------------
@@ -168,7 +177,7 @@ int commandTokenize(const Arguments& args)
         std::ostringstream offsets;
         offsets << encoding.offsets[i].first << "-" << encoding.offsets[i].second;
         std::cout << std::setw(6) << i << std::setw(8) << encoding.ids[i] << std::setw(12) << offsets.str()
-                  << tokenizer.tokenString(encoding.ids[i]) << "\n";
+                  << shown(tokenizer.tokenString(encoding.ids[i])) << "\n";
     }
     return 0;
 }
@@ -213,7 +222,7 @@ int commandQa(const Arguments& args)
         std::cout << "No answer span found.\n";
     for (std::size_t i = 0; i < result.answers.size(); ++i) {
         const QaAnswer& a = result.answers[i];
-        std::cout << i + 1 << ". " << (a.isNull ? std::string("(no answer)") : "\"" + a.text + "\"") << "  score "
+        std::cout << i + 1 << ". " << (a.isNull ? std::string("(no answer)") : "\"" + shown(a.text) + "\"") << "  score "
                   << std::setprecision(4) << a.score << "  chars " << a.start << "-" << a.end << "\n";
     }
     return 0;
@@ -225,6 +234,15 @@ int commandFillMask(const Arguments& args)
     const std::string text = args.required("text");
     RunSelection run = selectRun(args, args.positionals()[0]);
     const FillMaskResult result = runFillMask(*run.model, text, run.mode, topK);
+    // NaN or infinite logits make every probability NaN: the ranking is printed as it is, marked,
+    // and the command fails so that no script takes it for a prediction.
+    std::string nonFinite;
+    for (std::size_t m = 0; m < result.nonFiniteLogits.size(); ++m)
+        if (result.nonFiniteLogits[m] > 0 && nonFinite.empty())
+            nonFinite = "The model's logits at mask " + std::to_string(m + 1) + " hold " +
+                        std::to_string(result.nonFiniteLogits[m]) +
+                        " NaN or infinite values, so its probabilities are meaningless; inspect the checkpoint "
+                        "(`scalescope-cli inspect`) or compare it with a reference to find where they start.";
     if (args.flag("json")) {
         json masks = json::array();
         for (std::size_t m = 0; m < result.predictions.size(); ++m) {
@@ -234,18 +252,26 @@ int commandFillMask(const Arguments& args)
             masks.push_back(predictions);
         }
         json out = {{"masks", masks}, {"mask_positions", result.maskPositions}, {"input_ids", result.encoding.ids},
-                    {"elapsed_ms", result.elapsedMs}};
+                    {"elapsed_ms", result.elapsedMs}, {"nonfinite_logits", result.nonFiniteLogits}};
+        if (!nonFinite.empty())
+            out["error"] = nonFinite;
         addRunFields(out, run);
         printJson(out);
-        return 0;
+        if (!nonFinite.empty())
+            std::cerr << "scalescope-cli fill-mask: " << nonFinite << "\n";
+        return nonFinite.empty() ? 0 : 1;
     }
     if (!run.note.empty())
         std::cout << "Note: " << run.note << "\n";
     for (std::size_t m = 0; m < result.predictions.size(); ++m) {
         std::cout << "Mask " << m + 1 << " (token " << result.maskPositions[m] << "):\n";
         for (const MaskPrediction& p : result.predictions[m])
-            std::cout << "  " << std::left << std::setw(20) << ("\"" + p.token + "\"") << std::right << std::fixed
+            std::cout << "  " << std::left << std::setw(20) << ("\"" + shown(p.token) + "\"") << std::right << std::fixed
                       << std::setprecision(4) << p.probability << "  (id " << p.tokenId << ")\n";
+    }
+    if (!nonFinite.empty()) {
+        std::cerr << "scalescope-cli fill-mask: " << nonFinite << "\n";
+        return 1;
     }
     return 0;
 }
@@ -254,8 +280,12 @@ int commandForward(const Arguments& args)
 {
     const std::string output = args.required("output");
     const auto batch = parseIdBatch(args.required("input-ids"));
-    if (std::filesystem::exists(output) && !args.flag("force"))
+    // A dangling symbolic link exists too, though std::filesystem::exists follows it and says no.
+    std::error_code statusError;
+    if (std::filesystem::exists(std::filesystem::symlink_status(output, statusError)) && !args.flag("force"))
         throw Error(output + " already exists; pass --force to overwrite it.");
+    if (const std::string problem = outputTargetProblem(output); !problem.empty())
+        throw Error(problem);
     RunSelection run = selectRun(args, args.positionals()[0]);
 
     ForwardOptions options;
@@ -320,8 +350,14 @@ int commandQuantize(const Arguments& args)
         options.scaleDtype = Dtype::F16;
     else
         throw UsageError{"--scale-dtype must be float32, bfloat16 or float16, not \"" + scaleDtype + "\"."};
-    if (auto calibration = args.value("calibration"))
+    if (options.weights != "channel" && options.weights != "tensor")
+        throw UsageError{"--weights must be channel or tensor, not \"" + options.weights + "\"."};
+    if (options.activations != "token" && options.activations != "tensor" && options.activations != "none")
+        throw UsageError{"--activations must be token, tensor or none, not \"" + options.activations + "\"."};
+    if (auto calibration = args.value("calibration")) {
         options.calibrationTexts = readCalibrationTexts(*calibration);
+        options.inputFiles.push_back(*calibration);
+    }
     options.overwrite = args.flag("force");
     quantizeCheckpoint(args.positionals()[0], args.positionals()[1], options);
     if (args.flag("json"))
@@ -341,7 +377,8 @@ void printFindings(const std::vector<Finding>& findings)
     }
     std::cout << "Diagnostics:\n";
     for (const Finding& f : findings)
-        std::cout << "  [" << severityName(f.severity) << "] " << f.code << " (" << f.subject << "): " << f.message << "\n";
+        std::cout << "  [" << severityName(f.severity) << "] " << f.code << " (" << shown(f.subject) << "): "
+                  << shown(f.message) << "\n";
 }
 
 std::string formatDb(double db)
@@ -354,11 +391,25 @@ std::string formatDb(double db)
     return out.str();
 }
 
+// A bad option value is a usage error (exit 2) in every command, whichever layer notices it.
+void checkPlotFormat(const Arguments& args)
+{
+    if (!args.has("plots") && !args.has("format"))
+        return;
+    try {
+        ui::parseChartFormat(args.value("format", "png"));
+    } catch (const Error& e) {
+        throw UsageError{e.what()};
+    }
+}
+
 int commandInspect(const Arguments& args)
 {
+    checkPlotFormat(args);
     std::shared_ptr<const Checkpoint> checkpoint = Checkpoint::open(args.positionals()[0]);
     const std::vector<LinearScaleStatistics> statistics = computeScaleStatistics(*checkpoint);
     const std::vector<Finding> findings = diagnoseCheckpoint(*checkpoint, statistics);
+    checkpoint->tensors().checkUnchanged(); // statistics of a file rewritten meanwhile are not reported
     json document = inspectJson(*checkpoint, statistics, findings);
 
     if (auto plots = args.value("plots")) {
@@ -383,13 +434,14 @@ int commandInspect(const Arguments& args)
         return 0;
     }
     const ModelConfig& c = checkpoint->config();
-    std::cout << checkpoint->directory() << "\n  " << architectureName(c.architecture) << ", " << c.numLayers
+    std::cout << shown(checkpoint->directory()) << "\n  " << architectureName(c.architecture) << ", " << c.numLayers
               << " layers, hidden " << c.hiddenSize << ", " << c.numHeads << " heads, intermediate "
-              << c.intermediateSize << ", vocabulary " << c.vocabSize << ", dtype " << c.torchDtype << "\n";
+              << c.intermediateSize << ", vocabulary " << c.vocabSize << ", dtype " << shown(c.torchDtype) << "\n";
     if (c.quantization) {
         for (const ConfigGroup& g : c.quantization->groups) {
             const auto reason = unsupportedSchemeReason(*c.quantization, g);
-            std::cout << "  " << g.name << ": " << describeScheme(g) << (reason ? "  (not supported: " + *reason + ")" : "")
+            std::cout << "  " << shown(g.name) << ": " << shown(describeScheme(g))
+                      << (reason ? "  (not supported: " + shown(*reason) + ")" : "")
                       << "\n";
         }
     } else {
@@ -400,7 +452,7 @@ int commandInspect(const Arguments& args)
               << "scale min" << std::setw(12) << "median" << std::setw(12) << "max" << std::setw(9) << "ratio"
               << std::setw(9) << "clip%" << std::setw(9) << "uflow%" << "  " << "input" << "\n";
     for (const LinearScaleStatistics& s : statistics) {
-        std::cout << std::left << std::setw(52) << s.module << std::right << std::setw(9) << s.weightDtype;
+        std::cout << std::left << std::setw(52) << shown(s.module) << std::right << std::setw(9) << s.weightDtype;
         if (s.quantized)
             std::cout << std::scientific << std::setprecision(3) << std::setw(12) << s.scaleMin << std::setw(12)
                       << s.scaleMedian << std::setw(12) << s.scaleMax << std::fixed << std::setprecision(1)
@@ -446,8 +498,7 @@ int commandCompare(const Arguments& args)
     input.qaOptions.maxAnswerLen = args.intValue("max-answer-len", 30, 1, 100000);
     input.qaOptions.nullThreshold = args.floatValue("null-threshold");
     input.topK = args.intValue("top-k", 5, 1, 1000);
-    if (args.has("plots"))
-        ui::parseChartFormat(args.value("format", "png")); // refuse a bad format before the runs
+    checkPlotFormat(args); // refuse a bad format before the runs
 
     // The run goes to --device; a float reference runs in-process on CPU (the yardstick). Without
     // --reference, dequant on the same device stands in.
@@ -474,7 +525,7 @@ int commandCompare(const Arguments& args)
     }
     if (comparison.referenceIsStandIn)
         std::cout << "Note: " << document["note"].get<std::string>() << "\n";
-    std::cout << "FP8 run vs " << comparison.referenceLabel << " (" << std::fixed << std::setprecision(1)
+    std::cout << "FP8 run vs " << shown(comparison.referenceLabel) << " (" << std::fixed << std::setprecision(1)
               << comparison.runMs << " ms / " << comparison.referenceMs << " ms)\n\n";
     std::cout << std::left << std::setw(60) << "capture point" << std::right << std::setw(10) << "SQNR dB"
               << std::setw(10) << "cosine" << std::setw(12) << "rel. L2" << std::setw(12) << "max abs" << "\n";
@@ -489,14 +540,22 @@ int commandCompare(const Arguments& args)
     std::cout << "\nFinal logits: SQNR " << formatDb(comparison.finalLogits.sqnrDb) << " dB, cosine " << std::fixed
               << std::setprecision(5) << comparison.finalLogits.cosine << "\n";
     if (comparison.qa)
-        std::cout << "Best answer: FP8 \"" << comparison.qa->runAnswer.text << "\" vs reference \""
-                  << comparison.qa->referenceAnswer.text << "\" (" << (comparison.qa->sameBestAnswer ? "same" : "different")
+        std::cout << "Best answer: FP8 \"" << shown(comparison.qa->runAnswer.text) << "\" vs reference \""
+                  << shown(comparison.qa->referenceAnswer.text) << "\" ("
+                  << (!comparison.nonFiniteNote.empty() && (comparison.runOutputsNonFinite || comparison.referenceOutputsNonFinite)
+                          ? "not compared: non-finite outputs"
+                          : comparison.qa->sameBestAnswer ? "same" : "different")
                   << ", F1 " << std::setprecision(2) << comparison.qa->answerF1 << ")\n";
     if (comparison.fillMask)
         for (const auto& m : comparison.fillMask->masks)
-            std::cout << "Mask at token " << m.position << ": top-1 " << (m.top1Agrees ? "agrees" : "differs")
+            std::cout << "Mask at token " << m.position << ": top-1 "
+                      << (comparison.runOutputsNonFinite || comparison.referenceOutputsNonFinite
+                              ? "not compared (non-finite outputs)"
+                              : m.top1Agrees ? "agrees" : "differs")
                       << ", top-k overlap " << std::setprecision(2) << m.topKOverlap << ", KL " << std::setprecision(5)
                       << m.klDivergence << " nats\n";
+    if (!comparison.nonFiniteNote.empty())
+        std::cout << "Non-finite values: " << shown(comparison.nonFiniteNote) << "\n";
     std::cout << "\n";
     printFindings(comparison.findings);
     if (document.contains("plots"))
@@ -597,20 +656,20 @@ int run(const std::vector<std::string>& args)
         try {
             return command.handler(Arguments::parse(command.spec, rest));
         } catch (const UsageError& e) {
-            std::cerr << "scalescope-cli " << command.spec.name << ": " << e.message << "\n";
+            std::cerr << "scalescope-cli " << command.spec.name << ": " << terminalSafe(e.message) << "\n";
             return 2;
         } catch (const Cancelled& e) {
             std::cerr << "scalescope-cli " << command.spec.name << ": " << e.what() << "\n";
             return 1;
         } catch (const Error& e) {
-            std::cerr << "scalescope-cli " << command.spec.name << ": " << e.what() << "\n";
+            std::cerr << "scalescope-cli " << command.spec.name << ": " << terminalSafe(e.what()) << "\n";
             return 1;
         } catch (const std::bad_alloc&) {
             std::cerr << "scalescope-cli " << command.spec.name << ": out of memory.\n";
             return 1;
         } catch (const std::exception& e) {
             // Anything that is not a scalescope::Error is a bug, but the user still gets one sentence.
-            std::cerr << "scalescope-cli " << command.spec.name << ": internal error: " << e.what() << "\n";
+            std::cerr << "scalescope-cli " << command.spec.name << ": internal error: " << terminalSafe(e.what()) << "\n";
             return 1;
         }
     }

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -237,7 +238,7 @@ void printText(const EvaluationResult& r)
               << r.runForwardMs << " ms fp8, " << r.referenceForwardMs << " ms reference).\n";
 
     for (const SkippedExample& s : r.skipped)
-        std::cout << "Skipped " << s.id << ": " << s.reason << "\n";
+        std::cout << "Skipped " << terminalSafe(s.id) << ": " << terminalSafe(s.reason) << "\n";
 
     if (!r.disagreements.empty()) {
         std::cout << "\nDisagreements: " << r.disagreements.size() << " (per-layer SQNR for the first "
@@ -249,11 +250,11 @@ void printText(const EvaluationResult& r)
             std::string golds;
             for (std::size_t i = 0; i < e.example.golds.size(); ++i)
                 golds += (i ? " | " : "") + e.example.golds[i];
-            std::cout << "  " << e.example.id << "  " << e.example.question << "\n"
-                      << "    gold: " << (golds.empty() ? "(no answer)" : golds) << "\n"
-                      << "    " << r.runLabel << ": " << quoted(e.runAnswer) << " (EM " << std::setprecision(0)
+            std::cout << "  " << terminalSafe(e.example.id) << "  " << terminalSafe(e.example.question) << "\n"
+                      << "    gold: " << (golds.empty() ? "(no answer)" : terminalSafe(golds)) << "\n"
+                      << "    " << r.runLabel << ": " << terminalSafe(quoted(e.runAnswer)) << " (EM " << std::setprecision(0)
                       << e.run.exact << ", F1 " << std::setprecision(2) << e.run.f1 << ")   reference: "
-                      << quoted(e.referenceAnswer) << " (EM " << std::setprecision(0) << e.reference.exact << ", F1 "
+                      << terminalSafe(quoted(e.referenceAnswer)) << " (EM " << std::setprecision(0) << e.reference.exact << ", F1 "
                       << std::setprecision(2) << e.reference.f1 << ")\n";
             if (d.detailed) {
                 std::cout << "    SQNR dB:";
@@ -289,11 +290,18 @@ int commandEvaluate(const Arguments& args)
 
     // Refuse what would fail at the end before spending the evaluation's time.
     if (!csvPath.empty()) {
-        if (std::filesystem::exists(csvPath) && !args.flag("force"))
+        // symlink_status: a dangling link is "there" and is not replaced without --force.
+        std::error_code statusError;
+        if (std::filesystem::exists(std::filesystem::symlink_status(csvPath, statusError)) && !args.flag("force"))
             throw Error(csvPath + " already exists; pass --force to overwrite it.");
+        if (const std::string problem = outputTargetProblem(csvPath); !problem.empty())
+            throw Error(problem);
         const std::filesystem::path parent = std::filesystem::path(csvPath).parent_path();
         if (!parent.empty() && !directoryExists(parent.string()))
             throw Error("Cannot write " + csvPath + ": the folder " + parent.string() + " does not exist.");
+        if (::access(parent.empty() ? "." : parent.c_str(), W_OK) != 0)
+            throw Error("Cannot write " + csvPath + ": the folder " + (parent.empty() ? std::string(".") : parent.string()) +
+                        " is not writable.");
     }
 
     const SquadDataset dataset = readSquadFile(squadPath);
@@ -335,18 +343,33 @@ int commandEvaluate(const Arguments& args)
     if (progressLineOpen)
         std::fputc('\n', stderr);
 
-    if (!csvPath.empty())
-        writeBytesAtomically(csvPath, evaluationCsv(result), args.flag("force"));
+    // A CSV that fails now (disk full, a folder or link put there during the run) must not take the
+    // finished evaluation with it: the results are still printed, and the failure is reported after.
+    std::string csvError;
+    if (!csvPath.empty()) {
+        try {
+            writeBytesAtomically(csvPath, evaluationCsv(result), args.flag("force"));
+        } catch (const Error& e) {
+            csvError = e.what();
+        }
+    }
 
     if (args.flag("json")) {
         json document = evaluationJson(result, checkpointDir, referenceDir);
         if (!csvPath.empty())
-            document["csv"] = csvPath;
-        std::cout << document.dump(2) << std::endl;
+            document["csv"] = csvError.empty() ? json(csvPath) : json(nullptr);
+        if (!csvError.empty())
+            document["csv_error"] = csvError;
+        std::cout << jsonText(document) << std::endl;
     } else {
         printText(result);
-        if (!csvPath.empty())
+        if (!csvPath.empty() && csvError.empty())
             std::cout << "\nWrote " << result.examples.size() << " rows to " << csvPath << ".\n";
+    }
+    if (!csvError.empty()) {
+        std::cerr << "scalescope-cli evaluate: " << terminalSafe(csvError)
+                  << " The results above are complete; only the CSV is missing.\n";
+        return 1;
     }
     if (!result.complete) {
         std::cerr << "scalescope-cli evaluate: " << result.stoppedReason

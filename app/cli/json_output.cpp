@@ -2,11 +2,21 @@
 
 #include <cmath>
 
+#include "common/text_files.h"
 #include "model/quantization_config.h"
 
 namespace scalescope::cli {
 
 using json = nlohmann::json;
+
+std::string jsonText(const json& document, int indent)
+{
+    try {
+        return document.dump(indent);
+    } catch (const json::type_error&) {
+        return withValidUtf8(document).dump(indent);
+    }
+}
 
 json finiteOrNull(double value)
 {
@@ -164,6 +174,13 @@ json comparisonJson(const ComparisonResult& c)
                              {"reference_top", top(m.referenceTop)}});
         }
         final["fill_mask"] = {{"masks", masks}};
+    }
+    if (!c.nonFiniteNote.empty()) {
+        final["nonfinite"] = {{"run_first", c.runFirstNonFinite.empty() ? json(nullptr) : json(c.runFirstNonFinite)},
+                              {"reference_first", c.referenceFirstNonFinite.empty() ? json(nullptr) : json(c.referenceFirstNonFinite)},
+                              {"run_outputs", c.runOutputsNonFinite},
+                              {"reference_outputs", c.referenceOutputsNonFinite},
+                              {"note", c.nonFiniteNote}};
     }
     out["final"] = final;
     out["findings"] = findingsJson(c.findings);

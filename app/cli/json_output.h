@@ -12,6 +12,9 @@ namespace scalescope::cli {
 
 // Non-finite numbers (an SQNR of identical outputs) become null: JSON has no infinity.
 nlohmann::json finiteOrNull(double value);
+// document as text; strings that are not valid UTF-8 (BPE tokens that are partial characters, a
+// Latin-1 folder name) get their invalid bytes written as "\\xNN" instead of failing the dump.
+std::string jsonText(const nlohmann::json& document, int indent = 2);
 nlohmann::json metricsJson(const ErrorMetrics& metrics);
 nlohmann::json findingsJson(const std::vector<Finding>& findings);
 nlohmann::json scaleStatisticsJson(const LinearScaleStatistics& statistics);

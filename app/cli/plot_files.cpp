@@ -8,6 +8,7 @@
 #include "charts/chart_export.h"
 #include "common/error.h"
 #include "io/atomic_write.h"
+#include "json_output.h"
 
 namespace scalescope::cli {
 namespace {
@@ -46,17 +47,19 @@ std::vector<std::string> writePlotFiles(const std::vector<ChartData>& charts, co
         files.push_back((fs::path(dir) / (chart.id + ".csv")).string());
     }
     files.push_back((fs::path(dir) / (jsonName + ".json")).string());
-    if (!overwrite)
-        for (const std::string& file : files)
-            if (fs::exists(file))
-                throw Error(file + " already exists; pass --force to overwrite the plots.");
+    for (const std::string& file : files) {
+        if (!overwrite && fs::exists(fs::symlink_status(file, ec)))
+            throw Error(file + " already exists; pass --force to overwrite the plots.");
+        if (const std::string problem = outputTargetProblem(file); !problem.empty())
+            throw Error(problem);
+    }
 
     ensureApplication();
     for (const ChartData& chart : charts) {
         ui::exportChartImage(chart, QString::fromStdString((fs::path(dir) / (chart.id + "." + extension)).string()), chartFormat);
         ui::exportChartCsv(chart, (fs::path(dir) / (chart.id + ".csv")).string());
     }
-    writeBytesAtomically(files.back(), numbers.dump(2) + "\n");
+    writeBytesAtomically(files.back(), jsonText(numbers) + "\n");
     return files;
 }
 

@@ -13,6 +13,7 @@
 //   scale-invalid          a scale value is zero, negative, NaN or infinite
 //   input-scale-missing    static activations without input_scale
 //   input-scale-shape      an input_scale that is not a single value
+//   tensor-nonfinite       a float weight, bias or LayerNorm parameter holds NaN or infinity
 // warnings (runs, but with a risk or a portability problem)
 //   scale-shape-nonstandard  [out] instead of [out, 1] (channel) or [1, 1] instead of [1] (tensor)
 //   input-scale-unexpected an input_scale next to dynamic (or no) activation quantization
@@ -24,6 +25,9 @@
 //   weight-clipping        many weight codes sit at +-448 (see scale_statistics.cpp for the rule)
 //   weight-underflow       many weight codes are zero or subnormal
 //   pattern-invalid        a "re:" target or ignore entry that is not a valid regular expression
+//                          (or that is too long, nested or repetitive to compile safely)
+//   scale-subnormal        a scale that is subnormal in its dtype (flushed to zero by FTZ hardware)
+//   static-scale-flush     (diagnoseActivations) a static input scale so large that every input is 0
 //   nothing-targeted       a quantization_config that quantizes no Linear at all
 //   static-scale-clipping  (diagnoseActivations) a static input scale clips too many activations
 // info
@@ -36,7 +40,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
+#include <optional>
 #include <regex>
 
 #include "model/quantization_config.h"
@@ -80,6 +86,25 @@ Dtype modelDtypeOf(const ModelConfig& config)
     if (name == "float16" || name == "half" || name == "fp16")
         return Dtype::F16;
     return Dtype::F32;
+}
+
+// Long hostile strings (a 40 KB pattern) are shortened where they name a finding's subject.
+std::string boundedSubject(const std::string& text)
+{
+    constexpr std::size_t kMax = 120;
+    if (text.size() <= kMax)
+        return text;
+    std::size_t cut = kMax;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+        --cut; // not inside a UTF-8 sequence
+    return text.substr(0, cut) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
+// Smallest normal value of a scale's dtype: below it a scale is subnormal, and hardware that
+// flushes denormals to zero (FTZ/DAZ, common on accelerators) reads it as 0.
+float smallestNormal(Dtype dtype)
+{
+    return dtype == Dtype::F16 ? 6.103515625e-05f : std::numeric_limits<float>::min();
 }
 
 bool isValidScale(float value)
@@ -152,6 +177,7 @@ public:
         for (int layer = 0; layer < static_cast<int>(config_.numLayers); ++layer)
             checkFusableQkv(layer);
         checkFp16Casts();
+        checkNonFiniteTensors();
         return std::move(findings_);
     }
 
@@ -173,6 +199,13 @@ private:
 
     void checkPattern(const std::string& entry, const std::string& where)
     {
+        if (entry.rfind("re:", 0) == 0)
+            if (const auto problem = targetPatternProblem(entry.substr(3))) {
+                add(Severity::Warning, "pattern-invalid", boundedSubject(entry),
+                    "The " + where + " entry \"" + boundedSubject(entry) + "\" in quantization_config is refused: " +
+                        *problem + ", so it matches no module; simplify the pattern.");
+                return;
+            }
         if (!isValidTargetPattern(entry))
             add(Severity::Warning, "pattern-invalid", entry,
                 "The " + where + " entry \"" + entry +
@@ -381,6 +414,7 @@ private:
                     " declares per-" + strategy + " weights, which need " + shapeText(standard) +
                     "; fix the weights strategy in config.json or export the scales again.");
         checkScaleValues(*scale);
+        checkSubnormalScales(*scale);
         checkScaleDtype(*scale);
         return layoutOk;
     }
@@ -416,7 +450,55 @@ private:
             return;
         }
         checkScaleValues(*input);
+        checkSubnormalScales(*input);
         checkScaleDtype(*input);
+    }
+
+    void checkSubnormalScales(const TensorView& scale)
+    {
+        const FloatTensor values = scale.toFloat();
+        const float normal = smallestNormal(scale.dtype);
+        int64_t subnormal = 0;
+        float smallest = 0;
+        for (float v : values.values)
+            if (v > 0 && v < normal && (subnormal++ == 0 || v < smallest))
+                smallest = v;
+        if (subnormal > 0)
+            add(Severity::Warning, "scale-subnormal", scale.name,
+                "Tensor '" + scale.name + "' holds " + std::to_string(subnormal) + " of " +
+                    std::to_string(values.values.size()) + " scales that are subnormal in " + dtypeName(scale.dtype) +
+                    " (smallest " + numberText(smallest) + ", below " + numberText(normal) +
+                    "), which hardware that flushes denormals reads as 0; rescale the module or keep it in float.");
+    }
+
+    // NaN or infinity in a float parameter reaches every output downstream; the fp16 check below
+    // skips non-finite values, and scales have their own finding.
+    void checkNonFiniteTensors()
+    {
+        for (const TensorView* view : store_.tensors()) {
+            if (!isFloatDtype(view->dtype) || endsWith(view->name, ".weight_scale") ||
+                endsWith(view->name, ".input_scale"))
+                continue;
+            const FloatTensor values = view->toFloat();
+            int64_t nan = 0, inf = 0;
+            std::size_t first = 0;
+            for (std::size_t i = 0; i < values.values.size(); ++i) {
+                const float v = values.values[i];
+                if (std::isfinite(v))
+                    continue;
+                if (nan + inf == 0)
+                    first = i;
+                (std::isnan(v) ? nan : inf) += 1;
+            }
+            if (nan + inf == 0)
+                continue;
+            add(Severity::Error, "tensor-nonfinite", view->name,
+                "Tensor '" + view->name + "' in " + view->file + " holds " + std::to_string(nan) + " NaN and " +
+                    std::to_string(inf) + " infinite values of " + std::to_string(values.values.size()) +
+                    " (first at index " + std::to_string(first) +
+                    "), which make every output they reach NaN or infinite; export the checkpoint again from "
+                    "finite weights.");
+        }
     }
 
     void checkCodeShares(const std::string& module)
@@ -527,6 +609,20 @@ private:
     std::vector<Finding> findings_;
 };
 
+// A static scale so large that even the largest observed input rounds to FP8 code 0: the module
+// sees zeros only (|x / s| <= 2^-10, half the smallest E4M3 subnormal, rounds to 0).
+std::optional<Finding> staticScaleFlushFinding(const ActivationStatistics& stats, float scale)
+{
+    constexpr double kHalfSmallestSubnormal = 1.0 / 1024.0;
+    if (!(stats.amax > 0) || !(scale > 0) || double(stats.amax) / double(scale) > kHalfSmallestSubnormal)
+        return std::nullopt;
+    return Finding{Severity::Error, "static-scale-flush", stats.module,
+                   "The static input scale " + numberText(scale) + " of module '" + stats.module +
+                       "' is so large that every input (observed amax " + numberText(stats.amax) +
+                       ") rounds to FP8 zero, so the module computes only its bias; recalibrate input_scale "
+                       "(amax / 448 = " + numberText(double(stats.amax) / kE4M3Largest) + ")."};
+}
+
 } // namespace
 
 const char* severityName(Severity severity)
@@ -562,6 +658,10 @@ std::vector<Finding> diagnoseActivations(const std::vector<ActivationStatistics>
         if (info == byModule.end() || info->second->activations != ActivationQuantization::StaticPerTensor ||
             stats.elements <= 0)
             continue;
+        if (auto flush = staticScaleFlushFinding(stats, stats.inputScale > 0 ? stats.inputScale : info->second->inputScale)) {
+            findings.push_back(std::move(*flush));
+            continue;
+        }
         const double share = double(stats.clipped) / double(stats.elements);
         if (!(share > options.staticScaleClippingShare))
             continue;

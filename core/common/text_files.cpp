@@ -32,6 +32,9 @@ std::string readFileToString(const std::string& path, std::uint64_t maxBytes)
 nlohmann::json readJsonFile(const std::string& path, std::uint64_t maxBytes)
 {
     const std::string text = readFileToString(path, maxBytes);
+    if (const long long at = jsonNestingExceeded(text.data(), text.data() + text.size()); at >= 0)
+        throw Error(path + " nests arrays and objects more than " + std::to_string(kMaxJsonDepth) +
+                    " levels deep (at byte " + std::to_string(at) + "); no valid file of this kind nests that deep.");
     try {
         return nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
@@ -40,27 +43,6 @@ nlohmann::json readJsonFile(const std::string& path, std::uint64_t maxBytes)
         // The parser reports a number beyond double's range ("1e400") as out_of_range, not parse_error.
         throw Error(path + " is not valid JSON: it holds a number too large to represent.");
     }
-}
-
-bool fileExists(const std::string& path)
-{
-    struct stat info {};
-    return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
-}
-
-bool directoryExists(const std::string& path)
-{
-    struct stat info {};
-    return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-std::string joinPath(const std::string& dir, const std::string& name)
-{
-    if (dir.empty())
-        return name;
-    if (dir.back() == '/')
-        return dir + name;
-    return dir + "/" + name;
 }
 
 long long jsonNestingExceeded(const char* begin, const char* end, int maxDepth)
@@ -86,29 +68,63 @@ long long jsonNestingExceeded(const char* begin, const char* end, int maxDepth)
     return -1;
 }
 
-std::string escapeInvalidUtf8(const std::string& text)
+namespace {
+
+// Length of the valid UTF-8 sequence at text[i], or 0 when the byte there does not start one
+// (overlong forms, surrogates and code points past U+10FFFF are invalid, as in RFC 3629).
+std::size_t validUtf8Length(const std::string& text, std::size_t i)
+{
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char b0 = byte(i);
+    if (b0 < 0x80)
+        return 1;
+    std::size_t length = 0;
+    unsigned char low = 0x80, high = 0xBF; // allowed range of the second byte
+    if (b0 >= 0xC2 && b0 <= 0xDF) {
+        length = 2;
+    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+        length = 3;
+        if (b0 == 0xE0)
+            low = 0xA0;
+        else if (b0 == 0xED)
+            high = 0x9F;
+    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+        length = 4;
+        if (b0 == 0xF0)
+            low = 0x90;
+        else if (b0 == 0xF4)
+            high = 0x8F;
+    } else {
+        return 0;
+    }
+    if (i + length > text.size())
+        return 0;
+    if (byte(i + 1) < low || byte(i + 1) > high)
+        return 0;
+    for (std::size_t k = 2; k < length; ++k)
+        if (byte(i + k) < 0x80 || byte(i + k) > 0xBF)
+            return 0;
+    return length;
+}
+
+void appendHexByte(std::string& out, unsigned char b)
 {
     static const char digits[] = "0123456789ABCDEF";
+    out += "\\x";
+    out += digits[b >> 4];
+    out += digits[b & 0xF];
+}
+
+} // namespace
+
+std::string escapeInvalidUtf8(const std::string& text)
+{
     std::string out;
     out.reserve(text.size());
     for (std::size_t i = 0; i < text.size();) {
-        const auto b0 = static_cast<unsigned char>(text[i]);
-        std::size_t length = b0 < 0x80 ? 1 : b0 >= 0xC2 && b0 <= 0xDF ? 2 : b0 >= 0xE0 && b0 <= 0xEF ? 3
-                           : b0 >= 0xF0 && b0 <= 0xF4 ? 4 : 0;
-        if (length > 1) {
-            const auto b1 = static_cast<unsigned char>(i + 1 < text.size() ? text[i + 1] : 0);
-            const unsigned char low = b0 == 0xE0 ? 0xA0 : b0 == 0xF0 ? 0x90 : 0x80;
-            const unsigned char high = b0 == 0xED ? 0x9F : b0 == 0xF4 ? 0x8F : 0xBF;
-            bool valid = i + length <= text.size() && b1 >= low && b1 <= high;
-            for (std::size_t k = 2; valid && k < length; ++k)
-                valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
-            if (!valid)
-                length = 0;
-        }
+        const std::size_t length = validUtf8Length(text, i);
         if (length == 0) {
-            out += "\\x";
-            out += digits[b0 >> 4];
-            out += digits[b0 & 0xF];
+            appendHexByte(out, static_cast<unsigned char>(text[i]));
             ++i;
         } else {
             out.append(text, i, length);
@@ -116,6 +132,71 @@ std::string escapeInvalidUtf8(const std::string& text)
         }
     }
     return out;
+}
+
+nlohmann::json withValidUtf8(const nlohmann::json& value)
+{
+    if (value.is_string())
+        return escapeInvalidUtf8(value.get_ref<const std::string&>());
+    if (value.is_array()) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const nlohmann::json& element : value)
+            out.push_back(withValidUtf8(element));
+        return out;
+    }
+    if (value.is_object()) {
+        nlohmann::json out = nlohmann::json::object();
+        for (auto it = value.begin(); it != value.end(); ++it)
+            out[escapeInvalidUtf8(it.key())] = withValidUtf8(it.value());
+        return out;
+    }
+    return value;
+}
+
+std::string terminalSafe(const std::string& text, bool keepNewlines)
+{
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size();) {
+        const unsigned char b = static_cast<unsigned char>(text[i]);
+        const std::size_t length = validUtf8Length(text, i);
+        const bool c0 = b < 0x20 && !(keepNewlines && b == '\n');
+        // C1 controls U+0080..U+009F are encoded C2 80..C2 9F; U+009B is a one-character CSI.
+        const bool c1 = length == 2 && b == 0xC2 && static_cast<unsigned char>(text[i + 1]) <= 0x9F;
+        if (length == 0 || c0 || b == 0x7F) {
+            appendHexByte(out, b);
+            ++i;
+        } else if (c1) {
+            appendHexByte(out, b);
+            appendHexByte(out, static_cast<unsigned char>(text[i + 1]));
+            i += 2;
+        } else {
+            out.append(text, i, length);
+            i += length;
+        }
+    }
+    return out;
+}
+
+bool fileExists(const std::string& path)
+{
+    struct stat info {};
+    return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+bool directoryExists(const std::string& path)
+{
+    struct stat info {};
+    return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+std::string joinPath(const std::string& dir, const std::string& name)
+{
+    if (dir.empty())
+        return name;
+    if (dir.back() == '/')
+        return dir + name;
+    return dir + "/" + name;
 }
 
 } // namespace scalescope

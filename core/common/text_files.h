@@ -21,6 +21,11 @@ long long jsonNestingExceeded(const char* begin, const char* end, int maxDepth =
 // text with every byte that is not part of a valid UTF-8 sequence written as the four characters
 // "\xNN", so JSON output never fails and token bytes stay visible.
 std::string escapeInvalidUtf8(const std::string& text);
+// A copy of value whose strings and keys are valid UTF-8 (escapeInvalidUtf8 applied).
+nlohmann::json withValidUtf8(const nlohmann::json& value);
+// text safe to print on a terminal: control characters (C0, DEL, C1; escape sequences start with
+// them) and invalid UTF-8 bytes are written as "\xNN". Newlines are kept when keepNewlines.
+std::string terminalSafe(const std::string& text, bool keepNewlines = false);
 bool fileExists(const std::string& path);
 bool directoryExists(const std::string& path);
 std::string joinPath(const std::string& dir, const std::string& name);

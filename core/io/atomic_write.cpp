@@ -7,7 +7,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <vector>
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,13 +53,111 @@ void syncFile(const std::string& path)
     ::close(fd);
 }
 
+// What sits at path when it is not a regular file, or null when it is one or nothing is there.
+const char* nonRegularKind(const std::string& path)
+{
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode))
+        return nullptr;
+    if (S_ISLNK(info.st_mode))
+        return "a symbolic link";
+    if (S_ISDIR(info.st_mode))
+        return "a folder";
+    if (S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode))
+        return "a device";
+    if (S_ISFIFO(info.st_mode))
+        return "a FIFO";
+    if (S_ISSOCK(info.st_mode))
+        return "a socket";
+    return "not a regular file";
+}
+
+bool allDigits(const std::string& text)
+{
+    return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// The pid in a temporary's name: ".NAME.tmp-PID-N" or ".NAME.partial-PID" (".NAME.old-PID" is
+// handled by the quantize command, which knows whether it still holds the only copy).
+long temporaryOwner(const std::string& name)
+{
+    if (name.size() < 2 || name[0] != '.')
+        return -1;
+    const std::size_t tmp = name.rfind(".tmp-");
+    if (tmp != std::string::npos && tmp > 0) {
+        const std::string rest = name.substr(tmp + 5);
+        const std::size_t dash = rest.find('-');
+        if (dash != std::string::npos && allDigits(rest.substr(0, dash)) && allDigits(rest.substr(dash + 1)) &&
+            dash <= 9)
+            return std::stol(rest.substr(0, dash));
+    }
+    const std::size_t partial = name.rfind(".partial-");
+    if (partial != std::string::npos && partial > 0) {
+        const std::string rest = name.substr(partial + 9);
+        if (allDigits(rest) && rest.size() <= 9)
+            return std::stol(rest);
+    }
+    return -1;
+}
+
 } // namespace
+
+bool processIsGone(long pid)
+{
+    if (pid <= 0)
+        return false;
+    return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+std::string outputTargetProblem(const std::string& path)
+{
+    if (const char* kind = nonRegularKind(path))
+        return "Cannot write " + path + ": it is " + std::string(kind) +
+               ", not a regular file, and only a regular file is ever replaced; choose another output path.";
+    return {};
+}
+
+void removeStaleTemporaries(const std::string& folder)
+{
+    DIR* dir = ::opendir(folder.empty() ? "." : folder.c_str());
+    if (!dir)
+        return;
+    std::vector<std::string> stale;
+    while (const dirent* entry = ::readdir(dir)) {
+        const std::string name = entry->d_name;
+        if (name == "." || name == "..")
+            continue;
+        const long owner = temporaryOwner(name);
+        if (owner > 0 && owner != static_cast<long>(::getpid()) && processIsGone(owner))
+            stale.push_back(name);
+    }
+    ::closedir(dir);
+    std::error_code ignored;
+    for (const std::string& name : stale) {
+        const std::string path = folder.empty() ? name : (folder.back() == '/' ? folder + name : folder + "/" + name);
+        struct stat info {};
+        if (::lstat(path.c_str(), &info) != 0)
+            continue;
+        // A stale folder is a quantize output that never got renamed into place; it holds only files
+        // this program wrote, so it is removed as a whole. Symbolic links are left alone.
+        if (S_ISREG(info.st_mode))
+            ::unlink(path.c_str());
+        else if (S_ISDIR(info.st_mode))
+            std::filesystem::remove_all(path, ignored);
+    }
+}
 
 void writeFileAtomically(const std::string& path, const std::function<void(const std::string& tempPath)>& write,
                          bool overwrite)
 {
     if (!overwrite && pathExists(path))
         throw Error(alreadyExistsMessage(path));
+    if (const std::string problem = outputTargetProblem(path); !problem.empty())
+        throw Error(problem);
+    {
+        const std::size_t slash = path.find_last_of('/');
+        removeStaleTemporaries(slash == std::string::npos ? std::string() : path.substr(0, slash + 1));
+    }
 
     const std::string temporaryPath = temporaryPathFor(path);
     try {
@@ -84,6 +186,12 @@ void writeFileAtomically(const std::string& path, const std::function<void(const
             std::remove(temporaryPath.c_str());
             throw Error(alreadyExistsMessage(path));
         }
+    }
+    // Checked again at the last moment: whatever appeared at the path meanwhile is not replaced
+    // unless it is a regular file.
+    if (const std::string problem = outputTargetProblem(path); !problem.empty()) {
+        std::remove(temporaryPath.c_str());
+        throw Error(problem);
     }
     if (std::rename(temporaryPath.c_str(), path.c_str()) != 0) {
         const int renameError = errno;

@@ -1,7 +1,10 @@
 #include "io/safetensors.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <csignal>
+#include <mutex>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -149,6 +152,87 @@ private:
     std::set<std::string> seen_;
 };
 
+// ---- SIGBUS guard ---------------------------------------------------------------------------
+// Slots are plain atomics because the handler may only read lock-free state. A mapping beyond
+// the slot count runs unguarded (a checkpoint with more than a thousand shards).
+struct GuardedMapping {
+    std::atomic<std::uintptr_t> begin{0};
+    std::atomic<std::uintptr_t> end{0};
+    std::atomic<bool> faulted{false};
+};
+constexpr int kGuardSlots = 1024;
+GuardedMapping guardedMappings[kGuardSlots];
+std::mutex guardMutex;
+struct sigaction previousBusAction {};
+std::atomic<bool> guardInstalled{false};
+std::uintptr_t pageSize = 4096;
+
+void onBusError(int signalNumber, siginfo_t* info, void* context)
+{
+    const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(info->si_addr);
+    for (GuardedMapping& mapping : guardedMappings) {
+        const std::uintptr_t begin = mapping.begin.load(std::memory_order_acquire);
+        const std::uintptr_t end = mapping.end.load(std::memory_order_acquire);
+        if (begin == 0 || address < begin || address >= end)
+            continue;
+        // The file shrank under the mapping: zero pages from here to the end let the faulting read
+        // (and the rest of the computation) finish; checkUnchanged() reports it afterwards.
+        const std::uintptr_t from = address & ~(pageSize - 1);
+        void* replaced = ::mmap(reinterpret_cast<void*>(from), end - from, PROT_READ,
+                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        if (replaced != MAP_FAILED) {
+            mapping.faulted.store(true, std::memory_order_release);
+            return;
+        }
+        break;
+    }
+    // Not one of our mappings: whatever handled SIGBUS before us, else the default action (the
+    // faulting instruction runs again and the signal now terminates the process as it would have).
+    if ((previousBusAction.sa_flags & SA_SIGINFO) && previousBusAction.sa_sigaction) {
+        previousBusAction.sa_sigaction(signalNumber, info, context);
+    } else if (previousBusAction.sa_handler != SIG_DFL && previousBusAction.sa_handler != SIG_IGN &&
+               previousBusAction.sa_handler != nullptr) {
+        previousBusAction.sa_handler(signalNumber);
+    } else {
+        ::signal(SIGBUS, SIG_DFL);
+    }
+}
+
+int guardMapping(const void* mapping, std::size_t size)
+{
+    std::lock_guard<std::mutex> lock(guardMutex);
+    if (!guardInstalled.load()) {
+        pageSize = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+        struct sigaction action {};
+        action.sa_sigaction = onBusError;
+        action.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&action.sa_mask);
+        if (::sigaction(SIGBUS, &action, &previousBusAction) != 0)
+            return -1;
+        guardInstalled.store(true);
+    }
+    for (int slot = 0; slot < kGuardSlots; ++slot) {
+        if (guardedMappings[slot].begin.load() != 0)
+            continue;
+        const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(mapping);
+        const std::uintptr_t end = begin + ((size + pageSize - 1) & ~(pageSize - 1));
+        guardedMappings[slot].faulted.store(false);
+        guardedMappings[slot].end.store(end, std::memory_order_release);
+        guardedMappings[slot].begin.store(begin, std::memory_order_release);
+        return slot;
+    }
+    return -1;
+}
+
+void unguardMapping(int slot)
+{
+    if (slot < 0)
+        return;
+    std::lock_guard<std::mutex> lock(guardMutex);
+    guardedMappings[slot].begin.store(0, std::memory_order_release);
+    guardedMappings[slot].end.store(0, std::memory_order_release);
+}
+
 bool isPlainFileName(const std::string& name)
 {
     return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
@@ -239,8 +323,24 @@ void TensorView::toFloat(float* out) const
 
 SafetensorsFile::~SafetensorsFile()
 {
+    unguardMapping(guardSlot_);
     if (mapping_)
         ::munmap(mapping_, mappedSize_);
+    if (fd_ >= 0)
+        ::close(fd_);
+}
+
+void SafetensorsFile::checkUnchanged() const
+{
+    bool changed = guardSlot_ >= 0 && guardedMappings[guardSlot_].faulted.load(std::memory_order_acquire);
+    struct stat info {};
+    if (!changed && fd_ >= 0 && ::fstat(fd_, &info) == 0)
+        changed = static_cast<long long>(info.st_size) != sizeAtOpen_ ||
+                  static_cast<long long>(info.st_mtim.tv_sec) != mtimeSecondsAtOpen_ ||
+                  info.st_mtim.tv_nsec != mtimeNanosecondsAtOpen_;
+    if (changed)
+        throw Error(path_ + " changed on disk after it was opened (it was rewritten in place); "
+                            "reopen the checkpoint to use the new file.");
 }
 
 std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path)
@@ -269,11 +369,17 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path)
     }
     void* mapping = ::mmap(nullptr, static_cast<std::size_t>(fileSize), PROT_READ, MAP_PRIVATE, fd, 0);
     const int mapError = errno;
-    ::close(fd); // the mapping keeps the file alive
-    if (mapping == MAP_FAILED)
+    if (mapping == MAP_FAILED) {
+        ::close(fd);
         throw Error("Cannot map " + path + " into memory: " + std::strerror(mapError) + ".");
+    }
+    file->fd_ = fd;
+    file->sizeAtOpen_ = static_cast<long long>(info.st_size);
+    file->mtimeSecondsAtOpen_ = static_cast<long long>(info.st_mtim.tv_sec);
+    file->mtimeNanosecondsAtOpen_ = info.st_mtim.tv_nsec;
     file->mapping_ = mapping;
     file->mappedSize_ = static_cast<std::size_t>(fileSize);
+    file->guardSlot_ = guardMapping(mapping, file->mappedSize_);
     const uint8_t* bytes = static_cast<const uint8_t*>(mapping);
 
     uint64_t headerLength = 0;
@@ -292,6 +398,10 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path)
     nlohmann::json header;
     TopLevelKeys keys;
     const char* headerBegin = reinterpret_cast<const char*>(bytes + 8);
+    if (const long long at = jsonNestingExceeded(headerBegin, headerBegin + headerLength); at >= 0)
+        throw Error(path + " has a header that nests arrays and objects more than " + std::to_string(kMaxJsonDepth) +
+                    " levels deep (at byte " + std::to_string(at) + " of " + std::to_string(headerLength) +
+                    "); a safetensors header nests 3.");
     try {
         header = nlohmann::json::parse(headerBegin, headerBegin + headerLength);
         nlohmann::json::sax_parse(headerBegin, headerBegin + headerLength, &keys);
@@ -505,6 +615,12 @@ std::vector<const TensorView*> TensorStore::tensors() const
     for (const auto& entry : byName_)
         views.push_back(entry.second);
     return views;
+}
+
+void TensorStore::checkUnchanged() const
+{
+    for (const auto& file : files_)
+        file->checkUnchanged();
 }
 
 // Counts tensor data (the part of each mapping that is ever touched), headers excluded.

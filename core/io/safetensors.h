@@ -9,6 +9,11 @@
 // `model.safetensors.index.json` and finds tensors by name across shards.
 // Errors: scalescope::Error naming the file (and tensor) and the problem.
 // Threading: immutable after open; concurrent reads are safe.
+// A mapped file rewritten in place while open (truncated, or overwritten by cp) would raise SIGBUS
+// on the next read of a page past its new end. A process-wide SIGBUS handler maps zero pages over
+// such a range instead, so nothing crashes; checkUnchanged() then reports the change (as it does
+// for a same-size rewrite, seen in the file's size and modification time), and every result
+// computed from the mapping since the last check must be discarded.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -52,10 +57,18 @@ public:
     const std::vector<TensorView>& tensors() const { return tensors_; } // in header order
     const TensorView* find(const std::string& name) const;             // null when absent
     const std::map<std::string, std::string>& metadata() const { return metadata_; }
+    // Throws scalescope::Error "<path> changed on disk after it was opened ..." when the file was
+    // rewritten in place since open (its data may no longer be what was validated).
+    void checkUnchanged() const;
 
 private:
     SafetensorsFile() = default;
     std::string path_;
+    int fd_ = -1;          // kept open to see in-place changes of the mapped file, not of its path
+    int guardSlot_ = -1;   // the SIGBUS guard's record of this mapping, -1 when unguarded
+    long long sizeAtOpen_ = 0;
+    long long mtimeSecondsAtOpen_ = 0;
+    long mtimeNanosecondsAtOpen_ = 0;
     void* mapping_ = nullptr;
     std::size_t mappedSize_ = 0;
     std::vector<TensorView> tensors_;
@@ -76,6 +89,9 @@ public:
     std::vector<const TensorView*> tensors() const; // sorted by name
     const std::string& location() const { return location_; }
     std::size_t mappedBytes() const;
+    // SafetensorsFile::checkUnchanged for every file of the store. Call it before using tensor data
+    // and after computing from it: a result computed while a file changed is not to be trusted.
+    void checkUnchanged() const;
 
 private:
     std::string location_;

@@ -1,6 +1,7 @@
 #include "model/quantization_config.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "common/error.h"
 
@@ -16,6 +17,14 @@ constexpr std::regex::flag_type kTargetRegexFlags = std::regex::ECMAScript | std
 #else
 constexpr std::regex::flag_type kTargetRegexFlags = std::regex::ECMAScript;
 #endif
+
+// libstdc++ compiles and matches a regular expression by recursion: one level per term of a sequence
+// and per nested group, and one state per repeated copy. Real targets are a few dozen characters; a
+// 40 KB pattern of nested groups overflowed the stack. These bounds keep the recursion in the
+// hundreds of frames and the state count in the thousands.
+constexpr std::size_t kMaxPatternLength = 512;
+constexpr int kMaxPatternNesting = 16;
+constexpr std::uint64_t kMaxPatternStates = 10'000;
 
 std::string stringOr(const nlohmann::json& object, const char* key, const std::string& fallback)
 {
@@ -152,10 +161,91 @@ QuantizationConfig parseQuantizationConfig(const nlohmann::json& json, const std
     return config;
 }
 
+std::optional<std::string> targetPatternProblem(const std::string& pattern)
+{
+    if (pattern.size() > kMaxPatternLength)
+        return "it is " + std::to_string(pattern.size()) + " characters long, more than the limit of " +
+               std::to_string(kMaxPatternLength);
+    // States per open group; each atom adds one, a counted repetition {n,m} multiplies what it repeats.
+    std::vector<std::uint64_t> groupStates = {0};
+    std::uint64_t lastAtom = 0; // states of the atom or group a quantifier would repeat
+    auto saturatingMultiply = [](std::uint64_t a, std::uint64_t b) {
+        std::uint64_t product = 0;
+        return __builtin_mul_overflow(a, b, &product) ? UINT64_MAX : product;
+    };
+    for (std::size_t i = 0; i < pattern.size(); ++i) {
+        const char c = pattern[i];
+        if (c == '(') {
+            if (static_cast<int>(groupStates.size()) > kMaxPatternNesting)
+                return "it nests groups more than " + std::to_string(kMaxPatternNesting) + " levels deep";
+            groupStates.push_back(0);
+            lastAtom = 0;
+            continue;
+        }
+        if (c == ')' && groupStates.size() > 1) {
+            lastAtom = groupStates.back() + 1;
+            groupStates.pop_back();
+            groupStates.back() = std::min<std::uint64_t>(UINT64_MAX - lastAtom, groupStates.back()) + lastAtom;
+            continue;
+        }
+        if (c == '{') {
+            std::size_t close = pattern.find('}', i);
+            std::uint64_t count = 0;
+            bool digits = false;
+            for (std::size_t k = i + 1; close != std::string::npos && k < close; ++k) {
+                if (pattern[k] >= '0' && pattern[k] <= '9') {
+                    count = std::min<std::uint64_t>(count * 10 + std::uint64_t(pattern[k] - '0'), 1'000'000'000);
+                    digits = true;
+                } else if (pattern[k] == ',') {
+                    count = std::max<std::uint64_t>(count, 1);
+                    digits = true;
+                    // {n,m}: the larger bound counts; {n,} repeats n copies plus a loop
+                    std::uint64_t upper = 0;
+                    for (std::size_t u = k + 1; u < close && pattern[u] >= '0' && pattern[u] <= '9'; ++u)
+                        upper = std::min<std::uint64_t>(upper * 10 + std::uint64_t(pattern[u] - '0'), 1'000'000'000);
+                    count = std::max(count, upper) + 1;
+                    break;
+                } else {
+                    digits = false;
+                    break;
+                }
+            }
+            if (digits && close != std::string::npos) {
+                const std::uint64_t extra = saturatingMultiply(lastAtom, count);
+                groupStates.back() = std::min<std::uint64_t>(UINT64_MAX - extra, groupStates.back()) + extra;
+                lastAtom = 0;
+                i = close;
+                if (groupStates.back() > kMaxPatternStates)
+                    return "its repetitions expand to more than " + std::to_string(kMaxPatternStates) + " states";
+                continue;
+            }
+        }
+        if (c == '\\')
+            ++i;
+        if (c == '[') { // a bracket expression is one atom whatever it holds
+            std::size_t k = i + 1;
+            if (k < pattern.size() && pattern[k] == '^')
+                ++k;
+            if (k < pattern.size() && pattern[k] == ']')
+                ++k;
+            while (k < pattern.size() && pattern[k] != ']')
+                k += pattern[k] == '\\' ? 2 : 1;
+            i = k;
+        }
+        lastAtom = 1;
+        groupStates.back() += 1;
+        if (groupStates.back() > kMaxPatternStates)
+            return "its repetitions expand to more than " + std::to_string(kMaxPatternStates) + " states";
+    }
+    return std::nullopt;
+}
+
 bool isValidTargetPattern(const std::string& entry)
 {
     if (entry.rfind("re:", 0) != 0)
         return true;
+    if (targetPatternProblem(entry.substr(3)))
+        return false;
     try {
         std::regex pattern(entry.substr(3), kTargetRegexFlags);
         return true;
@@ -167,6 +257,8 @@ bool isValidTargetPattern(const std::string& entry)
 bool matchesTarget(const std::string& entry, const std::string& moduleName, const std::string& className)
 {
     if (entry.rfind("re:", 0) == 0) {
+        if (targetPatternProblem(entry.substr(3)))
+            return false; // refused before it reaches the recursive compiler; inspect reports it
         try {
             return std::regex_match(moduleName, std::regex(entry.substr(3), kTargetRegexFlags));
         } catch (const std::regex_error&) {

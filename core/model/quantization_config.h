@@ -48,6 +48,10 @@ bool isValidTargetPattern(const std::string& entry);
 
 // One target/ignore entry against a module (its full name and class name, e.g. "Linear").
 bool matchesTarget(const std::string& entry, const std::string& moduleName, const std::string& className);
+// Why the regular expression of a "re:" entry is refused before it is compiled (too long, nested
+// too deep, or repeating into too many states for a matcher that recurses), or nullopt when it is
+// within bounds. A refused pattern matches nothing, like an invalid one; inspect reports the reason.
+std::optional<std::string> targetPatternProblem(const std::string& pattern);
 
 // The group a module belongs to (null when it is ignored or no group targets it) and, in words,
 // the entry that decided it: `group_0 target "Linear" (class name)`, `ignored by "qa_outputs"`.

@@ -4,6 +4,8 @@
 
 namespace scalescope {
 
+// A text cell that a spreadsheet would run as a formula (starting with =, +, -, @, tab or CR and
+// not a number) is prefixed with an apostrophe.
 // Quotes the field when it holds a comma, quote or line break (always with alwaysQuote), doubling
 // quotes inside.
 std::string csvField(const std::string& text, bool alwaysQuote = false);

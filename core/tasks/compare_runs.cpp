@@ -1,6 +1,8 @@
 #include "tasks/compare_runs.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <numeric>
 #include <set>
 
@@ -28,14 +30,60 @@ std::vector<std::pair<int64_t, float>> topK(const std::vector<float>& probabilit
     const std::size_t count = std::min<std::size_t>(static_cast<std::size_t>(k), order.size());
     std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(count), order.end(),
                       [&](int64_t a, int64_t b) {
-                          const float pa = probabilities[static_cast<std::size_t>(a)];
-                          const float pb = probabilities[static_cast<std::size_t>(b)];
+                          // NaN ranks last: compared as it is, it breaks the strict weak order sorting needs.
+                          const float pa = std::isnan(probabilities[static_cast<std::size_t>(a)]) ? -INFINITY : probabilities[static_cast<std::size_t>(a)];
+                          const float pb = std::isnan(probabilities[static_cast<std::size_t>(b)]) ? -INFINITY : probabilities[static_cast<std::size_t>(b)];
                           return pa != pb ? pa > pb : a < b;
                       });
     std::vector<std::pair<int64_t, float>> out;
     for (std::size_t i = 0; i < count; ++i)
         out.emplace_back(order[i], probabilities[static_cast<std::size_t>(order[i])]);
     return out;
+}
+
+std::size_t elementCount(const std::vector<int64_t>& shape)
+{
+    std::size_t count = 1;
+    for (int64_t dim : shape)
+        count *= static_cast<std::size_t>(dim);
+    return count;
+}
+
+bool allFinite(const float* values, std::size_t count)
+{
+    for (std::size_t i = 0; i < count; ++i)
+        if (!std::isfinite(values[i]))
+            return false;
+    return true;
+}
+
+bool outputsFinite(const ForwardResult& result)
+{
+    for (const NamedTensor& output : result.outputs)
+        if (!allFinite(output.tensor.values.data(), output.tensor.values.size()))
+            return false;
+    return true;
+}
+
+// Names where non-finite values first appear, so that a NaN run is explained, not just refused.
+std::string nonFiniteNote(const ComparisonResult& result)
+{
+    auto side = [](const std::string& label, bool outputs, const std::string& first) -> std::string {
+        if (!outputs && first.empty())
+            return {};
+        return "the " + label + (outputs ? " has NaN or infinite outputs" : " has NaN or infinite values") +
+               (first.empty() ? std::string() : " (first at " + first + ")");
+    };
+    const std::string run = side(result.runLabel + " run", result.runOutputsNonFinite, result.runFirstNonFinite);
+    const std::string reference =
+        side(result.referenceLabel, result.referenceOutputsNonFinite, result.referenceFirstNonFinite);
+    if (run.empty() && reference.empty())
+        return {};
+    std::string note = run.empty() ? reference : reference.empty() ? run : run + ", and " + reference;
+    note[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(note[0])));
+    if (result.runOutputsNonFinite || result.referenceOutputsNonFinite)
+        note += "; agreement of the final outputs is not claimed";
+    return note + ".";
 }
 
 // The batch both runs see, built once from whichever input the caller gave.
@@ -77,7 +125,7 @@ PreparedInput prepareInput(const InferenceBackend& run, const ComparisonInput& i
 }
 
 QaAgreement compareAnswers(const ForwardResult& runResult, const ForwardResult& referenceResult,
-                           const PreparedInput& prepared, const ComparisonInput& input)
+                           const PreparedInput& prepared, const ComparisonInput& input, bool finite)
 {
     const std::vector<std::size_t>& lengths = prepared.lengths;
     const FloatTensor& runStart = runResult.output("start_logits");
@@ -87,7 +135,7 @@ QaAgreement compareAnswers(const ForwardResult& runResult, const ForwardResult& 
     QaAgreement qa;
     qa.startLogits = metricsOverRealTokens(runStart, refStart, lengths);
     qa.endLogits = metricsOverRealTokens(runEnd, refEnd, lengths);
-    if (!prepared.windows.empty()) {
+    if (!prepared.windows.empty() && finite) {
         QaOptions options = input.qaOptions;
         options.topK = 1;
         qa.windows = prepared.windows;
@@ -110,7 +158,7 @@ QaAgreement compareAnswers(const ForwardResult& runResult, const ForwardResult& 
 }
 
 FillMaskAgreement::Mask compareMask(const float* runLogits, const float* refLogits, std::size_t vocab, int position,
-                                    int topKCount)
+                                    int topKCount, bool finite)
 {
     FillMaskAgreement::Mask mask;
     mask.position = position;
@@ -119,7 +167,7 @@ FillMaskAgreement::Mask compareMask(const float* runLogits, const float* refLogi
     mask.klDivergence = klDivergence(mask.referenceDistribution, mask.runDistribution);
     mask.runTop = topK(mask.runDistribution, topKCount);
     mask.referenceTop = topK(mask.referenceDistribution, topKCount);
-    mask.top1Agrees = !mask.runTop.empty() && mask.runTop.front().first == mask.referenceTop.front().first;
+    mask.top1Agrees = finite && !mask.runTop.empty() && mask.runTop.front().first == mask.referenceTop.front().first;
     std::set<int64_t> referenceIds;
     for (const auto& [id, probability] : mask.referenceTop)
         referenceIds.insert(id);
@@ -131,7 +179,7 @@ FillMaskAgreement::Mask compareMask(const float* runLogits, const float* refLogi
 }
 
 FillMaskAgreement compareMasks(const FloatTensor& runLogits, const FloatTensor& refLogits, const PreparedInput& prepared,
-                               int64_t maskId, const ErrorMetrics& logitMetrics, int topKCount)
+                               int64_t maskId, const ErrorMetrics& logitMetrics, int topKCount, bool finite)
 {
     FillMaskAgreement agreement;
     agreement.logits = logitMetrics;
@@ -143,7 +191,7 @@ FillMaskAgreement compareMasks(const FloatTensor& runLogits, const FloatTensor& 
         if (ids[t] == maskId)
             agreement.masks.push_back(compareMask(runLogits.values.data() + t * vocab,
                                                   refLogits.values.data() + t * vocab, vocab, static_cast<int>(t),
-                                                  topKCount));
+                                                  topKCount, finite));
     return agreement;
 }
 
@@ -209,6 +257,10 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
         const FloatTensor& r = referenceResult.captures[next++].tensor;
         if (r.shape != shape)
             throw Error("Capture point \"" + name + "\" differs in shape between the run and the reference.");
+        if (result.runFirstNonFinite.empty() && !allFinite(data, elementCount(shape)))
+            result.runFirstNonFinite = name;
+        if (result.referenceFirstNonFinite.empty() && !allFinite(r.values.data(), r.values.size()))
+            result.referenceFirstNonFinite = name;
         CapturePointMetrics point = describeCapturePoint(layout, name);
         point.metrics = metricsOverRealTokens(shape, data, r, prepared.lengths);
         result.points.push_back(std::move(point));
@@ -222,9 +274,13 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
         throw Error("The run and the reference recorded different capture points.");
     result.activations = std::move(runResult.activationStatistics);
     result.findings = diagnoseActivations(result.activations, run.linears());
+    result.runOutputsNonFinite = !outputsFinite(runResult);
+    result.referenceOutputsNonFinite = !outputsFinite(referenceResult);
+    result.nonFiniteNote = nonFiniteNote(result);
+    const bool finite = !result.runOutputsNonFinite && !result.referenceOutputsNonFinite;
 
     if (layout.isQuestionAnswering()) {
-        result.qa = compareAnswers(runResult, referenceResult, prepared, input);
+        result.qa = compareAnswers(runResult, referenceResult, prepared, input, finite);
         result.finalLogits = startAndEndMetrics(runResult, referenceResult, prepared.lengths);
     } else {
         const FloatTensor& runLogits = runResult.output("logits");
@@ -232,8 +288,11 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
         result.finalLogits = metricsOverRealTokens(runLogits, refLogits, prepared.lengths);
         if (prepared.isFillMask)
             result.fillMask = compareMasks(runLogits, refLogits, prepared, run.checkpoint().tokenizer().maskId(),
-                                           result.finalLogits, input.topK);
+                                           result.finalLogits, input.topK, finite);
     }
+    // Numbers computed while a checkpoint file was rewritten in place are not to be reported.
+    run.checkpoint().tensors().checkUnchanged();
+    referenceModel.checkpoint().tensors().checkUnchanged();
     progress.report(1.0, "Compared");
     return result;
 }

@@ -68,6 +68,13 @@ struct ComparisonResult {
     std::optional<QaAgreement> qa;
     std::optional<FillMaskAgreement> fillMask;
     ErrorMetrics finalLogits;                // the head's logits (all of them)
+    // The first capture point (execution order) whose values hold NaN or infinity, per side, and
+    // whether the final outputs do; "" / false when finite. Agreement is never claimed when
+    // either side's outputs are non-finite (top1Agrees and sameBestAnswer are then false).
+    std::string runFirstNonFinite, referenceFirstNonFinite;
+    bool runOutputsNonFinite = false, referenceOutputsNonFinite = false;
+    // One sentence about non-finite values for the user, "" when everything is finite.
+    std::string nonFiniteNote;
     double runMs = 0;
     double referenceMs = 0;
 };

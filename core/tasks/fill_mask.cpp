@@ -52,13 +52,17 @@ FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, Run
     const std::size_t vocab = static_cast<std::size_t>(logits.shape.back());
     const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(topK), vocab);
     for (std::size_t m = 0; m < result.maskPositions.size(); ++m) {
-        std::vector<float> probabilities = softmax(logits.values.data() + m * vocab, vocab);
+        const float* maskLogits = logits.values.data() + m * vocab;
+        result.nonFiniteLogits.push_back(
+            std::count_if(maskLogits, maskLogits + vocab, [](float v) { return !std::isfinite(v); }));
+        std::vector<float> probabilities = softmax(maskLogits, vocab);
         std::vector<int64_t> order(vocab);
         std::iota(order.begin(), order.end(), 0);
         std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
                           [&](int64_t a, int64_t b) {
-                              const float pa = probabilities[static_cast<std::size_t>(a)];
-                              const float pb = probabilities[static_cast<std::size_t>(b)];
+                              // NaN ranks last: compared as it is, it breaks the order sorting needs.
+                              const float pa = std::isnan(probabilities[static_cast<std::size_t>(a)]) ? -INFINITY : probabilities[static_cast<std::size_t>(a)];
+                              const float pb = std::isnan(probabilities[static_cast<std::size_t>(b)]) ? -INFINITY : probabilities[static_cast<std::size_t>(b)];
                               return pa != pb ? pa > pb : a < b;
                           });
         std::vector<MaskPrediction> predictions;
@@ -68,6 +72,8 @@ FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, Run
         result.distributions.push_back(std::move(probabilities));
     }
     result.elapsedMs = forward.elapsedMs;
+    // A checkpoint rewritten in place during the forward gives numbers from a half-replaced file.
+    model.checkpoint().tensors().checkUnchanged();
     return result;
 }
 

@@ -19,6 +19,9 @@ struct FillMaskResult {
     std::vector<int> maskPositions;                     // token positions of the masks
     std::vector<std::vector<MaskPrediction>> predictions; // per mask, best first
     std::vector<std::vector<float>> distributions;     // per mask, full softmax over the vocabulary
+    // Per mask: logits that are NaN or infinite. When any is, the probabilities are meaningless
+    // (NaN) and callers must say so rather than present a ranking.
+    std::vector<int64_t> nonFiniteLogits;
     double elapsedMs = 0;
 };
 

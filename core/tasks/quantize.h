@@ -20,6 +20,8 @@ struct QuantizeOptions {
     std::vector<std::string> calibrationTexts; // needed for activations == "tensor"
     Dtype scaleDtype = Dtype::F32;       // F32 | BF16 | F16
     bool overwrite = false;              // replace an existing destination
+    // Other files read (the calibration file): the destination may not be, contain or sit inside them.
+    std::vector<std::string> inputFiles;
 };
 
 void quantizeCheckpoint(const std::string& sourceDir, const std::string& destinationDir, const QuantizeOptions& options,

@@ -1,0 +1,677 @@
+// Hostile inputs beyond parser fuzzing (issue 20): outputs that are not regular files, quantize
+// --force on folders it must not destroy, stale temporaries of killed writers, nesting deep enough
+// to overflow a recursive parser, a mapped checkpoint rewritten in place, NaN and infinity in
+// weights and outputs, bytes that are not UTF-8 in JSON, terminal escapes and spreadsheet formulas.
+// Device nodes, FIFOs, sockets and links are made privately in temporary folders; nothing here
+// touches a system path.
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/diagnostics.h"
+#include "common/error.h"
+#include "common/text_files.h"
+#include "io/atomic_write.h"
+#include "io/safetensors.h"
+#include "model/quantization_config.h"
+#include "report/csv.h"
+#include "support/fixtures.h"
+
+using namespace scalescope;
+using namespace scalescope::testing;
+using json = nlohmann::json;
+
+namespace {
+
+struct CliResult {
+    int exitCode = -1;
+    bool crashed = false;
+    QString out;
+    QString err;
+    QByteArray rawOut;
+};
+
+CliResult runProgram(const QString& program, const QStringList& args)
+{
+    QProcess process;
+    process.start(program, args);
+    CliResult result;
+    if (!process.waitForFinished(300000)) {
+        process.kill();
+        process.waitForFinished();
+        result.crashed = true;
+        return result;
+    }
+    result.crashed = process.exitStatus() != QProcess::NormalExit;
+    result.exitCode = process.exitCode();
+    result.rawOut = process.readAllStandardOutput();
+    result.out = QString::fromUtf8(result.rawOut);
+    result.err = QString::fromUtf8(process.readAllStandardError());
+    return result;
+}
+
+CliResult runCli(const QStringList& args)
+{
+    return runProgram(QStringLiteral(SCALESCOPE_CLI), args);
+}
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+std::string readAll(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void writeAll(const std::string& path, const std::string& bytes)
+{
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+}
+
+mode_t typeOf(const std::string& path)
+{
+    struct stat info {};
+    return ::lstat(path.c_str(), &info) == 0 ? (info.st_mode & S_IFMT) : 0;
+}
+
+// The pid of a process that has certainly ended (its child reaped).
+long deadPid()
+{
+    const pid_t child = ::fork();
+    if (child == 0)
+        ::_exit(0);
+    ::waitpid(child, nullptr, 0);
+    return child;
+}
+
+// Rewrites one element of one tensor of dir/model.safetensors (float dtypes).
+void setElement(const std::string& dir, const std::string& tensor, std::size_t index, float value)
+{
+    const std::string path = dir + "/model.safetensors";
+    std::vector<TensorToWrite> tensors;
+    {
+        auto store = TensorStore::openFile(path);
+        for (const TensorView* view : store->tensors()) {
+            TensorToWrite copy;
+            copy.name = view->name;
+            copy.dtype = view->dtype;
+            copy.shape = view->shape;
+            copy.bytes.assign(view->data, view->data + view->byteSize);
+            if (view->name == tensor) {
+                QVERIFY(view->dtype == Dtype::F32);
+                std::memcpy(copy.bytes.data() + index * sizeof(float), &value, sizeof value);
+            }
+            tensors.push_back(std::move(copy));
+        }
+    }
+    writeSafetensors(path, tensors);
+}
+
+bool hasFinding(const std::vector<Finding>& findings, const std::string& code, const std::string& subject)
+{
+    for (const Finding& f : findings)
+        if (f.code == code && (subject.empty() || f.subject == subject))
+            return true;
+    return false;
+}
+
+} // namespace
+
+class TestHostileInputs : public QObject {
+    Q_OBJECT
+    std::string floatDir_;
+    std::string mlmDir_;
+    std::string ids_ = "0,280,281,100,290,77,45,2";
+
+private slots:
+    void initTestCase()
+    {
+        floatDir_ = makeTempDir("hostile-float");
+        writeTinyFloatCheckpoint(floatDir_, TinyModelSpec());
+        TinyModelSpec mlm;
+        mlm.architecture = "RobertaForMaskedLM";
+        mlmDir_ = makeTempDir("hostile-mlm");
+        writeTinyFloatCheckpoint(mlmDir_, mlm);
+    }
+
+    // ---- item 1: --force replaces only a regular file ----------------------------------------
+
+    void forceNeverReplacesSpecialFiles()
+    {
+        const std::string dir = makeTempDir("hostile-special");
+        // A private copy of /dev/null's device number: what `--output /dev/null --force` once
+        // replaced with a regular file.
+        const std::string device = dir + "/null";
+        QCOMPARE(::mknod(device.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+        const std::string fifo = dir + "/fifo";
+        QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        const std::string socketPath = dir + "/socket";
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        sockaddr_un address {};
+        address.sun_family = AF_UNIX;
+        std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socketPath.c_str());
+        QCOMPARE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+        const std::string target = dir + "/target.txt";
+        writeAll(target, "keep me");
+        const std::string link = dir + "/link";
+        QCOMPARE(::symlink(target.c_str(), link.c_str()), 0);
+        const std::string stdoutLike = dir + "/stdout";
+        QCOMPARE(::symlink("/proc/self/fd/1", stdoutLike.c_str()), 0);
+
+        const std::vector<std::pair<std::string, mode_t>> specials = {
+            {device, S_IFCHR}, {fifo, S_IFIFO}, {socketPath, S_IFSOCK}, {link, S_IFLNK}, {stdoutLike, S_IFLNK}};
+        for (const auto& [path, type] : specials) {
+            const CliResult r = runCli({"forward", q(floatDir_), "--input-ids", q(ids_), "--output", q(path), "--force"});
+            QVERIFY2(!r.crashed && r.exitCode == 1, qPrintable(q(path) + ": " + r.err));
+            QVERIFY2(r.err.contains("not a regular file") && r.err.contains(q(path)), qPrintable(r.err));
+            QCOMPARE(typeOf(path), type);
+            QVERIFY(r.out.isEmpty());
+            // The core refuses too, whatever the caller passes.
+            const QString core = [&] {
+                try {
+                    writeBytesAtomically(path, "x", true);
+                } catch (const Error& e) {
+                    return QString::fromStdString(e.what());
+                }
+                return QString();
+            }();
+            QVERIFY2(core.contains("only a regular file is ever replaced"), qPrintable(core));
+            QCOMPARE(typeOf(path), type);
+        }
+        ::close(fd);
+        QCOMPARE(readAll(target), std::string("keep me"));
+        // No temporary is left behind by the refusals.
+        QCOMPARE(QDir(q(dir)).entryList(QDir::Hidden | QDir::System | QDir::AllEntries | QDir::NoDotAndDotDot).size(), 6);
+
+        // A regular file is still replaced with --force, and the result is a valid output.
+        const std::string regular = dir + "/out.safetensors";
+        writeAll(regular, "old");
+        const CliResult r = runCli({"forward", q(floatDir_), "--input-ids", q(ids_), "--output", q(regular), "--force"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY(TensorStore::openFile(regular)->find("start_logits"));
+    }
+
+    // ---- item 11: a dangling link is an existing path; stale temporaries are cleaned ----------
+
+    void danglingLinkIsNotReplacedWithoutForce()
+    {
+        const std::string dir = makeTempDir("hostile-dangling");
+        const std::string link = dir + "/out.safetensors";
+        QCOMPARE(::symlink((dir + "/nowhere").c_str(), link.c_str()), 0);
+        const CliResult r = runCli({"forward", q(floatDir_), "--input-ids", q(ids_), "--output", q(link)});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("already exists"), qPrintable(r.err));
+        QCOMPARE(typeOf(link), mode_t(S_IFLNK));
+        QVERIFY(!QFile::exists(q(dir + "/nowhere")));
+    }
+
+    void staleTemporariesOfDeadWritersAreRemoved()
+    {
+        const std::string dir = makeTempDir("hostile-stale");
+        const long dead = deadPid();
+        const std::string staleFile = dir + "/.out.csv.tmp-" + std::to_string(dead) + "-3";
+        const std::string staleFolder = dir + "/.model.partial-" + std::to_string(dead);
+        const std::string liveFile = dir + "/.out.csv.tmp-" + std::to_string(::getppid()) + "-1";
+        const std::string unrelated = dir + "/.notes.tmp-keep";
+        writeAll(staleFile, std::string(4096, 'x'));
+        QVERIFY(QDir().mkpath(q(staleFolder)));
+        writeAll(staleFolder + "/model.safetensors", "partial");
+        writeAll(liveFile, "a writer that still runs");
+        writeAll(unrelated, "not ours");
+
+        writeBytesAtomically(dir + "/other.txt", "new");
+        QVERIFY(!QFile::exists(q(staleFile)));
+        QVERIFY(!QFileInfo::exists(q(staleFolder)));
+        QVERIFY(QFile::exists(q(liveFile)));
+        QVERIFY(QFile::exists(q(unrelated)));
+        QCOMPARE(readAll(dir + "/other.txt"), std::string("new"));
+    }
+
+    // ---- item 2: quantize --force ------------------------------------------------------------
+
+    void quantizeForceRefusesDestructiveDestinations()
+    {
+        const std::string root = makeTempDir("hostile-quantize");
+        const std::string source = root + "/outer/src";
+        QVERIFY(QDir().mkpath(q(source)));
+        writeTinyFloatCheckpoint(source, TinyModelSpec());
+        const std::string sourceWeights = readAll(source + "/model.safetensors");
+        writeAll(root + "/outer/notes.txt", "unrelated work");
+
+        auto refused = [&](const QStringList& args, const QString& expected) {
+            const CliResult r = runCli(args);
+            QVERIFY2(!r.crashed && r.exitCode == 1, qPrintable(args.join(' ') + " -> " + r.err));
+            QVERIFY2(r.err.contains(expected), qPrintable(r.err));
+        };
+        // DST holds SRC, is SRC (also through a link), or lies inside SRC.
+        refused({"quantize", q(source), q(root + "/outer"), "--force"}, "contains the source checkpoint");
+        refused({"quantize", q(source), q(source), "--force"}, "is the source checkpoint");
+        QCOMPARE(::symlink(source.c_str(), (root + "/alias").c_str()), 0);
+        refused({"quantize", q(source), q(root + "/alias"), "--force"}, "is the source checkpoint");
+        refused({"quantize", q(source), q(source + "/fp8"), "--force"}, "inside the source checkpoint");
+        // DST holds the calibration file.
+        const std::string calibrationDir = root + "/calibration";
+        QVERIFY(QDir().mkpath(q(calibrationDir)));
+        writeAll(calibrationDir + "/texts.txt", "the cat sat on the mat\n");
+        refused({"quantize", q(source), q(calibrationDir), "--activations", "tensor", "--calibration",
+                 q(calibrationDir + "/texts.txt"), "--force"},
+                "contains the input file");
+        // A folder that is not a checkpoint, and a regular file.
+        const std::string work = root + "/work";
+        QVERIFY(QDir().mkpath(q(work)));
+        writeAll(work + "/config.json", "{}");
+        writeAll(work + "/thesis.tex", "years of work");
+        refused({"quantize", q(source), q(work), "--force"}, "thesis.tex, which is not part of a checkpoint");
+        writeAll(root + "/file", "a file");
+        refused({"quantize", q(source), q(root + "/file"), "--force"}, "is not a folder");
+
+        QCOMPARE(readAll(source + "/model.safetensors"), sourceWeights);
+        QCOMPARE(readAll(root + "/outer/notes.txt"), std::string("unrelated work"));
+        QCOMPARE(readAll(work + "/thesis.tex"), std::string("years of work"));
+        QCOMPARE(readAll(calibrationDir + "/texts.txt"), std::string("the cat sat on the mat\n"));
+        QCOMPARE(readAll(root + "/file"), std::string("a file"));
+
+        // A checkpoint folder is replaced, in one step, and nothing is left beside it.
+        const std::string destination = root + "/fp8";
+        QVERIFY(runCli({"quantize", q(source), q(destination), "--weights", "tensor"}).exitCode == 0);
+        QVERIFY(json::parse(readAll(destination + "/config.json"))["quantization_config"]["config_groups"]["group_0"]
+                    ["weights"]["strategy"] == "tensor");
+        const CliResult again = runCli({"quantize", q(source), q(destination), "--weights", "channel", "--force"});
+        QVERIFY2(again.exitCode == 0, qPrintable(again.err));
+        QVERIFY(json::parse(readAll(destination + "/config.json"))["quantization_config"]["config_groups"]["group_0"]
+                    ["weights"]["strategy"] == "channel");
+        const QStringList leftovers =
+            QDir(q(root)).entryList(QStringList{".fp8*"}, QDir::Hidden | QDir::AllEntries | QDir::NoDotAndDotDot);
+        QVERIFY2(leftovers.isEmpty(), qPrintable(leftovers.join(',')));
+    }
+
+    // A replacement killed between parking the old DST and moving the new one in (file systems
+    // without an atomic exchange) leaves ".DST.old-PID": the next run puts it back.
+    void parkedDestinationOfAKilledRunIsRestored()
+    {
+        const std::string root = makeTempDir("hostile-parked");
+        const std::string destination = root + "/fp8";
+        QVERIFY(runCli({"quantize", q(floatDir_), q(destination)}).exitCode == 0);
+        const std::string config = readAll(destination + "/config.json");
+        const std::string parked = root + "/.fp8.old-" + std::to_string(deadPid());
+        QVERIFY(QDir().rename(q(destination), q(parked)));
+        const CliResult r = runCli({"quantize", q(floatDir_), q(destination)});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("already exists"), qPrintable(r.err));
+        QCOMPARE(readAll(destination + "/config.json"), config);
+        QVERIFY(!QFileInfo::exists(q(parked)));
+    }
+
+    // ---- item 3: nesting depth ---------------------------------------------------------------
+
+    void deepJsonIsRefusedWithOneSentence_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::newRow("config.json") << "config.json";
+        QTest::newRow("vocab.json") << "vocab.json";
+        QTest::newRow("index.json") << "model.safetensors.index.json";
+        QTest::newRow("safetensors header") << "model.safetensors";
+    }
+
+    void deepJsonIsRefusedWithOneSentence()
+    {
+        QFETCH(QString, file);
+        const std::string dir = makeTempDir("hostile-deep");
+        writeTinyFloatCheckpoint(dir, TinyModelSpec());
+        // 100,000 levels in 200 KB: what overflowed the stack.
+        const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+        const std::string path = dir + "/" + file.toStdString();
+        if (file == "model.safetensors") {
+            std::string header = "{\"__metadata__\":" + deep + "}";
+            std::string length(8, '\0');
+            for (int i = 0; i < 8; ++i)
+                length[std::size_t(i)] = char((header.size() >> (8 * i)) & 0xFF);
+            writeAll(path, length + header);
+        } else if (file == "config.json") {
+            json config = json::parse(readAll(path));
+            std::string text = config.dump();
+            text.insert(1, "\"deep\":" + deep + ",");
+            writeAll(path, text);
+        } else {
+            writeAll(path, "{\"weight_map\":" + deep + "}");
+        }
+        // A damaged tokenizer is reported by the commands that need text.
+        const CliResult r = file == "vocab.json" ? runCli({"tokenize", q(dir), "--text", "the cat", "--json"})
+                                                 : runCli({"inspect", q(dir), "--json"});
+        QVERIFY2(!r.crashed, "the CLI crashed");
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("more than 128 levels deep") && r.err.contains(q(path)), qPrintable(r.err));
+        QCOMPARE(r.err.count('\n'), 1);
+    }
+
+    void deepPatternsAreRefusedNotCompiled()
+    {
+        const std::string dir = makeTempDir("hostile-pattern");
+        const std::string fp8 = dir + "/fp8";
+        QVERIFY(runCli({"quantize", q(floatDir_), q(fp8)}).exitCode == 0);
+        json config = json::parse(readAll(fp8 + "/config.json"));
+        // 20,000 nested groups (40 KB), and a repetition that expands to a million states.
+        const std::string nested = "re:" + std::string(20000, '(') + "x" + std::string(20000, ')');
+        config["quantization_config"]["ignore"].push_back(nested);
+        config["quantization_config"]["ignore"].push_back("re:((x{1000}){1000})");
+        writeAll(fp8 + "/config.json", config.dump());
+
+        const CliResult inspect = runCli({"inspect", q(fp8), "--json"});
+        QVERIFY2(!inspect.crashed && inspect.exitCode == 0, qPrintable(inspect.err));
+        const json document = json::parse(inspect.out.toStdString());
+        int refused = 0;
+        for (const json& finding : document["diagnostics"])
+            if (finding["code"] == "pattern-invalid") {
+                const std::string message = finding["message"];
+                QVERIFY2(message.find("nests groups more than 16 levels") != std::string::npos ||
+                             message.find("more than 10000 states") != std::string::npos ||
+                             message.find("characters long") != std::string::npos,
+                         message.c_str());
+                QVERIFY(message.size() < 600);
+                ++refused;
+            }
+        QCOMPARE(refused, 2);
+        // A run matches the refused patterns against nothing and answers as before.
+        const CliResult qa = runCli({"qa", q(fp8), "--question", "what is the capital", "--context",
+                                     "Paris is the capital of France", "--json"});
+        QVERIFY2(!qa.crashed && qa.exitCode == 0, qPrintable(qa.err));
+
+        QVERIFY(targetPatternProblem(".*attention\\.self\\.(query|key|value)$") == std::nullopt);
+        QVERIFY(targetPatternProblem("lm_head\\..*") == std::nullopt);
+        QVERIFY(targetPatternProblem("(a{90}){100}") == std::nullopt); // 9,292 states, within the bound
+        QVERIFY(targetPatternProblem("(a{100}){101}").has_value());
+        QVERIFY(targetPatternProblem(std::string(16, '(') + std::string(16, ')')) == std::nullopt);
+        QVERIFY(targetPatternProblem(std::string(17, '(') + std::string(17, ')')).has_value());
+        QVERIFY(!matchesTarget(nested, "x", "Linear"));
+    }
+
+    // ---- item 4: a mapped checkpoint rewritten in place ----------------------------------------
+
+    void mappedFileTruncatedInPlaceIsReportedNotFatal()
+    {
+        const std::string dir = makeTempDir("hostile-sigbus");
+        const std::string path = dir + "/t.safetensors";
+        FloatTensor big;
+        big.shape = {4096, 64}; // 1 MiB: many pages past a truncation point
+        big.values.assign(4096 * 64, 1.5f);
+        writeSafetensors(path, {makeF32Tensor("big", big)});
+        auto store = TensorStore::openFile(path);
+        const TensorView& view = store->require("big");
+        store->checkUnchanged();
+
+        // What `cp other.safetensors model.safetensors` does to an open checkpoint: truncate, then
+        // write a shorter file under the same inode.
+        const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC);
+        QVERIFY(fd >= 0);
+        QCOMPARE(::write(fd, "12345678", 8), ssize_t(8));
+        ::close(fd);
+
+        // Reading the mapping past the new end raised SIGBUS; now the read completes.
+        double sum = 0;
+        for (std::size_t i = 0; i < view.byteSize; i += 4096)
+            sum += view.data[i];
+        const std::vector<float> values = view.toFloat().values;
+        QCOMPARE(values.size(), std::size_t(4096 * 64));
+        QVERIFY(sum >= 0);
+        try {
+            store->checkUnchanged();
+            QFAIL("a truncated mapping went unnoticed");
+        } catch (const Error& e) {
+            QVERIFY2(QString(e.what()).contains(q(path) + " changed on disk after it was opened"), e.what());
+        }
+    }
+
+    void sameSizeRewriteInPlaceIsReported()
+    {
+        const std::string dir = makeTempDir("hostile-rewrite");
+        const std::string path = dir + "/t.safetensors";
+        FloatTensor small;
+        small.shape = {4};
+        small.values = {1, 2, 3, 4};
+        writeSafetensors(path, {makeF32Tensor("s", small)});
+        auto store = TensorStore::openFile(path);
+        const std::string bytes = readAll(path);
+        // Same bytes, same size: only the modification time tells.
+        struct timespec times[2] = {{0, UTIME_OMIT}, {1, 0}};
+        const int fd = ::open(path.c_str(), O_WRONLY);
+        QCOMPARE(::pwrite(fd, bytes.data(), bytes.size(), 0), ssize_t(bytes.size()));
+        QCOMPARE(::futimens(fd, times), 0);
+        ::close(fd);
+        bool reported = false;
+        try {
+            store->checkUnchanged();
+        } catch (const Error&) {
+            reported = true;
+        }
+        QVERIFY(reported);
+        // A file replaced by rename (how this program writes) leaves the open mapping intact.
+        auto second = TensorStore::openFile(path);
+        writeSafetensors(path, {makeF32Tensor("s", small)});
+        second->checkUnchanged();
+        QCOMPARE(second->require("s").toFloat().values, small.values);
+    }
+
+    // ---- item 5: NaN and infinity --------------------------------------------------------------
+
+    void nonFiniteWeightsAreFlaggedAndRefused()
+    {
+        const std::string dir = makeTempDir("hostile-nan");
+        writeTinyFloatCheckpoint(dir, TinyModelSpec());
+        setElement(dir, "roberta.encoder.layer.1.output.LayerNorm.weight", 3, NAN);
+        setElement(dir, "roberta.encoder.layer.0.attention.self.query.bias", 0, INFINITY);
+        setElement(dir, "roberta.encoder.layer.0.intermediate.dense.weight", 7, -INFINITY);
+
+        auto checkpoint = Checkpoint::open(dir);
+        const auto findings = diagnoseCheckpoint(*checkpoint, computeScaleStatistics(*checkpoint));
+        QVERIFY(hasFinding(findings, "tensor-nonfinite", "roberta.encoder.layer.1.output.LayerNorm.weight"));
+        QVERIFY(hasFinding(findings, "tensor-nonfinite", "roberta.encoder.layer.0.attention.self.query.bias"));
+        QVERIFY(hasFinding(findings, "tensor-nonfinite", "roberta.encoder.layer.0.intermediate.dense.weight"));
+        QVERIFY(!hasFinding(findings, "tensor-nonfinite", "roberta.encoder.layer.0.output.dense.weight"));
+        for (const Finding& f : findings)
+            if (f.subject == "roberta.encoder.layer.0.intermediate.dense.weight" && f.code == "tensor-nonfinite")
+                QVERIFY2(f.message.find("0 NaN and 1 infinite values") != std::string::npos &&
+                             f.message.find("first at index 7") != std::string::npos,
+                         f.message.c_str());
+
+        const CliResult quantize = runCli({"quantize", q(dir), q(makeTempDir("hostile-nan-out") + "/fp8")});
+        QCOMPARE(quantize.exitCode, 1);
+        // Tensors are checked in name order; the first non-finite one is named.
+        QVERIFY2(quantize.err.contains("Tensor 'roberta.encoder.layer.0.attention.self.query.bias'") &&
+                     quantize.err.contains("an infinite value at element 0"),
+                 qPrintable(quantize.err));
+    }
+
+    void subnormalAndFlushingScalesAreFlagged()
+    {
+        const std::string dir = makeTempDir("hostile-scales");
+        const std::string fp8 = dir + "/fp8";
+        QVERIFY(runCli({"quantize", q(floatDir_), q(fp8), "--weights", "tensor"}).exitCode == 0);
+        const std::string module = "roberta.encoder.layer.0.attention.output.dense";
+        setElement(fp8, module + ".weight_scale", 0, 1e-40f); // float32 subnormal
+        auto checkpoint = Checkpoint::open(fp8);
+        const auto findings = diagnoseCheckpoint(*checkpoint, computeScaleStatistics(*checkpoint));
+        QVERIFY(hasFinding(findings, "scale-subnormal", module + ".weight_scale"));
+        QCOMPARE(std::count_if(findings.begin(), findings.end(), [](const Finding& f) { return f.code == "scale-subnormal"; }),
+                 std::ptrdiff_t(1));
+
+        // Observed amax 0.5 against a static scale of 1024: 0.5 / 1024 < 2^-10, every input is 0.
+        LinearInfo info;
+        info.module = module;
+        info.activations = ActivationQuantization::StaticPerTensor;
+        info.inputScale = 1024;
+        ActivationStatistics stats;
+        stats.module = module;
+        stats.amax = 0.5f;
+        stats.inputScale = 1024;
+        stats.elements = 100;
+        stats.flushedToZero = 100;
+        auto flush = diagnoseActivations({stats}, {info});
+        QCOMPARE(flush.size(), std::size_t(1));
+        QCOMPARE(flush[0].code, std::string("static-scale-flush"));
+        stats.amax = 2.0f; // 2 / 1024 = 2^-9 is the smallest subnormal: not everything is lost
+        QVERIFY(!hasFinding(diagnoseActivations({stats}, {info}), "static-scale-flush", ""));
+    }
+
+    void nanOutputsNeverAgree()
+    {
+        const std::string dir = makeTempDir("hostile-nan-mlm");
+        for (const QString& name : QDir(q(mlmDir_)).entryList(QDir::Files))
+            QVERIFY(QFile::copy(q(mlmDir_) + "/" + name, q(dir) + "/" + name));
+        // One NaN in the head's LayerNorm reaches every logit.
+        setElement(dir, "lm_head.layer_norm.weight", 0, NAN);
+
+        const CliResult fill = runCli({"fill-mask", q(dir), "--text", "the <mask> sat", "--json"});
+        QVERIFY2(!fill.crashed, "fill-mask crashed");
+        QCOMPARE(fill.exitCode, 1);
+        QVERIFY2(fill.err.contains("NaN or infinite"), qPrintable(fill.err));
+        const json out = json::parse(fill.out.toStdString());
+        QVERIFY(out["nonfinite_logits"][0].get<int64_t>() > 0);
+        QVERIFY(out.contains("error"));
+
+        const CliResult compare = runCli({"compare", q(dir), "--text", "the <mask> sat", "--json"});
+        QVERIFY2(!compare.crashed && compare.exitCode == 0, qPrintable(compare.err));
+        const json document = json::parse(compare.out.toStdString());
+        QCOMPARE(document["final"]["fill_mask"]["masks"][0]["top1_agrees"].get<bool>(), false);
+        QCOMPARE(document["final"]["nonfinite"]["run_outputs"].get<bool>(), true);
+        // The first capture point with NaN is the head's LayerNorm output feeding the decoder (the
+        // earlier points, up to lm_head.dense, are finite).
+        const json first = document["final"]["nonfinite"]["run_first"];
+        QVERIFY2(first.is_string() && first.get<std::string>().rfind("lm_head.decoder", 0) == 0, first.dump().c_str());
+        QVERIFY(document["final"]["nonfinite"]["note"].get<std::string>().find("not claimed") != std::string::npos);
+
+        const CliResult text = runCli({"compare", q(dir), "--text", "the <mask> sat"});
+        QVERIFY(text.out.contains("not compared (non-finite outputs)"));
+        QVERIFY(!text.out.contains("agrees"));
+    }
+
+    // ---- item 6: JSON of strings that are not UTF-8 ---------------------------------------------
+
+    void jsonOutputSurvivesInvalidUtf8()
+    {
+        QCOMPARE(escapeInvalidUtf8("caf\xe9 \xc3\xa9 \xf0\x9f\x99\x82 \xed\xa0\x80 \xc3"),
+                 std::string("caf\\xE9 \xc3\xa9 \xf0\x9f\x99\x82 \\xED\\xA0\\x80 \\xC3"));
+        const json repaired = withValidUtf8(json{{"k\xff", {"\xe2\x82", 1}}});
+        QCOMPARE(repaired.dump(), std::string(R"({"k\\xFF":["\\xE2\\x82",1]})"));
+
+        // A Latin-1 folder name, passed as raw bytes through the shell.
+        const std::string root = makeTempDir("hostile-latin1");
+        const std::string folder = root + "/caf\xe9";
+        QVERIFY(::mkdir(folder.c_str(), 0755) == 0);
+        for (const char* name : {"config.json", "model.safetensors", "vocab.json", "merges.txt"})
+            writeAll(folder + "/" + name, readAll(floatDir_ + "/" + name));
+        const CliResult r = runProgram("/bin/sh", {"-c", "exec \"$0\" inspect \"$1/$(printf 'caf\\351')\" --json",
+                                                   QStringLiteral(SCALESCOPE_CLI), q(root)});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const json document = json::parse(r.rawOut.toStdString());
+        QCOMPARE(document["checkpoint"].get<std::string>(), root + "/caf\\xE9");
+    }
+
+    void fillMaskJsonKeepsPartialUtf8Tokens()
+    {
+        const QString demo = QStringLiteral(SCALESCOPE_DEMO_DIR) + "/mlm-fp8";
+        if (!QFileInfo::exists(demo))
+            QSKIP("the demo MLM is absent");
+        const CliResult r = runCli({"fill-mask", demo, "--text", "The capital of France is <mask>.", "--top-k", "50", "--json"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const json out = json::parse(r.out.toStdString());
+        QCOMPARE(out["masks"][0].size(), std::size_t(50));
+    }
+
+    // ---- item 8: evaluate --csv ----------------------------------------------------------------
+
+    void evaluateChecksCsvBeforeTheRun()
+    {
+        const std::string dir = makeTempDir("hostile-csv");
+        const std::string squad = dir + "/squad.json";
+        writeAll(squad, R"({"version":"1.1","data":[{"title":"t","paragraphs":[{"context":"Paris is the capital of France",
+            "qas":[{"id":"q1","question":"what is the capital","answers":[{"text":"Paris","answer_start":0}]}]}]}]})");
+        QVERIFY(QDir().mkpath(q(dir + "/folder.csv")));
+        QCOMPARE(::symlink((dir + "/nowhere").c_str(), (dir + "/dangling.csv").c_str()), 0);
+        QCOMPARE(::mknod((dir + "/device.csv").c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+        for (const char* name : {"folder.csv", "dangling.csv", "device.csv"}) {
+            for (bool force : {false, true}) {
+                QStringList args = {"evaluate", q(floatDir_), "--squad", q(squad), "--max-seq-len", "128", "--doc-stride", "64", "--csv",
+                                    q(dir + "/" + name), "--json"};
+                if (force)
+                    args << "--force";
+                const CliResult r = runCli(args);
+                QCOMPARE(r.exitCode, 1);
+                QVERIFY2(r.out.isEmpty(), "refused before the run, so nothing was evaluated");
+                QVERIFY2(r.err.contains(name), qPrintable(r.err));
+            }
+        }
+        QCOMPARE(typeOf(dir + "/dangling.csv"), mode_t(S_IFLNK));
+        QCOMPARE(typeOf(dir + "/device.csv"), mode_t(S_IFCHR));
+        const CliResult ok = runCli({"evaluate", q(floatDir_), "--squad", q(squad), "--max-seq-len", "128", "--doc-stride", "64", "--csv",
+                                     q(dir + "/out.csv"), "--json"});
+        QVERIFY2(ok.exitCode == 0, qPrintable(ok.err));
+        QCOMPARE(json::parse(ok.out.toStdString())["csv"].get<std::string>(), dir + "/out.csv");
+    }
+
+    // ---- item 12: terminal escapes, spreadsheet formulas, exit codes ----------------------------
+
+    void terminalEscapesAreShownNotSent()
+    {
+        QCOMPARE(terminalSafe("ok \x1b[31mred\x1b[0m \xc2\x9b" "2J \x07 caf\xc3\xa9\n"),
+                 std::string("ok \\x1B[31mred\\x1B[0m \\xC2\\x9B2J \\x07 caf\xc3\xa9\\x0A"));
+        QCOMPARE(terminalSafe("a\nb", true), std::string("a\nb"));
+
+        const std::string dir = makeTempDir("hostile-escape");
+        for (const QString& name : QDir(q(floatDir_)).entryList(QDir::Files))
+            QVERIFY(QFile::copy(q(floatDir_) + "/" + name, q(dir) + "/" + name));
+        json config = json::parse(readAll(dir + "/config.json"));
+        config["quantization_config"] = {{"quant_method", "compressed-tensors"}, {"format", "float-quantized"},
+                                         {"config_groups", {{"g\x1b]0;pwned\x07", {{"targets", {"Linear"}}}}}}};
+        writeAll(dir + "/config.json", config.dump());
+        const CliResult r = runCli({"inspect", q(dir)});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY(!r.out.contains(QChar(0x1b)) && !r.out.contains(QChar(0x07)));
+        QVERIFY(r.out.contains("g\\x1B]0;pwned\\x07"));
+    }
+
+    void csvCellsNeverStartFormulas()
+    {
+        QCOMPARE(csvField("=HYPERLINK(\"http://x\")"), std::string("\"'=HYPERLINK(\"\"http://x\"\")\""));
+        QCOMPARE(csvField("@SUM(A1)"), std::string("'@SUM(A1)"));
+        QCOMPARE(csvField("+1+cmd"), std::string("'+1+cmd"));
+        QCOMPARE(csvField("-2+3"), std::string("'-2+3"));
+        QCOMPARE(csvField("\tx"), std::string("'\tx"));
+        QCOMPARE(csvField("-1.5e-3"), std::string("-1.5e-3"));
+        QCOMPARE(csvField("-inf"), std::string("-inf"));
+        QCOMPARE(csvField("+7"), std::string("+7"));
+        QCOMPARE(csvField("Paris"), std::string("Paris"));
+    }
+
+    void badOptionValuesExitTwoEverywhere()
+    {
+        const std::string dir = makeTempDir("hostile-exit");
+        const std::vector<QStringList> usage = {
+            {"quantize", q(floatDir_), q(dir + "/a"), "--weights", "bogus"},
+            {"quantize", q(floatDir_), q(dir + "/b"), "--scale-dtype", "bogus"},
+            {"inspect", q(floatDir_), "--plots", q(dir + "/p"), "--format", "bmp"},
+            {"compare", q(floatDir_), "--input-ids", q(ids_), "--plots", q(dir + "/p"), "--format", "bmp"},
+        };
+        for (const QStringList& args : usage) {
+            const CliResult r = runCli(args);
+            QVERIFY2(r.exitCode == 2, qPrintable(args.join(' ') + " -> " + QString::number(r.exitCode) + " " + r.err));
+        }
+        QVERIFY(!QFileInfo::exists(q(dir + "/a")) && !QFileInfo::exists(q(dir + "/p")));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestHostileInputs)
+#include "test_hostile_inputs.moc"
