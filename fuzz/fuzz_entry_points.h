@@ -25,6 +25,7 @@
 #include "model/quantization_config.h"
 #include "tasks/squad_dataset.h"
 #include "text/bpe_tokenizer.h"
+#include "text/wordpiece_tokenizer.h"
 
 namespace scalescope::fuzz {
 
@@ -338,6 +339,73 @@ inline void runTokenizerFilesInput(const std::string& input, const std::string& 
             // ids the vocabulary skips are reported, not crashed on
         }
     }
+}
+
+// Properties of every WordPiece encoding: parallel lists, ids inside the vocabulary, the added
+// [CLS]/[SEP] at (0, 0), offsets inside their own text, type id 1 exactly on the second text and
+// its closing [SEP].
+inline void checkWordPieceEncoding(const Tokenizer& tokenizer, const Encoding& encoding, const std::string& first,
+                                   const std::string* second)
+{
+    const std::size_t count = encoding.ids.size();
+    check(count == encoding.offsets.size() && count == encoding.sequenceIds.size() && count == encoding.typeIds.size(),
+          "ids, offsets, sequence ids and type ids have one entry per token");
+    check(count >= static_cast<std::size_t>(second ? tokenizer.specialTokensInPair() : tokenizer.specialTokensInSingle()),
+          "an encoding holds at least its special tokens");
+    check(encoding.ids.front() == tokenizer.clsId() && encoding.ids.back() == tokenizer.sepId(),
+          "an encoding starts with [CLS] and ends with [SEP]");
+    const int firstLength = codePointCount(first);
+    const int secondLength = second ? codePointCount(*second) : 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        check(encoding.ids[i] >= 0 && encoding.ids[i] < tokenizer.vocabSize(), "token ids are inside the vocabulary");
+        const int sequence = encoding.sequenceIds[i];
+        const auto [start, end] = encoding.offsets[i];
+        if (sequence < 0) {
+            check(start == 0 && end == 0, "added special tokens have offsets (0, 0)");
+        } else {
+            check(0 <= start && start <= end && end <= (sequence == 0 ? firstLength : secondLength),
+                  "offsets lie inside their text");
+            check(encoding.typeIds[i] == sequence, "text tokens carry their sequence's type id");
+        }
+    }
+    check(encoding.typeIds.back() == (second ? 1 : 0), "the closing [SEP] carries the last text's type id");
+    (void)tokenizer.decode(encoding.ids, true);
+    (void)tokenizer.decode(encoding.ids, false);
+}
+
+// First byte even: the rest is "vocab.txt <sep> tokenizer_config.json <sep> text" (an empty
+// config part means no tokenizer_config.json); odd: "tokenizer.json <sep> text". A tokenizer that
+// loads encodes the text alone and as a pair with itself.
+inline void runWordPieceFilesInput(const std::string& input, const std::string& scratchDir)
+{
+    if (input.empty())
+        return;
+    removeScratchFiles(scratchDir, {"vocab.txt", "tokenizer_config.json", "tokenizer.json"});
+    const std::vector<std::string> parts = splitParts(input.substr(1));
+    std::unique_ptr<WordPieceTokenizer> tokenizer;
+    std::string text;
+    if ((static_cast<unsigned char>(input[0]) & 1) == 0) {
+        const std::string vocabPath = joinPath(scratchDir, "vocab.txt");
+        writeScratchFile(vocabPath, parts[0]);
+        std::string configPath;
+        if (parts.size() > 1 && !parts[1].empty()) {
+            configPath = joinPath(scratchDir, "tokenizer_config.json");
+            writeScratchFile(configPath, parts[1]);
+        }
+        text = parts.size() > 2 ? parts[2] : "Hello world [MASK]!";
+        tokenizer = WordPieceTokenizer::loadFromVocabTxt(vocabPath, configPath);
+    } else {
+        const std::string path = joinPath(scratchDir, "tokenizer.json");
+        writeScratchFile(path, parts[0]);
+        text = parts.size() > 1 ? parts[1] : "Hello world [MASK]!";
+        tokenizer = WordPieceTokenizer::loadFromTokenizerJson(path);
+    }
+    check(tokenizer->vocabSize() > 0, "a loaded tokenizer has a vocabulary");
+    for (const int64_t id : {tokenizer->clsId(), tokenizer->sepId(), tokenizer->padId(), tokenizer->unkId(),
+                             tokenizer->maskId()})
+        check(id >= 0 && id < tokenizer->vocabSize(), "special token ids are inside the vocabulary");
+    checkWordPieceEncoding(*tokenizer, tokenizer->encode(text), text, nullptr);
+    checkWordPieceEncoding(*tokenizer, tokenizer->encodePair(text, text), text, &text);
 }
 
 inline void runSquadInput(const std::string& text)

@@ -196,6 +196,29 @@ def tokenizer_files_seeds():
           b"\x00" + b'{"<s>": ' + b"[" * 200 + b"]" * 200 + b"}" + SEP + merges_txt.encode())
 
 
+def wordpiece_files_seeds():
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "un", "##aff", "##able",
+             "a", "##b", "cafe", "\u65e5", "##s"]
+    vocab_txt = "".join(token + "\n" for token in vocab)
+    text = "Hello, world! unaffable Caf\u00e9 \u65e5\u672c [MASK]x\u0000\t" + "a" * 101
+    write("wordpiece_files", "vocab_txt",
+          b"\x00" + vocab_txt.encode() + SEP + b'{"do_lower_case": true}' + SEP + text.encode())
+    write("wordpiece_files", "vocab_txt_cased_crlf",
+          b"\x00" + vocab_txt.replace("\n", "\r\n").encode() + SEP +
+          b'{"do_lower_case": false, "strip_accents": true, "tokenize_chinese_chars": false}' + SEP + text.encode())
+    added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for i, t in enumerate(vocab[:5])]
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+           "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                          "strip_accents": None, "lowercase": True},
+           "pre_tokenizer": {"type": "BertPreTokenizer"},
+           "post_processor": {"type": "BertProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2]},
+           "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+           "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                     "max_input_chars_per_word": 100, "vocab": {t: i for i, t in enumerate(vocab)}}}
+    write("wordpiece_files", "tokenizer_json", b"\x01" + json.dumps(tok).encode() + SEP + text.encode())
+
+
 def tokenizer_encode_seeds():
     texts = [
         b"\x00Hello world! The quick brown fox.",
@@ -257,6 +280,11 @@ DICTS = {
     "tokenizer_files": ['"<s>"', '"</s>"', '"<pad>"', '"<unk>"', '"<mask>"', '"model"', '"vocab"', '"merges"',
                         '"type"', '"BPE"', '"ByteLevel"', '"pre_tokenizer"', '"added_tokens"', '"content"',
                         '"id"', '"special"', '"#version: 0.2"', '"\\xc4\\xa0"', '"\\x0a@@next-file@@\\x0a"'],
+    "wordpiece_files": ['"[CLS]"', '"[SEP]"', '"[PAD]"', '"[UNK]"', '"[MASK]"', '"##"', '"model"', '"vocab"',
+                        '"WordPiece"', '"BertNormalizer"', '"BertPreTokenizer"', '"added_tokens"', '"content"',
+                        '"do_lower_case"', '"strip_accents"', '"tokenize_chinese_chars"', '"lowercase"',
+                        '"max_input_chars_per_word"', '"\\xcc\\x81"', '"\\xe6\\x97\\xa5"',
+                        '"\\x0a@@next-file@@\\x0a"'],
     "tokenizer_encode": ['"<mask>"', '"\'s"', '"\'ll"', '"\'re"', '"\'ve"', '" "', '"\\x0a"', '"\\xc3\\xa9"',
                          '"\\xe6\\x9d\\xb1"', '"\\xf0\\x9f\\x99\\x82"', '"\\xe2\\x80\\xaf"', '"\\xcc\\x81"'],
     "squad": ['"version"', '"data"', '"title"', '"paragraphs"', '"context"', '"qas"', '"id"', '"question"',
@@ -283,5 +311,6 @@ if __name__ == "__main__":
     config_seeds()
     tokenizer_files_seeds()
     tokenizer_encode_seeds()
+    wordpiece_files_seeds()
     squad_seeds()
     write_dicts()
