@@ -20,7 +20,7 @@ namespace {
 
 // The tests folder (CMake defines it; __FILE__ may be relative when ccache rewrites paths).
 const QString kSourceDir = QStringLiteral(QT_TESTCASE_SOURCEDIR);
-const QStringList kTargets = {"safetensors", "config", "tokenizer_files", "tokenizer_encode", "squad"};
+const QStringList kTargets = {"safetensors", "config", "tokenizer_files", "wordpiece_files", "tokenizer_encode", "squad"};
 
 std::string readBytes(const QString& path)
 {
@@ -156,6 +156,8 @@ private slots:
                 fuzz::runConfigInput(input, scratch_.path());
             else if (target == "tokenizer_files")
                 fuzz::runTokenizerFilesInput(input, scratch_.path());
+            else if (target == "wordpiece_files")
+                fuzz::runWordPieceFilesInput(input, scratch_.path());
             else if (target == "tokenizer_encode")
                 fuzz::runTokenizerEncodeInput(encodeTokenizer(), input, true);
             else if (target == "squad")
