@@ -17,12 +17,14 @@
 
 #include <cmath>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "charts/chart_export.h"
 #include "charts/chart_renderer.h"
 #include "common/error.h"
+#include "report/charts.h"
 
 using namespace scalescope;
 using namespace scalescope::ui;
@@ -722,6 +724,62 @@ private slots:
         QCOMPARE(QString::fromStdString(formatChartValue(value)), text);
         if (std::isfinite(value))
             QCOMPARE(std::stod(text.toStdString()), value);
+    }
+
+    // Cosines of 0.9999 all look like 1.0 as bars: the chart plots 1 - cos on a log axis.
+    void cosineChartPlotsDistanceOnLogAxis()
+    {
+        ComparisonResult comparison;
+        const std::vector<double> cosines = {1.0, 0.99999, 0.999, 0.9};
+        for (std::size_t i = 0; i < cosines.size(); ++i) {
+            CapturePointMetrics p;
+            p.kind = i == 0 ? CaptureKind::Embeddings : CaptureKind::LayerOutput;
+            p.layer = int(i) - 1;
+            p.metrics.cosine = cosines[i];
+            comparison.points.push_back(p);
+        }
+        const ChartData chart = layerCosineChart(comparison);
+        QVERIFY(chart.logY);
+        QCOMPARE(chart.series.size(), std::size_t(1));
+        for (std::size_t i = 0; i < cosines.size(); ++i)
+            QCOMPARE(chart.series[0].y[i], 1.0 - cosines[i]);
+        QVERIFY(QString::fromStdString(chart.title).contains("identical")); // the embeddings: 1 - cos = 0
+        QVERIFY(QString::fromStdString(chart.yLabel).contains("1 - cosine"));
+    }
+
+    // NaN, zero and negative scales are shown in red at the bottom of the axis, not dropped.
+    void invalidChannelScalesAreMarked()
+    {
+        LinearScaleStatistics linear;
+        linear.module = "roberta.encoder.layer.0.attention.self.query";
+        linear.channelScales = {0.01f, NAN, 0.0f, 0.02f, -1.0f, 0.04f};
+        const ChartData chart = channelScalesChart(linear);
+        QCOMPARE(chart.series.size(), std::size_t(2));
+        QCOMPARE(chart.series[0].x, std::vector<double>({0, 3, 5}));
+        QCOMPARE(chart.series[1].x, std::vector<double>({1, 2, 4}));
+        QCOMPARE(chart.series[1].color, std::string("#D00000"));
+        for (double y : chart.series[1].y)
+            QCOMPARE(y, double(0.01f)); // drawn at the smallest valid scale, visible on the log axis
+        QVERIFY(QString::fromStdString(chart.title).contains("3 invalid"));
+        QVERIFY(!QString::fromStdString(chart.title).contains("extreme"));
+
+        linear.channelScales = {1e-6f, 1.0f};
+        QVERIFY(QString::fromStdString(channelScalesChart(linear).title).contains("extreme max/min ratio 1e+06"));
+        linear.channelScales = {0.5f, 1.0f};
+        QCOMPARE(channelScalesChart(linear).series.size(), std::size_t(1));
+    }
+
+    // The reference's logits are drawn as points in their own hues, so the two runs read apart.
+    void logitsChartTellsRunsApart()
+    {
+        const ChartData chart = qaLogitsChart({"<s>", "a", "</s>"}, {1, 2, 3}, {3, 2, 1}, {1, 2, 3}, {3, 2, 1}, true);
+        QCOMPARE(chart.series.size(), std::size_t(4));
+        QCOMPARE(int(chart.series[0].style), int(SeriesStyle::Line));
+        QCOMPARE(int(chart.series[2].style), int(SeriesStyle::Points));
+        std::set<std::string> colours;
+        for (const ChartSeries& series : chart.series)
+            colours.insert(series.color);
+        QCOMPARE(colours.size(), std::size_t(4));
     }
 
 private:

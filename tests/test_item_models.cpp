@@ -762,7 +762,13 @@ void TestItemModels::answersSideBySide()
     QVERIFY(!model.data(model.index(0, AnswersModel::RunAnswerColumn), kProbabilityRole).isValid());
     QVERIFY(!model.data(model.index(2, AnswersModel::ReferenceScoreColumn), kProbabilityRole).isValid());
     QCOMPARE(model.headerData(AnswersModel::ReferenceSpanColumn, Qt::Horizontal).toString(),
-             QStringLiteral("Span (reference)"));
+             QStringLiteral("Reference span"));
+    // The run side is named by the mode that produced it, not "run".
+    QCOMPARE(model.headerData(AnswersModel::RunAnswerColumn, Qt::Horizontal).toString(), QStringLiteral("FP8 answer"));
+    QSignalSpy headers(&model, &QAbstractItemModel::headerDataChanged);
+    model.setRunLabel(QStringLiteral("Dequant"));
+    QCOMPARE(headers.count(), 1);
+    QCOMPARE(model.headerData(AnswersModel::RunScoreColumn, Qt::Horizontal).toString(), QStringLiteral("Dequant score"));
     QVERIFY(model.agreesAt(0));
     QVERIFY(!model.agreesAt(2));
 }

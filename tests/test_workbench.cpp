@@ -1,10 +1,18 @@
 // The workbench window driven as a user would: open a generated checkpoint, ask a question (button
 // and Ctrl+Enter), fill a mask, open the charts, drill into a layer, export every format and a
 // report, cancel a run, survive a broken folder; and measure the largest event-loop stall while a
-// run is going.
+// run is going. Then what a result on screen may claim: results of another checkpoint are cleared,
+// results of another mode are rerun, a report leaves out stale results, the window fits a laptop,
+// a failed device switch goes back, the keyboard moves through the Ask panel, and a checkpoint that
+// cannot run is opened for inspection only.
 #include <QtTest>
 
 #include <QComboBox>
+#include <QDir>
+#include <QHeaderView>
+#include <QLayout>
+#include <QProcess>
+#include <QScreen>
 #include <QElapsedTimer>
 #include <QImage>
 #include <QLabel>
@@ -14,6 +22,8 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
+#include <QSplitter>
+#include <QStatusBar>
 #include <QXmlStreamReader>
 
 #include "charts/chart_export.h"
@@ -32,6 +42,8 @@
 #include "panels/fill_mask_panel.h"
 #include "panels/model_panel.h"
 #include "panels/scales_panel.h"
+#include "shell_quote.h"
+#include "stale_banner.h"
 #include "support/fixtures.h"
 
 using namespace scalescope;
@@ -55,11 +67,63 @@ double inkedShare(const QImage& image)
 
 const char* kContext = "the cat sat on the mat . the dog sat on the mat . Paris is the capital of France .";
 
+// A small SQuAD 2.0 file about kContext: answerable and unanswerable questions.
+std::vector<std::pair<std::string, std::string>> kSquadQuestions = {
+    {"where is the cat ?", "the mat"}, {"what is the capital of France ?", "Paris"},
+    {"where is the dog ?", "the mat"}, {"what sat on the mat ?", "the cat"}, {"what is France ?", ""}};
+
+std::string writeSquadFile()
+{
+    const std::string squad = makeTempDir("wb-squad") + "/dev.json";
+    nlohmann::json qas = nlohmann::json::array();
+    const std::string context = kContext;
+    for (std::size_t i = 0; i < kSquadQuestions.size(); ++i) {
+        nlohmann::json answers = nlohmann::json::array();
+        if (!kSquadQuestions[i].second.empty())
+            answers.push_back({{"text", kSquadQuestions[i].second}, {"answer_start", context.find(kSquadQuestions[i].second)}});
+        qas.push_back({{"id", "q" + std::to_string(i)}, {"question", kSquadQuestions[i].first}, {"answers", answers},
+                       {"is_impossible", answers.empty()}});
+    }
+    const nlohmann::json file = {{"version", "v2.0"},
+                                 {"data", {{{"title", "t"}, {"paragraphs", {{{"context", context}, {"qas", qas}}}}}}}};
+    QFile out(QString::fromStdString(squad));
+    out.open(QIODevice::WriteOnly);
+    out.write(QByteArray::fromStdString(file.dump()));
+    return squad;
+}
+
+nlohmann::json readJson(const QString& path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return nullptr;
+    return nlohmann::json::parse(file.readAll().toStdString());
+}
+
+bool hasLeftOut(const nlohmann::json& summary, const std::string& result)
+{
+    for (const auto& entry : summary["left_out"])
+        if (entry["result"] == result)
+            return true;
+    return false;
+}
+
 } // namespace
 
 class TestWorkbench : public QObject {
     Q_OBJECT
-    std::string qaFloat_, qaFp8_, mlmFloat_, mlmFp8_;
+    std::string qaFloat_, qaFp8_, qaFp8Tensor_, mlmFloat_, mlmFp8_;
+
+    bool answerAndWait(MainWindow& window, const QString& question)
+    {
+        // Opening a checkpoint also loads its remembered reference: the button is off until then.
+        if (!QTest::qWaitFor([&] { return !window.session()->busy(); }, 30000))
+            return false;
+        window.askPanel()->setInputs(question, kContext);
+        QSignalSpy answered(window.session(), &WorkbenchSession::answered);
+        QTest::mouseClick(window.askPanel()->askButton(), Qt::LeftButton);
+        return answered.wait(30000);
+    }
 
     bool openAndWait(MainWindow& window, const std::string& dir)
     {
@@ -85,6 +149,8 @@ private slots:
         writeTinyFloatCheckpoint(qaFloat_, spec);
         qaFp8_ = makeTempDir("wb-qa8") + "/qa-fp8";
         writeTinyFp8Checkpoint(qaFloat_, qaFp8_, {"channel", "token", "F32"});
+        qaFp8Tensor_ = makeTempDir("wb-qa8t") + "/qa-fp8-tensor";
+        writeTinyFp8Checkpoint(qaFloat_, qaFp8Tensor_, {"tensor", "tensor", "F32"});
         spec.architecture = "RobertaForMaskedLM";
         mlmFloat_ = makeTempDir("wb-mlm");
         writeTinyFloatCheckpoint(mlmFloat_, spec);
@@ -298,26 +364,9 @@ private slots:
 
     void evaluatesSquadFile()
     {
-        // A small SQuAD 2.0 file written here: answerable and unanswerable questions.
-        const std::string squad = makeTempDir("wb-squad") + "/dev.json";
-        nlohmann::json qas = nlohmann::json::array();
+        const std::string squad = writeSquadFile();
+        const auto& questions = kSquadQuestions;
         const std::string context = kContext;
-        const std::vector<std::pair<std::string, std::string>> questions = {
-            {"where is the cat ?", "the mat"}, {"what is the capital of France ?", "Paris"},
-            {"where is the dog ?", "the mat"}, {"what sat on the mat ?", "the cat"}, {"what is France ?", ""}};
-        for (std::size_t i = 0; i < questions.size(); ++i) {
-            nlohmann::json answers = nlohmann::json::array();
-            if (!questions[i].second.empty())
-                answers.push_back({{"text", questions[i].second}, {"answer_start", context.find(questions[i].second)}});
-            qas.push_back({{"id", "q" + std::to_string(i)}, {"question", questions[i].first}, {"answers", answers},
-                           {"is_impossible", answers.empty()}});
-        }
-        const nlohmann::json file = {{"version", "v2.0"},
-                                     {"data", {{{"title", "t"}, {"paragraphs", {{{"context", context}, {"qas", qas}}}}}}}};
-        QFile out(q(squad));
-        QVERIFY(out.open(QIODevice::WriteOnly));
-        out.write(QByteArray::fromStdString(file.dump()));
-        out.close();
 
         MainWindow window;
         window.show();
@@ -373,6 +422,275 @@ private slots:
         QVERIFY(std::isinf(outcome->comparison->finalLogits.sqnrDb));
     }
 
+    // Item 1 and 2 of issue 14: open A, answer, drill into a point, open B: nothing of A is left on
+    // screen or in the report, which is stamped with B.
+    void openingAnotherCheckpointClearsResults()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndWait(window, qaFp8_));
+        QVERIFY(setReferenceAndWait(window, qaFloat_));
+        QVERIFY(answerAndWait(window, "where is the cat ?"));
+        QSignalSpy captured(window.session(), &WorkbenchSession::capturePointReady);
+        emit window.errorsPanel()->capturePointRequested("roberta.encoder.layer.1.output");
+        QVERIFY(captured.wait(30000));
+        QVERIFY(!window.errorsPanel()->charts().at(4)->chart().series.empty());
+        QVERIFY(window.askPanel()->banner()->hasResult());
+        QCOMPARE(window.askPanel()->banner()->resultStamp().checkpoint, q(qaFp8_));
+
+        QVERIFY(openAndWait(window, qaFp8Tensor_));
+        QCOMPARE(window.askPanel()->answersModel()->rowCount(), 0);
+        QVERIFY(window.askPanel()->logitsChart()->chart().series.empty());
+        QVERIFY(window.askPanel()->contextEdit()->extraSelections().isEmpty());
+        QVERIFY(window.askPanel()->resultLabel()->text().contains("cleared"));
+        QCOMPARE(window.errorsPanel()->metricsModel()->rowCount(), 0);
+        for (ChartView* chart : window.errorsPanel()->charts())
+            QVERIFY(chart->chart().series.empty());
+        QVERIFY(!window.errorsPanel()->comparison());
+        const auto scaleCharts = window.scalesPanel()->charts();
+        QVERIFY(scaleCharts.at(3)->chart().series.empty()); // activation range of A
+        QVERIFY(scaleCharts.at(4)->chart().series.empty());
+        QVERIFY(!scaleCharts.at(0)->chart().series.empty()); // B's own weight scales
+        // The inputs stay: the user may want to ask B the same question.
+        QCOMPARE(window.askPanel()->question(), QString("where is the cat ?"));
+
+        QTemporaryDir dir;
+        const QStringList files = window.exportReport(dir.path());
+        const auto summary = readJson(dir.filePath("summary.json"));
+        QCOMPARE(QString::fromStdString(summary["checkpoint"]), q(qaFp8Tensor_));
+        QVERIFY(!summary.contains("final_logits"));
+        QVERIFY(!summary.contains("question"));
+        QVERIFY(!files.contains(dir.filePath("answers.csv")));
+        QVERIFY(!files.contains(dir.filePath("layer_metrics.csv")));
+        QVERIFY(!files.contains(dir.filePath("layer_sqnr.png")));
+        QVERIFY(files.contains(dir.filePath("tensors.csv")));
+        QFile index(dir.filePath("index.html"));
+        QVERIFY(index.open(QIODevice::ReadOnly));
+        const QString page = QString::fromUtf8(index.readAll());
+        QVERIFY(page.contains(q(qaFp8Tensor_).toHtmlEscaped()));
+        QVERIFY(page.contains("<img src=\""));
+        QVERIFY(!page.contains(q(qaFp8_) + "<")); // A is named nowhere
+
+        // Answering B fills the panels again, stamped with B.
+        QVERIFY(answerAndWait(window, "where is the cat ?"));
+        QCOMPARE(window.errorsPanel()->banner()->resultStamp().checkpoint, q(qaFp8Tensor_));
+        QVERIFY(!window.errorsPanel()->banner()->isStale());
+    }
+
+    // Item 5 (and 2): another mode reruns the last question in that mode; the drill-down of the
+    // previous run goes; every label names the mode.
+    void changingModeRerunsAndLabelsTheMode()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndWait(window, qaFp8_));
+        QVERIFY(setReferenceAndWait(window, qaFloat_));
+        window.modeBox()->setCurrentIndex(0);
+        QVERIFY(answerAndWait(window, "what is the capital of France ?"));
+        QSignalSpy captured(window.session(), &WorkbenchSession::capturePointReady);
+        emit window.errorsPanel()->capturePointRequested("roberta.encoder.layer.0.output");
+        QVERIFY(captured.wait(30000));
+        QVERIFY(!window.errorsPanel()->charts().at(5)->chart().series.empty());
+        const double fp8Sqnr = window.errorsPanel()->comparison()->finalLogits.sqnrDb;
+
+        QSignalSpy answered(window.session(), &WorkbenchSession::answered);
+        window.modeBox()->setCurrentIndex(1); // Dequant
+        // Stale until the rerun arrives, then current again.
+        QVERIFY(window.askPanel()->banner()->isStale());
+        QVERIFY(window.askPanel()->banner()->label()->text().contains("mode"));
+        QVERIFY(answered.wait(30000));
+        const auto outcome = answered.takeFirst().at(0).value<std::shared_ptr<const AskOutcome>>();
+        QCOMPARE(outcome->stamp.mode, RunMode::Dequant);
+        QCOMPARE(outcome->question, QString("what is the capital of France ?"));
+        QVERIFY(!window.askPanel()->banner()->isStale());
+        QVERIFY(!window.errorsPanel()->banner()->isStale());
+        QCOMPARE(window.askPanel()->answersModel()->headerData(AnswersModel::RunAnswerColumn, Qt::Horizontal).toString(),
+                 QString("Dequant answer"));
+        QVERIFY(window.askPanel()->resultLabel()->text().contains("Dequant"));
+        QVERIFY(!window.askPanel()->resultLabel()->text().contains("FP8"));
+        // The histogram and scatter were of the FP8 run: gone.
+        QVERIFY(window.errorsPanel()->charts().at(4)->chart().series.empty());
+        QVERIFY(window.errorsPanel()->charts().at(5)->chart().series.empty());
+        // Dequant leaves the activations float: its error is the weights' alone, a different number.
+        QVERIFY(window.errorsPanel()->comparison()->finalLogits.sqnrDb != fp8Sqnr);
+    }
+
+    // Item 1: a report refuses stale results and says which ones it left out.
+    void reportLeavesOutStaleResults()
+    {
+        const std::string squad = writeSquadFile();
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndWait(window, qaFp8_));
+        QVERIFY(setReferenceAndWait(window, qaFloat_));
+        window.modeBox()->setCurrentIndex(0); // the Mode box is remembered across windows
+        window.tabs()->setCurrentWidget(window.evaluatePanel());
+        window.evaluatePanel()->setSquadFile(q(squad));
+        QSignalSpy evaluated(window.session(), &WorkbenchSession::evaluated);
+        QTest::mouseClick(window.evaluatePanel()->evaluateButton(), Qt::LeftButton);
+        QVERIFY(evaluated.wait(60000));
+        QVERIFY(!window.evaluatePanel()->charts().front()->chart().series.empty());
+        QCOMPARE(evaluated.at(0).at(1).value<RunStamp>().mode, RunMode::Fp8);
+
+        QTemporaryDir before;
+        QVERIFY(window.exportReport(before.path()).contains(before.filePath("evaluation_scores.png")));
+
+        // Evaluations are not rerun on their own (they can take hours): the result stays, marked.
+        window.modeBox()->setCurrentIndex(1);
+        QTRY_VERIFY_WITH_TIMEOUT(!window.session()->busy(), 30000);
+        QVERIFY(window.evaluatePanel()->banner()->isStale());
+        QVERIFY(window.evaluatePanel()->banner()->rerunButton()->isVisibleTo(&window));
+        QTemporaryDir after;
+        const QStringList files = window.exportReport(after.path());
+        const auto summary = readJson(after.filePath("summary.json"));
+        QCOMPARE(summary["mode"].get<std::string>(), std::string("dequant"));
+        QVERIFY(hasLeftOut(summary, "evaluation"));
+        const std::string chartId = window.evaluatePanel()->charts().front()->chart().id;
+        for (const QString& file : files)
+            QVERIFY2(!file.contains(QString::fromStdString(chartId)) && !file.endsWith("disagreements.csv"), qPrintable(file));
+        for (const auto& id : summary["charts"])
+            QVERIFY(id.get<std::string>() != chartId);
+        QVERIFY(summary.contains("app_version") && summary.contains("date") && summary.contains("device"));
+
+        // Rerun from the banner brings it back as current.
+        evaluated.clear();
+        QTest::mouseClick(window.evaluatePanel()->banner()->rerunButton(), Qt::LeftButton);
+        QVERIFY(evaluated.wait(60000));
+        QVERIFY(!window.evaluatePanel()->banner()->isStale());
+        QCOMPARE(evaluated.at(0).at(1).value<RunStamp>().mode, RunMode::Dequant);
+    }
+
+    // Item 3: every panel usable at 1024x640, with and without results on screen.
+    void fitsALaptopScreen()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndWait(window, qaFp8_));
+        QVERIFY(setReferenceAndWait(window, qaFloat_));
+        QVERIFY(answerAndWait(window, "where is the cat ?"));
+        for (int tab = 0; tab < window.tabs()->count(); ++tab) {
+            window.tabs()->setCurrentIndex(tab);
+            const QSize hint = window.minimumSizeHint().expandedTo(window.minimumSize());
+            QVERIFY2(hint.width() <= 1024 && hint.height() <= 640,
+                     qPrintable(QString("tab %1 needs %2x%3").arg(window.tabs()->tabText(tab)).arg(hint.width()).arg(hint.height())));
+        }
+        window.resize(1024, 640);
+        QTest::qWait(50);
+        QVERIFY2(window.width() <= 1024 && window.height() <= 640,
+                 qPrintable(QString("%1x%2, minimum %3x%4, layout minimum %5x%6")
+                                .arg(window.width()).arg(window.height())
+                                .arg(window.minimumWidth()).arg(window.minimumHeight())
+                                .arg(window.layout()->minimumSize().width()).arg(window.layout()->minimumSize().height())));
+        // The status bar is on screen, inside the window.
+        QVERIFY(window.statusBar()->geometry().bottom() <= window.height());
+    }
+
+    // Item 4: a device that cannot start leaves the window on the device it had, and says so.
+    void failedDeviceSwitchReverts()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndWait(window, qaFp8_));
+        QSignalSpy switchFailed(window.session(), &WorkbenchSession::deviceSwitchFailed);
+        QSignalSpy errors(&window, &MainWindow::errorShown);
+        // The box's CPU runner entry names scalescope-cli next to this test program, where there is
+        // none: the runner cannot start, as a broken install or an unreachable AIU host would.
+        QVERIFY(!QFileInfo::exists(QCoreApplication::applicationDirPath() + "/scalescope-cli"));
+        window.deviceBox()->setCurrentIndex(1);
+        emit window.deviceBox()->activated(1);
+        QVERIFY(switchFailed.wait(60000));
+        QTRY_VERIFY_WITH_TIMEOUT(!window.session()->busy(), 30000);
+        QCOMPARE(window.session()->device(), QString("cpu"));
+        QCOMPARE(window.deviceBox()->currentIndex(), 0);
+        QVERIFY(!errors.isEmpty());
+        QVERIFY(window.lastError().contains("as before"));
+        // Runs work on the device it went back to.
+        QVERIFY(answerAndWait(window, "where is the cat ?"));
+        QCOMPARE(window.askPanel()->banner()->resultStamp().device, QString("cpu"));
+    }
+
+    // Item 6: Tab moves through the Ask panel without editing the passage; edits drop highlights.
+    void keyboardAndContextEdits()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(QTest::qWaitForWindowActive(&window));
+        QVERIFY(openAndWait(window, qaFp8_));
+        window.tabs()->setCurrentWidget(window.askPanel());
+        AskPanel* ask = window.askPanel();
+        QVERIFY(answerAndWait(window, "where is the cat ?"));
+        QVERIFY(!ask->contextEdit()->extraSelections().isEmpty());
+
+        ask->contextEdit()->setFocus();
+        QTest::keyClick(ask->contextEdit(), Qt::Key_Tab);
+        QCOMPARE(ask->context(), QString(kContext)); // no tab character went in
+        QVERIFY(!ask->contextEdit()->hasFocus());
+        // Answer is reachable with Tab from the options before it.
+        QWidget* w = ask->contextEdit();
+        bool reachesAnswer = false;
+        for (int i = 0; i < 12 && !reachesAnswer; ++i) {
+            w = w->nextInFocusChain();
+            reachesAnswer = w == ask->askButton();
+        }
+        QVERIFY(reachesAnswer);
+        QVERIFY(!ask->answersView()->tabKeyNavigation());
+
+        ask->contextEdit()->setFocus();
+        QTest::keyClicks(ask->contextEdit(), "x");
+        QVERIFY(ask->contextEdit()->extraSelections().isEmpty());
+        QVERIFY(ask->resultLabel()->text().contains("edited"));
+    }
+
+    // Item 8: a checkpoint the engine refuses opens for inspection, with the reason on every run button.
+    void unrunnableCheckpointOpensForInspection()
+    {
+        const std::string dir = makeTempDir("wb-int") + "/qa-int";
+        QVERIFY(QDir().mkpath(q(dir)));
+        for (const QString& name : QDir(q(qaFp8_)).entryList(QDir::Files))
+            QVERIFY(QFile::copy(q(qaFp8_) + "/" + name, q(dir) + "/" + name));
+        nlohmann::json config = readJson(q(dir + "/config.json"));
+        config["quantization_config"]["config_groups"]["group_0"]["weights"]["num_bits"] = 4;
+        config["quantization_config"]["config_groups"]["group_0"]["weights"]["type"] = "int";
+        QFile::remove(q(dir + "/config.json"));
+        QFile out(q(dir + "/config.json"));
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(QByteArray::fromStdString(config.dump()));
+        out.close();
+
+        MainWindow window;
+        window.show();
+        QSignalSpy errors(&window, &MainWindow::errorShown);
+        QVERIFY(openAndWait(window, dir));
+        QVERIFY(!errors.isEmpty());
+        QVERIFY2(window.lastError().startsWith("Opened for inspection only: "), qPrintable(window.lastError()));
+        QVERIFY(window.modelPanel()->tensorModel()->rowCount() > 0); // inspectable
+        QVERIFY(!window.askPanel()->askButton()->isEnabled());
+        QVERIFY(window.askPanel()->askButton()->toolTip().startsWith("Cannot answer: "));
+        QVERIFY(!window.evaluatePanel()->evaluateButton()->isEnabled());
+        QVERIFY(window.evaluatePanel()->evaluateButton()->toolTip().startsWith("Cannot evaluate: "));
+        // And back to a runnable one, the buttons come back.
+        QVERIFY(openAndWait(window, qaFp8_));
+        QTRY_VERIFY_WITH_TIMEOUT(!window.session()->busy(), 30000);
+        QVERIFY(window.askPanel()->askButton()->isEnabled());
+    }
+
+    // Issue 20 item 10: the CPU runner's path reaches the shell as one literal word.
+    void runnerPathIsQuotedForTheShell()
+    {
+        const QStringList paths = {"/opt/scale scope/bin", "/tmp/it's", "/tmp/$(touch pwned)", "/tmp/`id`",
+                                   "/tmp/a\"b\\c", "/tmp/$HOME"};
+        for (const QString& path : paths) {
+            QProcess shell;
+            shell.start("/bin/sh", {"-c", "printf %s " + shellQuote(path)});
+            QVERIFY(shell.waitForFinished(10000));
+            QCOMPARE(QString::fromUtf8(shell.readAllStandardOutput()), path);
+        }
+        QCOMPARE(localRunnerDevice("/opt/it's"), QString("runner:'/opt/it'\\''s/scalescope-cli' runner"));
+        MainWindow window;
+        QCOMPARE(window.deviceBox()->itemData(1).toString(),
+                 localRunnerDevice(QCoreApplication::applicationDirPath()));
+    }
+
     void settingsPersist()
     {
         {
@@ -380,10 +698,17 @@ private slots:
             window.show();
             QVERIFY(openAndWait(window, qaFp8_));
             window.tabs()->setCurrentIndex(3);
+            window.findChild<QSplitter*>("scalesSplitter")->setSizes({111, 222, 333});
             window.close();
         }
         MainWindow again;
+        again.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&again));
         QCOMPARE(again.tabs()->currentIndex(), 3);
+        // Splitter positions come back (proportions: the new window lays out at its own size).
+        const QList<int> sizes = again.findChild<QSplitter*>("scalesSplitter")->sizes();
+        QCOMPARE(sizes.size(), 3);
+        QVERIFY2(sizes[0] < sizes[1] && sizes[1] < sizes[2], qPrintable(QString("%1 %2 %3").arg(sizes[0]).arg(sizes[1]).arg(sizes[2])));
         QVERIFY(QSettings().value("recent/checkpoints").toStringList().contains(q(qaFp8_)));
     }
 };

@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
+#include <QDateTime>
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QFileDialog>
@@ -16,7 +17,7 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QSettings>
+#include <QSplitter>
 #include <QStatusBar>
 #include <QStyle>
 #include <QTabWidget>
@@ -39,6 +40,10 @@
 #include "panels/model_panel.h"
 #include "panels/scales_panel.h"
 #include "report_export.h"
+#include "runner_dialog.h"
+#include "settings.h"
+#include "shell_quote.h"
+#include "stale_banner.h"
 
 namespace scalescope::ui {
 namespace {
@@ -80,26 +85,45 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         updateStatus();
     });
     connect(session_, &WorkbenchSession::answered, this, [this](std::shared_ptr<const AskOutcome> outcome) {
+        lastAsk_ = outcome;
         ask_->showOutcome(*outcome, referenceLabel_);
-        errors_->setComparison(outcome->comparison);
-        scales_->setComparison(*outcome->comparison);
+        warnIfOutsideDemoCorpus(*outcome);
+        errors_->setComparison(outcome->comparison, outcome->stamp);
+        scales_->setComparison(*outcome->comparison, outcome->stamp);
         lastRunMs_ = tr("last forward %1 ms, reference %2 ms")
                          .arg(outcome->comparison->runMs, 0, 'f', 1)
                          .arg(outcome->comparison->referenceMs, 0, 'f', 1);
         updateStatus();
     });
     connect(session_, &WorkbenchSession::masksFilled, this, [this](std::shared_ptr<const FillMaskOutcome> outcome) {
+        lastFill_ = outcome;
         fillMask_->showOutcome(*outcome, referenceLabel_);
         lastRunMs_ = tr("last forward %1 ms, reference %2 ms")
                          .arg(outcome->comparison->runMs, 0, 'f', 1)
                          .arg(outcome->comparison->referenceMs, 0, 'f', 1);
         updateStatus();
-        errors_->setComparison(outcome->comparison);
-        scales_->setComparison(*outcome->comparison);
+        errors_->setComparison(outcome->comparison, outcome->stamp);
+        scales_->setComparison(*outcome->comparison, outcome->stamp);
     });
+    connect(session_, &WorkbenchSession::stateChanged, this, &MainWindow::onStateChanged);
+    connect(session_, &WorkbenchSession::deviceSwitchFailed, this, &MainWindow::onDeviceSwitchFailed);
+    connect(ask_->banner(), &StaleBanner::rerunRequested, this, &MainWindow::rerunAsk);
+    connect(fillMask_->banner(), &StaleBanner::rerunRequested, this, &MainWindow::rerunFill);
+    for (StaleBanner* banner : {errors_->banner(), scales_->banner()})
+        connect(banner, &StaleBanner::rerunRequested, this, [this] {
+            // These views show the last question's or mask's run: rerun whichever it was.
+            if (lastAsk_ && ask_->banner()->hasResult())
+                rerunAsk();
+            else if (lastFill_)
+                rerunFill();
+        });
     connect(session_, &WorkbenchSession::capturePointReady, this,
             [this](std::shared_ptr<const CapturePointValues> values) { errors_->showCapturePoint(*values); });
     connect(session_, &WorkbenchSession::failed, this, &MainWindow::showError);
+    connect(session_, &WorkbenchSession::failed, this, [this](const QString& operation, const QString& message) {
+        if (operation == tr("Evaluate"))
+            evaluate_->showFailure(message);
+    });
     connect(session_, &WorkbenchSession::progress, this, [this](double fraction, const QString& stage) {
         progress_->setValue(static_cast<int>(fraction * 1000));
         progress_->setFormat(stage + QStringLiteral("  %p%"));
@@ -132,15 +156,20 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         session_->ask(question, context, ask_->options());
     });
 
-    QSettings settings;
-    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
-    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
-    tabs_->setCurrentIndex(settings.value(QStringLiteral("window/tab"), 1).toInt());
-    mode_->setCurrentIndex(settings.value(QStringLiteral("run/mode"), 0).toInt());
+    Settings settings;
+    const QByteArray geometry = settings.windowGeometry();
+    restoreGeometry(geometry);
+    restoreState(settings.windowState());
+    restoreSplitters();
+    tabs_->setCurrentIndex(settings.currentTab());
+    mode_->setCurrentIndex(settings.runMode());
     // Runner devices are not restarted silently at start-up; the in-process CPU is the default.
     device_->setCurrentIndex(0);
-    if (!settings.contains(QStringLiteral("window/geometry")))
-        resize(1280, 860);
+    if (geometry.isEmpty())
+        resize(1280, 820);
+    const RunStamp now = session_->currentStamp();
+    for (StaleBanner* banner : {ask_->banner(), fillMask_->banner(), errors_->banner(), scales_->banner(), evaluate_->banner()})
+        banner->setCurrentStamp(now);
     updateStatus();
 }
 
@@ -159,7 +188,8 @@ void MainWindow::createActions()
     auto* dequant = new QAction(tr("Use &Dequantized Weights as Reference"), this);
     connect(dequant, &QAction::triggered, this, [this] { setReference(QString()); });
     auto* emulation = new QAction(tr("Use CPU FP8 &Emulation as Reference"), this);
-    emulation->setToolTip(tr("Compare the device's run with the exact FP8 emulation of the same checkpoint on this CPU"));
+    emulation->setToolTip(tr("For checking a runner device: compares the device's run with the exact FP8 emulation "
+                             "of the same checkpoint on this CPU, so only the device's own departure shows"));
     connect(emulation, &QAction::triggered, session_, &WorkbenchSession::setCpuEmulationReference);
     exportReportAction_ = new QAction(style->standardIcon(QStyle::SP_DialogSaveButton), tr("&Export Report..."), this);
     exportReportAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
@@ -218,7 +248,7 @@ void MainWindow::createActions()
     mode_->setToolTip(tr("How the quantized model runs against its reference"));
     connect(mode_, qOverload<int>(&QComboBox::currentIndexChanged), this, [this](int index) {
         session_->setRunMode(index == 1 ? RunMode::Dequant : RunMode::Fp8);
-        QSettings().setValue(QStringLiteral("run/mode"), index);
+        Settings().setRunMode(index);
         updateStatus();
     });
     toolbar->addWidget(mode_);
@@ -227,28 +257,15 @@ void MainWindow::createActions()
     device_->setToolTip(tr("Where the quantized model runs: in this process, or in a runner process (see the "
                            "runner protocol), e.g. on an AIU host through ssh"));
     device_->addItem(tr("CPU (in-process)"), QStringLiteral("cpu"));
-    device_->addItem(tr("CPU runner process"),
-                     QStringLiteral("runner:\"%1\" runner").arg(QCoreApplication::applicationDirPath() + "/scalescope-cli"));
+    // Quoted as one shell word: the install path may hold spaces, quotes, $ or backticks.
+    device_->addItem(tr("CPU runner process"), localRunnerDevice(QCoreApplication::applicationDirPath()));
     device_->addItem(tr("AIU runner..."), QStringLiteral("aiu"));
     connect(device_, qOverload<int>(&QComboBox::activated), this, [this](int index) {
-        QString spec = device_->itemData(index).toString();
+        const QString spec = device_->itemData(index).toString();
         if (spec == QLatin1String("aiu")) {
-            bool ok = false;
-            const QString command = QInputDialog::getText(
-                this, tr("AIU Runner"),
-                tr("Command line that starts the AIU runner (it may go through ssh or oc exec):"), QLineEdit::Normal,
-                QSettings().value(QStringLiteral("device/aiuCommand"),
-                                  QStringLiteral("ssh aiu-host torchrun --nproc-per-node 1 aiu_runner.py"))
-                    .toString(),
-                &ok);
-            if (!ok || command.trimmed().isEmpty()) {
-                device_->setCurrentIndex(device_->findData(session_->device()) >= 0 ? device_->findData(session_->device()) : 0);
-                return;
-            }
-            QSettings().setValue(QStringLiteral("device/aiuCommand"), command);
-            spec = QStringLiteral("runner:") + command;
+            chooseAiuRunner();
+            return;
         }
-        QSettings().setValue(QStringLiteral("device/index"), index);
         session_->setDevice(spec);
         updateStatus();
     });
@@ -272,8 +289,107 @@ void MainWindow::createActions()
     connect(cancelButton_, &QPushButton::clicked, session_, &WorkbenchSession::cancel);
     statusBar()->addPermanentWidget(progress_);
     statusBar()->addPermanentWidget(cancelButton_);
-    for (QLabel* label : {deviceLabel_, modeLabel_, dtypeLabel_, referenceStatus_, loadLabel_})
+    // The permanent labels may shrink (their full text is in the tooltip), so the status bar never
+    // holds the window wider than a laptop screen.
+    for (QLabel* label : {deviceLabel_, modeLabel_, dtypeLabel_, referenceStatus_, loadLabel_}) {
+        label->setMinimumWidth(24);
         statusBar()->addPermanentWidget(label);
+    }
+}
+
+void MainWindow::chooseAiuRunner()
+{
+    auto* dialog = new RunnerDialog(Settings().aiuRunnerCommand(), session_->checkpointDirectory(), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &QDialog::finished, this, [this, dialog](int result) {
+        const QString command = dialog->command();
+        if (result != QDialog::Accepted || command.isEmpty()) {
+            device_->setCurrentIndex(deviceIndexFor(session_->device()));
+            return;
+        }
+        Settings().setAiuRunnerCommand(command);
+        session_->setDevice(QStringLiteral("runner:") + command);
+        updateStatus();
+    });
+    dialog->open();
+}
+
+int MainWindow::deviceIndexFor(const QString& spec) const
+{
+    const int exact = device_->findData(spec);
+    if (exact >= 0)
+        return exact;
+    // Any other runner command is one the user typed for the AIU entry.
+    return spec.startsWith(QLatin1String("runner:")) ? device_->findData(QStringLiteral("aiu")) : 0;
+}
+
+void MainWindow::onDeviceSwitchFailed(const QString& failedDevice, const QString& message)
+{
+    device_->setCurrentIndex(deviceIndexFor(session_->device()));
+    updateStatus();
+    const QString device = failedDevice.startsWith(QLatin1String("runner:")) ? failedDevice.mid(7) : failedDevice;
+    showError(tr("Switch device"), tr("Could not switch to the device %1: %2\nThe checkpoint runs on %3 as before.")
+                                       .arg(device, message, device_->currentText()));
+}
+
+void MainWindow::onStateChanged()
+{
+    const RunStamp now = session_->currentStamp();
+    const QString why = tr("Opened %1: the results of the previous checkpoint were cleared.")
+                            .arg(QFileInfo(now.checkpoint).fileName());
+    // Results of another checkpoint say nothing about this one: they go. Results of this one under
+    // another reference, mode or device are kept, marked stale, and rerun when that is cheap.
+    auto otherCheckpoint = [&](const StaleBanner* banner) {
+        return banner->hasResult() && banner->resultStamp().checkpoint != now.checkpoint;
+    };
+    if (otherCheckpoint(ask_->banner())) {
+        ask_->clearResults(why);
+        lastAsk_.reset();
+    }
+    if (otherCheckpoint(fillMask_->banner())) {
+        fillMask_->clearResults(why);
+        lastFill_.reset();
+    }
+    if (otherCheckpoint(errors_->banner()))
+        errors_->clearResults(why);
+    if (otherCheckpoint(scales_->banner()))
+        scales_->clearActivations(why);
+    if (otherCheckpoint(evaluate_->banner()))
+        evaluate_->clearResults(why);
+    for (StaleBanner* banner : {ask_->banner(), fillMask_->banner(), errors_->banner(), scales_->banner(), evaluate_->banner()})
+        banner->setCurrentStamp(now);
+    if (ask_->banner()->isStale())
+        rerunAsk();
+    else if (fillMask_->banner()->isStale())
+        rerunFill();
+    updateStatus();
+}
+
+void MainWindow::warnIfOutsideDemoCorpus(const AskOutcome& outcome)
+{
+    bool demoCheckpoint = false;
+    for (const DemoCheckpoint& demo : demo_.checkpoints)
+        demoCheckpoint = demoCheckpoint || QFileInfo(demo.directory) == QFileInfo(outcome.stamp.checkpoint);
+    if (!demoCheckpoint)
+        return;
+    for (const DemoPassage& passage : demo_.passages)
+        if (passage.context.trimmed() == outcome.context.trimmed())
+            return;
+    ask_->resultLabel()->setText(ask_->resultLabel()->text() +
+                                 tr("<br><span style='color:#8a5a00'>The demo models were trained on the demo passages "
+                                    "only (Demo &gt; Passages): about other text their answers mean nothing.</span>"));
+}
+
+void MainWindow::rerunAsk()
+{
+    if (lastAsk_)
+        session_->ask(lastAsk_->question, lastAsk_->context, lastAsk_->options);
+}
+
+void MainWindow::rerunFill()
+{
+    if (lastFill_)
+        session_->fillMask(lastFill_->text, lastFill_->topK);
 }
 
 void MainWindow::setDemoCatalog(const DemoCatalog& catalog)
@@ -338,12 +454,16 @@ void MainWindow::updateStatus()
     deviceLabel_->setText(tr("Device: %1%2")
                               .arg(deviceName_.isEmpty() ? device_->currentText() : deviceName_,
                                    lastRunMs_.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(lastRunMs_)));
-    modeLabel_->setText(tr("Mode: %1").arg(mode_->currentData().toString()));
+    modeLabel_->setText(tr("Mode: %1").arg(session_->currentStamp().modeName()));
     dtypeLabel_->setText(info_ ? tr("Dtype: %1").arg(QString::fromStdString(info_->checkpoint->config().torchDtype))
                                : tr("Dtype: -"));
-    loadLabel_->setText(info_ ? tr("Loaded in %1 ms").arg(info_->loadMs, 0, 'f', 0) : QString());
+    loadLabel_->setText(info_ ? tr("Loaded in %L1 ms").arg(info_->loadMs, 0, 'f', 0) : QString());
     referenceStatus_->setText(tr("Reference: %1").arg(referenceLabel_.isEmpty() ? tr("-") : QFileInfo(referenceLabel_).fileName().isEmpty() ? referenceLabel_ : QFileInfo(referenceLabel_).fileName()));
     referenceStatus_->setToolTip(referenceLabel_);
+    // A small explicit minimum lets the labels give way on a narrow window (the text is clipped,
+    // the tooltip has all of it); with room they take their text's width.
+    for (QLabel* label : {deviceLabel_, modeLabel_, dtypeLabel_, loadLabel_})
+        label->setToolTip(label->text());
 }
 
 void MainWindow::openCheckpoint(const QString& dir)
@@ -356,16 +476,14 @@ void MainWindow::setReference(const QString& dir)
 {
     session_->setReference(dir);
     if (!session_->checkpointDirectory().isEmpty())
-        QSettings().setValue(QStringLiteral("reference/") + QString::fromLatin1(session_->checkpointDirectory().toUtf8().toHex()), dir);
+        Settings().setReferenceFor(session_->checkpointDirectory(), dir);
 }
 
 void MainWindow::onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info)
 {
     info_ = std::move(info);
     // Each checkpoint remembers its reference; without one, dequantized weights stand in.
-    const QString saved = QSettings()
-                              .value(QStringLiteral("reference/") + QString::fromLatin1(info_->directory.toUtf8().toHex()))
-                              .toString();
+    const QString saved = Settings().referenceFor(info_->directory);
     if (saved != session_->referenceDirectory() || referenceLabel_.isEmpty())
         session_->setReference(QFileInfo(saved).isDir() ? saved : QString());
     model_->showCheckpoint(*info_);
@@ -379,9 +497,20 @@ void MainWindow::onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info)
         tabs_->setCurrentWidget(fillMask_);
     if (tabs_->currentWidget() == fillMask_ && !isMaskedLm)
         tabs_->setCurrentWidget(ask_);
-    if (!info_->runnable)
-        showError(tr("Open checkpoint"), info_->loadError);
-    statusBar()->showMessage(tr("Opened %1").arg(info_->directory), 5000);
+    // A checkpoint the engine refuses is still worth inspecting: say so, and say on every run button why it is off.
+    const QString reason = info_->runnable ? QString() : info_->loadError;
+    ask_->setRunnable(info_->runnable, reason);
+    fillMask_->setRunnable(info_->runnable, reason);
+    evaluate_->setRunnable(info_->runnable && !isMaskedLm,
+                           info_->runnable ? tr("SQuAD evaluation needs a question-answering checkpoint; this one "
+                                                "is a masked language model.")
+                                           : reason);
+    if (!info_->runnable) {
+        showError(tr("Open checkpoint"), tr("Opened for inspection only: %1").arg(info_->loadError));
+        statusBar()->showMessage(tr("Opened %1 for inspection only (it cannot run).").arg(info_->directory));
+    } else {
+        statusBar()->showMessage(tr("Opened %1").arg(info_->directory), 5000);
+    }
     updateStatus();
     emit checkpointReady(info_->directory);
 }
@@ -403,38 +532,41 @@ void MainWindow::showError(const QString& operation, const QString& message)
 
 void MainWindow::chooseCheckpoint()
 {
+    // Start next to the last checkpoint: its siblings are usually the other candidates.
+    const QString last = Settings().lastOpenFolder();
     const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Checkpoint Folder"),
-                                                          QSettings().value(QStringLiteral("paths/lastOpen")).toString());
+                                                          last.isEmpty() ? QDir::homePath() : QFileInfo(last).path());
     if (dir.isEmpty())
         return;
-    QSettings().setValue(QStringLiteral("paths/lastOpen"), dir);
+    Settings().setLastOpenFolder(dir);
     openCheckpoint(dir);
 }
 
 void MainWindow::chooseReference()
 {
+    const QString last = Settings().lastOpenFolder();
     const QString dir = QFileDialog::getExistingDirectory(this, tr("Choose the Float Reference Checkpoint"),
-                                                          QSettings().value(QStringLiteral("paths/lastOpen")).toString());
+                                                          last.isEmpty() ? QDir::homePath() : QFileInfo(last).path());
     if (!dir.isEmpty())
         setReference(dir);
 }
 
 void MainWindow::addRecent(const QString& dir)
 {
-    QSettings settings;
-    QStringList recent = settings.value(QStringLiteral("recent/checkpoints")).toStringList();
+    Settings settings;
+    QStringList recent = settings.recentCheckpoints();
     recent.removeAll(dir);
     recent.prepend(dir);
     while (recent.size() > kMaxRecent)
         recent.removeLast();
-    settings.setValue(QStringLiteral("recent/checkpoints"), recent);
+    settings.setRecentCheckpoints(recent);
     rebuildRecentMenu();
 }
 
 void MainWindow::rebuildRecentMenu()
 {
     recentMenu_->clear();
-    const QStringList recent = QSettings().value(QStringLiteral("recent/checkpoints")).toStringList();
+    const QStringList recent = Settings().recentCheckpoints();
     for (const QString& dir : recent)
         recentMenu_->addAction(QDir::toNativeSeparators(dir), this, [this, dir] { openCheckpoint(dir); });
     if (recent.isEmpty())
@@ -442,41 +574,99 @@ void MainWindow::rebuildRecentMenu()
     else {
         recentMenu_->addSeparator();
         recentMenu_->addAction(tr("Clear List"), this, [this] {
-            QSettings().remove(QStringLiteral("recent/checkpoints"));
+            Settings().setRecentCheckpoints({});
             rebuildRecentMenu();
         });
     }
 }
 
+namespace {
+
+nlohmann::json stampJson(const RunStamp& stamp)
+{
+    nlohmann::json json;
+    json["checkpoint"] = stamp.checkpoint.toStdString();
+    json["reference"] = stamp.referenceKind == RunStamp::Reference::Folder ? stamp.referenceFolder.toStdString()
+                                                                            : stamp.referenceText().toStdString();
+    json["mode"] = runModeName(stamp.mode);
+    json["device"] = stamp.device.toStdString();
+    return json;
+}
+
+} // namespace
+
 QStringList MainWindow::exportReport(const QString& folder)
 {
+    const RunStamp now = session_->currentStamp();
     ReportContents contents;
-    std::vector<ChartView*> views = {ask_->logitsChart(), fillMask_->chart()};
-    for (ChartView* v : scales_->charts())
-        views.push_back(v);
-    for (ChartView* v : errors_->charts())
-        views.push_back(v);
-    for (ChartView* v : evaluate_->charts())
-        views.push_back(v);
-    for (ChartView* v : views)
-        if (!v->chart().series.empty())
-            contents.charts.push_back(v->chart());
+    nlohmann::json leftOut = nlohmann::json::array();
+    // A result goes into the report only when the state that produced it is the one the report is
+    // stamped with; a stale one is named in the summary instead of being passed off as current.
+    auto current = [&](const StaleBanner* banner, const char* what) {
+        if (!banner->hasResult())
+            return false;
+        if (!banner->isStale())
+            return true;
+        leftOut.push_back({{"result", what},
+                           {"reason", ("stale: the " + banner->resultStamp().differenceFrom(now) + " changed since it ran")
+                                          .toStdString()},
+                           {"produced_by", stampJson(banner->resultStamp())}});
+        return false;
+    };
+    const bool ask = current(ask_->banner(), "ask");
+    const bool fill = current(fillMask_->banner(), "fill_mask");
+    const bool errors = current(errors_->banner(), "errors");
+    const bool activations = current(scales_->banner(), "activations");
+    const bool evaluation = current(evaluate_->banner(), "evaluation");
+
+    const QString stamp = now.describe();
+    auto addChart = [&](const ChartView* view) {
+        if (view->chart().series.empty())
+            return;
+        ChartData chart = view->chart();
+        chart.title += " [" + stamp.toStdString() + "]";
+        contents.charts.push_back(std::move(chart));
+    };
+    if (ask)
+        addChart(ask_->logitsChart());
+    if (fill)
+        addChart(fillMask_->chart());
+    const std::vector<ChartView*> scaleCharts = scales_->charts();
+    for (std::size_t i = 0; i < scaleCharts.size(); ++i)
+        if (i < 3 || activations) // the first three are the checkpoint's weights, always current
+            addChart(scaleCharts[i]);
+    if (errors)
+        for (ChartView* v : errors_->charts())
+            addChart(v);
+    if (evaluation)
+        for (ChartView* v : evaluate_->charts())
+            addChart(v);
     contents.tables = {{QStringLiteral("tensors"), model_->tensorModel()},
-                       {QStringLiteral("diagnostics"), model_->diagnosticsModel()},
-                       {QStringLiteral("answers"), ask_->answersModel()},
-                       {QStringLiteral("mask_predictions"), fillMask_->predictionsModel()},
-                       {QStringLiteral("layer_metrics"), errors_->metricsModel()},
-                       {QStringLiteral("disagreements"), evaluate_->disagreementsModel()}};
-    nlohmann::json summary;
-    summary["checkpoint"] = info_ ? info_->directory.toStdString() : std::string();
-    summary["reference"] = referenceLabel_.toStdString();
-    summary["mode"] = mode_->currentData().toString().toStdString();
+                       {QStringLiteral("diagnostics"), model_->diagnosticsModel()}};
+    if (ask)
+        contents.tables.push_back({QStringLiteral("answers"), ask_->answersModel()});
+    if (fill)
+        contents.tables.push_back({QStringLiteral("mask_predictions"), fillMask_->predictionsModel()});
+    if (errors)
+        contents.tables.push_back({QStringLiteral("layer_metrics"), errors_->metricsModel()});
+    if (evaluation)
+        contents.tables.push_back({QStringLiteral("disagreements"), evaluate_->disagreementsModel()});
+
+    nlohmann::json summary = stampJson(now);
+    summary["app_version"] = QApplication::applicationVersion().toStdString();
+    summary["date"] = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
     if (info_) {
         const auto counts = model_->diagnosticsModel()->counts();
         summary["architecture"] = architectureName(info_->checkpoint->config().architecture);
         summary["diagnostics"] = {{"errors", counts.errors}, {"warnings", counts.warnings}, {"infos", counts.infos}};
     }
-    if (const auto comparison = errors_->comparison()) {
+    if (ask && lastAsk_) {
+        summary["question"] = lastAsk_->question.toStdString();
+        summary["context"] = lastAsk_->context.toStdString();
+    }
+    if (fill && lastFill_)
+        summary["text"] = lastFill_->text.toStdString();
+    if (const auto comparison = errors_->comparison(); comparison && errors) {
         auto finite = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
         summary["final_logits"] = {{"sqnr_db", finite(comparison->finalLogits.sqnrDb)},
                                    {"cosine", finite(comparison->finalLogits.cosine)},
@@ -488,15 +678,20 @@ QStringList MainWindow::exportReport(const QString& folder)
     for (const ChartData& c : contents.charts)
         ids.push_back(c.id);
     summary["charts"] = ids;
+    summary["left_out"] = leftOut;
     contents.summary = std::move(summary);
+    lastReportLeftOut_ = static_cast<int>(leftOut.size());
     return ui::exportReport(contents, folder);
 }
 
 void MainWindow::chooseReportFolder()
 {
-    const QString folder = QFileDialog::getExistingDirectory(this, tr("Export Report to Folder"));
+    const QString last = Settings().lastReportFolder();
+    const QString folder = QFileDialog::getExistingDirectory(this, tr("Export Report to Folder"),
+                                                             last.isEmpty() ? QDir::homePath() : last);
     if (folder.isEmpty())
         return;
+    Settings().setLastReportFolder(folder);
     if (!QDir(folder).isEmpty()) {
         const auto answer = QMessageBox::question(
             this, tr("Export Report"),
@@ -506,7 +701,14 @@ void MainWindow::chooseReportFolder()
     }
     try {
         const QStringList files = exportReport(folder);
-        statusBar()->showMessage(tr("Exported %1 files to %2").arg(files.size()).arg(folder), 8000);
+        if (lastReportLeftOut_ > 0)
+            statusBar()->showMessage(tr("Exported %1 files to %2; left out %3 stale results (listed in summary.json).")
+                                         .arg(files.size())
+                                         .arg(folder)
+                                         .arg(lastReportLeftOut_),
+                                     10000);
+        else
+            statusBar()->showMessage(tr("Exported %1 files to %2").arg(files.size()).arg(folder), 8000);
     } catch (const Error& e) {
         showError(tr("Export report"), QString::fromUtf8(e.what()));
     }
@@ -515,11 +717,28 @@ void MainWindow::chooseReportFolder()
 void MainWindow::closeEvent(QCloseEvent* event)
 {
     session_->cancel();
-    QSettings settings;
-    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
-    settings.setValue(QStringLiteral("window/state"), saveState());
-    settings.setValue(QStringLiteral("window/tab"), tabs_->currentIndex());
+    Settings settings;
+    settings.setWindowGeometry(saveGeometry());
+    settings.setWindowState(saveState());
+    settings.setCurrentTab(tabs_->currentIndex());
+    saveSplitters();
     QMainWindow::closeEvent(event);
+}
+
+void MainWindow::saveSplitters()
+{
+    Settings settings;
+    for (QSplitter* splitter : findChildren<QSplitter*>())
+        if (!splitter->objectName().isEmpty())
+            settings.setSplitterState(splitter->objectName(), splitter->saveState());
+}
+
+void MainWindow::restoreSplitters()
+{
+    Settings settings;
+    for (QSplitter* splitter : findChildren<QSplitter*>())
+        if (!splitter->objectName().isEmpty())
+            splitter->restoreState(settings.splitterState(splitter->objectName()));
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event)

@@ -55,6 +55,9 @@ public:
     QString lastError() const { return lastError_; }
     QMenu* demoMenu() const { return demoMenu_; }
     QComboBox* deviceBox() const { return device_; }
+    QComboBox* modeBox() const { return mode_; }
+    // Asks for the AIU runner's command line (RunnerDialog) and switches to it.
+    void chooseAiuRunner();
 
 signals:
     void checkpointReady(const QString& dir);
@@ -74,7 +77,18 @@ private:
     void rebuildRecentMenu();
     void showError(const QString& operation, const QString& message);
     void onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info);
+    // The session's checkpoint, reference, mode or device changed: results of another checkpoint
+    // are cleared, results of the same checkpoint are marked stale and the last input reruns.
+    void onStateChanged();
+    void rerunAsk();
+    // A one-line note when a demo checkpoint answered a passage it was not trained on.
+    void warnIfOutsideDemoCorpus(const AskOutcome& outcome);
+    void rerunFill();
+    void onDeviceSwitchFailed(const QString& failedDevice, const QString& message);
+    int deviceIndexFor(const QString& spec) const;
     void updateStatus();
+    void saveSplitters();
+    void restoreSplitters();
 
     WorkbenchSession* session_ = nullptr;
     std::shared_ptr<const CheckpointInfo> info_;
@@ -82,7 +96,11 @@ private:
     QString deviceName_;
     QString lastRunMs_;
     QString lastError_;
+    int lastReportLeftOut_ = 0;
     DemoCatalog demo_;
+    // The inputs of the last answered question and filled mask, for reruns after a state change.
+    std::shared_ptr<const AskOutcome> lastAsk_;
+    std::shared_ptr<const FillMaskOutcome> lastFill_;
 
     QTabWidget* tabs_ = nullptr;
     ModelPanel* model_ = nullptr;

@@ -34,6 +34,70 @@ std::string tableCsv(const QAbstractItemModel& model, int sortRole)
     return out;
 }
 
+namespace {
+
+QString html(const std::string& text)
+{
+    return QString::fromStdString(text).toHtmlEscaped();
+}
+
+QString summaryValue(const nlohmann::json& value)
+{
+    return value.is_string() ? QString::fromStdString(value.get<std::string>()).toHtmlEscaped()
+                             : QString::fromStdString(value.dump()).toHtmlEscaped();
+}
+
+// One self-contained page (relative links to the PNGs next to it) that opens from the file system.
+std::string indexHtml(const ReportContents& contents)
+{
+    QString page = QStringLiteral(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>ScaleScope report</title>\n"
+        "<style>body{font-family:sans-serif;margin:1.5em;max-width:1200px}table{border-collapse:collapse;"
+        "margin-bottom:1.5em}td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}th{background:#eee}"
+        "img{max-width:100%;border:1px solid #ddd}.stamp td:first-child{font-weight:bold}"
+        ".left{color:#8a5a00}</style></head><body>\n<h1>ScaleScope report</h1>\n<table class=\"stamp\">\n");
+    for (const char* key : {"checkpoint", "reference", "mode", "device", "architecture", "question", "context", "text",
+                            "app_version", "date"})
+        if (contents.summary.contains(key))
+            page += QStringLiteral("<tr><td>%1</td><td>%2</td></tr>\n")
+                        .arg(QString::fromLatin1(key), summaryValue(contents.summary[key]));
+    page += QStringLiteral("</table>\n");
+    if (contents.summary.contains("left_out") && !contents.summary["left_out"].empty()) {
+        page += QStringLiteral("<p class=\"left\">Left out because they do not belong to the state above:</p><ul class=\"left\">\n");
+        for (const auto& entry : contents.summary["left_out"])
+            page += QStringLiteral("<li>%1: %2</li>\n")
+                        .arg(summaryValue(entry.value("result", nlohmann::json())),
+                             summaryValue(entry.value("reason", nlohmann::json())));
+        page += QStringLiteral("</ul>\n");
+    }
+    for (const ChartData& chart : contents.charts) {
+        if (chart.series.empty())
+            continue;
+        page += QStringLiteral("<h2>%1</h2>\n<p><img src=\"%2.png\" alt=\"%1\"> <br><a href=\"%2.svg\">SVG</a> "
+                               "<a href=\"%2.csv\">CSV</a></p>\n")
+                    .arg(html(chart.title), html(chart.id));
+    }
+    for (const auto& [name, model] : contents.tables) {
+        if (!model || model->rowCount() == 0)
+            continue;
+        page += QStringLiteral("<h2>%1</h2>\n<p><a href=\"%1.csv\">CSV</a></p>\n<table><tr>").arg(name.toHtmlEscaped());
+        for (int c = 0; c < model->columnCount(); ++c)
+            page += QStringLiteral("<th>%1</th>").arg(model->headerData(c, Qt::Horizontal).toString().toHtmlEscaped());
+        page += QStringLiteral("</tr>\n");
+        for (int r = 0; r < model->rowCount(); ++r) {
+            page += QStringLiteral("<tr>");
+            for (int c = 0; c < model->columnCount(); ++c)
+                page += QStringLiteral("<td>%1</td>").arg(model->index(r, c).data().toString().toHtmlEscaped());
+            page += QStringLiteral("</tr>\n");
+        }
+        page += QStringLiteral("</table>\n");
+    }
+    page += QStringLiteral("</body></html>\n");
+    return page.toStdString();
+}
+
+} // namespace
+
 QStringList exportReport(const ReportContents& contents, const QString& folder)
 {
     if (!QDir().mkpath(folder))
@@ -59,6 +123,9 @@ QStringList exportReport(const ReportContents& contents, const QString& folder)
     const QString summary = dir.filePath(QStringLiteral("summary.json"));
     writeBytesAtomically(summary.toStdString(), contents.summary.dump(2) + "\n");
     written << summary;
+    const QString index = dir.filePath(QStringLiteral("index.html"));
+    writeBytesAtomically(index.toStdString(), indexHtml(contents));
+    written << index;
     return written;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // "Export Report": every chart (PNG, SVG and CSV), every table (CSV) and a JSON summary into one
-// folder. Each file is written atomically; the caller decides about an existing folder.
+// folder, and an index.html that shows them all with the summary's stamps (no server needed).
+// Each file is written atomically; the caller decides about an existing folder.
 #include <QString>
 #include <QStringList>
 

@@ -1,6 +1,7 @@
 #include "workbench_session.h"
 
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QMetaObject>
 #include <QPointer>
 
@@ -33,6 +34,7 @@ WorkbenchSession::WorkbenchSession(QObject* parent) : QObject(parent)
     qRegisterMetaType<std::shared_ptr<const FillMaskOutcome>>();
     qRegisterMetaType<std::shared_ptr<const CapturePointValues>>();
     qRegisterMetaType<std::shared_ptr<const EvaluationResult>>();
+    qRegisterMetaType<RunStamp>();
 }
 
 WorkbenchSession::~WorkbenchSession()
@@ -103,48 +105,165 @@ void WorkbenchSession::submit(JobKind kind, const QString& operation,
     worker_.start(std::move(task));
 }
 
+QString RunStamp::modeName() const
+{
+    return mode == RunMode::Dequant ? WorkbenchSession::tr("Dequant") : WorkbenchSession::tr("FP8");
+}
+
+QString RunStamp::referenceText() const
+{
+    switch (referenceKind) {
+    case Reference::Folder:
+        return QFileInfo(referenceFolder).fileName().isEmpty() ? referenceFolder : QFileInfo(referenceFolder).fileName();
+    case Reference::CpuEmulation:
+        return WorkbenchSession::tr("CPU FP8 emulation");
+    case Reference::Dequant:
+        break;
+    }
+    return WorkbenchSession::tr("dequantized weights");
+}
+
+QString RunStamp::deviceText() const
+{
+    if (device == QLatin1String("cpu"))
+        return WorkbenchSession::tr("CPU");
+    return WorkbenchSession::tr("runner");
+}
+
+QString RunStamp::describe() const
+{
+    if (!isValid())
+        return WorkbenchSession::tr("no checkpoint");
+    return WorkbenchSession::tr("%1, %2 vs %3, %4")
+        .arg(QFileInfo(checkpoint).fileName(), modeName(), referenceText(), deviceText());
+}
+
+QString RunStamp::differenceFrom(const RunStamp& other) const
+{
+    QStringList parts;
+    if (checkpoint != other.checkpoint)
+        parts << WorkbenchSession::tr("checkpoint");
+    if (referenceKind != other.referenceKind || referenceFolder != other.referenceFolder)
+        parts << WorkbenchSession::tr("reference");
+    if (mode != other.mode)
+        parts << WorkbenchSession::tr("mode");
+    if (device != other.device)
+        parts << WorkbenchSession::tr("device");
+    if (parts.size() > 1) {
+        const QString last = parts.takeLast();
+        return parts.join(QStringLiteral(", ")) + WorkbenchSession::tr(" and ") + last;
+    }
+    return parts.isEmpty() ? QString() : parts.front();
+}
+
+RunStamp WorkbenchSession::currentStamp() const
+{
+    RunStamp stamp;
+    stamp.checkpoint = checkpointDir_;
+    stamp.referenceKind = referenceKind_;
+    stamp.referenceFolder = referenceKind_ == RunStamp::Reference::Folder ? referenceDir_ : QString();
+    stamp.mode = runMode_;
+    stamp.device = device_;
+    return stamp;
+}
+
+void WorkbenchSession::setRunMode(RunMode mode)
+{
+    if (mode == runMode_)
+        return;
+    runMode_ = mode;
+    emit stateChanged();
+}
+
 void WorkbenchSession::setDevice(const QString& device)
 {
+    if (device == device_)
+        return;
+    const QString previous = device_;
     device_ = device;
     if (!checkpointDir_.isEmpty())
-        openCheckpoint(checkpointDir_);
+        submitOpen(checkpointDir_, previous);
+    else
+        emit stateChanged();
 }
 
 void WorkbenchSession::openCheckpoint(const QString& dir)
 {
+    submitOpen(dir, QString());
+}
+
+void WorkbenchSession::submitOpen(const QString& dir, const QString& fallbackDevice)
+{
+    const QString previousDir = checkpointDir_;
     checkpointDir_ = dir;
     const QString device = device_;
-    submit(JobKind::Open, tr("Open checkpoint"), [this, dir, device](const Progress& progress) -> std::function<void()> {
+    // A copy: the worker must not read GUI-thread state while the GUI may change it.
+    const bool emulationReference = referenceKind_ == RunStamp::Reference::CpuEmulation;
+    submit(JobKind::Open, tr("Open checkpoint"), [this, dir, device, fallbackDevice, previousDir, emulationReference](
+                                                     const Progress& progress) -> std::function<void()> {
         QElapsedTimer timer;
         timer.start();
         auto info = std::make_shared<CheckpointInfo>();
         info->directory = dir;
         progress.report(0.0, "Reading checkpoint");
-        info->checkpoint = Checkpoint::open(dir.toStdString());
+        try {
+            info->checkpoint = Checkpoint::open(dir.toStdString());
+        } catch (const Error& e) {
+            // The previous checkpoint stays loaded and open: nothing on screen changes owner.
+            const QString message = QString::fromUtf8(e.what());
+            return [this, previousDir, message] {
+                checkpointDir_ = previousDir;
+                emit failed(tr("Open checkpoint"), message);
+            };
+        }
         info->statistics = computeScaleStatistics(*info->checkpoint);
         info->findings = diagnoseCheckpoint(*info->checkpoint, info->statistics);
         progress.throwIfCancelled();
+        // The checkpoint is open already; the device only runs it (opened once, not twice).
+        auto load = [&](const QString& on) -> std::shared_ptr<InferenceBackend> {
+            return openBackend(parseDeviceSpec(on.toStdString()), info->checkpoint, progress);
+        };
         // A checkpoint the engine refuses can still be inspected; its findings explain why.
         std::shared_ptr<InferenceBackend> model;
         run_.reset(); // a runner process for the previous checkpoint stops before the next starts
+        QString usedDevice = device;
+        QString deviceError;
         try {
-            model = openBackend(parseDeviceSpec(device.toStdString()), info->checkpoint, progress);
-            info->linears = model->linears();
+            model = load(device);
         } catch (const Cancelled&) {
             throw;
         } catch (const Error& e) {
-            info->runnable = false;
             info->loadError = QString::fromUtf8(e.what());
         }
+        if (!model && !fallbackDevice.isEmpty()) {
+            deviceError = info->loadError;
+            info->loadError.clear();
+            usedDevice = fallbackDevice;
+            try {
+                model = load(fallbackDevice);
+            } catch (const Cancelled&) {
+                throw;
+            } catch (const Error& e) {
+                info->loadError = QString::fromUtf8(e.what());
+            }
+        }
+        if (model)
+            info->linears = model->linears();
+        info->runnable = model != nullptr;
         run_ = model;
-        if (cpuEmulationReference_ && model)
+        if (emulationReference && model)
             reference_ = EncoderModel::load(info->checkpoint, progress);
         info->loadMs = double(timer.nsecsElapsed()) / 1e6;
         info->deviceName = model ? QString::fromStdString(model->deviceName()) : QString();
         std::shared_ptr<const CheckpointInfo> result = info;
-        return [this, result] {
+        return [this, result, device, usedDevice, deviceError] {
+            if (usedDevice != device) {
+                device_ = usedDevice;
+                emit deviceSwitchFailed(device, deviceError);
+            }
             emit deviceChanged(result->deviceName);
             emit checkpointOpened(result);
+            emit stateChanged();
         };
     });
 }
@@ -152,32 +271,44 @@ void WorkbenchSession::openCheckpoint(const QString& dir)
 void WorkbenchSession::setCpuEmulationReference()
 {
     referenceDir_.clear();
-    cpuEmulationReference_ = true;
+    referenceKind_ = RunStamp::Reference::CpuEmulation;
     const QString checkpoint = checkpointDir_;
     submit(JobKind::Reference, tr("Load reference"), [this, checkpoint](const Progress& progress) -> std::function<void()> {
         reference_ = checkpoint.isEmpty() ? nullptr : std::shared_ptr<InferenceBackend>(EncoderModel::load(checkpoint.toStdString(), progress));
-        return [this] { emit referenceChanged(tr("CPU FP8 emulation (same checkpoint)")); };
+        return [this] {
+            emit referenceChanged(tr("CPU FP8 emulation (same checkpoint)"));
+            emit stateChanged();
+        };
     });
 }
 
 void WorkbenchSession::setReference(const QString& dir)
 {
     referenceDir_ = dir;
-    cpuEmulationReference_ = false;
+    referenceKind_ = dir.isEmpty() ? RunStamp::Reference::Dequant : RunStamp::Reference::Folder;
     submit(JobKind::Reference, tr("Load reference"), [this, dir](const Progress& progress) -> std::function<void()> {
         if (dir.isEmpty()) {
             reference_.reset();
-            return [this] { emit referenceChanged(tr("dequantized weights (stand-in)")); };
+            return [this] {
+                emit referenceChanged(tr("dequantized weights (stand-in)"));
+                emit stateChanged();
+            };
         }
         reference_ = EncoderModel::load(dir.toStdString(), progress);
-        return [this, dir] { emit referenceChanged(dir); };
+        return [this, dir] {
+            emit referenceChanged(dir);
+            emit stateChanged();
+        };
     });
 }
 
 void WorkbenchSession::ask(const QString& question, const QString& context, const QaOptions& options)
 {
-    const RunMode mode = runMode_;
-    submit(JobKind::Run, tr("Answer"), [this, question, context, options, mode](const Progress& progress) -> std::function<void()> {
+    const RunStamp stamp = currentStamp();
+    const RunMode mode = stamp.mode;
+    const bool emulationReference = stamp.referenceKind == RunStamp::Reference::CpuEmulation;
+    submit(JobKind::Run, tr("Answer"), [this, question, context, options, mode, stamp, emulationReference](
+                                           const Progress& progress) -> std::function<void()> {
         if (!run_)
             throw Error("No runnable checkpoint is open.");
         ComparisonInput input;
@@ -185,8 +316,9 @@ void WorkbenchSession::ask(const QString& question, const QString& context, cons
         input.context = context.toStdString();
         input.qaOptions = fitWindowsToModel(options, run_->config());
         input.runMode = mode;
-        input.referenceMode = cpuEmulationReference_ && reference_ ? mode : RunMode::Dequant;
+        input.referenceMode = emulationReference && reference_ ? mode : RunMode::Dequant;
         auto outcome = std::make_shared<AskOutcome>();
+        outcome->stamp = stamp;
         outcome->question = question;
         outcome->context = context;
         outcome->options = input.qaOptions;
@@ -204,8 +336,11 @@ void WorkbenchSession::ask(const QString& question, const QString& context, cons
 
 void WorkbenchSession::fillMask(const QString& text, int topK)
 {
-    const RunMode mode = runMode_;
-    submit(JobKind::Run, tr("Fill mask"), [this, text, topK, mode](const Progress& progress) -> std::function<void()> {
+    const RunStamp stamp = currentStamp();
+    const RunMode mode = stamp.mode;
+    const bool emulationReference = stamp.referenceKind == RunStamp::Reference::CpuEmulation;
+    submit(JobKind::Run, tr("Fill mask"), [this, text, topK, mode, stamp, emulationReference](
+                                              const Progress& progress) -> std::function<void()> {
         if (!run_)
             throw Error("No runnable checkpoint is open.");
         if (!run_->checkpoint().layout().isMaskedLm())
@@ -215,9 +350,11 @@ void WorkbenchSession::fillMask(const QString& text, int topK)
         input.text = text.toStdString();
         input.topK = topK;
         input.runMode = mode;
-        input.referenceMode = cpuEmulationReference_ && reference_ ? mode : RunMode::Dequant;
+        input.referenceMode = emulationReference && reference_ ? mode : RunMode::Dequant;
         auto outcome = std::make_shared<FillMaskOutcome>();
+        outcome->stamp = stamp;
         outcome->text = text;
+        outcome->topK = topK;
         outcome->comparison = std::make_shared<ComparisonResult>(compareRuns(*run_, reference_.get(), input, progress));
         if (!outcome->comparison->fillMask || outcome->comparison->fillMask->masks.empty())
             throw Error("The text has no <mask> token to fill.");
@@ -240,7 +377,8 @@ void WorkbenchSession::fillMask(const QString& text, int topK)
 
 void WorkbenchSession::capturePoint(const QString& name)
 {
-    submit(JobKind::Capture, tr("Capture"), [this, name](const Progress& progress) -> std::function<void()> {
+    const RunStamp stamp = currentStamp();
+    submit(JobKind::Capture, tr("Capture"), [this, name, stamp](const Progress& progress) -> std::function<void()> {
         if (!run_ || !lastInput_)
             throw Error("Run a question or a mask first; the error views use its input.");
         // Re-run both sides capturing only this point: cheaper than keeping every capture of the
@@ -260,6 +398,7 @@ void WorkbenchSession::capturePoint(const QString& name)
         referenceOptions.mode = lastInput_->referenceMode;
         InferenceBackend& reference = reference_ ? *reference_ : *run_;
         auto values = std::make_shared<CapturePointValues>();
+        values->stamp = stamp;
         values->name = name;
         ForwardResult r = reference.forward(inputs, referenceOptions, progress);
         ForwardResult x = run_->forward(inputs, runOptions, progress);
@@ -275,12 +414,16 @@ void WorkbenchSession::capturePoint(const QString& name)
 void WorkbenchSession::evaluate(const QString& squadFile, int maxSamples)
 {
     QPointer<WorkbenchSession> self(this);
-    submit(JobKind::Evaluate, tr("Evaluate"), [this, self, squadFile, maxSamples](const Progress& progress) -> std::function<void()> {
+    const RunStamp stamp = currentStamp();
+    submit(JobKind::Evaluate, tr("Evaluate"), [this, self, squadFile, maxSamples, stamp](const Progress& progress) -> std::function<void()> {
         if (!run_)
             throw Error("No runnable checkpoint is open.");
         const SquadDataset dataset = readSquadFile(squadFile.toStdString());
         EvaluationOptions options;
         options.qa = fitWindowsToModel(options.qa, run_->config());
+        options.runMode = stamp.mode;
+        options.referenceMode = stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_ ? stamp.mode
+                                                                                                      : RunMode::Dequant;
         options.maxSamples = static_cast<std::size_t>(std::max(0, maxSamples));
         options.onUpdate = [self](const EvaluationUpdate& update) {
             const int done = static_cast<int>(update.done);
@@ -293,7 +436,7 @@ void WorkbenchSession::evaluate(const QString& squadFile, int maxSamples)
         };
         std::shared_ptr<const EvaluationResult> result =
             std::make_shared<EvaluationResult>(evaluateSquad(*run_, reference_.get(), dataset, options, progress));
-        return [this, result] { emit evaluated(result); };
+        return [this, result, stamp] { emit evaluated(result, stamp); };
     });
 }
 

@@ -26,6 +26,34 @@
 
 namespace scalescope::ui {
 
+// What produced a result: the checkpoint, reference, mode and device in effect when the run was
+// asked for. A view compares its result's stamp with the session's current one to know whether it
+// still describes what the window shows as open.
+struct RunStamp {
+    enum class Reference { Dequant, Folder, CpuEmulation };
+    QString checkpoint;  // folder; empty when nothing is open
+    Reference referenceKind = Reference::Dequant;
+    QString referenceFolder; // for Reference::Folder
+    RunMode mode = RunMode::Fp8;
+    QString device = QStringLiteral("cpu"); // "cpu" or "runner:COMMAND"
+
+    bool isValid() const { return !checkpoint.isEmpty(); }
+    QString modeName() const; // "FP8" or "Dequant": how a run is labelled on screen
+    QString referenceText() const;
+    QString deviceText() const;
+    // One line for a stale banner or a chart stamp: "qa-fp8, FP8 vs qa-float, CPU".
+    QString describe() const;
+    // What differs between this and other, in words ("checkpoint", "mode and reference"); empty
+    // when equal.
+    QString differenceFrom(const RunStamp& other) const;
+    friend bool operator==(const RunStamp& a, const RunStamp& b)
+    {
+        return a.checkpoint == b.checkpoint && a.referenceKind == b.referenceKind &&
+               a.referenceFolder == b.referenceFolder && a.mode == b.mode && a.device == b.device;
+    }
+    friend bool operator!=(const RunStamp& a, const RunStamp& b) { return !(a == b); }
+};
+
 // What the window shows about a freshly opened checkpoint.
 struct CheckpointInfo {
     QString directory;
@@ -40,6 +68,7 @@ struct CheckpointInfo {
 };
 
 struct AskOutcome {
+    RunStamp stamp;
     QString question, context;
     std::shared_ptr<const ComparisonResult> comparison; // holds windows and both sides' logits
     std::vector<QaAnswer> runAnswers, referenceAnswers; // n-best
@@ -47,7 +76,9 @@ struct AskOutcome {
 };
 
 struct FillMaskOutcome {
+    RunStamp stamp;
     QString text;
+    int topK = 5;
     std::shared_ptr<const ComparisonResult> comparison; // fillMask holds both sides per mask
     // Per mask, top-k with token texts, for display.
     std::vector<std::vector<MaskPrediction>> run, reference;
@@ -55,6 +86,7 @@ struct FillMaskOutcome {
 
 // Values of one capture point in the run and in the reference (for error histograms/scatter).
 struct CapturePointValues {
+    RunStamp stamp;
     QString name;
     std::vector<float> run, reference;
 };
@@ -71,7 +103,9 @@ public:
     // The checkpoint itself on the in-process CPU, in the run's mode: what a device run is
     // compared with to see the device's own departure from the exact FP8 emulation.
     void setCpuEmulationReference();
-    // "cpu" or "runner:COMMAND"; reopens the open checkpoint on the new device.
+    // "cpu" or "runner:COMMAND"; reopens the open checkpoint on the new device. When the new
+    // device cannot run it, the checkpoint is reopened on the previous device and
+    // deviceSwitchFailed says why.
     void setDevice(const QString& device);
     QString device() const { return device_; }
     void ask(const QString& question, const QString& context, const QaOptions& options);
@@ -81,8 +115,10 @@ public:
     void evaluate(const QString& squadFile, int maxSamples);
     void cancel();
     // The run side of asks and masks: fp8 (default) or dequant (weights-only error).
-    void setRunMode(RunMode mode) { runMode_ = mode; }
+    void setRunMode(RunMode mode);
     RunMode runMode() const { return runMode_; }
+    // The state a run asked for now would be stamped with.
+    RunStamp currentStamp() const;
 
     bool busy() const { return running_ > 0; }
     QString checkpointDirectory() const { return checkpointDir_; }
@@ -92,12 +128,16 @@ signals:
     void checkpointOpened(std::shared_ptr<const scalescope::ui::CheckpointInfo> info);
     void referenceChanged(const QString& label);
     void deviceChanged(const QString& deviceName);
+    // The device in `failedDevice` could not run the checkpoint; the session is back on device().
+    void deviceSwitchFailed(const QString& failedDevice, const QString& message);
+    // currentStamp() changed: a checkpoint opened, the reference, mode or device changed.
+    void stateChanged();
     void answered(std::shared_ptr<const scalescope::ui::AskOutcome> outcome);
     void masksFilled(std::shared_ptr<const scalescope::ui::FillMaskOutcome> outcome);
     void capturePointReady(std::shared_ptr<const scalescope::ui::CapturePointValues> values);
     // After every batch: questions done of total and the current rate.
     void evaluationProgress(int done, int total, double questionsPerSecond);
-    void evaluated(std::shared_ptr<const scalescope::EvaluationResult> result);
+    void evaluated(std::shared_ptr<const scalescope::EvaluationResult> result, const scalescope::ui::RunStamp& stamp);
     void progress(double fraction, const QString& stage);
     void failed(const QString& operation, const QString& message);
     void busyChanged(bool busy);
@@ -108,6 +148,7 @@ private:
     // kind started meanwhile.
     void submit(JobKind kind, const QString& operation, std::function<std::function<void()>(const Progress&)> work);
     void finishJob();
+    void submitOpen(const QString& dir, const QString& fallbackDevice);
 
     QThreadPool worker_;
     std::atomic<bool> cancel_{false};
@@ -116,9 +157,10 @@ private:
     quint64 nextId_ = 0;
     QString checkpointDir_;
     QString referenceDir_;
+    // The reference side of the stamp, as the GUI asked for it (the worker only sees copies).
+    RunStamp::Reference referenceKind_ = RunStamp::Reference::Dequant;
     RunMode runMode_ = RunMode::Fp8;
     QString device_ = QStringLiteral("cpu");
-    bool cpuEmulationReference_ = false;
     // Touched only on the worker thread.
     std::shared_ptr<InferenceBackend> run_;
     std::shared_ptr<InferenceBackend> reference_;
@@ -132,3 +174,4 @@ Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::AskOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::FillMaskOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::CapturePointValues>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::EvaluationResult>)
+Q_DECLARE_METATYPE(scalescope::ui::RunStamp)

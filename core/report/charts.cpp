@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 namespace scalescope {
 namespace {
@@ -88,11 +89,34 @@ ChartData channelScalesChart(const LinearScaleStatistics& linear)
     chart.yLabel = "weight scale (log)";
     chart.logY = true;
     ChartSeries points{"weight_scale", SeriesStyle::Points, {}, {}, {}, "#0072B2"};
+    // A log axis cannot show NaN, zero, negative or infinite scales; they are the ones that matter
+    // most, so they get a red series of their own, drawn at the bottom of the valid range.
+    ChartSeries invalid{"invalid scale (NaN, zero, negative or inf)", SeriesStyle::Points, {}, {}, {}, "#D00000"};
+    double lowest = std::numeric_limits<double>::infinity();
+    double highest = 0;
+    for (float scale : linear.channelScales)
+        if (std::isfinite(scale) && scale > 0) {
+            lowest = std::min(lowest, double(scale));
+            highest = std::max(highest, double(scale));
+        }
+    const double floor = std::isfinite(lowest) ? lowest : 1.0;
     for (std::size_t i = 0; i < linear.channelScales.size(); ++i) {
-        points.x.push_back(double(i));
-        points.y.push_back(linear.channelScales[i]);
+        const double scale = linear.channelScales[i];
+        const bool valid = std::isfinite(scale) && scale > 0;
+        (valid ? points : invalid).x.push_back(double(i));
+        (valid ? points : invalid).y.push_back(valid ? scale : floor);
     }
     chart.series = {points};
+    if (!invalid.x.empty()) {
+        chart.title += " (" + std::to_string(invalid.x.size()) + " invalid)";
+        chart.series.push_back(invalid);
+    }
+    // A spread of more than 10^4 between channels leaves the small-scale channels a handful of codes.
+    if (std::isfinite(lowest) && highest / lowest > 1e4) {
+        char ratio[32];
+        std::snprintf(ratio, sizeof ratio, "%.3g", highest / lowest);
+        chart.title += std::string(" (extreme max/min ratio ") + ratio + ")";
+    }
     return chart;
 }
 
@@ -171,9 +195,18 @@ ChartData layerSqnrChart(const ComparisonResult& comparison)
 
 ChartData layerCosineChart(const ComparisonResult& comparison)
 {
-    return perLayerChart(comparison, "layer_cosine", "Cosine similarity of each layer's output", "cosine similarity",
-                         {"cosine", SeriesStyle::Bars, {}, {}, {}, "#009E73"},
-                         [](const ErrorMetrics& m) { return m.cosine; });
+    // Cosines of a working FP8 model are all 0.999...: bars of 1 - cos on a log axis show the
+    // differences that bars of cos at 1.0 hide.
+    ChartData chart = perLayerChart(comparison, "layer_cosine", "Cosine distance (1 - cos) of each layer's output",
+                                    "1 - cosine similarity (log)", {"1 - cosine", SeriesStyle::Bars, {}, {}, {}, "#009E73"},
+                                    [](const ErrorMetrics& m) { return 1.0 - m.cosine; });
+    chart.logY = true;
+    for (double v : chart.series.front().y)
+        if (v <= 0.0) {
+            chart.title += " (no bar: identical)";
+            break;
+        }
+    return chart;
 }
 
 ChartData linearSqnrChart(const ComparisonResult& comparison)
@@ -327,8 +360,13 @@ ChartData qaLogitsChart(const std::vector<std::string>& tokens, const std::vecto
     };
     chart.series = {series("start (FP8)", runStart, "#0072B2"), series("end (FP8)", runEnd, "#D55E00")};
     if (hasReference) {
-        chart.series.push_back(series("start (reference)", referenceStart, "#56B4E9"));
-        chart.series.push_back(series("end (reference)", referenceEnd, "#E69F00"));
+        // Points in other hues: sky blue and orange next to blue and vermillion lines were told
+        // apart by nobody.
+        ChartSeries start = series("start (reference)", referenceStart, "#009E73");
+        ChartSeries end = series("end (reference)", referenceEnd, "#CC79A7");
+        start.style = end.style = SeriesStyle::Points;
+        chart.series.push_back(start);
+        chart.series.push_back(end);
     }
     return chart;
 }

@@ -184,9 +184,9 @@ public:
                 inputs.inputIds.push_back(queue_[i].question->windows[queue_[i].window].encoding.ids);
 
             ForwardOptions runOptions;
-            runOptions.mode = RunMode::Fp8;
+            runOptions.mode = options_.runMode;
             ForwardOptions referenceOptions;
-            referenceOptions.mode = RunMode::Dequant;
+            referenceOptions.mode = options_.referenceMode;
             const ForwardResult runResult = run_.forward(inputs, runOptions, forwardProgress_);
             const ForwardResult referenceResult = reference_.forward(inputs, referenceOptions, forwardProgress_);
             result_.runForwardMs += runResult.elapsedMs;
@@ -311,8 +311,8 @@ std::string stoppedMessage(const EvaluationResult& result, const std::string& wh
            std::to_string(result.questionsSelected) + " questions";
 }
 
-void compareDisagreements(InferenceBackend& run, InferenceBackend* reference, EvaluationResult& result,
-                          const Progress& progress)
+void compareDisagreements(InferenceBackend& run, InferenceBackend* reference, const EvaluationOptions& options,
+                          EvaluationResult& result, const Progress& progress)
 {
     const Clock::time_point start = Clock::now();
     const std::size_t count = std::min(result.detailLimit, result.disagreements.size());
@@ -329,6 +329,8 @@ void compareDisagreements(InferenceBackend& run, InferenceBackend* reference, Ev
             input.question = example.question;
             input.context = example.context;
             input.qaOptions = result.qa;
+            input.runMode = options.runMode;
+            input.referenceMode = options.referenceMode;
             const ComparisonResult comparison = compareRuns(run, reference, input, comparisonProgress);
             for (const CapturePointMetrics& point : comparison.points)
                 if (point.kind == CaptureKind::Embeddings || point.kind == CaptureKind::LayerOutput)
@@ -414,7 +416,7 @@ EvaluationResult evaluateSquad(InferenceBackend& run, InferenceBackend* referenc
     result.datasetPath = dataset.path;
     result.datasetVersion = dataset.version;
     result.squadV2 = dataset.isV2;
-    result.runLabel = "fp8";
+    result.runLabel = runModeName(options.runMode);
     result.referenceIsStandIn = reference == nullptr;
     result.referenceLabel = reference ? "reference (" + reference->checkpoint().directory() + ")" : "dequant";
     if (!reference)
@@ -457,7 +459,7 @@ EvaluationResult evaluateSquad(InferenceBackend& run, InferenceBackend* referenc
 
     summarize(result);
     if (result.complete)
-        compareDisagreements(run, reference, result, progress);
+        compareDisagreements(run, reference, options, result, progress);
     progress.report(1.0, result.complete ? "Evaluated" : "Stopped");
     return result;
 }

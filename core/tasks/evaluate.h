@@ -99,13 +99,18 @@ struct EvaluationOptions {
     std::size_t maxSamples = 0;                // the first N questions of the file; 0 = all
     std::size_t maxDetailedDisagreements = 50; // compareRuns is run for this many disagreements
     std::function<void(const EvaluationUpdate&)> onUpdate;
+    // How each side runs. The defaults are the product's comparison (FP8 against a float reference
+    // or the dequantized stand-in); the workbench passes its Mode box, and the run's own mode for
+    // the reference when that is the CPU emulation of the same checkpoint.
+    RunMode runMode = RunMode::Fp8;
+    RunMode referenceMode = RunMode::Dequant;
 };
 
 struct EvaluationResult {
     std::string datasetPath;
     std::string datasetVersion;
     bool squadV2 = false;
-    std::string runLabel;                   // "fp8"
+    std::string runLabel;                   // "fp8" or "dequant": EvaluationOptions::runMode
     std::string referenceLabel;             // "reference (DIR)" or "dequant"
     bool referenceIsStandIn = false;
     std::string note;                       // says so when dequant stands in for the reference

@@ -1,10 +1,20 @@
 // scalescope-screenshots: drives the workbench through each panel and saves a screenshot of every
 // one, for looking at what users see. Run it under Xvfb through scripts/screenshots.sh.
 // Uses the bundled demo checkpoints when they are there, generated tiny ones otherwise.
+//
+// The tour also plays the checkpoint-switch sequence (open A, answer, open B, change mode,
+// reference and device, export a report) and prints, for every step, what each panel's results
+// are stamped with, so a reader can check that nothing of an earlier state is left on screen.
+//
+// Usage: scalescope-screenshots [OUTDIR] [WIDTHxHEIGHT]
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
 #include <QFileInfo>
+#include <QLabel>
 #include <QProcess>
+#include <QScreen>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTabWidget>
@@ -14,11 +24,12 @@
 
 #include "main_window.h"
 #include "panels/ask_panel.h"
-#include "panels/model_panel.h"
-#include "panels/scales_panel.h"
 #include "panels/errors_panel.h"
 #include "panels/evaluate_panel.h"
 #include "panels/fill_mask_panel.h"
+#include "panels/model_panel.h"
+#include "panels/scales_panel.h"
+#include "stale_banner.h"
 #include "support/fixtures.h"
 
 using namespace scalescope;
@@ -38,6 +49,13 @@ void settle(int ms = 400)
     loop.exec();
 }
 
+void waitIdle(WorkbenchSession* session)
+{
+    for (int i = 0; i < 600 && session->busy(); ++i)
+        settle(100);
+    settle(200);
+}
+
 // The whole screen through ImageMagick when it is there (what a person sees, window manager and
 // all), else the window's own rendering.
 void shoot(QWidget& window, const QString& path)
@@ -52,6 +70,22 @@ void shoot(QWidget& window, const QString& path)
     std::printf("%s\n", qPrintable(path));
 }
 
+// One line per panel: the stamp of its result, or "-" when it shows none.
+void printStamps(MainWindow& window, const char* step)
+{
+    auto line = [](const char* panel, const StaleBanner* banner) {
+        std::printf("  %-10s %s%s\n", panel,
+                    banner->hasResult() ? qPrintable(banner->resultStamp().describe()) : "-",
+                    banner->isStale() ? "  [STALE]" : "");
+    };
+    std::printf("after %s (current: %s)\n", step, qPrintable(window.session()->currentStamp().describe()));
+    line("Ask", window.askPanel()->banner());
+    line("Fill Mask", window.fillMaskPanel()->banner());
+    line("Errors", window.errorsPanel()->banner());
+    line("Scales", window.scalesPanel()->banner());
+    line("Evaluate", window.evaluatePanel()->banner());
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -60,27 +94,41 @@ int main(int argc, char** argv)
     QApplication::setOrganizationName(QStringLiteral("ScaleScope-screenshots"));
     QApplication::setApplicationName(QStringLiteral("ScaleScope"));
     QStandardPaths::setTestModeEnabled(true);
+    QSettings().clear(); // every tour starts as a first run
     const QString out = argc > 1 ? QString::fromLocal8Bit(argv[1]) : QStringLiteral("screenshots");
     QDir().mkpath(out);
+    QSize size = QGuiApplication::primaryScreen()->availableGeometry().size();
+    if (argc > 2) {
+        const QStringList parts = QString::fromLocal8Bit(argv[2]).split(QLatin1Char('x'));
+        if (parts.size() == 2)
+            size = QSize(parts[0].toInt(), parts[1].toInt());
+    }
 
     const DemoCatalog demo = loadDemoCatalog(findDemoFolder(QStringLiteral(SCALESCOPE_DEMO_DIR)));
     MainWindow window;
-    window.resize(1360, 900);
-    window.move(20, 20);
     window.setDemoCatalog(demo);
+    window.move(0, 0);
+    window.resize(size);
     window.show();
+    std::printf("window %dx%d (minimum size hint %dx%d)\n", window.width(), window.height(),
+                window.minimumSizeHint().width(), window.minimumSizeHint().height());
     WorkbenchSession* session = window.session();
     QSignalSpy opened(&window, &MainWindow::checkpointReady);
     QSignalSpy reference(session, &WorkbenchSession::referenceChanged);
 
     // The bundled demo when it is there (what a first run shows), generated tiny models otherwise.
-    int maskedLmDemo = -1;
-    for (int i = 0; i < demo.checkpoints.size(); ++i)
+    int maskedLmDemo = -1, otherQaDemo = -1;
+    for (int i = 0; i < demo.checkpoints.size(); ++i) {
         if (demo.checkpoints[i].maskedLm && maskedLmDemo < 0)
             maskedLmDemo = i;
-    QString mlm, mlmReference;
+        if (!demo.checkpoints[i].maskedLm && i > 0 && otherQaDemo < 0)
+            otherQaDemo = i;
+    }
+    QString mlm, mlmReference, otherQa;
     if (!demo.isEmpty()) {
         window.openDemo(0);
+        if (otherQaDemo >= 0)
+            otherQa = demo.checkpoints[otherQaDemo].directory;
     } else {
         const std::string base = testing::makeTempDir("screens");
         testing::TinyModelSpec spec;
@@ -88,11 +136,13 @@ int main(int argc, char** argv)
         spec.outlierFactor = 6.0f;
         testing::writeTinyFloatCheckpoint(base + "/qa-float", spec);
         testing::writeTinyFp8Checkpoint(base + "/qa-float", base + "/qa-fp8", {"channel", "token", "F32"});
+        testing::writeTinyFp8Checkpoint(base + "/qa-float", base + "/qa-fp8-static", {"tensor", "tensor", "F32"});
         spec.architecture = "RobertaForMaskedLM";
         testing::writeTinyFloatCheckpoint(base + "/mlm-float", spec);
         testing::writeTinyFp8Checkpoint(base + "/mlm-float", base + "/mlm-fp8", {"channel", "token", "F32"});
         mlm = QString::fromStdString(base + "/mlm-fp8");
         mlmReference = QString::fromStdString(base + "/mlm-float");
+        otherQa = QString::fromStdString(base + "/qa-fp8-static");
         window.openCheckpoint(QString::fromStdString(base + "/qa-fp8"));
         window.setReference(QString::fromStdString(base + "/qa-float"));
         window.askPanel()->setInputs("what is the capital of France ?",
@@ -103,7 +153,7 @@ int main(int argc, char** argv)
         return 1;
 
     window.tabs()->setCurrentWidget(window.modelPanel());
-    shoot(window, out + "/1-model.png");
+    shoot(window, out + "/01-model.png");
 
     window.tabs()->setCurrentWidget(window.askPanel());
     QSignalSpy answered(session, &WorkbenchSession::answered);
@@ -111,16 +161,17 @@ int main(int argc, char** argv)
                                          window.askPanel()->options());
     if (!waitFor(answered))
         return 1;
-    shoot(window, out + "/2-ask.png");
+    waitIdle(session);
+    shoot(window, out + "/02-ask.png");
 
     window.tabs()->setCurrentWidget(window.scalesPanel());
-    shoot(window, out + "/4-scales.png");
+    shoot(window, out + "/04-scales.png");
 
     window.tabs()->setCurrentWidget(window.errorsPanel());
     QSignalSpy captured(session, &WorkbenchSession::capturePointReady);
     emit window.errorsPanel()->capturePointRequested(QStringLiteral("roberta.encoder.layer.1.output"));
     waitFor(captured);
-    shoot(window, out + "/5-errors.png");
+    shoot(window, out + "/05-errors.png");
 
     const QString squad = QStringLiteral(SCALESCOPE_SHARED_DATA) + "/squad/squad2-dev-sample.json";
     const QString demoQuestions = demo.folder + "/corpus/questions.json";
@@ -131,7 +182,64 @@ int main(int argc, char** argv)
         QSignalSpy evaluated(session, &WorkbenchSession::evaluated);
         session->evaluate(squadFile, 60);
         waitFor(evaluated, 600000);
-        shoot(window, out + "/6-evaluate.png");
+        shoot(window, out + "/06-evaluate.png");
+    }
+    printStamps(window, "open A, answer, evaluate");
+
+    // The checkpoint-switch sequence: open B; nothing of A may stay.
+    if (!otherQa.isEmpty()) {
+        opened.clear();
+        window.openCheckpoint(otherQa);
+        waitFor(opened);
+        waitIdle(session);
+        printStamps(window, "open B");
+        window.tabs()->setCurrentWidget(window.askPanel());
+        shoot(window, out + "/07-switch-ask-after-open-b.png");
+        window.tabs()->setCurrentWidget(window.errorsPanel());
+        shoot(window, out + "/08-switch-errors-after-open-b.png");
+        window.tabs()->setCurrentWidget(window.evaluatePanel());
+        shoot(window, out + "/09-switch-evaluate-after-open-b.png");
+
+        window.tabs()->setCurrentWidget(window.askPanel());
+        answered.clear();
+        emit window.askPanel()->askRequested(window.askPanel()->question(), window.askPanel()->context(),
+                                             window.askPanel()->options());
+        waitFor(answered);
+        waitIdle(session);
+        printStamps(window, "answer on B");
+
+        window.modeBox()->setCurrentIndex(1); // Dequant: the last question reruns
+        waitIdle(session);
+        printStamps(window, "mode Dequant");
+        shoot(window, out + "/10-switch-ask-dequant.png");
+
+        window.setReference(QString()); // the dequantized stand-in
+        waitIdle(session);
+        printStamps(window, "reference: dequantized weights");
+        window.tabs()->setCurrentWidget(window.errorsPanel());
+        shoot(window, out + "/11-switch-errors-reference.png");
+
+        const int runner = window.deviceBox()->findText(QStringLiteral("CPU runner process"));
+        if (runner >= 0 && QFileInfo::exists(QCoreApplication::applicationDirPath() + "/../app/scalescope-cli")) {
+            // The build tree keeps the CLI in app/, not next to this program: name it directly.
+            session->setDevice(QStringLiteral("runner:'%1' runner")
+                                   .arg(QFileInfo(QCoreApplication::applicationDirPath() + "/../app/scalescope-cli")
+                                            .canonicalFilePath()));
+            waitIdle(session);
+            printStamps(window, "device: CPU runner");
+            window.tabs()->setCurrentWidget(window.askPanel());
+            shoot(window, out + "/12-switch-ask-runner.png");
+            session->setDevice(QStringLiteral("cpu"));
+            waitIdle(session);
+        }
+        window.tabs()->setCurrentWidget(window.evaluatePanel());
+        shoot(window, out + "/13-switch-evaluate-stale.png");
+        const QString report = out + "/report";
+        QDir(report).removeRecursively();
+        const QStringList files = window.exportReport(report);
+        std::printf("report: %lld files in %s\n", static_cast<long long>(files.size()), qPrintable(report));
+        window.modeBox()->setCurrentIndex(0);
+        waitIdle(session);
     }
 
     opened.clear();
@@ -148,6 +256,6 @@ int main(int argc, char** argv)
     QSignalSpy filled(session, &WorkbenchSession::masksFilled);
     emit window.fillMaskPanel()->fillRequested(window.fillMaskPanel()->text(), 5);
     waitFor(filled);
-    shoot(window, out + "/3-fill-mask.png");
+    shoot(window, out + "/03-fill-mask.png");
     return 0;
 }

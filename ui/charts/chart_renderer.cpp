@@ -289,7 +289,7 @@ void setUpCategoryAxis(QCustomPlot& plot, const ChartData& chart)
     int widest = 0, shown = 0;
     for (int i = 0; i < count; i += step) {
         const QString label = metrics.elidedText(QString::fromStdString(chart.categories[static_cast<std::size_t>(i)]),
-                                                 Qt::ElideLeft, kMaxCategoryLabelPixels);
+                                                 Qt::ElideMiddle, kMaxCategoryLabelPixels);
         widest = std::max(widest, metrics.horizontalAdvance(label));
         ticker->addTick(i, label);
         ++shown;
@@ -297,7 +297,9 @@ void setUpCategoryAxis(QCustomPlot& plot, const ChartData& chart)
     ticker->setSubTickCount(0);
     axis->setTicker(ticker);
     const bool crowded = shown > kMaxFlatLabels || shown * (widest + 12) > kFlatLabelsBudgetPixels;
-    axis->setTickLabelRotation(crowded ? 45.0 : 0.0);
+    // Negative: the rotated label ends at its own tick and rises to the left, instead of starting
+    // there and running down under the next bars.
+    axis->setTickLabelRotation(crowded ? -45.0 : 0.0);
     axis->grid()->setVisible(false);
 }
 
@@ -486,7 +488,18 @@ void addTitleAndLegend(QCustomPlot& plot, const ChartData& chart)
         font.setPointSizeF(font.pointSizeF() * 1.3);
         font.setBold(true);
         layout->insertRow(0);
-        layout->addElement(0, 0, new QCPTextElement(&plot, QString::fromStdString(chart.title), font));
+        // A long title is centred and cut at both ends on a narrow plot: two lines, broken at the
+        // space nearest the middle, fit the charts of a laptop screen.
+        QString title = QString::fromStdString(chart.title);
+        if (title.size() > 48) {
+            const int middle = title.size() / 2;
+            const int before = title.lastIndexOf(QLatin1Char(' '), middle);
+            const int after = title.indexOf(QLatin1Char(' '), middle);
+            const int at = before < 0 ? after : after < 0 ? before : (middle - before <= after - middle ? before : after);
+            if (at > 0)
+                title[at] = QLatin1Char('\n');
+        }
+        layout->addElement(0, 0, new QCPTextElement(&plot, title, font));
         layout->setRowStretchFactor(0, 0.001);
     }
     const bool showLegend = chart.series.size() > 1;

@@ -1,5 +1,7 @@
 #include "charts/chart_view.h"
 
+#include <QApplication>
+#include <QClipboard>
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QMenu>
@@ -21,7 +23,9 @@ namespace scalescope::ui {
 ChartView::ChartView(QWidget* parent) : QWidget(parent)
 {
     plot_ = new QCustomPlot(this);
-    plot_->setMinimumSize(320, 220);
+    // Small enough that two charts side by side and three stacked fit a 1024x640 window; the
+    // panels put charts in splitters, so users give them room when they want it.
+    plot_->setMinimumSize(200, 110);
 
     placeholder_ = new QLabel(tr("No data yet."), this);
     placeholder_->setAlignment(Qt::AlignCenter);
@@ -42,6 +46,8 @@ ChartView::ChartView(QWidget* parent) : QWidget(parent)
     auto* menu = new QMenu(exportButton_);
     for (const QString& format : {QStringLiteral("PNG"), QStringLiteral("PDF"), QStringLiteral("SVG"), QStringLiteral("CSV")})
         menu->addAction(tr("%1...").arg(format), this, [this, format] { exportAs(format.toLower()); });
+    menu->addSeparator();
+    menu->addAction(tr("Copy Image"), this, &ChartView::copyToClipboard);
     exportButton_->setMenu(menu);
 
     auto* buttons = new QHBoxLayout;
@@ -93,6 +99,30 @@ void ChartView::resetView()
     plot_->replot();
 }
 
+ChartData ChartView::stampedChart() const
+{
+    ChartData stamped = chart_;
+    if (!stamp_.isEmpty())
+        stamped.title += " [" + stamp_.toStdString() + "]";
+    return stamped;
+}
+
+void ChartView::copyToClipboard()
+{
+    QApplication::clipboard()->setPixmap(plot_->toPixmap());
+}
+
+void relabelRunSeries(ChartData& chart, const QString& mode)
+{
+    if (mode == QLatin1String("FP8"))
+        return;
+    for (ChartSeries& series : chart.series) {
+        const std::size_t at = series.name.find("FP8");
+        if (at != std::string::npos)
+            series.name.replace(at, 3, mode.toStdString());
+    }
+}
+
 void ChartView::exportAs(const QString& format)
 {
     const QString filter = format == "csv" ? tr("CSV data (*.csv)") : tr("%1 image (*.%2)").arg(format.toUpper(), format);
@@ -106,7 +136,7 @@ void ChartView::exportAs(const QString& format)
         if (format == "csv")
             exportChartCsv(chart_, path.toStdString());
         else
-            exportChartImage(chart_, path, parseChartFormat(format.toStdString()));
+            exportChartImage(stampedChart(), path, parseChartFormat(format.toStdString()));
     } catch (const Error& e) {
         QMessageBox::warning(this, tr("Export failed"), QString::fromUtf8(e.what()));
     }

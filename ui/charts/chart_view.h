@@ -24,6 +24,11 @@ public:
     const ChartData& chart() const { return chart_; }
     QCustomPlot* plot() const { return plot_; }
     void resetView();
+    // What produced the chart ("qa-fp8, FP8 vs qa-float, CPU"); exported images carry it in the title.
+    void setStamp(const QString& stamp) { stamp_ = stamp; }
+    QString stamp() const { return stamp_; }
+    // The chart as exported: its title followed by the stamp.
+    ChartData stampedChart() const;
 
 signals:
     // Index into chart().categories (or the x value rounded, for numeric charts).
@@ -31,12 +36,17 @@ signals:
 
 private:
     void exportAs(const QString& format);
+    void copyToClipboard();
     ChartData chart_;
+    QString stamp_;
     QCustomPlot* plot_ = nullptr;
     QLabel* placeholder_ = nullptr;
     QStackedWidget* stack_ = nullptr;
     QToolButton* exportButton_ = nullptr;
     QToolButton* resetButton_ = nullptr;
 };
+
+// Series named after the FP8 run ("FP8", "start (FP8)") renamed after the mode that produced them.
+void relabelRunSeries(ChartData& chart, const QString& mode);
 
 } // namespace scalescope::ui

@@ -36,6 +36,14 @@ void AnswersModel::setAnswers(std::vector<QaAnswer> run, std::vector<QaAnswer> r
     endResetModel();
 }
 
+void AnswersModel::setRunLabel(const QString& label)
+{
+    if (label == runLabel_)
+        return;
+    runLabel_ = label;
+    emit headerDataChanged(Qt::Horizontal, RunAnswerColumn, RunSpanColumn);
+}
+
 void AnswersModel::clear()
 {
     setAnswers({}, {}, false);
@@ -147,12 +155,12 @@ QVariant AnswersModel::headerData(int section, Qt::Orientation orientation, int 
     if (orientation == Qt::Horizontal && role == Qt::DisplayRole) {
         switch (section) {
         case RankColumn: return tr("Rank");
-        case RunAnswerColumn: return tr("Answer (run)");
-        case RunScoreColumn: return tr("Score (run)");
-        case RunSpanColumn: return tr("Span (run)");
-        case ReferenceAnswerColumn: return tr("Answer (reference)");
-        case ReferenceScoreColumn: return tr("Score (reference)");
-        case ReferenceSpanColumn: return tr("Span (reference)");
+        case RunAnswerColumn: return tr("%1 answer").arg(runLabel_);
+        case RunScoreColumn: return tr("%1 score").arg(runLabel_);
+        case RunSpanColumn: return tr("%1 span").arg(runLabel_);
+        case ReferenceAnswerColumn: return tr("Reference answer");
+        case ReferenceScoreColumn: return tr("Reference score");
+        case ReferenceSpanColumn: return tr("Reference span");
         case AgreeColumn: return tr("Agree");
         default: break;
         }

@@ -34,6 +34,8 @@ public:
 
     void setAnswers(std::vector<QaAnswer> run, std::vector<QaAnswer> reference, bool hasReference);
     void clear();
+    // How the run side is labelled in the headers: the mode that produced it ("FP8", "Dequant").
+    void setRunLabel(const QString& label);
 
     bool hasReference() const { return hasReference_; }
     const QaAnswer* runAnswerAt(int row) const;       // null when the run has no answer of that rank
@@ -49,6 +51,7 @@ private:
     std::vector<QaAnswer> run_;
     std::vector<QaAnswer> reference_;
     bool hasReference_ = false;
+    QString runLabel_ = QStringLiteral("FP8");
 };
 
 } // namespace scalescope::ui

@@ -71,6 +71,14 @@ void MaskPredictionsModel::setPredictions(std::vector<std::vector<MaskPrediction
     endResetModel();
 }
 
+void MaskPredictionsModel::setRunLabel(const QString& label)
+{
+    if (label == runLabel_)
+        return;
+    runLabel_ = label;
+    emit headerDataChanged(Qt::Horizontal, RunTokenColumn, RunProbabilityColumn);
+}
+
 void MaskPredictionsModel::clear()
 {
     setPredictions({}, {}, false);
@@ -147,10 +155,10 @@ QVariant MaskPredictionsModel::headerData(int section, Qt::Orientation orientati
         switch (section) {
         case MaskColumn: return tr("Mask");
         case RankColumn: return tr("Rank");
-        case RunTokenColumn: return tr("Token (run)");
-        case RunProbabilityColumn: return tr("Probability (run)");
-        case ReferenceTokenColumn: return tr("Token (reference)");
-        case ReferenceProbabilityColumn: return tr("Probability (reference)");
+        case RunTokenColumn: return tr("%1 token").arg(runLabel_);
+        case RunProbabilityColumn: return tr("%1 probability").arg(runLabel_);
+        case ReferenceTokenColumn: return tr("Reference token");
+        case ReferenceProbabilityColumn: return tr("Reference probability");
         default: break;
         }
     }

@@ -36,6 +36,8 @@ public:
                         std::vector<std::vector<MaskPrediction>> reference, bool hasReference,
                         std::vector<int> maskPositions = {});
     void clear();
+    // How the run side is labelled in the headers: the mode that produced it ("FP8", "Dequant").
+    void setRunLabel(const QString& label);
 
     bool hasReference() const { return hasReference_; }
 
@@ -59,6 +61,7 @@ private:
     std::vector<int> maskPositions_;
     std::vector<RowRef> rows_;
     bool hasReference_ = false;
+    QString runLabel_ = QStringLiteral("FP8");
 };
 
 } // namespace scalescope::ui

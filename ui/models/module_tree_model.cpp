@@ -30,31 +30,6 @@ struct ModuleTreeModel::Node {
 
 namespace {
 
-// Digit runs are zero-padded so that a plain string comparison orders them as numbers
-// ("layer.2" < "layer.10"). Runs longer than the padding keep their length and still sort after.
-QString naturalKey(const QString& text)
-{
-    constexpr int width = 20;
-    QString key;
-    key.reserve(text.size() + width);
-    int i = 0;
-    while (i < text.size()) {
-        if (!text[i].isDigit()) {
-            key += text[i++];
-            continue;
-        }
-        int end = i;
-        while (end < text.size() && text[end].isDigit())
-            ++end;
-        const int length = end - i;
-        if (length < width)
-            key += QString(width - length, QLatin1Char('0'));
-        key += QStringView(text).mid(i, length);
-        i = end;
-    }
-    return key;
-}
-
 double elementCount(const std::vector<int64_t>& shape)
 {
     double count = 1;
@@ -82,7 +57,7 @@ void ModuleTreeModel::setTensors(const std::vector<TensorRow>& tensors)
                 auto created = std::make_unique<Node>();
                 created->segment = segment;
                 created->path = node == root.get() ? segment : node->path + QLatin1Char('.') + segment;
-                created->sortKey = naturalKey(segment);
+                created->sortKey = naturalSortKey(segment);
                 created->parent = node;
                 child = created.get();
                 node->childBySegment.insert(segment, child);

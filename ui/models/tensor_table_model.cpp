@@ -198,6 +198,8 @@ QVariant TensorTableModel::exact(int row, int column) const
 
 QVariant TensorTableModel::sortValue(int row, int column) const
 {
+    if (column == NameColumn)
+        return naturalSortKey(display(row, column).toString());
     if (!isNumericColumn(column))
         return display(row, column);
     const std::optional<double> value = number(row, column);

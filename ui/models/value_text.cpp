@@ -42,4 +42,29 @@ QVariant alignmentFor(bool numeric)
     return int((numeric ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter);
 }
 
+// Digit runs are zero-padded so that a plain string comparison orders them as numbers
+// ("layer.2" < "layer.10"). Runs longer than the padding keep their length and still sort after.
+QString naturalSortKey(const QString& text)
+{
+    constexpr int width = 20;
+    QString key;
+    key.reserve(text.size() + width);
+    int i = 0;
+    while (i < text.size()) {
+        if (!text[i].isDigit()) {
+            key += text[i++];
+            continue;
+        }
+        int end = i;
+        while (end < text.size() && text[end].isDigit())
+            ++end;
+        const int length = end - i;
+        if (length < width)
+            key += QString(width - length, QLatin1Char('0'));
+        key += QStringView(text).mid(i, length);
+        i = end;
+    }
+    return key;
+}
+
 } // namespace scalescope::ui

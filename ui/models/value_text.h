@@ -30,5 +30,7 @@ QString percentText(double share);                 // share 0.1234 -> "12.34"
 QString probabilityText(float probability);        // four decimals, tiny ones scientific
 QString shapeText(const std::vector<int64_t>& shape); // "[768, 768]"
 QVariant alignmentFor(bool numeric);               // Qt::TextAlignmentRole value
+// A key whose plain string order is natural order: "layer.2" before "layer.10".
+QString naturalSortKey(const QString& text);
 
 } // namespace scalescope::ui

@@ -21,6 +21,7 @@
 #include "models/answers_model.h"
 #include "models/probability_bar_delegate.h"
 #include "report/charts.h"
+#include "stale_banner.h"
 #include "workbench_session.h"
 
 namespace scalescope::ui {
@@ -39,6 +40,8 @@ AskPanel::AskPanel(QWidget* parent) : QWidget(parent)
     question_->setPlaceholderText(tr("Question"));
     context_ = new QPlainTextEdit(this);
     context_->setPlaceholderText(tr("Context: the passage the answer is taken from"));
+    // Tab moves on instead of inserting a tab character (which would change the passage).
+    context_->setTabChangesFocus(true);
     ask_ = new QPushButton(tr("Answer"), this);
     ask_->setToolTip(tr("Run the FP8 model and its reference (Ctrl+Enter)"));
     topK_ = new QSpinBox(this);
@@ -79,6 +82,8 @@ AskPanel::AskPanel(QWidget* parent) : QWidget(parent)
     answersView_->setItemDelegate(new ProbabilityBarDelegate(answersView_));
     answersView_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
     answersView_->horizontalHeader()->setStretchLastSection(true);
+    // Tab leaves the table (arrow keys move within it).
+    answersView_->setTabKeyNavigation(false);
 
     logits_ = new ChartView(this);
     logits_->setPlaceholder(tr("The start and end logits over the tokens appear here after a question is answered."));
@@ -100,8 +105,30 @@ AskPanel::AskPanel(QWidget* parent) : QWidget(parent)
     splitter->setStretchFactor(1, 1);
     splitter->setStretchFactor(2, 1);
     splitter->setSizes({300, 220, 300});
+    banner_ = new StaleBanner(this);
     auto* layout = new QVBoxLayout(this);
-    layout->addWidget(splitter);
+    layout->addWidget(banner_);
+    layout->addWidget(splitter, 1);
+
+    // Reading order: question, context, the options, Answer, then the results.
+    setTabOrder(question_, context_);
+    setTabOrder(context_, topK_);
+    setTabOrder(topK_, maxAnswerLength_);
+    setTabOrder(maxAnswerLength_, allowNoAnswer_);
+    setTabOrder(allowNoAnswer_, nullThreshold_);
+    setTabOrder(nullThreshold_, ask_);
+    setTabOrder(ask_, answersView_);
+    ask_->setFocusPolicy(Qt::StrongFocus);
+    ask_->setAutoDefault(true);
+
+    // The highlights and answer offsets point into the text as it was asked; an edit invalidates them.
+    connect(context_, &QPlainTextEdit::textChanged, this, [this] {
+        if (!showingResult_ || context_->extraSelections().isEmpty())
+            return;
+        context_->setExtraSelections({});
+        result_->setText(result_->text() + tr("<br><i>The context was edited after this answer: its highlights "
+                                              "were removed. Answer again for the new text.</i>"));
+    });
 
     connect(ask_, &QPushButton::clicked, this, &AskPanel::requestAsk);
     connect(question_, &QLineEdit::returnPressed, this, &AskPanel::requestAsk);
@@ -116,6 +143,30 @@ void AskPanel::setInputs(const QString& question, const QString& context)
 {
     question_->setText(question);
     context_->setPlainText(context);
+}
+
+void AskPanel::clearResults(const QString& why)
+{
+    showingResult_ = false;
+    answers_->clear();
+    logits_->setChart({});
+    context_->setExtraSelections({});
+    result_->setText(why);
+    banner_->clearResult();
+}
+
+void AskPanel::setRunnable(bool runnable, const QString& reason)
+{
+    runnable_ = runnable;
+    notRunnableReason_ = reason;
+    updateAskEnabled();
+}
+
+void AskPanel::updateAskEnabled()
+{
+    ask_->setEnabled(!busy_ && runnable_);
+    ask_->setToolTip(runnable_ ? tr("Run the quantized model and its reference (Ctrl+Enter)")
+                               : tr("Cannot answer: %1").arg(notRunnableReason_));
 }
 
 QString AskPanel::question() const { return question_->text(); }
@@ -134,7 +185,8 @@ QaOptions AskPanel::options() const
 
 void AskPanel::setBusy(bool busy)
 {
-    ask_->setEnabled(!busy);
+    busy_ = busy;
+    updateAskEnabled();
 }
 
 void AskPanel::requestAsk()
@@ -150,8 +202,11 @@ void AskPanel::requestAsk()
 
 void AskPanel::showOutcome(const AskOutcome& outcome, const QString& referenceLabel)
 {
+    answers_->setRunLabel(outcome.stamp.modeName());
     answers_->setAnswers(outcome.runAnswers, outcome.referenceAnswers, true);
     answersView_->resizeColumnsToContents();
+    banner_->setResultStamp(outcome.stamp);
+    showingResult_ = true;
 
     auto describe = [](const std::vector<QaAnswer>& answers) {
         if (answers.empty())
@@ -166,9 +221,9 @@ void AskPanel::showOutcome(const AskOutcome& outcome, const QString& referenceLa
         return answers.empty() ? std::string() : normalizeAnswer(answers.front().text);
     };
     const bool agree = bestText(outcome.runAnswers) == bestText(outcome.referenceAnswers);
-    result_->setText(tr("<span style='background:#cfe3f7'>FP8</span>: %1 &nbsp;&nbsp; "
-                        "<span style='border-bottom:2px solid #e69f00'>Reference</span> (%2): %3 &nbsp;&nbsp; %4")
-                         .arg(describe(outcome.runAnswers), referenceLabel.toHtmlEscaped(),
+    result_->setText(tr("<span style='background:#cfe3f7'>%1</span>: %2 &nbsp;&nbsp; "
+                        "<span style='border-bottom:2px solid #e69f00'>Reference</span> (%3): %4 &nbsp;&nbsp; %5")
+                         .arg(outcome.stamp.modeName(), describe(outcome.runAnswers), referenceLabel.toHtmlEscaped(),
                               describe(outcome.referenceAnswers),
                               agree ? tr("<span style='color:#1a7f37'>agree</span>")
                                     : tr("<span style='color:#b00'>differ</span>")));
@@ -220,8 +275,11 @@ void AskPanel::showOutcome(const AskOutcome& outcome, const QString& referenceLa
             tokens.push_back(source.substr(from, byteOffsetOfCodePoint(source, end) - from));
         }
     }
-    logits_->setChart(qaLogitsChart(tokens, qa.runStartLogits[window], qa.runEndLogits[window],
-                                    qa.referenceStartLogits[window], qa.referenceEndLogits[window], true));
+    ChartData chart = qaLogitsChart(tokens, qa.runStartLogits[window], qa.runEndLogits[window],
+                                    qa.referenceStartLogits[window], qa.referenceEndLogits[window], true);
+    relabelRunSeries(chart, outcome.stamp.modeName());
+    logits_->setChart(chart);
+    logits_->setStamp(outcome.stamp.describe());
 }
 
 } // namespace scalescope::ui

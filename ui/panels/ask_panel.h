@@ -22,6 +22,7 @@ namespace scalescope::ui {
 struct AskOutcome;
 class AnswersModel;
 class ChartView;
+class StaleBanner;
 
 class AskPanel : public QWidget {
     Q_OBJECT
@@ -34,6 +35,10 @@ public:
     QaOptions options() const;
     void showOutcome(const AskOutcome& outcome, const QString& referenceLabel);
     void setBusy(bool busy);
+    // Removes every result (answers, highlights, logits) and says why in the result line.
+    void clearResults(const QString& why);
+    // Whether the open checkpoint can answer; reason becomes the Answer button's tooltip.
+    void setRunnable(bool runnable, const QString& reason);
 
     AnswersModel* answersModel() const { return answers_; }
     ChartView* logitsChart() const { return logits_; }
@@ -41,12 +46,20 @@ public:
     QLineEdit* questionEdit() const { return question_; }
     QPushButton* askButton() const { return ask_; }
     QLabel* resultLabel() const { return result_; }
+    QTableView* answersView() const { return answersView_; }
+    StaleBanner* banner() const { return banner_; }
 
 signals:
     void askRequested(const QString& question, const QString& context, const scalescope::QaOptions& options);
 
 private:
     void requestAsk();
+    void updateAskEnabled();
+    bool busy_ = false;
+    bool runnable_ = true;
+    QString notRunnableReason_;
+    bool showingResult_ = false;
+    StaleBanner* banner_ = nullptr;
     QLineEdit* question_ = nullptr;
     QPlainTextEdit* context_ = nullptr;
     QPushButton* ask_ = nullptr;

@@ -14,6 +14,7 @@
 #include "charts/chart_view.h"
 #include "models/layer_metrics_model.h"
 #include "report/charts.h"
+#include "stale_banner.h"
 #include "workbench_session.h"
 
 namespace scalescope::ui {
@@ -62,11 +63,13 @@ ErrorsPanel::ErrorsPanel(QWidget* parent) : QWidget(parent)
     tableLayout->addWidget(outputsOnly_);
     tableLayout->addWidget(view_);
     auto* top = new QSplitter(Qt::Horizontal, this);
+    top->setObjectName(QStringLiteral("errorsTopSplitter"));
     top->addWidget(tableBox);
     top->addWidget(chartTabs_);
     top->setStretchFactor(0, 1);
     top->setStretchFactor(1, 1);
     auto* drill = new QSplitter(Qt::Horizontal, this);
+    drill->setObjectName(QStringLiteral("errorsDrillSplitter"));
     drill->addWidget(histogram_);
     drill->addWidget(scatter_);
     auto* drillBox = new QWidget(this);
@@ -78,7 +81,9 @@ ErrorsPanel::ErrorsPanel(QWidget* parent) : QWidget(parent)
     vertical->setObjectName(QStringLiteral("errorsSplitter"));
     vertical->addWidget(top);
     vertical->addWidget(drillBox);
+    banner_ = new StaleBanner(this);
     auto* layout = new QVBoxLayout(this);
+    layout->addWidget(banner_);
     layout->addWidget(summary_);
     layout->addWidget(vertical, 1);
 
@@ -114,10 +119,33 @@ ErrorsPanel::ErrorsPanel(QWidget* parent) : QWidget(parent)
     });
 }
 
-void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparison)
+QString ErrorsPanel::summaryText() const
+{
+    return summary_->text();
+}
+
+void ErrorsPanel::clearResults(const QString& why)
+{
+    comparison_.reset();
+    metrics_->setPoints({});
+    for (ChartView* chart : charts()) {
+        chart->setChart({});
+        chart->setStamp(QString());
+    }
+    drillTitle_->setText(tr("Click a layer or a row to see its error distribution."));
+    summary_->setText(why);
+    banner_->clearResult();
+}
+
+void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparison, const RunStamp& stamp)
 {
     comparison_ = std::move(comparison);
     const ComparisonResult& c = *comparison_;
+    banner_->setResultStamp(stamp);
+    // The drill-down showed a capture point of the previous run: it does not belong to this one.
+    histogram_->setChart({});
+    scatter_->setChart({});
+    drillTitle_->setText(tr("Click a layer or a row to see its error distribution."));
     metrics_->setPoints(c.points);
     view_->resizeColumnsToContents();
     view_->setColumnWidth(0, std::min(view_->columnWidth(0), 320));
@@ -125,6 +153,8 @@ void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparis
     layerCosine_->setChart(layerCosineChart(c));
     growth_->setChart(errorGrowthChart(c));
     linearSqnr_->setChart(linearSqnrChart(c));
+    for (ChartView* chart : charts())
+        chart->setStamp(stamp.describe());
     auto db = [](double v) { return std::isinf(v) ? QStringLiteral("inf") : QString::number(v, 'f', 2); };
     QString agreement;
     if (c.qa)
@@ -142,6 +172,11 @@ void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparis
 
 void ErrorsPanel::showCapturePoint(const CapturePointValues& values)
 {
+    // A capture asked for before the last run changed belongs to another state.
+    if (!comparison_ || values.stamp != banner_->resultStamp()) {
+        drillTitle_->setText(tr("The metrics above are stale: rerun before looking at one point's errors."));
+        return;
+    }
     drillTitle_->setText(tr("Error distribution at %1 (%2 values)").arg(values.name).arg(values.run.size()));
     histogram_->setChart(errorHistogramChart(values.name.toStdString(), values.run, values.reference));
     scatter_->setChart(referenceScatterChart(values.name.toStdString(), values.run, values.reference));

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "tasks/compare_runs.h"
+#include "workbench_session.h"
 
 class QCheckBox;
 class QLabel;
@@ -19,14 +20,19 @@ namespace scalescope::ui {
 struct CapturePointValues;
 class ChartView;
 class LayerMetricsModel;
+class StaleBanner;
 
 class ErrorsPanel : public QWidget {
     Q_OBJECT
 public:
     explicit ErrorsPanel(QWidget* parent = nullptr);
 
-    void setComparison(std::shared_ptr<const ComparisonResult> comparison);
+    // A new run: its metrics, and the drill-down of the previous run removed.
+    void setComparison(std::shared_ptr<const ComparisonResult> comparison, const RunStamp& stamp);
     void showCapturePoint(const CapturePointValues& values);
+    void clearResults(const QString& why);
+    StaleBanner* banner() const { return banner_; }
+    QString summaryText() const;
     std::shared_ptr<const ComparisonResult> comparison() const { return comparison_; }
 
     LayerMetricsModel* metricsModel() const { return metrics_; }
@@ -51,6 +57,7 @@ private:
     QLabel* drillTitle_ = nullptr;
     ChartView* histogram_ = nullptr;
     ChartView* scatter_ = nullptr;
+    StaleBanner* banner_ = nullptr;
 };
 
 } // namespace scalescope::ui

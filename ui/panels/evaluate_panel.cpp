@@ -6,7 +6,6 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
-#include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
 #include <QSplitter>
@@ -16,6 +15,8 @@
 #include "charts/chart_view.h"
 #include "models/disagreements_model.h"
 #include "report/charts.h"
+#include "settings.h"
+#include "stale_banner.h"
 
 namespace scalescope::ui {
 
@@ -23,7 +24,7 @@ EvaluatePanel::EvaluatePanel(QWidget* parent) : QWidget(parent)
 {
     file_ = new QLineEdit(this);
     file_->setPlaceholderText(tr("SQuAD v1.1 or v2.0 JSON file"));
-    file_->setText(QSettings().value(QStringLiteral("evaluate/file")).toString());
+    file_->setText(Settings().squadFile());
     auto* browse = new QPushButton(tr("Browse..."), this);
     maxSamples_ = new QSpinBox(this);
     maxSamples_->setRange(0, 10'000'000);
@@ -60,15 +61,22 @@ EvaluatePanel::EvaluatePanel(QWidget* parent) : QWidget(parent)
     sqnr_ = new ChartView(this);
     sqnr_->setPlaceholder(tr("The logits SQNR of agreeing and disagreeing questions appears here."));
     auto* charts = new QSplitter(Qt::Horizontal, this);
+    charts->setObjectName(QStringLiteral("evaluateChartsSplitter"));
     charts->addWidget(scores_);
     charts->addWidget(sqnr_);
     auto* splitter = new QSplitter(Qt::Vertical, this);
     splitter->setObjectName(QStringLiteral("evaluateSplitter"));
     splitter->addWidget(view_);
     splitter->addWidget(charts);
+    emptyNote_ = new QLabel(this);
+    emptyNote_->setWordWrap(true);
+    emptyNote_->hide();
+    banner_ = new StaleBanner(this);
     auto* layout = new QVBoxLayout(this);
+    layout->addWidget(banner_);
     layout->addLayout(row);
     layout->addWidget(summary_);
+    layout->addWidget(emptyNote_);
     layout->addWidget(splitter, 1);
 
     connect(browse, &QPushButton::clicked, this, [this] {
@@ -77,15 +85,8 @@ EvaluatePanel::EvaluatePanel(QWidget* parent) : QWidget(parent)
         if (!path.isEmpty())
             setSquadFile(path);
     });
-    connect(evaluate_, &QPushButton::clicked, this, [this] {
-        if (file_->text().isEmpty()) {
-            summary_->setText(tr("Choose a SQuAD file first."));
-            return;
-        }
-        QSettings().setValue(QStringLiteral("evaluate/file"), file_->text());
-        summary_->setText(tr("Evaluating..."));
-        emit evaluateRequested(file_->text(), maxSamples_->value());
-    });
+    connect(evaluate_, &QPushButton::clicked, this, &EvaluatePanel::requestEvaluation);
+    connect(banner_, &StaleBanner::rerunRequested, this, &EvaluatePanel::requestEvaluation);
     auto open = [this](const QModelIndex& index) {
         const EvaluatedExample* e = disagreements_->exampleAt(proxy_->mapToSource(index).row());
         if (e)
@@ -96,7 +97,61 @@ EvaluatePanel::EvaluatePanel(QWidget* parent) : QWidget(parent)
 }
 
 void EvaluatePanel::setSquadFile(const QString& path) { file_->setText(path); }
-void EvaluatePanel::setBusy(bool busy) { evaluate_->setEnabled(!busy); }
+
+void EvaluatePanel::requestEvaluation()
+{
+    if (!evaluate_->isEnabled())
+        return;
+    if (file_->text().isEmpty()) {
+        summary_->setText(tr("Choose a SQuAD file first."));
+        return;
+    }
+    Settings().setSquadFile(file_->text());
+    // The previous run's table and charts would read as this run's while it is going.
+    clearResults(tr("Evaluating..."));
+    evaluating_ = true;
+    emit evaluateRequested(file_->text(), maxSamples_->value());
+}
+
+void EvaluatePanel::setBusy(bool busy)
+{
+    busy_ = busy;
+    evaluate_->setEnabled(!busy_ && runnable_);
+    if (!busy && evaluating_ && !result_) {
+        // Finished without a result (cancelled before any question, or failed before the first batch).
+        evaluating_ = false;
+        if (summary_->text() == tr("Evaluating..."))
+            summary_->setText(tr("The evaluation stopped before any result."));
+    }
+}
+
+void EvaluatePanel::setRunnable(bool runnable, const QString& reason)
+{
+    runnable_ = runnable;
+    notRunnableReason_ = reason;
+    evaluate_->setEnabled(!busy_ && runnable_);
+    evaluate_->setToolTip(runnable ? tr("Run every question through the quantized model and its reference")
+                                   : tr("Cannot evaluate: %1").arg(reason));
+}
+
+void EvaluatePanel::showFailure(const QString& message)
+{
+    if (!evaluating_)
+        return;
+    evaluating_ = false;
+    summary_->setText(tr("<span style='color:#b00'>Evaluation failed:</span> %1").arg(message.toHtmlEscaped()));
+}
+
+void EvaluatePanel::clearResults(const QString& why)
+{
+    result_.reset();
+    disagreements_->setResult(nullptr);
+    scores_->setChart({});
+    sqnr_->setChart({});
+    emptyNote_->hide();
+    summary_->setText(why);
+    banner_->clearResult();
+}
 
 void EvaluatePanel::showProgress(int done, int total, double questionsPerSecond)
 {
@@ -106,24 +161,31 @@ void EvaluatePanel::showProgress(int done, int total, double questionsPerSecond)
                           .arg(questionsPerSecond, 0, 'f', 1));
 }
 
-void EvaluatePanel::showResult(std::shared_ptr<const EvaluationResult> result)
+void EvaluatePanel::showResult(std::shared_ptr<const EvaluationResult> result, const RunStamp& stamp)
 {
+    evaluating_ = false;
     result_ = std::move(result);
     const EvaluationResult& r = *result_;
     disagreements_->setResult(result_);
+    banner_->setResultStamp(stamp);
+    const std::size_t differ = r.examples.size() - r.agreeing;
+    emptyNote_->setVisible(differ == 0 && !r.examples.empty());
+    emptyNote_->setText(tr("No disagreements: the two runs give the same answer to all %L1 questions.")
+                            .arg(r.examples.size()));
     view_->resizeColumnToContents(DisagreementsModel::IdColumn);
     auto scores = [](const SquadScores& s) {
         return tr("EM %1, F1 %2").arg(s.exact, 0, 'f', 2).arg(s.f1, 0, 'f', 2);
     };
-    QString text = tr("<b>%1 questions</b> of %2 (%3 questions/s). FP8: %4 &nbsp; %5: %6 &nbsp; "
-                      "Agreement %7% (%8 differ).")
+    QString text = tr("<b>%L1 questions</b> of %L2 (%3 questions/s). %9: %4 &nbsp; %5: %6 &nbsp; "
+                      "Agreement %7% (%L8 differ).")
                        .arg(r.examples.size())
                        .arg(r.questionsSelected)
                        .arg(r.questionsPerSecond, 0, 'f', 1)
                        .arg(scores(r.runScores), QString::fromStdString(r.referenceLabel).toHtmlEscaped(),
                             scores(r.referenceScores))
                        .arg(100 * r.agreement, 0, 'f', 1)
-                       .arg(r.examples.size() - r.agreeing);
+                       .arg(differ)
+                       .arg(stamp.modeName());
     if (r.runScores.hasAnsTotal > 0 && r.runScores.noAnsTotal > 0)
         text += tr("<br>HasAns (%1): FP8 F1 %2, reference F1 %3. NoAns (%4): FP8 %5, reference %6.")
                     .arg(r.runScores.hasAnsTotal)
@@ -138,8 +200,12 @@ void EvaluatePanel::showResult(std::shared_ptr<const EvaluationResult> result)
     if (!r.skipped.empty())
         text += tr("<br>%1 questions were skipped (too long or not finite).").arg(r.skipped.size());
     summary_->setText(text);
-    scores_->setChart(evaluationScoresChart(r));
+    ChartData scoresChart = evaluationScoresChart(r);
+    relabelRunSeries(scoresChart, stamp.modeName());
+    scores_->setChart(scoresChart);
     sqnr_->setChart(agreementSqnrChart(r));
+    for (ChartView* chart : charts())
+        chart->setStamp(stamp.describe());
 }
 
 std::vector<ChartView*> EvaluatePanel::charts() const

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "tasks/evaluate.h"
+#include "workbench_session.h"
 
 class QLabel;
 class QLineEdit;
@@ -20,6 +21,7 @@ namespace scalescope::ui {
 
 class ChartView;
 class DisagreementsModel;
+class StaleBanner;
 
 class EvaluatePanel : public QWidget {
     Q_OBJECT
@@ -28,8 +30,16 @@ public:
 
     void setSquadFile(const QString& path);
     void showProgress(int done, int total, double questionsPerSecond);
-    void showResult(std::shared_ptr<const EvaluationResult> result);
+    void showResult(std::shared_ptr<const EvaluationResult> result, const RunStamp& stamp);
+    // The evaluation stopped with an error: the summary says so instead of "Evaluating...".
+    void showFailure(const QString& message);
     void setBusy(bool busy);
+    void clearResults(const QString& why);
+    // Whether the open checkpoint can be evaluated; reason becomes the button's tooltip.
+    void setRunnable(bool runnable, const QString& reason);
+    StaleBanner* banner() const { return banner_; }
+    // Asks for an evaluation of the file shown, as the Evaluate button does.
+    void requestEvaluation();
 
     DisagreementsModel* disagreementsModel() const { return disagreements_; }
     QTableView* disagreementsView() const { return view_; }
@@ -52,6 +62,12 @@ private:
     ChartView* scores_ = nullptr;
     ChartView* sqnr_ = nullptr;
     std::shared_ptr<const EvaluationResult> result_;
+    QLabel* emptyNote_ = nullptr;
+    StaleBanner* banner_ = nullptr;
+    bool busy_ = false;
+    bool runnable_ = true;
+    bool evaluating_ = false;
+    QString notRunnableReason_;
 };
 
 } // namespace scalescope::ui

@@ -15,6 +15,7 @@
 #include "models/mask_predictions_model.h"
 #include "models/probability_bar_delegate.h"
 #include "report/charts.h"
+#include "stale_banner.h"
 #include "workbench_session.h"
 
 namespace scalescope::ui {
@@ -49,7 +50,9 @@ FillMaskPanel::FillMaskPanel(QWidget* parent) : QWidget(parent)
     splitter->setObjectName(QStringLiteral("fillMaskSplitter"));
     splitter->addWidget(view_);
     splitter->addWidget(chart_);
+    banner_ = new StaleBanner(this);
     auto* layout = new QVBoxLayout(this);
+    layout->addWidget(banner_);
     layout->addLayout(row);
     layout->addWidget(result_);
     layout->addWidget(splitter, 1);
@@ -65,7 +68,33 @@ FillMaskPanel::FillMaskPanel(QWidget* parent) : QWidget(parent)
 
 void FillMaskPanel::setText(const QString& text) { text_->setText(text); }
 QString FillMaskPanel::text() const { return text_->text(); }
-void FillMaskPanel::setBusy(bool busy) { fill_->setEnabled(!busy); }
+void FillMaskPanel::setBusy(bool busy)
+{
+    busy_ = busy;
+    updateFillEnabled();
+}
+
+void FillMaskPanel::setRunnable(bool runnable, const QString& reason)
+{
+    runnable_ = runnable;
+    notRunnableReason_ = reason;
+    updateFillEnabled();
+}
+
+void FillMaskPanel::updateFillEnabled()
+{
+    fill_->setEnabled(!busy_ && runnable_);
+    fill_->setToolTip(runnable_ ? tr("Predict the masked tokens with the quantized model and its reference (Ctrl+Enter)")
+                                : tr("Cannot fill masks: %1").arg(notRunnableReason_));
+}
+
+void FillMaskPanel::clearResults(const QString& why)
+{
+    predictions_->clear();
+    chart_->setChart({});
+    result_->setText(why);
+    banner_->clearResult();
+}
 
 void FillMaskPanel::requestFill()
 {
@@ -94,9 +123,12 @@ void FillMaskPanel::showOutcome(const FillMaskOutcome& outcome, const QString& r
                        .arg(100.0 * mask.topKOverlap, 0, 'f', 0)
                        .arg(mask.klDivergence, 0, 'g', 3);
     }
+    const QString mode = outcome.stamp.modeName();
+    predictions_->setRunLabel(mode);
     predictions_->setPredictions(outcome.run, outcome.reference, true, positions);
     view_->resizeColumnsToContents();
-    result_->setText(tr("FP8 vs %1: %2").arg(referenceLabel.toHtmlEscaped(), summary.join(QStringLiteral("; "))));
+    result_->setText(tr("%1 vs %2: %3").arg(mode, referenceLabel.toHtmlEscaped(), summary.join(QStringLiteral("; "))));
+    banner_->setResultStamp(outcome.stamp);
 
     if (!run.empty()) {
         std::vector<std::string> tokens;
@@ -109,7 +141,10 @@ void FillMaskPanel::showOutcome(const FillMaskOutcome& outcome, const QString& r
                                      ? double(distribution[static_cast<std::size_t>(p.tokenId)])
                                      : 0.0);
         }
-        chart_->setChart(maskProbabilitiesChart(tokens, runP, referenceP, true));
+        ChartData chart = maskProbabilitiesChart(tokens, runP, referenceP, true);
+        relabelRunSeries(chart, mode);
+        chart_->setChart(chart);
+        chart_->setStamp(outcome.stamp.describe());
     }
 }
 

@@ -14,6 +14,7 @@ namespace scalescope::ui {
 struct FillMaskOutcome;
 class ChartView;
 class MaskPredictionsModel;
+class StaleBanner;
 
 class FillMaskPanel : public QWidget {
     Q_OBJECT
@@ -24,6 +25,10 @@ public:
     QString text() const;
     void showOutcome(const FillMaskOutcome& outcome, const QString& referenceLabel);
     void setBusy(bool busy);
+    void clearResults(const QString& why);
+    // Whether the open checkpoint can fill masks; reason becomes the Fill button's tooltip.
+    void setRunnable(bool runnable, const QString& reason);
+    StaleBanner* banner() const { return banner_; }
 
     MaskPredictionsModel* predictionsModel() const { return predictions_; }
     ChartView* chart() const { return chart_; }
@@ -35,6 +40,11 @@ signals:
 
 private:
     void requestFill();
+    void updateFillEnabled();
+    bool busy_ = false;
+    bool runnable_ = true;
+    QString notRunnableReason_;
+    StaleBanner* banner_ = nullptr;
     QLineEdit* text_ = nullptr;
     QSpinBox* topK_ = nullptr;
     QPushButton* fill_ = nullptr;

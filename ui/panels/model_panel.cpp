@@ -58,7 +58,10 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent)
     treeView_->setSortingEnabled(true);
     treeView_->sortByColumn(0, Qt::AscendingOrder);
     treeView_->setUniformRowHeights(true);
-    treeView_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
+    // The module names are the point of the tree: they get their width, the counts what is left.
+    treeView_->header()->setStretchLastSection(false);
+    treeView_->header()->setSectionResizeMode(QHeaderView::Interactive);
+    treeView_->header()->setMinimumSectionSize(40);
     auto* treeBox = new QWidget(this);
     auto* treeLayout = new QVBoxLayout(treeBox);
     treeLayout->setContentsMargins(0, 0, 0, 0);
@@ -96,10 +99,12 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent)
     diagnosticsLayout->addWidget(diagnosticsView_);
 
     auto* top = new QSplitter(Qt::Horizontal, this);
+    top->setObjectName(QStringLiteral("modelTopSplitter"));
     top->addWidget(treeBox);
     top->addWidget(tableBox);
-    top->setStretchFactor(0, 1);
+    top->setStretchFactor(0, 2);
     top->setStretchFactor(1, 3);
+    top->setSizes({420, 630});
     auto* vertical = new QSplitter(Qt::Vertical, this);
     vertical->setObjectName(QStringLiteral("modelSplitter"));
     vertical->addWidget(top);
@@ -147,22 +152,28 @@ void ModelPanel::showCheckpoint(const CheckpointInfo& info)
                           .arg(config.vocabSize)
                           .arg(QString::fromStdString(config.torchDtype), scheme.toHtmlEscaped(),
                                info.runnable ? QString()
-                                             : tr("<br><span style='color:#b00'>Cannot run: %1</span>")
+                                             : tr("<br><span style='color:#b00'>Opened for inspection only: %1</span>")
                                                    .arg(info.loadError.toHtmlEscaped())));
     auto rows = TensorTableModel::rowsFrom(*info.checkpoint);
     tree_->setTensors(rows);
     tensors_->setTensors(std::move(rows), info.statistics);
     diagnostics_->setFindings(info.findings);
     const auto counts = diagnostics_->counts();
-    diagnosticsSummary_->setText(tr("Diagnostics: %1 errors, %2 warnings, %3 notes")
-                                     .arg(counts.errors)
-                                     .arg(counts.warnings)
-                                     .arg(counts.infos));
+    auto count = [](int n, const QString& one, const QString& many) {
+        return QStringLiteral("%L1 %2").arg(n).arg(n == 1 ? one : many);
+    };
+    diagnosticsSummary_->setText(tr("Diagnostics: %1, %2, %3")
+                                     .arg(count(counts.errors, tr("error"), tr("errors")),
+                                          count(counts.warnings, tr("warning"), tr("warnings")),
+                                          count(counts.infos, tr("note"), tr("notes"))));
     tensorView_->resizeColumnsToContents();
     diagnosticsView_->resizeColumnToContents(0);
     diagnosticsView_->resizeColumnToContents(1);
     diagnosticsView_->resizeColumnToContents(2);
     treeView_->expandToDepth(1);
+    treeView_->resizeColumnToContents(0);
+    for (int column = 1; column < tree_->columnCount(); ++column)
+        treeView_->resizeColumnToContents(column);
 }
 
 void ModelPanel::selectSubject(const QString& subject)

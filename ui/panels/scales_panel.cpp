@@ -10,6 +10,7 @@
 
 #include "charts/chart_view.h"
 #include "report/charts.h"
+#include "stale_banner.h"
 
 namespace scalescope::ui {
 
@@ -37,9 +38,11 @@ ScalesPanel::ScalesPanel(QWidget* parent) : QWidget(parent)
     linearRow->addWidget(shares_, 1);
 
     auto* perLinear = new QSplitter(Qt::Horizontal, this);
+    perLinear->setObjectName(QStringLiteral("scalesLinearSplitter"));
     perLinear->addWidget(channels_);
     perLinear->addWidget(exponents_);
     auto* activations = new QSplitter(Qt::Horizontal, this);
+    activations->setObjectName(QStringLiteral("scalesActivationSplitter"));
     activations->addWidget(activationRange_);
     activations->addWidget(activationShares_);
 
@@ -51,6 +54,8 @@ ScalesPanel::ScalesPanel(QWidget* parent) : QWidget(parent)
     auto* activationBox = new QWidget(this);
     auto* activationLayout = new QVBoxLayout(activationBox);
     activationLayout->setContentsMargins(0, 0, 0, 0);
+    banner_ = new StaleBanner(this);
+    activationLayout->addWidget(banner_);
     activationLayout->addWidget(activationNote_);
     activationLayout->addWidget(activations, 1);
 
@@ -129,8 +134,19 @@ QString ScalesPanel::selectedLinear() const
     return linear_->currentData().toString();
 }
 
-void ScalesPanel::setComparison(const ComparisonResult& comparison)
+void ScalesPanel::clearActivations(const QString& why)
 {
+    activationNote_->setText(why);
+    activationRange_->setChart({});
+    activationShares_->setChart({});
+    banner_->clearResult();
+}
+
+void ScalesPanel::setComparison(const ComparisonResult& comparison, const RunStamp& stamp)
+{
+    banner_->setResultStamp(stamp);
+    for (ChartView* chart : {activationRange_, activationShares_})
+        chart->setStamp(stamp.describe());
     if (comparison.activations.empty()) {
         activationNote_->setText(tr("No activation statistics for the last run: its activations were not quantized "
                                     "(weight-only FP8, dequant mode, a float checkpoint), or it ran on a runner "
@@ -142,7 +158,19 @@ void ScalesPanel::setComparison(const ComparisonResult& comparison)
     activationNote_->setText(tr("Activations of the last run: observed amax of each Linear's input against the "
                                 "largest value its FP8 scale can represent (448 x scale), and the shares clipped, "
                                 "flushed to zero or subnormal."));
-    activationRange_->setChart(activationScaleChart(comparison));
+    ChartData range = activationScaleChart(comparison);
+    // Without static input scales every scale is computed per token from that token's own maximum:
+    // the "range" is the dynamic per-token amax, which the chart must not pass off as a fixed scale.
+    bool anyStatic = false;
+    for (const LinearScaleStatistics& s : statistics_)
+        anyStatic = anyStatic || s.inputScale.has_value();
+    if (!anyStatic) {
+        range.title = "Observed input amax vs the dynamic per-token amax (448 x largest per-token scale)";
+        for (ChartSeries& series : range.series)
+            if (series.name == "448 x scale")
+                series.name = "dynamic per-token amax (448 x largest scale)";
+    }
+    activationRange_->setChart(range);
     activationShares_->setChart(activationSharesChart(comparison));
 }
 

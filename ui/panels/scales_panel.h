@@ -15,6 +15,8 @@ class QLabel;
 namespace scalescope::ui {
 
 class ChartView;
+class StaleBanner;
+struct RunStamp;
 
 class ScalesPanel : public QWidget {
     Q_OBJECT
@@ -22,7 +24,10 @@ public:
     explicit ScalesPanel(QWidget* parent = nullptr);
 
     void setStatistics(std::vector<LinearScaleStatistics> statistics);
-    void setComparison(const ComparisonResult& comparison);
+    void setComparison(const ComparisonResult& comparison, const RunStamp& stamp);
+    // Removes the activation statistics of the last run (the weight statistics stay).
+    void clearActivations(const QString& why);
+    StaleBanner* banner() const { return banner_; }
     void selectLinear(const QString& module);
     QString selectedLinear() const;
 
@@ -40,6 +45,7 @@ private:
     ChartView* exponents_ = nullptr;
     ChartView* activationRange_ = nullptr;
     ChartView* activationShares_ = nullptr;
+    StaleBanner* banner_ = nullptr;
 };
 
 } // namespace scalescope::ui
