@@ -21,6 +21,8 @@ ScalesPanel::ScalesPanel(QWidget* parent) : QWidget(parent)
     linear_->setMinimumContentsLength(40);
     linear_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     shares_ = new QLabel(this);
+    // Wraps rather than holding the window wider than a laptop screen.
+    shares_->setWordWrap(true);
     channels_ = new ChartView(this);
     exponents_ = new ChartView(this);
     activationNote_ = new QLabel(tr("Run a question or a mask to see how each Linear's inputs fit their FP8 scales."), this);
