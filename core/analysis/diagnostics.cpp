@@ -53,11 +53,6 @@ namespace {
 
 constexpr float kE4M3Largest = 448.0f;
 
-bool isFloatDtype(Dtype dtype)
-{
-    return dtype == Dtype::F32 || dtype == Dtype::BF16 || dtype == Dtype::F16 || dtype == Dtype::F64;
-}
-
 bool endsWith(const std::string& text, const std::string& suffix)
 {
     return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;

@@ -11,11 +11,6 @@ namespace {
 constexpr uint8_t kMagnitudeMask = 0x7F;
 constexpr uint8_t kMagnitudeOfLargestFinite = 0x7E; // S.1111.110 = +-448
 
-bool isFloatDtype(Dtype dtype)
-{
-    return dtype == Dtype::F32 || dtype == Dtype::BF16 || dtype == Dtype::F16 || dtype == Dtype::F64;
-}
-
 std::string activationSchemeOf(const ConfigGroup* group)
 {
     if (!group || !group->inputActivations)

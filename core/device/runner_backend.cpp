@@ -271,16 +271,9 @@ struct RunnerBackend::Impl {
         const TensorView* view = store.find(tensorName);
         if (!view)
             throw Error("the runner's output " + file + " has no tensor '" + tensorName + "'");
-        switch (view->dtype) {
-        case Dtype::F32:
-        case Dtype::F16:
-        case Dtype::BF16:
-        case Dtype::F64:
-            break;
-        default:
+        if (!isFloatDtype(view->dtype))
             throw Error("tensor '" + tensorName + "' in the runner's output " + file + " has dtype " +
                         dtypeName(view->dtype) + " instead of a float dtype");
-        }
         if (view->numel() > largestNumel)
             throw Error("tensor '" + tensorName + "' in the runner's output " + file + " has shape " +
                         shapeText(view->shape) + ", larger than the request can produce");
@@ -291,9 +284,6 @@ struct RunnerBackend::Impl {
     {
         ForwardResult result;
         const ModelConfig& c = checkpoint->config();
-        int64_t tokens = 0;
-        for (const auto& row : inputs.inputIds)
-            tokens += static_cast<int64_t>(row.size());
         int64_t seq = 0;
         for (const auto& row : inputs.inputIds)
             seq = std::max<int64_t>(seq, static_cast<int64_t>(row.size()));
@@ -324,7 +314,6 @@ struct RunnerBackend::Impl {
         }
         std::error_code ignored;
         std::filesystem::remove(file, ignored);
-        (void)tokens;
         return result;
     }
 

@@ -12,11 +12,6 @@
 namespace scalescope {
 namespace {
 
-bool isFloatDtype(Dtype dtype)
-{
-    return dtype == Dtype::F32 || dtype == Dtype::F16 || dtype == Dtype::BF16 || dtype == Dtype::F64;
-}
-
 // A float32 tensor with the expected shape. F32 data is used in place (the mapping lives as long
 // as the checkpoint); other dtypes are converted once.
 at::Tensor loadFloat(const TensorView& view, const std::vector<int64_t>& expectedShape)

@@ -252,6 +252,11 @@ std::string shapeText(const std::vector<int64_t>& shape)
     return text + "]";
 }
 
+bool isFloatDtype(Dtype dtype)
+{
+    return dtype == Dtype::F32 || dtype == Dtype::F16 || dtype == Dtype::BF16 || dtype == Dtype::F64;
+}
+
 const char* dtypeName(Dtype dtype)
 {
     return dtypeInfo(dtype).name;

@@ -27,6 +27,8 @@ namespace scalescope {
 enum class Dtype { Bool, U8, I8, I16, I32, I64, F16, BF16, F32, F64, F8_E4M3, F8_E5M2 };
 
 const char* dtypeName(Dtype dtype);               // "F8_E4M3", "BF16", ...
+// F32, F16, BF16 or F64: the dtypes that convert to float (scales, float weights, outputs).
+bool isFloatDtype(Dtype dtype);
 bool parseDtype(const std::string& name, Dtype* out); // false when unknown
 std::size_t dtypeSize(Dtype dtype);
 // "[768, 768]": how messages write a shape.

@@ -33,6 +33,8 @@ ForwardResult EncoderModel::forward(const EncoderInputs& inputs, const ForwardOp
     validateForwardInputs(inputs, checkpoint_->config(), checkpoint_->layout());
     validateOverrides(options.overrides, checkpoint_->layout());
     ForwardResult result = graph_->run(inputs, options, progress);
+    // Numbers computed while the mapped file was rewritten in place are not to be reported.
+    checkpoint_->tensors().checkUnchanged();
     result.elapsedMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     return result;
 }

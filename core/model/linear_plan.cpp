@@ -23,17 +23,8 @@ ActivationQuantization activationSchemeOf(const ConfigGroup& group)
 float staticInputScale(const TensorStore& tensors, const std::string& module)
 {
     const TensorView* inputScale = tensors.find(module + ".input_scale");
-    if (!inputScale || inputScale->numel() != 1)
+    if (!inputScale || inputScale->numel() != 1 || !isFloatDtype(inputScale->dtype))
         return 0;
-    switch (inputScale->dtype) {
-    case Dtype::F32:
-    case Dtype::F16:
-    case Dtype::BF16:
-    case Dtype::F64:
-        break;
-    default:
-        return 0;
-    }
     float value = 0;
     inputScale->toFloat(&value);
     return value;
