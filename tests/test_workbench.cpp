@@ -7,6 +7,8 @@
 // cannot run is opened for inspection only.
 #include <QtTest>
 
+#include <nlohmann/json.hpp>
+
 #include <QComboBox>
 #include <QDir>
 #include <QHeaderView>
@@ -301,6 +303,66 @@ private slots:
         QVERIFY(window.lastError().contains("config.json"));
         // Still usable afterwards.
         QVERIFY(openAndWait(window, qaFp8_));
+    }
+
+    // Issue 20 item 3 in the GUI: hostile nesting in config.json or in a re: pattern gives a
+    // sentence, never a stack overflow, and the window goes on working.
+    void hostileNestingGivesErrorNotCrash()
+    {
+        MainWindow window;
+        window.show();
+        QSignalSpy errors(&window, &MainWindow::errorShown);
+        const std::string deep = makeTempDir("wb-deep");
+        QFile config(q(deep + "/config.json"));
+        QVERIFY(config.open(QIODevice::WriteOnly));
+        config.write(QByteArray(100000, '[') + QByteArray(100000, ']'));
+        config.close();
+        window.openCheckpoint(q(deep));
+        QVERIFY(errors.wait(30000));
+        QVERIFY2(window.lastError().contains("nests"), qPrintable(window.lastError()));
+
+        // A checkpoint whose ignore list holds a pattern of 20,000 nested groups opens, and the
+        // pattern is reported instead of compiled.
+        const std::string patterned = makeTempDir("wb-pattern") + "/ckpt";
+        QVERIFY(QDir().mkpath(q(patterned)));
+        for (const QString& file : QDir(q(qaFp8_)).entryList(QDir::Files))
+            QVERIFY(QFile::copy(q(qaFp8_) + "/" + file, q(patterned) + "/" + file));
+        QFile configFile(q(patterned + "/config.json"));
+        QVERIFY(configFile.open(QIODevice::ReadOnly));
+        nlohmann::json json = nlohmann::json::parse(configFile.readAll().toStdString());
+        configFile.close();
+        json["quantization_config"]["ignore"].push_back("re:" + std::string(20000, '(') + "x" + std::string(20000, ')'));
+        QVERIFY(configFile.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        configFile.write(QByteArray::fromStdString(json.dump()));
+        configFile.close();
+        QVERIFY(openAndWait(window, patterned));
+        QVERIFY(openAndWait(window, qaFp8_));
+    }
+
+    // Issue 20 item 4 in the GUI: model.safetensors rewritten in place while the workbench has it
+    // mapped gives a sentence saying the file changed, not a SIGBUS.
+    void checkpointRewrittenInPlaceIsReported()
+    {
+        const std::string copy = makeTempDir("wb-rewrite") + "/ckpt";
+        QVERIFY(QDir().mkpath(q(copy)));
+        for (const QString& file : QDir(q(qaFp8_)).entryList(QDir::Files))
+            QVERIFY(QFile::copy(q(qaFp8_) + "/" + file, q(copy) + "/" + file));
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndWait(window, copy));
+        QSignalSpy errors(&window, &MainWindow::errorShown);
+        // Truncate in place (same inode): the mapping's tail no longer has a file behind it.
+        QFile weights(q(copy + "/model.safetensors"));
+        QVERIFY(weights.open(QIODevice::ReadWrite));
+        QVERIFY(weights.resize(weights.size() / 2));
+        weights.close();
+        QSignalSpy answered(window.session(), &WorkbenchSession::answered);
+        QVERIFY(QTest::qWaitFor([&] { return !window.session()->busy(); }, 30000));
+        window.askPanel()->setInputs(QStringLiteral("Where?"), kContext);
+        QTest::mouseClick(window.askPanel()->askButton(), Qt::LeftButton);
+        QVERIFY2(errors.wait(30000), qPrintable(QString("answered %1 times").arg(answered.count())));
+        QVERIFY2(window.lastError().contains("changed on disk"), qPrintable(window.lastError()));
+        QVERIFY(openAndWait(window, qaFp8_)); // still working
     }
 
     void cancelStopsRunAndStaysResponsive()
