@@ -12,12 +12,12 @@
 #include "common/text_files.h"
 #include "text/unicode_tables.h"
 #include "text/utf8.h"
+#include "text/vocabulary.h"
 
 namespace scalescope {
 
 namespace {
 
-constexpr std::size_t kMaxVocabEntries = 10'000'000;
 constexpr std::size_t kMaxTextBytes = 10u * 1024u * 1024u;
 // Pieces longer than this are rare and would bloat the cache without ever being hit again.
 constexpr std::size_t kMaxCachedPieceBytes = 256;
@@ -158,18 +158,6 @@ struct PieceToken {
     uint32_t byteBegin;
     uint32_t byteEnd;
 };
-
-int64_t requireTokenId(const nlohmann::json& value, const std::string& token, const std::string& path)
-{
-    if (!value.is_number_integer() || (!value.is_number_unsigned() && value.get<int64_t>() < 0))
-        throw Error(path + " maps the token \"" + token + "\" to " + value.dump() +
-                    ", not to a non-negative integer id.");
-    const uint64_t id = value.get<uint64_t>();
-    if (id >= kMaxVocabEntries)
-        throw Error(path + " maps the token \"" + token + "\" to id " + std::to_string(id) +
-                    ", beyond the limit of " + std::to_string(kMaxVocabEntries) + " entries.");
-    return static_cast<int64_t>(id);
-}
 
 bool mentionsByteLevel(const nlohmann::json& node)
 {

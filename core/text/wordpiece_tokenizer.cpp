@@ -12,6 +12,7 @@
 #include "common/text_files.h"
 #include "text/wordpiece_unicode_tables.h"
 #include "text/utf8.h"
+#include "text/vocabulary.h"
 
 namespace scalescope {
 
@@ -19,7 +20,6 @@ namespace {
 
 namespace tables = wordpiece_tables;
 
-constexpr std::size_t kMaxVocabEntries = 10'000'000;
 constexpr std::uint64_t kMaxVocabTxtBytes = 256ull << 20;
 constexpr std::size_t kMaxTextBytes = 10u * 1024u * 1024u;
 constexpr int64_t kMaxInputCharsLimit = 1'000'000;
@@ -161,18 +161,6 @@ struct LiteralToken {
     bool lstrip;
     bool rstrip;
 };
-
-int64_t requireTokenId(const nlohmann::json& value, const std::string& token, const std::string& path)
-{
-    if (!value.is_number_integer() || (!value.is_number_unsigned() && value.get<int64_t>() < 0))
-        throw Error(path + " maps the token \"" + token + "\" to " + value.dump() +
-                    ", not to a non-negative integer id.");
-    const uint64_t id = value.get<uint64_t>();
-    if (id >= kMaxVocabEntries)
-        throw Error(path + " maps the token \"" + token + "\" to id " + std::to_string(id) +
-                    ", beyond the limit of " + std::to_string(kMaxVocabEntries) + " entries.");
-    return static_cast<int64_t>(id);
-}
 
 bool optionalBool(const nlohmann::json& object, const char* key, bool fallback, const std::string& path)
 {
