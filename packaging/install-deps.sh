@@ -21,7 +21,7 @@ packages=(
 # --dev adds the development tools: PyTorch for the demo training recipe and the benchmark's peer,
 # clang with libFuzzer and the sanitizer runtimes for fuzzing and sanitizer builds.
 if [ "${1:-}" = "--dev" ]; then
-  packages+=(python3-torch clang-14 libclang-rt-14-dev llvm-14 hyperfine)
+  packages+=(python3-torch clang-14 libclang-rt-14-dev llvm-14 clang-format-14 clang-tidy-14 hyperfine)
 fi
 
 $SUDO apt-get update -q
