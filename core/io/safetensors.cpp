@@ -239,6 +239,187 @@ bool isPlainFileName(const std::string& name)
            name.find('\0') == std::string::npos;
 }
 
+
+// ---- SafetensorsFile::open, step by step -----------------------------------------------------
+
+// Opens a regular file of at least 8 bytes (the header length) for reading; returns the descriptor.
+int openRegularFile(const std::string& path, struct stat* info)
+{
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        throw Error("Cannot open " + path + ": " + std::strerror(errno) + ".");
+    std::string problem;
+    if (::fstat(fd, info) != 0)
+        problem = "Cannot open " + path + ": " + std::strerror(errno) + ".";
+    else if (!S_ISREG(info->st_mode))
+        problem = "Cannot open " + path + ": it is not a regular file.";
+    else if (info->st_size < 8)
+        problem = path + " is not a safetensors file: it is " + std::to_string(info->st_size) +
+                  " bytes long, too short for the 8-byte header length.";
+    if (!problem.empty()) {
+        ::close(fd);
+        throw Error(problem);
+    }
+    return fd;
+}
+
+struct ParsedHeader {
+    nlohmann::json json;
+    std::vector<std::string> keyOrder; // the tensors' order (and "__metadata__" where it stands)
+    uint64_t length = 0;
+};
+
+ParsedHeader parseHeader(const std::string& path, const uint8_t* bytes, uint64_t fileSize)
+{
+    ParsedHeader header;
+    for (int i = 7; i >= 0; --i)
+        header.length = (header.length << 8) | bytes[i];
+    const uint64_t length = header.length;
+    if (length > kMaxHeaderBytes)
+        throw Error(path + " is not a safetensors file: its header length " + std::to_string(length) +
+                    " is larger than the limit of " + std::to_string(kMaxHeaderBytes) + " bytes.");
+    if (length > fileSize - 8)
+        throw Error(path + " is truncated or not a safetensors file: its header length " + std::to_string(length) +
+                    " runs past the end of the file (" + std::to_string(fileSize) + " bytes).");
+
+    // The header's top-level key order is the tensors' order; parsing into std::map loses it, so a
+    // second, SAX pass records it (and catches duplicate names, which the map would silently merge).
+    TopLevelKeys keys;
+    const char* begin = reinterpret_cast<const char*>(bytes + 8);
+    if (const long long at = jsonNestingExceeded(begin, begin + length); at >= 0)
+        throw Error(path + " has a header that nests arrays and objects more than " + std::to_string(kMaxJsonDepth) +
+                    " levels deep (at byte " + std::to_string(at) + " of " + std::to_string(length) +
+                    "); a safetensors header nests 3.");
+    try {
+        header.json = nlohmann::json::parse(begin, begin + length);
+        nlohmann::json::sax_parse(begin, begin + length, &keys);
+    } catch (const nlohmann::json::parse_error& e) {
+        // nlohmann reports one past the end when the text stops early.
+        const uint64_t position = std::min<uint64_t>(e.byte, length);
+        throw Error(path + " has a header that is not valid JSON (at byte " + std::to_string(position) + " of " +
+                    std::to_string(length) + ").");
+    } catch (const nlohmann::json::exception&) {
+        // A number beyond double's range ("1e400") comes as out_of_range, not parse_error.
+        throw Error(path + " has a header that is not valid JSON: it holds a number too large to represent.");
+    }
+    if (!header.json.is_object())
+        throw Error(path + " has a header that is not a JSON object.");
+    if (!keys.duplicate.empty())
+        throw Error(path + " lists tensor '" + keys.duplicate + "' twice in its header.");
+    header.keyOrder = std::move(keys.order);
+    const std::size_t tensorCount = header.keyOrder.size() - (header.json.contains("__metadata__") ? 1 : 0);
+    if (tensorCount > kMaxTensorsPerFile)
+        throw Error(path + " lists " + std::to_string(tensorCount) + " tensors in its header, more than the limit of " +
+                    std::to_string(kMaxTensorsPerFile) + ".");
+    return header;
+}
+
+std::map<std::string, std::string> readMetadata(const std::string& path, const nlohmann::json& entry)
+{
+    if (!entry.is_object())
+        throw Error(path + " has a __metadata__ entry that is not a JSON object.");
+    std::map<std::string, std::string> metadata;
+    for (auto item = entry.begin(); item != entry.end(); ++item) {
+        if (!item.value().is_string())
+            throw Error(path + " has __metadata__ value '" + item.key() + "' that is not a string.");
+        metadata[item.key()] = item.value().get<std::string>();
+    }
+    return metadata;
+}
+
+std::vector<int64_t> readShape(const std::string& where, const nlohmann::json& shape)
+{
+    if (!shape.is_array())
+        throw Error(where + " has a shape that is not a list of integers.");
+    std::vector<int64_t> dims;
+    for (const nlohmann::json& dim : shape) {
+        if (dim.is_number_integer() && !dim.is_number_unsigned() && dim.get<int64_t>() < 0)
+            throw Error(where + " has negative dimension " + std::to_string(dim.get<int64_t>()) + " in its shape.");
+        uint64_t value = 0;
+        if (!readUnsigned(dim, &value))
+            throw Error(where + " has a shape that is not a list of integers.");
+        if (value > static_cast<uint64_t>(INT64_MAX))
+            throw Error(where + " has a dimension too large to address.");
+        dims.push_back(static_cast<int64_t>(value));
+    }
+    return dims;
+}
+
+struct DataSection {
+    const uint8_t* data;
+    uint64_t size;
+};
+
+// Where a tensor's bytes lie in the data section, for the overlap check.
+struct Extent {
+    uint64_t begin;
+    uint64_t end;
+    std::size_t tensor;
+};
+
+// One tensor of the header, checked against the data section; fills extent->begin/end.
+TensorView readTensorEntry(const std::string& path, const std::string& name, const nlohmann::json& entry,
+                           const DataSection& section, Extent* extent)
+{
+    const std::string where = tensorIn(name, path);
+    if (!entry.is_object())
+        throw Error(where + " is not described by a JSON object.");
+    for (const char* field : {"dtype", "shape", "data_offsets"})
+        if (!entry.contains(field))
+            throw Error(where + " has no '" + field + "' field.");
+
+    TensorView view;
+    view.name = name;
+    view.file = path;
+    const nlohmann::json& dtype = entry["dtype"];
+    if (!dtype.is_string())
+        throw Error(where + " has a dtype that is not a string.");
+    if (!parseDtype(dtype.get<std::string>(), &view.dtype))
+        throw Error(where + " has unknown dtype '" + dtype.get<std::string>() + "'.");
+    view.shape = readShape(where, entry["shape"]);
+    uint64_t expectedBytes = 0;
+    if (!tensorByteSize(view.shape, view.dtype, &expectedBytes))
+        throw Error(where + " has shape " + shapeText(view.shape) + ", whose size overflows.");
+
+    const nlohmann::json& offsets = entry["data_offsets"];
+    uint64_t begin = 0;
+    uint64_t end = 0;
+    if (!offsets.is_array() || offsets.size() != 2 || !readUnsigned(offsets[0], &begin) ||
+        !readUnsigned(offsets[1], &end))
+        throw Error(where + " has data_offsets that are not a pair [begin, end] of non-negative integers.");
+    const std::string range = "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
+    if (begin > end)
+        throw Error(where + " has data_offsets " + range + " that end before they begin.");
+    if (end > section.size)
+        throw Error(where + " has data_offsets " + range + " past the end of the data section (" +
+                    std::to_string(section.size) + " bytes); the file may be truncated.");
+    if (end - begin != expectedBytes)
+        throw Error(where + " has " + std::to_string(end - begin) + " bytes of data, but its shape " +
+                    shapeText(view.shape) + " of " + dtypeName(view.dtype) + " needs " + std::to_string(expectedBytes) +
+                    ".");
+    view.data = section.data + begin;
+    view.byteSize = static_cast<std::size_t>(end - begin);
+    extent->begin = begin;
+    extent->end = end;
+    return view;
+}
+
+void checkNoOverlap(const std::string& path, std::vector<Extent> extents, const std::vector<TensorView>& tensors)
+{
+    // Zero-size tensors occupy no bytes and may sit anywhere.
+    std::sort(extents.begin(), extents.end(),
+              [](const Extent& a, const Extent& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+    const Extent* previous = nullptr;
+    for (const Extent& extent : extents) {
+        if (extent.begin == extent.end)
+            continue;
+        if (previous && extent.begin < previous->end)
+            throw Error(path + " has overlapping tensors '" + tensors[previous->tensor].name + "' and '" +
+                        tensors[extent.tensor].name + "'.");
+        previous = &extent;
+    }
+}
+
 } // namespace
 
 std::string shapeText(const std::vector<int64_t>& shape)
@@ -352,175 +533,35 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path)
 {
     std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
     file->path_ = path;
-
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        throw Error("Cannot open " + path + ": " + std::strerror(errno) + ".");
     struct stat info {};
-    if (::fstat(fd, &info) != 0) {
-        const int statError = errno;
-        ::close(fd);
-        throw Error("Cannot open " + path + ": " + std::strerror(statError) + ".");
-    }
-    if (!S_ISREG(info.st_mode)) {
-        ::close(fd);
-        throw Error("Cannot open " + path + ": it is not a regular file.");
-    }
+    file->fd_ = openRegularFile(path, &info);
     const uint64_t fileSize = static_cast<uint64_t>(info.st_size);
-    if (fileSize < 8) {
-        ::close(fd);
-        throw Error(path + " is not a safetensors file: it is " + std::to_string(fileSize) +
-                    " bytes long, too short for the 8-byte header length.");
-    }
-    void* mapping = ::mmap(nullptr, static_cast<std::size_t>(fileSize), PROT_READ, MAP_PRIVATE, fd, 0);
-    const int mapError = errno;
-    if (mapping == MAP_FAILED) {
-        ::close(fd);
-        throw Error("Cannot map " + path + " into memory: " + std::strerror(mapError) + ".");
-    }
-    file->fd_ = fd;
+    void* mapping = ::mmap(nullptr, static_cast<std::size_t>(fileSize), PROT_READ, MAP_PRIVATE, file->fd_, 0);
+    if (mapping == MAP_FAILED)
+        throw Error("Cannot map " + path + " into memory: " + std::strerror(errno) + ".");
     file->sizeAtOpen_ = static_cast<long long>(info.st_size);
     file->mtimeSecondsAtOpen_ = static_cast<long long>(info.st_mtim.tv_sec);
     file->mtimeNanosecondsAtOpen_ = info.st_mtim.tv_nsec;
     file->mapping_ = mapping;
     file->mappedSize_ = static_cast<std::size_t>(fileSize);
     file->guardSlot_ = guardMapping(mapping, file->mappedSize_);
+
     const uint8_t* bytes = static_cast<const uint8_t*>(mapping);
-
-    uint64_t headerLength = 0;
-    for (int i = 7; i >= 0; --i)
-        headerLength = (headerLength << 8) | bytes[i];
-    if (headerLength > kMaxHeaderBytes)
-        throw Error(path + " is not a safetensors file: its header length " + std::to_string(headerLength) +
-                    " is larger than the limit of " + std::to_string(kMaxHeaderBytes) + " bytes.");
-    if (headerLength > fileSize - 8)
-        throw Error(path + " is truncated or not a safetensors file: its header length " +
-                    std::to_string(headerLength) + " runs past the end of the file (" + std::to_string(fileSize) +
-                    " bytes).");
-
-    // The header's top-level key order is the tensors' order; parsing into std::map loses it, so a
-    // second, SAX pass records it (and catches duplicate names, which the map would silently merge).
-    nlohmann::json header;
-    TopLevelKeys keys;
-    const char* headerBegin = reinterpret_cast<const char*>(bytes + 8);
-    if (const long long at = jsonNestingExceeded(headerBegin, headerBegin + headerLength); at >= 0)
-        throw Error(path + " has a header that nests arrays and objects more than " + std::to_string(kMaxJsonDepth) +
-                    " levels deep (at byte " + std::to_string(at) + " of " + std::to_string(headerLength) +
-                    "); a safetensors header nests 3.");
-    try {
-        header = nlohmann::json::parse(headerBegin, headerBegin + headerLength);
-        nlohmann::json::sax_parse(headerBegin, headerBegin + headerLength, &keys);
-    } catch (const nlohmann::json::parse_error& e) {
-        // nlohmann reports one past the end when the text stops early.
-        const uint64_t position = std::min<uint64_t>(e.byte, headerLength);
-        throw Error(path + " has a header that is not valid JSON (at byte " + std::to_string(position) + " of " +
-                    std::to_string(headerLength) + ").");
-    } catch (const nlohmann::json::exception&) {
-        // A number beyond double's range ("1e400") comes as out_of_range, not parse_error.
-        throw Error(path + " has a header that is not valid JSON: it holds a number too large to represent.");
-    }
-    if (!header.is_object())
-        throw Error(path + " has a header that is not a JSON object.");
-    if (!keys.duplicate.empty())
-        throw Error(path + " lists tensor '" + keys.duplicate + "' twice in its header.");
-    const std::vector<std::string>& keyOrder = keys.order;
-    const std::size_t tensorCount = keyOrder.size() - (header.contains("__metadata__") ? 1 : 0);
-    if (tensorCount > kMaxTensorsPerFile)
-        throw Error(path + " lists " + std::to_string(tensorCount) + " tensors in its header, more than the limit of " +
-                    std::to_string(kMaxTensorsPerFile) + ".");
-
-    const uint64_t dataStart = 8 + headerLength;
-    const uint64_t dataSize = fileSize - dataStart;
-    const uint8_t* data = bytes + dataStart;
-
-    struct Extent {
-        uint64_t begin;
-        uint64_t end;
-        std::size_t tensor;
-    };
+    const ParsedHeader header = parseHeader(path, bytes, fileSize);
+    const uint64_t dataStart = 8 + header.length;
+    const DataSection section{bytes + dataStart, fileSize - dataStart};
     std::vector<Extent> extents;
-
-    for (const std::string& name : keyOrder) {
-        const nlohmann::json& entry = header.at(name);
+    for (const std::string& name : header.keyOrder) {
+        const nlohmann::json& entry = header.json.at(name);
         if (name == "__metadata__") {
-            if (!entry.is_object())
-                throw Error(path + " has a __metadata__ entry that is not a JSON object.");
-            for (auto item = entry.begin(); item != entry.end(); ++item) {
-                if (!item.value().is_string())
-                    throw Error(path + " has __metadata__ value '" + item.key() + "' that is not a string.");
-                file->metadata_[item.key()] = item.value().get<std::string>();
-            }
+            file->metadata_ = readMetadata(path, entry);
             continue;
         }
-        const std::string where = tensorIn(name, path);
-        if (!entry.is_object())
-            throw Error(where + " is not described by a JSON object.");
-        for (const char* field : {"dtype", "shape", "data_offsets"})
-            if (!entry.contains(field))
-                throw Error(where + " has no '" + field + "' field.");
-
-        TensorView view;
-        view.name = name;
-        view.file = path;
-        const nlohmann::json& dtype = entry["dtype"];
-        if (!dtype.is_string())
-            throw Error(where + " has a dtype that is not a string.");
-        if (!parseDtype(dtype.get<std::string>(), &view.dtype))
-            throw Error(where + " has unknown dtype '" + dtype.get<std::string>() + "'.");
-
-        const nlohmann::json& shape = entry["shape"];
-        if (!shape.is_array())
-            throw Error(where + " has a shape that is not a list of integers.");
-        for (const nlohmann::json& dim : shape) {
-            if (dim.is_number_integer() && !dim.is_number_unsigned() && dim.get<int64_t>() < 0)
-                throw Error(where + " has negative dimension " + std::to_string(dim.get<int64_t>()) + " in its shape.");
-            uint64_t value = 0;
-            if (!readUnsigned(dim, &value))
-                throw Error(where + " has a shape that is not a list of integers.");
-            if (value > static_cast<uint64_t>(INT64_MAX))
-                throw Error(where + " has a dimension too large to address.");
-            view.shape.push_back(static_cast<int64_t>(value));
-        }
-        uint64_t expectedBytes = 0;
-        if (!tensorByteSize(view.shape, view.dtype, &expectedBytes))
-            throw Error(where + " has shape " + shapeText(view.shape) + ", whose size overflows.");
-
-        const nlohmann::json& offsets = entry["data_offsets"];
-        uint64_t begin = 0;
-        uint64_t end = 0;
-        if (!offsets.is_array() || offsets.size() != 2 || !readUnsigned(offsets[0], &begin) ||
-            !readUnsigned(offsets[1], &end))
-            throw Error(where + " has data_offsets that are not a pair [begin, end] of non-negative integers.");
-        if (begin > end)
-            throw Error(where + " has data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
-                        "] that end before they begin.");
-        if (end > dataSize)
-            throw Error(where + " has data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
-                        "] past the end of the data section (" + std::to_string(dataSize) +
-                        " bytes); the file may be truncated.");
-        if (end - begin != expectedBytes)
-            throw Error(where + " has " + std::to_string(end - begin) + " bytes of data, but its shape " +
-                        shapeText(view.shape) + " of " + dtypeName(view.dtype) + " needs " +
-                        std::to_string(expectedBytes) + ".");
-        view.data = data + begin;
-        view.byteSize = static_cast<std::size_t>(end - begin);
-        extents.push_back({begin, end, file->tensors_.size()});
-        file->tensors_.push_back(std::move(view));
+        Extent extent{0, 0, file->tensors_.size()};
+        file->tensors_.push_back(readTensorEntry(path, name, entry, section, &extent));
+        extents.push_back(extent);
     }
-
-    // Zero-size tensors occupy no bytes and may sit anywhere.
-    std::sort(extents.begin(), extents.end(),
-              [](const Extent& a, const Extent& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
-    const Extent* previous = nullptr;
-    for (const Extent& extent : extents) {
-        if (extent.begin == extent.end)
-            continue;
-        if (previous && extent.begin < previous->end)
-            throw Error(path + " has overlapping tensors '" + file->tensors_[previous->tensor].name + "' and '" +
-                        file->tensors_[extent.tensor].name + "'.");
-        previous = &extent;
-    }
-
+    checkNoOverlap(path, std::move(extents), file->tensors_);
     for (std::size_t i = 0; i < file->tensors_.size(); ++i)
         file->index_[file->tensors_[i].name] = i;
     return file;

@@ -103,89 +103,98 @@ public:
         dataset.path = source_;
         if (!root.is_object())
             fail("the top level", "must be an object with \"data\", found " + std::string(root.type_name()));
-        if (auto version = root.find("version"); version != root.end()) {
-            if (version->is_string())
-                dataset.version = version->get<std::string>();
-            else if (version->is_number())
-                dataset.version = version->dump();
-            else
-                fail("version", "must be a string, found " + std::string(version->type_name()));
-        }
+        dataset.version = readVersion(root);
         const json& data = member(root, "data", "the top level");
         expectArray(data, "data");
-
-        bool sawImpossibleKey = false;
-        std::string firstUnansweredPath; // a question with no answers and no is_impossible key
-        std::unordered_map<std::string, std::string> pathById;
-        for (std::size_t a = 0; a < data.size(); ++a) {
-            const std::string articlePath = "data[" + std::to_string(a) + "]";
-            const json& article = data[a];
-            expectObject(article, articlePath);
-            std::string title;
-            if (auto t = article.find("title"); t != article.end()) {
-                expectString(*t, articlePath + ".title");
-                title = t->get<std::string>();
-            }
-            const json& paragraphs = member(article, "paragraphs", articlePath);
-            expectArray(paragraphs, articlePath + ".paragraphs");
-            ++dataset.articles;
-            for (std::size_t p = 0; p < paragraphs.size(); ++p) {
-                const std::string paragraphPath = articlePath + ".paragraphs[" + std::to_string(p) + "]";
-                const json& paragraph = paragraphs[p];
-                expectObject(paragraph, paragraphPath);
-                const std::string& context = stringMember(paragraph, "context", paragraphPath);
-                if (context.size() > limits_.maxContextBytes)
-                    fail(paragraphPath + ".context", "is " + std::to_string(context.size()) +
-                                                         " bytes long, more than the limit of " +
-                                                         std::to_string(limits_.maxContextBytes));
-                const json& qas = member(paragraph, "qas", paragraphPath);
-                expectArray(qas, paragraphPath + ".qas");
-                ++dataset.paragraphs;
-                for (std::size_t q = 0; q < qas.size(); ++q) {
-                    const std::string qaPath = paragraphPath + ".qas[" + std::to_string(q) + "]";
-                    SquadExample example = readQuestion(qas[q], qaPath);
-                    example.title = title;
-                    example.context = context;
-
-                    const json& qa = qas[q];
-                    const auto impossible = qa.find("is_impossible");
-                    if (impossible != qa.end()) {
-                        sawImpossibleKey = true;
-                        if (!impossible->is_boolean())
-                            fail(qaPath + ".is_impossible", "must be true or false, found " +
-                                                                std::string(impossible->type_name()));
-                        const bool flagged = impossible->get<bool>();
-                        if (flagged && !example.golds.empty())
-                            fail(qaPath, "has \"is_impossible\": true but also answers");
-                        if (!flagged && example.golds.empty())
-                            fail(qaPath, "has \"is_impossible\": false but no answers");
-                    } else if (example.golds.empty() && firstUnansweredPath.empty()) {
-                        firstUnansweredPath = qaPath;
-                    }
-                    example.isImpossible = example.golds.empty();
-
-                    auto [it, inserted] = pathById.emplace(example.id, qaPath);
-                    if (!inserted)
-                        fail(qaPath, "repeats the id \"" + example.id + "\" of " + it->second);
-                    if (dataset.examples.size() >= limits_.maxQuestions)
-                        throw Error(source_ + " holds more than " + std::to_string(limits_.maxQuestions) +
-                                    " questions, more than this reader accepts.");
-                    dataset.examples.push_back(std::move(example));
-                }
-            }
-        }
+        for (std::size_t a = 0; a < data.size(); ++a)
+            readArticle(data[a], "data[" + std::to_string(a) + "]", dataset);
 
         const bool versionSaysV2 = dataset.version.rfind("v2", 0) == 0 || dataset.version.rfind("2", 0) == 0;
-        dataset.isV2 = sawImpossibleKey || versionSaysV2;
+        dataset.isV2 = sawImpossibleKey_ || versionSaysV2;
         // SQuAD 1.1 has no unanswerable questions; one without answers there cannot be scored.
-        if (!dataset.isV2 && !firstUnansweredPath.empty())
-            fail(firstUnansweredPath, "has no answers, which a SQuAD v1.1 file does not allow");
+        if (!dataset.isV2 && !firstUnansweredPath_.empty())
+            fail(firstUnansweredPath_, "has no answers, which a SQuAD v1.1 file does not allow");
         if (dataset.examples.empty())
             throw Error(source_ + " holds no questions.");
         return dataset;
     }
 
 private:
+    std::string readVersion(const json& root) const
+    {
+        const auto version = root.find("version");
+        if (version == root.end())
+            return {};
+        if (version->is_string())
+            return version->get<std::string>();
+        if (!version->is_number())
+            fail("version", "must be a string, found " + std::string(version->type_name()));
+        return version->dump();
+    }
+
+    void readArticle(const json& article, const std::string& articlePath, SquadDataset& dataset)
+    {
+        expectObject(article, articlePath);
+        std::string title;
+        if (auto t = article.find("title"); t != article.end()) {
+            expectString(*t, articlePath + ".title");
+            title = t->get<std::string>();
+        }
+        const json& paragraphs = member(article, "paragraphs", articlePath);
+        expectArray(paragraphs, articlePath + ".paragraphs");
+        ++dataset.articles;
+        for (std::size_t p = 0; p < paragraphs.size(); ++p)
+            readParagraph(paragraphs[p], articlePath + ".paragraphs[" + std::to_string(p) + "]", title, dataset);
+    }
+
+    void readParagraph(const json& paragraph, const std::string& paragraphPath, const std::string& title,
+                       SquadDataset& dataset)
+    {
+        expectObject(paragraph, paragraphPath);
+        const std::string& context = stringMember(paragraph, "context", paragraphPath);
+        if (context.size() > limits_.maxContextBytes)
+            fail(paragraphPath + ".context", "is " + std::to_string(context.size()) +
+                                                 " bytes long, more than the limit of " +
+                                                 std::to_string(limits_.maxContextBytes));
+        const json& qas = member(paragraph, "qas", paragraphPath);
+        expectArray(qas, paragraphPath + ".qas");
+        ++dataset.paragraphs;
+        for (std::size_t q = 0; q < qas.size(); ++q) {
+            const std::string qaPath = paragraphPath + ".qas[" + std::to_string(q) + "]";
+            SquadExample example = readQuestion(qas[q], qaPath);
+            example.title = title;
+            example.context = context;
+            readImpossibleFlag(qas[q], qaPath, example);
+            auto [it, inserted] = pathById_.emplace(example.id, qaPath);
+            if (!inserted)
+                fail(qaPath, "repeats the id \"" + example.id + "\" of " + it->second);
+            if (dataset.examples.size() >= limits_.maxQuestions)
+                throw Error(source_ + " holds more than " + std::to_string(limits_.maxQuestions) +
+                            " questions, more than this reader accepts.");
+            dataset.examples.push_back(std::move(example));
+        }
+    }
+
+    // SQuAD 2.0's is_impossible, checked against the answers; a question without answers and
+    // without the key is remembered (it is an error in a v1.1 file only).
+    void readImpossibleFlag(const json& qa, const std::string& qaPath, SquadExample& example)
+    {
+        const auto impossible = qa.find("is_impossible");
+        if (impossible != qa.end()) {
+            sawImpossibleKey_ = true;
+            if (!impossible->is_boolean())
+                fail(qaPath + ".is_impossible", "must be true or false, found " + std::string(impossible->type_name()));
+            const bool flagged = impossible->get<bool>();
+            if (flagged && !example.golds.empty())
+                fail(qaPath, "has \"is_impossible\": true but also answers");
+            if (!flagged && example.golds.empty())
+                fail(qaPath, "has \"is_impossible\": false but no answers");
+        } else if (example.golds.empty() && firstUnansweredPath_.empty()) {
+            firstUnansweredPath_ = qaPath;
+        }
+        example.isImpossible = example.golds.empty();
+    }
+
     [[noreturn]] void fail(const std::string& path, const std::string& problem) const
     {
         throw Error(source_ + ": " + path + " " + problem + ".");
@@ -259,6 +268,9 @@ private:
 
     std::string source_;
     SquadLimits limits_;
+    bool sawImpossibleKey_ = false;
+    std::string firstUnansweredPath_; // a question with no answers and no is_impossible key
+    std::unordered_map<std::string, std::string> pathById_;
 };
 
 } // namespace

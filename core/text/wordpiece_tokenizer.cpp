@@ -233,6 +233,11 @@ struct WordPieceTokenizer::Impl {
                        Encoding& out) const;
     Encoding encodeSequence(const std::string& text, int sequenceId) const;
     void checkId(int64_t id) const;
+
+    // Parts of a tokenizer.json, read in loadFromTokenizerJson's order.
+    std::string readWordPieceModel(const nlohmann::json& model, const std::string& path); // returns unk
+    void readBertNormalizer(const nlohmann::json& root, const std::string& path);
+    void readAddedTokens(const nlohmann::json& root, const std::string& path);
 };
 
 void WordPieceTokenizer::Impl::addToken(const std::string& token, int32_t id)
@@ -549,6 +554,118 @@ std::unique_ptr<WordPieceTokenizer> WordPieceTokenizer::loadFromVocabTxt(const s
     return tokenizer;
 }
 
+std::string WordPieceTokenizer::Impl::readWordPieceModel(const nlohmann::json& model, const std::string& path)
+{
+    const auto vocab = model.find("vocab");
+    if (vocab == model.end() || !vocab->is_object() || vocab->empty())
+        throw Error(path + " has no model.vocab object mapping token strings to ids.");
+    if (vocab->size() > kMaxVocabEntries)
+        throw Error(path + " has " + std::to_string(vocab->size()) + " vocabulary entries, more than the limit of " +
+                    std::to_string(kMaxVocabEntries) + ".");
+    for (const auto& item : vocab->items())
+        addToken(item.key(), static_cast<int32_t>(requireTokenId(item.value(), item.key(), path)));
+
+    const auto modelString = [&](const char* key, const std::string& fallback) {
+        const auto it = model.find(key);
+        if (it == model.end() || it->is_null())
+            return fallback;
+        if (!it->is_string())
+            throw Error(path + " sets model." + key + " to " + it->dump() + ", not to a string.");
+        return it->get<std::string>();
+    };
+    prefix = modelString("continuing_subword_prefix", "##");
+    const auto maxChars = model.find("max_input_chars_per_word");
+    if (maxChars != model.end() && !maxChars->is_null()) {
+        if (!maxChars->is_number_integer() || maxChars->get<int64_t>() < 1 || maxChars->get<int64_t>() > kMaxInputCharsLimit)
+            throw Error(path + " sets model.max_input_chars_per_word to " + maxChars->dump() +
+                        ", not to a positive whole number of at most " + std::to_string(kMaxInputCharsLimit) + ".");
+        maxInputChars = static_cast<int>(maxChars->get<int64_t>());
+    }
+    return modelString("unk_token", "[UNK]");
+}
+
+void WordPieceTokenizer::Impl::readBertNormalizer(const nlohmann::json& root, const std::string& path)
+{
+    const auto found = root.find("normalizer");
+    if (found == root.end() || found->is_null()) {
+        normalizer = {false, false, false, false};
+        return;
+    }
+    const auto type = found->is_object() ? found->find("type") : found->end();
+    if (type == found->end() || !type->is_string() || type->get<std::string>() != "BertNormalizer")
+        throw Error(path + " has a normalizer other than BertNormalizer, which this WordPiece tokenizer "
+                           "does not implement.");
+    const std::string where = path + " normalizer";
+    normalizer.cleanText = optionalBool(*found, "clean_text", true, where);
+    normalizer.handleChineseChars = optionalBool(*found, "handle_chinese_chars", true, where);
+    normalizer.lowercase = optionalBool(*found, "lowercase", true, where);
+    normalizer.stripAccents = optionalBool(*found, "strip_accents", normalizer.lowercase, where);
+}
+
+void WordPieceTokenizer::Impl::readAddedTokens(const nlohmann::json& root, const std::string& path)
+{
+    const auto added = root.find("added_tokens");
+    if (added == root.end() || added->is_null())
+        return;
+    if (!added->is_array())
+        throw Error(path + " has an added_tokens entry that is not a list.");
+    for (const auto& entry : *added) {
+        if (!entry.is_object())
+            throw Error(path + " has an added token that is not an object.");
+        const auto content = entry.find("content");
+        const auto id = entry.find("id");
+        if (content == entry.end() || !content->is_string() || content->get<std::string>().empty() || id == entry.end())
+            throw Error(path + " has an added token without a non-empty string \"content\" and an \"id\".");
+        const std::string token = content->get<std::string>();
+        if (tokenToId.size() >= kMaxVocabEntries)
+            throw Error(path + " has more than " + std::to_string(kMaxVocabEntries) + " tokens.");
+        const auto tokenId = static_cast<int32_t>(requireTokenId(*id, token, path));
+        const std::string where = path + " added token " + token;
+        addToken(token, tokenId);
+        addLiteral(token, tokenId, optionalBool(entry, "lstrip", false, where), optionalBool(entry, "rstrip", false, where));
+        if (optionalBool(entry, "special", false, where))
+            specialIds.insert(tokenId);
+    }
+}
+
+namespace {
+
+// [CLS]/[SEP] as the post-processor names them (BertProcessing or TemplateProcessing).
+std::pair<std::string, std::string> postProcessorSpecials(const nlohmann::json& root)
+{
+    std::string clsName = "[CLS]", sepName = "[SEP]";
+    const auto post = root.find("post_processor");
+    if (post == root.end() || !post->is_object())
+        return {clsName, sepName};
+    const std::string postType = post->value("type", std::string());
+    if (postType == "BertProcessing") {
+        const auto name = [&](const char* key, std::string& out) {
+            const auto it = post->find(key);
+            if (it != post->end() && it->is_array() && !it->empty() && (*it)[0].is_string())
+                out = (*it)[0].get<std::string>();
+        };
+        name("cls", clsName);
+        name("sep", sepName);
+    } else if (postType == "TemplateProcessing") {
+        const auto single = post->find("single");
+        if (single != post->end() && single->is_array() && single->size() >= 2) {
+            const auto specialName = [](const nlohmann::json& piece, std::string& out) {
+                if (!piece.is_object())
+                    return;
+                const auto special = piece.find("SpecialToken");
+                if (special != piece.end() && special->is_object() && special->contains("id") &&
+                    (*special)["id"].is_string())
+                    out = (*special)["id"].get<std::string>();
+            };
+            specialName(single->front(), clsName);
+            specialName(single->back(), sepName);
+        }
+    }
+    return {clsName, sepName};
+}
+
+} // namespace
+
 std::unique_ptr<WordPieceTokenizer> WordPieceTokenizer::loadFromTokenizerJson(const std::string& path)
 {
     const nlohmann::json root = readJsonFile(path);
@@ -566,104 +683,15 @@ std::unique_ptr<WordPieceTokenizer> WordPieceTokenizer::loadFromTokenizerJson(co
 
     std::unique_ptr<WordPieceTokenizer> tokenizer(new WordPieceTokenizer());
     Impl& impl = *tokenizer->impl_;
-
-    const auto vocab = model->find("vocab");
-    if (vocab == model->end() || !vocab->is_object() || vocab->empty())
-        throw Error(path + " has no model.vocab object mapping token strings to ids.");
-    if (vocab->size() > kMaxVocabEntries)
-        throw Error(path + " has " + std::to_string(vocab->size()) + " vocabulary entries, more than the limit of " +
-                    std::to_string(kMaxVocabEntries) + ".");
-    for (const auto& item : vocab->items())
-        impl.addToken(item.key(), static_cast<int32_t>(requireTokenId(item.value(), item.key(), path)));
-
-    const auto modelString = [&](const char* key, const std::string& fallback) {
-        const auto it = model->find(key);
-        if (it == model->end() || it->is_null())
-            return fallback;
-        if (!it->is_string())
-            throw Error(path + " sets model." + key + " to " + it->dump() + ", not to a string.");
-        return it->get<std::string>();
-    };
-    const std::string unkName = modelString("unk_token", "[UNK]");
-    impl.prefix = modelString("continuing_subword_prefix", "##");
-    const auto maxChars = model->find("max_input_chars_per_word");
-    if (maxChars != model->end() && !maxChars->is_null()) {
-        if (!maxChars->is_number_integer() || maxChars->get<int64_t>() < 1 || maxChars->get<int64_t>() > kMaxInputCharsLimit)
-            throw Error(path + " sets model.max_input_chars_per_word to " + maxChars->dump() +
-                        ", not to a positive whole number of at most " + std::to_string(kMaxInputCharsLimit) + ".");
-        impl.maxInputChars = static_cast<int>(maxChars->get<int64_t>());
-    }
-
-    const auto normalizer = root.find("normalizer");
-    if (normalizer == root.end() || normalizer->is_null()) {
-        impl.normalizer = {false, false, false, false};
-    } else {
-        const auto normalizerType = normalizer->is_object() ? normalizer->find("type") : normalizer->end();
-        if (normalizerType == normalizer->end() || !normalizerType->is_string() ||
-            normalizerType->get<std::string>() != "BertNormalizer")
-            throw Error(path + " has a normalizer other than BertNormalizer, which this WordPiece tokenizer "
-                               "does not implement.");
-        impl.normalizer.cleanText = optionalBool(*normalizer, "clean_text", true, path + " normalizer");
-        impl.normalizer.handleChineseChars = optionalBool(*normalizer, "handle_chinese_chars", true, path + " normalizer");
-        impl.normalizer.lowercase = optionalBool(*normalizer, "lowercase", true, path + " normalizer");
-        impl.normalizer.stripAccents = optionalBool(*normalizer, "strip_accents", impl.normalizer.lowercase, path + " normalizer");
-    }
+    const std::string unkName = impl.readWordPieceModel(*model, path);
+    impl.readBertNormalizer(root, path);
     const auto preTokenizer = root.find("pre_tokenizer");
-    if (preTokenizer == root.end() || !preTokenizer->is_object() || preTokenizer->value("type", nlohmann::json()) != "BertPreTokenizer")
+    if (preTokenizer == root.end() || !preTokenizer->is_object() ||
+        preTokenizer->value("type", nlohmann::json()) != "BertPreTokenizer")
         throw Error(path + " does not split words with a BertPreTokenizer, which this WordPiece tokenizer needs.");
+    impl.readAddedTokens(root, path);
 
-    const auto added = root.find("added_tokens");
-    if (added != root.end() && !added->is_null()) {
-        if (!added->is_array())
-            throw Error(path + " has an added_tokens entry that is not a list.");
-        for (const auto& entry : *added) {
-            if (!entry.is_object())
-                throw Error(path + " has an added token that is not an object.");
-            const auto content = entry.find("content");
-            const auto id = entry.find("id");
-            if (content == entry.end() || !content->is_string() || content->get<std::string>().empty() || id == entry.end())
-                throw Error(path + " has an added token without a non-empty string \"content\" and an \"id\".");
-            const std::string token = content->get<std::string>();
-            if (impl.tokenToId.size() >= kMaxVocabEntries)
-                throw Error(path + " has more than " + std::to_string(kMaxVocabEntries) + " tokens.");
-            const auto tokenId = static_cast<int32_t>(requireTokenId(*id, token, path));
-            impl.addToken(token, tokenId);
-            impl.addLiteral(token, tokenId, optionalBool(entry, "lstrip", false, path + " added token " + token),
-                            optionalBool(entry, "rstrip", false, path + " added token " + token));
-            if (optionalBool(entry, "special", false, path + " added token " + token))
-                impl.specialIds.insert(tokenId);
-        }
-    }
-
-    // [CLS]/[SEP] as the post-processor names them (BertProcessing or TemplateProcessing).
-    std::string clsName = "[CLS]", sepName = "[SEP]";
-    const auto post = root.find("post_processor");
-    if (post != root.end() && post->is_object()) {
-        const std::string postType = post->value("type", std::string());
-        if (postType == "BertProcessing") {
-            const auto name = [&](const char* key, std::string& out) {
-                const auto it = post->find(key);
-                if (it != post->end() && it->is_array() && !it->empty() && (*it)[0].is_string())
-                    out = (*it)[0].get<std::string>();
-            };
-            name("cls", clsName);
-            name("sep", sepName);
-        } else if (postType == "TemplateProcessing") {
-            const auto single = post->find("single");
-            if (single != post->end() && single->is_array() && single->size() >= 2) {
-                const auto specialName = [](const nlohmann::json& piece, std::string& out) {
-                    if (!piece.is_object())
-                        return;
-                    const auto special = piece.find("SpecialToken");
-                    if (special != piece.end() && special->is_object() && special->contains("id") &&
-                        (*special)["id"].is_string())
-                        out = (*special)["id"].get<std::string>();
-                };
-                specialName(single->front(), clsName);
-                specialName(single->back(), sepName);
-            }
-        }
-    }
+    const auto [clsName, sepName] = postProcessorSpecials(root);
     impl.unk = impl.requireToken(unkName, path);
     impl.cls = impl.requireToken(clsName, path);
     impl.sep = impl.requireToken(sepName, path);

@@ -365,9 +365,90 @@ QString seriesName(const ChartData& chart, std::size_t s)
     return QString::fromStdString(name.empty() ? "series " + std::to_string(s + 1) : name);
 }
 
+void drawBars(QCustomPlot& plot, const ChartData& chart, std::size_t s, const Geometry& geometry, QCPBarsGroup* group)
+{
+    const ChartSeries& series = chart.series[s];
+    const QColor color = seriesColor(chart, s);
+    auto* bars = new QCPBars(plot.xAxis, plot.yAxis);
+    bars->setName(seriesName(chart, s));
+    bars->setWidth(geometry.barWidth);
+    bars->setBaseValue(geometry.barBase);
+    bars->setPen(QPen(color.darker(130), 1.0));
+    bars->setBrush(color);
+    QVector<double> keys, values;
+    for (std::size_t i = 0; i < pointCount(series); ++i)
+        if (std::isfinite(series.x[i]) && drawableValue(series.y[i], chart.logY)) {
+            keys.append(series.x[i]);
+            // QCPBars draws from the base to base + value, so a bar rising from a non-zero
+            // floor (log axes) carries its height above that floor.
+            values.append(series.y[i] - geometry.barBase);
+        }
+    bars->setData(keys, values);
+    if (group)
+        bars->setBarsGroup(group);
+}
+
+void drawLineOrPoints(QCustomPlot& plot, const ChartData& chart, std::size_t s)
+{
+    const ChartSeries& series = chart.series[s];
+    const QColor color = seriesColor(chart, s);
+    QCPGraph* graph = plot.addGraph(plot.xAxis, plot.yAxis);
+    graph->setName(seriesName(chart, s));
+    const bool line = series.style == SeriesStyle::Line;
+    QVector<double> keys, values;
+    for (std::size_t i = 0; i < pointCount(series); ++i) {
+        if (!std::isfinite(series.x[i]))
+            continue;
+        if (drawableValue(series.y[i], chart.logY)) {
+            keys.append(series.x[i]);
+            values.append(series.y[i]);
+        } else if (line) {
+            // A gap in the line says "no value here" instead of bridging over it.
+            keys.append(series.x[i]);
+            values.append(std::numeric_limits<double>::quiet_NaN());
+        }
+    }
+    graph->setData(keys, values);
+    if (line) {
+        graph->setPen(QPen(color, 2.0));
+        graph->setLineStyle(QCPGraph::lsLine);
+        if (keys.size() <= kMaxLineMarkers)
+            graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, color, Qt::white, 6));
+    } else {
+        graph->setPen(QPen(color, 1.5));
+        graph->setLineStyle(QCPGraph::lsNone);
+        graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, 7));
+    }
+}
+
+// A candlestick whose body spans lower..upper: a filled box per x that a log axis can show.
+void drawBand(QCustomPlot& plot, const ChartData& chart, std::size_t s, const Geometry& geometry)
+{
+    const ChartSeries& series = chart.series[s];
+    const QColor color = seriesColor(chart, s);
+    auto* band = new QCPFinancial(plot.xAxis, plot.yAxis);
+    band->setName(seriesName(chart, s));
+    band->setChartStyle(QCPFinancial::csCandlestick);
+    band->setTwoColored(false);
+    band->setWidth(geometry.bandWidth);
+    QColor fill = color;
+    fill.setAlpha(120);
+    band->setBrush(fill);
+    band->setPen(QPen(color.darker(120), 1.5));
+    QVector<double> keys, lows, highs;
+    for (std::size_t i = 0; i < pointCount(series); ++i) {
+        double low = 0.0, high = 0.0;
+        if (std::isfinite(series.x[i]) && bandBounds(series, i, geometry, chart.logY, low, high)) {
+            keys.append(series.x[i]);
+            lows.append(low);
+            highs.append(high);
+        }
+    }
+    band->setData(keys, lows, highs, lows, highs);
+}
+
 void drawSeries(QCustomPlot& plot, const ChartData& chart, const Geometry& geometry)
 {
-    const bool logY = chart.logY;
     int barSeriesCount = 0;
     for (const ChartSeries& series : chart.series)
         barSeriesCount += series.style == SeriesStyle::Bars ? 1 : 0;
@@ -376,84 +457,12 @@ void drawSeries(QCustomPlot& plot, const ChartData& chart, const Geometry& geome
         group->setSpacingType(QCPBarsGroup::stPlotCoords);
         group->setSpacing(geometry.barWidth * kBarGapFraction / (1.0 - kBarGapFraction));
     }
-
     for (std::size_t s = 0; s < chart.series.size(); ++s) {
-        const ChartSeries& series = chart.series[s];
-        const QColor color = seriesColor(chart, s);
-        QVector<double> keys, values;
-        switch (series.style) {
-        case SeriesStyle::Bars: {
-            auto* bars = new QCPBars(plot.xAxis, plot.yAxis);
-            bars->setName(seriesName(chart, s));
-            bars->setWidth(geometry.barWidth);
-            bars->setBaseValue(geometry.barBase);
-            bars->setPen(QPen(color.darker(130), 1.0));
-            bars->setBrush(color);
-            for (std::size_t i = 0; i < pointCount(series); ++i)
-                if (std::isfinite(series.x[i]) && drawableValue(series.y[i], logY)) {
-                    keys.append(series.x[i]);
-                    // QCPBars draws from the base to base + value, so a bar rising from a non-zero
-                    // floor (log axes) carries its height above that floor.
-                    values.append(series.y[i] - geometry.barBase);
-                }
-            bars->setData(keys, values);
-            if (group)
-                bars->setBarsGroup(group);
-            break;
-        }
+        switch (chart.series[s].style) {
+        case SeriesStyle::Bars: drawBars(plot, chart, s, geometry, group); break;
         case SeriesStyle::Line:
-        case SeriesStyle::Points: {
-            QCPGraph* graph = plot.addGraph(plot.xAxis, plot.yAxis);
-            graph->setName(seriesName(chart, s));
-            const bool line = series.style == SeriesStyle::Line;
-            for (std::size_t i = 0; i < pointCount(series); ++i) {
-                if (!std::isfinite(series.x[i]))
-                    continue;
-                if (drawableValue(series.y[i], logY)) {
-                    keys.append(series.x[i]);
-                    values.append(series.y[i]);
-                } else if (line) {
-                    // A gap in the line says "no value here" instead of bridging over it.
-                    keys.append(series.x[i]);
-                    values.append(std::numeric_limits<double>::quiet_NaN());
-                }
-            }
-            graph->setData(keys, values);
-            if (line) {
-                graph->setPen(QPen(color, 2.0));
-                graph->setLineStyle(QCPGraph::lsLine);
-                if (keys.size() <= kMaxLineMarkers)
-                    graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, color, Qt::white, 6));
-            } else {
-                graph->setPen(QPen(color, 1.5));
-                graph->setLineStyle(QCPGraph::lsNone);
-                graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, 7));
-            }
-            break;
-        }
-        case SeriesStyle::Band: {
-            // A candlestick whose body spans lower..upper: a filled box per x that a log axis can show.
-            auto* band = new QCPFinancial(plot.xAxis, plot.yAxis);
-            band->setName(seriesName(chart, s));
-            band->setChartStyle(QCPFinancial::csCandlestick);
-            band->setTwoColored(false);
-            band->setWidth(geometry.bandWidth);
-            QColor fill = color;
-            fill.setAlpha(120);
-            band->setBrush(fill);
-            band->setPen(QPen(color.darker(120), 1.5));
-            QVector<double> lows, highs;
-            for (std::size_t i = 0; i < pointCount(series); ++i) {
-                double low = 0.0, high = 0.0;
-                if (std::isfinite(series.x[i]) && bandBounds(series, i, geometry, logY, low, high)) {
-                    keys.append(series.x[i]);
-                    lows.append(low);
-                    highs.append(high);
-                }
-            }
-            band->setData(keys, lows, highs, lows, highs);
-            break;
-        }
+        case SeriesStyle::Points: drawLineOrPoints(plot, chart, s); break;
+        case SeriesStyle::Band: drawBand(plot, chart, s, geometry); break;
         }
     }
 }

@@ -23,6 +23,14 @@ ErrorsPanel::ErrorsPanel(QWidget* parent) : QWidget(parent)
 {
     summary_ = new QLabel(tr("Run a question or a mask: the error of every layer against the reference appears here."), this);
     summary_->setWordWrap(true);
+    createTable();
+    createCharts();
+    layOut();
+    connectClicks();
+}
+
+void ErrorsPanel::createTable()
+{
     outputsOnly_ = new QCheckBox(tr("Layer and Linear outputs only"), this);
     outputsOnly_->setChecked(true);
     metrics_ = new LayerMetricsModel(this);
@@ -38,7 +46,10 @@ ErrorsPanel::ErrorsPanel(QWidget* parent) : QWidget(parent)
     view_->verticalHeader()->hide();
     view_->horizontalHeader()->setStretchLastSection(true);
     view_->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder); // execution order until sorted
+}
 
+void ErrorsPanel::createCharts()
+{
     layerSqnr_ = new ChartView(this);
     layerCosine_ = new ChartView(this);
     growth_ = new ChartView(this);
@@ -56,7 +67,11 @@ ErrorsPanel::ErrorsPanel(QWidget* parent) : QWidget(parent)
         chart->setPlaceholder(tr("Run a question or a mask to compare the FP8 model with its reference."));
     histogram_->setPlaceholder(tr("Click a layer or a row to see its error histogram."));
     scatter_->setPlaceholder(tr("Click a layer or a row to see reference against FP8 values."));
+}
 
+// Table and charts side by side on top, the drill-down (histogram, scatter) below.
+void ErrorsPanel::layOut()
+{
     auto* tableBox = new QWidget(this);
     auto* tableLayout = new QVBoxLayout(tableBox);
     tableLayout->setContentsMargins(0, 0, 0, 0);
@@ -87,6 +102,10 @@ ErrorsPanel::ErrorsPanel(QWidget* parent) : QWidget(parent)
     layout->addWidget(summary_);
     layout->addWidget(vertical, 1);
 
+}
+
+void ErrorsPanel::connectClicks()
+{
     connect(outputsOnly_, &QCheckBox::toggled, metrics_, &LayerMetricsModel::setOutputsOnly);
     connect(view_, &QTableView::clicked, this, [this](const QModelIndex& index) {
         const QModelIndex name = index.siblingAtColumn(0);

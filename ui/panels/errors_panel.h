@@ -43,6 +43,11 @@ signals:
     void capturePointRequested(const QString& name);
 
 private:
+    void createTable();
+    void createCharts();
+    void layOut();
+    void connectClicks();
+
     std::shared_ptr<const ComparisonResult> comparison_;
     QLabel* summary_ = nullptr;
     QCheckBox* outputsOnly_ = nullptr;
