@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/option_flags.h"
 #include "tasks/compare_runs.h"
 #include "analysis/squad_metric.h"
 #include "common/error.h"
@@ -677,7 +678,7 @@ private slots:
         try {
             evaluateSquad(*run, nullptr, dataset, options);
         } catch (const Error& e) {
-            message = e.what();
+            message = QString::fromStdString(asCliMessage(e));
         }
         QVERIFY2(message.contains(expected), qPrintable(message));
         QVERIFY(!called);

@@ -526,6 +526,43 @@ private slots:
         QVERIFY(!hasFinding(diagnoseActivations({stats}, {info}), "static-scale-flush", ""));
     }
 
+    void forwardNamesTheFirstNonFiniteModule()
+    {
+        const std::string dir = makeTempDir("hostile-inf-bias");
+        for (const QString& name : QDir(q(floatDir_)).entryList(QDir::Files))
+            QVERIFY(QFile::copy(q(floatDir_) + "/" + name, q(dir) + "/" + name));
+        // One infinite bias entry: that Linear's output is inf in one column of every token, and
+        // everything after it is poisoned; everything before it stays finite.
+        const std::string planted = "roberta.encoder.layer.1.intermediate.dense";
+        setElement(dir, planted + ".bias", 5, INFINITY);
+        const std::size_t tokens = std::count(ids_.begin(), ids_.end(), ',') + 1;
+
+        const std::string runner = "runner:" + std::string(SCALESCOPE_CLI) + " runner";
+        for (const std::string& device : {std::string("cpu"), runner}) {
+            const CliResult r = runCli({"forward", q(dir), "--input-ids", q(ids_), "--device", q(device), "--output",
+                                        q(dir + "/out.safetensors"), "--force", "--json"});
+            QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+            const json out = json::parse(r.out.toStdString());
+            QCOMPARE(out["first_nonfinite"].get<std::string>(), planted);
+            QCOMPARE(out["nonfinite"][0]["module"].get<std::string>(), planted);
+            QCOMPARE(out["nonfinite"][0]["count"].get<std::size_t>(), tokens);
+            // In execution order: the next Linear, output.dense, follows.
+            QCOMPARE(out["nonfinite"][1]["module"].get<std::string>(),
+                     std::string("roberta.encoder.layer.1.output.dense"));
+        }
+        // No answer is ranked from NaN logits: qa names where they start instead.
+        const CliResult qa = runCli({"qa", q(dir), "--question", "where", "--context", "the cat sat on the mat"});
+        QCOMPARE(qa.exitCode, 1);
+        QVERIFY2(qa.err.contains(q("first appears in " + planted)), qPrintable(qa.err));
+
+        const CliResult clean = runCli({"forward", q(floatDir_), "--input-ids", q(ids_), "--output",
+                                        q(dir + "/clean.safetensors"), "--json"});
+        QVERIFY2(clean.exitCode == 0, qPrintable(clean.err));
+        const json out = json::parse(clean.out.toStdString());
+        QVERIFY(out["nonfinite"].is_array() && out["nonfinite"].empty());
+        QVERIFY(out["first_nonfinite"].is_null());
+    }
+
     void nanOutputsNeverAgree()
     {
         const std::string dir = makeTempDir("hostile-nan-mlm");
@@ -541,6 +578,8 @@ private slots:
         const json out = json::parse(fill.out.toStdString());
         QVERIFY(out["nonfinite_logits"][0].get<int64_t>() > 0);
         QVERIFY(out.contains("error"));
+        // The LayerNorm is not a module of its own: the decoder Linear after it is the first output.
+        QCOMPARE(out["first_nonfinite"].get<std::string>(), std::string("lm_head.decoder"));
 
         const CliResult compare = runCli({"compare", q(dir), "--text", "the <mask> sat", "--json"});
         QVERIFY2(!compare.crashed && compare.exitCode == 0, qPrintable(compare.err));
@@ -620,6 +659,36 @@ private slots:
                                      q(dir + "/out.csv"), "--json"});
         QVERIFY2(ok.exitCode == 0, qPrintable(ok.err));
         QCOMPARE(json::parse(ok.out.toStdString())["csv"].get<std::string>(), dir + "/out.csv");
+    }
+
+    void evaluateKeepsItsResultsWhenTheCsvWriteFails()
+    {
+        // The path passes every check before the run; writing it fails afterwards, as on a full
+        // disk: a file size limit of 1 KiB (SIGXFSZ ignored, so the write returns EFBIG).
+        const std::string dir = makeTempDir("hostile-csv-full");
+        json squad = {{"version", "1.1"}, {"data", json::array()}};
+        json qas = json::array();
+        for (int i = 0; i < 40; ++i)
+            qas.push_back({{"id", "question-" + std::to_string(i)},
+                           {"question", "what is the capital"},
+                           {"answers", {{{"text", "Paris"}, {"answer_start", 0}}}}});
+        squad["data"].push_back(
+            {{"title", "t"}, {"paragraphs", {{{"context", "Paris is the capital of France"}, {"qas", qas}}}}});
+        writeAll(dir + "/squad.json", squad.dump());
+        const std::string csv = dir + "/out.csv";
+        const CliResult r = runProgram("/bin/sh", {"-c", "trap '' XFSZ; ulimit -f 1; exec \"$0\" evaluate \"$1\" --squad "
+                                                         "\"$2\" --max-seq-len 128 --doc-stride 64 --csv \"$3\" --json",
+                                                   QStringLiteral(SCALESCOPE_CLI), q(floatDir_), q(dir + "/squad.json"),
+                                                   q(csv)});
+        QVERIFY2(!r.crashed, "evaluate crashed");
+        QCOMPARE(r.exitCode, 1);
+        const json document = json::parse(r.out.toStdString());
+        QCOMPARE(document["questions"]["evaluated"].get<int>(), 40);
+        QVERIFY(document["csv"].is_null());
+        QVERIFY(document["csv_error"].is_string());
+        QVERIFY2(r.err.contains("only the CSV is missing"), qPrintable(r.err));
+        // Nothing under the CSV's name, and no temporary left behind.
+        QCOMPARE(QDir(q(dir)).entryList(QDir::Files | QDir::Hidden | QDir::System), QStringList{"squad.json"});
     }
 
     // ---- item 12: terminal escapes, spreadsheet formulas, exit codes ----------------------------

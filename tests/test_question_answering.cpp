@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "support/option_flags.h"
 #include "common/error.h"
 #include "tasks/question_answering.h"
 #include "text/bpe_tokenizer.h"
@@ -266,7 +267,7 @@ QString errorOf(Fn&& fn) {
     try {
         fn();
     } catch (const Error& error) {
-        return QString::fromUtf8(error.what());
+        return QString::fromStdString(scalescope::testing::asCliMessage(error));
     }
     return {};
 }

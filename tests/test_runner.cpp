@@ -30,6 +30,7 @@
 
 #include "tasks/compare_runs.h"
 #include "common/error.h"
+#include "device/backend_pool.h"
 #include "device/open_backend.h"
 #include "device/runner_backend.h"
 #include "device/runner_server.h"
@@ -154,6 +155,63 @@ EncoderInputs raggedBatch()
 {
     // Two rows of different lengths: the shorter is padded, its mask says so.
     return {{{0, 40, 41, 42, 43, 44, 2}, {0, 50, 51, 2}}, {{1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1}}, {}, {}};
+}
+
+// A SQuAD file of 12 questions on one tiny context, for evaluations spread over devices.
+std::string writePoolSquad()
+{
+    const std::string path = makeTempDir("pool-squad") + "/squad.json";
+    json qas = json::array();
+    const char* questions[] = {"where is the cat", "what sat on the mat", "where is Paris", "what is the capital"};
+    for (int i = 0; i < 12; ++i)
+        qas.push_back({{"id", "q" + std::to_string(i)},
+                       {"question", questions[i % 4]},
+                       {"answers", {{{"text", "the mat"}, {"answer_start", 15}}}}});
+    json paragraph = {{"context", "the cat sat on the mat of the dog in Paris"}, {"qas", qas}};
+    json article = {{"title", "t"}, {"paragraphs", json::array({paragraph})}};
+    json document = {{"version", "1.1"}, {"data", json::array({article})}};
+    std::ofstream(path) << document.dump();
+    return path;
+}
+
+// `scalescope-cli evaluate --json` on these devices (none: the in-process CPU).
+json evaluateOn(const std::string& checkpoint, const std::string& squad, const QStringList& devices)
+{
+    QStringList args = {"evaluate", QString::fromStdString(checkpoint), "--squad", QString::fromStdString(squad),
+                        "--max-seq-len", "32", "--doc-stride", "8", "--batch-size", "4", "--json"};
+    args << devices;
+    QProcess cli;
+    cli.start(QStringLiteral(SCALESCOPE_CLI), args);
+    cli.waitForFinished(120000);
+    if (cli.exitCode() != 0)
+        qWarning("%s", cli.readAllStandardError().constData());
+    return json::parse(cli.readAllStandardOutput().toStdString());
+}
+
+json withoutTimings(json value)
+{
+    if (value.is_object())
+        for (const char* timing : {"seconds", "questions_per_second", "elapsed_ms"})
+            value.erase(timing);
+    return value;
+}
+
+// Equality up to float32 summation order: a GEMM over fewer rows may add in another order, so a
+// row's values depend on its batch by a few ulps on any one device too.
+void compareTensorsClose(const std::vector<NamedTensor>& ours, const std::vector<NamedTensor>& expected)
+{
+    QCOMPARE(ours.size(), expected.size());
+    for (std::size_t i = 0; i < ours.size(); ++i) {
+        QCOMPARE(ours[i].name, expected[i].name);
+        QCOMPARE(ours[i].tensor.shape, expected[i].tensor.shape);
+        float largest = 0, worst = 0;
+        for (std::size_t k = 0; k < expected[i].tensor.values.size(); ++k) {
+            largest = std::max(largest, std::fabs(expected[i].tensor.values[k]));
+            worst = std::max(worst, std::fabs(ours[i].tensor.values[k] - expected[i].tensor.values[k]));
+        }
+        QVERIFY2(worst <= 1e-5f * largest + 1e-6f,
+                 qPrintable(QString::fromStdString(ours[i].name + " differs by " + std::to_string(worst))));
+    }
 }
 
 // Runs a shell command and returns its stdout lines (stderr in *log).
@@ -417,6 +475,61 @@ private slots:
         }
         QVERIFY(!expected.activations.empty());
         QVERIFY(ours.activations.empty());
+    }
+
+    // ---- several runners at once -------------------------------------------------------------------
+
+    void poolSplitsRowsAndMatchesOneDevice()
+    {
+        const std::string dir = fixtures().fp8Qa;
+        auto engine = EncoderModel::load(dir);
+        EncoderInputs batch = raggedBatch();
+        batch.inputIds.push_back({0, 60, 61, 62, 2});
+        batch.attentionMask.push_back({1, 1, 1, 1, 1});
+        ForwardOptions options;
+        options.capture.all = true;
+        const ForwardResult expected = engine->forward(batch, options);
+
+        std::vector<std::unique_ptr<InferenceBackend>> members;
+        members.push_back(RunnerBackend::start(cliRunnerCommand(), dir));
+        members.push_back(RunnerBackend::start(cliRunnerCommand(), dir));
+        BackendPool pool(std::move(members));
+        const ForwardResult pooled = pool.forward(batch, options);
+        compareTensorsClose(pooled.outputs, expected.outputs);
+        compareTensorsClose(pooled.captures, expected.captures);
+        QCOMPARE(pool.liveMemberCount(), 2);
+        QVERIFY(pool.retirements().empty());
+    }
+
+    void poolRunsAFailedMembersRowsElsewhere()
+    {
+        const std::string dir = fixtures().fp8Qa;
+        auto engine = EncoderModel::load(dir);
+        const ForwardResult expected = engine->forward(raggedBatch(), ForwardOptions());
+        std::vector<std::unique_ptr<InferenceBackend>> members;
+        members.push_back(RunnerBackend::start(flakyCommand("exit"), dir)); // dies on its first forward
+        members.push_back(RunnerBackend::start(cliRunnerCommand(), dir));
+        BackendPool pool(std::move(members));
+        const ForwardResult pooled = pool.forward(raggedBatch(), ForwardOptions());
+        compareTensorsClose(pooled.outputs, expected.outputs);
+        QCOMPARE(pool.liveMemberCount(), 1);
+        QCOMPARE(pool.retirements().size(), std::size_t(1));
+        QVERIFY2(pool.retirements()[0].find("boom: simulated crash on forward") != std::string::npos,
+                 pool.retirements()[0].c_str());
+        QVERIFY(pool.deviceName().find("(failed)") != std::string::npos);
+        // The next forward goes to the member that is left.
+        compareTensorsClose(pool.forward(raggedBatch(), ForwardOptions()).outputs, expected.outputs);
+    }
+
+    void evaluateOverTwoRunnersEqualsOneDevice()
+    {
+        const std::string squad = writePoolSquad();
+        const json one = evaluateOn(fixtures().fp8Qa, squad, {});
+        const QString runner = QString::fromStdString("runner:" + cliRunnerCommand());
+        const json two = evaluateOn(fixtures().fp8Qa, squad, {"--device", runner, "--device", runner});
+        QCOMPARE(two["device"].get<std::string>().rfind("pool of 2:", 0), std::size_t(0));
+        for (const char* key : {"run", "reference", "agreement", "disagreements", "questions"})
+            QVERIFY2(withoutTimings(one[key]) == withoutTimings(two[key]), key);
     }
 
     // ---- misbehaving runners --------------------------------------------------------------------
@@ -755,7 +868,7 @@ private slots:
         ::kill(static_cast<pid_t>(cli.processId()), SIGTERM);
         QVERIFY(cli.waitForFinished(10000));
         QCOMPARE(cli.exitStatus(), QProcess::CrashExit); // died of the signal, as a killed program does
-        QTRY_VERIFY_WITH_TIMEOUT(::kill(pid, 0) != 0, 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(::kill(pid, 0) != 0, 15000); // generous: a loaded machine is slow to reap
         // The folder the killed client left is removed by the next client starting there.
         auto next = RunnerBackend::start(cliRunnerCommand(), fixtures().fp8Qa, [&] {
             RunnerOptions options;

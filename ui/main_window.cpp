@@ -258,7 +258,10 @@ void MainWindow::createActions()
                            "runner protocol), e.g. on an AIU host through ssh"));
     device_->addItem(tr("CPU (in-process)"), QStringLiteral("cpu"));
     // Quoted as one shell word: the install path may hold spaces, quotes, $ or backticks.
-    device_->addItem(tr("CPU runner process"), localRunnerDevice(QCoreApplication::applicationDirPath()));
+    const QString runner = localRunnerDevice(QCoreApplication::applicationDirPath());
+    device_->addItem(tr("CPU runner process"), runner);
+    // A pool: evaluation batches are split over both processes (see core/device/backend_pool.h).
+    device_->addItem(tr("Two CPU runner processes (pool)"), runner + QLatin1Char('\n') + runner);
     device_->addItem(tr("AIU runner..."), QStringLiteral("aiu"));
     connect(device_, qOverload<int>(&QComboBox::activated), this, [this](int index) {
         const QString spec = device_->itemData(index).toString();

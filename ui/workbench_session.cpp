@@ -13,9 +13,9 @@ namespace {
 
 // The GUI offers no window-size setting: windows are 384 tokens (stride 128), or as long as the
 // model takes when that is shorter, with the stride shrunk in proportion.
-QaOptions fitWindowsToModel(QaOptions options, const ModelConfig& config)
+QaOptions fitWindowsToModel(QaOptions options, const EncoderLayout& layout)
 {
-    const int maxTokens = static_cast<int>(EncoderLayout(config).maxSequenceLength());
+    const int maxTokens = static_cast<int>(layout.maxSequenceLength());
     if (options.maxSeqLen > maxTokens) {
         options.docStride = options.docStride * maxTokens / options.maxSeqLen;
         options.maxSeqLen = maxTokens;
@@ -220,8 +220,13 @@ void WorkbenchSession::submitOpen(const QString& dir, const QString& fallbackDev
         info->findings = diagnoseCheckpoint(*info->checkpoint, info->statistics);
         progress.throwIfCancelled();
         // The checkpoint is open already; the device only runs it (opened once, not twice).
+        // Several lines are a pool of devices (see BackendPool).
         auto load = [&](const QString& on) -> std::shared_ptr<InferenceBackend> {
-            return openBackend(parseDeviceSpec(on.toStdString()), info->checkpoint, progress);
+            const std::string text = on.toStdString();
+            const std::vector<DeviceSpec> devices = text.find('\n') == std::string::npos
+                                                        ? std::vector<DeviceSpec>{parseDeviceSpec(text)}
+                                                        : parseDeviceList(text, "The device pool");
+            return openBackends(devices, info->checkpoint, progress);
         };
         // A checkpoint the engine refuses can still be inspected; its findings explain why.
         std::shared_ptr<InferenceBackend> model;
@@ -314,7 +319,7 @@ void WorkbenchSession::ask(const QString& question, const QString& context, cons
         ComparisonInput input;
         input.question = question.toStdString();
         input.context = context.toStdString();
-        input.qaOptions = fitWindowsToModel(options, run_->config());
+        input.qaOptions = fitWindowsToModel(options, run_->checkpoint().layout());
         input.runMode = mode;
         input.referenceMode = emulationReference && reference_ ? mode : RunMode::Dequant;
         auto outcome = std::make_shared<AskOutcome>();
@@ -420,7 +425,7 @@ void WorkbenchSession::evaluate(const QString& squadFile, int maxSamples)
             throw Error("No runnable checkpoint is open.");
         const SquadDataset dataset = readSquadFile(squadFile.toStdString());
         EvaluationOptions options;
-        options.qa = fitWindowsToModel(options.qa, run_->config());
+        options.qa = fitWindowsToModel(options.qa, run_->checkpoint().layout());
         options.runMode = stamp.mode;
         options.referenceMode = stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_ ? stamp.mode
                                                                                                       : RunMode::Dequant;

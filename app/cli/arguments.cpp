@@ -1,12 +1,19 @@
 #include "arguments.h"
 
 #include "common/error.h"
+#include "common/text_files.h"
 
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
 namespace scalescope::cli {
+namespace {
+
+// Options that may be given more than once; the command decides what several mean.
+const std::set<std::string> kRepeatable = {"device"};
+
+} // namespace
 
 Arguments Arguments::parse(const CommandSpec& spec, const std::vector<std::string>& args)
 {
@@ -31,9 +38,10 @@ Arguments Arguments::parse(const CommandSpec& spec, const std::vector<std::strin
                         throw UsageError{"--" + name + " needs a value."};
                     inlineValue = args[++i];
                 }
-                if (out.values_.count(name))
+                if (out.values_.count(name) && !kRepeatable.count(name))
                     throw UsageError{"--" + name + " is given twice."};
-                out.values_[name] = *inlineValue;
+                out.values_.emplace(name, *inlineValue);
+                out.repeated_[name].push_back(*inlineValue);
             } else {
                 throw UsageError{"Unknown option --" + name + " for command " + spec.name + "."};
             }
@@ -99,13 +107,45 @@ std::optional<float> Arguments::floatValue(const std::string& name) const
     return parsed;
 }
 
+std::vector<std::string> Arguments::values(const std::string& name) const
+{
+    const auto it = repeated_.find(name);
+    return it == repeated_.end() ? std::vector<std::string>() : it->second;
+}
+
 DeviceSpec deviceOption(const Arguments& args)
 {
+    if (args.values("device").size() > 1)
+        throw UsageError{"--device is given " + std::to_string(args.values("device").size()) +
+                         " times; only evaluate spreads its work over several devices."};
     try {
         return parseDeviceSpec(args.value("device", "cpu"));
     } catch (const Error& e) {
         throw UsageError{std::string("--device: ") + e.what()};
     }
+}
+
+std::vector<DeviceSpec> deviceOptions(const Arguments& args)
+{
+    std::vector<DeviceSpec> devices;
+    try {
+        for (const std::string& text : args.values("device"))
+            devices.push_back(parseDeviceSpec(text));
+    } catch (const Error& e) {
+        throw UsageError{std::string("--device: ") + e.what()};
+    }
+    if (const auto file = args.value("devices")) {
+        const std::string content = readFileToString(*file, 1 << 20);
+        try {
+            for (DeviceSpec& device : parseDeviceList(content, *file))
+                devices.push_back(std::move(device));
+        } catch (const Error& e) {
+            throw UsageError{std::string("--devices: ") + e.what()};
+        }
+    }
+    if (devices.empty())
+        devices.push_back(parseDeviceSpec("cpu"));
+    return devices;
 }
 
 } // namespace scalescope::cli

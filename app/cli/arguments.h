@@ -37,16 +37,23 @@ public:
     std::string required(const std::string& name) const;       // UsageError when absent
     int intValue(const std::string& name, int fallback, int minimum, int maximum) const;
     std::optional<float> floatValue(const std::string& name) const;
+    // Every value of an option that may be repeated (--device), in command-line order.
+    std::vector<std::string> values(const std::string& name) const;
 
 private:
     std::string command_;
     std::vector<std::string> positionals_;
-    std::map<std::string, std::string> values_;
+    std::map<std::string, std::string> values_;   // the first value of each option
+    std::map<std::string, std::vector<std::string>> repeated_;
     std::set<std::string> flags_;
 };
 
 // --device (default cpu), parsed by the one device parser; a bad value is a usage error (exit 2)
 // whatever the command.
+// Given more than once, it is a usage error here: only evaluate spreads work over several devices.
 DeviceSpec deviceOption(const Arguments& args);
+// Every --device, plus one per line of --devices FILE (blank lines and # comments skipped); cpu
+// when neither is given. Several make a device pool (see core/device/backend_pool.h).
+std::vector<DeviceSpec> deviceOptions(const Arguments& args);
 
 } // namespace scalescope::cli

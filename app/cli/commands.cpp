@@ -21,6 +21,8 @@
 #include "analysis/scale_statistics.h"
 #include "arguments.h"
 #include "common/error.h"
+#include "tasks/non_finite.h"
+#include "common/option_error.h"
 #include "device/open_backend.h"
 #include "device/runner_backend.h"
 #include "device/runner_server.h"
@@ -153,6 +155,16 @@ void printJson(const json& document)
     std::cout << jsonText(document) << std::endl;
 }
 
+// DESIGN's "nonfinite" (modules whose output held inf/NaN, in execution order) and "first_nonfinite".
+void addNonFiniteFields(json& out, const std::vector<ModuleNonFinite>& modules)
+{
+    json list = json::array();
+    for (const ModuleNonFinite& module : modules)
+        list.push_back({{"module", module.module}, {"count", module.count}});
+    out["nonfinite"] = list;
+    out["first_nonfinite"] = modules.empty() ? json(nullptr) : json(modules.front().module);
+}
+
 // Checkpoint strings (tokens, names, answers) printed for a person: escape sequences in them
 // would drive the terminal.
 std::string shown(const std::string& text)
@@ -241,8 +253,9 @@ int commandFillMask(const Arguments& args)
         if (result.nonFiniteLogits[m] > 0 && nonFinite.empty())
             nonFinite = "The model's logits at mask " + std::to_string(m + 1) + " hold " +
                         std::to_string(result.nonFiniteLogits[m]) +
-                        " NaN or infinite values, so its probabilities are meaningless; inspect the checkpoint "
-                        "(`scalescope-cli inspect`) or compare it with a reference to find where they start.";
+                        " NaN or infinite values, so its probabilities are meaningless" +
+                        (result.nonFinite.empty() ? std::string() : "; " + describeNonFinite(result.nonFinite)) +
+                        "; inspect the checkpoint (`scalescope-cli inspect`) or compare it with a reference.";
     if (args.flag("json")) {
         json masks = json::array();
         for (std::size_t m = 0; m < result.predictions.size(); ++m) {
@@ -253,6 +266,7 @@ int commandFillMask(const Arguments& args)
         }
         json out = {{"masks", masks}, {"mask_positions", result.maskPositions}, {"input_ids", result.encoding.ids},
                     {"elapsed_ms", result.elapsedMs}, {"nonfinite_logits", result.nonFiniteLogits}};
+        addNonFiniteFields(out, result.nonFinite);
         if (!nonFinite.empty())
             out["error"] = nonFinite;
         addRunFields(out, run);
@@ -325,6 +339,7 @@ int commandForward(const Arguments& args)
         for (const TensorToWrite& t : tensors)
             list.push_back({{"name", t.name}, {"shape", t.shape}});
         json out = {{"output", output}, {"tensors", list}, {"elapsed_ms", result.elapsedMs}};
+        addNonFiniteFields(out, result.nonFinite);
         addRunFields(out, run);
         printJson(out);
     } else {
@@ -332,6 +347,10 @@ int commandForward(const Arguments& args)
             std::cout << "Note: " << run.note << "\n";
         std::cout << "Wrote " << tensors.size() << " tensor(s) to " << output << " (forward " << std::fixed
                   << std::setprecision(1) << result.elapsedMs << " ms, mode " << run.modeName << ").\n";
+        if (!result.nonFinite.empty())
+            std::cout << "Non-finite outputs: " << result.nonFinite.size() << " module(s), first "
+                      << shown(result.firstNonFinite()) << " (" << result.nonFinite.front().count
+                      << " inf/NaN values).\n";
     }
     return 0;
 }
@@ -473,9 +492,9 @@ int commandInspect(const Arguments& args)
     return 0;
 }
 
-int commandCompare(const Arguments& args)
+// The one input a compare runs on: a question and context, a text, or token ids.
+ComparisonInput comparisonInputOf(const Arguments& args)
 {
-    const std::string checkpointDir = args.positionals()[0];
     ComparisonInput input;
     int sources = 0;
     if (args.has("question") || args.has("context")) {
@@ -498,6 +517,51 @@ int commandCompare(const Arguments& args)
     input.qaOptions.maxAnswerLen = args.intValue("max-answer-len", 30, 1, 100000);
     input.qaOptions.nullThreshold = args.floatValue("null-threshold");
     input.topK = args.intValue("top-k", 5, 1, 1000);
+    return input;
+}
+
+void printComparisonText(const ComparisonResult& comparison, const json& document)
+{
+    if (comparison.referenceIsStandIn)
+        std::cout << "Note: " << document["note"].get<std::string>() << "\n";
+    std::cout << "FP8 run vs " << shown(comparison.referenceLabel) << " (" << std::fixed << std::setprecision(1)
+              << comparison.runMs << " ms / " << comparison.referenceMs << " ms)\n\n";
+    std::cout << std::left << std::setw(60) << "capture point" << std::right << std::setw(10) << "SQNR dB"
+              << std::setw(10) << "cosine" << std::setw(12) << "rel. L2" << std::setw(12) << "max abs" << "\n";
+    for (const CapturePointMetrics& p : comparison.points) {
+        if (p.kind == CaptureKind::LinearInput)
+            continue; // inputs repeat the previous outputs; the JSON has them
+        std::cout << std::left << std::setw(60) << p.name << std::right << std::setw(10) << formatDb(p.metrics.sqnrDb)
+                  << std::fixed << std::setprecision(5) << std::setw(10) << p.metrics.cosine << std::scientific
+                  << std::setprecision(3) << std::setw(12) << p.metrics.relativeL2 << std::setw(12)
+                  << p.metrics.maxAbsError << std::defaultfloat << "\n";
+    }
+    std::cout << "\nFinal logits: SQNR " << formatDb(comparison.finalLogits.sqnrDb) << " dB, cosine " << std::fixed
+              << std::setprecision(5) << comparison.finalLogits.cosine << "\n";
+    const bool nonFinite = comparison.runOutputsNonFinite || comparison.referenceOutputsNonFinite;
+    if (comparison.qa)
+        std::cout << "Best answer: FP8 \"" << shown(comparison.qa->runAnswer.text) << "\" vs reference \""
+                  << shown(comparison.qa->referenceAnswer.text) << "\" ("
+                  << (!comparison.nonFiniteNote.empty() && nonFinite ? "not compared: non-finite outputs"
+                      : comparison.qa->sameBestAnswer                ? "same"
+                                                                     : "different")
+                  << ", F1 " << std::setprecision(2) << comparison.qa->answerF1 << ")\n";
+    if (comparison.fillMask)
+        for (const auto& m : comparison.fillMask->masks)
+            std::cout << "Mask at token " << m.position << ": top-1 "
+                      << (nonFinite ? "not compared (non-finite outputs)" : m.top1Agrees ? "agrees" : "differs")
+                      << ", top-k overlap " << std::setprecision(2) << m.topKOverlap << ", KL " << std::setprecision(5)
+                      << m.klDivergence << " nats\n";
+    if (!comparison.nonFiniteNote.empty())
+        std::cout << "Non-finite values: " << shown(comparison.nonFiniteNote) << "\n";
+    std::cout << "\n";
+    printFindings(comparison.findings);
+}
+
+int commandCompare(const Arguments& args)
+{
+    const std::string checkpointDir = args.positionals()[0];
+    const ComparisonInput input = comparisonInputOf(args);
     checkPlotFormat(args); // refuse a bad format before the runs
 
     // The run goes to --device; a float reference runs in-process on CPU (the yardstick). Without
@@ -523,41 +587,7 @@ int commandCompare(const Arguments& args)
         printJson(document);
         return 0;
     }
-    if (comparison.referenceIsStandIn)
-        std::cout << "Note: " << document["note"].get<std::string>() << "\n";
-    std::cout << "FP8 run vs " << shown(comparison.referenceLabel) << " (" << std::fixed << std::setprecision(1)
-              << comparison.runMs << " ms / " << comparison.referenceMs << " ms)\n\n";
-    std::cout << std::left << std::setw(60) << "capture point" << std::right << std::setw(10) << "SQNR dB"
-              << std::setw(10) << "cosine" << std::setw(12) << "rel. L2" << std::setw(12) << "max abs" << "\n";
-    for (const CapturePointMetrics& p : comparison.points) {
-        if (p.kind == CaptureKind::LinearInput)
-            continue; // inputs repeat the previous outputs; the JSON has them
-        std::cout << std::left << std::setw(60) << p.name << std::right << std::setw(10) << formatDb(p.metrics.sqnrDb)
-                  << std::fixed << std::setprecision(5) << std::setw(10) << p.metrics.cosine << std::scientific
-                  << std::setprecision(3) << std::setw(12) << p.metrics.relativeL2 << std::setw(12)
-                  << p.metrics.maxAbsError << std::defaultfloat << "\n";
-    }
-    std::cout << "\nFinal logits: SQNR " << formatDb(comparison.finalLogits.sqnrDb) << " dB, cosine " << std::fixed
-              << std::setprecision(5) << comparison.finalLogits.cosine << "\n";
-    if (comparison.qa)
-        std::cout << "Best answer: FP8 \"" << shown(comparison.qa->runAnswer.text) << "\" vs reference \""
-                  << shown(comparison.qa->referenceAnswer.text) << "\" ("
-                  << (!comparison.nonFiniteNote.empty() && (comparison.runOutputsNonFinite || comparison.referenceOutputsNonFinite)
-                          ? "not compared: non-finite outputs"
-                          : comparison.qa->sameBestAnswer ? "same" : "different")
-                  << ", F1 " << std::setprecision(2) << comparison.qa->answerF1 << ")\n";
-    if (comparison.fillMask)
-        for (const auto& m : comparison.fillMask->masks)
-            std::cout << "Mask at token " << m.position << ": top-1 "
-                      << (comparison.runOutputsNonFinite || comparison.referenceOutputsNonFinite
-                              ? "not compared (non-finite outputs)"
-                              : m.top1Agrees ? "agrees" : "differs")
-                      << ", top-k overlap " << std::setprecision(2) << m.topKOverlap << ", KL " << std::setprecision(5)
-                      << m.klDivergence << " nats\n";
-    if (!comparison.nonFiniteNote.empty())
-        std::cout << "Non-finite values: " << shown(comparison.nonFiniteNote) << "\n";
-    std::cout << "\n";
-    printFindings(comparison.findings);
+    printComparisonText(comparison, document);
     if (document.contains("plots"))
         std::cout << "\nWrote " << document["plots"].size() << " files to " << *args.value("plots") << ".\n";
     return 0;
@@ -599,7 +629,7 @@ std::vector<Command> commands()
          commandCompare},
         {{"evaluate", 1, {"CKPT"},
           {"squad", "reference", "max-samples", "csv", "max-seq-len", "doc-stride", "max-answer-len", "null-threshold",
-           "batch-size", "device"},
+           "batch-size", "device", "devices"},
           {"json", "force"}, "SQuAD exact match and F1 of the FP8 run and its reference"},
          commandEvaluate},
         {{"runner", 0, {}, {}, {}, "serve the runner protocol on stdin/stdout (the CPU runner; see DESIGN.md)"},
@@ -621,6 +651,25 @@ void printUsage(std::ostream& out)
         out << std::left << std::setw(26) << line << c.spec.summary << "\n";
     }
     out << "\nRun `scalescope-cli <command> --help` for a command's options. See DESIGN.md for the JSON contract.\n";
+}
+
+// The flag that sets each option the core names.
+std::string flagOf(TaskOption option)
+{
+    switch (option) {
+    case TaskOption::MaxSeqLen: return "--max-seq-len";
+    case TaskOption::DocStride: return "--doc-stride";
+    case TaskOption::MaxAnswerLen: return "--max-answer-len";
+    case TaskOption::NBest: return "the n-best size";
+    case TaskOption::TopK: return "--top-k";
+    case TaskOption::NullThreshold: return "--null-threshold";
+    case TaskOption::BatchSize: return "--batch-size";
+    case TaskOption::Weights: return "--weights";
+    case TaskOption::Activations: return "--activations";
+    case TaskOption::ScaleDtype: return "--scale-dtype";
+    case TaskOption::Calibration: return "--calibration";
+    }
+    return "an option";
 }
 
 } // namespace
@@ -657,6 +706,11 @@ int run(const std::vector<std::string>& args)
             return command.handler(Arguments::parse(command.spec, rest));
         } catch (const UsageError& e) {
             std::cerr << "scalescope-cli " << command.spec.name << ": " << terminalSafe(e.message) << "\n";
+            return 2;
+        } catch (const OptionError& e) {
+            // An option out of range is a usage error, whichever layer found it.
+            std::cerr << "scalescope-cli " << command.spec.name << ": "
+                      << terminalSafe(e.messageNaming(flagOf(e.option()))) << "\n";
             return 2;
         } catch (const Cancelled& e) {
             std::cerr << "scalescope-cli " << command.spec.name << ": " << e.what() << "\n";

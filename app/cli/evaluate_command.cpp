@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "device/backend_pool.h"
 #include "common/error.h"
 #include "common/text_files.h"
 #include "device/open_backend.h"
@@ -271,6 +272,64 @@ void printText(const EvaluationResult& r)
     }
 }
 
+// What would make the CSV fail at the end, found before the run.
+void checkCsvTarget(const std::string& csvPath, bool force)
+{
+    // symlink_status: a dangling link is "there" and is not replaced without --force.
+    std::error_code statusError;
+    if (std::filesystem::exists(std::filesystem::symlink_status(csvPath, statusError)) && !force)
+        throw Error(csvPath + " already exists; pass --force to overwrite it.");
+    if (const std::string problem = outputTargetProblem(csvPath); !problem.empty())
+        throw Error(problem);
+    const std::filesystem::path parent = std::filesystem::path(csvPath).parent_path();
+    if (!parent.empty() && !directoryExists(parent.string()))
+        throw Error("Cannot write " + csvPath + ": the folder " + parent.string() + " does not exist.");
+    if (::access(parent.empty() ? "." : parent.c_str(), W_OK) != 0)
+        throw Error("Cannot write " + csvPath + ": the folder " + (parent.empty() ? std::string(".") : parent.string()) +
+                    " is not writable.");
+}
+
+// Writes the CSV; returns the reason it could not be written, or "".
+std::string writeCsv(const std::string& csvPath, const EvaluationResult& result, bool force)
+{
+    try {
+        writeBytesAtomically(csvPath, evaluationCsv(result), force);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return {};
+}
+
+// Devices of a pool that failed during the run (their batches ran on the others).
+std::vector<std::string> deviceFailures(const InferenceBackend& run)
+{
+    const auto* pool = dynamic_cast<const BackendPool*>(&run);
+    return pool ? pool->retirements() : std::vector<std::string>();
+}
+
+void printResults(const EvaluationResult& result, const InferenceBackend& run, const std::string& checkpointDir,
+                  const std::string& referenceDir, const std::string& csvPath, const std::string& csvError, bool asJson)
+{
+    for (const std::string& failure : deviceFailures(run))
+        std::cerr << "scalescope-cli evaluate: a device failed and its batches ran on the others: "
+                  << terminalSafe(failure) << "\n";
+    if (asJson) {
+        json document = evaluationJson(result, checkpointDir, referenceDir);
+        document["device"] = run.deviceName();
+        if (!deviceFailures(run).empty())
+            document["device_failures"] = deviceFailures(run);
+        if (!csvPath.empty())
+            document["csv"] = csvError.empty() ? json(csvPath) : json(nullptr);
+        if (!csvError.empty())
+            document["csv_error"] = csvError;
+        std::cout << jsonText(document) << std::endl;
+        return;
+    }
+    printText(result);
+    if (!csvPath.empty() && csvError.empty())
+        std::cout << "\nWrote " << result.examples.size() << " rows to " << csvPath << ".\n";
+}
+
 } // namespace
 
 int commandEvaluate(const Arguments& args)
@@ -289,25 +348,13 @@ int commandEvaluate(const Arguments& args)
     options.maxSamples = static_cast<std::size_t>(args.intValue("max-samples", 0, 0, kMaxSamples));
 
     // Refuse what would fail at the end before spending the evaluation's time.
-    if (!csvPath.empty()) {
-        // symlink_status: a dangling link is "there" and is not replaced without --force.
-        std::error_code statusError;
-        if (std::filesystem::exists(std::filesystem::symlink_status(csvPath, statusError)) && !args.flag("force"))
-            throw Error(csvPath + " already exists; pass --force to overwrite it.");
-        if (const std::string problem = outputTargetProblem(csvPath); !problem.empty())
-            throw Error(problem);
-        const std::filesystem::path parent = std::filesystem::path(csvPath).parent_path();
-        if (!parent.empty() && !directoryExists(parent.string()))
-            throw Error("Cannot write " + csvPath + ": the folder " + parent.string() + " does not exist.");
-        if (::access(parent.empty() ? "." : parent.c_str(), W_OK) != 0)
-            throw Error("Cannot write " + csvPath + ": the folder " + (parent.empty() ? std::string(".") : parent.string()) +
-                        " is not writable.");
-    }
+    if (!csvPath.empty())
+        checkCsvTarget(csvPath, args.flag("force"));
 
     const SquadDataset dataset = readSquadFile(squadPath);
-    // The run goes to --device; a float reference runs in-process on CPU. Without --reference the
+    // The run goes to --device (several make a pool that splits each batch); a float reference runs in-process on CPU. Without --reference the
     // run alternates fp8 and dequant per batch on the device (the AIU runner keeps both loaded).
-    std::unique_ptr<InferenceBackend> run = openBackend(deviceOption(args), Checkpoint::open(checkpointDir));
+    std::unique_ptr<InferenceBackend> run = openBackends(deviceOptions(args), Checkpoint::open(checkpointDir));
     std::unique_ptr<EncoderModel> reference;
     if (!referenceDir.empty())
         reference = EncoderModel::load(referenceDir);
@@ -345,27 +392,8 @@ int commandEvaluate(const Arguments& args)
 
     // A CSV that fails now (disk full, a folder or link put there during the run) must not take the
     // finished evaluation with it: the results are still printed, and the failure is reported after.
-    std::string csvError;
-    if (!csvPath.empty()) {
-        try {
-            writeBytesAtomically(csvPath, evaluationCsv(result), args.flag("force"));
-        } catch (const Error& e) {
-            csvError = e.what();
-        }
-    }
-
-    if (args.flag("json")) {
-        json document = evaluationJson(result, checkpointDir, referenceDir);
-        if (!csvPath.empty())
-            document["csv"] = csvError.empty() ? json(csvPath) : json(nullptr);
-        if (!csvError.empty())
-            document["csv_error"] = csvError;
-        std::cout << jsonText(document) << std::endl;
-    } else {
-        printText(result);
-        if (!csvPath.empty() && csvError.empty())
-            std::cout << "\nWrote " << result.examples.size() << " rows to " << csvPath << ".\n";
-    }
+    const std::string csvError = csvPath.empty() ? std::string() : writeCsv(csvPath, result, args.flag("force"));
+    printResults(result, *run, checkpointDir, referenceDir, csvPath, csvError, args.flag("json"));
     if (!csvError.empty()) {
         std::cerr << "scalescope-cli evaluate: " << terminalSafe(csvError)
                   << " The results above are complete; only the CSV is missing.\n";

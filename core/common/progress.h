@@ -1,7 +1,8 @@
 #pragma once
-// Progress and cancellation for long core calls. The core never starts threads of its own; a
-// caller on another thread raises the cancel flag and the call throws scalescope::Cancelled at its
-// next check.
+// Progress and cancellation for long core calls. The core starts no threads of its own (the one
+// exception, a device pool's forward, joins them before it returns and reports from the calling
+// thread only); a caller on another thread raises the cancel flag and the call throws
+// scalescope::Cancelled at its next check.
 #include <atomic>
 #include <functional>
 #include <string>

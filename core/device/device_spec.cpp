@@ -1,5 +1,7 @@
 #include "device/device_spec.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace scalescope {
@@ -43,6 +45,30 @@ DeviceSpec parseDeviceSpec(const std::string& text)
         return spec;
     }
     throw Error("Unknown device \"" + text + "\"; expected cpu or runner:COMMAND.");
+}
+
+std::vector<DeviceSpec> parseDeviceList(const std::string& text, const std::string& origin)
+{
+    std::vector<DeviceSpec> devices;
+    std::size_t lineNumber = 0;
+    for (std::size_t from = 0; from <= text.size();) {
+        const std::size_t end = std::min(text.find('\n', from), text.size());
+        std::string line = text.substr(from, end - from);
+        from = end + 1;
+        ++lineNumber;
+        const std::size_t first = line.find_first_not_of(" \t\r");
+        if (first == std::string::npos || line[first] == '#')
+            continue;
+        line = line.substr(first, line.find_last_not_of(" \t\r") - first + 1);
+        try {
+            devices.push_back(parseDeviceSpec(line));
+        } catch (const Error& e) {
+            throw Error(origin + " line " + std::to_string(lineNumber) + ": " + e.what());
+        }
+    }
+    if (devices.empty())
+        throw Error(origin + " names no device (one device per line).");
+    return devices;
 }
 
 DeviceSpec cpuRunnerDevice(const std::string& cliExecutable)

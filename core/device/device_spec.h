@@ -24,6 +24,11 @@ struct DeviceSpec {
 // the CLI reports it as a usage error.
 DeviceSpec parseDeviceSpec(const std::string& text);
 
+// Several devices, one per line (a devices file, or the GUI's pool entry); blank lines and lines
+// starting with # are skipped. Errors name `origin` and the line ("devices.txt line 3: ..."); a
+// text that names no device is an error too.
+std::vector<DeviceSpec> parseDeviceList(const std::string& text, const std::string& origin);
+
 // The CPU runner of this installation (`scalescope-cli runner`), spawned without a shell.
 DeviceSpec cpuRunnerDevice(const std::string& cliExecutable);
 

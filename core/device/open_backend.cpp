@@ -1,6 +1,7 @@
 // Device selection in one place: what the CLI's --device and the GUI's Device box open.
 #include "device/open_backend.h"
 
+#include "device/backend_pool.h"
 #include "device/runner_backend.h"
 #include "model/encoder_model.h"
 
@@ -12,6 +13,17 @@ std::unique_ptr<InferenceBackend> openBackend(const DeviceSpec& device, std::sha
     if (device.isCpu())
         return EncoderModel::load(std::move(checkpoint), progress);
     return RunnerBackend::start(device, std::move(checkpoint), RunnerOptions{}, progress);
+}
+
+std::unique_ptr<InferenceBackend> openBackends(const std::vector<DeviceSpec>& devices,
+                                               std::shared_ptr<const Checkpoint> checkpoint, const Progress& progress)
+{
+    if (devices.size() == 1)
+        return openBackend(devices.front(), std::move(checkpoint), progress);
+    std::vector<std::unique_ptr<InferenceBackend>> members;
+    for (const DeviceSpec& device : devices)
+        members.push_back(openBackend(device, checkpoint, progress));
+    return std::make_unique<BackendPool>(std::move(members));
 }
 
 std::unique_ptr<InferenceBackend> openBackend(const std::string& device, const std::string& checkpointDir,

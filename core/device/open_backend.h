@@ -3,6 +3,7 @@
 // open. In the engine library (the CPU device is EncoderModel).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "device/device_spec.h"
 #include "model/inference_backend.h"
@@ -12,6 +13,10 @@ namespace scalescope {
 // EncoderModel in this process, or RunnerBackend with default options, on an open checkpoint.
 std::unique_ptr<InferenceBackend> openBackend(const DeviceSpec& device, std::shared_ptr<const Checkpoint> checkpoint,
                                               const Progress& progress = {});
+// One device as above, or a BackendPool of several, each opened on the same checkpoint.
+std::unique_ptr<InferenceBackend> openBackends(const std::vector<DeviceSpec>& devices,
+                                               std::shared_ptr<const Checkpoint> checkpoint,
+                                               const Progress& progress = {});
 // parseDeviceSpec(device), then the above on the checkpoint in checkpointDir.
 std::unique_ptr<InferenceBackend> openBackend(const std::string& device, const std::string& checkpointDir,
                                               const Progress& progress = {});

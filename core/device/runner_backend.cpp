@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -54,6 +55,42 @@ void removeStaleExchangeFolders(const std::string& parent)
         if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
             std::filesystem::remove_all(entry.path(), error);
     }
+}
+
+int64_t nonFiniteValues(const FloatTensor& tensor)
+{
+    return std::count_if(tensor.values.begin(), tensor.values.end(), [](float v) { return !std::isfinite(v); });
+}
+
+// The runner's per-module inf/NaN counts ("nonfinite", as `scalescope-cli runner` reports them).
+// A runner that does not report them still has what it returned checked: the captured module
+// outputs, and the final outputs, which the head Linear produced. Padding is included there.
+std::vector<ModuleNonFinite> nonFiniteOfReply(const json& response, const ForwardResult& result,
+                                              const EncoderLayout& layout)
+{
+    std::vector<ModuleNonFinite> modules;
+    const auto reported = response.find("nonfinite");
+    if (reported != response.end() && reported->is_array()) {
+        for (const json& entry : *reported)
+            if (entry.is_object() && entry.contains("module") && entry["module"].is_string() &&
+                entry.contains("count") && entry["count"].is_number_integer())
+                modules.push_back({entry["module"].get<std::string>(), entry["count"].get<int64_t>()});
+        return modules;
+    }
+    const std::string suffix = ".output";
+    for (const NamedTensor& capture : result.captures) {
+        const std::string& name = capture.name;
+        if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+            if (const int64_t count = nonFiniteValues(capture.tensor))
+                modules.push_back({name.substr(0, name.size() - suffix.size()), count});
+    }
+    int64_t headCount = 0;
+    for (const NamedTensor& output : result.outputs)
+        headCount += nonFiniteValues(output.tensor);
+    const std::string head = layout.linears().back().module;
+    if (headCount > 0 && (modules.empty() || modules.back().module != head))
+        modules.push_back({head, headCount});
+    return modules;
 }
 
 const char* precisionName(Precision precision)
@@ -405,6 +442,7 @@ ForwardResult RunnerBackend::forward(const EncoderInputs& inputs, const ForwardO
         reply.payload.clear();
     }
     ForwardResult result = m.readResult(output, inputs, selected);
+    result.nonFinite = nonFiniteOfReply(reply.response, result, m.checkpoint->layout());
     const auto elapsed = reply.response.find("elapsed_ms");
     const double roundTrip = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
     result.elapsedMs = elapsed != reply.response.end() && elapsed->is_number() ? elapsed->get<double>() : roundTrip;

@@ -391,9 +391,12 @@ private:
                                                              {"mode", runModeName(mode_)}};
         log_ << "scalescope runner: forward " << inputs.inputIds.size() << " sequence(s), " << result.captures.size()
              << " capture(s), " << result.elapsedMs << " ms" << std::endl;
+        nlohmann::json nonFinite = nlohmann::json::array();
+        for (const ModuleNonFinite& module : result.nonFinite)
+            nonFinite.push_back({{"module", module.module}, {"count", module.count}});
         if (protocol_ < 2) {
             writeSafetensors(output, tensors, metadata);
-            return {{"output", output}, {"elapsed_ms", result.elapsedMs}};
+            return {{"output", output}, {"elapsed_ms", result.elapsedMs}, {"nonfinite", nonFinite}};
         }
         std::filesystem::create_directories(cache_);
         const std::string blob = cache_ + "/.forward-" + std::to_string(::getpid()) + ".safetensors";
@@ -401,7 +404,7 @@ private:
         payload_ = readFileToString(blob, 1ull << 40);
         std::error_code ignored;
         std::filesystem::remove(blob, ignored);
-        return {{"elapsed_ms", result.elapsedMs}, {"bytes", payload_.size()}};
+        return {{"elapsed_ms", result.elapsedMs}, {"bytes", payload_.size()}, {"nonfinite", nonFinite}};
     }
 
 public:

@@ -99,4 +99,18 @@ float realRowsAmax(const float* src, int64_t rows, int64_t features, const std::
     return amax;
 }
 
+int64_t countNonFinite(const float* src, int64_t rows, int64_t features, int64_t rowStride,
+                       const std::vector<uint8_t>& isReal)
+{
+    int64_t count = 0;
+    for (int64_t row = 0; row < rows; ++row) {
+        if (!isRealRow(isReal, row))
+            continue;
+        const float* values = src + row * rowStride;
+        for (int64_t i = 0; i < features; ++i)
+            count += std::isfinite(values[i]) ? 0 : 1;
+    }
+    return count;
+}
+
 } // namespace scalescope

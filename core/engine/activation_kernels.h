@@ -21,6 +21,11 @@ ActivationStatistics countActivationStatistics(const std::string& module, const 
                                                int64_t rows, int64_t features, const std::vector<float>& rowScales,
                                                const std::vector<uint8_t>& isReal);
 
+// The number of inf/NaN values over the rows `isReal` marks (all when empty); consecutive rows
+// start `rowStride` floats apart, so a column slice of a wider matrix is counted in place.
+int64_t countNonFinite(const float* src, int64_t rows, int64_t features, int64_t rowStride,
+                       const std::vector<uint8_t>& isReal);
+
 // max |x| over the rows `isReal` marks (all when empty).
 float realRowsAmax(const float* src, int64_t rows, int64_t features, const std::vector<uint8_t>& isReal);
 

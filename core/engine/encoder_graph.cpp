@@ -51,6 +51,18 @@ struct ForwardContext {
         }
         result.captures.push_back({point, toFloatTensor(tensor)});
     }
+    // A module's output: counted for inf/NaN on real tokens (always), then captured when selected.
+    void output(const std::string& point, const std::string& module, const at::Tensor& tensor)
+    {
+        at::Tensor rows = tensor.reshape({-1, tensor.size(-1)});
+        if (rows.stride(1) != 1)
+            rows = rows.contiguous();
+        const int64_t count = countNonFinite(rows.data_ptr<float>(), rows.size(0), rows.size(1), rows.stride(0),
+                                             realRowsFor(rows.size(0)));
+        if (count > 0)
+            result.nonFinite.push_back({module, count});
+        capture(point, module, tensor);
+    }
 };
 
 // Quantize-dequantize a Linear's input as `fp8` mode does: per token row, or per tensor.
@@ -98,7 +110,7 @@ at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardCo
     recordLinearInputAmax(info, x, context);
     const at::Tensor input = linearInput(info, x, context);
     at::Tensor y = linear.bias.defined() ? at::linear(input, linear.weight, linear.bias) : at::linear(input, linear.weight);
-    context.capture(info.module + ".output", info.module, y);
+    context.output(info.module + ".output", info.module, y);
     return y;
 }
 
@@ -132,7 +144,7 @@ std::array<at::Tensor, 3> runQkv(const LayerWeights& layer, const at::Tensor& x,
         const std::string& module = members[i]->info.module;
         outputs[i] = y.narrow(-1, static_cast<int64_t>(i) * width, width);
         context.capture(module + ".input", module, x);
-        context.capture(module + ".output", module, outputs[i]);
+        context.output(module + ".output", module, outputs[i]);
     }
     return outputs;
 }
@@ -166,7 +178,7 @@ struct EncoderGraph::Impl {
                                at::embedding(weights.tokenTypeEmbeddings, types);
         at::Tensor h = at::layer_norm(sum, {c.hiddenSize}, weights.embeddingNormWeight, weights.embeddingNormBias,
                                       c.layerNormEps);
-        context.capture(layout().embeddingsOutput(), layout().embeddingsModule(), h);
+        context.output(layout().embeddingsOutput(), layout().embeddingsModule(), h);
         return h;
     }
 
@@ -189,7 +201,7 @@ struct EncoderGraph::Impl {
         const at::Tensor outputDense = runLinear(layer.output, intermediate, context);
         at::Tensor out = at::layer_norm(outputDense + afterAttention, {hidden}, layer.outputNormWeight,
                                         layer.outputNormBias, c.layerNormEps);
-        context.capture(layout().layerOutput(index), layout().layerModule(index), out);
+        context.output(layout().layerOutput(index), layout().layerModule(index), out);
         return out;
     }
 

@@ -62,13 +62,25 @@ struct ForwardOptions {
     std::function<void(const std::string& name, const std::vector<int64_t>& shape, const float* data)> onCapture;
 };
 
+// A module whose output held inf or NaN on real tokens, and how many such values.
+struct ModuleNonFinite {
+    std::string module;
+    int64_t count = 0;
+};
+
 struct ForwardResult {
     // QA: "start_logits", "end_logits" [batch, seq]; MaskedLM: "logits".
     std::vector<NamedTensor> outputs;
     std::vector<NamedTensor> captures; // in execution order; padded positions included
     std::vector<ActivationStatistics> activationStatistics;
     std::vector<std::pair<std::string, float>> linearInputAmax;
+    // Modules whose output held inf/NaN on real tokens, in execution order (empty when all finite).
+    // Always collected: a non-finite value is never passed on silently.
+    std::vector<ModuleNonFinite> nonFinite;
     double elapsedMs = 0;
+
+    // The first module whose output was not finite, or "" when every output was finite.
+    std::string firstNonFinite() const { return nonFinite.empty() ? std::string() : nonFinite.front().module; }
 
     // The output of that name ("start_logits", "logits"); throws naming it when absent.
     const FloatTensor& output(const std::string& name) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "tasks/non_finite.h"
 
 namespace scalescope {
 
@@ -15,6 +16,9 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
                     model.checkpoint().directory() + " is " + architectureName(config.architecture) + ".");
     const BpeTokenizer& tokenizer = model.checkpoint().tokenizer();
 
+    // Windows are only as long as the text needs: a short text runs on a model shorter than
+    // maxSeqLen, so the model's own limit is checked per window by the forward, not here.
+    validateQaOptions(options, model.checkpoint().layout().specialTokensInPair());
     QaResult result;
     result.windows = buildQaWindows(tokenizer, question, context, options);
 
@@ -40,8 +44,13 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
             result.endLogits.emplace_back(end.values.begin() + row * seq, end.values.begin() + row * seq + length);
         }
         result.elapsedMs += forward.elapsedMs;
+        mergeNonFinite(result.nonFinite, forward.nonFinite);
         progress.report(double(last) / double(result.windows.size()), "Answering");
     }
+    if (!result.nonFinite.empty())
+        throw Error("The " + std::string(runModeName(mode)) + " run of " + model.checkpoint().directory() +
+                    " has no answer to rank: " + describeNonFinite(result.nonFinite) +
+                    "; `scalescope-cli forward --json` lists every module.");
     result.answers = postprocessQa(result.windows, result.startLogits, result.endLogits, context, options);
     return result;
 }

@@ -14,9 +14,11 @@ struct QaResult {
     std::vector<std::vector<float>> endLogits;
     std::vector<QaAnswer> answers;
     double elapsedMs = 0;                        // forward time
+    std::vector<ModuleNonFinite> nonFinite;      // over all windows (empty when every output was finite)
 };
 
-// Throws scalescope::Error when the model is not a QA model or the options are invalid.
+// Throws scalescope::Error when the model is not a QA model or the options are invalid, and when a
+// module's output is inf or NaN (naming the first such module: no answer can be ranked then).
 QaResult answerQuestion(InferenceBackend& model, const std::string& question, const std::string& context, RunMode mode,
                         const QaOptions& options, const Progress& progress = {});
 

@@ -105,6 +105,7 @@ PreparedInput prepareInput(const InferenceBackend& run, const ComparisonInput& i
         if (!layout.isQuestionAnswering())
             throw Error("--question/--context need a RobertaForQuestionAnswering checkpoint; " +
                         run.checkpoint().directory() + " is " + architectureName(a.architecture) + ".");
+        validateQaOptions(input.qaOptions, layout.specialTokensInPair());
         prepared.windows = buildQaWindows(run.checkpoint().tokenizer(), input.question, input.context, input.qaOptions);
         for (const QaWindow& w : prepared.windows)
             prepared.inputs.inputIds.push_back(w.encoding.ids);

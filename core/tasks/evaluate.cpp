@@ -8,6 +8,7 @@
 
 #include "analysis/squad_metric.h"
 #include "common/error.h"
+#include "common/option_error.h"
 
 namespace scalescope {
 namespace {
@@ -54,33 +55,12 @@ void validateSetup(InferenceBackend& run, InferenceBackend* reference, const Squ
     if (dataset.examples.empty())
         throw Error(dataset.path + " holds no questions.");
     if (options.batchSize < 1 || options.batchSize > kMaxBatchSize)
-        throw Error("--batch-size must be from 1 to " + std::to_string(kMaxBatchSize) + " windows (got " +
-                    std::to_string(options.batchSize) + ").");
-
-    const QaOptions& qa = options.qa;
-    const int kSpecialTokensPerWindow = run.checkpoint().layout().specialTokensInPair();
+        throw OptionError(TaskOption::BatchSize, "{option} must be from 1 to " + std::to_string(kMaxBatchSize) +
+                                                     " windows (got " + std::to_string(options.batchSize) + ").");
     int limit = maxTokensOf(run);
     if (reference)
         limit = std::min(limit, maxTokensOf(*reference));
-    if (qa.maxSeqLen > limit)
-        throw Error("--max-seq-len " + std::to_string(qa.maxSeqLen) + " is longer than the " + std::to_string(limit) +
-                    " tokens " + describeModel(run) + (reference ? " or its reference" : "") +
-                    " takes; pass --max-seq-len " + std::to_string(limit) + " or less.");
-    if (qa.maxSeqLen < kSpecialTokensPerWindow + 2)
-        throw Error("--max-seq-len must be at least " + std::to_string(kSpecialTokensPerWindow + 2) + " tokens (got " +
-                    std::to_string(qa.maxSeqLen) + ").");
-    // Every window needs the question, the specials and more context than the stride; a stride
-    // this large would skip every question.
-    if (qa.docStride < 0 || qa.docStride >= qa.maxSeqLen - kSpecialTokensPerWindow - 1)
-        throw Error("--doc-stride must be from 0 to " + std::to_string(qa.maxSeqLen - kSpecialTokensPerWindow - 2) +
-                    " tokens with --max-seq-len " + std::to_string(qa.maxSeqLen) + " (got " +
-                    std::to_string(qa.docStride) + ").");
-    if (qa.maxAnswerLen < 1)
-        throw Error("--max-answer-len must be at least 1 token (got " + std::to_string(qa.maxAnswerLen) + ").");
-    if (qa.nBest < 1)
-        throw Error("The n-best size must be at least 1 (got " + std::to_string(qa.nBest) + ").");
-    if (qa.nullThreshold && !std::isfinite(*qa.nullThreshold))
-        throw Error("--null-threshold must be a finite number.");
+    validateQaOptions(options.qa, run.checkpoint().layout().specialTokensInPair(), limit);
 }
 
 // One question on its way through the batches: its windows and, per window, the logits of both runs.

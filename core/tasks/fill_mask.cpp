@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "common/option_error.h"
 
 namespace scalescope {
 
@@ -29,7 +30,7 @@ FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, Run
         throw Error("Fill-mask needs a RobertaForMaskedLM checkpoint; " + model.checkpoint().directory() + " is " +
                     architectureName(config.architecture) + ".");
     if (topK < 1)
-        throw Error("--top-k must be at least 1.");
+        throw OptionError(TaskOption::TopK, "{option} must be at least 1 (got " + std::to_string(topK) + ").");
     const BpeTokenizer& tokenizer = model.checkpoint().tokenizer();
 
     FillMaskResult result;
@@ -72,6 +73,7 @@ FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, Run
         result.distributions.push_back(std::move(probabilities));
     }
     result.elapsedMs = forward.elapsedMs;
+    result.nonFinite = std::move(forward.nonFinite);
     // A checkpoint rewritten in place during the forward gives numbers from a half-replaced file.
     model.checkpoint().tensors().checkUnchanged();
     return result;

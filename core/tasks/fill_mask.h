@@ -22,6 +22,7 @@ struct FillMaskResult {
     // Per mask: logits that are NaN or infinite. When any is, the probabilities are meaningless
     // (NaN) and callers must say so rather than present a ranking.
     std::vector<int64_t> nonFiniteLogits;
+    std::vector<ModuleNonFinite> nonFinite; // per module, in execution order
     double elapsedMs = 0;
 };
 

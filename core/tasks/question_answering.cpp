@@ -8,6 +8,7 @@
 
 #include "analysis/squad_metric.h"
 #include "common/error.h"
+#include "common/option_error.h"
 
 namespace scalescope {
 namespace {
@@ -18,22 +19,14 @@ constexpr int kMinMaxSeqLen = 8;
 
 void validatePostprocessOptions(const QaOptions& options) {
     if (options.maxAnswerLen < 1)
-        throw Error("--max-answer-len must be at least 1 token (got " + std::to_string(options.maxAnswerLen) + ").");
+        throw OptionError(TaskOption::MaxAnswerLen,
+                          "{option} must be at least 1 token (got " + std::to_string(options.maxAnswerLen) + ").");
     if (options.nBest < 1)
-        throw Error("The n-best size of question answering must be at least 1 (got " + std::to_string(options.nBest) + ").");
+        throw OptionError(TaskOption::NBest, "{option} must be at least 1 (got " + std::to_string(options.nBest) + ").");
     if (options.topK < 1)
-        throw Error("--top-k must be at least 1 (got " + std::to_string(options.topK) + ").");
+        throw OptionError(TaskOption::TopK, "{option} must be at least 1 (got " + std::to_string(options.topK) + ").");
     if (options.nullThreshold && !std::isfinite(*options.nullThreshold))
-        throw Error("--null-threshold must be a finite number.");
-}
-
-void validateWindowingOptions(const QaOptions& options) {
-    if (options.maxSeqLen < kMinMaxSeqLen)
-        throw Error("--max-seq-len must be at least " + std::to_string(kMinMaxSeqLen) + " tokens (got " +
-                    std::to_string(options.maxSeqLen) + ").");
-    if (options.docStride < 0)
-        throw Error("--doc-stride must not be negative (got " + std::to_string(options.docStride) + ").");
-    validatePostprocessOptions(options);
+        throw OptionError(TaskOption::NullThreshold, "{option} must be a finite number.");
 }
 
 void appendToken(Encoding& encoding, int64_t id, std::pair<int, int> offset, int sequenceId) {
@@ -96,9 +89,29 @@ std::string contextSubstring(const std::string& context, int startCodePoint, int
 
 } // namespace
 
+void validateQaOptions(const QaOptions& options, int specialTokensInPair, int64_t modelMaxTokens) {
+    if (modelMaxTokens > 0 && options.maxSeqLen > modelMaxTokens)
+        throw OptionError(TaskOption::MaxSeqLen, "{option} " + std::to_string(options.maxSeqLen) + " is longer than the " +
+                                                     std::to_string(modelMaxTokens) +
+                                                     " tokens the model takes; use " +
+                                                     std::to_string(modelMaxTokens) + " or less.");
+    const int shortest = std::max(kMinMaxSeqLen, specialTokensInPair + 2);
+    if (options.maxSeqLen < shortest)
+        throw OptionError(TaskOption::MaxSeqLen, "{option} must be at least " + std::to_string(shortest) +
+                                                     " tokens (got " + std::to_string(options.maxSeqLen) + ").");
+    // Every window needs a question token, the specials and more context than the stride.
+    const int widestStride = options.maxSeqLen - specialTokensInPair - 2;
+    if (options.docStride < 0 || options.docStride > widestStride)
+        throw OptionError(TaskOption::DocStride, "{option} must be from 0 to " + std::to_string(widestStride) +
+                                                     " tokens with a maximum sequence length of " +
+                                                     std::to_string(options.maxSeqLen) + " (got " +
+                                                     std::to_string(options.docStride) + ").");
+    validatePostprocessOptions(options);
+}
+
 std::vector<QaWindow> buildQaWindows(const BpeTokenizer& tokenizer, const std::string& question,
                                      const std::string& context, const QaOptions& options) {
-    validateWindowingOptions(options);
+    validateQaOptions(options, kSpecialTokensPerWindow);
 
     const Encoding questionTokens = tokenizer.encodeText(question);
     const Encoding contextTokens = tokenizer.encodeText(context);
@@ -107,12 +120,15 @@ std::vector<QaWindow> buildQaWindows(const BpeTokenizer& tokenizer, const std::s
 
     const int contextRoom = options.maxSeqLen - questionLength - kSpecialTokensPerWindow;
     if (contextRoom < 1)
-        throw Error("The question is too long for --max-seq-len " + std::to_string(options.maxSeqLen) + ": it has " +
-                    std::to_string(questionLength) + " tokens and leaves no room for the context.");
+        throw OptionError(TaskOption::MaxSeqLen, "The question is too long for {option} " +
+                                                     std::to_string(options.maxSeqLen) + ": it has " +
+                                                     std::to_string(questionLength) +
+                                                     " tokens and leaves no room for the context.");
     if (options.docStride >= contextRoom)
-        throw Error("--doc-stride " + std::to_string(options.docStride) + " must be smaller than the " +
-                    std::to_string(contextRoom) + " context tokens that fit in one window with --max-seq-len " +
-                    std::to_string(options.maxSeqLen) + " and this question.");
+        throw OptionError(TaskOption::DocStride, "{option} " + std::to_string(options.docStride) +
+                                                     " must be smaller than the " + std::to_string(contextRoom) +
+                                                     " context tokens that fit in one window of " +
+                                                     std::to_string(options.maxSeqLen) + " tokens with this question.");
 
     const int64_t bos = tokenizer.bosId();
     const int64_t eos = tokenizer.eosId();

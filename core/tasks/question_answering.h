@@ -49,6 +49,11 @@ std::string predictionText(const QaAnswer& answer);
 // evaluate, the Ask panel and reports.
 bool answersAgree(const QaAnswer& a, const QaAnswer& b);
 
+// Checks the options: the one check behind qa, compare, evaluate and the workbench. Throws
+// OptionError naming the option. `specialTokensInPair` comes from the model's layout;
+// `modelMaxTokens` is the longest input the model takes (0: not checked).
+void validateQaOptions(const QaOptions& options, int specialTokensInPair, int64_t modelMaxTokens = 0);
+
 // Splits the context into windows. Throws scalescope::Error when the question alone does not fit
 // (leaves no room for context) or the options are invalid.
 std::vector<QaWindow> buildQaWindows(const BpeTokenizer& tokenizer, const std::string& question,

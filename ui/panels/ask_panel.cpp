@@ -16,7 +16,7 @@
 #include <QTextBlock>
 #include <QVBoxLayout>
 
-#include "analysis/squad_metric.h"
+#include "tasks/question_answering.h"
 #include "charts/chart_view.h"
 #include "models/answers_model.h"
 #include "models/probability_bar_delegate.h"
@@ -216,11 +216,11 @@ void AskPanel::showOutcome(const AskOutcome& outcome, const QString& referenceLa
             return tr("<i>no answer</i> (p = %1)").arg(a.score, 0, 'f', 3);
         return tr("<b>%1</b> (p = %2)").arg(QString::fromStdString(a.text).toHtmlEscaped()).arg(a.score, 0, 'f', 3);
     };
-    // No span on either side, or the same normalised text, is agreement.
-    auto bestText = [](const std::vector<QaAnswer>& answers) {
-        return answers.empty() ? std::string() : normalizeAnswer(answers.front().text);
-    };
-    const bool agree = bestText(outcome.runAnswers) == bestText(outcome.referenceAnswers);
+    // The comparison's verdict (answersAgree, the one definition; never on non-finite outputs).
+    const bool agree = outcome.comparison && outcome.comparison->qa ? outcome.comparison->qa->sameBestAnswer
+                       : !outcome.runAnswers.empty() && !outcome.referenceAnswers.empty()
+                           ? answersAgree(outcome.runAnswers.front(), outcome.referenceAnswers.front())
+                           : outcome.runAnswers.empty() && outcome.referenceAnswers.empty();
     result_->setText(tr("<span style='background:#cfe3f7'>%1</span>: %2 &nbsp;&nbsp; "
                         "<span style='border-bottom:2px solid #e69f00'>Reference</span> (%3): %4 &nbsp;&nbsp; %5")
                          .arg(outcome.stamp.modeName(), describe(outcome.runAnswers), referenceLabel.toHtmlEscaped(),
