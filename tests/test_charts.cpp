@@ -769,6 +769,76 @@ private slots:
         QCOMPARE(channelScalesChart(linear).series.size(), std::size_t(1));
     }
 
+    // Block-wise weight scales as a heat map: cells at (input block, output block), the exact value
+    // on hover and in the CSV, invalid scales drawn in their own colour, row 0 at the top.
+    void blockScalesHeatMap()
+    {
+        LinearScaleStatistics linear;
+        linear.module = "roberta.encoder.layer.0.attention.self.query";
+        linear.label = "L0.q";
+        linear.blockRows = 16;
+        linear.blockColumns = 8;
+        linear.gridRows = 2;
+        linear.gridColumns = 3;
+        linear.channelScales = {0.01f, 0.02f, NAN, 0.04f, 0.0f, 0.06f};
+        const ChartData chart = blockScalesChart(linear);
+        QVERIFY(QString::fromStdString(chart.title).contains("2 x 3 blocks of 16 x 8"));
+        QCOMPARE(chart.series.size(), std::size_t(1));
+        QCOMPARE(chart.series[0].style, SeriesStyle::Cells);
+        QCOMPARE(chart.series[0].x, std::vector<double>({0, 1, 2, 0, 1, 2}));
+        QCOMPARE(chart.series[0].y, std::vector<double>({0, 0, 0, 1, 1, 1}));
+        QCOMPARE(chart.series[0].z[3], double(0.04f));
+
+        const std::vector<std::string> lines = splitCsvLines(chartCsv(chart));
+        QCOMPARE(lines.size(), std::size_t(7));
+        QCOMPARE(lines[0], std::string("input block,output block,series,value"));
+        QCOMPARE(lines[2], "1,0,weight_scale," + formatChartValue(double(0.02f)));
+        QCOMPARE(lines[3], std::string("2,0,weight_scale,nan"));
+
+        QCustomPlot plot;
+        plot.resize(900, 600);
+        renderChart(plot, chart);
+        plot.replot();
+        QCOMPARE(plot.plottableCount(), 1);
+        auto* map = qobject_cast<QCPColorMap*>(plot.plottable(0));
+        QVERIFY(map);
+        QCOMPARE(map->data()->cell(1, 0), double(0.02f));
+        QVERIFY(std::isnan(map->data()->cell(1, 1))); // the zero scale
+        QVERIFY(plot.yAxis->rangeReversed());
+        // Invalid cells in red, valid ones on the viridis gradient (which holds no red).
+        QCOMPARE(map->gradient().nanColor(), QColor(0xD0, 0x00, 0x00));
+        QCOMPARE(map->gradient().nanHandling(), QCPColorGradient::nhNanColor);
+        QCOMPARE(map->gradient().colorStops().first(), QColor(0x44, 0x01, 0x54));
+        const int elements = plot.plotLayout()->elementCount(); // title, axis rect, colour scale
+        renderChart(plot, chart);
+        QCOMPARE(plot.plottableCount(), 1);
+        QCOMPARE(plot.plotLayout()->elementCount(), elements);
+        QCPAxis* xAxis = plot.xAxis;
+        QCPAxis* yAxis = plot.yAxis;
+        const DataToScreen toScreen = [xAxis, yAxis](double x, double y) {
+            return QPointF(xAxis->coordToPixel(x), yAxis->coordToPixel(y));
+        };
+        const QString text = nearestPointText(chart, toScreen(0.8, 1.3), toScreen);
+        QVERIFY2(text.contains("input block: 1") && text.contains("output block: 1") && text.contains("value: 0"),
+                 qPrintable(text));
+
+        // The next chart is an ordinary one again.
+        renderChart(plot, scatterPoints());
+        QVERIFY(!plot.yAxis->rangeReversed());
+        QCOMPARE(plot.plotLayout()->elementCount(), 2); // title and axis rect
+
+        // One block (a weight smaller than its block) still fills the plot.
+        linear.gridRows = 1;
+        linear.gridColumns = 1;
+        linear.channelScales = {0.5f};
+        renderChart(plot, blockScalesChart(linear));
+        auto* single = qobject_cast<QCPColorMap*>(plot.plottable(0));
+        QVERIFY(single);
+        QCOMPARE(single->data()->cell(0, 0), 0.5);
+        QCOMPARE(single->data()->cell(1, 1), 0.5);
+        QVERIFY(plot.xAxis->range().contains(-0.45) && plot.xAxis->range().contains(0.45));
+    }
+
     // The reference's logits are drawn as points in their own hues, so the two runs read apart.
     void logitsChartTellsRunsApart()
     {

@@ -13,7 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
+#include "model/checkpoint.h"
 #include "support/fixtures.h"
+#include "support/reference_forward.h"
 
 using namespace scalescope;
 using namespace scalescope::testing;
@@ -209,6 +211,154 @@ private slots:
         QVERIFY(sqnr["tensor roberta.encoder.layer.1.output"] < sqnr["channel roberta.encoder.layer.1.output"] - 3);
         // The final logits are reported, not asserted: the float head and the last LayerNorm can mask
         // the encoder's error on a model this small.
+    }
+
+    // Numbers for the report: per-Linear output SQNR against the float model on input-channel
+    // outliers, for tensor, channel and block weights, and for token and group activations.
+    void blockAndGroupOnOutliers()
+    {
+        TinyModelSpec spec;
+        spec.outlierChannels = {3, 17};
+        spec.outlierFactor = 30.0f;
+        const std::string floatDir = makeTempDir("cli-bg-float");
+        writeTinyFloatCheckpoint(floatDir, spec);
+        const std::string base = makeTempDir("cli-bg");
+        const std::string reference = base + "/reference.safetensors";
+        QCOMPARE(runCli({"forward", q(floatDir), "--input-ids", q(ids_), "--capture", "all", "--output", q(reference)}).exitCode, 0);
+        struct Scheme {
+            const char* name;
+            QStringList args;
+        };
+        const std::vector<Scheme> schemes = {
+            {"tensor", {"--weights", "tensor", "--activations", "none"}},
+            {"channel", {"--weights", "channel", "--activations", "none"}},
+            {"block32x32", {"--weights", "block", "--block", "32x32", "--activations", "none"}},
+            {"block8x8", {"--weights", "block", "--block", "8x8", "--activations", "none"}},
+            {"channel+token", {"--weights", "channel", "--activations", "token"}},
+            {"channel+group8", {"--weights", "channel", "--activations", "group", "--group-size", "8"}},
+        };
+        const auto linears = Checkpoint::open(floatDir)->layout().linearModules();
+        std::map<std::string, std::map<std::string, double>> sqnr; // scheme -> Linear -> dB
+        for (const Scheme& scheme : schemes) {
+            const std::string dst = base + "/" + scheme.name;
+            const CliResult quantized = runCli(QStringList{"quantize", q(floatDir), q(dst)} + scheme.args);
+            QVERIFY2(quantized.exitCode == 0, qPrintable(quantized.err));
+            const std::string out = dst + ".safetensors";
+            QCOMPARE(runCli({"forward", q(dst), "--input-ids", q(ids_), "--capture", "all", "--output", q(out)}).exitCode, 0);
+            QString line = QString("%1:").arg(scheme.name, -15);
+            for (const std::string& linear : linears) {
+                const std::string point = linear + ".output";
+                sqnr[scheme.name][linear] = sqnrDb(readTensor(out, point), readTensor(reference, point));
+                line += QString(" %1").arg(sqnr[scheme.name][linear], 6, 'f', 1);
+            }
+            qInfo("%s", qPrintable(line));
+        }
+        auto mean = [&](const char* scheme) {
+            double sum = 0;
+            for (const std::string& linear : linears)
+                sum += sqnr[scheme][linear];
+            return sum / double(linears.size());
+        };
+        for (const Scheme& scheme : schemes)
+            qInfo("mean Linear-output SQNR, %s: %.2f dB", scheme.name, mean(scheme.name));
+        // 8x8 blocks give the blocks without an outlier input channel scales of their own; on a
+        // 32-wide model a 32x32 block is the whole query weight, so it matches per-tensor there.
+        const std::string query = "roberta.encoder.layer.0.attention.self.query";
+        QCOMPARE(sqnr["block32x32"][query], sqnr["tensor"][query]);
+        QVERIFY(mean("block8x8") > mean("tensor") + 3);
+        // E4M3's exponent already spans the range inside a token row (2^-6..448 times its scale),
+        // so runs of 8 channels change the rounding but not its relative size: token and group
+        // activations land within a few dB of each other.
+        QVERIFY(std::fabs(mean("channel+group8") - mean("channel+token")) < 3);
+    }
+
+    // quantize --weights block --activations group, read back: every block's scale is the amax of
+    // its own elements over 448 (partial last blocks too), every weight is within half an FP8 step
+    // of the original, and forward agrees with the independent reference forward.
+    void blockGroupRoundTrip()
+    {
+        const std::string dst = makeTempDir("cli-bg-rt") + "/model";
+        const CliResult r = runCli({"quantize", q(floatDir_), q(dst), "--weights", "block", "--block", "12x20",
+                                    "--activations", "group", "--group-size", "16", "--json"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const json summary = json::parse(r.out.toStdString());
+        QCOMPARE(summary["block_structure"], json({12, 20}));
+        QCOMPARE(summary["group_size"], json(16));
+        auto source = TensorStore::openDirectory(floatDir_);
+        auto quantized = TensorStore::openDirectory(dst);
+        int64_t blocks = 0, partialBlocks = 0;
+        double worstStepShare = 0;
+        for (const std::string& module : Checkpoint::open(dst)->layout().linearModules()) {
+            if (module.rfind("roberta.encoder.", 0) != 0)
+                continue;
+            const TensorView& codes = quantized->require(module + ".weight");
+            QCOMPARE(codes.dtype, Dtype::F8_E4M3);
+            const int64_t rows = codes.shape[0], columns = codes.shape[1];
+            const std::vector<float> w = source->require(module + ".weight").toFloat().values;
+            const TensorView& scaleView = quantized->require(module + ".weight_scale");
+            QCOMPARE(scaleView.shape, (std::vector<int64_t>{(rows + 11) / 12, (columns + 19) / 20}));
+            const std::vector<float> scales = scaleView.toFloat().values;
+            for (int64_t br = 0; br * 12 < rows; ++br)
+                for (int64_t bc = 0; bc * 20 < columns; ++bc) {
+                    ++blocks;
+                    partialBlocks += (br + 1) * 12 > rows || (bc + 1) * 20 > columns;
+                    const float scale = scales[std::size_t(br * scaleView.shape[1] + bc)];
+                    float amax = 0;
+                    for (int64_t i = br * 12; i < std::min(rows, (br + 1) * 12); ++i)
+                        for (int64_t k = bc * 20; k < std::min(columns, (bc + 1) * 20); ++k)
+                            amax = std::max(amax, std::fabs(w[std::size_t(i * columns + k)]));
+                    QCOMPARE(scale, amax / 448.0f);
+                    for (int64_t i = br * 12; i < std::min(rows, (br + 1) * 12); ++i)
+                        for (int64_t k = bc * 20; k < std::min(columns, (bc + 1) * 20); ++k) {
+                            const std::size_t at = std::size_t(i * columns + k);
+                            const float v = std::fabs(w[at]) / scale;
+                            // E4M3 spacing at |v|: 2^(e-3) for normals, 2^-9 below 2^-6.
+                            const double step = v < 0.015625f ? std::ldexp(1.0, -9) : std::ldexp(1.0, int(std::floor(std::log2(v))) - 3);
+                            const double error = std::fabs(double(referenceDecodeE4M3(codes.data[at])) * scale - w[at]);
+                            worstStepShare = std::max(worstStepShare, error / (step * scale));
+                        }
+                }
+        }
+        qInfo("%lld blocks (%lld partial); worst |dequantized - original| = %.3f FP8 steps", (long long)blocks,
+              (long long)partialBlocks, worstStepShare);
+        QVERIFY(partialBlocks > 0);
+        QVERIFY(worstStepShare <= 0.5 + 1e-6);
+
+        const std::string out = dst + "-out.safetensors";
+        QCOMPARE(runCli({"forward", q(dst), "--input-ids", q(ids_), "--output", q(out)}).exitCode, 0);
+        std::vector<int64_t> ids;
+        for (const QString& id : q(ids_).split(','))
+            ids.push_back(id.toLongLong());
+        const auto expected = referenceForward(dst, ids, "fp8");
+        const std::vector<float> ours = readTensor(out, "start_logits");
+        QVERIFY2(sqnrDb(ours, expected.at("start_logits").values) > 40,
+                 qPrintable(QString("start_logits SQNR %1 dB against the reference forward").arg(sqnrDb(ours, expected.at("start_logits").values))));
+    }
+
+    void blockAndGroupBadInput_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("named");
+        QTest::newRow("zero block") << QStringList{"--weights", "block", "--block", "0x128"} << 2 << "--block";
+        QTest::newRow("negative block") << QStringList{"--weights", "block", "--block", "-8x8"} << 2 << "--block";
+        QTest::newRow("one size") << QStringList{"--weights", "block", "--block", "128"} << 2 << "--block";
+        QTest::newRow("block without block weights") << QStringList{"--block", "8x8"} << 2 << "--weights block";
+        QTest::newRow("zero group") << QStringList{"--activations", "group", "--group-size", "0"} << 2 << "--group-size";
+        QTest::newRow("group not dividing") << QStringList{"--activations", "group", "--group-size", "24"} << 1
+                                            << "roberta.encoder.layer.0.attention.self.query";
+    }
+    void blockAndGroupBadInput()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(int, exitCode);
+        QFETCH(QString, named);
+        const std::string dst = makeTempDir("cli-bg-bad") + "/model";
+        const CliResult r = runCli(QStringList{"quantize", q(floatDir_), q(dst)} + args);
+        QCOMPARE(r.exitCode, exitCode);
+        QVERIFY2(r.err.contains(named), qPrintable(r.err));
+        QCOMPARE(r.err.trimmed().count('\n'), 0);
+        QVERIFY(!QFileInfo::exists(q(dst)));
     }
 
     void staticActivationsNeedCalibration()

@@ -104,18 +104,44 @@ private slots:
         QVERIFY(findGroupFor(q, "roberta.embeddings.LayerNorm", "LayerNorm") == nullptr);
     }
 
+    // Written from DESIGN.md "Configs as they appear in the wild": a "re:" entry matches as Python's
+    // re.match does (anchored at the start, open at the end, `$` anchors the end); other entries
+    // are an exact module name or a class name.
     void matchesTargets_data()
     {
         QTest::addColumn<QString>("entry");
         QTest::addColumn<QString>("module");
         QTest::addColumn<bool>("matches");
+        const QString dense = "roberta.encoder.layer.3.attention.output.dense";
+        const QString key = "roberta.encoder.layer.3.attention.self.key";
         QTest::newRow("class name") << "Linear" << "roberta.encoder.layer.0.output.dense" << true;
+        QTest::newRow("other class name") << "LayerNorm" << "roberta.encoder.layer.0.output.dense" << false;
         QTest::newRow("exact name") << "qa_outputs" << "qa_outputs" << true;
-        QTest::newRow("name is not a prefix") << "lm_head" << "lm_head.dense" << false;
-        QTest::newRow("regex whole name") << R"(re:.*attention\.self\..*)" << "roberta.encoder.layer.3.attention.self.key" << true;
-        QTest::newRow("regex must match whole name") << R"(re:attention)" << "roberta.encoder.layer.3.attention.self.key" << false;
+        QTest::newRow("exact name is not a prefix") << "lm_head" << "lm_head.dense" << false;
+        QTest::newRow("exact name is not a suffix") << "dense" << dense << false;
+        QTest::newRow("exact name is not a regex") << "roberta.encoder.layer.3.attention.output.dens." << dense << false;
+        QTest::newRow("regex whole name") << R"(re:.*attention\.self\..*)" << key << true;
+        QTest::newRow("regex prefix matches longer name") << R"(re:.*attention\.output)" << dense << true;
+        QTest::newRow("regex literal prefix") << R"(re:roberta\.encoder\.layer\.3)" << dense << true;
+        QTest::newRow("regex prefix of the number") << R"(re:roberta\.encoder\.layer\.1)" << "roberta.encoder.layer.10.output.dense" << true;
+        QTest::newRow("regex anchored at start") << R"(re:attention)" << key << false;
+        QTest::newRow("regex suffix needs leading .*") << R"(re:self\.key)" << key << false;
+        QTest::newRow("regex suffix with .*") << R"(re:.*self\.key)" << key << true;
         QTest::newRow("regex no match") << R"(re:.*intermediate.*)" << "roberta.encoder.layer.3.output.dense" << false;
-        QTest::newRow("regex dollar") << R"(re:.*dense$)" << "roberta.encoder.layer.3.output.dense" << true;
+        QTest::newRow("regex dollar at end") << R"(re:.*dense$)" << "roberta.encoder.layer.3.output.dense" << true;
+        QTest::newRow("regex dollar refuses longer") << R"(re:.*attention\.output$)" << dense << false;
+        QTest::newRow("regex dollar on layer 1 only") << R"(re:.*layer\.1\.output\.dense$)" << "roberta.encoder.layer.11.output.dense" << false;
+        QTest::newRow("alternation first") << R"(re:.*self\.(query|key)$)" << key << true;
+        QTest::newRow("alternation none") << R"(re:.*self\.(query|value)$)" << key << false;
+        QTest::newRow("top-level alternation second branch anchored") << R"(re:qa_outputs|.*self\.key)" << key << true;
+        QTest::newRow("top-level alternation not searched") << R"(re:qa_outputs|self\.key)" << key << false;
+        QTest::newRow("escaped dot is literal") << R"(re:lm_head\.dense)" << "lm_headXdense" << false;
+        QTest::newRow("bare dot is any character") << R"(re:lm_head.dense)" << "lm_headXdense" << true;
+        QTest::newRow("escaped dot matches dot") << R"(re:lm_head\.)" << "lm_head.decoder" << true;
+        QTest::newRow("digit class") << R"(re:.*layer\.\d+\.intermediate)" << "roberta.encoder.layer.7.intermediate.dense" << true;
+        QTest::newRow("character class") << R"(re:.*layer\.[0-2]\.)" << "roberta.encoder.layer.3.output.dense" << false;
+        QTest::newRow("regex never matches class name") << R"(re:Linear)" << "qa_outputs" << false;
+        QTest::newRow("empty regex matches everything") << "re:" << "qa_outputs" << true;
         QTest::newRow("broken regex matches nothing") << "re:([" << "x" << false;
     }
     void matchesTargets()
@@ -124,6 +150,51 @@ private slots:
         QFETCH(QString, module);
         QFETCH(bool, matches);
         QCOMPARE(matchesTarget(entry.toStdString(), module.toStdString(), "Linear"), matches);
+    }
+
+    void targetKinds()
+    {
+        const std::string query = "roberta.encoder.layer.0.attention.self.query";
+        QCOMPARE(matchTarget(query, query, "Linear"), std::optional<TargetKind>(TargetKind::ModuleName));
+        QCOMPARE(matchTarget("re:.*query", query, "Linear"), std::optional<TargetKind>(TargetKind::Pattern));
+        QCOMPARE(matchTarget("Linear", query, "Linear"), std::optional<TargetKind>(TargetKind::ClassName));
+        QVERIFY(!matchTarget("re:query", query, "Linear"));
+    }
+
+    // The loaders take the most specific target whatever the group order: exact name, then pattern,
+    // then class name; llm-compressor's model-free path takes the first group in config order.
+    void mostSpecificTargetWins()
+    {
+        const json config = json::parse(R"({
+          "quant_method": "compressed-tensors", "format": "float-quantized",
+          "config_groups": {
+            "group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}},
+            "group_1": {"targets": ["re:.*attention\\.output"], "weights": {"num_bits": 8, "type": "float", "strategy": "tensor"}},
+            "group_2": {"targets": ["roberta.encoder.layer.0.attention.output.dense", "re:.*intermediate"],
+                        "weights": {"num_bits": 8, "type": "float", "strategy": "tensor"}},
+            "group_3": {"targets": ["re:.*intermediate\\.dense$"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}},
+          "ignore": ["re:.*qa_outputs"]})");
+        const QuantizationConfig q = parseQuantizationConfig(config, "config.json");
+        const GroupMatch exact = matchGroup(q, "roberta.encoder.layer.0.attention.output.dense", "Linear");
+        QCOMPARE(exact.group->name, std::string("group_2"));
+        QCOMPARE(exact.rule, std::string("group_2 target \"roberta.encoder.layer.0.attention.output.dense\" (module name)"));
+        QCOMPARE(exact.firstInOrder.group->name, std::string("group_0"));
+        QVERIFY(exact.conflicts.empty());
+        const GroupMatch pattern = matchGroup(q, "roberta.encoder.layer.1.attention.output.dense", "Linear");
+        QCOMPARE(pattern.group->name, std::string("group_1"));
+        QCOMPARE(pattern.rule, std::string("group_1 target \"re:.*attention\\.output\" (pattern)"));
+        const GroupMatch cls = matchGroup(q, "roberta.encoder.layer.1.output.dense", "Linear");
+        QCOMPARE(cls.group->name, std::string("group_0"));
+        QCOMPARE(cls.firstInOrder.group, cls.group);
+        // Two patterns of different groups: a same-level conflict; the first in config order is kept.
+        const GroupMatch conflict = matchGroup(q, "roberta.encoder.layer.1.intermediate.dense", "Linear");
+        QCOMPARE(conflict.group->name, std::string("group_2"));
+        QCOMPARE(conflict.conflicts.size(), std::size_t(1));
+        QCOMPARE(conflict.conflicts[0].group->name, std::string("group_3"));
+        QVERIFY(!sameScheme(*conflict.group, *conflict.conflicts[0].group));
+        const GroupMatch ignored = matchGroup(q, "qa_outputs", "Linear");
+        QVERIFY(!ignored.group);
+        QCOMPARE(ignored.rule, std::string("ignored by \"re:.*qa_outputs\" (pattern)"));
     }
 
     void firstMatchingGroupWins()
@@ -161,11 +232,25 @@ private slots:
     {
         QTest::addColumn<QString>("config");
         QTest::addColumn<QString>("named");
-        QTest::newRow("block weights") << R"({"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"group_0":{"targets":["Linear"],
-            "weights":{"num_bits":8,"type":"float","strategy":"block","block_structure":[128,128],"dynamic":false,"symmetric":true}}}})" << "block";
-        QTest::newRow("group activations") << R"({"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"group_0":{"targets":["Linear"],
+        QTest::newRow("block of zero rows") << R"({"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"group_0":{"targets":["Linear"],
+            "weights":{"num_bits":8,"type":"float","strategy":"block","block_structure":[0,128],"dynamic":false,"symmetric":true}}}})" << "block_structure [0, 128]";
+        QTest::newRow("block of negative columns") << R"({"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"group_0":{"targets":["Linear"],
+            "weights":{"num_bits":8,"type":"float","strategy":"block","block_structure":[128,-1],"dynamic":false,"symmetric":true}}}})" << "block_structure [128, -1]";
+        QTest::newRow("block without structure") << R"({"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"group_0":{"targets":["Linear"],
+            "weights":{"num_bits":8,"type":"float","strategy":"block","dynamic":false,"symmetric":true}}}})" << "block_structure []";
+        QTest::newRow("static group activations") << R"({"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"group_0":{"targets":["Linear"],
             "weights":{"num_bits":8,"type":"float","strategy":"channel","dynamic":false,"symmetric":true},
-            "input_activations":{"num_bits":8,"type":"float","strategy":"group","group_size":128,"dynamic":true,"symmetric":true}}}})" << "group";
+            "input_activations":{"num_bits":8,"type":"float","strategy":"group","group_size":128,"dynamic":false,"symmetric":true}}}})" << "group";
+        QTest::newRow("group of zero channels") << R"({"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"group_0":{"targets":["Linear"],
+            "weights":{"num_bits":8,"type":"float","strategy":"channel","dynamic":false,"symmetric":true},
+            "input_activations":{"num_bits":8,"type":"float","strategy":"group","group_size":0,"dynamic":true,"symmetric":true}}}})" << "group_size 0";
+        QTest::newRow("mxfp8 power-of-two scales") << R"({"quant_method":"compressed-tensors","format":"mxfp8-quantized","config_groups":{"group_0":{"targets":["Linear"],
+            "weights":{"num_bits":8,"type":"float","strategy":"group","group_size":32,"scale_dtype":"torch.float8_e8m0fnu","dynamic":false,"symmetric":true}}}})" << "mxfp8";
+        QTest::newRow("e8m0 activation scales") << R"({"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"group_0":{"targets":["Linear"],
+            "weights":{"num_bits":8,"type":"float","strategy":"channel","dynamic":false,"symmetric":true},
+            "input_activations":{"num_bits":8,"type":"float","strategy":"group","group_size":32,"scale_dtype":"torch.float8_e8m0fnu","dynamic":true,"symmetric":true}}}})" << "float8_e8m0fnu";
+        QTest::newRow("int4 weight groups") << R"({"quant_method":"compressed-tensors","format":"pack-quantized","config_groups":{"group_0":{"targets":["Linear"],
+            "weights":{"num_bits":4,"type":"int","strategy":"group","group_size":128,"dynamic":false,"symmetric":true}}}})" << "pack-quantized";
         QTest::newRow("int quantized") << R"({"quant_method":"compressed-tensors","format":"int-quantized","config_groups":{"group_0":{"targets":["Linear"],
             "weights":{"num_bits":8,"type":"int","strategy":"channel","dynamic":false,"symmetric":true}}}})" << "int-quantized";
         QTest::newRow("fp8 weight_scale_inv") << R"({"quant_method":"fp8","activation_scheme":"dynamic","weight_block_size":[128,128]})" << "weight_scale_inv";
@@ -179,6 +264,87 @@ private slots:
         const auto reason = unsupportedSchemeReason(q, q.groups[0]);
         QVERIFY(reason.has_value());
         QVERIFY2(QString::fromStdString(*reason).contains(named), reason->c_str());
+    }
+
+    void runsBlockWeightsAndGroupActivations()
+    {
+        const QuantizationConfig q = parseQuantizationConfig(json::parse(R"({
+          "quant_method": "compressed-tensors", "format": "float-quantized", "quantization_status": "compressed",
+          "config_groups": {"group_0": {"targets": ["Linear"],
+            "weights": {"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128], "symmetric": true, "dynamic": false},
+            "input_activations": {"num_bits": 8, "type": "float", "strategy": "group", "group_size": 128, "symmetric": true, "dynamic": true}}}})"),
+                                                             "config.json");
+        QVERIFY(!unsupportedSchemeReason(q, q.groups[0]));
+        QVERIFY(!runsOnAiu(q.groups[0]));
+        QCOMPARE(q.groups[0].weights->blockStructure, (std::vector<int>{128, 128}));
+        QCOMPARE(describeScheme(q.groups[0]),
+                 std::string("FP8 weights per [128, 128] block, dynamic per-group (128 channels) activations"));
+        const QuantizationConfig plain = parseQuantizationConfig(designExample(), "config.json");
+        QVERIFY(runsOnAiu(plain.groups[0]));
+    }
+
+    // compressed-tensors infers a missing or null strategy from group_size.
+    void infersMissingStrategy_data()
+    {
+        QTest::addColumn<QString>("args");
+        QTest::addColumn<QString>("strategy");
+        QTest::newRow("absent, no group_size") << R"({"num_bits": 8, "type": "float"})" << "tensor";
+        QTest::newRow("null, group_size null") << R"({"num_bits": 8, "type": "float", "strategy": null, "group_size": null})" << "tensor";
+        QTest::newRow("null, group_size -1") << R"({"num_bits": 8, "type": "float", "strategy": null, "group_size": -1})" << "channel";
+        QTest::newRow("absent, group_size 128") << R"({"num_bits": 8, "type": "float", "group_size": 128})" << "group";
+        QTest::newRow("given wins") << R"({"num_bits": 8, "type": "float", "strategy": "channel", "group_size": null})" << "channel";
+    }
+    void infersMissingStrategy()
+    {
+        QFETCH(QString, args);
+        QFETCH(QString, strategy);
+        json config = designExample();
+        config["config_groups"]["group_0"]["weights"] = json::parse(args.toStdString());
+        const QuantizationConfig q = parseQuantizationConfig(config, "config.json");
+        QCOMPARE(q.groups[0].weights->strategy, strategy.toStdString());
+        QVERIFY(q.unknownKeys.empty());
+    }
+
+    void acceptsUnknownKeysAndNamesThem()
+    {
+        json config = designExample();
+        config["config_groups"]["group_0"]["weights"]["scale_bits"] = 8;
+        config["config_groups"]["group_0"]["comment"] = "hand-edited";
+        config["config_groups"]["group_0"]["input_activations"]["observer"] = "minmax"; // defined, not unknown
+        const QuantizationConfig q = parseQuantizationConfig(config, "config.json");
+        QCOMPARE(q.unknownKeys, (std::vector<std::string>{"group_0.weights.scale_bits", "group_0.comment"}));
+        QCOMPARE(q.groups[0].unknownKeys, q.unknownKeys);
+        QVERIFY(!unsupportedSchemeReason(q, q.groups[0]));
+    }
+
+    // 2024 checkpoints (compression_config) and transformers >= 4.56 (dtype); frozen status.
+    void readsOlderAndNewerConfigKeys()
+    {
+        json config = minimalConfig();
+        config.erase("torch_dtype");
+        config["dtype"] = "bfloat16";
+        json compression = designExample();
+        compression["quantization_status"] = "frozen";
+        config["compression_config"] = compression;
+        const ModelConfig parsed = parseModelConfig(config, "config.json");
+        QCOMPARE(parsed.torchDtype, std::string("bfloat16"));
+        QVERIFY(parsed.quantization);
+        QCOMPARE(parsed.quantization->status, std::string("frozen"));
+        QCOMPARE(parsed.quantization->groups.size(), std::size_t(1));
+
+        // quantization_config wins when both are present.
+        config["quantization_config"] = designExample();
+        config["quantization_config"]["config_groups"]["group_0"]["weights"]["strategy"] = "tensor";
+        QCOMPARE(parseModelConfig(config, "config.json").quantization->groups[0].weights->strategy, std::string("tensor"));
+
+        config.erase("quantization_config");
+        config["compression_config"] = 3;
+        try {
+            parseModelConfig(config, "/m/config.json");
+            QFAIL("no error");
+        } catch (const Error& e) {
+            QVERIFY2(QString(e.what()).contains("compression_config"), e.what());
+        }
     }
 
     void describesSchemes()

@@ -164,11 +164,42 @@ const std::vector<DefectCase>& defectCases()
 {
     static const std::vector<DefectCase> cases = {
         {"rewrite-unchanged", "channel-token", {}, [](EditableCheckpoint&) {}, "", Severity::Info, ""},
-        {"block-weights", "channel-token", {},
+        {"block-structure-not-positive", "channel-token", {},
          [](EditableCheckpoint& c) {
              c.group0()["weights"]["strategy"] = "block";
-             c.group0()["weights"]["block_structure"] = {8, 8};
+             c.group0()["weights"]["block_structure"] = {0, 8};
          },
+         "unsupported-scheme", Severity::Error, kLayer0 + "attention.self.query"},
+        {"block-structure-negative", "block-token", {},
+         [](EditableCheckpoint& c) { c.group0()["weights"]["block_structure"] = {16, -16}; },
+         "unsupported-scheme", Severity::Error, kLayer0 + "attention.self.query"},
+        {"block-scale-wrong-grid", "block-token", {},
+         [](EditableCheckpoint& c) { c.tensor(kLayer0 + "attention.self.key.weight_scale").shape = {4, 1}; },
+         "scale-shape", Severity::Error, kLayer0 + "attention.self.key.weight_scale"},
+        {"block-scale-nan", "block-token", {},
+         [](EditableCheckpoint& c) {
+             c.setValue(kLayer1 + "intermediate.dense.weight_scale", 5, std::numeric_limits<float>::quiet_NaN());
+         },
+         "scale-invalid", Severity::Error, kLayer1 + "intermediate.dense.weight_scale"},
+        {"block-scale-negative", "block-token", {},
+         [](EditableCheckpoint& c) { c.setValue(kLayer0 + "output.dense.weight_scale", 1, -0.01f); },
+         "scale-invalid", Severity::Error, kLayer0 + "output.dense.weight_scale"},
+        {"block-scale-zero", "block-token", {},
+         [](EditableCheckpoint& c) { c.setValue(kLayer0 + "attention.output.dense.weight_scale", 0, 0.0f); },
+         "scale-invalid", Severity::Error, kLayer0 + "attention.output.dense.weight_scale"},
+        {"block-codes-all-zero", "block-token", {},
+         [](EditableCheckpoint& c) {
+             TensorToWrite& t = c.tensor(kLayer0 + "intermediate.dense.weight"); // [64, 32], blocks of 16x16
+             for (int64_t r = 16; r < 32; ++r)
+                 for (int64_t k = 16; k < 32; ++k)
+                     t.bytes[static_cast<std::size_t>(r * 32 + k)] = 0x80; // -0
+         },
+         "block-all-zero", Severity::Warning, kLayer0 + "intermediate.dense.weight"},
+        {"group-size-not-dividing", "channel-group", {},
+         [](EditableCheckpoint& c) { c.group0()["input_activations"]["group_size"] = 24; },
+         "group-size-partial", Severity::Warning, kLayer0 + "attention.self.query"},
+        {"static-group-activations", "channel-group", {},
+         [](EditableCheckpoint& c) { c.group0()["input_activations"]["dynamic"] = false; },
          "unsupported-scheme", Severity::Error, kLayer0 + "attention.self.query"},
         {"int-quantized-format", "channel-token", {},
          [](EditableCheckpoint& c) { c.config["quantization_config"]["format"] = "int-quantized"; },
@@ -178,7 +209,7 @@ const std::vector<DefectCase>& defectCases()
              c.group0()["input_activations"]["strategy"] = "group";
              c.group0()["input_activations"]["group_size"] = 16;
          },
-         "unsupported-scheme", Severity::Error, kLayer0 + "attention.self.query"},
+         "aiu-unsupported", Severity::Warning, "group_0"},
         {"float-weight-targeted", "channel-token", {},
          [](EditableCheckpoint& c) {
              const std::string module = kLayer0 + "attention.self.query";
@@ -233,6 +264,13 @@ const std::vector<DefectCase>& defectCases()
         {"tensor-scale-1x1", "tensor-tensor", {},
          [](EditableCheckpoint& c) { c.tensor(kLayer1 + "intermediate.dense.weight_scale").shape = {1, 1}; },
          "scale-shape-nonstandard", Severity::Warning, kLayer1 + "intermediate.dense.weight_scale"},
+        // Per-tensor scales written with shape [] (a 0-d tensor) instead of [1]: both are accepted.
+        {"tensor-scales-zero-dimensional", "tensor-tensor", {},
+         [](EditableCheckpoint& c) {
+             c.tensor(kLayer0 + "attention.output.dense.weight_scale").shape = {};
+             c.tensor(kLayer0 + "attention.output.dense.input_scale").shape = {};
+         },
+         "", Severity::Info, ""},
         {"tensor-weights-token-activations", "tensor-tensor", {},
          [](EditableCheckpoint& c) {
              c.group0()["input_activations"]["dynamic"] = true;
@@ -362,6 +400,29 @@ const std::vector<DefectCase>& defectCases()
                  {"ignore", {"re:.*"}}};
          },
          "nothing-targeted", Severity::Warning, ""},
+        {"same-level-groups-differ", "channel-token", {},
+         [](EditableCheckpoint& c) {
+             nlohmann::json other = c.group0();
+             other["input_activations"] = nullptr;
+             c.config["quantization_config"]["config_groups"]["group_1"] = other;
+         },
+         "group-conflict", Severity::Error, kLayer0 + "attention.self.query"},
+        {"same-level-groups-alike", "channel-token", {},
+         [](EditableCheckpoint& c) { c.config["quantization_config"]["config_groups"]["group_1"] = c.group0(); },
+         "group-conflict", Severity::Warning, kLayer0 + "attention.self.query"},
+        {"model-free-picks-first-group", "channel-none", {},
+         [](EditableCheckpoint& c) {
+             nlohmann::json specific = c.group0();
+             specific["targets"] = {"re:.*\\.self\\.query"};
+             c.config["quantization_config"]["config_groups"]["group_1"] = specific;
+         },
+         "first-group-differs", Severity::Warning, kLayer0 + "attention.self.query"},
+        {"exact-ignore-names-container", "mlm-channel-token", {},
+         [](EditableCheckpoint& c) { c.config["quantization_config"]["ignore"].push_back("lm_head"); },
+         "ignore-dead", Severity::Info, "lm_head"},
+        {"unknown-key-in-args", "channel-token", {},
+         [](EditableCheckpoint& c) { c.group0()["weights"]["scale_bits"] = 8; },
+         "config-unknown-key", Severity::Warning, "group_0.weights.scale_bits"},
         {"tied-decoder-targeted", "mlm-channel-token", {},
          [](EditableCheckpoint& c) { c.config["quantization_config"]["ignore"] = {"lm_head.dense"}; },
          "tied-decoder-unquantized", Severity::Info, "lm_head.decoder"},
@@ -463,6 +524,8 @@ private slots:
         fp8("channel-tensor", floatQa, {"channel", "tensor", "F32"});
         fp8("channel-token-bf16", floatQa, {"channel", "token", "BF16"});
         fp8("mlm-channel-token", floatMlm, {"channel", "token", "F32"});
+        fp8("block-token", floatQa, {"block", "token", "F32"});   // 16x16 blocks
+        fp8("channel-group", floatQa, {"channel", "group", "F32"}); // runs of 16
     }
 
     void cleanupTestCase() { QDir(QString::fromStdString(root_)).removeRecursively(); }
@@ -481,6 +544,9 @@ private slots:
         // BF16 scales in a float32 model.
         QTest::newRow("channel-token-bf16") << "channel-token-bf16" << QStringList{"scale-dtype", "strategy-mismatch"};
         QTest::newRow("mlm-channel-token") << "mlm-channel-token" << QStringList{"strategy-mismatch"};
+        // Block weights and group activations run here but not on the AIU.
+        QTest::newRow("block-token") << "block-token" << QStringList{"aiu-unsupported", "strategy-mismatch"};
+        QTest::newRow("channel-group") << "channel-group" << QStringList{"aiu-unsupported", "strategy-mismatch"};
     }
     void cleanCheckpointHasNoErrors()
     {

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "io/safetensors.h"
 #include "engine/compute_threads.h"
 #include "model/encoder_model.h"
 #include "support/fixtures.h"
@@ -109,22 +110,43 @@ private slots:
         QTest::addColumn<QString>("weights");
         QTest::addColumn<QString>("activations");
         QTest::addColumn<QString>("scaleDtype");
+        QTest::addColumn<int>("blockRows");
+        QTest::addColumn<int>("blockColumns");
+        QTest::addColumn<int>("groupSize");
         for (const char* w : {"channel", "tensor"})
             for (const char* a : {"token", "tensor", "none"})
-                QTest::addRow("%s-%s", w, a) << w << a << "F32";
-        QTest::newRow("channel-token-bf16") << "channel" << "token" << "BF16";
-        QTest::newRow("tensor-tensor-f16") << "tensor" << "tensor" << "F16";
+                QTest::addRow("%s-%s", w, a) << w << a << "F32" << 0 << 0 << 0;
+        QTest::newRow("channel-token-bf16") << "channel" << "token" << "BF16" << 0 << 0 << 0;
+        QTest::newRow("tensor-tensor-f16") << "tensor" << "tensor" << "F16" << 0 << 0 << 0;
+        // Block weights and group activations; widths are 32 and 64, so 12x20 blocks and runs of
+        // 24 leave partial last blocks and runs (each scaled by the max of its own elements).
+        QTest::newRow("block16-token") << "block" << "token" << "F32" << 16 << 16 << 0;
+        QTest::newRow("block12x20-none") << "block" << "none" << "F32" << 12 << 20 << 0;
+        QTest::newRow("block12x20-tensor-bf16") << "block" << "tensor" << "BF16" << 12 << 20 << 0;
+        QTest::newRow("channel-group16") << "channel" << "group" << "F32" << 0 << 0 << 16;
+        QTest::newRow("tensor-group24") << "tensor" << "group" << "F32" << 0 << 0 << 24;
+        QTest::newRow("block12x20-group24") << "block" << "group" << "F32" << 12 << 20 << 24;
     }
     void fp8StrategiesMatchReference()
     {
         QFETCH(QString, weights);
         QFETCH(QString, activations);
         QFETCH(QString, scaleDtype);
+        QFETCH(int, blockRows);
+        QFETCH(int, blockColumns);
+        QFETCH(int, groupSize);
         TinyModelSpec spec;
         const std::string floatDir = makeTempDir("float");
         const std::string fp8Dir = makeTempDir("fp8") + "/model";
         writeTinyFloatCheckpoint(floatDir, spec);
-        writeTinyFp8Checkpoint(floatDir, fp8Dir, {weights.toStdString(), activations.toStdString(), scaleDtype.toStdString()});
+        Fp8Scheme scheme{weights.toStdString(), activations.toStdString(), scaleDtype.toStdString()};
+        if (blockRows > 0) {
+            scheme.blockRows = blockRows;
+            scheme.blockColumns = blockColumns;
+        }
+        if (groupSize > 0)
+            scheme.groupSize = groupSize;
+        writeTinyFp8Checkpoint(floatDir, fp8Dir, scheme);
         const auto ids = idsFor(fp8Dir);
 
         auto model = EncoderModel::load(fp8Dir);
@@ -167,6 +189,7 @@ private slots:
         QTest::addColumn<QString>("activations");
         QTest::newRow("dynamic token") << "token";
         QTest::newRow("static tensor") << "tensor";
+        QTest::newRow("dynamic group of 24") << "group"; // runs 24 + 24 + 16 over the 64 inputs
     }
     void activationStatisticsMatchIndependentCount()
     {
@@ -176,7 +199,9 @@ private slots:
         const std::string fp8Dir = makeTempDir("fp8") + "/model";
         writeTinyFloatCheckpoint(floatDir, spec);
         // A calibration on two tokens gives static scales that clip the longer input.
-        writeTinyFp8Checkpoint(floatDir, fp8Dir, {"channel", activations.toStdString(), "F32"}, {0, 2});
+        Fp8Scheme scheme{"channel", activations.toStdString(), "F32"};
+        scheme.groupSize = 24;
+        writeTinyFp8Checkpoint(floatDir, fp8Dir, scheme, {0, 2});
         auto model = EncoderModel::load(fp8Dir);
         const auto ids = idsFor(fp8Dir);
         ForwardOptions options;
@@ -197,13 +222,18 @@ private slots:
                 staticScale = l.inputScale;
         int64_t clipped = 0, flushed = 0, subnormal = 0;
         float amax = 0;
+        // A run is the whole row for "token", 24 channels for "group", the tensor for "tensor".
+        const int64_t run = activations == "group" ? 24 : features;
         for (int64_t r = 0; r < rows; ++r) {
-            float rowAmax = 0;
+            std::vector<float> runAmax(std::size_t((features + run - 1) / run), 0.0f);
             for (int64_t i = 0; i < features; ++i)
-                rowAmax = std::max(rowAmax, std::fabs(input.values[std::size_t(r * features + i)]));
-            amax = std::max(amax, rowAmax);
-            const float scale = activations == "token" ? std::max(rowAmax / 448.0f, FLT_MIN) : staticScale;
+                runAmax[std::size_t(i / run)] =
+                    std::max(runAmax[std::size_t(i / run)], std::fabs(input.values[std::size_t(r * features + i)]));
+            for (float m : runAmax)
+                amax = std::max(amax, m);
             for (int64_t i = 0; i < features; ++i) {
+                const float scale =
+                    activations == "tensor" ? staticScale : std::max(runAmax[std::size_t(i / run)] / 448.0f, FLT_MIN);
                 const float x = input.values[std::size_t(r * features + i)];
                 const float q = referenceRoundToE4M3(x / scale);
                 clipped += std::fabs(x / scale) > 448.0f;
@@ -219,10 +249,48 @@ private slots:
         qInfo("%s: %lld elements, %lld clipped, %lld flushed, %lld subnormal", qPrintable(activations),
               static_cast<long long>(rows * features), static_cast<long long>(clipped), static_cast<long long>(flushed),
               static_cast<long long>(subnormal));
-        // Not a vacuous match: the clipping branch is hit in both schemes here (a dynamic row's
-        // maximum lands just above 448 after the float division; the static scale was calibrated
-        // on two special tokens only).
-        QVERIFY(clipped > 0);
+        // Not a vacuous match: the clipping branch is hit in the token and tensor schemes here (a
+        // dynamic row's maximum lands just above 448 after the float division; the static scale
+        // was calibrated on two special tokens only).
+        if (activations != "group")
+            QVERIFY(clipped > 0);
+        else
+            QVERIFY(flushed + subnormal > 0);
+    }
+
+    // Per-tensor scales stored with shape [] run exactly like the same scales with shape [1].
+    void zeroDimensionalScalesRunLikeOneElement()
+    {
+        TinyModelSpec spec;
+        const std::string floatDir = makeTempDir("float");
+        const std::string fp8Dir = makeTempDir("fp8") + "/model";
+        writeTinyFloatCheckpoint(floatDir, spec);
+        writeTinyFp8Checkpoint(floatDir, fp8Dir, {"tensor", "tensor", "F32"});
+        const std::string scalarDir = makeTempDir("fp8-scalar");
+        int scalars = 0;
+        {
+            const auto store = TensorStore::openDirectory(fp8Dir);
+            std::vector<TensorToWrite> tensors;
+            for (const TensorView* view : store->tensors()) {
+                TensorToWrite copy{view->name, view->dtype, view->shape,
+                                   std::vector<uint8_t>(view->data, view->data + view->byteSize)};
+                const bool scale = view->name.size() > 6 && view->name.compare(view->name.size() - 6, 6, "_scale") == 0;
+                if (scale) {
+                    QCOMPARE(copy.shape, std::vector<int64_t>{1});
+                    copy.shape.clear();
+                    ++scalars;
+                }
+                tensors.push_back(std::move(copy));
+            }
+            writeSafetensors(scalarDir + "/model.safetensors", tensors, {{"format", "pt"}});
+        }
+        for (const char* file : {"config.json", "vocab.json", "merges.txt"})
+            QVERIFY(QFile::copy(QString::fromStdString(fp8Dir + "/" + file), QString::fromStdString(scalarDir + "/" + file)));
+        QVERIFY(scalars > 0);
+        const auto ids = idsFor(fp8Dir);
+        const ForwardResult one = EncoderModel::load(fp8Dir)->forward({{ids}, {}, {}, {}}, ForwardOptions{});
+        const ForwardResult scalar = EncoderModel::load(scalarDir)->forward({{ids}, {}, {}, {}}, ForwardOptions{});
+        QCOMPARE(output(scalar, "start_logits").values, output(one, "start_logits").values);
     }
 
     void paddingDoesNotChangeResults()

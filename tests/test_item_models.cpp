@@ -134,11 +134,14 @@ std::vector<LinearScaleStatistics> layerZeroStatistics()
     std::vector<LinearScaleStatistics> statistics;
     statistics.push_back(quantizedStatistics(kQuery, 0.00125f, 0.0025f, 0.004f, 0.0123, 0.5, 0.5f));
     statistics.back().scaleRatio = 3.2f; // 0.004f / 0.00125f rounds to 3.2000003f in float
+    statistics.back().group = "group_1";
+    statistics.back().rule = R"(group_1 target "re:.*self\.query" (pattern))";
     // A float Linear: its statistics exist but must not fill any scale column.
     LinearScaleStatistics key;
     key.module = kKey;
     key.weightDtype = "F32";
     key.scaleMin = 7;
+    key.rule = R"(ignored by "re:.*self\.key" (pattern))";
     statistics.push_back(key);
     return statistics;
 }
@@ -308,6 +311,15 @@ void TestItemModels::tensorTableFormatsCells_data()
                                  << "static input scale 0.5";
     QTest::newRow("scale column on the scale tensor itself") << scale << int(TensorTableModel::ScaleMinColumn) << ""
                                                              << "";
+    // The checkpoint group of every Linear and the rule that picked it (or the ignore entry).
+    QTest::newRow("group and rule") << query << int(TensorTableModel::GroupColumn)
+                                    << R"(group_1 target "re:.*self\.query" (pattern))"
+                                    << QString::fromStdString("Linear " + kQuery + R"(: group_1 target "re:.*self\.query" (pattern))");
+    const QString key = QString::fromStdString(kKey + ".weight");
+    QTest::newRow("ignored float Linear") << key << int(TensorTableModel::GroupColumn)
+                                          << R"(ignored by "re:.*self\.key" (pattern))"
+                                          << QString::fromStdString("Linear " + kKey + R"(: ignored by "re:.*self\.key" (pattern))");
+    QTest::newRow("no group on other tensors") << scale << int(TensorTableModel::GroupColumn) << "" << "";
 }
 
 void TestItemModels::tensorTableFormatsCells()
@@ -328,8 +340,9 @@ void TestItemModels::tensorTableFormatsCells()
     QCOMPARE(model.data(index).toString(), display);
     QCOMPARE(model.data(index, Qt::ToolTipRole).toString(), tooltip);
     QCOMPARE(model.data(index, kSubjectRole).toString(), tensor);
-    QCOMPARE(isRightAligned(model, index), column >= TensorTableModel::ElementsColumn);
-    if (!display.isEmpty() && column >= TensorTableModel::ElementsColumn)
+    const bool numeric = column >= TensorTableModel::ElementsColumn && column != TensorTableModel::GroupColumn;
+    QCOMPARE(isRightAligned(model, index), numeric);
+    if (!display.isEmpty() && numeric)
         QCOMPARE(model.data(index, kSortRole).userType(), int(QMetaType::Double));
     QVERIFY(!model.headerData(column, Qt::Horizontal).toString().isEmpty());
 }

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -355,6 +356,39 @@ int commandForward(const Arguments& args)
     return 0;
 }
 
+// "128" -> 128; anything but a whole positive number (up to a million) -> nullopt.
+std::optional<int64_t> positiveSize(const std::string& text)
+{
+    if (text.empty() || text.size() > 7 || text.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+    const int64_t value = std::stoll(text);
+    return value > 0 ? std::optional<int64_t>(value) : std::nullopt;
+}
+
+// --block ROWSxCOLUMNS (with --weights block) and --group-size N (with --activations group).
+void parseGranularity(const Arguments& args, QuantizeOptions& options)
+{
+    if (auto block = args.value("block")) {
+        if (options.weights != "block")
+            throw UsageError{"--block applies only to --weights block."};
+        const std::size_t x = block->find('x');
+        const auto rows = x == std::string::npos ? std::nullopt : positiveSize(block->substr(0, x));
+        const auto columns = x == std::string::npos ? std::nullopt : positiveSize(block->substr(x + 1));
+        if (!rows || !columns)
+            throw UsageError{"--block must be two positive sizes ROWSxCOLUMNS such as 128x128, not \"" + *block + "\"."};
+        options.blockRows = *rows;
+        options.blockColumns = *columns;
+    }
+    if (auto group = args.value("group-size")) {
+        if (options.activations != "group")
+            throw UsageError{"--group-size applies only to --activations group."};
+        const auto size = positiveSize(*group);
+        if (!size)
+            throw UsageError{"--group-size must be a positive number of channels such as 128, not \"" + *group + "\"."};
+        options.groupSize = *size;
+    }
+}
+
 int commandQuantize(const Arguments& args)
 {
     QuantizeOptions options;
@@ -369,22 +403,30 @@ int commandQuantize(const Arguments& args)
         options.scaleDtype = Dtype::F16;
     else
         throw UsageError{"--scale-dtype must be float32, bfloat16 or float16, not \"" + scaleDtype + "\"."};
-    if (options.weights != "channel" && options.weights != "tensor")
-        throw UsageError{"--weights must be channel or tensor, not \"" + options.weights + "\"."};
-    if (options.activations != "token" && options.activations != "tensor" && options.activations != "none")
-        throw UsageError{"--activations must be token, tensor or none, not \"" + options.activations + "\"."};
+    if (options.weights != "channel" && options.weights != "tensor" && options.weights != "block")
+        throw UsageError{"--weights must be channel, tensor or block, not \"" + options.weights + "\"."};
+    if (options.activations != "token" && options.activations != "tensor" && options.activations != "group" &&
+        options.activations != "none")
+        throw UsageError{"--activations must be token, tensor, group or none, not \"" + options.activations + "\"."};
+    parseGranularity(args, options);
     if (auto calibration = args.value("calibration")) {
         options.calibrationTexts = readCalibrationTexts(*calibration);
         options.inputFiles.push_back(*calibration);
     }
     options.overwrite = args.flag("force");
     quantizeCheckpoint(args.positionals()[0], args.positionals()[1], options);
-    if (args.flag("json"))
-        printJson({{"output", args.positionals()[1]}, {"weights", options.weights}, {"activations", options.activations},
-                   {"scale_dtype", scaleDtype}});
-    else
+    if (args.flag("json")) {
+        nlohmann::json out = {{"output", args.positionals()[1]}, {"weights", options.weights},
+                               {"activations", options.activations}, {"scale_dtype", scaleDtype}};
+        if (options.weights == "block")
+            out["block_structure"] = {options.blockRows, options.blockColumns};
+        if (options.activations == "group")
+            out["group_size"] = options.groupSize;
+        printJson(out);
+    } else {
         std::cout << "Wrote FP8 checkpoint " << args.positionals()[1] << " (weights per " << options.weights
                   << ", activations " << options.activations << ", scales " << scaleDtype << ").\n";
+    }
     return 0;
 }
 
@@ -443,7 +485,9 @@ int commandInspect(const Arguments& args)
         if (chosen < 0)
             chosen = widestScaleSpread(statistics);
         if (chosen >= 0) {
-            charts.push_back(channelScalesChart(statistics[static_cast<std::size_t>(chosen)]));
+            const LinearScaleStatistics& linear = statistics[static_cast<std::size_t>(chosen)];
+            // A block-wise weight's scales are a grid: a heat map of output by input blocks.
+            charts.push_back(linear.gridRows > 0 ? blockScalesChart(linear) : channelScalesChart(linear));
             charts.push_back(exponentHistogramChart(statistics[static_cast<std::size_t>(chosen)]));
         }
         document["plots"] = writePlotFiles(charts, *plots, args.value("format", "png"), document, "inspect", args.flag("force"));
@@ -483,6 +527,8 @@ int commandInspect(const Arguments& args)
             std::cout << "  " << std::scientific << std::setprecision(3) << *s.inputScale;
         else
             std::cout << "  " << s.activationScheme;
+        if (s.gridRows > 0)
+            std::cout << ", " << s.gridRows << "x" << s.gridColumns << " blocks of " << s.blockRows << "x" << s.blockColumns;
         std::cout << std::defaultfloat << "\n";
     }
     std::cout << "\n";
@@ -616,7 +662,7 @@ std::vector<Command> commands()
         {{"forward", 1, {"CKPT"}, with({"input-ids", "capture", "output"}, kRunOptions), {"json", "force"},
           "run a forward pass and write logits and captures to a safetensors file"},
          commandForward},
-        {{"quantize", 2, {"SRC", "DST"}, {"weights", "activations", "calibration", "scale-dtype"}, {"force", "json"},
+        {{"quantize", 2, {"SRC", "DST"}, {"weights", "activations", "calibration", "scale-dtype", "block", "group-size"}, {"force", "json"},
           "write a compressed-tensors FP8 checkpoint from a float one"},
          commandQuantize},
         {{"inspect", 1, {"CKPT"}, {"plots", "format", "linear"}, {"json", "force"},

@@ -63,6 +63,11 @@ json scaleStatisticsJson(const LinearScaleStatistics& s)
         for (float v : s.channelScales)
             scales.push_back(finiteOrNull(v));
         out["channel_scales"] = scales;
+        if (s.gridRows > 0) { // block-wise: channel_scales is the block grid, row by row
+            out["block_structure"] = {s.blockRows, s.blockColumns};
+            out["block_grid"] = {s.gridRows, s.gridColumns};
+            out["zero_blocks"] = s.zeroBlocks;
+        }
     }
     out["input_scale"] = s.inputScale ? finiteOrNull(*s.inputScale) : json(nullptr);
     return out;

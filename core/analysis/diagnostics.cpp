@@ -9,11 +9,13 @@
 //   weight-nan             an F8 weight holds NaN codes (S.1111.111)
 //   scale-missing          an F8 weight without weight_scale
 //   scale-not-float        a weight_scale or input_scale whose dtype is not a float type
-//   scale-shape            weight_scale shape contradicts the declared strategy
-//   scale-invalid          a scale value is zero, negative, NaN or infinite
+//   scale-shape            weight_scale shape contradicts the declared strategy (or block grid)
+//   scale-invalid          a scale value is zero, negative, NaN or infinite (per block for block weights)
 //   input-scale-missing    static activations without input_scale
 //   input-scale-shape      an input_scale that is not a single value
 //   tensor-nonfinite       a float weight, bias or LayerNorm parameter holds NaN or infinity
+//   group-conflict         two groups pick a Linear at the same level of specificity and quantize
+//                          differently (a warning when they quantize alike)
 // warnings (runs, but with a risk or a portability problem)
 //   scale-shape-nonstandard  [out] instead of [out, 1] (channel) or [1, 1] instead of [1] (tensor)
 //   input-scale-unexpected an input_scale next to dynamic (or no) activation quantization
@@ -24,16 +26,23 @@
 //   qkv-input-scales-differ static q/k/v input scales of one layer differ (blocks fusing them)
 //   weight-clipping        many weight codes sit at +-448 (see scale_statistics.cpp for the rule)
 //   weight-underflow       many weight codes are zero or subnormal
+//   block-all-zero         a block-wise weight with blocks whose codes are all zero
+//   group-size-partial     group activations whose group_size does not divide a Linear's width
+//   aiu-unsupported        block weights or group activations: emulated here, not on the AIU
 //   pattern-invalid        a "re:" target or ignore entry that is not a valid regular expression
 //                          (or that is too long, nested or repetitive to compile safely)
 //   scale-subnormal        a scale that is subnormal in its dtype (flushed to zero by FTZ hardware)
 //   static-scale-flush     (diagnoseActivations) a static input scale so large that every input is 0
 //   nothing-targeted       a quantization_config that quantizes no Linear at all
+//   first-group-differs    llm-compressor's model-free path (first group in config order) picks
+//                          another group than the loaders' most-specific-target rule
+//   config-unknown-key     a key compressed-tensors does not define inside a group or args block
 //   static-scale-clipping  (diagnoseActivations) a static input scale clips too many activations
 // info
 //   not-quantized          no quantization_config: a float checkpoint
 //   strategy-mismatch      weights and input activations declare different strategies
 //   tied-decoder-unquantized  a targeted lm_head.decoder that is tied to the float word embeddings
+//   ignore-dead            an exact ignore name that names a container module, so it ignores nothing
 #include "analysis/diagnostics.h"
 
 #include <algorithm>
@@ -208,9 +217,83 @@ private:
                     "fix the pattern.");
     }
 
+    // Same-level overlaps and the model-free writer's other pick, one finding per pair of groups.
+    void checkGroupMatching()
+    {
+        std::map<std::pair<std::string, std::string>, std::vector<std::string>> conflicts, differing;
+        std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>> rules;
+        std::map<std::pair<std::string, std::string>, bool> alike;
+        for (const std::string& module : modules_) {
+            const GroupMatch* match = checkpoint_.plan().groupMatch(module);
+            if (!match || !match->group)
+                continue;
+            for (const GroupCandidate& other : match->conflicts) {
+                const auto key = std::make_pair(match->group->name, other.group->name);
+                conflicts[key].push_back(module);
+                rules[key] = {match->rule, other.rule};
+                alike[key] = sameScheme(*match->group, *other.group);
+            }
+            if (match->conflicts.empty() && match->firstInOrder.group && match->firstInOrder.group != match->group) {
+                const auto key = std::make_pair(match->group->name, match->firstInOrder.group->name);
+                differing[key].push_back(module);
+                rules[key] = {match->rule, match->firstInOrder.rule};
+            }
+        }
+        auto modulesText = [](const std::vector<std::string>& modules) {
+            return "module '" + modules.front() + "'" +
+                   (modules.size() > 1 ? " and " + std::to_string(modules.size() - 1) + " other Linears" : "");
+        };
+        for (const auto& [key, modules] : conflicts)
+            add(alike[key] ? Severity::Warning : Severity::Error, "group-conflict", modules.front(),
+                "Groups " + key.first + " and " + key.second + " both pick " + modulesText(modules) +
+                    " at the same level of specificity (" + rules[key].first + "; " + rules[key].second + "), " +
+                    (alike[key] ? "though they quantize alike so the run is defined"
+                                : "and they quantize differently, so the run refuses") +
+                    "; make one target more specific or drop it.");
+        for (const auto& [key, modules] : differing)
+            add(Severity::Warning, "first-group-differs", modules.front(),
+                "For " + modulesText(modules) + " compressed-tensors and vLLM pick the most specific target (" +
+                    rules[key].first + "), but llm-compressor's model-free path takes the first group in config order (" +
+                    rules[key].second + "); this workbench runs " + key.first +
+                    ", so give the groups targets that do not overlap.");
+    }
+
+    // An exact ignore name matches one module by its whole name; one that names a module holding
+    // Linears (RoBERTa's lm_head) ignores none of them.
+    void checkDeadIgnoreEntries(const QuantizationConfig& quantization)
+    {
+        for (const std::string& entry : quantization.ignore) {
+            if (entry.empty() || entry.rfind("re:", 0) == 0 || layout_.findLinear(entry))
+                continue;
+            const auto inside = std::find_if(modules_.begin(), modules_.end(), [&](const std::string& module) {
+                return module.rfind(entry + ".", 0) == 0;
+            });
+            if (inside != modules_.end())
+                add(Severity::Info, "ignore-dead", entry,
+                    "The ignore entry \"" + entry + "\" names a module that holds Linears (such as '" + *inside +
+                        "') rather than a Linear, and exact names match whole module names, so it ignores nothing; "
+                        "list the Linears or use \"re:" + entry + "\\.\" to ignore them.");
+        }
+    }
+
+    void checkUnknownKeys(const QuantizationConfig& quantization)
+    {
+        if (quantization.unknownKeys.empty())
+            return;
+        std::string listed;
+        for (const std::string& key : quantization.unknownKeys)
+            listed += (listed.empty() ? "" : ", ") + boundedSubject(key);
+        add(Severity::Warning, "config-unknown-key", boundedSubject(quantization.unknownKeys.front()),
+            "quantization_config holds keys compressed-tensors does not define (" + boundedSubject(listed) +
+                "); they are ignored here, but compressed-tensors refuses to load such a config, so remove them.");
+    }
+
     // Findings about groups as a whole, once per group rather than once per module.
     void checkConfig(const QuantizationConfig& quantization)
     {
+        checkGroupMatching();
+        checkDeadIgnoreEntries(quantization);
+        checkUnknownKeys(quantization);
         for (const std::string& entry : quantization.ignore)
             checkPattern(entry, "ignore");
         std::map<const ConfigGroup*, std::vector<std::string>> targeted;
@@ -241,10 +324,17 @@ private:
                     "Module '" + first + "'" +
                         (others ? " and " + std::to_string(others) + " other Linears of group " + group.name : "") +
                         " cannot run here because " + scheme +
-                        "; requantize with FP8 weights per channel or per tensor and dynamic per-token or static "
-                        "per-tensor FP8 activations.");
+                        "; fix the group in config.json or requantize with FP8 weights per tensor, channel or "
+                        "block and dynamic per-token or per-group, or static per-tensor, FP8 activations.");
                 continue;
             }
+            checkGroupRuns(group, modules->second);
+            if (!runsOnAiu(group))
+                add(Severity::Warning, "aiu-unsupported", group.name,
+                    "Group " + group.name + " (" + describeScheme(group) + ", module '" + first + "'" +
+                        (others ? " and " + std::to_string(others) + " others" : "") +
+                        ") runs here in emulation but cannot run on AIU (its FP8 Linear takes tensor or channel "
+                        "weights only); requantize with per-channel weights and per-token activations for the AIU.");
             if (group.weights && group.inputActivations &&
                 group.weights->strategy != group.inputActivations->strategy)
                 add(Severity::Info, "strategy-mismatch", group.name,
@@ -308,7 +398,9 @@ private:
             return;
         }
         checkNanCodes(*weight);
-        const bool scaleOk = checkWeightScale(module, *group, expected[0]);
+        const bool scaleOk = group->weights->strategy == "block"
+                                 ? checkBlockScale(module, *group, expected)
+                                 : checkWeightScale(module, *group, expected[0]);
         checkInputScale(module, *group);
         // The clipping estimate groups codes by the scale layout; with a wrong weight or scale
         // shape that grouping is a guess, and its share would only echo the error already reported.
@@ -412,6 +504,83 @@ private:
         checkSubnormalScales(*scale);
         checkScaleDtype(*scale);
         return layoutOk;
+    }
+
+    // Block-wise weights: weight_scale must be the block grid [ceil(out / bo), ceil(in / bi)];
+    // invalid scales are named by their block, and blocks of all-zero codes are pointed out.
+    bool checkBlockScale(const std::string& module, const ConfigGroup& group, const std::vector<int64_t>& weightShape)
+    {
+        const TensorView* scale = store_.find(module + ".weight_scale");
+        if (!scale) {
+            add(Severity::Error, "scale-missing", module + ".weight_scale",
+                "Tensor '" + module + ".weight_scale' is missing, so the F8_E4M3 weight of module '" + module +
+                    "' cannot be dequantized; export the checkpoint again with its scales.");
+            return false;
+        }
+        if (!checkScaleIsFloat(*scale))
+            return false;
+        const std::vector<int>& block = group.weights->blockStructure;
+        const std::vector<int64_t> grid = {(weightShape[0] + block[0] - 1) / block[0],
+                                           (weightShape[1] + block[1] - 1) / block[1]};
+        if (scale->shape != grid) {
+            add(Severity::Error, "scale-shape", scale->name,
+                "Tensor '" + scale->name + "' has shape " + shapeText(scale->shape) + ", but group " + group.name +
+                    " declares block_structure [" + std::to_string(block[0]) + ", " + std::to_string(block[1]) +
+                    "], which over the weight " + shapeText(weightShape) + " needs the block grid " +
+                    shapeText(grid) + "; fix block_structure in config.json or export the scales again.");
+            return false;
+        }
+        checkBlockScaleValues(*scale, grid[1]);
+        checkSubnormalScales(*scale);
+        checkScaleDtype(*scale);
+        const auto stats = statistics_.find(module);
+        if (stats != statistics_.end() && stats->second->zeroBlocks > 0)
+            add(Severity::Warning, "block-all-zero", module + ".weight",
+                "Tensor '" + module + ".weight' has " + std::to_string(stats->second->zeroBlocks) + " of " +
+                    std::to_string(grid[0] * grid[1]) + " blocks whose codes are all zero, so those parts of the "
+                    "weight are lost; check the float weights or quantize the module again.");
+        return true;
+    }
+
+    void checkBlockScaleValues(const TensorView& scale, int64_t gridColumns)
+    {
+        const FloatTensor values = scale.toFloat();
+        int64_t invalid = 0;
+        std::size_t first = 0;
+        for (std::size_t i = 0; i < values.values.size(); ++i)
+            if (!isValidScale(values.values[i]) && invalid++ == 0)
+                first = i;
+        if (invalid == 0)
+            return;
+        const auto column = static_cast<int64_t>(first) % gridColumns, row = static_cast<int64_t>(first) / gridColumns;
+        add(Severity::Error, "scale-invalid", scale.name,
+            "Tensor '" + scale.name + "' holds " + std::to_string(invalid) + " of " +
+                std::to_string(values.values.size()) + " block scales that are zero, negative, NaN or infinite (" +
+                numberText(values.values[first]) + " for the block at block row " + std::to_string(row) +
+                ", block column " + std::to_string(column) + "); quantize the module again.");
+    }
+
+    // Group activations whose group_size does not divide a Linear's input width: emulated here
+    // with a shorter last run, but compressed-tensors refuses such a config and no kernel runs it.
+    void checkGroupRuns(const ConfigGroup& group, const std::vector<std::string>& modules)
+    {
+        const auto& a = group.inputActivations;
+        if (!a || a->strategy != "group" || !a->groupSize || *a->groupSize <= 0)
+            return;
+        std::vector<std::string> partial;
+        for (const std::string& module : modules)
+            if (layout_.findLinear(module)->inFeatures % *a->groupSize != 0)
+                partial.push_back(module);
+        if (partial.empty())
+            return;
+        add(Severity::Warning, "group-size-partial", partial.front(),
+            "Group " + group.name + " quantizes inputs in runs of " + std::to_string(*a->groupSize) +
+                " channels, which does not divide the " +
+                std::to_string(layout_.findLinear(partial.front())->inFeatures) + " input features of module '" +
+                partial.front() + "'" +
+                (partial.size() > 1 ? " and " + std::to_string(partial.size() - 1) + " other Linears" : "") +
+                "; this workbench emulates a shorter last run, but compressed-tensors refuses the config and no "
+                "runtime will load it, so choose a group_size that divides every Linear's width.");
     }
 
     void checkInputScale(const std::string& module, const ConfigGroup& group)

@@ -108,6 +108,46 @@ void countCodes(const TensorView& weight, bool perRow, int64_t rows, int64_t col
     stats.clippedShare = double(excessAtLimit) / double(total);
 }
 
+// The clipping estimate and the all-zero count per block of a block-wise weight: a block is one
+// scale group, so its first two codes at +-448 are its amax code and a near-amax neighbour.
+void countBlocks(const uint8_t* codes, LinearScaleStatistics& stats)
+{
+    const int64_t out = stats.outFeatures, in = stats.inFeatures;
+    int64_t excessAtLimit = 0;
+    for (int64_t blockRow = 0; blockRow < stats.gridRows; ++blockRow)
+        for (int64_t blockColumn = 0; blockColumn < stats.gridColumns; ++blockColumn) {
+            int64_t atLimit = 0;
+            bool allZero = true;
+            const int64_t rowEnd = std::min(out, (blockRow + 1) * stats.blockRows);
+            const int64_t columnEnd = std::min(in, (blockColumn + 1) * stats.blockColumns);
+            for (int64_t r = blockRow * stats.blockRows; r < rowEnd; ++r)
+                for (int64_t c = blockColumn * stats.blockColumns; c < columnEnd; ++c) {
+                    const uint8_t magnitude = codes[r * in + c] & kMagnitudeMask;
+                    atLimit += magnitude == kMagnitudeOfLargestFinite;
+                    allZero = allZero && magnitude == 0;
+                }
+            excessAtLimit += std::max<int64_t>(0, atLimit - kLegitimateCodesAtLimitPerGroup);
+            stats.zeroBlocks += allZero;
+        }
+    stats.clippedShare = double(excessAtLimit) / double(out * in);
+}
+
+// The block sizes the config declares, and the grid when weight_scale has its shape.
+void describeBlocks(const ConfigGroup& group, const TensorView* scale, LinearScaleStatistics& stats)
+{
+    const std::vector<int>& block = group.weights->blockStructure;
+    if (block.size() != 2 || block[0] <= 0 || block[1] <= 0 || stats.outFeatures <= 0)
+        return;
+    stats.blockRows = block[0];
+    stats.blockColumns = block[1];
+    const int64_t rows = (stats.outFeatures + stats.blockRows - 1) / stats.blockRows;
+    const int64_t columns = (stats.inFeatures + stats.blockColumns - 1) / stats.blockColumns;
+    if (scale && scale->shape == std::vector<int64_t>{rows, columns}) {
+        stats.gridRows = rows;
+        stats.gridColumns = columns;
+    }
+}
+
 LinearScaleStatistics statisticsFor(const Checkpoint& checkpoint, const std::string& module)
 {
     const TensorStore& store = checkpoint.tensors();
@@ -153,7 +193,12 @@ LinearScaleStatistics statisticsFor(const Checkpoint& checkpoint, const std::str
 
     stats.quantized = weight->dtype == Dtype::F8_E4M3 && scale != nullptr;
 
-    if (weight->dtype == Dtype::F8_E4M3) {
+    if (weight->dtype == Dtype::F8_E4M3 && group && group->weights && stats.weightStrategy == "block")
+        describeBlocks(*group, scale, stats);
+    if (weight->dtype == Dtype::F8_E4M3 && stats.gridRows > 0 && weight->numel() == stats.outFeatures * stats.inFeatures) {
+        countCodes(*weight, false, stats.outFeatures, stats.inFeatures, stats);
+        countBlocks(weight->data, stats); // replaces the per-tensor clipping estimate
+    } else if (weight->dtype == Dtype::F8_E4M3) {
         // The scale tensor decides how codes were grouped when it is readable; otherwise the
         // config's declared strategy does.
         bool perRow = stats.weightStrategy == "channel";

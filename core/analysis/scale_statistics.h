@@ -19,12 +19,17 @@ struct LinearScaleStatistics {
     std::string rule;                // the config entry that picked the group (or ignored the module)
     std::string weightDtype;         // F8_E4M3, F32, ...
     std::string scaleDtype;          // dtype of weight_scale, "" when absent
-    std::string weightStrategy;      // channel | tensor (from the config), "" when not targeted
+    std::string weightStrategy;      // channel | tensor | block (from the config), "" when not targeted
     std::string activationScheme;    // "dynamic token", "static tensor", "none"
     int64_t outFeatures = 0;
     int64_t inFeatures = 0;
     bool quantized = false;          // weight is F8_E4M3 with a weight_scale
-    std::vector<float> channelScales;  // weight_scale values (one for per-tensor)
+    std::vector<float> channelScales;  // weight_scale values (one for per-tensor; the block grid row by row)
+    // Block-wise weights: block_structure [rows, columns] and the scale grid [gridRows, gridColumns]
+    // (0 otherwise, or when weight_scale does not have the grid's shape).
+    int64_t blockRows = 0, blockColumns = 0;
+    int64_t gridRows = 0, gridColumns = 0;
+    int64_t zeroBlocks = 0;          // blocks whose codes are all +-0 (block-wise weights only)
     float scaleMin = 0, scaleMedian = 0, scaleMax = 0;
     float scaleRatio = 0;            // max / min over channels (1 for per-tensor)
     double clippedShare = 0;         // share of weight codes at +-448 beyond the two per scale group that an amax scale puts there (see .cpp)

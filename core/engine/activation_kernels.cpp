@@ -23,14 +23,38 @@ bool isRealRow(const std::vector<uint8_t>& isReal, int64_t row)
     return isReal.empty() || isReal[static_cast<std::size_t>(row)];
 }
 
+// Group activations: every run of groupSize channels of a row gets s = max(amax(|run|) / 448,
+// FLT_MIN); a shorter last run uses the max of its own elements (as zero-padding would).
+std::vector<float> quantDequantGroups(const float* src, float* dst, int64_t rows, int64_t features, int64_t groupSize)
+{
+    const int64_t runs = runsPerRow(features, groupSize);
+    std::vector<float> scales(static_cast<std::size_t>(rows * runs));
+    for (int64_t row = 0; row < rows; ++row)
+        for (int64_t run = 0; run < runs; ++run) {
+            const int64_t begin = run * groupSize;
+            const int64_t width = std::min(groupSize, features - begin);
+            const float scale = std::max(rowAmax(src + row * features + begin, width) / fp8::kE4M3Max, FLT_MIN);
+            scales[static_cast<std::size_t>(row * runs + run)] = scale;
+            fp8::quantDequantE4M3(dst + row * features + begin, static_cast<std::size_t>(width), scale);
+        }
+    return scales;
+}
+
 } // namespace
 
-std::vector<float> quantDequantActivations(const float* src, float* dst, int64_t rows, int64_t features,
-                                           ActivationQuantization scheme, float staticScale)
+int64_t runsPerRow(int64_t features, int64_t groupSize)
 {
-    std::vector<float> rowScales(static_cast<std::size_t>(rows));
+    return groupSize > 0 ? (features + groupSize - 1) / groupSize : 1;
+}
+
+std::vector<float> quantDequantActivations(const float* src, float* dst, int64_t rows, int64_t features,
+                                           ActivationQuantization scheme, float staticScale, int64_t groupSize)
+{
     if (rows > 0 && dst != src)
         std::memcpy(dst, src, static_cast<std::size_t>(rows * features) * sizeof(float));
+    if (scheme == ActivationQuantization::DynamicPerGroup)
+        return quantDequantGroups(src, dst, rows, features, groupSize);
+    std::vector<float> rowScales(static_cast<std::size_t>(rows));
     if (scheme == ActivationQuantization::DynamicPerToken) {
         for (int64_t row = 0; row < rows; ++row) {
             const float scale = std::max(rowAmax(src + row * features, features) / fp8::kE4M3Max, FLT_MIN);
@@ -52,27 +76,29 @@ std::vector<float> quantDequantActivations(const float* src, float* dst, int64_t
     return rowScales;
 }
 
-ActivationStatistics countActivationStatistics(const std::string& module, const float* src, const float* dequantized,
-                                               int64_t rows, int64_t features, const std::vector<float>& rowScales,
-                                               const std::vector<uint8_t>& isReal)
+namespace {
+
+// One row's clipped, flushed and subnormal counts against one scale per `runWidth` channels.
+struct RowCounts {
+    float amax = 0;
+    int64_t clipped = 0, flushed = 0, subnormal = 0;
+};
+
+RowCounts countRow(const float* in, const float* quantized, int64_t features, const float* scales, int64_t runWidth)
 {
     // Read the codes back from the dequantized output d = q * s instead of rounding again:
     // q == 0 exactly when d == 0, and 0 < |q| < 2^-6 exactly when 0 < |d| < 2^-6 * s (s is a
     // normal float, so neither product underflows to zero or crosses the boundary). Counting
     // in plain int64 lanes lets the loop vectorise; it runs over every element of a compare.
-    ActivationStatistics stats;
-    stats.module = module;
     const float smallestNormal = 0.015625f; // 2^-6, E4M3's smallest normal
-    for (int64_t row = 0; row < rows; ++row) {
-        if (!isRealRow(isReal, row))
-            continue;
-        const float scale = rowScales[static_cast<std::size_t>(row)];
+    RowCounts counts;
+    for (int64_t begin = 0; begin < features; begin += runWidth) {
+        const int64_t end = std::min(features, begin + runWidth);
+        const float scale = scales[begin / runWidth];
         const float subnormalBound = smallestNormal * scale;
-        const float* in = src + row * features;
-        const float* quantized = dequantized + row * features;
         float amax = 0;
         int64_t clipped = 0, flushed = 0, subnormal = 0;
-        for (int64_t i = 0; i < features; ++i) {
+        for (int64_t i = begin; i < end; ++i) {
             const float v = in[i];
             const float d = std::fabs(quantized[i]);
             amax = std::max(amax, std::fabs(v));
@@ -80,12 +106,37 @@ ActivationStatistics countActivationStatistics(const std::string& module, const 
             flushed += (v != 0.0f) & (d == 0.0f);
             subnormal += (d != 0.0f) & (d < subnormalBound);
         }
-        stats.inputScale = std::max(stats.inputScale, scale);
-        stats.amax = std::max(stats.amax, amax);
+        counts.amax = std::max(counts.amax, amax);
+        counts.clipped += clipped;
+        counts.flushed += flushed;
+        counts.subnormal += subnormal;
+    }
+    return counts;
+}
+
+} // namespace
+
+ActivationStatistics countActivationStatistics(const std::string& module, const float* src, const float* dequantized,
+                                               int64_t rows, int64_t features, const std::vector<float>& scales,
+                                               const std::vector<uint8_t>& isReal, int64_t groupSize)
+{
+    ActivationStatistics stats;
+    stats.module = module;
+    const int64_t runs = runsPerRow(features, groupSize);
+    const int64_t runWidth = groupSize > 0 ? groupSize : std::max<int64_t>(features, 1);
+    for (int64_t row = 0; row < rows; ++row) {
+        if (!isRealRow(isReal, row))
+            continue;
+        const float* rowScales = scales.data() + row * runs;
+        const RowCounts counts =
+            countRow(src + row * features, dequantized + row * features, features, rowScales, runWidth);
+        for (int64_t run = 0; run < runs; ++run)
+            stats.inputScale = std::max(stats.inputScale, rowScales[run]);
+        stats.amax = std::max(stats.amax, counts.amax);
         stats.elements += features;
-        stats.clipped += clipped;
-        stats.flushedToZero += flushed;
-        stats.subnormal += subnormal;
+        stats.clipped += counts.clipped;
+        stats.flushedToZero += counts.flushed;
+        stats.subnormal += counts.subnormal;
     }
     return stats;
 }

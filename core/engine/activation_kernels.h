@@ -1,6 +1,6 @@
 #pragma once
 // FP8 activation kernels of `fp8` mode on plain float rows: quantize-dequantize a Linear's input as
-// DESIGN.md defines it (dynamic per token, dynamic or static per tensor), and the shares of
+// DESIGN.md defines it (dynamic per token, per group of channels, dynamic or static per tensor), and the shares of
 // clipped, flushed and subnormal values of that input. Torch-free, single-threaded: the GEMMs hold
 // the compute threads (see compute_threads.cpp).
 #include <cstdint>
@@ -12,14 +12,18 @@ namespace scalescope {
 
 // Writes quantdequant(src) to dst ([rows, features], row-major) and returns the scale of each row
 // (the same for every row of a per-tensor scheme). `staticScale` is used by StaticPerTensor.
+// DynamicPerGroup returns one scale per run instead, row by row: [rows, runsPerRow(features, groupSize)].
 std::vector<float> quantDequantActivations(const float* src, float* dst, int64_t rows, int64_t features,
-                                           ActivationQuantization scheme, float staticScale);
+                                           ActivationQuantization scheme, float staticScale, int64_t groupSize = 0);
+
+// Runs of groupSize channels in a row of `features`, the last one shorter when groupSize does not divide it.
+int64_t runsPerRow(int64_t features, int64_t groupSize);
 
 // Statistics of one Linear's input over the rows `isReal` marks (all rows when it is empty):
-// dequantized is dst of quantDequantActivations, rowScales its result.
+// dequantized is dst of quantDequantActivations, scales its result (per run when groupSize > 0).
 ActivationStatistics countActivationStatistics(const std::string& module, const float* src, const float* dequantized,
-                                               int64_t rows, int64_t features, const std::vector<float>& rowScales,
-                                               const std::vector<uint8_t>& isReal);
+                                               int64_t rows, int64_t features, const std::vector<float>& scales,
+                                               const std::vector<uint8_t>& isReal, int64_t groupSize = 0);
 
 // The number of inf/NaN values over the rows `isReal` marks (all when empty); consecutive rows
 // start `rowStride` floats apart, so a column slice of a wider matrix is counted in place.

@@ -65,7 +65,7 @@ struct ForwardContext {
     }
 };
 
-// Quantize-dequantize a Linear's input as `fp8` mode does: per token row, or per tensor.
+// Quantize-dequantize a Linear's input as `fp8` mode does: per token row, per run of channels, or per tensor.
 at::Tensor quantizeActivations(const at::Tensor& x, const LinearInfo& info, ForwardContext& context)
 {
     const int64_t features = x.size(-1);
@@ -74,11 +74,11 @@ at::Tensor quantizeActivations(const at::Tensor& x, const LinearInfo& info, Forw
     at::Tensor output = at::empty_like(input);
     const float* src = input.data_ptr<float>();
     float* dst = output.data_ptr<float>();
-    const std::vector<float> rowScales =
-        quantDequantActivations(src, dst, rows, features, info.activations, info.inputScale);
+    const std::vector<float> scales =
+        quantDequantActivations(src, dst, rows, features, info.activations, info.inputScale, info.activationGroupSize);
     if (context.options.activationStatistics)
-        context.result.activationStatistics.push_back(
-            countActivationStatistics(info.module, src, dst, rows, features, rowScales, context.realRowsFor(rows)));
+        context.result.activationStatistics.push_back(countActivationStatistics(
+            info.module, src, dst, rows, features, scales, context.realRowsFor(rows), info.activationGroupSize));
     return output.view(x.sizes());
 }
 

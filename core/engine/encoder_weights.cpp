@@ -3,6 +3,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -41,6 +42,33 @@ std::vector<float> loadScale(const TensorView& view)
             throw Error("Tensor '" + view.name + "' in " + view.file +
                         " holds a scale that is zero, negative, NaN or infinite.");
     return values.values;
+}
+
+// Block-wise weights: W[o, i] = decode(q[o, i]) * weight_scale[o / bo, i / bi], the scale grid
+// [ceil(out / bo), ceil(in / bi)] (a partial last block has its own scale like any other).
+at::Tensor dequantizeBlockWeight(const TensorView& weight, const TensorView& scaleView, const LinearInfo& info)
+{
+    const int64_t out = weight.shape[0], in = weight.shape[1];
+    const int64_t bo = info.weightBlockRows, bi = info.weightBlockColumns;
+    const int64_t gridRows = (out + bo - 1) / bo, gridColumns = (in + bi - 1) / bi;
+    if (scaleView.shape != std::vector<int64_t>{gridRows, gridColumns})
+        throw Error("Tensor '" + scaleView.name + "' in " + scaleView.file + " has shape " + shapeText(scaleView.shape) +
+                    ", but block_structure [" + std::to_string(bo) + ", " + std::to_string(bi) + "] over a weight " +
+                    shapeText({out, in}) + " needs the block grid " + shapeText({gridRows, gridColumns}) + ".");
+    const std::vector<float> scales = loadScale(scaleView);
+    at::Tensor result = at::empty({out, in}, at::kFloat);
+    float* dst = result.data_ptr<float>();
+    const uint8_t* codes = weight.data;
+    at::parallel_for(0, out, 16, [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row)
+            for (int64_t block = 0; block < gridColumns; ++block) {
+                const int64_t first = block * bi;
+                fp8::dequantizeE4M3(codes + row * in + first, static_cast<std::size_t>(std::min(bi, in - first)),
+                                    scales[static_cast<std::size_t>((row / bo) * gridColumns + block)],
+                                    dst + row * in + first);
+            }
+    });
+    return result;
 }
 
 class WeightLoader {
@@ -95,24 +123,28 @@ private:
             throw Error("Tensor '" + weight.name + "' in " + weight.file + " has shape " + shapeText(weight.shape) +
                         "; the config implies " + shapeText({out, in}) + ".");
         const TensorView& scaleView = store_.require(shape.module + ".weight_scale");
-        const std::string& strategy = linear.info.weightStrategy;
-        const bool perChannel = strategy == "channel";
-        const bool shapeOk = perChannel
-            ? (scaleView.shape == std::vector<int64_t>{out, 1} || scaleView.shape == std::vector<int64_t>{out})
-            : scaleView.numel() == 1 && scaleView.shape.size() <= 2;
-        if (!shapeOk)
-            throw Error("Tensor '" + scaleView.name + "' in " + scaleView.file + " has shape " +
-                        shapeText(scaleView.shape) + ", but weight strategy \"" + strategy + "\" needs " +
-                        (perChannel ? shapeText({out, 1}) : std::string("[1]")) + ".");
-        const std::vector<float> scales = loadScale(scaleView);
-        linear.weight = at::empty({out, in}, at::kFloat);
-        float* dst = linear.weight.data_ptr<float>();
-        const uint8_t* codes = weight.data;
-        at::parallel_for(0, out, 16, [&](int64_t begin, int64_t end) {
-            for (int64_t row = begin; row < end; ++row)
-                fp8::dequantizeE4M3(codes + row * in, static_cast<std::size_t>(in), scales[perChannel ? row : 0],
-                                    dst + row * in);
-        });
+        if (linear.info.weightStrategy == "block") {
+            linear.weight = dequantizeBlockWeight(weight, scaleView, linear.info);
+        } else {
+            const std::string& strategy = linear.info.weightStrategy;
+            const bool perChannel = strategy == "channel";
+            const bool shapeOk = perChannel
+                ? (scaleView.shape == std::vector<int64_t>{out, 1} || scaleView.shape == std::vector<int64_t>{out})
+                : scaleView.numel() == 1 && scaleView.shape.size() <= 2;
+            if (!shapeOk)
+                throw Error("Tensor '" + scaleView.name + "' in " + scaleView.file + " has shape " +
+                            shapeText(scaleView.shape) + ", but weight strategy \"" + strategy + "\" needs " +
+                            (perChannel ? shapeText({out, 1}) : std::string("[1]")) + ".");
+            const std::vector<float> scales = loadScale(scaleView);
+            linear.weight = at::empty({out, in}, at::kFloat);
+            float* dst = linear.weight.data_ptr<float>();
+            const uint8_t* codes = weight.data;
+            at::parallel_for(0, out, 16, [&](int64_t begin, int64_t end) {
+                for (int64_t row = begin; row < end; ++row)
+                    fp8::dequantizeE4M3(codes + row * in, static_cast<std::size_t>(in), scales[perChannel ? row : 0],
+                                        dst + row * in);
+            });
+        }
         if (linear.info.activations == ActivationQuantization::StaticPerTensor)
             linear.info.inputScale = staticInputScale(shape.module);
     }
@@ -137,7 +169,8 @@ private:
 void fuseQkv(LayerWeights& layer)
 {
     auto sameInputTreatment = [](const LinearInfo& a, const LinearInfo& b) {
-        return a.quantized == b.quantized && a.activations == b.activations && a.inputScale == b.inputScale;
+        return a.quantized == b.quantized && a.activations == b.activations && a.inputScale == b.inputScale &&
+               a.activationGroupSize == b.activationGroupSize;
     };
     const LinearInfo& q = layer.query.info;
     if (!sameInputTreatment(q, layer.key.info) || !sameInputTreatment(q, layer.value.info) ||

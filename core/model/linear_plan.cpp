@@ -14,9 +14,22 @@ ActivationQuantization activationSchemeOf(const ConfigGroup& group)
     const QuantizationArgs& a = *group.inputActivations;
     if (a.dynamic && a.strategy == "token")
         return ActivationQuantization::DynamicPerToken;
+    if (a.dynamic && a.strategy == "group")
+        return ActivationQuantization::DynamicPerGroup;
     if (a.dynamic)
         return ActivationQuantization::DynamicPerTensor;
     return ActivationQuantization::StaticPerTensor;
+}
+
+// Block sizes and run widths as the plan's numbers (validated by unsupportedSchemeReason).
+void describeGranularity(const ConfigGroup& group, LinearInfo& info)
+{
+    if (group.weights && group.weights->strategy == "block" && group.weights->blockStructure.size() == 2) {
+        info.weightBlockRows = group.weights->blockStructure[0];
+        info.weightBlockColumns = group.weights->blockStructure[1];
+    }
+    if (info.activations == ActivationQuantization::DynamicPerGroup && group.inputActivations->groupSize)
+        info.activationGroupSize = *group.inputActivations->groupSize;
 }
 
 // The stored static scale when it is one readable float value; the engine checks it in full.
@@ -28,6 +41,18 @@ float staticInputScale(const TensorStore& tensors, const std::string& module)
     float value = 0;
     inputScale->toFloat(&value);
     return value;
+}
+
+// Two groups at the same level of specificity: the loaders have no rule between them. When they
+// quantize alike the run is still defined; otherwise it refuses rather than guess.
+std::string conflictProblem(const std::string& module, const GroupMatch& match)
+{
+    for (const GroupCandidate& other : match.conflicts)
+        if (!sameScheme(*match.group, *other.group))
+            return "Module '" + module + "' is picked by " + match.rule + " and by " + other.rule +
+                   " at the same level of specificity, and the two groups quantize differently; make one "
+                   "target more specific (an exact module name beats a re: pattern, which beats a class name).";
+    return {};
 }
 
 } // namespace
@@ -46,7 +71,7 @@ LinearPlan::LinearPlan(const ModelConfig& config, const EncoderLayout& layout, c
         info.outFeatures = linear.outFeatures;
         std::string problem;
         const GroupMatch match = config.quantization ? matchGroup(*config.quantization, linear.module, "Linear")
-                                                     : GroupMatch{nullptr, "no quantization_config"};
+                                                     : GroupMatch{nullptr, "no quantization_config", {}, {}};
         info.rule = match.rule;
         const TensorView* weight = tensors.find(linear.module + ".weight");
         const bool fp8Weight = weight && weight->dtype == Dtype::F8_E4M3;
@@ -56,12 +81,14 @@ LinearPlan::LinearPlan(const ModelConfig& config, const EncoderLayout& layout, c
                       "' (it is ignored or matches no group).";
         } else if (fp8Weight) {
             const ConfigGroup& group = *match.group;
-            if (auto reason = unsupportedSchemeReason(*config.quantization, group))
+            problem = conflictProblem(linear.module, match);
+            if (auto reason = unsupportedSchemeReason(*config.quantization, group); reason && problem.empty())
                 problem = "Module '" + linear.module + "' uses " + *reason + ".";
             info.quantized = true;
             info.weightStrategy = group.weights ? group.weights->strategy : "";
             info.group = group.name;
             info.activations = activationSchemeOf(group);
+            describeGranularity(group, info);
             if (info.activations == ActivationQuantization::StaticPerTensor)
                 info.inputScale = staticInputScale(tensors, linear.module);
         } else if (weight && match.group && config.quantization->status == "compressed") {
@@ -73,6 +100,7 @@ LinearPlan::LinearPlan(const ModelConfig& config, const EncoderLayout& layout, c
         linears_.push_back(std::move(info));
         problems_.push_back(std::move(problem));
         targetGroups_.push_back(match.group);
+        matches_.push_back(config.quantization ? std::make_shared<const GroupMatch>(match) : nullptr);
     }
 }
 
@@ -101,6 +129,12 @@ const ConfigGroup* LinearPlan::targetGroup(const std::string& module) const
 {
     const auto it = index_.find(module);
     return it == index_.end() ? nullptr : targetGroups_[it->second];
+}
+
+const GroupMatch* LinearPlan::groupMatch(const std::string& module) const
+{
+    const auto it = index_.find(module);
+    return it == index_.end() ? nullptr : matches_[it->second].get();
 }
 
 void validateOverrides(const PrecisionOverrides& overrides, const EncoderLayout& layout)

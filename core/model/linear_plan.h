@@ -8,6 +8,7 @@
 // the Linear's problem sentence, which a run throws. Threading: immutable after build.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -18,20 +19,26 @@ namespace scalescope {
 
 class TensorStore;
 struct ConfigGroup;
+struct GroupMatch;
 
 enum class RunMode { Fp8, Dequant };
 const char* runModeName(RunMode mode); // "fp8", "dequant"
 
 // How a quantized Linear treats its input in `fp8` mode.
-enum class ActivationQuantization { None, DynamicPerToken, StaticPerTensor, DynamicPerTensor };
+// DynamicPerGroup: each token row in runs of LinearInfo::activationGroupSize channels (the last run
+// may be shorter), each run with its own dynamic scale.
+enum class ActivationQuantization { None, DynamicPerToken, StaticPerTensor, DynamicPerTensor, DynamicPerGroup };
 
 struct LinearInfo {
     std::string module;            // roberta.encoder.layer.0.attention.self.query
     int64_t inFeatures = 0;
     int64_t outFeatures = 0;
     bool quantized = false;        // FP8 weight
-    std::string weightStrategy;    // channel | tensor | "" when not quantized
+    std::string weightStrategy;    // channel | tensor | block | "" when not quantized
+    int64_t weightBlockRows = 0;   // block: block_structure [rows, columns] of one weight_scale entry
+    int64_t weightBlockColumns = 0;
     ActivationQuantization activations = ActivationQuantization::None;
+    int64_t activationGroupSize = 0; // DynamicPerGroup: input channels per run
     float inputScale = 0;          // static per-tensor scale, 0 otherwise
     std::string group;             // config group name
     std::string rule;              // why that group (or none): "group_0 target \"Linear\" (class name)"
@@ -64,10 +71,14 @@ public:
     // is set only for a weight stored as FP8); null when ignored or untargeted. Points into the
     // ModelConfig the plan was built from.
     const ConfigGroup* targetGroup(const std::string& module) const;
+    // The whole matching outcome for this Linear (same-level conflicts, the model-free writer's
+    // pick); null for a name that is not a Linear or a checkpoint without quantization_config.
+    const GroupMatch* groupMatch(const std::string& module) const;
 
 private:
     std::vector<LinearInfo> linears_;
     std::vector<const ConfigGroup*> targetGroups_;
+    std::vector<std::shared_ptr<const GroupMatch>> matches_;
     std::unordered_map<std::string, std::size_t> index_;
     std::vector<std::string> problems_;
 };

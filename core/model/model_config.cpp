@@ -77,11 +77,18 @@ ModelConfig parseModelConfig(const nlohmann::json& json, const std::string& sour
         config.hiddenAct = act->get<std::string>();
     if (config.hiddenAct != "gelu")
         throw Error(source + ": hidden_act \"" + config.hiddenAct + "\" is not supported; only \"gelu\" runs.");
-    if (auto dtype = json.find("torch_dtype"); dtype != json.end() && dtype->is_string())
-        config.torchDtype = dtype->get<std::string>();
+    // transformers >= 4.56 writes "dtype"; older versions "torch_dtype".
+    for (const char* key : {"dtype", "torch_dtype"})
+        if (auto dtype = json.find(key); dtype != json.end() && dtype->is_string()) {
+            config.torchDtype = dtype->get<std::string>();
+            break;
+        }
 
+    // Checkpoints written May-Sept 2024 carry "compression_config" (vLLM still reads it).
     if (auto q = json.find("quantization_config"); q != json.end() && !q->is_null())
         config.quantization = parseQuantizationConfig(*q, source);
+    else if (auto c = json.find("compression_config"); c != json.end() && !c->is_null())
+        config.quantization = parseQuantizationConfig(*c, source, "compression_config");
     return config;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 
 #include "common/error.h"
 
@@ -54,7 +55,33 @@ std::vector<std::string> stringList(const nlohmann::json& object, const char* ke
     return out;
 }
 
-std::optional<QuantizationArgs> parseArgs(const nlohmann::json& group, const char* key)
+// The keys compressed-tensors' QuantizationArgs and QuantizationScheme define (across versions);
+// anything else is kept as an unknown key for inspect to report.
+bool isKnownArgsKey(const std::string& key)
+{
+    static const char* const known[] = {"num_bits", "type", "symmetric", "group_size", "strategy",
+                                        "block_structure", "dynamic", "actorder", "observer", "observer_kwargs",
+                                        "scale_dtype", "zp_dtype"};
+    return std::find(std::begin(known), std::end(known), key) != std::end(known);
+}
+
+bool isKnownGroupKey(const std::string& key)
+{
+    static const char* const known[] = {"targets", "weights", "input_activations", "output_activations", "format"};
+    return std::find(std::begin(known), std::end(known), key) != std::end(known);
+}
+
+// compressed-tensors infers a missing strategy from group_size: null -> tensor, -1 -> channel,
+// a positive size -> group.
+std::string inferredStrategy(const std::optional<int>& groupSize)
+{
+    if (!groupSize)
+        return "tensor";
+    return *groupSize == -1 ? "channel" : "group";
+}
+
+std::optional<QuantizationArgs> parseArgs(const nlohmann::json& group, const char* key, const std::string& groupName,
+                                          std::vector<std::string>& unknownKeys)
 {
     auto it = group.find(key);
     if (it == group.end() || it->is_null())
@@ -69,7 +96,6 @@ std::optional<QuantizationArgs> parseArgs(const nlohmann::json& group, const cha
         out.numBits = bits->get<int>();
     }
     out.type = stringOr(args, "type", "int");
-    out.strategy = stringOr(args, "strategy", "tensor");
     if (auto s = args.find("symmetric"); s != args.end() && s->is_boolean())
         out.symmetric = s->get<bool>();
     if (auto d = args.find("dynamic"); d != args.end()) {
@@ -81,20 +107,25 @@ std::optional<QuantizationArgs> parseArgs(const nlohmann::json& group, const cha
     }
     if (auto g = args.find("group_size"); g != args.end() && g->is_number_integer())
         out.groupSize = g->get<int>();
+    out.strategy = stringOr(args, "strategy", inferredStrategy(out.groupSize));
+    if (auto d = args.find("scale_dtype"); d != args.end() && d->is_string())
+        out.scaleDtype = d->get<std::string>();
     if (auto b = args.find("block_structure"); b != args.end() && b->is_array()) {
         for (const auto& v : *b)
-            if (v.is_number_integer())
-                out.blockStructure.push_back(v.get<int>());
+            out.blockStructure.push_back(v.is_number_integer() ? v.get<int>() : 0); // 0: refused as a block size
     }
+    for (auto entry = args.begin(); entry != args.end(); ++entry)
+        if (!isKnownArgsKey(entry.key()))
+            unknownKeys.push_back(groupName + "." + key + "." + entry.key());
     return out;
 }
 
 } // namespace
 
-QuantizationConfig parseQuantizationConfig(const nlohmann::json& json, const std::string& source)
+QuantizationConfig parseQuantizationConfig(const nlohmann::json& json, const std::string& source, const std::string& key)
 {
     if (!json.is_object())
-        throw Error(source + ": \"quantization_config\" must be an object.");
+        throw Error(source + ": \"" + key + "\" must be an object.");
     QuantizationConfig config;
     config.raw = json;
     try {
@@ -146,17 +177,21 @@ QuantizationConfig parseQuantizationConfig(const nlohmann::json& json, const std
             ConfigGroup group;
             group.name = name;
             group.targets = stringList(*value, "targets");
-            group.weights = parseArgs(*value, "weights");
-            group.inputActivations = parseArgs(*value, "input_activations");
-            group.outputActivations = parseArgs(*value, "output_activations");
+            group.weights = parseArgs(*value, "weights", name, group.unknownKeys);
+            group.inputActivations = parseArgs(*value, "input_activations", name, group.unknownKeys);
+            group.outputActivations = parseArgs(*value, "output_activations", name, group.unknownKeys);
             group.format = stringOr(*value, "format", config.format);
+            for (auto entry = value->begin(); entry != value->end(); ++entry)
+                if (!isKnownGroupKey(entry.key()))
+                    group.unknownKeys.push_back(name + "." + entry.key());
+            config.unknownKeys.insert(config.unknownKeys.end(), group.unknownKeys.begin(), group.unknownKeys.end());
             config.groups.push_back(std::move(group));
         }
     } catch (const Error& e) {
         const std::string what = e.what();
         if (what.rfind(source, 0) == 0)
             throw;
-        throw Error(source + ": quantization_config: " + what + ".");
+        throw Error(source + ": " + key + ": " + what + ".");
     }
     return config;
 }
@@ -254,41 +289,113 @@ bool isValidTargetPattern(const std::string& entry)
     }
 }
 
-bool matchesTarget(const std::string& entry, const std::string& moduleName, const std::string& className)
+const char* targetKindName(TargetKind kind)
+{
+    switch (kind) {
+    case TargetKind::ModuleName:
+        return "module name";
+    case TargetKind::Pattern:
+        return "pattern";
+    case TargetKind::ClassName:
+        return "class name";
+    }
+    return "?";
+}
+
+std::optional<TargetKind> matchTarget(const std::string& entry, const std::string& moduleName,
+                                      const std::string& className)
 {
     if (entry.rfind("re:", 0) == 0) {
         if (targetPatternProblem(entry.substr(3)))
-            return false; // refused before it reaches the recursive compiler; inspect reports it
+            return std::nullopt; // refused before it reaches the recursive compiler; inspect reports it
         try {
-            return std::regex_match(moduleName, std::regex(entry.substr(3), kTargetRegexFlags));
+            // re.match: the match must start at the first character and may end anywhere.
+            const std::regex pattern(entry.substr(3), kTargetRegexFlags);
+            if (std::regex_search(moduleName, pattern, std::regex_constants::match_continuous))
+                return TargetKind::Pattern;
+            return std::nullopt;
         } catch (const std::regex_error&) {
-            return false; // an unparsable pattern matches nothing; inspect reports it
+            return std::nullopt; // an unparsable pattern matches nothing; inspect reports it
         }
     }
-    return entry == moduleName || entry == className;
+    if (entry == moduleName)
+        return TargetKind::ModuleName;
+    if (entry == className)
+        return TargetKind::ClassName;
+    return std::nullopt;
+}
+
+bool matchesTarget(const std::string& entry, const std::string& moduleName, const std::string& className)
+{
+    return matchTarget(entry, moduleName, className).has_value();
 }
 
 namespace {
 
-std::string entryKind(const std::string& entry, const std::string& moduleName)
+bool sameArgs(const std::optional<QuantizationArgs>& a, const std::optional<QuantizationArgs>& b)
 {
-    if (entry.rfind("re:", 0) == 0)
-        return "pattern";
-    return entry == moduleName ? "module name" : "class name";
+    if (!a || !b)
+        return !a && !b;
+    return a->numBits == b->numBits && a->type == b->type && a->strategy == b->strategy &&
+           a->symmetric == b->symmetric && a->dynamic == b->dynamic && a->groupSize == b->groupSize &&
+           a->blockStructure == b->blockStructure && a->scaleDtype == b->scaleDtype;
+}
+
+// A group's most specific target for a module, or nullopt when none matches.
+struct TargetHit {
+    TargetKind kind;
+    std::string entry;
+};
+
+std::optional<TargetHit> bestTarget(const ConfigGroup& group, const std::string& moduleName, const std::string& className)
+{
+    std::optional<TargetHit> best;
+    for (const std::string& target : group.targets)
+        if (const auto kind = matchTarget(target, moduleName, className))
+            if (!best || *kind < best->kind)
+                best = TargetHit{*kind, target};
+    return best;
+}
+
+std::string targetRule(const ConfigGroup& group, const TargetHit& hit)
+{
+    return group.name + " target \"" + hit.entry + "\" (" + targetKindName(hit.kind) + ")";
 }
 
 } // namespace
 
+bool sameScheme(const ConfigGroup& a, const ConfigGroup& b)
+{
+    return a.format == b.format && sameArgs(a.weights, b.weights) && sameArgs(a.inputActivations, b.inputActivations) &&
+           sameArgs(a.outputActivations, b.outputActivations);
+}
+
 GroupMatch matchGroup(const QuantizationConfig& config, const std::string& moduleName, const std::string& className)
 {
     for (const std::string& entry : config.ignore)
-        if (matchesTarget(entry, moduleName, className))
-            return {nullptr, "ignored by \"" + entry + "\" (" + entryKind(entry, moduleName) + ")"};
-    for (const ConfigGroup& group : config.groups)
-        for (const std::string& target : group.targets)
-            if (matchesTarget(target, moduleName, className))
-                return {&group, group.name + " target \"" + target + "\" (" + entryKind(target, moduleName) + ")"};
-    return {nullptr, "no group targets it"};
+        if (const auto kind = matchTarget(entry, moduleName, className))
+            return {nullptr, "ignored by \"" + entry + "\" (" + targetKindName(*kind) + ")", {}, {}};
+    GroupMatch match;
+    std::optional<TargetKind> bestKind;
+    for (const ConfigGroup& group : config.groups) {
+        const auto hit = bestTarget(group, moduleName, className);
+        if (!hit)
+            continue;
+        const GroupCandidate candidate{&group, targetRule(group, *hit)};
+        if (!match.firstInOrder.group)
+            match.firstInOrder = candidate;
+        if (bestKind && *bestKind == hit->kind) {
+            match.conflicts.push_back(candidate);
+        } else if (!bestKind || hit->kind < *bestKind) {
+            bestKind = hit->kind;
+            match.group = candidate.group;
+            match.rule = candidate.rule;
+            match.conflicts.clear();
+        }
+    }
+    if (!match.group)
+        match.rule = "no group targets it";
+    return match;
 }
 
 const ConfigGroup* findGroupFor(const QuantizationConfig& config, const std::string& moduleName,
@@ -296,6 +403,79 @@ const ConfigGroup* findGroupFor(const QuantizationConfig& config, const std::str
 {
     return matchGroup(config, moduleName, className).group;
 }
+
+namespace {
+
+std::string sizesText(const std::vector<int>& sizes)
+{
+    std::string out = "[";
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(sizes[i]);
+    return out + "]";
+}
+
+// Scales stored in a float type run as usual; power-of-two e8m0 scales are MXFP8's, which this
+// version does not emulate.
+std::optional<std::string> scaleDtypeReason(const QuantizationArgs& args, const char* what, const ConfigGroup& group)
+{
+    const std::string& d = args.scaleDtype;
+    if (d.empty() || d.find("float32") != std::string::npos || d.find("bfloat16") != std::string::npos ||
+        d.find("float16") != std::string::npos)
+        return std::nullopt;
+    return std::string(what) + " with scale_dtype \"" + d + "\" (group " + group.name +
+           ", MXFP8-style scales) are not supported; only float scales run";
+}
+
+std::optional<std::string> weightSchemeReason(const ConfigGroup& group)
+{
+    if (!group.weights)
+        return "group " + group.name + " quantizes no weights; only FP8 weight quantization runs";
+    const QuantizationArgs& w = *group.weights;
+    if (w.type != "float" || w.numBits != 8)
+        return "weights of type " + w.type + " with " + std::to_string(w.numBits) + " bits (group " + group.name +
+               ") are not supported; only 8-bit float weights run";
+    if (w.strategy == "block") {
+        const auto& b = w.blockStructure;
+        if (b.size() != 2 || b[0] <= 0 || b[1] <= 0)
+            return "weight strategy \"block\" with block_structure " + sizesText(b) + " (group " + group.name +
+                   "), which is not two positive sizes [rows, columns]";
+    } else if (w.strategy != "channel" && w.strategy != "tensor") {
+        return "weight strategy \"" + w.strategy + "\" (group " + group.name +
+               ") is not supported; only tensor, channel and block run";
+    }
+    if (!w.symmetric)
+        return "asymmetric weights (group " + group.name + ") are not supported";
+    return scaleDtypeReason(w, "weights", group);
+}
+
+std::optional<std::string> activationSchemeReason(const ConfigGroup& group)
+{
+    if (!group.inputActivations)
+        return std::nullopt;
+    const QuantizationArgs& a = *group.inputActivations;
+    if (a.type != "float" || a.numBits != 8)
+        return "input activations of type " + a.type + " with " + std::to_string(a.numBits) + " bits (group " +
+               group.name + ") are not supported";
+    if (auto reason = scaleDtypeReason(a, "input activations", group))
+        return reason;
+    if (a.strategy == "group" && a.dynamic) {
+        if (!a.groupSize || *a.groupSize <= 0)
+            return "input activation strategy \"group\" with group_size " +
+                   (a.groupSize ? std::to_string(*a.groupSize) : std::string("null")) + " (group " + group.name +
+                   "), which is not a positive number of channels";
+        return std::nullopt;
+    }
+    const bool dynamicToken = a.dynamic && a.strategy == "token";
+    const bool staticTensor = !a.dynamic && a.strategy == "tensor";
+    const bool dynamicTensor = a.dynamic && a.strategy == "tensor";
+    if (!dynamicToken && !staticTensor && !dynamicTensor)
+        return "input activation strategy \"" + a.strategy + "\"" + (a.dynamic ? " (dynamic)" : " (static)") +
+               " (group " + group.name +
+               ") is not supported; only dynamic token, dynamic group and static tensor run";
+    return std::nullopt;
+}
+
+} // namespace
 
 std::optional<std::string> unsupportedSchemeReason(const QuantizationConfig& config, const ConfigGroup& group)
 {
@@ -305,40 +485,29 @@ std::optional<std::string> unsupportedSchemeReason(const QuantizationConfig& con
         return "quant_method \"" + config.quantMethod + "\" is not supported";
     if (group.format != "float-quantized" && group.format != "naive-quantized")
         return "format \"" + group.format + "\" (group " + group.name + ") is not supported; only float-quantized FP8 runs";
-    if (group.weights) {
-        const QuantizationArgs& w = *group.weights;
-        if (w.type != "float" || w.numBits != 8)
-            return "weights of type " + w.type + " with " + std::to_string(w.numBits) + " bits (group " + group.name +
-                   ") are not supported; only 8-bit float weights run";
-        if (w.strategy != "channel" && w.strategy != "tensor")
-            return "weight strategy \"" + w.strategy + "\" (group " + group.name +
-                   ") is not supported; only channel and tensor run";
-        if (!w.symmetric)
-            return "asymmetric weights (group " + group.name + ") are not supported";
-    } else {
-        return "group " + group.name + " quantizes no weights; only FP8 weight quantization runs";
-    }
-    if (group.inputActivations) {
-        const QuantizationArgs& a = *group.inputActivations;
-        if (a.type != "float" || a.numBits != 8)
-            return "input activations of type " + a.type + " with " + std::to_string(a.numBits) + " bits (group " +
-                   group.name + ") are not supported";
-        const bool dynamicToken = a.dynamic && a.strategy == "token";
-        const bool staticTensor = !a.dynamic && a.strategy == "tensor";
-        const bool dynamicTensor = a.dynamic && a.strategy == "tensor";
-        if (!dynamicToken && !staticTensor && !dynamicTensor)
-            return "input activation strategy \"" + a.strategy + "\"" + (a.dynamic ? " (dynamic)" : " (static)") +
-                   " (group " + group.name + ") is not supported; only dynamic token and static tensor run";
-    }
+    if (auto reason = weightSchemeReason(group))
+        return reason;
+    if (auto reason = activationSchemeReason(group))
+        return reason;
     if (group.outputActivations)
         return "output activation quantization (group " + group.name + ") is not supported";
     return std::nullopt;
 }
 
+bool runsOnAiu(const ConfigGroup& group)
+{
+    const bool weightsOk = !group.weights || group.weights->strategy == "tensor" || group.weights->strategy == "channel";
+    const bool activationsOk = !group.inputActivations || group.inputActivations->strategy != "group";
+    return weightsOk && activationsOk;
+}
+
 std::string describeScheme(const ConfigGroup& group)
 {
     std::string out;
-    if (group.weights)
+    if (group.weights && group.weights->strategy == "block")
+        out = "FP" + std::to_string(group.weights->numBits) + " weights per " + sizesText(group.weights->blockStructure) +
+              " block";
+    else if (group.weights)
         out = "FP" + std::to_string(group.weights->numBits) + " weights per " + group.weights->strategy;
     else
         out = "float weights";
@@ -346,7 +515,9 @@ std::string describeScheme(const ConfigGroup& group)
         out += ", float activations";
     } else {
         const QuantizationArgs& a = *group.inputActivations;
-        out += std::string(", ") + (a.dynamic ? "dynamic" : "static") + " per-" + a.strategy + " activations";
+        out += std::string(", ") + (a.dynamic ? "dynamic" : "static") + " per-" + a.strategy +
+               (a.strategy == "group" && a.groupSize ? " (" + std::to_string(*a.groupSize) + " channels)" : "") +
+               " activations";
     }
     return out;
 }

@@ -1,9 +1,12 @@
 #pragma once
 // compressed-tensors quantization_config (as llm-compressor writes it): config groups with targets,
 // weight and input-activation schemes, and the ignore list. Answers "which scheme applies to this
-// module" with compressed-tensors' matching rules: a target or ignore entry is a class name, an
-// exact module name, or "re:<regex>" matched against the whole module name; a module belongs to the
-// first group (in config order) whose targets match it, unless an ignore entry matches it.
+// module" with the loaders' matching rules (DESIGN.md "Configs as they appear in the wild"): a
+// target or ignore entry is a class name, an exact module name, or "re:<regex>" matched as Python's
+// re.match does (anchored at the start of the module name, open at the end unless the pattern says
+// `$`). An ignore entry that matches drops the module; otherwise the most specific target wins
+// (exact name, then pattern, then class name), and two groups at that same level are a conflict.
+// This file holds the one matcher: the plan, diagnostics and the fuzzers all call it.
 #include <optional>
 #include <regex>
 #include <string>
@@ -16,11 +19,12 @@ namespace scalescope {
 struct QuantizationArgs {
     int numBits = 8;
     std::string type = "float";     // float | int
-    std::string strategy;           // tensor | channel | token | group | block
+    std::string strategy;           // tensor | channel | token | group | block (inferred when absent)
     bool symmetric = true;
     bool dynamic = false;
     std::optional<int> groupSize;
     std::vector<int> blockStructure;
+    std::string scaleDtype;         // "" when null; MXFP8 writes power-of-two scales ("torch.float8_e8m0fnu")
 };
 
 struct ConfigGroup {
@@ -30,7 +34,14 @@ struct ConfigGroup {
     std::optional<QuantizationArgs> inputActivations;
     std::optional<QuantizationArgs> outputActivations;
     std::string format;             // the group's own format, else the config's
+    // Keys compressed-tensors does not define, inside the group or one of its args blocks
+    // ("group_0.weights.scale_bits"): accepted, and reported by inspect.
+    std::vector<std::string> unknownKeys;
 };
+
+// Whether two groups quantize alike (same format, weights, input and output activations): a
+// same-level overlap of two such groups leaves the run defined.
+bool sameScheme(const ConfigGroup& a, const ConfigGroup& b);
 
 struct QuantizationConfig {
     std::string quantMethod;        // compressed-tensors | fp8 | ...
@@ -38,15 +49,26 @@ struct QuantizationConfig {
     std::string status;             // compressed | frozen | ...
     std::vector<ConfigGroup> groups;
     std::vector<std::string> ignore;
+    std::vector<std::string> unknownKeys; // see ConfigGroup::unknownKeys
     nlohmann::json raw;
 };
 
-QuantizationConfig parseQuantizationConfig(const nlohmann::json& json, const std::string& source);
+// `key` names the block in errors: "quantization_config", or "compression_config" (2024 checkpoints).
+QuantizationConfig parseQuantizationConfig(const nlohmann::json& json, const std::string& source,
+                                           const std::string& key = "quantization_config");
 
 // False for a "re:" entry whose pattern the matcher cannot compile (it then matches nothing).
 bool isValidTargetPattern(const std::string& entry);
 
-// One target/ignore entry against a module (its full name and class name, e.g. "Linear").
+// How a target/ignore entry matched, in the loaders' order of precedence (most specific first).
+enum class TargetKind { ModuleName, Pattern, ClassName };
+const char* targetKindName(TargetKind kind); // "module name", "pattern", "class name"
+
+// One target/ignore entry against a module (its full name and class name, e.g. "Linear"): how it
+// matched, or nullopt. A "re:" entry matches when its regex matches a prefix of the name
+// (re.match); an exact entry when it equals the name (module name) or the class name.
+std::optional<TargetKind> matchTarget(const std::string& entry, const std::string& moduleName,
+                                      const std::string& className);
 bool matchesTarget(const std::string& entry, const std::string& moduleName, const std::string& className);
 // Why the regular expression of a "re:" entry is refused before it is compiled (too long, nested
 // too deep, or repeating into too many states for a matcher that recurses), or nullopt when it is
@@ -55,9 +77,19 @@ std::optional<std::string> targetPatternProblem(const std::string& pattern);
 
 // The group a module belongs to (null when it is ignored or no group targets it) and, in words,
 // the entry that decided it: `group_0 target "Linear" (class name)`, `ignored by "qa_outputs"`.
+// `conflicts` lists the other groups whose best target for the module is as specific as the
+// chosen one's (the loaders have no rule between them); `group` is then the first of them in
+// config order. `firstInOrder` is what llm-compressor's model-free path picks instead: the first
+// group in config order with any matching target.
+struct GroupCandidate {
+    const ConfigGroup* group = nullptr;
+    std::string rule;
+};
 struct GroupMatch {
     const ConfigGroup* group = nullptr;
     std::string rule;
+    std::vector<GroupCandidate> conflicts;
+    GroupCandidate firstInOrder;
 };
 GroupMatch matchGroup(const QuantizationConfig& config, const std::string& moduleName, const std::string& className);
 
@@ -66,9 +98,13 @@ const ConfigGroup* findGroupFor(const QuantizationConfig& config, const std::str
                                 const std::string& className);
 
 // Null when this version runs the group; otherwise one sentence naming the scheme that it does not
-// run (block-wise weights, group activations, int-quantized, ...), for `inspect` to report and a run
-// to refuse with the module name added.
+// run (int-quantized, 4-bit groups, static group activations, a block_structure that is not two
+// positive sizes, ...), for `inspect` to report and a run to refuse with the module name added.
 std::optional<std::string> unsupportedSchemeReason(const QuantizationConfig& config, const ConfigGroup& group);
+
+// False for block-wise weights or group activations: the AIU's FP8 Linear takes tensor or channel
+// weights (and per-token or per-tensor activations) only.
+bool runsOnAiu(const ConfigGroup& group);
 
 // Human-readable scheme: "FP8 weights per channel, dynamic per-token FP8 activations".
 std::string describeScheme(const ConfigGroup& group);

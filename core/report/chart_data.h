@@ -6,7 +6,10 @@
 
 namespace scalescope {
 
-enum class SeriesStyle { Bars, Line, Points, Band };
+// Cells: a heat map; point i is the unit cell centred on (x[i], y[i]) (column and row indices,
+// row 0 drawn at the top) coloured by z[i] on a logarithmic colour scale; a cell whose z is not a
+// positive finite number is drawn in the "invalid" colour.
+enum class SeriesStyle { Bars, Line, Points, Band, Cells };
 
 struct ChartSeries {
     std::string name;                 // legend entry and CSV column
@@ -15,6 +18,7 @@ struct ChartSeries {
     std::vector<double> y;            // values; Band: lower bound
     std::vector<double> yUpper;       // Band only: upper bound (per-layer min..max ranges)
     std::string color;                // "#RRGGBB"; empty picks from the palette
+    std::vector<double> z = {};       // Cells only: the value of each cell (defaulted: aggregates may omit it)
 };
 
 struct ChartData {

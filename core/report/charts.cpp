@@ -80,6 +80,29 @@ ChartData weightScaleRangesChart(const std::vector<LinearScaleStatistics>& stati
     return chart;
 }
 
+ChartData blockScalesChart(const LinearScaleStatistics& linear)
+{
+    ChartData chart;
+    chart.id = "block_scales";
+    chart.title = "Block weight scales, " + linear.label;
+    chart.xLabel = "input block";
+    chart.yLabel = "output block";
+    ChartSeries cells{"weight_scale", SeriesStyle::Cells, {}, {}, {}, "", {}};
+    if (linear.gridRows > 0 && linear.gridColumns > 0 &&
+        linear.channelScales.size() == static_cast<std::size_t>(linear.gridRows * linear.gridColumns)) {
+        chart.title += " (" + std::to_string(linear.gridRows) + " x " + std::to_string(linear.gridColumns) +
+                       " blocks of " + std::to_string(linear.blockRows) + " x " + std::to_string(linear.blockColumns) + ")";
+        for (int64_t row = 0; row < linear.gridRows; ++row)
+            for (int64_t column = 0; column < linear.gridColumns; ++column) {
+                cells.x.push_back(double(column));
+                cells.y.push_back(double(row));
+                cells.z.push_back(linear.channelScales[static_cast<std::size_t>(row * linear.gridColumns + column)]);
+            }
+    }
+    chart.series = {cells};
+    return chart;
+}
+
 ChartData channelScalesChart(const LinearScaleStatistics& linear)
 {
     ChartData chart;

@@ -16,6 +16,9 @@ ChartData weightScaleRangesChart(const std::vector<LinearScaleStatistics>& stati
 ChartData channelScalesChart(const LinearScaleStatistics& linear);                         // log y, per output channel
 ChartData weightCodeSharesChart(const std::vector<LinearScaleStatistics>& statistics);     // % clipped / underflow
 ChartData exponentHistogramChart(const LinearScaleStatistics& linear);                     // codes per exponent field
+// Block-wise weights: the weight_scale grid as a heat map, output blocks (rows) by input blocks
+// (columns). Empty series when the Linear has no block grid.
+ChartData blockScalesChart(const LinearScaleStatistics& linear);
 
 // Compare charts.
 ChartData layerSqnrChart(const ComparisonResult& comparison);      // SQNR per encoder layer output (+ embeddings)

@@ -50,23 +50,28 @@ float scaleForAmax(float amax, Dtype dtype)
     return stored;
 }
 
-nlohmann::json activationArgs(const std::string& activations)
+nlohmann::json activationArgs(const QuantizeOptions& options)
 {
+    const std::string& activations = options.activations;
     if (activations == "none")
         return nullptr;
-    const bool dynamic = activations == "token";
+    const bool dynamic = activations == "token" || activations == "group";
+    const nlohmann::json groupSize = activations == "group" ? nlohmann::json(options.groupSize) : nlohmann::json(nullptr);
     return {{"num_bits", 8}, {"type", "float"}, {"strategy", activations}, {"symmetric", true},
-            {"dynamic", dynamic}, {"group_size", nullptr}, {"block_structure", nullptr}, {"actorder", nullptr},
+            {"dynamic", dynamic}, {"group_size", groupSize}, {"block_structure", nullptr}, {"actorder", nullptr},
             {"observer", dynamic ? nlohmann::json(nullptr) : nlohmann::json("minmax")}, {"observer_kwargs", nlohmann::json::object()}};
 }
 
 nlohmann::json quantizationConfigJson(const QuantizeOptions& options, const EncoderLayout& layout)
 {
+    const nlohmann::json block = options.weights == "block"
+                                     ? nlohmann::json::array({options.blockRows, options.blockColumns})
+                                     : nlohmann::json(nullptr);
     nlohmann::json weights = {{"num_bits", 8}, {"type", "float"}, {"strategy", options.weights}, {"symmetric", true},
-                              {"dynamic", false}, {"group_size", nullptr}, {"block_structure", nullptr},
+                              {"dynamic", false}, {"group_size", nullptr}, {"block_structure", block},
                               {"actorder", nullptr}, {"observer", "minmax"}, {"observer_kwargs", nlohmann::json::object()}};
     nlohmann::json group = {{"targets", {"Linear"}}, {"weights", weights},
-                            {"input_activations", activationArgs(options.activations)},
+                            {"input_activations", activationArgs(options)},
                             {"output_activations", nullptr}, {"format", "float-quantized"}};
     return {{"quant_method", "compressed-tensors"}, {"format", "float-quantized"},
             {"quantization_status", "compressed"}, {"config_groups", {{"group_0", group}}},
@@ -98,6 +103,48 @@ std::map<std::string, float> calibrateInputAmax(const std::shared_ptr<const Chec
             amax[module] = std::max(amax[module], value);
     }
     return amax;
+}
+
+struct QuantizedWeight {
+    std::vector<uint8_t> codes;
+    std::vector<float> scales;
+    std::vector<int64_t> scaleShape;
+};
+
+// The amax scale of the rows [r0, r1) by columns [c0, c1) of a row-major weight.
+float regionScale(const std::vector<float>& w, int64_t columns, int64_t r0, int64_t r1, int64_t c0, int64_t c1, Dtype dtype)
+{
+    float amax = 0;
+    for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c)
+            amax = std::max(amax, std::fabs(w[static_cast<std::size_t>(r * columns + c)]));
+    return scaleForAmax(amax, dtype);
+}
+
+// One scale per tensor, per output row, or per block (a partial last block takes the max of its
+// own elements, as compressed-tensors' zero padding gives); codes against the stored scales.
+QuantizedWeight quantizeWeight(const std::vector<float>& w, int64_t rows, int64_t columns, const QuantizeOptions& options)
+{
+    const bool block = options.weights == "block";
+    const int64_t bo = block ? options.blockRows : options.weights == "channel" ? 1 : rows;
+    const int64_t bi = block ? options.blockColumns : columns;
+    const int64_t gridRows = (rows + bo - 1) / bo, gridColumns = (columns + bi - 1) / bi;
+    QuantizedWeight out;
+    for (int64_t br = 0; br < gridRows; ++br)
+        for (int64_t bc = 0; bc < gridColumns; ++bc)
+            out.scales.push_back(regionScale(w, columns, br * bo, std::min(rows, (br + 1) * bo), bc * bi,
+                                             std::min(columns, (bc + 1) * bi), options.scaleDtype));
+    out.codes.resize(static_cast<std::size_t>(rows * columns));
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t bc = 0; bc < gridColumns; ++bc) {
+            const int64_t first = bc * bi;
+            fp8::quantizeE4M3(w.data() + r * columns + first, static_cast<std::size_t>(std::min(bi, columns - first)),
+                              out.scales[static_cast<std::size_t>((r / bo) * gridColumns + bc)],
+                              out.codes.data() + r * columns + first);
+        }
+    out.scaleShape = block ? std::vector<int64_t>{gridRows, gridColumns}
+                           : options.weights == "channel" ? std::vector<int64_t>{rows, 1} : std::vector<int64_t>{1};
+    return out;
 }
 
 // True when inner is outer or lies inside it (both canonical, so symbolic links and ".." are resolved).
@@ -232,10 +279,16 @@ std::vector<std::string> readCalibrationTexts(const std::string& path)
 void quantizeCheckpoint(const std::string& sourceDir, const std::string& destinationDir, const QuantizeOptions& options,
                         const Progress& progress)
 {
-    if (options.weights != "channel" && options.weights != "tensor")
-        throw Error("--weights must be channel or tensor, not \"" + options.weights + "\".");
-    if (options.activations != "token" && options.activations != "tensor" && options.activations != "none")
-        throw Error("--activations must be token, tensor or none, not \"" + options.activations + "\".");
+    if (options.weights != "channel" && options.weights != "tensor" && options.weights != "block")
+        throw Error("--weights must be channel, tensor or block, not \"" + options.weights + "\".");
+    if (options.activations != "token" && options.activations != "tensor" && options.activations != "group" &&
+        options.activations != "none")
+        throw Error("--activations must be token, tensor, group or none, not \"" + options.activations + "\".");
+    if (options.weights == "block" && (options.blockRows <= 0 || options.blockColumns <= 0))
+        throw Error("--block must be two positive sizes ROWSxCOLUMNS, not " + std::to_string(options.blockRows) + "x" +
+                    std::to_string(options.blockColumns) + ".");
+    if (options.activations == "group" && options.groupSize <= 0)
+        throw Error("--group-size must be a positive number of channels, not " + std::to_string(options.groupSize) + ".");
     if (options.scaleDtype != Dtype::F32 && options.scaleDtype != Dtype::BF16 && options.scaleDtype != Dtype::F16)
         throw Error("--scale-dtype must be float32, bfloat16 or float16.");
     if (options.activations == "tensor" && options.calibrationTexts.empty())
@@ -277,6 +330,14 @@ void quantizeCheckpoint(const std::string& sourceDir, const std::string& destina
     }
     removeStaleTemporaries(destination.parent_path().string());
 
+    // compressed-tensors and llm-compressor refuse runs that do not tile a row, and no kernel runs them.
+    if (options.activations == "group")
+        for (const LayoutLinear& linear : source->layout().linears())
+            if (source->layout().isEncoderLinear(linear.module) && linear.inFeatures % options.groupSize != 0)
+                throw Error("--group-size " + std::to_string(options.groupSize) + " does not divide the " +
+                            std::to_string(linear.inFeatures) + " input features of module '" + linear.module +
+                            "'; compressed-tensors refuses such groups, so choose a size that divides every width.");
+
     // Build the Linear list from the model structure so that every quantized weight is checked
     // against the architecture (loading validates shapes) before anything is written.
     std::map<std::string, float> inputAmax;
@@ -310,33 +371,15 @@ void quantizeCheckpoint(const std::string& sourceDir, const std::string& destina
             throw Error("Tensor '" + name + "' in " + view->file + " is not a matrix.");
         const int64_t rows = view->shape[0];
         const int64_t columns = view->shape[1];
-        FloatTensor weight = view->toFloat();
-        std::vector<float> scales;
-        if (options.weights == "channel") {
-            for (int64_t r = 0; r < rows; ++r) {
-                float amax = 0;
-                for (int64_t c = 0; c < columns; ++c)
-                    amax = std::max(amax, std::fabs(weight.values[static_cast<std::size_t>(r * columns + c)]));
-                scales.push_back(scaleForAmax(amax, options.scaleDtype));
-            }
-        } else {
-            float amax = 0;
-            for (float v : weight.values)
-                amax = std::max(amax, std::fabs(v));
-            scales.push_back(scaleForAmax(amax, options.scaleDtype));
-        }
+        QuantizedWeight quantized = quantizeWeight(view->toFloat().values, rows, columns, options);
         TensorToWrite codes;
         codes.name = name;
         codes.dtype = Dtype::F8_E4M3;
         codes.shape = view->shape;
-        codes.bytes.resize(static_cast<std::size_t>(rows * columns));
-        for (int64_t r = 0; r < rows; ++r)
-            fp8::quantizeE4M3(weight.values.data() + r * columns, static_cast<std::size_t>(columns),
-                              scales[options.weights == "channel" ? static_cast<std::size_t>(r) : 0],
-                              codes.bytes.data() + r * columns);
+        codes.bytes = std::move(quantized.codes);
         tensors.push_back(std::move(codes));
-        const std::vector<int64_t> scaleShape =
-            options.weights == "channel" ? std::vector<int64_t>{rows, 1} : std::vector<int64_t>{1};
+        const std::vector<float>& scales = quantized.scales;
+        const std::vector<int64_t>& scaleShape = quantized.scaleShape;
         tensors.push_back(makeFloatTensor(module + ".weight_scale", options.scaleDtype, scaleShape, scales.data()));
         if (options.activations == "tensor") {
             const float amax = inputAmax.count(module) ? inputAmax[module] : 0.0f;
@@ -349,6 +392,7 @@ void quantizeCheckpoint(const std::string& sourceDir, const std::string& destina
     store.checkUnchanged();
     nlohmann::json config = source->config().raw;
     config["quantization_config"] = quantizationConfigJson(options, source->layout());
+    config.erase("compression_config"); // a 2024 source's own block would contradict the new one
 
     // Everything goes into a temporary sibling folder first; a failure removes it.
     const fs::path temporary = destination.parent_path() /

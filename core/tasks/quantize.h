@@ -1,11 +1,13 @@
 #pragma once
 // Float checkpoint -> compressed-tensors FP8 checkpoint, as llm-compressor's FP8 schemes write it:
-// encoder Linears get F8_E4M3 weights with per-channel ([out, 1]) or per-tensor ([1]) scales in the
-// chosen scale dtype; activations are dynamic per token, static per tensor (input_scale calibrated
+// encoder Linears get F8_E4M3 weights with per-channel ([out, 1]), per-tensor ([1]) or per-block
+// ([ceil(out / bo), ceil(in / bi)], a partial last block scaled by its own max) scales in the
+// chosen scale dtype; activations are dynamic per token or per group of channels, static per tensor (input_scale calibrated
 // as amax / 448 over calibration texts run through the float model), or left in float. The heads
 // (qa_outputs, lm_head.*) stay float and are listed in "ignore".
 // The destination is built in a temporary sibling folder and renamed into place when complete; the
 // source is only read.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,8 +17,10 @@
 namespace scalescope {
 
 struct QuantizeOptions {
-    std::string weights = "channel";     // channel | tensor
-    std::string activations = "token";   // token | tensor | none
+    std::string weights = "channel";     // channel | tensor | block
+    std::string activations = "token";   // token | tensor | group | none
+    int64_t blockRows = 128, blockColumns = 128; // block: block_structure [rows, columns]
+    int64_t groupSize = 128;             // group: input channels per dynamic run (must divide every width)
     std::vector<std::string> calibrationTexts; // needed for activations == "tensor"
     Dtype scaleDtype = Dtype::F32;       // F32 | BF16 | F16
     bool overwrite = false;              // replace an existing destination

@@ -283,6 +283,8 @@ nlohmann::ordered_json quantizationConfig(const Fp8Scheme& scheme)
 {
     nlohmann::ordered_json weights = {{"num_bits", 8},   {"type", "float"},   {"strategy", scheme.weights},
                                       {"symmetric", true}, {"dynamic", false}};
+    if (scheme.weights == "block")
+        weights["block_structure"] = {scheme.blockRows, scheme.blockColumns};
     nlohmann::ordered_json activations = nullptr;
     if (scheme.activations == "token")
         activations = {{"num_bits", 8}, {"type", "float"}, {"strategy", "token"}, {"symmetric", true},
@@ -290,6 +292,9 @@ nlohmann::ordered_json quantizationConfig(const Fp8Scheme& scheme)
     else if (scheme.activations == "tensor")
         activations = {{"num_bits", 8}, {"type", "float"}, {"strategy", "tensor"}, {"symmetric", true},
                        {"dynamic", false}};
+    else if (scheme.activations == "group")
+        activations = {{"num_bits", 8}, {"type", "float"}, {"strategy", "group"}, {"group_size", scheme.groupSize},
+                       {"symmetric", true}, {"dynamic", true}};
     nlohmann::ordered_json group = {{"targets", {"Linear"}},
                                     {"weights", weights},
                                     {"input_activations", activations},
@@ -377,9 +382,10 @@ void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
 void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8Dir, const Fp8Scheme& scheme,
                             const std::vector<int64_t>& calibrationIds)
 {
-    if (scheme.weights != "channel" && scheme.weights != "tensor")
-        throw Error("The FP8 fixture's weight strategy must be channel or tensor, not '" + scheme.weights + "'.");
-    if (scheme.activations != "token" && scheme.activations != "tensor" && scheme.activations != "none")
+    if (scheme.weights != "channel" && scheme.weights != "tensor" && scheme.weights != "block")
+        throw Error("The FP8 fixture's weight strategy must be channel, tensor or block, not '" + scheme.weights + "'.");
+    if (scheme.activations != "token" && scheme.activations != "tensor" && scheme.activations != "group" &&
+        scheme.activations != "none")
         throw Error("The FP8 fixture's activation strategy must be token, tensor or none, not '" +
                     scheme.activations + "'.");
     const Dtype scaleDtype = scaleDtypeOf(scheme.scaleDtype);
@@ -413,33 +419,35 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
         const int64_t rows = view->shape[0];
         const int64_t columns = view->shape[1];
 
+        // The scale of each weight element's scale group: its row (channel), the tensor, or its
+        // block (row / blockRows, column / blockColumns).
+        const int64_t groupRows = scheme.weights == "block" ? scheme.blockRows : scheme.weights == "channel" ? 1 : rows;
+        const int64_t groupColumns = scheme.weights == "block" ? scheme.blockColumns : columns;
+        const int64_t gridColumns = (columns + groupColumns - 1) / groupColumns;
+        const int64_t gridRows = (rows + groupRows - 1) / groupRows;
+        std::vector<float> amax(static_cast<std::size_t>(gridRows * gridColumns), 0.0f);
+        auto groupOf = [&](int64_t r, int64_t c) {
+            return static_cast<std::size_t>((r / groupRows) * gridColumns + c / groupColumns);
+        };
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < columns; ++c)
+                amax[groupOf(r, c)] =
+                    std::max(amax[groupOf(r, c)], std::fabs(values.values[static_cast<std::size_t>(r * columns + c)]));
         std::vector<float> scales;
-        if (scheme.weights == "channel") {
-            for (int64_t r = 0; r < rows; ++r) {
-                float amax = 0.0f;
-                for (int64_t c = 0; c < columns; ++c)
-                    amax = std::max(amax, std::fabs(values.values[static_cast<std::size_t>(r * columns + c)]));
-                scales.push_back(narrowTo(scaleDtype, scaleFromAmax(amax)));
-            }
-        } else {
-            float amax = 0.0f;
-            for (float v : values.values)
-                amax = std::max(amax, std::fabs(v));
-            scales.push_back(narrowTo(scaleDtype, scaleFromAmax(amax)));
-        }
+        for (float m : amax)
+            scales.push_back(narrowTo(scaleDtype, scaleFromAmax(m)));
 
         TensorToWrite weight{view->name, Dtype::F8_E4M3, view->shape, {}};
         weight.bytes.resize(values.values.size());
-        for (int64_t r = 0; r < rows; ++r) {
-            const float scale = scales.size() == 1 ? scales[0] : scales[static_cast<std::size_t>(r)];
+        for (int64_t r = 0; r < rows; ++r)
             for (int64_t c = 0; c < columns; ++c) {
                 const std::size_t index = static_cast<std::size_t>(r * columns + c);
-                weight.bytes[index] = encodeE4M3Value(referenceRoundToE4M3(values.values[index] / scale));
+                weight.bytes[index] = encodeE4M3Value(referenceRoundToE4M3(values.values[index] / scales[groupOf(r, c)]));
             }
-        }
         out.push_back(std::move(weight));
-        const std::vector<int64_t> scaleShape =
-            scheme.weights == "channel" ? std::vector<int64_t>{rows, 1} : std::vector<int64_t>{1};
+        const std::vector<int64_t> scaleShape = scheme.weights == "block"     ? std::vector<int64_t>{gridRows, gridColumns}
+                                                : scheme.weights == "channel" ? std::vector<int64_t>{rows, 1}
+                                                                              : std::vector<int64_t>{1};
         out.push_back(makeFloatTensor(module + ".weight_scale", scaleDtype, scaleShape, scales.data()));
 
         if (scheme.activations == "tensor") {

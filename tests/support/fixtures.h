@@ -36,9 +36,11 @@ struct TinyModelSpec {
 void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec);
 
 struct Fp8Scheme {
-    std::string weights = "channel";    // channel | tensor
-    std::string activations = "token";  // token (dynamic) | tensor (static) | none
+    std::string weights = "channel";    // channel | tensor | block
+    std::string activations = "token";  // token (dynamic) | tensor (static) | group (dynamic) | none
     std::string scaleDtype = "F32";     // F32 | BF16 | F16
+    int blockRows = 16, blockColumns = 16; // block: block_structure (partial last blocks allowed)
+    int groupSize = 16;                 // group: channels per run (need not divide the width)
 };
 
 // Reads the float checkpoint in floatDir and writes its compressed-tensors FP8 version to fp8Dir

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -39,20 +40,39 @@ const std::vector<E4M3Entry>& sortedE4M3Table()
     return table;
 }
 
-enum class ActivationScheme { None, DynamicToken, StaticTensor };
+enum class ActivationScheme { None, DynamicToken, StaticTensor, DynamicGroup };
 
-ActivationScheme activationSchemeOf(const nlohmann::json& config, const std::string& configPath)
+// The reference handles the single-group checkpoints the fixtures write.
+const nlohmann::json* onlyGroup(const nlohmann::json& config)
 {
     const auto quantization = config.find("quantization_config");
     if (quantization == config.end() || !quantization->is_object())
-        return ActivationScheme::None;
+        return nullptr;
     const auto groups = quantization->find("config_groups");
     if (groups == quantization->end() || !groups->is_object() || groups->empty())
+        return nullptr;
+    return &groups->begin().value();
+}
+
+// Block-wise weights: block_structure [rows, columns]; {0, 0} for other strategies.
+std::pair<int64_t, int64_t> weightBlockOf(const nlohmann::json& config)
+{
+    const nlohmann::json* group = onlyGroup(config);
+    if (!group || !group->contains("weights") || !(*group)["weights"].is_object())
+        return {0, 0};
+    const nlohmann::json& weights = (*group)["weights"];
+    if (weights.value("strategy", std::string()) != "block")
+        return {0, 0};
+    return {weights.at("block_structure").at(0).get<int64_t>(), weights.at("block_structure").at(1).get<int64_t>()};
+}
+
+ActivationScheme activationSchemeOf(const nlohmann::json& config, const std::string& configPath, int64_t* groupSize)
+{
+    const nlohmann::json* group = onlyGroup(config);
+    if (!group)
         return ActivationScheme::None;
-    // The reference handles the single-group checkpoints the fixtures write.
-    const nlohmann::json& group = groups->begin().value();
-    const auto activations = group.find("input_activations");
-    if (activations == group.end() || activations->is_null())
+    const auto activations = group->find("input_activations");
+    if (activations == group->end() || activations->is_null())
         return ActivationScheme::None;
     const std::string strategy = activations->value("strategy", std::string());
     const bool dynamic = activations->value("dynamic", false);
@@ -60,6 +80,10 @@ ActivationScheme activationSchemeOf(const nlohmann::json& config, const std::str
         return ActivationScheme::DynamicToken;
     if (strategy == "tensor" && !dynamic)
         return ActivationScheme::StaticTensor;
+    if (strategy == "group" && dynamic) {
+        *groupSize = activations->at("group_size").get<int64_t>();
+        return ActivationScheme::DynamicGroup;
+    }
     throw Error(configPath + " asks for input activations with strategy '" + strategy + "' and dynamic " +
                 (dynamic ? "true" : "false") + ", which the reference forward does not emulate.");
 }
@@ -119,7 +143,8 @@ public:
         if (architecture_ != "RobertaForQuestionAnswering" && architecture_ != "RobertaForMaskedLM")
             throw Error(configPath_ + " names the architecture '" + architecture_ +
                         "', which the reference forward does not run.");
-        activationScheme_ = activationSchemeOf(config_, configPath_);
+        activationScheme_ = activationSchemeOf(config_, configPath_, &groupSize_);
+        weightBlock_ = weightBlockOf(config_);
     }
 
     std::map<std::string, ReferenceTensor> run(const std::vector<int64_t>& inputIds)
@@ -256,14 +281,18 @@ private:
             const std::string scaleName = module + ".weight_scale";
             const TensorView& scaleView = store_->require(scaleName);
             const std::vector<float> scale = readValues(scaleView);
-            if (scale.size() != 1 && static_cast<int64_t>(scale.size()) != outFeatures)
-                throw Error("Tensor '" + scaleName + "' in " + store_->location() + " has " +
-                            std::to_string(scale.size()) + " elements, neither 1 nor the " +
-                            std::to_string(outFeatures) + " output rows.");
-            for (int64_t o = 0; o < outFeatures; ++o) {
-                const float rowScale = scale.size() == 1 ? scale[0] : scale[static_cast<std::size_t>(o)];
-                for (int64_t i = 0; i < x.cols; ++i)
-                    weight[static_cast<std::size_t>(o * x.cols + i)] *= rowScale;
+            if (weightBlock_.first > 0) {
+                applyBlockScales(scaleName, scale, outFeatures, x.cols, weight);
+            } else {
+                if (scale.size() != 1 && static_cast<int64_t>(scale.size()) != outFeatures)
+                    throw Error("Tensor '" + scaleName + "' in " + store_->location() + " has " +
+                                std::to_string(scale.size()) + " elements, neither 1 nor the " +
+                                std::to_string(outFeatures) + " output rows.");
+                for (int64_t o = 0; o < outFeatures; ++o) {
+                    const float rowScale = scale.size() == 1 ? scale[0] : scale[static_cast<std::size_t>(o)];
+                    for (int64_t i = 0; i < x.cols; ++i)
+                        weight[static_cast<std::size_t>(o * x.cols + i)] *= rowScale;
+                }
             }
         }
         std::vector<float> bias;
@@ -297,10 +326,42 @@ private:
         return linear(module, x, module + ".weight", module + ".bias");
     }
 
+    // W[o, i] *= scale[o / bo][i / bi] over the grid [ceil(out / bo), ceil(in / bi)].
+    void applyBlockScales(const std::string& scaleName, const std::vector<float>& scale, int64_t outFeatures,
+                          int64_t inFeatures, std::vector<float>& weight) const
+    {
+        const int64_t gridColumns = (inFeatures + weightBlock_.second - 1) / weightBlock_.second;
+        const int64_t gridRows = (outFeatures + weightBlock_.first - 1) / weightBlock_.first;
+        if (static_cast<int64_t>(scale.size()) != gridRows * gridColumns)
+            throw Error("Tensor '" + scaleName + "' in " + store_->location() + " is not the block grid.");
+        for (int64_t o = 0; o < outFeatures; ++o)
+            for (int64_t i = 0; i < inFeatures; ++i)
+                weight[static_cast<std::size_t>(o * inFeatures + i)] *=
+                    scale[static_cast<std::size_t>((o / weightBlock_.first) * gridColumns + i / weightBlock_.second)];
+    }
+
+    // Each run of groupSize_ channels of a row (the last one possibly shorter) by its own amax.
+    void quantizeGroups(Activations& x) const
+    {
+        for (int64_t r = 0; r < x.rows; ++r) {
+            std::vector<float> amax(static_cast<std::size_t>((x.cols + groupSize_ - 1) / groupSize_), 0.0f);
+            for (int64_t c = 0; c < x.cols; ++c) {
+                float& m = amax[static_cast<std::size_t>(c / groupSize_)];
+                m = std::max(m, std::fabs(x.at(r, c)));
+            }
+            for (int64_t c = 0; c < x.cols; ++c)
+                x.at(r, c) = quantDequant(x.at(r, c),
+                                          std::max(amax[static_cast<std::size_t>(c / groupSize_)] / kE4M3Largest, FLT_MIN));
+        }
+    }
+
     void quantizeInput(const std::string& module, Activations& x) const
     {
         switch (activationScheme_) {
         case ActivationScheme::None:
+            return;
+        case ActivationScheme::DynamicGroup:
+            quantizeGroups(x);
             return;
         case ActivationScheme::DynamicToken:
             for (int64_t r = 0; r < x.rows; ++r) {
@@ -424,6 +485,8 @@ private:
     int64_t padTokenId_ = 1;
     std::string architecture_;
     ActivationScheme activationScheme_ = ActivationScheme::None;
+    int64_t groupSize_ = 0;
+    std::pair<int64_t, int64_t> weightBlock_{0, 0};
     std::map<std::string, ReferenceTensor> captures_;
 };
 

@@ -62,7 +62,22 @@ std::size_t pointCount(const ChartSeries& series)
     std::size_t count = std::min(series.x.size(), series.y.size());
     if (series.style == SeriesStyle::Band)
         count = std::min(count, series.yUpper.size());
+    if (series.style == SeriesStyle::Cells)
+        count = std::min(count, series.z.size());
     return count;
+}
+
+// A heat map as a table: one row per cell (column, row, value), each cells series in turn.
+std::string cellsCsv(const ChartData& chart)
+{
+    std::string csv;
+    appendRow(csv, {chart.xLabel.empty() ? "x" : chart.xLabel, chart.yLabel.empty() ? "y" : chart.yLabel, "series", "value"});
+    for (const ChartSeries& series : chart.series)
+        if (series.style == SeriesStyle::Cells)
+            for (std::size_t i = 0; i < pointCount(series); ++i)
+                appendRow(csv, {formatChartValue(series.x[i]), formatChartValue(series.y[i]), series.name,
+                                formatChartValue(series.z[i])});
+    return csv;
 }
 
 // The category a point belongs to, when its x is a valid category index.
@@ -140,6 +155,9 @@ void exportChartImage(const ChartData& chart, const QString& path, ChartFormat f
 
 std::string chartCsv(const ChartData& chart)
 {
+    if (std::any_of(chart.series.begin(), chart.series.end(),
+                    [](const ChartSeries& series) { return series.style == SeriesStyle::Cells; }))
+        return cellsCsv(chart);
     const bool categorical = !chart.categories.empty();
     std::vector<std::string> header{!chart.xLabel.empty() ? chart.xLabel : categorical ? "category" : "x"};
     for (std::size_t s = 0; s < chart.series.size(); ++s) {

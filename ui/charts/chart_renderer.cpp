@@ -62,7 +62,16 @@ std::size_t pointCount(const ChartSeries& series)
     std::size_t count = std::min(series.x.size(), series.y.size());
     if (series.style == SeriesStyle::Band)
         count = std::min(count, series.yUpper.size());
+    if (series.style == SeriesStyle::Cells)
+        count = std::min(count, series.z.size());
     return count;
+}
+
+// A heat map (block scales) fills the axis rect with unit cells instead of plotting values on y.
+bool hasCells(const ChartData& chart)
+{
+    return std::any_of(chart.series.begin(), chart.series.end(),
+                       [](const ChartSeries& series) { return series.style == SeriesStyle::Cells; });
 }
 
 struct Range {
@@ -127,8 +136,27 @@ Range decadeRange(double lowest, double highest)
     return {std::pow(10.0, lowerExponent), std::pow(10.0, upperExponent)};
 }
 
+// Cells are unit squares centred on whole (x, y): the axes span them exactly.
+Geometry cellGeometry(const ChartData& chart)
+{
+    Geometry geometry;
+    geometry.barOffsets.assign(chart.series.size(), 0.0);
+    double xHigh = 0.0, yHigh = 0.0;
+    for (const ChartSeries& series : chart.series)
+        for (std::size_t i = 0; i < pointCount(series); ++i)
+            if (std::isfinite(series.x[i]) && std::isfinite(series.y[i])) {
+                xHigh = std::max(xHigh, series.x[i]);
+                yHigh = std::max(yHigh, series.y[i]);
+            }
+    geometry.x = {-0.5, xHigh + 0.5};
+    geometry.y = {-0.5, yHigh + 0.5};
+    return geometry;
+}
+
 Geometry computeGeometry(const ChartData& chart)
 {
+    if (hasCells(chart))
+        return cellGeometry(chart);
     Geometry geometry;
     const double slot = slotWidth(chart);
     int barSeriesCount = 0;
@@ -233,7 +261,11 @@ QString pointText(const ChartData& chart, std::size_t s, std::size_t i)
     const QString yName = chart.yLabel.empty() ? QStringLiteral("value") : QString::fromStdString(chart.yLabel);
     QString text = QString::fromStdString(series.name.empty() ? "series " + std::to_string(s + 1) : series.name);
     text += QStringLiteral("\n%1: %2").arg(xName, categoryOrX(chart, series.x[i]));
-    if (series.style == SeriesStyle::Band)
+    if (series.style == SeriesStyle::Cells)
+        text += QStringLiteral("\n%1: %2\nvalue: %3")
+                    .arg(yName, QString::fromStdString(formatChartValue(series.y[i])),
+                         QString::fromStdString(formatChartValue(series.z[i])));
+    else if (series.style == SeriesStyle::Band)
         text += QStringLiteral("\n%1 min: %2\n%1 max: %3")
                     .arg(yName, QString::fromStdString(formatChartValue(series.y[i])),
                          QString::fromStdString(formatChartValue(series.yUpper[i])));
@@ -258,6 +290,10 @@ void clearPreviousChart(QCustomPlot& plot)
 {
     plot.clearItems();
     plot.clearPlottables();
+    // A heat map aligned its colour scale with the axis rect through a margin group.
+    plot.axisRect()->setMarginGroup(QCP::msAll, nullptr);
+    for (QCPMarginGroup* group : plot.findChildren<QCPMarginGroup*>(QString(), Qt::FindDirectChildrenOnly))
+        delete group;
     for (QCPBarsGroup* group : plot.findChildren<QCPBarsGroup*>(QString(), Qt::FindDirectChildrenOnly))
         delete group;
 
@@ -327,6 +363,8 @@ void setUpAxes(QCustomPlot& plot, const ChartData& chart, const Geometry& geomet
     x->setScaleType(QCPAxis::stLinear);
     x->setTickLabelRotation(0.0);
     x->grid()->setVisible(true);
+    // A heat map reads like a matrix: row 0 at the top.
+    y->setRangeReversed(hasCells(chart));
     if (isCategorical(chart))
         setUpCategoryAxis(plot, chart);
     else if (allXWhole(chart)) {
@@ -354,6 +392,16 @@ void setUpAxes(QCustomPlot& plot, const ChartData& chart, const Geometry& geomet
         y->setNumberFormat(QStringLiteral("gb"));
         y->setNumberPrecision(6);
         y->grid()->setSubGridVisible(false);
+    }
+    if (hasCells(chart)) {
+        auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+        ticker->setTickStep(1.0);
+        ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+        y->setTicker(ticker);
+        x->grid()->setVisible(false);
+        y->grid()->setVisible(false);
+    } else {
+        y->grid()->setVisible(true);
     }
     x->setRange(geometry.x.lower, geometry.x.upper);
     y->setRange(geometry.y.lower, geometry.y.upper);
@@ -447,6 +495,65 @@ void drawBand(QCustomPlot& plot, const ChartData& chart, std::size_t s, const Ge
     band->setData(keys, lows, highs, lows, highs);
 }
 
+// A heat map of cells on a logarithmic colour scale shown at the right of the plot; cells that are
+// not positive finite numbers (invalid scales) get a colour of their own.
+void drawCells(QCustomPlot& plot, const ChartSeries& series, const QString& name)
+{
+    int columns = 0, rows = 0;
+    for (std::size_t i = 0; i < pointCount(series); ++i)
+        if (std::isfinite(series.x[i]) && std::isfinite(series.y[i]) && series.x[i] >= 0 && series.y[i] >= 0) {
+            columns = std::max(columns, int(series.x[i]) + 1);
+            rows = std::max(rows, int(series.y[i]) + 1);
+        }
+    if (columns == 0)
+        return;
+    auto* map = new QCPColorMap(plot.xAxis, plot.yAxis);
+    map->setName(name);
+    // QCPColorMap spans (size - 1) cell steps between the first and last cell centres, so a single
+    // row or column is drawn as two half cells at +-0.25 that together cover -0.5..0.5.
+    const int mapColumns = std::max(columns, 2), mapRows = std::max(rows, 2);
+    map->data()->setSize(mapColumns, mapRows);
+    map->data()->setRange(columns == 1 ? QCPRange(-0.25, 0.25) : QCPRange(0, columns - 1),
+                          rows == 1 ? QCPRange(-0.25, 0.25) : QCPRange(0, rows - 1));
+    map->data()->fill(std::numeric_limits<double>::quiet_NaN());
+    for (std::size_t i = 0; i < pointCount(series); ++i) {
+        if (!(std::isfinite(series.x[i]) && std::isfinite(series.y[i]) && series.x[i] >= 0 && series.y[i] >= 0))
+            continue;
+        const double value = std::isfinite(series.z[i]) && series.z[i] > 0 ? series.z[i]
+                                                                           : std::numeric_limits<double>::quiet_NaN();
+        const int column = int(series.x[i]), row = int(series.y[i]);
+        for (int c = column; c < (columns == 1 ? 2 : column + 1); ++c)
+            for (int r = row; r < (rows == 1 ? 2 : row + 1); ++r)
+                map->data()->setCell(c, r, value);
+    }
+    // Viridis stops: ordered in lightness, readable with colour-vision deficiencies, and free of
+    // the red that marks invalid cells.
+    QCPColorGradient gradient;
+    gradient.setColorStops({{0.0, QColor(0x44, 0x01, 0x54)}, {0.25, QColor(0x3B, 0x52, 0x8B)},
+                            {0.5, QColor(0x21, 0x91, 0x8C)}, {0.75, QColor(0x5E, 0xC9, 0x62)},
+                            {1.0, QColor(0xFD, 0xE7, 0x25)}});
+    gradient.setNanHandling(QCPColorGradient::nhNanColor);
+    gradient.setNanColor(QColor(0xD0, 0x00, 0x00)); // invalid: zero, negative, NaN or infinite
+    map->setGradient(gradient);
+    map->setInterpolate(false);
+    map->setDataScaleType(QCPAxis::stLogarithmic);
+    map->rescaleDataRange(true);
+    auto* scale = new QCPColorScale(&plot);
+    plot.plotLayout()->addElement(0, 1, scale);
+    scale->setType(QCPAxis::atRight);
+    scale->setDataScaleType(QCPAxis::stLogarithmic);
+    scale->axis()->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+    scale->axis()->setNumberFormat(QStringLiteral("eb"));
+    scale->axis()->setNumberPrecision(1);
+    scale->axis()->setLabel(name + QStringLiteral(" (log)"));
+    map->setColorScale(scale);
+    scale->setGradient(gradient); // linking the scale hands the map the scale's gradient
+    map->rescaleDataRange(true);
+    auto* margins = new QCPMarginGroup(&plot); // deleted with the next chart (clearPreviousChart)
+    plot.axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+    scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+}
+
 void drawSeries(QCustomPlot& plot, const ChartData& chart, const Geometry& geometry)
 {
     int barSeriesCount = 0;
@@ -463,6 +570,7 @@ void drawSeries(QCustomPlot& plot, const ChartData& chart, const Geometry& geome
         case SeriesStyle::Line:
         case SeriesStyle::Points: drawLineOrPoints(plot, chart, s); break;
         case SeriesStyle::Band: drawBand(plot, chart, s, geometry); break;
+        case SeriesStyle::Cells: drawCells(plot, chart.series[s], seriesName(chart, s)); break;
         }
     }
 }
@@ -611,6 +719,11 @@ QString nearestPointText(const ChartData& chart, const QPointF& cursor, const Da
                 distance = distanceToRect(cursor, toScreen(x - half, low), toScreen(x + half, high));
                 break;
             }
+            case SeriesStyle::Cells:
+                if (!std::isfinite(series.y[i]))
+                    continue;
+                distance = distanceToRect(cursor, toScreen(x - 0.5, series.y[i] - 0.5), toScreen(x + 0.5, series.y[i] + 0.5));
+                break;
             case SeriesStyle::Line:
             case SeriesStyle::Points: {
                 if (!drawableValue(series.y[i], logY))

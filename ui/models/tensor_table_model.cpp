@@ -29,7 +29,7 @@ int64_t elementCount(const std::vector<int64_t>& shape)
 
 bool isNumericColumn(int column)
 {
-    return column >= TensorTableModel::ElementsColumn;
+    return column >= TensorTableModel::ElementsColumn && column != TensorTableModel::GroupColumn;
 }
 
 // An int, not Qt::Alignment: Qt 6.4's delegates read the role with toInt().
@@ -57,13 +57,15 @@ void TensorTableModel::setTensors(std::vector<TensorRow> rows, std::vector<Linea
     statistics_ = std::move(statistics);
     rowByName_.clear();
     statisticsOfRow_.assign(rows_.size(), -1);
+    linearOfRow_.assign(rows_.size(), -1);
     for (int row = 0; row < int(rows_.size()); ++row)
         rowByName_.insert(QString::fromStdString(rows_[row].name), row);
     for (int i = 0; i < int(statistics_.size()); ++i) {
-        if (!statistics_[i].quantized)
-            continue;
         const auto found = rowByName_.constFind(QString::fromStdString(statistics_[i].module + ".weight"));
-        if (found != rowByName_.constEnd())
+        if (found == rowByName_.constEnd())
+            continue;
+        linearOfRow_[*found] = i;
+        if (statistics_[i].quantized)
             statisticsOfRow_[*found] = i;
     }
     endResetModel();
@@ -142,6 +144,8 @@ QVariant TensorTableModel::display(int row, int column) const
         return shapeText(tensor.shape);
     case ElementsColumn:
         return QString::number(elementCount(tensor.shape));
+    case GroupColumn:
+        return linearOfRow_[row] < 0 ? QVariant() : QString::fromStdString(statistics_[linearOfRow_[row]].rule);
     default:
         break;
     }
@@ -166,6 +170,11 @@ QVariant TensorTableModel::exact(int row, int column) const
     case NameColumn:
     case DtypeColumn:
         return display(row, column);
+    case GroupColumn:
+        if (linearOfRow_[row] < 0)
+            return QVariant();
+        return tr("Linear %1: %2").arg(QString::fromStdString(statistics_[linearOfRow_[row]].module),
+                                       QString::fromStdString(statistics_[linearOfRow_[row]].rule));
     case ShapeColumn:
         return tr("%1 elements").arg(elementCount(rows_[row].shape));
     case ElementsColumn:
@@ -240,6 +249,7 @@ QVariant TensorTableModel::headerData(int section, Qt::Orientation orientation, 
         case DtypeColumn: return tr("Dtype");
         case ShapeColumn: return tr("Shape");
         case ElementsColumn: return tr("Elements");
+        case GroupColumn: return tr("Config group (rule)");
         case ScaleMinColumn: return tr("Scale min");
         case ScaleMedianColumn: return tr("Scale median");
         case ScaleMaxColumn: return tr("Scale max");
@@ -258,6 +268,9 @@ QVariant TensorTableModel::headerData(int section, Qt::Orientation orientation, 
             return tr("weight_scale over the output channels of a quantized Linear");
         case ScaleRatioColumn:
             return tr("Largest over smallest weight scale; 1 for a per-tensor scale");
+        case GroupColumn:
+            return tr("The quantization_config group that picked this Linear and the target that did (an exact "
+                      "name beats a re: pattern, which beats a class name), or the ignore entry that dropped it");
         case ClippedColumn:
             return tr("Share of FP8 weight codes at +-448, in percent");
         case UnderflowColumn:

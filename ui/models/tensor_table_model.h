@@ -1,6 +1,7 @@
 #pragma once
-// The checkpoint's tensors as a flat table: name, dtype, shape, element count and, on the
-// `<module>.weight` row of every quantized Linear, that Linear's scale statistics.
+// The checkpoint's tensors as a flat table: name, dtype, shape, element count, on the
+// `<module>.weight` row of every Linear the quantization_config group that picked it and the rule
+// that did (or the ignore entry), and on the rows of quantized Linears their scale statistics.
 //
 // Roles shared by every ScaleScope item model (same numbers in each, so a view or proxy can use any):
 //   Qt::DisplayRole  formatted text; Qt::ToolTipRole the exact value (shortest round-trip text);
@@ -34,6 +35,7 @@ public:
         DtypeColumn,
         ShapeColumn,
         ElementsColumn,
+        GroupColumn,
         ScaleMinColumn,
         ScaleMedianColumn,
         ScaleMaxColumn,
@@ -73,6 +75,7 @@ private:
     std::vector<TensorRow> rows_;
     std::vector<LinearScaleStatistics> statistics_;
     std::vector<int> statisticsOfRow_; // index into statistics_, -1 when none
+    std::vector<int> linearOfRow_;     // index into statistics_ for every Linear's weight row, -1 otherwise
     QHash<QString, int> rowByName_;
 };
 

@@ -112,10 +112,14 @@ void ScalesPanel::showLinear(int index)
     if (index < 0 || index >= static_cast<int>(comboToStatistics_.size()))
         return;
     const LinearScaleStatistics& s = statistics_[static_cast<std::size_t>(comboToStatistics_[static_cast<std::size_t>(index)])];
-    channels_->setChart(channelScalesChart(s));
+    // Block-wise weights: the scale grid as a heat map (output blocks by input blocks).
+    channels_->setChart(s.gridRows > 0 ? blockScalesChart(s) : channelScalesChart(s));
     exponents_->setChart(exponentHistogramChart(s));
     shares_->setText(tr("%1 weights per %2, scales %3 .. %4 (ratio %5), clipped %6%, underflow %7%%8")
-                         .arg(QString::fromStdString(s.weightDtype), QString::fromStdString(s.weightStrategy))
+                         .arg(QString::fromStdString(s.weightDtype),
+                              QString::fromStdString(s.gridRows > 0 ? s.weightStrategy + " (" + std::to_string(s.blockRows) +
+                                                                          "x" + std::to_string(s.blockColumns) + ")"
+                                                                    : s.weightStrategy))
                          .arg(s.scaleMin, 0, 'e', 3)
                          .arg(s.scaleMax, 0, 'e', 3)
                          .arg(s.scaleRatio, 0, 'f', 1)
