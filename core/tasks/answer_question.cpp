@@ -11,9 +11,10 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
 {
     const ModelConfig& config = model.config();
     if (!model.checkpoint().layout().isQuestionAnswering())
-        throw Error("Question answering needs a RobertaForQuestionAnswering checkpoint; " +
+        throw Error("Question answering needs a question-answering checkpoint (RobertaForQuestionAnswering or "
+                    "BertForQuestionAnswering); " +
                     model.checkpoint().directory() + " is " + architectureName(config.architecture) + ".");
-    const BpeTokenizer& tokenizer = model.checkpoint().tokenizer();
+    const Tokenizer& tokenizer = model.checkpoint().tokenizer();
 
     QaResult result;
     result.windows = buildQaWindows(tokenizer, question, context, options);
@@ -28,7 +29,7 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
         const std::size_t last = std::min(result.windows.size(), first + kWindowsPerBatch);
         EncoderInputs inputs;
         for (std::size_t w = first; w < last; ++w)
-            inputs.inputIds.push_back(result.windows[w].encoding.ids);
+            inputs.addSequence(result.windows[w].encoding);
         ForwardResult forward = model.forward(inputs, forwardOptions);
         const FloatTensor& start = forward.outputs.at(0).tensor; // [batch, seq]
         const FloatTensor& end = forward.outputs.at(1).tensor;
