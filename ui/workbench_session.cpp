@@ -349,7 +349,7 @@ void WorkbenchSession::fillMask(const QString& text, int topK)
         if (!run_)
             throw Error("No runnable checkpoint is open.");
         if (!run_->checkpoint().layout().isMaskedLm())
-            throw Error("Fill-mask needs a masked-LM checkpoint (RobertaForMaskedLM or BertForMaskedLM); this one is " +
+            throw Error("Fill-mask needs a RobertaForMaskedLM checkpoint or a BertForMaskedLM one; this one is " +
                         std::string(architectureName(run_->config().architecture)) + ".");
         ComparisonInput input;
         input.text = text.toStdString();

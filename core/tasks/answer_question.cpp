@@ -11,8 +11,8 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
 {
     const ModelConfig& config = model.config();
     if (!model.checkpoint().layout().isQuestionAnswering())
-        throw Error("Question answering needs a question-answering checkpoint (RobertaForQuestionAnswering or "
-                    "BertForQuestionAnswering); " +
+        throw Error("Question answering needs a RobertaForQuestionAnswering checkpoint or a "
+                    "BertForQuestionAnswering one; " +
                     model.checkpoint().directory() + " is " + architectureName(config.architecture) + ".");
     const Tokenizer& tokenizer = model.checkpoint().tokenizer();
 

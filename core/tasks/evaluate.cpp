@@ -40,8 +40,8 @@ void validateSetup(InferenceBackend& run, InferenceBackend* reference, const Squ
         if (!model)
             continue;
         if (!model->checkpoint().layout().isQuestionAnswering())
-            throw Error("SQuAD evaluation needs a question-answering checkpoint (RobertaForQuestionAnswering or "
-                        "BertForQuestionAnswering); " + describeModel(*model) +
+            throw Error("SQuAD evaluation needs a RobertaForQuestionAnswering checkpoint or a "
+                        "BertForQuestionAnswering one; " + describeModel(*model) +
                         " is " + architectureName(model->config().architecture) + ".");
     }
     if (reference) {

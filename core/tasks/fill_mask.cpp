@@ -26,7 +26,7 @@ FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, Run
 {
     const ModelConfig& config = model.config();
     if (!model.checkpoint().layout().isMaskedLm())
-        throw Error("Fill-mask needs a masked-LM checkpoint (RobertaForMaskedLM or BertForMaskedLM); " +
+        throw Error("Fill-mask needs a RobertaForMaskedLM checkpoint or a BertForMaskedLM one; " +
                     model.checkpoint().directory() + " is " +
                     architectureName(config.architecture) + ".");
     if (topK < 1)
