@@ -3,6 +3,7 @@
 #include <QtTest>
 
 #include "common/error.h"
+#include "model/architecture.h"
 #include "model/model_config.h"
 
 using namespace scalescope;
@@ -48,6 +49,33 @@ private slots:
         QCOMPARE(config.padTokenId, int64_t(1));
         QCOMPARE(config.layerNormEps, 1e-5);
         QVERIFY(!config.quantization);
+    }
+
+    // BERT configs may leave out what transformers' BertConfig defaults: two token types, pad 0,
+    // layer_norm_eps 1e-12; what they state wins.
+    void bertDefaults()
+    {
+        json bert = minimalConfig();
+        bert["architectures"] = {"BertForMaskedLM"};
+        for (const char* key : {"pad_token_id", "layer_norm_eps", "type_vocab_size"})
+            bert.erase(key);
+        const ModelConfig config = parseModelConfig(bert, "config.json");
+        QCOMPARE(config.architecture, Architecture::BertForMaskedLM);
+        QCOMPARE(std::string(architectureName(config.architecture)), std::string("BertForMaskedLM"));
+        QCOMPARE(config.padTokenId, int64_t(0));
+        QCOMPARE(config.layerNormEps, 1e-12);
+        QCOMPARE(config.typeVocabSize, int64_t(2));
+        bert["architectures"] = {"BertForQuestionAnswering"};
+        bert["type_vocab_size"] = 3;
+        bert["pad_token_id"] = 5;
+        const ModelConfig stated = parseModelConfig(bert, "config.json");
+        QCOMPARE(stated.architecture, Architecture::BertForQuestionAnswering);
+        QCOMPARE(stated.typeVocabSize, int64_t(3));
+        QCOMPARE(stated.padTokenId, int64_t(5));
+        const EncoderLayout layout(stated);
+        QCOMPARE(layout.positionOffset(), int64_t(0));
+        QCOMPARE(layout.maxSequenceLength(), stated.maxPositionEmbeddings);
+        QCOMPARE(layout.quantizeIgnoreList(), (std::vector<std::string>{"re:cls\\..*", "qa_outputs"}));
     }
 
     void rejectsBadModelConfig_data()

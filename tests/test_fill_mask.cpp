@@ -1,5 +1,5 @@
-// Fill-mask: probabilities at each <mask> equal the softmax of the independent reference's logits,
-// predictions are ordered, and bad requests give clear errors.
+// Fill-mask: probabilities at each mask token (RoBERTa's <mask>, BERT's [MASK]) equal the softmax of
+// the independent reference's logits, predictions are ordered, and bad requests give clear errors.
 #include <QtTest>
 
 #include <algorithm>
@@ -20,6 +20,7 @@ class TestFillMask : public QObject {
     Q_OBJECT
     std::string floatDir_;
     std::string fp8Dir_;
+    std::string bertFp8Dir_;
 
 private slots:
     void initTestCase()
@@ -31,24 +32,41 @@ private slots:
         writeTinyFloatCheckpoint(floatDir_, spec);
         fp8Dir_ = makeTempDir("mlm-fp8") + "/model";
         writeTinyFp8Checkpoint(floatDir_, fp8Dir_, {"channel", "token", "F32"});
+        TinyModelSpec bert;
+        bert.architecture = "BertForMaskedLM";
+        const std::string bertFloat = makeTempDir("bert-mlm");
+        writeTinyFloatCheckpoint(bertFloat, bert);
+        bertFp8Dir_ = makeTempDir("bert-mlm-fp8") + "/model";
+        writeTinyFp8Checkpoint(bertFloat, bertFp8Dir_, {"channel", "token", "F32"});
     }
 
     void probabilitiesMatchReference_data()
     {
         QTest::addColumn<QString>("mode");
-        QTest::newRow("fp8") << "fp8";
-        QTest::newRow("dequant") << "dequant";
+        QTest::addColumn<bool>("bert");
+        QTest::addColumn<QString>("text");
+        QTest::newRow("fp8") << "fp8" << false << "the cat <mask> on the <mask>";
+        QTest::newRow("dequant") << "dequant" << false << "the cat <mask> on the <mask>";
+        QTest::newRow("bert fp8") << "fp8" << true << "The cat [MASK] on the [MASK]";
+        QTest::newRow("bert dequant") << "dequant" << true << "The cat [MASK] on the [MASK]";
     }
     void probabilitiesMatchReference()
     {
         QFETCH(QString, mode);
-        auto model = EncoderModel::load(fp8Dir_);
+        QFETCH(bool, bert);
+        QFETCH(QString, text);
+        const std::string dir = bert ? bertFp8Dir_ : fp8Dir_;
+        auto model = EncoderModel::load(dir);
         const RunMode runMode = mode == "fp8" ? RunMode::Fp8 : RunMode::Dequant;
-        const FillMaskResult result = runFillMask(*model, "the cat <mask> on the <mask>", runMode, 5);
+        const FillMaskResult result = runFillMask(*model, text.toStdString(), runMode, 5);
+        const Tokenizer& tokenizer = model->checkpoint().tokenizer();
+        QCOMPARE(result.encoding.ids.front(), tokenizer.clsId());
+        QCOMPARE(result.encoding.ids.back(), tokenizer.sepId());
+        QCOMPARE(result.encoding.ids[static_cast<std::size_t>(result.maskPositions.at(0))], tokenizer.maskId());
         QCOMPARE(result.maskPositions.size(), std::size_t(2));
         QCOMPARE(result.predictions.size(), std::size_t(2));
 
-        const auto reference = referenceForward(fp8Dir_, result.encoding.ids, mode.toStdString());
+        const auto reference = referenceForward(dir, result.encoding.ids, mode.toStdString());
         const auto& logits = reference.at("logits"); // [1, seq, vocab]
         const std::size_t vocab = static_cast<std::size_t>(logits.shape.back());
         for (std::size_t m = 0; m < result.maskPositions.size(); ++m) {
@@ -79,6 +97,15 @@ private slots:
     {
         auto model = EncoderModel::load(fp8Dir_);
         QVERIFY_THROWS_EXCEPTION(Error, runFillMask(*model, "no mask here", RunMode::Fp8, 5));
+        // A BERT checkpoint takes [MASK]; RoBERTa's spelling is plain text to it, and the error says
+        // which token it wants.
+        auto bert = EncoderModel::load(bertFp8Dir_);
+        try {
+            runFillMask(*bert, "the <mask>", RunMode::Fp8, 5);
+            QFAIL("no error");
+        } catch (const Error& e) {
+            QVERIFY2(QString(e.what()).contains("[MASK]"), e.what());
+        }
         QVERIFY_THROWS_EXCEPTION(Error, runFillMask(*model, "the <mask>", RunMode::Fp8, 0));
         TinyModelSpec qaSpec;
         const std::string qaDir = makeTempDir("qa");

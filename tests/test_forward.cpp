@@ -1,5 +1,6 @@
 // The engine's forward pass against the independent reference in tests/support (plain loops,
-// exhaustive-search FP8 rounding), for float checkpoints and every FP8 strategy combination.
+// exhaustive-search FP8 rounding), for float checkpoints and every FP8 strategy combination, of both
+// families: RoBERTa and BERT (whose inputs here are a pair, so both token types are exercised).
 #include <QtTest>
 
 #include <cfloat>
@@ -51,6 +52,29 @@ Difference compare(const std::vector<float>& values, const std::vector<float>& r
     return d;
 }
 
+// BERT inputs are a pair: [CLS] A [SEP] B [SEP] with token types 0 ... 0 1 ... 1; RoBERTa has one type.
+std::vector<int64_t> typeIdsFor(const std::string& dir, std::size_t count)
+{
+    std::vector<int64_t> types(count, 0);
+    if (Checkpoint::open(dir)->config().typeVocabSize > 1)
+        for (std::size_t i = count / 2; i < count; ++i)
+            types[i] = 1;
+    return types;
+}
+
+EncoderInputs inputsFor(const std::vector<int64_t>& ids, const std::vector<int64_t>& types)
+{
+    EncoderInputs inputs;
+    inputs.inputIds = {ids};
+    inputs.tokenTypeIds = {types};
+    return inputs;
+}
+
+std::string familyOf(const QString& architecture)
+{
+    return architecture.startsWith("Bert") ? "bert" : "roberta";
+}
+
 std::vector<int64_t> idsFor(const std::string& dir)
 {
     // Ids valid for the tiny tokenizer's vocabulary, whatever its size.
@@ -73,6 +97,8 @@ private slots:
         QTest::addColumn<QString>("architecture");
         QTest::newRow("qa") << "RobertaForQuestionAnswering";
         QTest::newRow("mlm") << "RobertaForMaskedLM";
+        QTest::newRow("bert-qa") << "BertForQuestionAnswering";
+        QTest::newRow("bert-mlm") << "BertForMaskedLM";
     }
     void floatModelMatchesReference()
     {
@@ -83,13 +109,15 @@ private slots:
         writeTinyFloatCheckpoint(dir, spec);
         auto model = EncoderModel::load(dir);
         const auto ids = idsFor(dir);
+        const auto types = typeIdsFor(dir, ids.size());
         ForwardOptions options;
         options.mode = RunMode::Dequant;
         options.capture.all = true;
-        const ForwardResult result = model->forward({{ids}, {}, {}, {}}, options);
-        const auto reference = referenceForward(dir, ids, "dequant");
+        const ForwardResult result = model->forward(inputsFor(ids, types), options);
+        const auto reference = referenceForward(dir, ids, "dequant", types);
 
         QVERIFY(!reference.empty());
+        QVERIFY(reference.count(familyOf(architecture) + ".encoder.layer.1.output"));
         for (const auto& [name, tensor] : reference) {
             const FloatTensor& ours = output(result, name);
             QCOMPARE(ours.values.size(), tensor.values.size());
@@ -97,6 +125,12 @@ private slots:
             // float32 vs double accumulation over a few layers: agreement to ~1e-5 of the range.
             QVERIFY2(d.maxAbs <= 1e-4 * std::max(1.0, d.refMaxAbs),
                      qPrintable(QString("%1: max abs diff %2 (range %3)").arg(QString::fromStdString(name)).arg(d.maxAbs).arg(d.refMaxAbs)));
+        }
+        if (familyOf(architecture) == "bert") {
+            // Not vacuous: the second segment's type embeddings change the result.
+            const ForwardResult untyped = model->forward(inputsFor(ids, std::vector<int64_t>(ids.size(), 0)), options);
+            const std::string name = "bert.embeddings.output";
+            QVERIFY(compare(output(untyped, name).values, reference.at(name).values).maxAbs > 1e-3);
         }
         // Every capture point the engine advertises was recorded, in order.
         const auto points = model->capturePoints();
@@ -107,28 +141,33 @@ private slots:
 
     void fp8StrategiesMatchReference_data()
     {
+        QTest::addColumn<QString>("architecture");
         QTest::addColumn<QString>("weights");
         QTest::addColumn<QString>("activations");
         QTest::addColumn<QString>("scaleDtype");
         QTest::addColumn<int>("blockRows");
         QTest::addColumn<int>("blockColumns");
         QTest::addColumn<int>("groupSize");
-        for (const char* w : {"channel", "tensor"})
-            for (const char* a : {"token", "tensor", "none"})
-                QTest::addRow("%s-%s", w, a) << w << a << "F32" << 0 << 0 << 0;
-        QTest::newRow("channel-token-bf16") << "channel" << "token" << "BF16" << 0 << 0 << 0;
-        QTest::newRow("tensor-tensor-f16") << "tensor" << "tensor" << "F16" << 0 << 0 << 0;
-        // Block weights and group activations; widths are 32 and 64, so 12x20 blocks and runs of
-        // 24 leave partial last blocks and runs (each scaled by the max of its own elements).
-        QTest::newRow("block16-token") << "block" << "token" << "F32" << 16 << 16 << 0;
-        QTest::newRow("block12x20-none") << "block" << "none" << "F32" << 12 << 20 << 0;
-        QTest::newRow("block12x20-tensor-bf16") << "block" << "tensor" << "BF16" << 12 << 20 << 0;
-        QTest::newRow("channel-group16") << "channel" << "group" << "F32" << 0 << 0 << 16;
-        QTest::newRow("tensor-group24") << "tensor" << "group" << "F32" << 0 << 0 << 24;
-        QTest::newRow("block12x20-group24") << "block" << "group" << "F32" << 12 << 20 << 24;
+        for (const char* architecture : {"RobertaForQuestionAnswering", "BertForQuestionAnswering"}) {
+            const char* family = QString(architecture).startsWith("Bert") ? "bert" : "roberta";
+            for (const char* w : {"channel", "tensor"})
+                for (const char* a : {"token", "tensor", "none"})
+                    QTest::addRow("%s-%s-%s", family, w, a) << architecture << w << a << "F32" << 0 << 0 << 0;
+            QTest::addRow("%s-channel-token-bf16", family) << architecture << "channel" << "token" << "BF16" << 0 << 0 << 0;
+            QTest::addRow("%s-tensor-tensor-f16", family) << architecture << "tensor" << "tensor" << "F16" << 0 << 0 << 0;
+            // Block weights and group activations; widths are 32 and 64, so 12x20 blocks and runs of
+            // 24 leave partial last blocks and runs (each scaled by the max of its own elements).
+            QTest::addRow("%s-block16-token", family) << architecture << "block" << "token" << "F32" << 16 << 16 << 0;
+            QTest::addRow("%s-block12x20-none", family) << architecture << "block" << "none" << "F32" << 12 << 20 << 0;
+            QTest::addRow("%s-block12x20-tensor-bf16", family) << architecture << "block" << "tensor" << "BF16" << 12 << 20 << 0;
+            QTest::addRow("%s-channel-group16", family) << architecture << "channel" << "group" << "F32" << 0 << 0 << 16;
+            QTest::addRow("%s-tensor-group24", family) << architecture << "tensor" << "group" << "F32" << 0 << 0 << 24;
+            QTest::addRow("%s-block12x20-group24", family) << architecture << "block" << "group" << "F32" << 12 << 20 << 24;
+        }
     }
     void fp8StrategiesMatchReference()
     {
+        QFETCH(QString, architecture);
         QFETCH(QString, weights);
         QFETCH(QString, activations);
         QFETCH(QString, scaleDtype);
@@ -136,6 +175,7 @@ private slots:
         QFETCH(int, blockColumns);
         QFETCH(int, groupSize);
         TinyModelSpec spec;
+        spec.architecture = architecture.toStdString();
         const std::string floatDir = makeTempDir("float");
         const std::string fp8Dir = makeTempDir("fp8") + "/model";
         writeTinyFloatCheckpoint(floatDir, spec);
@@ -148,6 +188,8 @@ private slots:
             scheme.groupSize = groupSize;
         writeTinyFp8Checkpoint(floatDir, fp8Dir, scheme);
         const auto ids = idsFor(fp8Dir);
+        const auto types = typeIdsFor(fp8Dir, ids.size());
+        const std::string layerOutput = familyOf(architecture) + ".encoder.layer.1.output";
 
         auto model = EncoderModel::load(fp8Dir);
         QVERIFY(model->isQuantized());
@@ -155,15 +197,15 @@ private slots:
             ForwardOptions options;
             options.mode = std::string(mode) == "fp8" ? RunMode::Fp8 : RunMode::Dequant;
             options.capture.all = true;
-            const ForwardResult result = model->forward({{ids}, {}, {}, {}}, options);
-            const auto reference = referenceForward(fp8Dir, ids, mode);
-            for (const char* name : {"start_logits", "end_logits", "roberta.encoder.layer.1.output"}) {
+            const ForwardResult result = model->forward(inputsFor(ids, types), options);
+            const auto reference = referenceForward(fp8Dir, ids, mode, types);
+            for (const std::string& name : {std::string("start_logits"), std::string("end_logits"), layerOutput}) {
                 const Difference d = compare(output(result, name).values, reference.at(name).values);
                 // A float32-vs-double difference can move an activation across an FP8 rounding
                 // boundary, so fp8 mode gets a looser (still tight) bound than pure float.
                 const double bound = (std::string(mode) == "fp8" ? 2e-3 : 1e-4) * std::max(1.0, d.refMaxAbs);
                 QVERIFY2(d.maxAbs <= bound, qPrintable(QString("%1 %2: max abs diff %3 (range %4)")
-                                                           .arg(mode, name).arg(d.maxAbs).arg(d.refMaxAbs)));
+                                                           .arg(mode, QString::fromStdString(name)).arg(d.maxAbs).arg(d.refMaxAbs)));
             }
         }
 
@@ -171,8 +213,8 @@ private slots:
         ForwardOptions fp8;
         ForwardOptions dequant;
         dequant.mode = RunMode::Dequant;
-        const auto a = model->forward({{ids}, {}, {}, {}}, fp8);
-        const auto b = model->forward({{ids}, {}, {}, {}}, dequant);
+        const auto a = model->forward(inputsFor(ids, types), fp8);
+        const auto b = model->forward(inputsFor(ids, types), dequant);
         const Difference d = compare(output(a, "start_logits").values, output(b, "start_logits").values);
         if (activations == "none") {
             QCOMPARE(d.maxAbs, 0.0);
@@ -293,9 +335,17 @@ private slots:
         QCOMPARE(output(scalar, "start_logits").values, output(one, "start_logits").values);
     }
 
+    void paddingDoesNotChangeResults_data()
+    {
+        QTest::addColumn<QString>("architecture");
+        QTest::newRow("roberta") << "RobertaForQuestionAnswering";
+        QTest::newRow("bert") << "BertForQuestionAnswering";
+    }
     void paddingDoesNotChangeResults()
     {
+        QFETCH(QString, architecture);
         TinyModelSpec spec;
+        spec.architecture = architecture.toStdString();
         const std::string dir = makeTempDir("float");
         writeTinyFloatCheckpoint(dir, spec);
         auto model = EncoderModel::load(dir);

@@ -19,6 +19,7 @@
 #include "support/option_flags.h"
 #include "common/error.h"
 #include "tasks/question_answering.h"
+#include "support/fixtures.h"
 #include "text/bpe_tokenizer.h"
 
 using namespace scalescope;
@@ -151,12 +152,18 @@ int expectedWindowCount(int contextTokens, int room, int stride) {
 }
 
 // Checks one set of windows against the question and context encodings produced independently
-// by the same tokenizer.
+// by the same tokenizer: <s> question </s></s> context </s> (RoBERTa, all type 0) or
+// [CLS] question [SEP] context [SEP] (BERT, type 1 from the context on).
 void checkWindowLayout(const std::vector<QaWindow>& windows, const Encoding& question, const Encoding& context,
-                       const QaOptions& options, int64_t bos, int64_t eos) {
+                       const QaOptions& options, const Tokenizer& tokenizer) {
     const int q = static_cast<int>(question.ids.size());
     const int n = static_cast<int>(context.ids.size());
-    const int room = options.maxSeqLen - q - 4;
+    const int specials = tokenizer.specialTokensInPair();
+    QVERIFY(specials == 3 || specials == 4);
+    const int64_t bos = tokenizer.clsId();
+    const int64_t eos = tokenizer.sepId();
+    const int64_t secondType = tokenizer.encodePair("a", "b").typeIds.back();
+    const int room = options.maxSeqLen - q - specials;
     QCOMPARE(static_cast<int>(windows.size()), expectedWindowCount(n, room, options.docStride));
 
     std::vector<int> coverage(static_cast<std::size_t>(n), 0);
@@ -169,20 +176,26 @@ void checkWindowLayout(const std::vector<QaWindow>& windows, const Encoding& que
         const int length = static_cast<int>(enc.ids.size());
 
         QVERIFY(length <= options.maxSeqLen);
-        QCOMPARE(length, q + sliceLength + 4);
+        QCOMPARE(length, q + sliceLength + specials);
         QCOMPARE(enc.offsets.size(), enc.ids.size());
         QCOMPARE(enc.sequenceIds.size(), enc.ids.size());
-        QCOMPARE(window.contextTokenBegin, q + 3);
-        QCOMPARE(window.contextTokenEnd, q + 3 + sliceLength);
+        QCOMPARE(enc.typeIds.size(), enc.ids.size());
+        QCOMPARE(window.contextTokenBegin, q + specials - 1);
+        QCOMPARE(window.contextTokenEnd, q + specials - 1 + sliceLength);
         if (w + 1 < windows.size())
             QCOMPARE(sliceLength, room);
 
-        // Specials: <s> question </s></s> context </s>.
-        for (int position : {0, q + 1, q + 2, length - 1}) {
+        // Specials: <s> question </s></s> context </s>, or [CLS] question [SEP] context [SEP].
+        std::vector<int> specialPositions = {0, q + 1, length - 1};
+        if (specials == 4)
+            specialPositions.push_back(q + 2);
+        for (int position : specialPositions) {
             QCOMPARE(enc.ids[position], position == 0 ? bos : eos);
             QCOMPARE(enc.sequenceIds[position], -1);
             QCOMPARE(enc.offsets[position], std::make_pair(0, 0));
         }
+        for (int position = 0; position < length; ++position)
+            QCOMPARE(enc.typeIds[position], position >= window.contextTokenBegin ? secondType : int64_t(0));
         for (int i = 0; i < q; ++i) {
             QCOMPARE(enc.ids[1 + i], question.ids[i]);
             QCOMPARE(enc.offsets[1 + i], question.offsets[i]);
@@ -340,7 +353,9 @@ private slots:
         const Encoding contextEncoding = tiny_->encodeText(context.text);
         QCOMPARE(static_cast<int>(questionEncoding.ids.size()), 4);
         QCOMPARE(static_cast<int>(contextEncoding.ids.size()), contextWords);
-        checkWindowLayout(windows, questionEncoding, contextEncoding, options, kBos, kEos);
+        QCOMPARE(tiny_->clsId(), kBos);
+        QCOMPARE(tiny_->sepId(), kEos);
+        checkWindowLayout(windows, questionEncoding, contextEncoding, options, *tiny_);
 
         // Question offsets point into the question: "where" [0,5), "is" [6,8), ...
         QCOMPARE(windows.front().encoding.offsets[1], std::make_pair(0, 5));
@@ -387,9 +402,66 @@ private slots:
         // Known roberta-base ids of "Hello world!".
         QCOMPARE(questionEncoding.ids, (std::vector<int64_t>{31414, 232, 328}));
         QVERIFY(contextEncoding.ids.size() > 100);
-        checkWindowLayout(windows, questionEncoding, contextEncoding, options, roberta->bosId(), roberta->eosId());
+        checkWindowLayout(windows, questionEncoding, contextEncoding, options, *roberta);
         for (const auto& window : windows)
             QCOMPARE(window.encoding.ids.front(), int64_t(0));
+    }
+
+    // BERT windows: [CLS] question [SEP] context [SEP], the context and its [SEP] of type 1, on a
+    // tiny WordPiece vocabulary (every word one token) and on the real bert-base-uncased one.
+    void windowsOnWordPieceTokenizer_data() {
+        QTest::addColumn<bool>("real");
+        QTest::addColumn<int>("maxSeqLen");
+        QTest::addColumn<int>("docStride");
+        QTest::newRow("tiny 16/3") << false << 16 << 3;
+        QTest::newRow("tiny 12/0") << false << 12 << 0;
+        QTest::newRow("bert-base-uncased 64/16") << true << 64 << 16;
+        QTest::newRow("bert-base-uncased 384/128 (one window)") << true << 384 << 128;
+    }
+
+    void windowsOnWordPieceTokenizer() {
+        QFETCH(bool, real);
+        QFETCH(int, maxSeqLen);
+        QFETCH(int, docStride);
+        std::unique_ptr<Tokenizer> tokenizer;
+        QTemporaryDir tiny;
+        std::string context;
+        if (real) {
+            const QString dir = QStringLiteral(SCALESCOPE_SHARED_DATA) + "/bert-base-uncased-tokenizer";
+            if (!QFile::exists(dir + "/vocab.txt"))
+                QSKIP("shared data bert-base-uncased-tokenizer is absent");
+            tokenizer = loadTokenizer(dir.toStdString());
+            for (int i = 0; i < 8; ++i)
+                context += "The Normans were the people who in the 10th and 11th centuries gave their name to "
+                           "Normandy, a region in France. ";
+        } else {
+            QVERIFY(tiny.isValid());
+            testing::writeTinyWordPieceTokenizer(tiny.path().toStdString(), kTinyWords);
+            tokenizer = loadTokenizer(tiny.path().toStdString());
+            context = asciiContext(20).text;
+        }
+        QCOMPARE(tokenizer->specialTokensInPair(), 3);
+        const std::string question = real ? "Hello world!" : "Where is the cat?";
+        QaOptions options;
+        options.maxSeqLen = maxSeqLen;
+        options.docStride = docStride;
+        const auto windows = buildQaWindows(*tokenizer, question, context, options);
+        const Encoding questionEncoding = tokenizer->encodeText(question);
+        const Encoding contextEncoding = tokenizer->encodeText(context);
+        if (real) {
+            // Known bert-base-uncased ids: [CLS]=101, hello=7592, world=2088, !=999, [SEP]=102.
+            QCOMPARE(questionEncoding.ids, (std::vector<int64_t>{7592, 2088, 999}));
+            QCOMPARE(windows.front().encoding.ids.front(), int64_t(101));
+            QCOMPARE(windows.front().encoding.ids[4], int64_t(102));
+            QVERIFY(contextEncoding.ids.size() > 100);
+        } else {
+            QCOMPARE(static_cast<int>(contextEncoding.ids.size()), 20);
+        }
+        QVERIFY(windows.size() >= 1);
+        checkWindowLayout(windows, questionEncoding, contextEncoding, options, *tokenizer);
+        // The windows are what the tokenizer's own pair encoding gives for the question and slice.
+        if (windows.size() == 1)
+            QCOMPARE(windows.front().encoding.typeIds, tokenizer->encodePair(question, context).typeIds);
     }
 
     void optionValidation_data() {

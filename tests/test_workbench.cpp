@@ -241,6 +241,57 @@ private slots:
         QVERIFY(panel->resultLabel()->text().contains("top-1"));
     }
 
+    // BERT in the panels: Fill Mask takes [MASK] (a sentence written with RoBERTa's mask token is
+    // rewritten), Ask labels the window's [CLS]/[SEP], the Model panel shows bert.* tensors, and no
+    // text on screen names RoBERTa or its mask token.
+    void bertCheckpointsInThePanels()
+    {
+        TinyModelSpec spec;
+        spec.architecture = "BertForMaskedLM";
+        const std::string mlmFloat = makeTempDir("wb-bert-mlm");
+        writeTinyFloatCheckpoint(mlmFloat, spec);
+        const std::string mlmFp8 = makeTempDir("wb-bert-mlm8") + "/bert-mlm-fp8";
+        writeTinyFp8Checkpoint(mlmFloat, mlmFp8, {"channel", "token", "F32"});
+        spec.architecture = "BertForQuestionAnswering";
+        const std::string qaFloat = makeTempDir("wb-bert-qa");
+        writeTinyFloatCheckpoint(qaFloat, spec);
+        const std::string qaFp8 = makeTempDir("wb-bert-qa8") + "/bert-qa-fp8";
+        writeTinyFp8Checkpoint(qaFloat, qaFp8, {"tensor", "tensor", "F32"});
+
+        MainWindow window;
+        window.show();
+        FillMaskPanel* panel = window.fillMaskPanel();
+        panel->setText("the cat <mask> on the mat");
+        QVERIFY(openAndWait(window, mlmFp8));
+        QVERIFY(setReferenceAndWait(window, mlmFloat));
+        QCOMPARE(panel->maskToken(), QString("[MASK]"));
+        QCOMPARE(panel->text(), QString("the cat [MASK] on the mat"));
+        QSignalSpy filled(window.session(), &WorkbenchSession::masksFilled);
+        QTest::mouseClick(panel->fillButton(), Qt::LeftButton);
+        QVERIFY(filled.wait(30000));
+        QCOMPARE(panel->predictionsModel()->rowCount(), 5);
+        panel->setText("no mask here");
+        QTest::mouseClick(panel->fillButton(), Qt::LeftButton);
+        QCOMPARE(panel->resultLabel()->text(), QString("The text needs at least one [MASK]."));
+        const int row = window.modelPanel()->tensorModel()->rowForName("cls.predictions.transform.dense.weight");
+        QVERIFY(row >= 0);
+
+        QVERIFY(openAndWait(window, qaFp8));
+        QVERIFY(setReferenceAndWait(window, qaFloat));
+        QVERIFY(answerAndWait(window, "where is the cat ?"));
+        const std::vector<std::string>& tokens = window.askPanel()->logitsChart()->chart().categories;
+        QVERIFY(!tokens.empty());
+        QCOMPARE(tokens.front(), std::string("[CLS]"));
+        QCOMPARE(tokens.back(), std::string("[SEP]"));
+        QCOMPARE(std::count(tokens.begin(), tokens.end(), std::string("[SEP]")), std::ptrdiff_t(2));
+        const int query = window.modelPanel()->tensorModel()->rowForName("bert.encoder.layer.0.attention.self.query.weight");
+        QVERIFY(query >= 0 && window.modelPanel()->tensorModel()->statisticsAt(query));
+        for (const QLabel* label : window.findChildren<QLabel*>())
+            QVERIFY2(!label->text().contains("RoBERTa") && !label->text().contains("<mask>"), qPrintable(label->text()));
+        for (const QLineEdit* edit : window.findChildren<QLineEdit*>())
+            QVERIFY2(!edit->placeholderText().contains("<mask>"), qPrintable(edit->placeholderText()));
+    }
+
     void exportsEveryFormatAndReport()
     {
         MainWindow window;

@@ -504,6 +504,8 @@ void MainWindow::onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info)
     const QString reason = info_->runnable ? QString() : info_->loadError;
     ask_->setRunnable(info_->runnable, reason);
     fillMask_->setRunnable(info_->runnable, reason);
+    if (info_->checkpoint->hasTokenizer())
+        fillMask_->setMaskToken(QString::fromStdString(info_->checkpoint->tokenizer().maskToken()));
     evaluate_->setRunnable(info_->runnable && !isMaskedLm,
                            info_->runnable ? tr("SQuAD evaluation needs a question-answering checkpoint; this one "
                                                 "is a masked language model.")

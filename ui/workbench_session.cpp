@@ -329,6 +329,11 @@ void WorkbenchSession::ask(const QString& question, const QString& context, cons
         outcome->options = input.qaOptions;
         auto comparison = std::make_shared<ComparisonResult>(compareRuns(*run_, reference_.get(), input, progress));
         const QaAgreement& qa = *comparison->qa;
+        for (const QaWindow& window : qa.windows)
+            for (std::size_t i = 0; i < window.encoding.ids.size(); ++i)
+                if (window.encoding.sequenceIds[i] < 0)
+                    outcome->specialTokens.emplace(window.encoding.ids[i],
+                                                   run_->checkpoint().tokenizer().tokenString(window.encoding.ids[i]));
         outcome->runAnswers = postprocessQa(qa.windows, qa.runStartLogits, qa.runEndLogits, input.context, input.qaOptions);
         outcome->referenceAnswers =
             postprocessQa(qa.windows, qa.referenceStartLogits, qa.referenceEndLogits, input.context, input.qaOptions);
@@ -349,7 +354,7 @@ void WorkbenchSession::fillMask(const QString& text, int topK)
         if (!run_)
             throw Error("No runnable checkpoint is open.");
         if (!run_->checkpoint().layout().isMaskedLm())
-            throw Error("Fill-mask needs a RobertaForMaskedLM checkpoint; this one is " +
+            throw Error("Fill-mask needs a RobertaForMaskedLM checkpoint or a BertForMaskedLM one; this one is " +
                         std::string(architectureName(run_->config().architecture)) + ".");
         ComparisonInput input;
         input.text = text.toStdString();
@@ -362,8 +367,8 @@ void WorkbenchSession::fillMask(const QString& text, int topK)
         outcome->topK = topK;
         outcome->comparison = std::make_shared<ComparisonResult>(compareRuns(*run_, reference_.get(), input, progress));
         if (!outcome->comparison->fillMask || outcome->comparison->fillMask->masks.empty())
-            throw Error("The text has no <mask> token to fill.");
-        const BpeTokenizer& tokenizer = run_->checkpoint().tokenizer();
+            throw Error("The text has no " + run_->checkpoint().tokenizer().maskToken() + " token to fill.");
+        const Tokenizer& tokenizer = run_->checkpoint().tokenizer();
         auto withText = [&](const std::vector<std::pair<int64_t, float>>& top) {
             std::vector<MaskPrediction> out;
             for (const auto& [id, probability] : top)
@@ -392,9 +397,9 @@ void WorkbenchSession::capturePoint(const QString& name)
         if (!lastInput_->question.empty() || !lastInput_->context.empty()) {
             for (const QaWindow& w : buildQaWindows(run_->checkpoint().tokenizer(), lastInput_->question,
                                                     lastInput_->context, lastInput_->qaOptions))
-                inputs.inputIds.push_back(w.encoding.ids);
+                inputs.addSequence(w.encoding);
         } else {
-            inputs.inputIds.push_back(run_->checkpoint().tokenizer().encode(lastInput_->text).ids);
+            inputs.addSequence(run_->checkpoint().tokenizer().encode(lastInput_->text));
         }
         ForwardOptions runOptions;
         runOptions.mode = lastInput_->runMode;

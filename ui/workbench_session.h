@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -73,6 +74,7 @@ struct AskOutcome {
     std::shared_ptr<const ComparisonResult> comparison; // holds windows and both sides' logits
     std::vector<QaAnswer> runAnswers, referenceAnswers; // n-best
     QaOptions options;
+    std::map<int64_t, std::string> specialTokens;       // the windows' specials as the tokenizer spells them
 };
 
 struct FillMaskOutcome {

@@ -116,38 +116,39 @@ json offsetsJson(const Encoding& encoding)
     return offsets;
 }
 
-std::vector<int64_t> parseIdList(const std::string& text)
+std::vector<int64_t> parseIdList(const std::string& text, const std::string& option)
 {
+    const std::string example = option == "input-ids" ? " like 0,31414,232,2" : " like 0,0,0,1,1";
     std::vector<int64_t> ids;
     std::stringstream stream(text);
     std::string item;
     while (std::getline(stream, item, ',')) {
         const auto first = item.find_first_not_of(" \t");
         if (first == std::string::npos)
-            throw UsageError{"--input-ids has an empty entry; expected comma-separated token ids like 0,31414,232,2."};
+            throw UsageError{"--" + option + " has an empty entry; expected comma-separated ids" + example + "."};
         item = item.substr(first, item.find_last_not_of(" \t") - first + 1);
         char* end = nullptr;
         errno = 0;
         const long long value = std::strtoll(item.c_str(), &end, 10);
         if (*end != '\0' || errno != 0 || value < 0)
-            throw UsageError{"--input-ids entry \"" + item + "\" is not a token id."};
+            throw UsageError{"--" + option + " entry \"" + item + "\" is not a token id."};
         ids.push_back(value);
     }
     if (ids.empty())
-        throw UsageError{"--input-ids is empty; expected comma-separated token ids like 0,31414,232,2."};
+        throw UsageError{"--" + option + " is empty; expected comma-separated ids" + example + "."};
     return ids;
 }
 
 // Several sequences are separated by ';' ("0,5,2;0,7,8,2"); they are padded into one batch.
-std::vector<std::vector<int64_t>> parseIdBatch(const std::string& text)
+std::vector<std::vector<int64_t>> parseIdBatch(const std::string& text, const std::string& option = "input-ids")
 {
     std::vector<std::vector<int64_t>> batch;
     std::stringstream stream(text);
     std::string row;
     while (std::getline(stream, row, ';'))
-        batch.push_back(parseIdList(row));
+        batch.push_back(parseIdList(row, option));
     if (batch.empty())
-        throw UsageError{"--input-ids is empty."};
+        throw UsageError{"--" + option + " is empty."};
     return batch;
 }
 
@@ -178,11 +179,12 @@ std::string shown(const std::string& text)
 int commandTokenize(const Arguments& args)
 {
     std::shared_ptr<const Checkpoint> checkpoint = Checkpoint::open(args.positionals()[0]);
-    const BpeTokenizer& tokenizer = checkpoint->tokenizer();
+    const Tokenizer& tokenizer = checkpoint->tokenizer();
     const std::string text = args.required("text");
     const Encoding encoding = args.has("pair") ? tokenizer.encodePair(text, *args.value("pair")) : tokenizer.encode(text);
     if (args.flag("json")) {
-        printJson({{"input_ids", encoding.ids}, {"offsets", offsetsJson(encoding)}, {"sequence_ids", encoding.sequenceIds}});
+        printJson({{"input_ids", encoding.ids}, {"offsets", offsetsJson(encoding)}, {"sequence_ids", encoding.sequenceIds},
+                   {"token_type_ids", encoding.typeIds}});
         return 0;
     }
     std::cout << std::left << std::setw(6) << "index" << std::setw(8) << "id" << std::setw(12) << "offsets" << "token\n";
@@ -214,14 +216,16 @@ int commandQa(const Arguments& args)
         json answers = json::array();
         for (const QaAnswer& answer : result.answers)
             answers.push_back({{"text", answer.text}, {"score", answer.score}, {"start", answer.start}, {"end", answer.end}});
-        json ids = json::array(), starts = json::array(), ends = json::array(), offsets = json::array();
+        json ids = json::array(), types = json::array(), starts = json::array(), ends = json::array(),
+             offsets = json::array();
         for (std::size_t w = 0; w < result.windows.size(); ++w) {
             ids.push_back(result.windows[w].encoding.ids);
+            types.push_back(result.windows[w].encoding.typeIds);
             offsets.push_back(offsetsJson(result.windows[w].encoding));
             starts.push_back(result.startLogits[w]);
             ends.push_back(result.endLogits[w]);
         }
-        json out = {{"answers", answers}, {"input_ids", ids}, {"start_logits", starts}, {"end_logits", ends},
+        json out = {{"answers", answers}, {"input_ids", ids}, {"token_type_ids", types}, {"start_logits", starts}, {"end_logits", ends},
                     {"offsets", offsets}, {"windows", result.windows.size()}, {"elapsed_ms", result.elapsedMs}};
         addRunFields(out, run);
         printJson(out);
@@ -294,7 +298,10 @@ int commandFillMask(const Arguments& args)
 int commandForward(const Arguments& args)
 {
     const std::string output = args.required("output");
-    const auto batch = parseIdBatch(args.required("input-ids"));
+    EncoderInputs inputs;
+    inputs.inputIds = parseIdBatch(args.required("input-ids"));
+    if (args.has("token-type-ids"))
+        inputs.tokenTypeIds = parseIdBatch(*args.value("token-type-ids"), "token-type-ids");
     // A dangling symbolic link exists too, though std::filesystem::exists follows it and says no.
     std::error_code statusError;
     if (std::filesystem::exists(std::filesystem::symlink_status(output, statusError)) && !args.flag("force"))
@@ -322,7 +329,7 @@ int commandForward(const Arguments& args)
             options.capture.names.push_back(name);
         }
     }
-    const ForwardResult result = run.model->forward({batch, {}, {}, {}}, options);
+    const ForwardResult result = run.model->forward(inputs, options);
 
     std::vector<TensorToWrite> tensors;
     for (const NamedTensor& t : result.outputs)
@@ -657,9 +664,9 @@ std::vector<Command> commands()
           with({"question", "context", "top-k", "max-seq-len", "doc-stride", "max-answer-len", "null-threshold"}, kRunOptions),
           {"json"}, "answer a question from a context"},
          commandQa},
-        {{"fill-mask", 1, {"CKPT"}, with({"text", "top-k"}, kRunOptions), {"json"}, "predict the tokens at <mask>"},
+        {{"fill-mask", 1, {"CKPT"}, with({"text", "top-k"}, kRunOptions), {"json"}, "predict the tokens at each mask token"},
          commandFillMask},
-        {{"forward", 1, {"CKPT"}, with({"input-ids", "capture", "output"}, kRunOptions), {"json", "force"},
+        {{"forward", 1, {"CKPT"}, with({"input-ids", "token-type-ids", "capture", "output"}, kRunOptions), {"json", "force"},
           "run a forward pass and write logits and captures to a safetensors file"},
          commandForward},
         {{"quantize", 2, {"SRC", "DST"}, {"weights", "activations", "calibration", "scale-dtype", "block", "group-size"}, {"force", "json"},

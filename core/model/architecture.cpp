@@ -30,6 +30,24 @@ const FamilyTable& robertaFamily()
     return table;
 }
 
+// BERT: positions from 0, two token types, [CLS] A [SEP] B [SEP], the MLM head under cls.predictions
+// (its decoder tied to the word embeddings when absent, its bias shared as cls.predictions.bias).
+const FamilyTable& bertFamily()
+{
+    static const FamilyTable table{
+        "bert", false, {"[CLS]", "[SEP]", "[MASK]"}, 3,
+        "cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm", "cls.predictions.decoder",
+        {"cls.predictions.decoder.bias", "cls.predictions.bias"},
+        {"re:cls\\..*", "qa_outputs"},
+    };
+    return table;
+}
+
+std::vector<const FamilyTable*> allFamilies()
+{
+    return {&robertaFamily(), &bertFamily()};
+}
+
 struct ArchitectureEntry {
     Architecture architecture;
     const FamilyTable& family;
@@ -43,6 +61,10 @@ ArchitectureEntry entryOf(Architecture architecture)
         return {architecture, robertaFamily(), HeadKind::QuestionAnswering};
     case Architecture::RobertaForMaskedLM:
         return {architecture, robertaFamily(), HeadKind::MaskedLM};
+    case Architecture::BertForQuestionAnswering:
+        return {architecture, bertFamily(), HeadKind::QuestionAnswering};
+    case Architecture::BertForMaskedLM:
+        return {architecture, bertFamily(), HeadKind::MaskedLM};
     }
     throw Error("Unknown architecture.");
 }
@@ -191,6 +213,19 @@ std::string EncoderLayout::lmHeadNormPrefix() const { return entryOf(architectur
 std::vector<std::string> EncoderLayout::decoderBiasTensors() const
 {
     return entryOf(architecture_).family.decoderBiases;
+}
+
+std::string withMaskToken(const std::string& text, const std::string& maskToken)
+{
+    std::string out = text;
+    for (const FamilyTable* family : allFamilies()) {
+        const std::string& from = family->specials.mask;
+        if (from.empty() || from == maskToken)
+            continue;
+        for (std::size_t at = out.find(from); at != std::string::npos; at = out.find(from, at + maskToken.size()))
+            out.replace(at, from.size(), maskToken);
+    }
+    return out;
 }
 
 std::vector<std::string> EncoderLayout::quantizeIgnoreList() const

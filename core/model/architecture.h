@@ -102,4 +102,8 @@ private:
     int numLayers_ = 0;
 };
 
+// The text with every family's mask token (<mask>, [MASK]) written as maskToken: a sentence written
+// for one family fills masks on another.
+std::string withMaskToken(const std::string& text, const std::string& maskToken);
+
 } // namespace scalescope

@@ -20,23 +20,17 @@ std::shared_ptr<const Checkpoint> Checkpoint::open(const std::string& dir)
     checkpoint->layout_ = std::make_unique<EncoderLayout>(checkpoint->config_);
     checkpoint->plan_ = LinearPlan(checkpoint->config_, *checkpoint->layout_, *checkpoint->tensors_);
 
-    const bool hasTokenizerFiles = fileExists(joinPath(dir, "tokenizer.json")) ||
-                                   (fileExists(joinPath(dir, "vocab.json")) && fileExists(joinPath(dir, "merges.txt")));
-    if (hasTokenizerFiles) {
-        // A broken tokenizer is reported when a command needs text, so that `forward --input-ids`
-        // and `inspect` still work on a folder whose tokenizer files are damaged.
-        try {
-            checkpoint->tokenizer_ = BpeTokenizer::loadFromDirectory(dir);
-        } catch (const Error& e) {
-            checkpoint->tokenizerError_ = e.what();
-        }
-    } else {
-        checkpoint->tokenizerError_ = "No tokenizer in " + dir + ": expected tokenizer.json or vocab.json and merges.txt.";
+    // A broken tokenizer is reported when a command needs text, so that `forward --input-ids` and
+    // `inspect` still work on a folder whose tokenizer files are damaged or missing.
+    try {
+        checkpoint->tokenizer_ = loadTokenizer(dir);
+    } catch (const Error& e) {
+        checkpoint->tokenizerError_ = e.what();
     }
     return checkpoint;
 }
 
-const BpeTokenizer& Checkpoint::tokenizer() const
+const Tokenizer& Checkpoint::tokenizer() const
 {
     if (!tokenizer_)
         throw Error(tokenizerError_);

@@ -11,7 +11,7 @@
 #include "model/architecture.h"
 #include "model/linear_plan.h"
 #include "model/model_config.h"
-#include "text/bpe_tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace scalescope {
 
@@ -26,8 +26,9 @@ public:
     const EncoderLayout& layout() const { return *layout_; }
     const LinearPlan& plan() const { return plan_; }
     bool hasTokenizer() const { return tokenizer_ != nullptr; }
-    // Throws "No tokenizer in DIR: expected tokenizer.json or vocab.json and merges.txt." when absent.
-    const BpeTokenizer& tokenizer() const;
+    // The folder's tokenizer (see loadTokenizer: WordPiece for BERT, byte-level BPE for RoBERTa).
+    // Throws the sentence naming the folder when it has none, or naming the file when it is broken.
+    const Tokenizer& tokenizer() const;
 
 private:
     Checkpoint() = default;
@@ -36,7 +37,7 @@ private:
     std::unique_ptr<TensorStore> tensors_;
     std::unique_ptr<EncoderLayout> layout_;
     LinearPlan plan_;
-    std::unique_ptr<BpeTokenizer> tokenizer_;
+    std::unique_ptr<Tokenizer> tokenizer_;
     std::string tokenizerError_;
 };
 

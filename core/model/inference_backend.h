@@ -26,6 +26,10 @@ struct EncoderInputs {
     std::vector<std::pair<int, int>> logitPositions;
     // Optional; token type ids (BERT's segment ids). Default 0 for every token.
     std::vector<std::vector<int64_t>> tokenTypeIds;
+
+    // Appends a tokenizer's sequence: its ids, and its type ids once any row has a non-zero one
+    // (so an all-zero batch, every RoBERTa input, sends none).
+    void addSequence(const Encoding& encoding);
 };
 
 // Which capture points a forward records. Names are capture point names ("<module>.input",

@@ -26,6 +26,10 @@ const char* architectureName(Architecture architecture)
         return "RobertaForQuestionAnswering";
     case Architecture::RobertaForMaskedLM:
         return "RobertaForMaskedLM";
+    case Architecture::BertForQuestionAnswering:
+        return "BertForQuestionAnswering";
+    case Architecture::BertForMaskedLM:
+        return "BertForMaskedLM";
     }
     return "?";
 }
@@ -42,13 +46,24 @@ ModelConfig parseModelConfig(const nlohmann::json& json, const std::string& sour
         !(*architectures)[0].is_string())
         throw Error(source + " has no \"architectures\" list naming the model class.");
     const std::string name = (*architectures)[0].get<std::string>();
-    if (name == "RobertaForQuestionAnswering")
-        config.architecture = Architecture::RobertaForQuestionAnswering;
-    else if (name == "RobertaForMaskedLM")
-        config.architecture = Architecture::RobertaForMaskedLM;
-    else
+    static const Architecture kKnown[] = {Architecture::RobertaForQuestionAnswering, Architecture::RobertaForMaskedLM,
+                                          Architecture::BertForQuestionAnswering, Architecture::BertForMaskedLM};
+    bool known = false;
+    for (Architecture architecture : kKnown)
+        if (name == architectureName(architecture)) {
+            config.architecture = architecture;
+            known = true;
+        }
+    if (!known)
         throw Error(source + ": architecture \"" + name +
-                    "\" is not supported; expected RobertaForQuestionAnswering or RobertaForMaskedLM.");
+                    "\" is not supported; expected RobertaForQuestionAnswering, RobertaForMaskedLM, "
+                    "BertForQuestionAnswering or BertForMaskedLM.");
+    if (config.architecture == Architecture::BertForQuestionAnswering ||
+        config.architecture == Architecture::BertForMaskedLM) {
+        config.typeVocabSize = 2;
+        config.layerNormEps = 1e-12;
+        config.padTokenId = 0;
+    }
 
     // Generous limits: they exist to refuse hostile sizes before anything is allocated.
     config.vocabSize = requirePositive(json, "vocab_size", source, 10'000'000);

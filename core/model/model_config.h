@@ -10,7 +10,7 @@
 
 namespace scalescope {
 
-enum class Architecture { RobertaForQuestionAnswering, RobertaForMaskedLM };
+enum class Architecture { RobertaForQuestionAnswering, RobertaForMaskedLM, BertForQuestionAnswering, BertForMaskedLM };
 
 const char* architectureName(Architecture architecture);
 
@@ -22,9 +22,10 @@ struct ModelConfig {
     int64_t numHeads = 0;
     int64_t intermediateSize = 0;
     int64_t maxPositionEmbeddings = 0;
-    int64_t typeVocabSize = 1;
-    double layerNormEps = 1e-5;
-    int64_t padTokenId = 1;
+    // Defaults when config.json leaves them out: transformers' RobertaConfig / BertConfig values.
+    int64_t typeVocabSize = 1;  // BERT 2
+    double layerNormEps = 1e-5; // BERT 1e-12
+    int64_t padTokenId = 1;     // BERT 0
     std::string hiddenAct = "gelu";
     std::string torchDtype = "float32"; // the model dtype the checkpoint declares
     std::optional<QuantizationConfig> quantization;

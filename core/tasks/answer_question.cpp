@@ -12,9 +12,10 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
 {
     const ModelConfig& config = model.config();
     if (!model.checkpoint().layout().isQuestionAnswering())
-        throw Error("Question answering needs a RobertaForQuestionAnswering checkpoint; " +
+        throw Error("Question answering needs a RobertaForQuestionAnswering checkpoint or a "
+                    "BertForQuestionAnswering one; " +
                     model.checkpoint().directory() + " is " + architectureName(config.architecture) + ".");
-    const BpeTokenizer& tokenizer = model.checkpoint().tokenizer();
+    const Tokenizer& tokenizer = model.checkpoint().tokenizer();
 
     // Windows are only as long as the text needs: a short text runs on a model shorter than
     // maxSeqLen, so the model's own limit is checked per window by the forward, not here.
@@ -32,7 +33,7 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
         const std::size_t last = std::min(result.windows.size(), first + kWindowsPerBatch);
         EncoderInputs inputs;
         for (std::size_t w = first; w < last; ++w)
-            inputs.inputIds.push_back(result.windows[w].encoding.ids);
+            inputs.addSequence(result.windows[w].encoding);
         ForwardResult forward = model.forward(inputs, forwardOptions);
         const FloatTensor& start = forward.outputs.at(0).tensor; // [batch, seq]
         const FloatTensor& end = forward.outputs.at(1).tensor;

@@ -103,16 +103,17 @@ PreparedInput prepareInput(const InferenceBackend& run, const ComparisonInput& i
     const bool isQa = !input.question.empty() || !input.context.empty();
     if (isQa) {
         if (!layout.isQuestionAnswering())
-            throw Error("--question/--context need a RobertaForQuestionAnswering checkpoint; " +
+            throw Error("--question/--context need a RobertaForQuestionAnswering checkpoint or a "
+                        "BertForQuestionAnswering one; " +
                         run.checkpoint().directory() + " is " + architectureName(a.architecture) + ".");
         validateQaOptions(input.qaOptions, layout.specialTokensInPair());
         prepared.windows = buildQaWindows(run.checkpoint().tokenizer(), input.question, input.context, input.qaOptions);
         for (const QaWindow& w : prepared.windows)
-            prepared.inputs.inputIds.push_back(w.encoding.ids);
+            prepared.inputs.addSequence(w.encoding);
     } else if (!input.text.empty()) {
-        const BpeTokenizer& tokenizer = run.checkpoint().tokenizer();
+        const Tokenizer& tokenizer = run.checkpoint().tokenizer();
         prepared.maskedText = tokenizer.encode(input.text);
-        prepared.inputs.inputIds.push_back(prepared.maskedText.ids);
+        prepared.inputs.addSequence(prepared.maskedText);
         prepared.isFillMask = layout.isMaskedLm() && std::count(prepared.maskedText.ids.begin(),
                                                                 prepared.maskedText.ids.end(), tokenizer.maskId()) > 0;
     } else if (!input.inputIds.empty()) {

@@ -15,7 +15,7 @@
 namespace scalescope {
 
 // What to run. Exactly one of: question+context (QA models), text (fill-mask when it holds
-// <mask> on a MaskedLM; otherwise one plain forward), inputIds.
+// the tokenizer's mask token on a MaskedLM; otherwise one plain forward), inputIds.
 struct ComparisonInput {
     std::string question;
     std::string context;

@@ -41,7 +41,8 @@ void validateSetup(InferenceBackend& run, InferenceBackend* reference, const Squ
         if (!model)
             continue;
         if (!model->checkpoint().layout().isQuestionAnswering())
-            throw Error("SQuAD evaluation needs a RobertaForQuestionAnswering checkpoint; " + describeModel(*model) +
+            throw Error("SQuAD evaluation needs a RobertaForQuestionAnswering checkpoint or a "
+                        "BertForQuestionAnswering one; " + describeModel(*model) +
                         " is " + architectureName(model->config().architecture) + ".");
     }
     if (reference) {
@@ -161,7 +162,7 @@ public:
             const std::size_t count = std::min(batchSize, queue_.size());
             EncoderInputs inputs;
             for (std::size_t i = 0; i < count; ++i)
-                inputs.inputIds.push_back(queue_[i].question->windows[queue_[i].window].encoding.ids);
+                inputs.addSequence(queue_[i].question->windows[queue_[i].window].encoding);
 
             ForwardOptions runOptions;
             runOptions.mode = options_.runMode;

@@ -27,16 +27,17 @@ FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, Run
 {
     const ModelConfig& config = model.config();
     if (!model.checkpoint().layout().isMaskedLm())
-        throw Error("Fill-mask needs a RobertaForMaskedLM checkpoint; " + model.checkpoint().directory() + " is " +
+        throw Error("Fill-mask needs a RobertaForMaskedLM checkpoint or a BertForMaskedLM one; " +
+                    model.checkpoint().directory() + " is " +
                     architectureName(config.architecture) + ".");
     if (topK < 1)
         throw OptionError(TaskOption::TopK, "{option} must be at least 1 (got " + std::to_string(topK) + ").");
-    const BpeTokenizer& tokenizer = model.checkpoint().tokenizer();
+    const Tokenizer& tokenizer = model.checkpoint().tokenizer();
 
     FillMaskResult result;
     result.encoding = tokenizer.encode(text);
     EncoderInputs inputs;
-    inputs.inputIds.push_back(result.encoding.ids);
+    inputs.addSequence(result.encoding);
     for (std::size_t i = 0; i < result.encoding.ids.size(); ++i) {
         if (result.encoding.ids[i] == tokenizer.maskId()) {
             result.maskPositions.push_back(static_cast<int>(i));
@@ -44,7 +45,7 @@ FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, Run
         }
     }
     if (result.maskPositions.empty())
-        throw Error("The text has no <mask> token to fill.");
+        throw Error("The text has no " + tokenizer.maskToken() + " token to fill.");
 
     ForwardOptions options;
     options.mode = mode;

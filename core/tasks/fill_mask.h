@@ -1,5 +1,6 @@
 #pragma once
-// Fill-mask on a RobertaForMaskedLM: the top-k tokens and their probabilities at every <mask>.
+// Fill-mask on a masked LM (RoBERTa, BERT): the top-k tokens and their probabilities at every mask
+// token (the tokenizer's, e.g. [MASK]).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,7 +27,7 @@ struct FillMaskResult {
     double elapsedMs = 0;
 };
 
-// Throws scalescope::Error when the model is not a MaskedLM, the text has no <mask>, or topK < 1.
+// Throws scalescope::Error when the model is not a MaskedLM, the text has no mask token, or topK < 1.
 FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, RunMode mode, int topK,
                            const Progress& progress = {});
 

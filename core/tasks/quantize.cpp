@@ -84,7 +84,7 @@ std::map<std::string, float> calibrateInputAmax(const std::shared_ptr<const Chec
                                                 const std::vector<std::string>& texts, const Progress& progress)
 {
     std::unique_ptr<EncoderModel> model = EncoderModel::load(checkpoint);
-    const BpeTokenizer& tokenizer = checkpoint->tokenizer();
+    const Tokenizer& tokenizer = checkpoint->tokenizer();
     const int64_t maxTokens = checkpoint->layout().maxSequenceLength();
     std::map<std::string, float> amax;
     ForwardOptions options;
@@ -96,9 +96,12 @@ std::map<std::string, float> calibrateInputAmax(const std::shared_ptr<const Chec
         Encoding encoding = tokenizer.encode(texts[i]);
         if (static_cast<int64_t>(encoding.ids.size()) > maxTokens) {
             encoding.ids.resize(static_cast<std::size_t>(maxTokens - 1));
-            encoding.ids.push_back(tokenizer.eosId());
+            encoding.ids.push_back(tokenizer.sepId());
+            encoding.typeIds.resize(encoding.ids.size(), 0);
         }
-        ForwardResult result = model->forward({{encoding.ids}, {}, {}, {}}, options);
+        EncoderInputs inputs;
+        inputs.addSequence(encoding);
+        ForwardResult result = model->forward(inputs, options);
         for (const auto& [module, value] : result.linearInputAmax)
             amax[module] = std::max(amax[module], value);
     }
@@ -408,7 +411,7 @@ void quantizeCheckpoint(const std::string& sourceDir, const std::string& destina
             if (!out)
                 throw Error("Cannot write " + (temporary / "config.json").string() + ".");
         }
-        for (const char* file : {"vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json",
+        for (const char* file : {"vocab.json", "merges.txt", "vocab.txt", "tokenizer.json", "tokenizer_config.json",
                                  "special_tokens_map.json"}) {
             const fs::path from = fs::path(sourceDir) / file;
             if (fs::exists(from))

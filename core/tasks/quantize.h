@@ -4,7 +4,7 @@
 // ([ceil(out / bo), ceil(in / bi)], a partial last block scaled by its own max) scales in the
 // chosen scale dtype; activations are dynamic per token or per group of channels, static per tensor (input_scale calibrated
 // as amax / 448 over calibration texts run through the float model), or left in float. The heads
-// (qa_outputs, lm_head.*) stay float and are listed in "ignore".
+// (qa_outputs; the MLM head, lm_head.* or cls.*) stay float and are listed in "ignore".
 // The destination is built in a temporary sibling folder and renamed into place when complete; the
 // source is only read.
 #include <cstdint>

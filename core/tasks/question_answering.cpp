@@ -9,12 +9,11 @@
 #include "analysis/squad_metric.h"
 #include "common/error.h"
 #include "common/option_error.h"
+#include "text/bpe_tokenizer.h" // byteOffsetOfCodePoint
 
 namespace scalescope {
 namespace {
 
-// Specials around a question/context pair: <s> question </s></s> context </s>.
-constexpr int kSpecialTokensPerWindow = 4;
 constexpr int kMinMaxSeqLen = 8;
 
 void validatePostprocessOptions(const QaOptions& options) {
@@ -29,10 +28,13 @@ void validatePostprocessOptions(const QaOptions& options) {
         throw OptionError(TaskOption::NullThreshold, "{option} must be a finite number.");
 }
 
-void appendToken(Encoding& encoding, int64_t id, std::pair<int, int> offset, int sequenceId) {
-    encoding.ids.push_back(id);
-    encoding.offsets.push_back(offset);
-    encoding.sequenceIds.push_back(sequenceId);
+// Tokens [begin, end) of a token-level encoding.
+Encoding sliceOf(const Encoding& encoding, int begin, int end) {
+    Encoding slice;
+    slice.ids.assign(encoding.ids.begin() + begin, encoding.ids.begin() + end);
+    slice.offsets.assign(encoding.offsets.begin() + begin, encoding.offsets.begin() + end);
+    slice.sequenceIds.assign(encoding.sequenceIds.begin() + begin, encoding.sequenceIds.begin() + end);
+    return slice;
 }
 
 // Indices of the `count` largest logits, largest first; equal logits keep the lower index first
@@ -109,16 +111,17 @@ void validateQaOptions(const QaOptions& options, int specialTokensInPair, int64_
     validatePostprocessOptions(options);
 }
 
-std::vector<QaWindow> buildQaWindows(const BpeTokenizer& tokenizer, const std::string& question,
+std::vector<QaWindow> buildQaWindows(const Tokenizer& tokenizer, const std::string& question,
                                      const std::string& context, const QaOptions& options) {
-    validateQaOptions(options, kSpecialTokensPerWindow);
+    validateQaOptions(options, tokenizer.specialTokensInPair());
 
     const Encoding questionTokens = tokenizer.encodeText(question);
     const Encoding contextTokens = tokenizer.encodeText(context);
     const int questionLength = static_cast<int>(questionTokens.ids.size());
     const int contextLength = static_cast<int>(contextTokens.ids.size());
 
-    const int contextRoom = options.maxSeqLen - questionLength - kSpecialTokensPerWindow;
+    // The specials the tokenizer puts around a question/context pair (RoBERTa 4, BERT 3).
+    const int contextRoom = options.maxSeqLen - questionLength - tokenizer.specialTokensInPair();
     if (contextRoom < 1)
         throw OptionError(TaskOption::MaxSeqLen, "The question is too long for {option} " +
                                                      std::to_string(options.maxSeqLen) + ": it has " +
@@ -130,33 +133,16 @@ std::vector<QaWindow> buildQaWindows(const BpeTokenizer& tokenizer, const std::s
                                                      " context tokens that fit in one window of " +
                                                      std::to_string(options.maxSeqLen) + " tokens with this question.");
 
-    const int64_t bos = tokenizer.bosId();
-    const int64_t eos = tokenizer.eosId();
-    const std::pair<int, int> specialOffset{0, 0};
-
     std::vector<QaWindow> windows;
     int sliceBegin = 0;
     while (true) {
         const int sliceEnd = std::min(sliceBegin + contextRoom, contextLength);
 
         QaWindow window;
-        Encoding& encoding = window.encoding;
-        const std::size_t windowLength =
-            static_cast<std::size_t>(questionLength + (sliceEnd - sliceBegin) + kSpecialTokensPerWindow);
-        encoding.ids.reserve(windowLength);
-        encoding.offsets.reserve(windowLength);
-        encoding.sequenceIds.reserve(windowLength);
-
-        appendToken(encoding, bos, specialOffset, -1);
-        for (int i = 0; i < questionLength; ++i)
-            appendToken(encoding, questionTokens.ids[i], questionTokens.offsets[i], 0);
-        appendToken(encoding, eos, specialOffset, -1);
-        appendToken(encoding, eos, specialOffset, -1);
-        window.contextTokenBegin = static_cast<int>(encoding.ids.size());
-        for (int i = sliceBegin; i < sliceEnd; ++i)
-            appendToken(encoding, contextTokens.ids[i], contextTokens.offsets[i], 1);
-        window.contextTokenEnd = static_cast<int>(encoding.ids.size());
-        appendToken(encoding, eos, specialOffset, -1);
+        window.encoding = tokenizer.assemblePair(questionTokens, sliceOf(contextTokens, sliceBegin, sliceEnd));
+        // Every family closes the pair with one separator after the context.
+        window.contextTokenEnd = static_cast<int>(window.encoding.ids.size()) - 1;
+        window.contextTokenBegin = window.contextTokenEnd - (sliceEnd - sliceBegin);
 
         windows.push_back(std::move(window));
         if (sliceEnd >= contextLength)

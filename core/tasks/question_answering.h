@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "text/bpe_tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace scalescope {
 
@@ -26,7 +26,7 @@ struct QaOptions {
 };
 
 struct QaWindow {
-    Encoding encoding;          // <s> question </s></s> context-slice </s>
+    Encoding encoding;          // the tokenizer's pair: question, then the context slice
     int contextTokenBegin = 0;  // index in encoding.ids of the first context token
     int contextTokenEnd = 0;    // one past the last context token
 };
@@ -56,7 +56,7 @@ void validateQaOptions(const QaOptions& options, int specialTokensInPair, int64_
 
 // Splits the context into windows. Throws scalescope::Error when the question alone does not fit
 // (leaves no room for context) or the options are invalid.
-std::vector<QaWindow> buildQaWindows(const BpeTokenizer& tokenizer, const std::string& question,
+std::vector<QaWindow> buildQaWindows(const Tokenizer& tokenizer, const std::string& question,
                                      const std::string& context, const QaOptions& options);
 
 // startLogits[w] / endLogits[w] hold one logit per token of windows[w].

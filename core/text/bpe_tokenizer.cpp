@@ -577,17 +577,28 @@ Encoding BpeTokenizer::encode(const std::string& text) const
 
 Encoding BpeTokenizer::encodePair(const std::string& first, const std::string& second) const
 {
-    Encoding out = encode(first);
-    const Encoding body = encodeText(second);
-    out.ids.push_back(impl_->eos);
-    out.offsets.emplace_back(0, 0);
-    out.sequenceIds.push_back(-1);
-    out.ids.insert(out.ids.end(), body.ids.begin(), body.ids.end());
-    out.offsets.insert(out.offsets.end(), body.offsets.begin(), body.offsets.end());
-    out.sequenceIds.insert(out.sequenceIds.end(), body.ids.size(), 1);
-    out.ids.push_back(impl_->eos);
-    out.offsets.emplace_back(0, 0);
-    out.sequenceIds.push_back(-1);
+    return assemblePair(encodeText(first), encodeText(second));
+}
+
+Encoding BpeTokenizer::assemblePair(const Encoding& first, const Encoding& second) const
+{
+    Encoding out;
+    const auto special = [&](int64_t id) {
+        out.ids.push_back(id);
+        out.offsets.emplace_back(0, 0);
+        out.sequenceIds.push_back(-1);
+    };
+    const auto body = [&](const Encoding& part, int sequenceId) {
+        out.ids.insert(out.ids.end(), part.ids.begin(), part.ids.end());
+        out.offsets.insert(out.offsets.end(), part.offsets.begin(), part.offsets.end());
+        out.sequenceIds.insert(out.sequenceIds.end(), part.ids.size(), sequenceId);
+    };
+    special(impl_->bos);
+    body(first, 0);
+    special(impl_->eos);
+    special(impl_->eos);
+    body(second, 1);
+    special(impl_->eos);
     out.typeIds.assign(out.ids.size(), 0);
     return out;
 }

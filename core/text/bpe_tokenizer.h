@@ -34,6 +34,7 @@ public:
     Encoding encode(const std::string& text) const override;
     // <s> first </s></s> second </s>; offsets of each token refer to its own text.
     Encoding encodePair(const std::string& first, const std::string& second) const override;
+    Encoding assemblePair(const Encoding& first, const Encoding& second) const override;
 
     // Decodes ids back to UTF-8 text (byte-level), skipping special tokens when asked.
     std::string decode(const std::vector<int64_t>& ids, bool skipSpecialTokens = true) const override;

@@ -31,6 +31,10 @@ public:
     virtual Encoding encode(const std::string& text) const = 0;
     // [CLS] A [SEP] B [SEP] / <s> A </s></s> B </s>; offsets of each token refer to its own text.
     virtual Encoding encodePair(const std::string& first, const std::string& second) const = 0;
+    // The pair sequence around two token-level encodings (encodeText's output, or a slice of one,
+    // as question-answering windows take): the family's specials, sequence ids 0 and 1, its type
+    // ids. encodePair(a, b) is assemblePair(encodeText(a), encodeText(b)).
+    virtual Encoding assemblePair(const Encoding& first, const Encoding& second) const = 0;
 
     // Text of a sequence of ids as the family's decoder writes it.
     virtual std::string decode(const std::vector<int64_t>& ids, bool skipSpecialTokens = true) const = 0;

@@ -727,16 +727,29 @@ Encoding WordPieceTokenizer::encode(const std::string& text) const
 
 Encoding WordPieceTokenizer::encodePair(const std::string& first, const std::string& second) const
 {
-    Encoding out = encode(first);
-    const Encoding body = impl_->encodeSequence(second, 1);
-    out.ids.insert(out.ids.end(), body.ids.begin(), body.ids.end());
-    out.offsets.insert(out.offsets.end(), body.offsets.begin(), body.offsets.end());
-    out.sequenceIds.insert(out.sequenceIds.end(), body.sequenceIds.begin(), body.sequenceIds.end());
-    out.typeIds.insert(out.typeIds.end(), body.typeIds.begin(), body.typeIds.end());
-    out.ids.push_back(impl_->sep);
-    out.offsets.emplace_back(0, 0);
-    out.sequenceIds.push_back(-1);
-    out.typeIds.push_back(1);
+    return assemblePair(impl_->encodeSequence(first, 0), impl_->encodeSequence(second, 1));
+}
+
+Encoding WordPieceTokenizer::assemblePair(const Encoding& first, const Encoding& second) const
+{
+    Encoding out;
+    const auto special = [&](int64_t id, int64_t typeId) {
+        out.ids.push_back(id);
+        out.offsets.emplace_back(0, 0);
+        out.sequenceIds.push_back(-1);
+        out.typeIds.push_back(typeId);
+    };
+    const auto body = [&](const Encoding& part, int sequenceId) {
+        out.ids.insert(out.ids.end(), part.ids.begin(), part.ids.end());
+        out.offsets.insert(out.offsets.end(), part.offsets.begin(), part.offsets.end());
+        out.sequenceIds.insert(out.sequenceIds.end(), part.ids.size(), sequenceId);
+        out.typeIds.insert(out.typeIds.end(), part.ids.size(), sequenceId);
+    };
+    special(impl_->cls, 0);
+    body(first, 0);
+    special(impl_->sep, 0);
+    body(second, 1);
+    special(impl_->sep, 1);
     return out;
 }
 

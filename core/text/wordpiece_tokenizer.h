@@ -33,6 +33,7 @@ public:
     Encoding encodeText(const std::string& text) const override;
     Encoding encode(const std::string& text) const override;
     Encoding encodePair(const std::string& first, const std::string& second) const override;
+    Encoding assemblePair(const Encoding& first, const Encoding& second) const override;
 
     // Hugging Face's WordPiece decoder: pieces joined with spaces, "##" pieces glued to the one
     // before, and its clean-up of spaces before punctuation and contractions.

@@ -6,7 +6,9 @@
 // reference and device, export a report) and prints, for every step, what each panel's results
 // are stamped with, so a reader can check that nothing of an earlier state is left on screen.
 //
-// Usage: scalescope-screenshots [OUTDIR] [WIDTHxHEIGHT]
+// Usage: scalescope-screenshots [OUTDIR] [WIDTHxHEIGHT] [bert]
+// With "bert" the tour runs on generated tiny BERT checkpoints (BertForQuestionAnswering,
+// BertForMaskedLM) instead of the demo.
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
@@ -104,7 +106,9 @@ int main(int argc, char** argv)
             size = QSize(parts[0].toInt(), parts[1].toInt());
     }
 
-    const DemoCatalog demo = loadDemoCatalog(findDemoFolder(QStringLiteral(SCALESCOPE_DEMO_DIR)));
+    const bool bert = argc > 3 && QString::fromLocal8Bit(argv[3]) == QLatin1String("bert");
+    const DemoCatalog demo =
+        bert ? DemoCatalog() : loadDemoCatalog(findDemoFolder(QStringLiteral(SCALESCOPE_DEMO_DIR)));
     MainWindow window;
     window.setDemoCatalog(demo);
     window.move(0, 0);
@@ -132,12 +136,13 @@ int main(int argc, char** argv)
     } else {
         const std::string base = testing::makeTempDir("screens");
         testing::TinyModelSpec spec;
+        spec.architecture = bert ? "BertForQuestionAnswering" : "RobertaForQuestionAnswering";
         spec.outlierChannels = {3, 17};
         spec.outlierFactor = 6.0f;
         testing::writeTinyFloatCheckpoint(base + "/qa-float", spec);
         testing::writeTinyFp8Checkpoint(base + "/qa-float", base + "/qa-fp8", {"channel", "token", "F32"});
         testing::writeTinyFp8Checkpoint(base + "/qa-float", base + "/qa-fp8-static", {"tensor", "tensor", "F32"});
-        spec.architecture = "RobertaForMaskedLM";
+        spec.architecture = bert ? "BertForMaskedLM" : "RobertaForMaskedLM";
         testing::writeTinyFloatCheckpoint(base + "/mlm-float", spec);
         testing::writeTinyFp8Checkpoint(base + "/mlm-float", base + "/mlm-fp8", {"channel", "token", "F32"});
         mlm = QString::fromStdString(base + "/mlm-fp8");
@@ -147,7 +152,7 @@ int main(int argc, char** argv)
         window.setReference(QString::fromStdString(base + "/qa-float"));
         window.askPanel()->setInputs("what is the capital of France ?",
                                      "the cat sat on the mat . the dog sat on the mat . Paris is the capital of France .");
-        window.fillMaskPanel()->setText("the cat <mask> on the mat");
+        window.fillMaskPanel()->setText("the cat <mask> on the mat"); // shown with the model's mask token
     }
     if (!waitFor(opened) || !waitFor(reference))
         return 1;
@@ -169,7 +174,8 @@ int main(int argc, char** argv)
 
     window.tabs()->setCurrentWidget(window.errorsPanel());
     QSignalSpy captured(session, &WorkbenchSession::capturePointReady);
-    emit window.errorsPanel()->capturePointRequested(QStringLiteral("roberta.encoder.layer.1.output"));
+    emit window.errorsPanel()->capturePointRequested(bert ? QStringLiteral("bert.encoder.layer.1.output")
+                                                          : QStringLiteral("roberta.encoder.layer.1.output"));
     waitFor(captured);
     shoot(window, out + "/05-errors.png");
 

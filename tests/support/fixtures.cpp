@@ -1,6 +1,7 @@
 #include "support/fixtures.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -154,6 +155,43 @@ int writeTokenizerFiles(const std::string& dir, const std::vector<std::string>& 
     return nextId;
 }
 
+// Writes vocab.txt and tokenizer_config.json and returns the vocabulary size.
+int writeWordPieceFiles(const std::string& dir, const std::vector<std::string>& words, int vocabularySize = 0)
+{
+    std::vector<std::string> vocab = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+    std::set<std::string> seen(vocab.begin(), vocab.end());
+    auto addToken = [&](const std::string& token) {
+        if (seen.insert(token).second)
+            vocab.push_back(token);
+    };
+    std::vector<std::string> characters;
+    for (char c = 33; c < 127; ++c)
+        if (!(c >= 'A' && c <= 'Z')) // lower-cased away
+            characters.emplace_back(1, c);
+    for (const std::string& c : characters)
+        addToken(c);
+    for (const std::string& c : characters)
+        addToken("##" + c);
+    for (std::string word : words) {
+        std::transform(word.begin(), word.end(), word.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+        if (!word.empty())
+            addToken(word);
+    }
+    for (int unused = 0; static_cast<int>(vocab.size()) < vocabularySize; ++unused)
+        addToken("[unused" + std::to_string(unused) + "]");
+    std::string text;
+    for (const std::string& token : vocab)
+        text += token + "\n";
+    writeTextFile(joinPath(dir, "vocab.txt"), text);
+    writeTextFile(joinPath(dir, "tokenizer_config.json"), "{\"do_lower_case\": true}\n");
+    return static_cast<int>(vocab.size());
+}
+
+bool isBert(const std::string& architecture)
+{
+    return architecture.rfind("Bert", 0) == 0;
+}
+
 // Collects tensors in Hugging Face naming, drawing their values in a fixed order from one sampler.
 class TinyWeightsBuilder {
 public:
@@ -215,9 +253,10 @@ private:
 
 void validateSpec(const TinyModelSpec& spec)
 {
-    if (spec.architecture != "RobertaForQuestionAnswering" && spec.architecture != "RobertaForMaskedLM")
-        throw Error("The tiny checkpoint writer knows RobertaForQuestionAnswering and RobertaForMaskedLM, not '" +
-                    spec.architecture + "'.");
+    if (spec.architecture != "RobertaForQuestionAnswering" && spec.architecture != "RobertaForMaskedLM" &&
+        spec.architecture != "BertForQuestionAnswering" && spec.architecture != "BertForMaskedLM")
+        throw Error("The tiny checkpoint writer knows RobertaForQuestionAnswering, RobertaForMaskedLM, "
+                    "BertForQuestionAnswering and BertForMaskedLM, not '" + spec.architecture + "'.");
     if (spec.hiddenSize <= 0 || spec.numLayers < 0 || spec.numHeads <= 0 || spec.intermediateSize <= 0 ||
         spec.hiddenSize % spec.numHeads != 0 || spec.maxPositionEmbeddings < 3)
         throw Error("The tiny model spec has inconsistent sizes (hidden " + std::to_string(spec.hiddenSize) +
@@ -279,7 +318,7 @@ uint8_t encodeE4M3Value(float value)
     return found->second;
 }
 
-nlohmann::ordered_json quantizationConfig(const Fp8Scheme& scheme)
+nlohmann::ordered_json quantizationConfig(const Fp8Scheme& scheme, bool bert)
 {
     nlohmann::ordered_json weights = {{"num_bits", 8},   {"type", "float"},   {"strategy", scheme.weights},
                                       {"symmetric", true}, {"dynamic", false}};
@@ -303,8 +342,30 @@ nlohmann::ordered_json quantizationConfig(const Fp8Scheme& scheme)
             {"format", "float-quantized"},
             {"quantization_status", "compressed"},
             {"config_groups", {{"group_0", group}}},
-            {"ignore", {"qa_outputs", "re:lm_head.*"}},
+            {"ignore", {"qa_outputs", bert ? "re:cls\\..*" : "re:lm_head.*"}},
             {"kv_cache_scheme", nullptr}};
+}
+
+// config.json as transformers writes it for BertFor*.
+nlohmann::ordered_json bertConfig(const TinyModelSpec& spec, int vocabSize)
+{
+    return {{"architectures", {spec.architecture}},
+            {"model_type", "bert"},
+            {"vocab_size", vocabSize},
+            {"hidden_size", spec.hiddenSize},
+            {"num_hidden_layers", spec.numLayers},
+            {"num_attention_heads", spec.numHeads},
+            {"intermediate_size", spec.intermediateSize},
+            {"max_position_embeddings", spec.maxPositionEmbeddings},
+            {"type_vocab_size", 2},
+            {"layer_norm_eps", 1e-12},
+            {"pad_token_id", 0},
+            {"hidden_act", "gelu"},
+            {"hidden_dropout_prob", 0.1},
+            {"attention_probs_dropout_prob", 0.1},
+            {"position_embedding_type", "absolute"},
+            {"initializer_range", 0.02},
+            {"torch_dtype", "float32"}};
 }
 
 void copyFile(const std::string& from, const std::string& to)
@@ -320,23 +381,33 @@ void writeTinyTokenizer(const std::string& dir, const std::vector<std::string>& 
     writeTokenizerFiles(dir, words);
 }
 
+void writeTinyWordPieceTokenizer(const std::string& dir, const std::vector<std::string>& words)
+{
+    ensureDirectory(dir);
+    writeWordPieceFiles(dir, words);
+}
+
 void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
 {
     validateSpec(spec);
     ensureDirectory(dir);
-    const int vocabSize = writeTokenizerFiles(dir, spec.words, spec.vocabularySize);
+    const bool bert = isBert(spec.architecture);
+    const int vocabSize = bert ? writeWordPieceFiles(dir, spec.words, spec.vocabularySize)
+                               : writeTokenizerFiles(dir, spec.words, spec.vocabularySize);
     const int64_t hidden = spec.hiddenSize;
     const int64_t intermediate = spec.intermediateSize;
+    const std::string family = bert ? "bert" : "roberta";
+    const int typeVocabSize = bert ? 2 : 1;
 
     TinyWeightsBuilder builder(spec);
-    builder.normal("roberta.embeddings.word_embeddings.weight", {vocabSize, hidden}, kEmbeddingStd);
+    builder.normal(family + ".embeddings.word_embeddings.weight", {vocabSize, hidden}, kEmbeddingStd);
     builder.scaleColumns(builder.last());
-    builder.normal("roberta.embeddings.position_embeddings.weight", {spec.maxPositionEmbeddings, hidden},
+    builder.normal(family + ".embeddings.position_embeddings.weight", {spec.maxPositionEmbeddings, hidden},
                    kEmbeddingStd);
-    builder.normal("roberta.embeddings.token_type_embeddings.weight", {1, hidden}, kEmbeddingStd);
-    builder.layerNorm("roberta.embeddings.LayerNorm", hidden);
+    builder.normal(family + ".embeddings.token_type_embeddings.weight", {typeVocabSize, hidden}, kEmbeddingStd);
+    builder.layerNorm(family + ".embeddings.LayerNorm", hidden);
     for (int layer = 0; layer < spec.numLayers; ++layer) {
-        const std::string prefix = "roberta.encoder.layer." + std::to_string(layer) + ".";
+        const std::string prefix = family + ".encoder.layer." + std::to_string(layer) + ".";
         builder.linear(prefix + "attention.self.query", hidden, hidden, kLinearStd, true);
         builder.linear(prefix + "attention.self.key", hidden, hidden, kLinearStd, true);
         builder.linear(prefix + "attention.self.value", hidden, hidden, kLinearStd, true);
@@ -346,8 +417,14 @@ void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
         builder.linear(prefix + "output.dense", hidden, intermediate, kLinearStd, true);
         builder.layerNorm(prefix + "output.LayerNorm", hidden);
     }
-    if (spec.architecture == "RobertaForQuestionAnswering") {
+    if (spec.architecture == "RobertaForQuestionAnswering" || spec.architecture == "BertForQuestionAnswering") {
         builder.linear("qa_outputs", 2, hidden, kQaOutputsStd, false);
+    } else if (bert) {
+        // The decoder weight is tied to the word embeddings and left out, as Hugging Face saves it;
+        // its bias is the head's shared cls.predictions.bias.
+        builder.linear("cls.predictions.transform.dense", hidden, hidden, kLinearStd, false);
+        builder.layerNorm("cls.predictions.transform.LayerNorm", hidden);
+        builder.normal("cls.predictions.bias", {vocabSize}, kBiasStd);
     } else {
         // The decoder weight is tied to the word embeddings and left out, as Hugging Face saves it.
         builder.linear("lm_head.dense", hidden, hidden, kLinearStd, false);
@@ -355,6 +432,10 @@ void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
         builder.normal("lm_head.bias", {vocabSize}, kBiasStd);
     }
     writeSafetensors(joinPath(dir, "model.safetensors"), builder.toWrite(), {{"format", "pt"}});
+    if (bert) {
+        writeTextFile(joinPath(dir, "config.json"), bertConfig(spec, vocabSize).dump(2) + "\n");
+        return;
+    }
 
     const nlohmann::ordered_json config = {
         {"architectures", {spec.architecture}},
@@ -393,10 +474,12 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
     const std::string configPath = joinPath(floatDir, "config.json");
     nlohmann::ordered_json config = nlohmann::ordered_json::parse(readFileToString(configPath));
     const int numLayers = config.value("num_hidden_layers", 0);
+    const bool bert = isBert(config["architectures"][0].get<std::string>());
     std::set<std::string> quantizedModules;
     for (int layer = 0; layer < numLayers; ++layer)
         for (const char* linear : kEncoderLinears)
-            quantizedModules.insert("roberta.encoder.layer." + std::to_string(layer) + "." + linear);
+            quantizedModules.insert((bert ? "bert" : "roberta") + std::string(".encoder.layer.") +
+                                    std::to_string(layer) + "." + linear);
 
     std::map<std::string, ReferenceTensor> calibration;
     if (scheme.activations == "tensor")
@@ -464,10 +547,10 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
     }
 
     ensureDirectory(fp8Dir);
-    config["quantization_config"] = quantizationConfig(scheme);
+    config["quantization_config"] = quantizationConfig(scheme, bert);
     writeSafetensors(joinPath(fp8Dir, "model.safetensors"), out, {{"format", "pt"}});
     writeTextFile(joinPath(fp8Dir, "config.json"), config.dump(2) + "\n");
-    for (const char* file : {"vocab.json", "merges.txt"})
+    for (const char* file : {"vocab.json", "merges.txt", "vocab.txt", "tokenizer_config.json"})
         if (fileExists(joinPath(floatDir, file)))
             copyFile(joinPath(floatDir, file), joinPath(fp8Dir, file));
 }

@@ -13,8 +13,15 @@ namespace scalescope::testing {
 // Merges build each of `words` both bare and with the leading-space symbol "Ġ".
 void writeTinyTokenizer(const std::string& dir, const std::vector<std::string>& words);
 
+// vocab.txt + tokenizer_config.json (do_lower_case) of a WordPiece tokenizer in BERT's layout:
+// [PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3, [MASK]=4, then every ASCII letter, digit and punctuation
+// character bare and as a "##" continuation, then `words` lower-cased.
+void writeTinyWordPieceTokenizer(const std::string& dir, const std::vector<std::string>& words);
+
 struct TinyModelSpec {
-    std::string architecture = "RobertaForQuestionAnswering"; // or RobertaForMaskedLM
+    // RobertaForQuestionAnswering, RobertaForMaskedLM, BertForQuestionAnswering or BertForMaskedLM.
+    // BERT checkpoints get the WordPiece tokenizer above, two token types and positions from 0.
+    std::string architecture = "RobertaForQuestionAnswering";
     int hiddenSize = 32;
     int numLayers = 2;
     int numHeads = 4;
@@ -32,7 +39,8 @@ struct TinyModelSpec {
                                       "capital", "of", "France", "what", "where", "?"};
 };
 
-// Float32 checkpoint: config.json, model.safetensors, vocab.json, merges.txt.
+// Float32 checkpoint: config.json, model.safetensors and the tokenizer (vocab.json + merges.txt, or
+// vocab.txt + tokenizer_config.json for BERT).
 void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec);
 
 struct Fp8Scheme {
@@ -45,7 +53,8 @@ struct Fp8Scheme {
 
 // Reads the float checkpoint in floatDir and writes its compressed-tensors FP8 version to fp8Dir
 // (config.json with quantization_config, model.safetensors, tokenizer files copied). Encoder
-// Linears are quantized; qa_outputs and lm_head.* are left in float (listed in "ignore").
+// Linears are quantized; qa_outputs and the MLM head (lm_head.*, cls.*) are left in float (listed in
+// "ignore").
 // Static input scales come from the reference forward over calibrationIds.
 void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8Dir, const Fp8Scheme& scheme,
                             const std::vector<int64_t>& calibrationIds = {0, 5, 6, 7, 8, 9, 2});

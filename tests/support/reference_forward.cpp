@@ -140,26 +140,34 @@ public:
             !architectures->front().is_string())
             throw Error(configPath_ + " names no architecture.");
         architecture_ = architectures->front().get<std::string>();
-        if (architecture_ != "RobertaForQuestionAnswering" && architecture_ != "RobertaForMaskedLM")
+        if (architecture_ == "RobertaForQuestionAnswering" || architecture_ == "RobertaForMaskedLM")
+            family_ = "roberta";
+        else if (architecture_ == "BertForQuestionAnswering" || architecture_ == "BertForMaskedLM")
+            family_ = "bert";
+        else
             throw Error(configPath_ + " names the architecture '" + architecture_ +
                         "', which the reference forward does not run.");
         activationScheme_ = activationSchemeOf(config_, configPath_, &groupSize_);
         weightBlock_ = weightBlockOf(config_);
     }
 
-    std::map<std::string, ReferenceTensor> run(const std::vector<int64_t>& inputIds)
+    std::map<std::string, ReferenceTensor> run(const std::vector<int64_t>& inputIds,
+                                               const std::vector<int64_t>& tokenTypeIds)
     {
         captures_.clear();
         if (inputIds.empty())
             throw Error("The reference forward needs at least one token id.");
-        Activations hidden = embeddings(inputIds);
-        capture("roberta.embeddings.output", hidden);
+        if (!tokenTypeIds.empty() && tokenTypeIds.size() != inputIds.size())
+            throw Error("The reference forward got " + std::to_string(tokenTypeIds.size()) + " token type ids for " +
+                        std::to_string(inputIds.size()) + " tokens.");
+        Activations hidden = embeddings(inputIds, tokenTypeIds);
+        capture(family_ + ".embeddings.output", hidden);
         for (int layer = 0; layer < numLayers_; ++layer) {
-            const std::string prefix = "roberta.encoder.layer." + std::to_string(layer) + ".";
+            const std::string prefix = family_ + ".encoder.layer." + std::to_string(layer) + ".";
             hidden = encoderLayer(prefix, hidden);
             capture(prefix + "output", hidden);
         }
-        if (architecture_ == "RobertaForQuestionAnswering")
+        if (architecture_ == "RobertaForQuestionAnswering" || architecture_ == "BertForQuestionAnswering")
             questionAnsweringHead(hidden);
         else
             maskedLanguageModelHead(hidden);
@@ -202,17 +210,18 @@ private:
         captures_[name] = ReferenceTensor{{1, activations.rows, activations.cols}, activations.values};
     }
 
-    Activations embeddings(const std::vector<int64_t>& inputIds)
+    Activations embeddings(const std::vector<int64_t>& inputIds, const std::vector<int64_t>& tokenTypeIds)
     {
-        const TensorView& wordView = store_->require("roberta.embeddings.word_embeddings.weight");
-        const TensorView& positionView = store_->require("roberta.embeddings.position_embeddings.weight");
-        const TensorView& typeView = store_->require("roberta.embeddings.token_type_embeddings.weight");
+        const TensorView& wordView = store_->require(family_ + ".embeddings.word_embeddings.weight");
+        const TensorView& positionView = store_->require(family_ + ".embeddings.position_embeddings.weight");
+        const TensorView& typeView = store_->require(family_ + ".embeddings.token_type_embeddings.weight");
         for (const TensorView* view : {&wordView, &positionView, &typeView})
             if (view->shape.size() != 2 || view->shape[1] != hiddenSize_)
                 throw Error("Tensor '" + view->name + "' in " + store_->location() + " is not [rows, " +
                             std::to_string(hiddenSize_) + "].");
         const int64_t vocabSize = wordView.shape[0];
         const int64_t maxPositions = positionView.shape[0];
+        const int64_t typeCount = typeView.shape[0];
         const std::vector<float> words = readValues(wordView);
         const std::vector<float> positions = readValues(positionView);
         const std::vector<float> types = readValues(typeView);
@@ -225,21 +234,29 @@ private:
             if (id < 0 || id >= vocabSize)
                 throw Error("Token id " + std::to_string(id) + " is outside the vocabulary of " +
                             std::to_string(vocabSize) + " in " + store_->location() + ".");
-            // RoBERTa numbers positions from padding_idx + 1; pad tokens sit at padding_idx.
-            int64_t position = padTokenId_;
-            if (id != padTokenId_)
-                position = padTokenId_ + (++nonPadSeen);
+            // RoBERTa numbers positions from padding_idx + 1 and pad tokens sit at padding_idx;
+            // BERT numbers every token from 0.
+            int64_t position = t;
+            if (family_ == "roberta") {
+                position = padTokenId_;
+                if (id != padTokenId_)
+                    position = padTokenId_ + (++nonPadSeen);
+            }
+            const int64_t type = tokenTypeIds.empty() ? 0 : tokenTypeIds[static_cast<std::size_t>(t)];
+            if (type < 0 || type >= typeCount)
+                throw Error("Token type " + std::to_string(type) + " exceeds the " + std::to_string(typeCount) +
+                            " token types in " + store_->location() + ".");
             if (position < 0 || position >= maxPositions)
                 throw Error("Position " + std::to_string(position) + " exceeds the " + std::to_string(maxPositions) +
                             " position embeddings in " + store_->location() + ".");
             for (int64_t c = 0; c < hiddenSize_; ++c) {
                 const float word = words[static_cast<std::size_t>(id * hiddenSize_ + c)];
-                const float type = types[static_cast<std::size_t>(c)];
+                const float typeValue = types[static_cast<std::size_t>(type * hiddenSize_ + c)];
                 const float pos = positions[static_cast<std::size_t>(position * hiddenSize_ + c)];
-                sum.at(t, c) = (word + type) + pos;
+                sum.at(t, c) = (word + typeValue) + pos;
             }
         }
-        return layerNorm("roberta.embeddings.LayerNorm", sum);
+        return layerNorm(family_ + ".embeddings.LayerNorm", sum);
     }
 
     Activations layerNorm(const std::string& module, const Activations& x) const
@@ -462,6 +479,10 @@ private:
 
     void maskedLanguageModelHead(const Activations& hidden)
     {
+        if (family_ == "bert") {
+            bertMaskedLanguageModelHead(hidden);
+            return;
+        }
         Activations transformed = linear("lm_head.dense", hidden);
         for (float& v : transformed.values)
             v = geluExact(v);
@@ -474,7 +495,25 @@ private:
         capture("logits", logits);
     }
 
+    // BERT's cls.predictions: transform (dense, GELU, LayerNorm), then the decoder, whose weight is
+    // the word embeddings when the file has none and whose bias is the head's shared one.
+    void bertMaskedLanguageModelHead(const Activations& hidden)
+    {
+        Activations transformed = linear("cls.predictions.transform.dense", hidden);
+        for (float& v : transformed.values)
+            v = geluExact(v);
+        const Activations normalized = layerNorm("cls.predictions.transform.LayerNorm", transformed);
+        const std::string weightName = store_->find("cls.predictions.decoder.weight")
+                                           ? "cls.predictions.decoder.weight"
+                                           : "bert.embeddings.word_embeddings.weight";
+        const std::string biasName =
+            store_->find("cls.predictions.decoder.bias") ? "cls.predictions.decoder.bias" : "cls.predictions.bias";
+        const Activations logits = linear("cls.predictions.decoder", normalized, weightName, biasName);
+        capture("logits", logits);
+    }
+
     std::string mode_;
+    std::string family_;
     std::string configPath_;
     nlohmann::json config_;
     std::unique_ptr<TensorStore> store_;
@@ -530,10 +569,11 @@ float referenceRoundToE4M3(float x)
 
 std::map<std::string, ReferenceTensor> referenceForward(const std::string& checkpointDir,
                                                         const std::vector<int64_t>& inputIds,
-                                                        const std::string& mode)
+                                                        const std::string& mode,
+                                                        const std::vector<int64_t>& tokenTypeIds)
 {
     ReferenceModel model(checkpointDir, mode);
-    return model.run(inputIds);
+    return model.run(inputIds, tokenTypeIds);
 }
 
 } // namespace scalescope::testing

@@ -1,5 +1,5 @@
 #pragma once
-// An independent RoBERTa forward pass in plain loops (float32, batch 1, no padding), written for the
+// An independent RoBERTa and BERT forward pass in plain loops (float32, batch 1, no padding), written for the
 // tests: it shares no code path with core/model/encoder_model.cpp. FP8 emulation here finds the
 // nearest E4M3 value by searching all 256 codes decoded from their bit fields (ties to the even code).
 #include <cstdint>
@@ -16,11 +16,14 @@ struct ReferenceTensor {
 
 // mode: "fp8" (quantized Linears quantize their inputs as the checkpoint says) or "dequant"
 // (dequantized weights, float activations). A float checkpoint runs the same in both.
-// Result keys: "start_logits"/"end_logits" (QA) or "logits" (MLM), "roberta.embeddings.output",
-// "roberta.encoder.layer.N.output", and for every Linear "<module>.input" and "<module>.output".
+// Result keys: "start_logits"/"end_logits" (QA) or "logits" (MLM), "<family>.embeddings.output",
+// "<family>.encoder.layer.N.output" (family "roberta" or "bert"), and for every Linear
+// "<module>.input" and "<module>.output".
+// tokenTypeIds: one per input id, or empty for all 0 (BERT's segment ids; RoBERTa has one type).
 std::map<std::string, ReferenceTensor> referenceForward(const std::string& checkpointDir,
                                                         const std::vector<int64_t>& inputIds,
-                                                        const std::string& mode);
+                                                        const std::string& mode,
+                                                        const std::vector<int64_t>& tokenTypeIds = {});
 
 // The E4M3 value nearest to x (after clamping to +-448), ties to the even code, by exhaustive search.
 float referenceRoundToE4M3(float x);

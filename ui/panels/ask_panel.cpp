@@ -22,6 +22,7 @@
 #include "models/probability_bar_delegate.h"
 #include "report/charts.h"
 #include "stale_banner.h"
+#include "text/bpe_tokenizer.h" // byteOffsetOfCodePoint
 #include "workbench_session.h"
 
 namespace scalescope::ui {
@@ -269,7 +270,9 @@ void AskPanel::showOutcome(const AskOutcome& outcome, const QString& referenceLa
         const auto [start, end] = encoding.offsets[i];
         const std::string& source = encoding.sequenceIds[i] == 0 ? question : context;
         if (encoding.sequenceIds[i] < 0) {
-            tokens.push_back(i == 0 ? "<s>" : "</s>");
+            // The tokenizer's own spelling of its specials ([CLS], [SEP] for BERT).
+            const auto special = outcome.specialTokens.find(encoding.ids[i]);
+            tokens.push_back(special != outcome.specialTokens.end() ? special->second : std::string());
         } else {
             const std::size_t from = byteOffsetOfCodePoint(source, start);
             tokens.push_back(source.substr(from, byteOffsetOfCodePoint(source, end) - from));

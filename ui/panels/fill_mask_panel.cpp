@@ -23,7 +23,7 @@ namespace scalescope::ui {
 FillMaskPanel::FillMaskPanel(QWidget* parent) : QWidget(parent)
 {
     text_ = new QLineEdit(this);
-    text_->setPlaceholderText(tr("A sentence with <mask> where a word is missing"));
+    text_->setPlaceholderText(tr("A sentence with the model's mask token where a word is missing"));
     topK_ = new QSpinBox(this);
     topK_->setRange(1, 50);
     topK_->setValue(5);
@@ -35,7 +35,7 @@ FillMaskPanel::FillMaskPanel(QWidget* parent) : QWidget(parent)
     row->addWidget(topK_);
     row->addWidget(fill_);
 
-    result_ = new QLabel(tr("Write a sentence with <mask> and press Fill."), this);
+    result_ = new QLabel(tr("Write a sentence with the model's mask token and press Fill."), this);
     result_->setWordWrap(true);
     predictions_ = new MaskPredictionsModel(this);
     view_ = new QTableView(this);
@@ -66,7 +66,22 @@ FillMaskPanel::FillMaskPanel(QWidget* parent) : QWidget(parent)
     }
 }
 
-void FillMaskPanel::setText(const QString& text) { text_->setText(text); }
+void FillMaskPanel::setText(const QString& text)
+{
+    text_->setText(maskToken_.isEmpty() ? text
+                                        : QString::fromStdString(withMaskToken(text.toStdString(), maskToken_.toStdString())));
+}
+
+void FillMaskPanel::setMaskToken(const QString& maskToken)
+{
+    maskToken_ = maskToken;
+    if (maskToken_.isEmpty())
+        return;
+    text_->setPlaceholderText(tr("A sentence with %1 where a word is missing").arg(maskToken_));
+    if (predictions_->rowCount() == 0)
+        result_->setText(tr("Write a sentence with %1 and press Fill.").arg(maskToken_));
+    setText(text_->text());
+}
 QString FillMaskPanel::text() const { return text_->text(); }
 void FillMaskPanel::setBusy(bool busy)
 {
@@ -100,8 +115,8 @@ void FillMaskPanel::requestFill()
 {
     if (!fill_->isEnabled())
         return;
-    if (!text_->text().contains(QLatin1String("<mask>"))) {
-        result_->setText(tr("The text needs at least one <mask>."));
+    if (!maskToken_.isEmpty() && !text_->text().contains(maskToken_)) {
+        result_->setText(tr("The text needs at least one %1.").arg(maskToken_));
         return;
     }
     emit fillRequested(text_->text(), topK_->value());

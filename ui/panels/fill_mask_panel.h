@@ -1,5 +1,5 @@
 #pragma once
-// Fill-mask panel: a text with <mask>, the top-k tokens of the run and the reference side by side
+// Fill-mask panel: a text with the checkpoint's mask token, the top-k tokens of the run and the reference side by side
 // with probability bars, agreement per mask, and a bar chart of the first mask's probabilities.
 #include <QWidget>
 
@@ -21,7 +21,11 @@ class FillMaskPanel : public QWidget {
 public:
     explicit FillMaskPanel(QWidget* parent = nullptr);
 
+    // A text written with any family's mask token shows the open checkpoint's.
     void setText(const QString& text);
+    // The open checkpoint's mask token ([MASK] for BERT); the current text is rewritten to use it.
+    void setMaskToken(const QString& maskToken);
+    QString maskToken() const { return maskToken_; }
     QString text() const;
     void showOutcome(const FillMaskOutcome& outcome, const QString& referenceLabel);
     void setBusy(bool busy);
@@ -44,6 +48,7 @@ private:
     bool busy_ = false;
     bool runnable_ = true;
     QString notRunnableReason_;
+    QString maskToken_;
     StaleBanner* banner_ = nullptr;
     QLineEdit* text_ = nullptr;
     QSpinBox* topK_ = nullptr;
