@@ -37,6 +37,14 @@ int stringPositionOfCodePoint(const QString& text, int codePoint)
 
 AskPanel::AskPanel(QWidget* parent) : QWidget(parent)
 {
+    createInputs();
+    createResults();
+    layOut();
+    connectKeys();
+}
+
+void AskPanel::createInputs()
+{
     question_ = new QLineEdit(this);
     question_->setPlaceholderText(tr("Question"));
     context_ = new QPlainTextEdit(this);
@@ -59,6 +67,11 @@ AskPanel::AskPanel(QWidget* parent) : QWidget(parent)
     nullThreshold_->setEnabled(false);
     connect(allowNoAnswer_, &QCheckBox::toggled, nullThreshold_, &QWidget::setEnabled);
 
+}
+
+// The options row under the context: answers, length, SQuAD 2.0 null answer, and the Answer button.
+QLayout* AskPanel::optionsRow()
+{
     auto* options = new QHBoxLayout;
     options->addWidget(new QLabel(tr("Answers:"), this));
     options->addWidget(topK_);
@@ -71,6 +84,11 @@ AskPanel::AskPanel(QWidget* parent) : QWidget(parent)
     options->addStretch(1);
     options->addWidget(ask_);
 
+    return options;
+}
+
+void AskPanel::createResults()
+{
     result_ = new QLabel(tr("Ask a question about the context."), this);
     result_->setWordWrap(true);
     result_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -89,12 +107,16 @@ AskPanel::AskPanel(QWidget* parent) : QWidget(parent)
     logits_ = new ChartView(this);
     logits_->setPlaceholder(tr("The start and end logits over the tokens appear here after a question is answered."));
 
+}
+
+void AskPanel::layOut()
+{
     auto* inputs = new QWidget(this);
     auto* inputLayout = new QVBoxLayout(inputs);
     inputLayout->setContentsMargins(0, 0, 0, 0);
     inputLayout->addWidget(question_);
     inputLayout->addWidget(context_, 1);
-    inputLayout->addLayout(options);
+    inputLayout->addLayout(optionsRow());
     inputLayout->addWidget(result_);
 
     auto* splitter = new QSplitter(Qt::Vertical, this);
@@ -111,6 +133,10 @@ AskPanel::AskPanel(QWidget* parent) : QWidget(parent)
     layout->addWidget(banner_);
     layout->addWidget(splitter, 1);
 
+}
+
+void AskPanel::connectKeys()
+{
     // Reading order: question, context, the options, Answer, then the results.
     setTabOrder(question_, context_);
     setTabOrder(context_, topK_);
@@ -229,8 +255,14 @@ void AskPanel::showOutcome(const AskOutcome& outcome, const QString& referenceLa
                               agree ? tr("<span style='color:#1a7f37'>agree</span>")
                                     : tr("<span style='color:#b00'>differ</span>")));
 
-    // Highlight both best answers in the context: the run's with a background, the reference's
-    // underlined, so the two stay distinguishable when they overlap.
+    highlightAnswers(outcome);
+    showLogits(outcome);
+}
+
+// Both best answers in the context: the run's with a background, the reference's underlined, so
+// the two stay distinguishable when they overlap.
+void AskPanel::highlightAnswers(const AskOutcome& outcome)
+{
     QList<QTextEdit::ExtraSelection> selections;
     const QString text = context_->toPlainText();
     auto select = [&](const std::vector<QaAnswer>& answers, bool run) {
@@ -253,7 +285,11 @@ void AskPanel::showOutcome(const AskOutcome& outcome, const QString& referenceLa
     select(outcome.referenceAnswers, false);
     context_->setExtraSelections(selections);
 
-    // Logits of the window holding the run's best answer (the first window otherwise).
+}
+
+// Logits of the window holding the run's best answer (the first window otherwise).
+void AskPanel::showLogits(const AskOutcome& outcome)
+{
     if (!outcome.comparison || !outcome.comparison->qa)
         return;
     const QaAgreement& qa = *outcome.comparison->qa;

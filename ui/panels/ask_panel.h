@@ -11,6 +11,7 @@
 class QCheckBox;
 class QDoubleSpinBox;
 class QLabel;
+class QLayout;
 class QLineEdit;
 class QPlainTextEdit;
 class QPushButton;
@@ -53,6 +54,13 @@ signals:
     void askRequested(const QString& question, const QString& context, const scalescope::QaOptions& options);
 
 private:
+    void createInputs();
+    QLayout* optionsRow();
+    void createResults();
+    void layOut();
+    void connectKeys();
+    void highlightAnswers(const AskOutcome& outcome);
+    void showLogits(const AskOutcome& outcome);
     void requestAsk();
     void updateAskEnabled();
     bool busy_ = false;

@@ -53,51 +53,9 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent)
     summary_->setWordWrap(true);
     summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
-    treeView_ = new QTreeView(this);
-    treeView_->setModel(treeProxy_);
-    treeView_->setSortingEnabled(true);
-    treeView_->sortByColumn(0, Qt::AscendingOrder);
-    treeView_->setUniformRowHeights(true);
-    // The module names are the point of the tree: they get their width, the counts what is left.
-    treeView_->header()->setStretchLastSection(false);
-    treeView_->header()->setSectionResizeMode(QHeaderView::Interactive);
-    treeView_->header()->setMinimumSectionSize(40);
-    auto* treeBox = new QWidget(this);
-    auto* treeLayout = new QVBoxLayout(treeBox);
-    treeLayout->setContentsMargins(0, 0, 0, 0);
-    treeLayout->addWidget(makeFilter(tr("Filter modules"), treeProxy_, treeBox));
-    treeLayout->addWidget(treeView_);
-
-    tensorView_ = new QTableView(this);
-    tensorView_->setModel(tensorProxy_);
-    tensorView_->setSortingEnabled(true);
-    tensorView_->sortByColumn(TensorTableModel::NameColumn, Qt::AscendingOrder);
-    tensorView_->setSelectionBehavior(QAbstractItemView::SelectRows);
-    tensorView_->setSelectionMode(QAbstractItemView::SingleSelection);
-    tensorView_->verticalHeader()->hide();
-    tensorView_->horizontalHeader()->setSectionResizeMode(TensorTableModel::NameColumn, QHeaderView::Stretch);
-    tensorView_->setWordWrap(false);
-    auto* tableBox = new QWidget(this);
-    auto* tableLayout = new QVBoxLayout(tableBox);
-    tableLayout->setContentsMargins(0, 0, 0, 0);
-    tableLayout->addWidget(makeFilter(tr("Filter tensors by name"), tensorProxy_, tableBox));
-    tableLayout->addWidget(tensorView_);
-
-    diagnosticsView_ = new QTableView(this);
-    diagnosticsView_->setModel(diagnosticsProxy_);
-    diagnosticsView_->setSortingEnabled(true);
-    diagnosticsView_->sortByColumn(0, Qt::AscendingOrder);
-    diagnosticsView_->setSelectionBehavior(QAbstractItemView::SelectRows);
-    diagnosticsView_->verticalHeader()->hide();
-    diagnosticsView_->horizontalHeader()->setStretchLastSection(true);
-    diagnosticsView_->setWordWrap(true);
-    diagnosticsSummary_ = new QLabel(this);
-    auto* diagnosticsBox = new QWidget(this);
-    auto* diagnosticsLayout = new QVBoxLayout(diagnosticsBox);
-    diagnosticsLayout->setContentsMargins(0, 0, 0, 0);
-    diagnosticsLayout->addWidget(diagnosticsSummary_);
-    diagnosticsLayout->addWidget(diagnosticsView_);
-
+    QWidget* treeBox = createTree();
+    QWidget* tableBox = createTensorTable();
+    QWidget* diagnosticsBox = createDiagnostics();
     auto* top = new QSplitter(Qt::Horizontal, this);
     top->setObjectName(QStringLiteral("modelTopSplitter"));
     top->addWidget(treeBox);
@@ -116,6 +74,74 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent)
     layout->addWidget(summary_);
     layout->addWidget(vertical, 1);
 
+    connectSelection();
+}
+
+// The module tree with its filter.
+QWidget* ModelPanel::createTree()
+{
+    treeView_ = new QTreeView(this);
+    treeView_->setModel(treeProxy_);
+    treeView_->setSortingEnabled(true);
+    treeView_->sortByColumn(0, Qt::AscendingOrder);
+    treeView_->setUniformRowHeights(true);
+    // The module names are the point of the tree: they get their width, the counts what is left.
+    treeView_->header()->setStretchLastSection(false);
+    treeView_->header()->setSectionResizeMode(QHeaderView::Interactive);
+    treeView_->header()->setMinimumSectionSize(40);
+    auto* treeBox = new QWidget(this);
+    auto* treeLayout = new QVBoxLayout(treeBox);
+    treeLayout->setContentsMargins(0, 0, 0, 0);
+    treeLayout->addWidget(makeFilter(tr("Filter modules"), treeProxy_, treeBox));
+    treeLayout->addWidget(treeView_);
+
+    return treeBox;
+}
+
+// The tensor table with its filter.
+QWidget* ModelPanel::createTensorTable()
+{
+    tensorView_ = new QTableView(this);
+    tensorView_->setModel(tensorProxy_);
+    tensorView_->setSortingEnabled(true);
+    tensorView_->sortByColumn(TensorTableModel::NameColumn, Qt::AscendingOrder);
+    tensorView_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    tensorView_->setSelectionMode(QAbstractItemView::SingleSelection);
+    tensorView_->verticalHeader()->hide();
+    tensorView_->horizontalHeader()->setSectionResizeMode(TensorTableModel::NameColumn, QHeaderView::Stretch);
+    tensorView_->setWordWrap(false);
+    auto* tableBox = new QWidget(this);
+    auto* tableLayout = new QVBoxLayout(tableBox);
+    tableLayout->setContentsMargins(0, 0, 0, 0);
+    tableLayout->addWidget(makeFilter(tr("Filter tensors by name"), tensorProxy_, tableBox));
+    tableLayout->addWidget(tensorView_);
+
+    return tableBox;
+}
+
+QWidget* ModelPanel::createDiagnostics()
+{
+    diagnosticsView_ = new QTableView(this);
+    diagnosticsView_->setModel(diagnosticsProxy_);
+    diagnosticsView_->setSortingEnabled(true);
+    diagnosticsView_->sortByColumn(0, Qt::AscendingOrder);
+    diagnosticsView_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    diagnosticsView_->verticalHeader()->hide();
+    diagnosticsView_->horizontalHeader()->setStretchLastSection(true);
+    diagnosticsView_->setWordWrap(true);
+    diagnosticsSummary_ = new QLabel(this);
+    auto* diagnosticsBox = new QWidget(this);
+    auto* diagnosticsLayout = new QVBoxLayout(diagnosticsBox);
+    diagnosticsLayout->setContentsMargins(0, 0, 0, 0);
+    diagnosticsLayout->addWidget(diagnosticsSummary_);
+    diagnosticsLayout->addWidget(diagnosticsView_);
+
+    return diagnosticsBox;
+}
+
+// A finding or a tree row selects its tensor; a weight row names its Linear to the other panels.
+void ModelPanel::connectSelection()
+{
     connect(diagnosticsView_, &QTableView::clicked, this, [this](const QModelIndex& index) {
         selectSubject(index.data(DiagnosticsModel::SubjectRole).toString());
     });

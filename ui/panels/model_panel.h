@@ -37,6 +37,11 @@ signals:
     void linearSelected(const QString& module);
 
 private:
+    QWidget* createTree();
+    QWidget* createTensorTable();
+    QWidget* createDiagnostics();
+    void connectSelection();
+
     TensorTableModel* tensors_ = nullptr;
     ModuleTreeModel* tree_ = nullptr;
     DiagnosticsModel* diagnostics_ = nullptr;
