@@ -281,6 +281,9 @@ uint8_t encodeE4M3Value(float value)
 
 nlohmann::ordered_json quantizationConfig(const Fp8Scheme& scheme)
 {
+    nlohmann::ordered_json ignore = {"qa_outputs", "re:lm_head.*"};
+    for (const std::string& module : scheme.keepFloat)
+        ignore.push_back(module);
     nlohmann::ordered_json weights = {{"num_bits", 8},   {"type", "float"},   {"strategy", scheme.weights},
                                       {"symmetric", true}, {"dynamic", false}};
     nlohmann::ordered_json activations = nullptr;
@@ -298,7 +301,7 @@ nlohmann::ordered_json quantizationConfig(const Fp8Scheme& scheme)
             {"format", "float-quantized"},
             {"quantization_status", "compressed"},
             {"config_groups", {{"group_0", group}}},
-            {"ignore", {"qa_outputs", "re:lm_head.*"}},
+            {"ignore", ignore},
             {"kv_cache_scheme", nullptr}};
 }
 
@@ -391,6 +394,8 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
     for (int layer = 0; layer < numLayers; ++layer)
         for (const char* linear : kEncoderLinears)
             quantizedModules.insert("roberta.encoder.layer." + std::to_string(layer) + "." + linear);
+    for (const std::string& module : scheme.keepFloat)
+        quantizedModules.erase(module);
 
     std::map<std::string, ReferenceTensor> calibration;
     if (scheme.activations == "tensor")
@@ -450,7 +455,9 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
             float amax = 0.0f;
             for (float v : input->second.values)
                 amax = std::max(amax, std::fabs(v));
-            const float inputScale = narrowTo(scaleDtype, scaleFromAmax(amax));
+            const auto factor = scheme.inputScaleFactors.find(module);
+            const float inputScale = narrowTo(scaleDtype, scaleFromAmax(amax) *
+                                                              (factor == scheme.inputScaleFactors.end() ? 1.0f : factor->second));
             out.push_back(makeFloatTensor(module + ".input_scale", scaleDtype, {1}, &inputScale));
         }
     }

@@ -3,6 +3,7 @@
 // folders by the tests themselves). The FP8 writer here is the tests' own, independent of
 // core/tasks/quantize, so that the engine is checked against data it did not produce.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,10 @@ struct Fp8Scheme {
     std::string weights = "channel";    // channel | tensor
     std::string activations = "token";  // token (dynamic) | tensor (static) | none
     std::string scaleDtype = "F32";     // F32 | BF16 | F16
+    // Encoder Linears left float (their float weights copied) and listed by name in "ignore".
+    std::vector<std::string> keepFloat;
+    // Planted defects: a static input_scale multiplied by this factor (0.015625 = 64x too small).
+    std::map<std::string, float> inputScaleFactors;
 };
 
 // Reads the float checkpoint in floatDir and writes its compressed-tensors FP8 version to fp8Dir
