@@ -18,8 +18,10 @@
 #include "model/checkpoint.h"
 #include "model/encoder_model.h"
 #include "support/fixtures.h"
+#include "report/charts.h"
 #include "tasks/compare_runs.h"
 #include "tasks/sensitivity.h"
+#include "tasks/squad_dataset.h"
 
 using namespace scalescope;
 using namespace scalescope::testing;
@@ -107,14 +109,14 @@ private slots:
         const std::vector<int64_t> ids = buildQaWindows(checkpoint->tokenizer(), kQuestion, kContext, {}).front().encoding.ids;
         Fp8Scheme scheme;
         scheme.activations = "tensor";
-        Fp8Scheme planted = scheme;
+        Fp8Edits planted;
         planted.inputScaleFactors[kDefect] = 1.0f / 64.0f;
         defect_ = root_ + "/defect";
-        writeTinyFp8Checkpoint(float_, defect_, planted, ids);
-        Fp8Scheme floatFromStart = scheme;
+        writeTinyFp8Checkpoint(float_, defect_, scheme, ids, planted);
+        Fp8Edits floatFromStart;
         floatFromStart.keepFloat = {kDefect};
         fixed_ = root_ + "/fixed";
-        writeTinyFp8Checkpoint(float_, fixed_, floatFromStart, ids);
+        writeTinyFp8Checkpoint(float_, fixed_, scheme, ids, floatFromStart);
     }
 
     void plantedDefectIsRankedFirstExplainedAndSuggested()
@@ -150,6 +152,12 @@ private slots:
         QVERIFY(r.suggestionReached);
         QCOMPARE(r.suggestedFloat, std::vector<std::string>{kDefect});
         QVERIFY(r.suggestedMetrics && r.suggestedMetrics->sqnrDb >= *options.targetSqnrDb);
+
+        // The chart: rank order, short labels, gain over the baseline and loss against all float.
+        const ChartData chart = sensitivityChart(r);
+        QCOMPARE(chart.categories.front(), std::string("L0.ffn.in"));
+        QCOMPARE(chart.series.at(0).y.front(), r.entries.front().floatOne.sqnrDb - r.baseline.sqnrDb);
+        QCOMPARE(chart.series.at(1).y.front(), r.allFloat.sqnrDb - r.entries.front().fp8One.sqnrDb);
     }
 
     void layerGranularityGroupsTheLayersLinears()
@@ -163,6 +171,51 @@ private slots:
         QVERIFY(r.entries.front().floatOne.sqnrDb > r.entries.back().floatOne.sqnrDb);
         QVERIFY(!r.entries.front().cause); // causes are per Linear
         QCOMPARE(r.causes.size(), std::size_t(12));
+    }
+
+    void squadSubsetScoresAgainstTheGoldAnswers()
+    {
+        const json squad = {{"version", "1.1"},
+                            {"data", {{{"title", "t"},
+                                       {"paragraphs", {{{"context", kContext},
+                                                        {"qas", {{{"id", "a"}, {"question", kQuestion},
+                                                                  {"answers", {{{"text", "Paris"}, {"answer_start", 0}}}}},
+                                                                 {{"id", "b"}, {"question", "where is the cat ?"},
+                                                                  {"answers", {{{"text", "on the mat"}, {"answer_start", 45}}}}},
+                                                                 {{"id", "c"}, {"question", "what sat ?"},
+                                                                  {"answers", {{{"text", "a dog"}, {"answer_start", 58}}}}}}}}}}}}}};
+        const std::string file = root_ + "/squad.json";
+        std::ofstream(file) << squad.dump();
+        const SquadDataset dataset = readSquadFile(file);
+        auto run = EncoderModel::load(defect_);
+        auto reference = EncoderModel::load(float_);
+        SensitivityInput input;
+        input.squad = &dataset;
+        input.maxSamples = 2;
+        SensitivityOptions options;
+        options.targetF1Drop = 0;
+        const SensitivityResult r = runSensitivity(*run, reference.get(), input, options);
+        QCOMPARE(r.inputKind, std::string("squad"));
+        QCOMPARE(r.samples, std::size_t(2));
+        for (const SensitivityMetrics* m : {&r.baseline, &r.reference, &r.entries.front().floatOne}) {
+            QVERIFY(m->f1 >= 0 && m->f1 <= 100 && m->exact >= 0 && m->exact <= m->f1 + 1e-9);
+        }
+        // The ranking for SQuAD puts the best F1 kept float first.
+        for (const SensitivityEntry& e : r.entries)
+            QVERIFY(e.floatOne.f1 <= r.entries.front().floatOne.f1);
+        QVERIFY(r.target.find("F1 within") != std::string::npos);
+        if (r.suggestionReached)
+            QVERIFY(r.reference.f1 - r.suggestedMetrics->f1 <= 1e-9);
+
+        // An F1 target needs a question-answering input.
+        SensitivityInput ids;
+        ids.single.inputIds = {{0, 5, 6, 2}};
+        try {
+            runSensitivity(*run, reference.get(), ids, options);
+            QFAIL("an F1 target on input ids was accepted");
+        } catch (const Error& e) {
+            QVERIFY(std::string(e.what()).find("--target-f1-drop needs a question") != std::string::npos);
+        }
     }
 
     void cancelKeepsFinishedEntries()
@@ -210,7 +263,7 @@ private slots:
         QVERIFY(std::fabs(after - finalSqnr(fixed_)) <= 0.5);
         QVERIFY(after > finalSqnr(defect_) + 10);
         QCOMPARE(doc["after"]["sqnr_db"].get<double>(), after);
-        QVERIFY(doc["recipe"].get<std::string>().find("- \"" + kDefect + "\"") != std::string::npos);
+        QVERIFY(doc["recipe"].get<std::string>().find("- '" + kDefect + "'") != std::string::npos);
 
         // Every other tensor byte for byte; the Linear float with the reference's bytes, its scales gone.
         const auto source = TensorStore::openDirectory(defect_);

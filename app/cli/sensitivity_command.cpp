@@ -115,11 +115,13 @@ json sensitivityJson(const SensitivityResult& r)
     json entries = json::array();
     for (const SensitivityEntry& e : r.entries) {
         json entry = {{"module", e.module},
+                      {"label", e.label},
                       {"rank", e.rank},
                       {"linears", e.linears},
                       {"float_one", sensitivityMetricsJson(e.floatOne, r.inputKind)},
                       {"fp8_one", sensitivityMetricsJson(e.fp8One, r.inputKind)},
-                      {"sqnr_gain_db", finiteOrNull(e.floatOne.sqnrDb - r.baseline.sqnrDb)}};
+                      {"sqnr_gain_db", finiteOrNull(e.floatOne.sqnrDb - r.baseline.sqnrDb)},
+                      {"sqnr_loss_db", finiteOrNull(r.allFloat.sqnrDb - e.fp8One.sqnrDb)}};
         if (e.cause)
             entry["cause"] = causeJson(*e.cause);
         entries.push_back(entry);
@@ -132,6 +134,7 @@ json sensitivityJson(const SensitivityResult& r)
                      {"reference_label", r.referenceLabel},
                      {"samples", r.samples},
                      {"baseline", sensitivityMetricsJson(r.baseline, r.inputKind)},
+                     {"all_float", sensitivityMetricsJson(r.allFloat, r.inputKind)},
                      {"entries", entries},
                      {"causes", causes},
                      {"target", r.target},

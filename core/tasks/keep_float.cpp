@@ -197,8 +197,13 @@ std::string llmCompressorRecipe(const std::vector<std::string>& ignore)
     std::string recipe = "# llm-compressor recipe: re-quantize the float model with these modules left in float\n"
                          "quant_stage:\n  quant_modifiers:\n    QuantizationModifier:\n      targets: [\"Linear\"]\n"
                          "      ignore:\n";
-    for (const std::string& name : ignore)
-        recipe += "        - \"" + name + "\"\n";
+    for (const std::string& name : ignore) {
+        // Single-quoted YAML: backslashes in re: patterns stay as they are; a quote is doubled.
+        std::string quoted;
+        for (char c : name)
+            quoted += c == '\'' ? std::string("''") : std::string(1, c);
+        recipe += "        - '" + quoted + "'\n";
+    }
     return recipe;
 }
 

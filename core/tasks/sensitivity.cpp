@@ -233,7 +233,8 @@ std::vector<SensitivityEntry> sweepUnits(const InferenceBackend& run, const std:
         const int layer = layout.layerOf(l.module);
         const std::string name = granularity == "layer" && layer >= 0 ? layout.layerModule(layer) : l.module;
         if (units.empty() || units.back().module != name)
-            units.push_back({name, {}, 0, {}, {}, std::nullopt});
+            units.push_back({name, name == l.module ? layout.shortLabel(name) : "L" + std::to_string(layer), {}, 0, {}, {},
+                             std::nullopt});
         units.back().linears.push_back(l.module);
     }
     if (units.empty())
@@ -484,9 +485,12 @@ SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* refere
     std::vector<SensitivityEntry> units = sweepUnits(run, options.granularity);
     Sweep sweep(run, reference ? *reference : run, progress, result);
     buildCases(sweep, run, input, result);
-    sweep.plannedRuns = 1 + 2 * units.size() + units.size() / 2;
+    sweep.plannedRuns = 2 + 2 * units.size() + units.size() / 2;
     sweep.runReferences();
     result.baseline = sweep.measure({}, "Baseline", true);
+    PrecisionOverrides allFloat;
+    allFloat.othersFloat = true;
+    result.allFloat = sweep.measure(allFloat, "All float");
     sweepEntries(sweep, std::move(units), options, result);
     rankEntries(result.entries, result.inputKind == "squad");
     explainCauses(sweep, run, reference, result);

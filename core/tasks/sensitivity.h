@@ -65,6 +65,7 @@ struct SensitivityCause {
 
 struct SensitivityEntry {
     std::string module;               // the Linear, or the encoder layer (roberta.encoder.layer.3)
+    std::string label;                // short label for charts: "L3.ffn.in", "L3"
     std::vector<std::string> linears; // the quantized Linears the unit overrides
     int rank = 0;                     // 1 = keeping it float helps most; 0 until ranked
     SensitivityMetrics floatOne;      // only this unit float
@@ -93,6 +94,7 @@ struct SensitivityResult {
     bool referenceIsStandIn = false;
     std::size_t samples = 1;              // questions (SQuAD) or 1
     SensitivityMetrics baseline;          // the FP8 run with no override
+    SensitivityMetrics allFloat;          // every quantized Linear float (what fp8_one departs from)
     SensitivityMetrics reference;         // SQuAD: the reference's own EM/F1 against the gold answers
     std::vector<SensitivityEntry> entries; // ranked (rank order) when complete, else in model order
     std::vector<SensitivityCause> causes;  // every quantized Linear, model order

@@ -279,10 +279,10 @@ uint8_t encodeE4M3Value(float value)
     return found->second;
 }
 
-nlohmann::ordered_json quantizationConfig(const Fp8Scheme& scheme)
+nlohmann::ordered_json quantizationConfig(const Fp8Scheme& scheme, const Fp8Edits& edits)
 {
     nlohmann::ordered_json ignore = {"qa_outputs", "re:lm_head.*"};
-    for (const std::string& module : scheme.keepFloat)
+    for (const std::string& module : edits.keepFloat)
         ignore.push_back(module);
     nlohmann::ordered_json weights = {{"num_bits", 8},   {"type", "float"},   {"strategy", scheme.weights},
                                       {"symmetric", true}, {"dynamic", false}};
@@ -378,7 +378,7 @@ void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
 }
 
 void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8Dir, const Fp8Scheme& scheme,
-                            const std::vector<int64_t>& calibrationIds)
+                            const std::vector<int64_t>& calibrationIds, const Fp8Edits& edits)
 {
     if (scheme.weights != "channel" && scheme.weights != "tensor")
         throw Error("The FP8 fixture's weight strategy must be channel or tensor, not '" + scheme.weights + "'.");
@@ -394,7 +394,7 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
     for (int layer = 0; layer < numLayers; ++layer)
         for (const char* linear : kEncoderLinears)
             quantizedModules.insert("roberta.encoder.layer." + std::to_string(layer) + "." + linear);
-    for (const std::string& module : scheme.keepFloat)
+    for (const std::string& module : edits.keepFloat)
         quantizedModules.erase(module);
 
     std::map<std::string, ReferenceTensor> calibration;
@@ -455,15 +455,15 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
             float amax = 0.0f;
             for (float v : input->second.values)
                 amax = std::max(amax, std::fabs(v));
-            const auto factor = scheme.inputScaleFactors.find(module);
+            const auto factor = edits.inputScaleFactors.find(module);
             const float inputScale = narrowTo(scaleDtype, scaleFromAmax(amax) *
-                                                              (factor == scheme.inputScaleFactors.end() ? 1.0f : factor->second));
+                                                              (factor == edits.inputScaleFactors.end() ? 1.0f : factor->second));
             out.push_back(makeFloatTensor(module + ".input_scale", scaleDtype, {1}, &inputScale));
         }
     }
 
     ensureDirectory(fp8Dir);
-    config["quantization_config"] = quantizationConfig(scheme);
+    config["quantization_config"] = quantizationConfig(scheme, edits);
     writeSafetensors(joinPath(fp8Dir, "model.safetensors"), out, {{"format", "pt"}});
     writeTextFile(joinPath(fp8Dir, "config.json"), config.dump(2) + "\n");
     for (const char* file : {"vocab.json", "merges.txt"})

@@ -40,6 +40,10 @@ struct Fp8Scheme {
     std::string weights = "channel";    // channel | tensor
     std::string activations = "token";  // token (dynamic) | tensor (static) | none
     std::string scaleDtype = "F32";     // F32 | BF16 | F16
+};
+
+// Departures from the plain scheme, for tests that need a checkpoint with a known property.
+struct Fp8Edits {
     // Encoder Linears left float (their float weights copied) and listed by name in "ignore".
     std::vector<std::string> keepFloat;
     // Planted defects: a static input_scale multiplied by this factor (0.015625 = 64x too small).
@@ -51,7 +55,8 @@ struct Fp8Scheme {
 // Linears are quantized; qa_outputs and lm_head.* are left in float (listed in "ignore").
 // Static input scales come from the reference forward over calibrationIds.
 void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8Dir, const Fp8Scheme& scheme,
-                            const std::vector<int64_t>& calibrationIds = {0, 5, 6, 7, 8, 9, 2});
+                            const std::vector<int64_t>& calibrationIds = {0, 5, 6, 7, 8, 9, 2},
+                            const Fp8Edits& edits = {});
 
 // A fresh temporary folder under QDir::tempPath(), removed by the caller's QTemporaryDir if desired.
 std::string makeTempDir(const std::string& prefix);
