@@ -58,6 +58,8 @@ SensitivityPanel::SensitivityPanel(QWidget* parent) : QWidget(parent)
     auto* splitter = new QSplitter(Qt::Vertical, this);
     splitter->addWidget(chart_);
     splitter->addWidget(table_);
+    splitter->setStretchFactor(0, 3); // the bars are the point; the table scrolls
+    splitter->setStretchFactor(1, 2);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(bar);
     layout->addWidget(summary_);
