@@ -39,6 +39,7 @@
 #include "panels/fill_mask_panel.h"
 #include "panels/model_panel.h"
 #include "panels/scales_panel.h"
+#include "panels/sensitivity_panel.h"
 #include "report_export.h"
 #include "runner_dialog.h"
 #include "settings.h"
@@ -71,9 +72,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     tabs_->addTab(scales_, tr("Scales"));
     tabs_->addTab(errors_, tr("Errors"));
     tabs_->addTab(evaluate_, tr("Evaluate"));
+    sensitivity_ = new SensitivityPanel(tabs_);
+    tabs_->addTab(sensitivity_, tr("Sensitivity"));
     setCentralWidget(tabs_);
 
     createActions();
+    connectSensitivity();
 
     connect(session_, &WorkbenchSession::checkpointOpened, this, &MainWindow::onCheckpointOpened);
     connect(session_, &WorkbenchSession::deviceChanged, this, [this](const QString& name) {
@@ -174,6 +178,42 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
 }
 
 MainWindow::~MainWindow() = default;
+
+void MainWindow::connectSensitivity()
+{
+    connect(sensitivity_, &SensitivityPanel::sweepRequested, session_, &WorkbenchSession::sensitivity);
+    connect(session_, &WorkbenchSession::sensitivityEntry, sensitivity_, &SensitivityPanel::addEntry);
+    connect(session_, &WorkbenchSession::sensitivityFinished, sensitivity_, &SensitivityPanel::showResult);
+    connect(session_, &WorkbenchSession::busyChanged, sensitivity_, &SensitivityPanel::setBusy);
+    connect(session_, &WorkbenchSession::failed, this, [this](const QString& operation, const QString& message) {
+        if (operation == tr("Sensitivity") || operation == tr("Save fixed checkpoint"))
+            sensitivity_->showMessage(message);
+    });
+    connect(session_, &WorkbenchSession::keptFloat, sensitivity_,
+            [this](const QString&, const QString& summary) { sensitivity_->showMessage(summary); });
+    // A bar or row selects its Linear in the Model tree and the Scales panel.
+    connect(sensitivity_, &SensitivityPanel::linearSelected, this, [this](const QString& module) {
+        model_->selectSubject(module);
+        scales_->selectLinear(module);
+    });
+    connect(sensitivity_, &SensitivityPanel::keepFloatRequested, this, &MainWindow::saveFixedCheckpoint);
+}
+
+void MainWindow::saveFixedCheckpoint(const QStringList& modules)
+{
+    if (modules.isEmpty()) {
+        sensitivity_->showMessage(tr("Select the rows to keep float, or run a sweep that suggests some."));
+        return;
+    }
+    const QString dst = QFileDialog::getSaveFileName(this, tr("Save Fixed Checkpoint As (a new folder)"),
+                                                     session_->checkpointDirectory() + QStringLiteral("-fixed"));
+    if (dst.isEmpty())
+        return;
+    const bool exists = QFileInfo::exists(dst);
+    if (exists && QMessageBox::question(this, tr("Replace Checkpoint"), tr("%1 exists. Replace it?").arg(dst)) != QMessageBox::Yes)
+        return;
+    session_->keepFloat(modules, dst, exists);
+}
 
 void MainWindow::createActions()
 {

@@ -24,6 +24,7 @@ namespace scalescope::ui {
 class AskPanel;
 class ErrorsPanel;
 class EvaluatePanel;
+class SensitivityPanel;
 class FillMaskPanel;
 class ModelPanel;
 class ScalesPanel;
@@ -51,6 +52,7 @@ public:
     ScalesPanel* scalesPanel() const { return scales_; }
     ErrorsPanel* errorsPanel() const { return errors_; }
     EvaluatePanel* evaluatePanel() const { return evaluate_; }
+    SensitivityPanel* sensitivityPanel() const { return sensitivity_; }
     QTabWidget* tabs() const { return tabs_; }
     QString lastError() const { return lastError_; }
     QMenu* demoMenu() const { return demoMenu_; }
@@ -70,6 +72,8 @@ protected:
 
 private:
     void createActions();
+    void connectSensitivity();
+    void saveFixedCheckpoint(const QStringList& modules);
     void chooseCheckpoint();
     void chooseReference();
     void chooseReportFolder();
@@ -109,6 +113,7 @@ private:
     ScalesPanel* scales_ = nullptr;
     ErrorsPanel* errors_ = nullptr;
     EvaluatePanel* evaluate_ = nullptr;
+    SensitivityPanel* sensitivity_ = nullptr;
 
     QMenu* recentMenu_ = nullptr;
     QMenu* demoMenu_ = nullptr;

@@ -6,6 +6,7 @@
 #include <QPointer>
 
 #include "common/error.h"
+#include "tasks/keep_float.h"
 #include "device/open_backend.h"
 
 namespace scalescope::ui {
@@ -35,6 +36,8 @@ WorkbenchSession::WorkbenchSession(QObject* parent) : QObject(parent)
     qRegisterMetaType<std::shared_ptr<const CapturePointValues>>();
     qRegisterMetaType<std::shared_ptr<const EvaluationResult>>();
     qRegisterMetaType<RunStamp>();
+    qRegisterMetaType<std::shared_ptr<const SensitivityEntry>>();
+    qRegisterMetaType<std::shared_ptr<const SensitivityResult>>();
 }
 
 WorkbenchSession::~WorkbenchSession()
@@ -450,4 +453,50 @@ void WorkbenchSession::evaluate(const QString& squadFile, int maxSamples)
     });
 }
 
+void WorkbenchSession::sensitivity(const QString& granularity)
+{
+    QPointer<WorkbenchSession> self(this);
+    const RunStamp stamp = currentStamp();
+    submit(JobKind::Sensitivity, tr("Sensitivity"), [this, self, granularity, stamp](const Progress& progress) -> std::function<void()> {
+        if (!run_ || !lastInput_)
+            throw Error("Ask a question or fill a mask first; the sweep runs on that input.");
+        SensitivityInput input;
+        input.single = *lastInput_;
+        input.single.runOverrides = {};
+        SensitivityOptions options;
+        options.granularity = granularity.toStdString();
+        options.onEntry = [self, stamp](const SensitivityEntry& entry) {
+            auto copy = std::make_shared<const SensitivityEntry>(entry);
+            QMetaObject::invokeMethod(self.data(), [self, stamp, copy] {
+                if (self)
+                    emit self->sensitivityEntry(stamp, copy);
+            }, Qt::QueuedConnection);
+        };
+        // The CPU-emulation reference is the checkpoint itself: the sweep needs a float yardstick.
+        InferenceBackend* reference = stamp.referenceKind == RunStamp::Reference::Folder ? reference_.get() : nullptr;
+        auto result = std::make_shared<const SensitivityResult>(runSensitivity(*run_, reference, input, options, progress));
+        return [this, result, stamp] { emit sensitivityFinished(result, stamp); };
+    });
+}
+
+void WorkbenchSession::keepFloat(const QStringList& modules, const QString& dst, bool overwrite)
+{
+    const QString checkpoint = checkpointDir_;
+    const QString referenceDir = referenceKind_ == RunStamp::Reference::Folder ? referenceDir_ : QString();
+    submit(JobKind::KeepFloat, tr("Save fixed checkpoint"), [this, modules, dst, overwrite, checkpoint, referenceDir](const Progress& progress) -> std::function<void()> {
+        KeepFloatOptions options;
+        for (const QString& m : modules)
+            options.modules.push_back(m.toStdString());
+        options.referenceDir = referenceDir.toStdString();
+        options.overwrite = overwrite;
+        const KeepFloatResult written = scalescope::keepFloat(checkpoint.toStdString(), dst.toStdString(), options, progress);
+        const QString summary = tr("Wrote %1 with %2 Linear(s) float (%3 weights).")
+                                    .arg(dst)
+                                    .arg(modules.size())
+                                    .arg(QString::fromStdString(written.weightSource));
+        return [this, dst, summary] { emit keptFloat(dst, summary); };
+    });
+}
+
 } // namespace scalescope::ui
+

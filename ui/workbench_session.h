@@ -22,6 +22,7 @@
 #include "analysis/scale_statistics.h"
 #include "model/encoder_model.h"
 #include "tasks/evaluate.h"
+#include "tasks/sensitivity.h"
 #include "tasks/fill_mask.h"
 #include "tasks/question_answering.h"
 
@@ -115,6 +116,12 @@ public:
     void capturePoint(const QString& name);
     // SQuAD evaluation of the open checkpoint against the reference; partial results on cancel.
     void evaluate(const QString& squadFile, int maxSamples);
+    // Sensitivity sweep (linear or layer) on the last question's or mask's input; entries arrive
+    // live through sensitivityEntry, a cancel keeps what finished.
+    void sensitivity(const QString& granularity);
+    // keep-float of the open checkpoint to dst with these Linears float (reference weights when a
+    // reference folder is chosen).
+    void keepFloat(const QStringList& modules, const QString& dst, bool overwrite);
     void cancel();
     // The run side of asks and masks: fp8 (default) or dequant (weights-only error).
     void setRunMode(RunMode mode);
@@ -140,12 +147,15 @@ signals:
     // After every batch: questions done of total and the current rate.
     void evaluationProgress(int done, int total, double questionsPerSecond);
     void evaluated(std::shared_ptr<const scalescope::EvaluationResult> result, const scalescope::ui::RunStamp& stamp);
+    void sensitivityEntry(const scalescope::ui::RunStamp& stamp, std::shared_ptr<const scalescope::SensitivityEntry> entry);
+    void sensitivityFinished(std::shared_ptr<const scalescope::SensitivityResult> result, const scalescope::ui::RunStamp& stamp);
+    void keptFloat(const QString& dst, const QString& summary);
     void progress(double fraction, const QString& stage);
     void failed(const QString& operation, const QString& message);
     void busyChanged(bool busy);
 
 private:
-    enum class JobKind { Open, Reference, Run, Capture, Evaluate };
+    enum class JobKind { Open, Reference, Run, Capture, Evaluate, Sensitivity, KeepFloat };
     // Runs work on the worker thread; deliver runs on the GUI thread unless a newer job of the same
     // kind started meanwhile.
     void submit(JobKind kind, const QString& operation, std::function<std::function<void()>(const Progress&)> work);
@@ -155,7 +165,7 @@ private:
     QThreadPool worker_;
     std::atomic<bool> cancel_{false};
     std::atomic<int> running_{0};
-    quint64 latest_[5] = {0, 0, 0, 0, 0};
+    quint64 latest_[7] = {0, 0, 0, 0, 0, 0, 0};
     quint64 nextId_ = 0;
     QString checkpointDir_;
     QString referenceDir_;
@@ -177,3 +187,5 @@ Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::FillMaskOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::CapturePointValues>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::EvaluationResult>)
 Q_DECLARE_METATYPE(scalescope::ui::RunStamp)
+Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::SensitivityEntry>)
+Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::SensitivityResult>)

@@ -28,6 +28,7 @@
 #include "device/runner_backend.h"
 #include "device/runner_server.h"
 #include "evaluate_command.h"
+#include "sensitivity_command.h"
 #include "json_output.h"
 #include "charts/chart_export.h"
 #include "plot_files.h"
@@ -685,6 +686,17 @@ std::vector<Command> commands()
            "batch-size", "device", "devices"},
           {"json", "force"}, "SQuAD exact match and F1 of the FP8 run and its reference"},
          commandEvaluate},
+        {{"sensitivity", 1, {"CKPT"},
+          {"reference", "question", "context", "text", "input-ids", "squad", "max-samples", "granularity", "target-sqnr",
+           "target-f1-drop", "plots", "format", "max-seq-len", "doc-stride", "max-answer-len", "null-threshold", "top-k",
+           "device"},
+          {"json", "force"}, "which Linear (or layer) breaks the answer: each kept float alone and in FP8 alone, ranked"},
+         commandSensitivity},
+        {{"keep-float", 2, {"CKPT", "DST"},
+          {"modules", "reference", "question", "context", "text", "input-ids", "max-seq-len", "doc-stride",
+           "max-answer-len", "null-threshold", "top-k"},
+          {"force", "json"}, "write a copy with these Linears float and listed in ignore; print before/after SQNR"},
+         commandKeepFloat},
         {{"runner", 0, {}, {}, {}, "serve the runner protocol on stdin/stdout (the CPU runner; see DESIGN.md)"},
          [](const Arguments&) {
              RunnerServerOptions options;

@@ -490,4 +490,30 @@ int widestScaleSpread(const std::vector<LinearScaleStatistics>& statistics)
     return best;
 }
 
+ChartData sensitivityChart(const SensitivityResult& result)
+{
+    ChartData chart;
+    chart.id = "sensitivity";
+    chart.title = "Which Linear breaks the answer (" + result.granularity + " sweep vs " + result.referenceLabel + ")";
+    chart.xLabel = result.granularity == "layer" ? "encoder layer (rank order)" : "Linear module (rank order)";
+    chart.yLabel = "final logits SQNR (dB)";
+    ChartSeries gain{"gain when kept float", SeriesStyle::Bars, {}, {}, {}, "#009E73"};
+    // Lost against the all-float run when that is finite; against a dequant stand-in the all-float
+    // run is exact, so the unit's own SQNR is drawn instead.
+    const bool lossAvailable = std::isfinite(result.allFloat.sqnrDb);
+    ChartSeries alone{lossAvailable ? "loss when alone in FP8" : "SQNR when alone in FP8", SeriesStyle::Bars, {}, {}, {}, "#D55E00"};
+    auto finiteOrZero = [](double v) { return std::isfinite(v) ? v : 0.0; };
+    for (const SensitivityEntry& e : result.entries) {
+        const double x = double(chart.categories.size());
+        chart.categories.push_back(e.label.empty() ? e.module : e.label);
+        gain.x.push_back(x);
+        gain.y.push_back(finiteOrZero(e.floatOne.sqnrDb - result.baseline.sqnrDb));
+        alone.x.push_back(x);
+        alone.y.push_back(finiteOrZero(lossAvailable ? result.allFloat.sqnrDb - e.fp8One.sqnrDb : e.fp8One.sqnrDb));
+    }
+    chart.series = {gain, alone};
+    return chart;
+}
+
 } // namespace scalescope
+

@@ -7,6 +7,7 @@
 #include "tasks/compare_runs.h"
 #include "analysis/scale_statistics.h"
 #include "tasks/evaluate.h"
+#include "tasks/sensitivity.h"
 #include "report/chart_data.h"
 
 namespace scalescope {
@@ -48,6 +49,10 @@ ChartData maskProbabilitiesChart(const std::vector<std::string>& tokens, const s
 // HasAns/NoAns; and the distribution of per-question logits SQNR for agreeing vs disagreeing answers.
 ChartData evaluationScoresChart(const EvaluationResult& result);
 ChartData agreementSqnrChart(const EvaluationResult& result, int bins = 24);
+
+// Sensitivity sweep, in rank order: final SQNR gained when the unit alone is kept float, and lost
+// (against the all-float run's) when it alone runs FP8. Infinite values are drawn at 0.
+ChartData sensitivityChart(const SensitivityResult& result);
 
 // The Linear with the widest spread of channel scales (the one worth looking at first); -1 if none.
 int widestScaleSpread(const std::vector<LinearScaleStatistics>& statistics);

@@ -86,14 +86,7 @@ std::string nonFiniteNote(const ComparisonResult& result)
     return note + ".";
 }
 
-// The batch both runs see, built once from whichever input the caller gave.
-struct PreparedInput {
-    EncoderInputs inputs;
-    std::vector<QaWindow> windows;
-    Encoding maskedText;
-    bool isFillMask = false;
-    std::vector<std::size_t> lengths;
-};
+using PreparedInput = PreparedComparisonInput;
 
 PreparedInput prepareInput(const InferenceBackend& run, const ComparisonInput& input)
 {
@@ -226,6 +219,34 @@ void checkModelsMatch(const InferenceBackend& run, const InferenceBackend& refer
 
 } // namespace
 
+PreparedComparisonInput prepareComparisonInput(const InferenceBackend& run, const ComparisonInput& input)
+{
+    return prepareInput(run, input);
+}
+
+FinalOutputComparison compareFinalOutputs(const InferenceBackend& run, const ForwardResult& runResult,
+                                          const ForwardResult& referenceResult,
+                                          const PreparedComparisonInput& prepared, const ComparisonInput& input)
+{
+    FinalOutputComparison result;
+    result.runOutputsNonFinite = !outputsFinite(runResult);
+    result.referenceOutputsNonFinite = !outputsFinite(referenceResult);
+    const bool finite = !result.runOutputsNonFinite && !result.referenceOutputsNonFinite;
+    const EncoderLayout& layout = run.checkpoint().layout();
+    if (layout.isQuestionAnswering()) {
+        result.qa = compareAnswers(runResult, referenceResult, prepared, input, finite);
+        result.finalLogits = startAndEndMetrics(runResult, referenceResult, prepared.lengths);
+    } else {
+        const FloatTensor& runLogits = runResult.output("logits");
+        const FloatTensor& refLogits = referenceResult.output("logits");
+        result.finalLogits = metricsOverRealTokens(runLogits, refLogits, prepared.lengths);
+        if (prepared.isFillMask)
+            result.fillMask = compareMasks(runLogits, refLogits, prepared, run.checkpoint().tokenizer().maskId(),
+                                           result.finalLogits, input.topK, finite);
+    }
+    return result;
+}
+
 ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference, const ComparisonInput& input,
                              const Progress& progress)
 {
@@ -240,6 +261,7 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
 
     ForwardOptions runOptions;
     runOptions.mode = input.runMode;
+    runOptions.overrides = input.runOverrides;
     runOptions.capture.all = true;
     runOptions.activationStatistics = true;
     ForwardOptions referenceOptions;
@@ -276,22 +298,13 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
         throw Error("The run and the reference recorded different capture points.");
     result.activations = std::move(runResult.activationStatistics);
     result.findings = diagnoseActivations(result.activations, run.linears());
-    result.runOutputsNonFinite = !outputsFinite(runResult);
-    result.referenceOutputsNonFinite = !outputsFinite(referenceResult);
+    FinalOutputComparison final = compareFinalOutputs(run, runResult, referenceResult, prepared, input);
+    result.runOutputsNonFinite = final.runOutputsNonFinite;
+    result.referenceOutputsNonFinite = final.referenceOutputsNonFinite;
     result.nonFiniteNote = nonFiniteNote(result);
-    const bool finite = !result.runOutputsNonFinite && !result.referenceOutputsNonFinite;
-
-    if (layout.isQuestionAnswering()) {
-        result.qa = compareAnswers(runResult, referenceResult, prepared, input, finite);
-        result.finalLogits = startAndEndMetrics(runResult, referenceResult, prepared.lengths);
-    } else {
-        const FloatTensor& runLogits = runResult.output("logits");
-        const FloatTensor& refLogits = referenceResult.output("logits");
-        result.finalLogits = metricsOverRealTokens(runLogits, refLogits, prepared.lengths);
-        if (prepared.isFillMask)
-            result.fillMask = compareMasks(runLogits, refLogits, prepared, run.checkpoint().tokenizer().maskId(),
-                                           result.finalLogits, input.topK, finite);
-    }
+    result.finalLogits = final.finalLogits;
+    result.qa = std::move(final.qa);
+    result.fillMask = std::move(final.fillMask);
     // Numbers computed while a checkpoint file was rewritten in place are not to be reported.
     run.checkpoint().tensors().checkUnchanged();
     referenceModel.checkpoint().tensors().checkUnchanged();

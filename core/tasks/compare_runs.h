@@ -28,6 +28,8 @@ struct ComparisonInput {
     // The reference side's mode: dequant (a float checkpoint runs the same either way), or fp8 to
     // compare a device's FP8 run with the in-process CPU emulation of the same checkpoint.
     RunMode referenceMode = RunMode::Dequant;
+    // Per-Linear what-if precision of the run side (DESIGN.md "Precision overrides").
+    PrecisionOverrides runOverrides;
 };
 
 struct QaAgreement {
@@ -78,6 +80,31 @@ struct ComparisonResult {
     double runMs = 0;
     double referenceMs = 0;
 };
+
+// The batch a comparison runs, built once from its input: the QA windows, the masked text's
+// tokens, or the given ids, with each row's real length. Exposed for tasks that run the same input
+// many times (the sensitivity sweep).
+struct PreparedComparisonInput {
+    EncoderInputs inputs;
+    std::vector<QaWindow> windows;
+    Encoding maskedText;
+    bool isFillMask = false;
+    std::vector<std::size_t> lengths;
+};
+// Throws scalescope::Error when the input does not suit the model or is empty.
+PreparedComparisonInput prepareComparisonInput(const InferenceBackend& run, const ComparisonInput& input);
+
+// The final outputs of a run against its reference's, both already computed on `prepared`: the
+// head's logits, the QA answers or the fill-mask distributions, and whether each side is finite.
+struct FinalOutputComparison {
+    ErrorMetrics finalLogits;
+    std::optional<QaAgreement> qa;
+    std::optional<FillMaskAgreement> fillMask;
+    bool runOutputsNonFinite = false, referenceOutputsNonFinite = false;
+};
+FinalOutputComparison compareFinalOutputs(const InferenceBackend& run, const ForwardResult& runResult,
+                                          const ForwardResult& referenceResult,
+                                          const PreparedComparisonInput& prepared, const ComparisonInput& input);
 
 // reference may be null: then `run` in `dequant` mode is the reference and the result says so.
 // Throws scalescope::Error when the two models do not match (architecture, sizes) or the input does

@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/text_files.h"
 #include "io/atomic_write.h"
+#include "io/checkpoint_destination.h"
 #include "model/checkpoint.h"
 #include "model/encoder_model.h"
 #include "numerics/fp8.h"
@@ -150,99 +151,6 @@ QuantizedWeight quantizeWeight(const std::vector<float>& w, int64_t rows, int64_
     return out;
 }
 
-// True when inner is outer or lies inside it (both canonical, so symbolic links and ".." are resolved).
-bool isSameOrInside(const fs::path& inner, const fs::path& outer)
-{
-    auto o = outer.begin();
-    auto i = inner.begin();
-    for (; o != outer.end(); ++o, ++i) {
-        if (o->empty() && std::next(o) == outer.end())
-            break; // a trailing separator
-        if (i == inner.end() || *i != *o)
-            return false;
-    }
-    return true;
-}
-
-// Files a Hugging Face checkpoint folder holds. --force replaces only a folder made of these (a
-// checkpoint this program or llm-compressor wrote), so a mistyped DST never wipes unrelated files.
-bool isCheckpointFileName(const std::string& name)
-{
-    static const std::set<std::string> names = {"config.json", "model.safetensors.index.json", "vocab.json",
-                                                "merges.txt", "tokenizer.json", "tokenizer_config.json",
-                                                "special_tokens_map.json", "vocab.txt", "generation_config.json",
-                                                "recipe.yaml", "README.md", "added_tokens.json"};
-    const std::string suffix = ".safetensors";
-    return names.count(name) ||
-           (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
-}
-
-// The sentence refusing to replace destination, or "" when it is a checkpoint folder.
-std::string replaceProblem(const fs::path& destination, const std::string& destinationDir)
-{
-    std::error_code ec;
-    const fs::file_status status = fs::symlink_status(destination, ec);
-    if (fs::is_symlink(status))
-        return destinationDir + " is a symbolic link; quantize --force replaces only a checkpoint folder, so remove the link or choose another DST.";
-    if (!fs::is_directory(status))
-        return destinationDir + " is not a folder; quantize --force replaces only a checkpoint folder, so choose another DST.";
-    bool hasConfig = false;
-    for (fs::directory_iterator it(destination, ec), end; !ec && it != end; it.increment(ec)) {
-        const std::string name = it->path().filename().string();
-        const fs::file_status entry = it->symlink_status(ec);
-        if (!fs::is_regular_file(entry) || !isCheckpointFileName(name))
-            return destinationDir + " holds " + name +
-                   ", which is not part of a checkpoint; quantize --force replaces only a checkpoint folder, so choose another DST.";
-        hasConfig = hasConfig || name == "config.json";
-    }
-    if (ec)
-        return "Cannot read " + destinationDir + ": " + ec.message() + ".";
-    if (!hasConfig)
-        return destinationDir + " has no config.json, so it is not a checkpoint folder; quantize --force replaces only a checkpoint folder, so choose another DST.";
-    return {};
-}
-
-// ".DST.old-PID" is the previous destination parked by a replacement that was killed before it
-// finished (only on file systems without an atomic exchange): it is put back when DST is missing,
-// and removed otherwise.
-void recoverParkedDestinations(const fs::path& destination)
-{
-    std::error_code ec;
-    const std::string prefix = "." + destination.filename().string() + ".old-";
-    for (fs::directory_iterator it(destination.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
-        const std::string name = it->path().filename().string();
-        if (name.rfind(prefix, 0) != 0)
-            continue;
-        const std::string pid = name.substr(prefix.size());
-        if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos ||
-            !processIsGone(std::stol(pid)))
-            continue;
-        std::error_code step;
-        if (!fs::exists(fs::symlink_status(destination, step)))
-            fs::rename(it->path(), destination, step);
-        else
-            fs::remove_all(it->path(), step);
-    }
-}
-
-// Swaps the finished temporary folder with the existing destination in one step, so a kill at any
-// moment leaves the old or the new checkpoint under DST. Where the file system cannot exchange,
-// the old one is parked and put back by the next run if the process dies in between.
-void replaceDestination(const fs::path& temporary, const fs::path& destination)
-{
-    if (::renameat2(AT_FDCWD, temporary.c_str(), AT_FDCWD, destination.c_str(), RENAME_EXCHANGE) == 0) {
-        std::error_code ec;
-        fs::remove_all(temporary, ec); // now holds the old checkpoint
-        return;
-    }
-    const fs::path old = destination.parent_path() /
-                         ("." + destination.filename().string() + ".old-" + std::to_string(::getpid()));
-    fs::rename(destination, old);
-    fs::rename(temporary, destination);
-    std::error_code ec;
-    fs::remove_all(old, ec);
-}
-
 // Quantizing NaN or inf gives NaN codes and scales that nothing downstream can recover from.
 void refuseNonFinite(const TensorView& view)
 {
@@ -301,37 +209,11 @@ void quantizeCheckpoint(const std::string& sourceDir, const std::string& destina
     if (source->config().quantization)
         throw Error(sourceDir + " is already quantized (its config.json has a quantization_config); quantize takes a float checkpoint.");
 
-    std::error_code ec;
-    const fs::path destination = fs::absolute(destinationDir).lexically_normal();
-    if (destination.filename().empty() || destination.filename() == "." || destination.filename() == "..")
-        throw Error("Cannot write " + destinationDir + ": name the destination folder itself, not a path ending in /, . or ...");
-    // Compared with every link resolved: a DST that is, holds or sits inside an input would destroy
-    // or modify that input when it is replaced or written.
-    const fs::path canonicalDestination = fs::weakly_canonical(destination, ec);
     std::vector<std::pair<std::string, std::string>> inputs = {{sourceDir, "the source checkpoint"}};
     for (const std::string& file : options.inputFiles)
         inputs.emplace_back(file, "the input file " + file);
-    for (const auto& [input, what] : inputs) {
-        const fs::path canonicalInput = fs::weakly_canonical(fs::absolute(input), ec);
-        if (canonicalDestination.empty() || canonicalInput.empty())
-            continue;
-        if (isSameOrInside(canonicalInput, canonicalDestination))
-            throw Error("The destination " + destinationDir + (canonicalInput == canonicalDestination ? " is " : " contains ") +
-                        what + "; quantize never modifies or removes its inputs, so choose another DST.");
-        if (isSameOrInside(canonicalDestination, canonicalInput))
-            throw Error("The destination " + destinationDir + " lies inside " + what +
-                        "; quantize never modifies its inputs, so choose another DST.");
-    }
-    if (!fs::is_directory(destination.parent_path(), ec))
-        throw Error("Cannot write " + destinationDir + ": the folder " + destination.parent_path().string() + " does not exist.");
-    recoverParkedDestinations(destination);
-    if (fs::exists(fs::symlink_status(destination, ec))) {
-        if (!options.overwrite)
-            throw Error(destinationDir + " already exists; pass --force to replace it.");
-        if (const std::string problem = replaceProblem(destination, destinationDir); !problem.empty())
-            throw Error(problem);
-    }
-    removeStaleTemporaries(destination.parent_path().string());
+    const CheckpointDestination destination =
+        prepareCheckpointDestination(destinationDir, inputs, options.overwrite, "quantize");
 
     // compressed-tensors and llm-compressor refuse runs that do not tile a row, and no kernel runs them.
     if (options.activations == "group")
@@ -397,12 +279,8 @@ void quantizeCheckpoint(const std::string& sourceDir, const std::string& destina
     config["quantization_config"] = quantizationConfigJson(options, source->layout());
     config.erase("compression_config"); // a 2024 source's own block would contradict the new one
 
-    // Everything goes into a temporary sibling folder first; a failure removes it.
-    const fs::path temporary = destination.parent_path() /
-                               ("." + destination.filename().string() + ".partial-" + std::to_string(::getpid()));
-    fs::remove_all(temporary, ec);
-    try {
-        fs::create_directory(temporary);
+    writeCheckpointFolder(destination, [&](const std::string& folder) {
+        const fs::path temporary = folder;
         writeSafetensors((temporary / "model.safetensors").string(), tensors, {{"format", "pt"}});
         {
             std::ofstream out(temporary / "config.json");
@@ -418,23 +296,7 @@ void quantizeCheckpoint(const std::string& sourceDir, const std::string& destina
                 fs::copy_file(from, temporary / file);
         }
         progress.throwIfCancelled();
-        if (fs::exists(fs::symlink_status(destination))) {
-            // Checked again: something may have appeared at DST while the checkpoint was built.
-            if (!options.overwrite)
-                throw Error(destinationDir + " already exists; pass --force to replace it.");
-            if (const std::string problem = replaceProblem(destination, destinationDir); !problem.empty())
-                throw Error(problem);
-            replaceDestination(temporary, destination);
-        } else {
-            fs::rename(temporary, destination);
-        }
-    } catch (const fs::filesystem_error& e) {
-        fs::remove_all(temporary, ec);
-        throw Error("Cannot write " + destinationDir + ": " + e.code().message() + ".");
-    } catch (...) {
-        fs::remove_all(temporary, ec);
-        throw;
-    }
+    });
     progress.report(1.0, "Quantized");
 }
 

@@ -31,6 +31,7 @@
 #include "panels/fill_mask_panel.h"
 #include "panels/model_panel.h"
 #include "panels/scales_panel.h"
+#include "panels/sensitivity_panel.h"
 #include "stale_banner.h"
 #include "support/fixtures.h"
 
@@ -178,6 +179,13 @@ int main(int argc, char** argv)
                                                           : QStringLiteral("roberta.encoder.layer.1.output"));
     waitFor(captured);
     shoot(window, out + "/05-errors.png");
+
+    window.tabs()->setCurrentWidget(window.sensitivityPanel());
+    QSignalSpy swept(session, &WorkbenchSession::sensitivityFinished);
+    emit window.sensitivityPanel()->sweepRequested(QStringLiteral("linear"));
+    waitFor(swept, 600000);
+    waitIdle(session);
+    shoot(window, out + "/05b-sensitivity.png");
 
     const QString squad = QStringLiteral(SCALESCOPE_SHARED_DATA) + "/squad/squad2-dev-sample.json";
     const QString demoQuestions = demo.folder + "/corpus/questions.json";

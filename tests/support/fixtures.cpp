@@ -318,8 +318,11 @@ uint8_t encodeE4M3Value(float value)
     return found->second;
 }
 
-nlohmann::ordered_json quantizationConfig(const Fp8Scheme& scheme, bool bert)
+nlohmann::ordered_json quantizationConfig(const Fp8Scheme& scheme, bool bert, const Fp8Edits& edits)
 {
+    nlohmann::ordered_json ignore = {"qa_outputs", bert ? "re:cls\\..*" : "re:lm_head.*"};
+    for (const std::string& module : edits.keepFloat)
+        ignore.push_back(module);
     nlohmann::ordered_json weights = {{"num_bits", 8},   {"type", "float"},   {"strategy", scheme.weights},
                                       {"symmetric", true}, {"dynamic", false}};
     if (scheme.weights == "block")
@@ -342,7 +345,7 @@ nlohmann::ordered_json quantizationConfig(const Fp8Scheme& scheme, bool bert)
             {"format", "float-quantized"},
             {"quantization_status", "compressed"},
             {"config_groups", {{"group_0", group}}},
-            {"ignore", {"qa_outputs", bert ? "re:cls\\..*" : "re:lm_head.*"}},
+            {"ignore", ignore},
             {"kv_cache_scheme", nullptr}};
 }
 
@@ -461,7 +464,7 @@ void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
 }
 
 void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8Dir, const Fp8Scheme& scheme,
-                            const std::vector<int64_t>& calibrationIds)
+                            const std::vector<int64_t>& calibrationIds, const Fp8Edits& edits)
 {
     if (scheme.weights != "channel" && scheme.weights != "tensor" && scheme.weights != "block")
         throw Error("The FP8 fixture's weight strategy must be channel, tensor or block, not '" + scheme.weights + "'.");
@@ -480,6 +483,8 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
         for (const char* linear : kEncoderLinears)
             quantizedModules.insert((bert ? "bert" : "roberta") + std::string(".encoder.layer.") +
                                     std::to_string(layer) + "." + linear);
+    for (const std::string& module : edits.keepFloat)
+        quantizedModules.erase(module);
 
     std::map<std::string, ReferenceTensor> calibration;
     if (scheme.activations == "tensor")
@@ -541,13 +546,15 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
             float amax = 0.0f;
             for (float v : input->second.values)
                 amax = std::max(amax, std::fabs(v));
-            const float inputScale = narrowTo(scaleDtype, scaleFromAmax(amax));
+            const auto factor = edits.inputScaleFactors.find(module);
+            const float inputScale = narrowTo(scaleDtype, scaleFromAmax(amax) *
+                                                              (factor == edits.inputScaleFactors.end() ? 1.0f : factor->second));
             out.push_back(makeFloatTensor(module + ".input_scale", scaleDtype, {1}, &inputScale));
         }
     }
 
     ensureDirectory(fp8Dir);
-    config["quantization_config"] = quantizationConfig(scheme, bert);
+    config["quantization_config"] = quantizationConfig(scheme, bert, edits);
     writeSafetensors(joinPath(fp8Dir, "model.safetensors"), out, {{"format", "pt"}});
     writeTextFile(joinPath(fp8Dir, "config.json"), config.dump(2) + "\n");
     for (const char* file : {"vocab.json", "merges.txt", "vocab.txt", "tokenizer_config.json"})

@@ -3,6 +3,7 @@
 // folders by the tests themselves). The FP8 writer here is the tests' own, independent of
 // core/tasks/quantize, so that the engine is checked against data it did not produce.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,13 +52,22 @@ struct Fp8Scheme {
     int groupSize = 16;                 // group: channels per run (need not divide the width)
 };
 
+// Departures from the plain scheme, for tests that need a checkpoint with a known property.
+struct Fp8Edits {
+    // Encoder Linears left float (their float weights copied) and listed by name in "ignore".
+    std::vector<std::string> keepFloat;
+    // Planted defects: a static input_scale multiplied by this factor (0.015625 = 64x too small).
+    std::map<std::string, float> inputScaleFactors;
+};
+
 // Reads the float checkpoint in floatDir and writes its compressed-tensors FP8 version to fp8Dir
 // (config.json with quantization_config, model.safetensors, tokenizer files copied). Encoder
 // Linears are quantized; qa_outputs and the MLM head (lm_head.*, cls.*) are left in float (listed in
 // "ignore").
 // Static input scales come from the reference forward over calibrationIds.
 void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8Dir, const Fp8Scheme& scheme,
-                            const std::vector<int64_t>& calibrationIds = {0, 5, 6, 7, 8, 9, 2});
+                            const std::vector<int64_t>& calibrationIds = {0, 5, 6, 7, 8, 9, 2},
+                            const Fp8Edits& edits = {});
 
 // A fresh temporary folder under QDir::tempPath(), removed by the caller's QTemporaryDir if desired.
 std::string makeTempDir(const std::string& prefix);

@@ -1,0 +1,306 @@
+#include "sensitivity_command.h"
+
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/text_files.h"
+#include "device/open_backend.h"
+#include "json_output.h"
+#include "model/encoder_model.h"
+#include "plot_files.h"
+#include "report/charts.h"
+#include "tasks/keep_float.h"
+#include "tasks/sensitivity.h"
+#include "tasks/squad_dataset.h"
+
+namespace scalescope::cli {
+namespace {
+
+using json = nlohmann::json;
+
+std::vector<std::string> splitList(const std::string& text)
+{
+    std::vector<std::string> out;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ','))
+        if (item.find_first_not_of(" \t") != std::string::npos)
+            out.push_back(item.substr(item.find_first_not_of(" \t"), item.find_last_not_of(" \t") - item.find_first_not_of(" \t") + 1));
+    return out;
+}
+
+std::vector<std::vector<int64_t>> parseIds(const std::string& text)
+{
+    std::vector<std::vector<int64_t>> rows(1);
+    for (const std::string& item : splitList(text)) {
+        char* end = nullptr;
+        errno = 0;
+        const long long value = std::strtoll(item.c_str(), &end, 10);
+        if (*end != '\0' || errno != 0 || value < 0)
+            throw UsageError{"--input-ids must be a comma-separated list of non-negative integers, not \"" + text + "\"."};
+        rows[0].push_back(value);
+    }
+    if (rows[0].empty())
+        throw UsageError{"--input-ids names no token id."};
+    return rows;
+}
+
+// The one input of sensitivity or keep-float; returns how many sources were given.
+int readInput(const Arguments& args, ComparisonInput& input)
+{
+    int sources = 0;
+    if (args.has("question") || args.has("context")) {
+        input.question = args.required("question");
+        input.context = args.required("context");
+        ++sources;
+    }
+    if (args.has("text")) {
+        input.text = *args.value("text");
+        ++sources;
+    }
+    if (args.has("input-ids")) {
+        input.inputIds = parseIds(*args.value("input-ids"));
+        ++sources;
+    }
+    input.qaOptions.maxSeqLen = args.intValue("max-seq-len", 384, 8, 100000);
+    input.qaOptions.docStride = args.intValue("doc-stride", 128, 0, 100000);
+    input.qaOptions.maxAnswerLen = args.intValue("max-answer-len", 30, 1, 100000);
+    input.qaOptions.nullThreshold = args.floatValue("null-threshold");
+    input.topK = args.intValue("top-k", 5, 1, 1000);
+    return sources;
+}
+
+json sensitivityMetricsJson(const SensitivityMetrics& m, const std::string& kind)
+{
+    json out = {{"sqnr_db", finiteOrNull(m.sqnrDb)}, {"agrees", m.agrees}, {"finite", m.finite}};
+    if (kind == "qa") {
+        out["answer"] = m.answer;
+        out["answer_f1"] = m.answerF1;
+    } else if (kind == "fill-mask") {
+        out["top1_agreement"] = m.top1Agreement;
+        out["kl_divergence"] = finiteOrNull(m.klDivergence);
+    } else if (kind == "squad") {
+        out["exact"] = m.exact;
+        out["f1"] = m.f1;
+        out["agreement"] = m.agreement;
+    }
+    return out;
+}
+
+json causeJson(const SensitivityCause& c)
+{
+    return {{"module", c.module},
+            {"label", c.label},
+            {"explanation", c.explanation},
+            {"input_quantized", c.inputQuantized},
+            {"input_clipped_share", c.inputClippedShare},
+            {"input_flushed_share", c.inputFlushedShare},
+            {"input_subnormal_share", c.inputSubnormalShare},
+            {"weight_clipped_share", c.weightClippedShare},
+            {"weight_underflow_share", c.weightUnderflowShare},
+            {"fp8_floor_sqnr_db", finiteOrNull(c.floorSqnrDb)},
+            {"isolated_sqnr_db", finiteOrNull(c.isolatedSqnrDb)},
+            {"beyond_fp8_rounding", c.beyondFloor}};
+}
+
+json sensitivityJson(const SensitivityResult& r)
+{
+    json entries = json::array();
+    for (const SensitivityEntry& e : r.entries) {
+        json entry = {{"module", e.module},
+                      {"label", e.label},
+                      {"rank", e.rank},
+                      {"linears", e.linears},
+                      {"float_one", sensitivityMetricsJson(e.floatOne, r.inputKind)},
+                      {"fp8_one", sensitivityMetricsJson(e.fp8One, r.inputKind)},
+                      {"sqnr_gain_db", finiteOrNull(e.floatOne.sqnrDb - r.baseline.sqnrDb)},
+                      {"sqnr_loss_db", finiteOrNull(r.allFloat.sqnrDb - e.fp8One.sqnrDb)}};
+        if (e.cause)
+            entry["cause"] = causeJson(*e.cause);
+        entries.push_back(entry);
+    }
+    json causes = json::array();
+    for (const SensitivityCause& c : r.causes)
+        causes.push_back(causeJson(c));
+    json document = {{"input", r.inputKind},
+                     {"granularity", r.granularity},
+                     {"reference_label", r.referenceLabel},
+                     {"samples", r.samples},
+                     {"baseline", sensitivityMetricsJson(r.baseline, r.inputKind)},
+                     {"all_float", sensitivityMetricsJson(r.allFloat, r.inputKind)},
+                     {"entries", entries},
+                     {"causes", causes},
+                     {"target", r.target},
+                     {"suggested_float", r.suggestedFloat},
+                     {"target_reached", r.suggestionReached},
+                     {"suggestion_note", r.suggestionNote},
+                     {"forwards", r.forwards},
+                     {"complete", r.complete}};
+    if (r.suggestedMetrics)
+        document["suggested_float_metrics"] = sensitivityMetricsJson(*r.suggestedMetrics, r.inputKind);
+    if (r.inputKind == "squad")
+        document["reference_scores"] = sensitivityMetricsJson(r.reference, r.inputKind);
+    if (!r.complete)
+        document["stopped_reason"] = r.stoppedReason;
+    return document;
+}
+
+std::string db(double value)
+{
+    if (std::isnan(value))
+        return "n/a";
+    if (std::isinf(value))
+        return value > 0 ? "inf" : "-inf";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", value);
+    return text;
+}
+
+void printSensitivity(const SensitivityResult& r)
+{
+    std::cout << "Sensitivity (" << r.granularity << ") of the FP8 run vs " << terminalSafe(r.referenceLabel) << ", "
+              << r.inputKind << " input" << (r.inputKind == "squad" ? ", " + std::to_string(r.samples) + " questions" : "")
+              << ", " << r.forwards << " forward passes\n";
+    std::cout << "Baseline: final SQNR " << db(r.baseline.sqnrDb) << " dB, " << (r.baseline.agrees ? "agrees" : "differs")
+              << (r.inputKind == "squad" ? ", F1 " + db(r.baseline.f1) : std::string()) << "\n\n";
+    std::cout << std::left << std::setw(6) << "rank" << std::setw(56) << "module" << std::right << std::setw(12)
+              << "float_one" << std::setw(12) << "fp8_one" << "  cause\n";
+    for (const SensitivityEntry& e : r.entries)
+        std::cout << std::left << std::setw(6) << e.rank << std::setw(56) << e.module << std::right << std::setw(12)
+                  << db(e.floatOne.sqnrDb) << std::setw(12) << db(e.fp8One.sqnrDb) << "  "
+                  << (e.cause ? e.cause->label : std::string()) << "\n";
+    std::cout << "\nTarget: " << r.target << "\nSuggested float:";
+    for (const std::string& m : r.suggestedFloat)
+        std::cout << " " << m;
+    std::cout << (r.suggestedFloat.empty() ? " (none)" : "") << "\n" << terminalSafe(r.suggestionNote) << "\n";
+    for (const SensitivityEntry& e : r.entries)
+        if (e.cause && !e.cause->explanation.empty() && e.cause->beyondFloor)
+            std::cout << e.module << ": " << terminalSafe(e.cause->explanation) << "\n";
+}
+
+} // namespace
+
+int commandSensitivity(const Arguments& args)
+{
+    const std::string checkpointDir = args.positionals()[0];
+    SensitivityInput input;
+    int sources = readInput(args, input.single);
+    if (args.has("squad"))
+        ++sources;
+    if (sources != 1)
+        throw UsageError{"sensitivity needs exactly one of --question/--context, --text, --input-ids or --squad."};
+    if (args.has("max-samples") && !args.has("squad"))
+        throw UsageError{"--max-samples applies only with --squad."};
+    SensitivityOptions options;
+    options.granularity = args.value("granularity", "linear");
+    if (options.granularity != "linear" && options.granularity != "layer")
+        throw UsageError{"--granularity must be linear or layer, not \"" + options.granularity + "\"."};
+    if (auto t = args.floatValue("target-sqnr"))
+        options.targetSqnrDb = *t;
+    if (auto t = args.floatValue("target-f1-drop"))
+        options.targetF1Drop = *t;
+    input.maxSamples = static_cast<std::size_t>(args.intValue("max-samples", 0, 0, 100'000'000));
+    if (args.has("format") && !args.has("plots"))
+        throw UsageError{"--format applies only with --plots."};
+
+    SquadDataset dataset;
+    if (auto squad = args.value("squad")) {
+        dataset = readSquadFile(*squad);
+        input.squad = &dataset;
+    }
+    std::unique_ptr<InferenceBackend> run = openBackend(deviceOption(args), Checkpoint::open(checkpointDir));
+    std::unique_ptr<EncoderModel> reference;
+    if (auto dir = args.value("reference"))
+        reference = EncoderModel::load(*dir);
+    Progress progress;
+    progress.callback = [](double fraction, const std::string& stage) {
+        std::fprintf(stderr, "\r%3d%% %-70.70s", int(100 * fraction), stage.c_str());
+        std::fflush(stderr);
+    };
+    const SensitivityResult result = runSensitivity(*run, reference.get(), input, options, progress);
+    std::fprintf(stderr, "\r%-76s\r", "");
+
+    json document = sensitivityJson(result);
+    document["checkpoint"] = checkpointDir;
+    document["reference"] = reference ? json(*args.value("reference")) : json(nullptr);
+    if (result.referenceIsStandIn)
+        document["note"] = "No --reference was given, so dequant (dequantized weights, float activations) stands in for the reference.";
+    if (auto plots = args.value("plots"))
+        document["plots"] = writePlotFiles({sensitivityChart(result)}, *plots, args.value("format", "png"), document,
+                                           "sensitivity", args.flag("force"));
+    if (args.flag("json"))
+        std::cout << jsonText(document) << std::endl;
+    else
+        printSensitivity(result);
+    if (!result.suggestionReached && result.complete)
+        std::cerr << "scalescope-cli sensitivity: " << terminalSafe(result.suggestionNote) << "\n";
+    if (!result.complete) {
+        std::cerr << "scalescope-cli sensitivity: " << result.stoppedReason << "\n";
+        return 1;
+    }
+    return 0;
+}
+
+int commandKeepFloat(const Arguments& args)
+{
+    const std::string checkpointDir = args.positionals()[0];
+    const std::string destinationDir = args.positionals()[1];
+    ComparisonInput input;
+    if (readInput(args, input) > 1)
+        throw UsageError{"keep-float takes at most one of --question/--context, --text or --input-ids for its rerun."};
+    KeepFloatOptions options;
+    options.modules = splitList(args.required("modules"));
+    options.referenceDir = args.value("reference", "");
+    options.overwrite = args.flag("force");
+    if (options.modules.empty())
+        throw UsageError{"--modules names no Linear; give exact Linear names separated by commas."};
+    const KeepFloatResult written = keepFloat(checkpointDir, destinationDir, options);
+
+    // Before and after against the same yardstick: the reference, or the source's dequant run.
+    std::unique_ptr<EncoderModel> before = EncoderModel::load(checkpointDir);
+    std::unique_ptr<EncoderModel> after = EncoderModel::load(destinationDir);
+    std::unique_ptr<EncoderModel> reference;
+    if (!options.referenceDir.empty())
+        reference = EncoderModel::load(options.referenceDir);
+    if (input.question.empty() && input.text.empty() && input.inputIds.empty())
+        input.text = "The quick brown fox jumps over the lazy dog.";
+    const ComparisonResult b = compareRuns(*before, reference.get(), input);
+    const ComparisonResult a = compareRuns(*after, reference ? reference.get() : before.get(), input);
+
+    json document = {{"checkpoint", checkpointDir},
+                     {"destination", destinationDir},
+                     {"modules", options.modules},
+                     {"weights", written.weightSource},
+                     {"ignore", written.ignore},
+                     {"rewritten_files", written.rewrittenFiles},
+                     {"reference", reference ? json(options.referenceDir) : json(nullptr)},
+                     {"before", {{"sqnr_db", finiteOrNull(b.finalLogits.sqnrDb)}}},
+                     {"after", {{"sqnr_db", finiteOrNull(a.finalLogits.sqnrDb)}}},
+                     {"recipe", llmCompressorRecipe(written.ignore)}};
+    if (b.qa && !b.qa->windows.empty()) {
+        document["before"]["agrees"] = b.qa->sameBestAnswer;
+        document["after"]["agrees"] = a.qa->sameBestAnswer;
+    }
+    if (args.flag("json")) {
+        std::cout << jsonText(document) << std::endl;
+        return 0;
+    }
+    std::cout << "Wrote " << terminalSafe(destinationDir) << ": " << options.modules.size()
+              << " Linear(s) float (" << terminalSafe(written.weightSource) << " weights); rewritten:";
+    for (const std::string& f : written.rewrittenFiles)
+        std::cout << " " << terminalSafe(f);
+    std::cout << "; every other file copied unchanged.\n";
+    std::cout << "Final SQNR vs " << (reference ? "the reference" : "the source's dequant run") << ": before "
+              << db(b.finalLogits.sqnrDb) << " dB, after " << db(a.finalLogits.sqnrDb) << " dB\n\n"
+              << llmCompressorRecipe(written.ignore);
+    return 0;
+}
+
+} // namespace scalescope::cli

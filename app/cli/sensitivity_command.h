@@ -1,0 +1,11 @@
+#pragma once
+// `scalescope-cli sensitivity` (which Linear or layer breaks the answer) and `keep-float` (write
+// the fixed checkpoint and show before/after), as DESIGN.md's CLI table defines them.
+#include "arguments.h"
+
+namespace scalescope::cli {
+
+int commandSensitivity(const Arguments& args);
+int commandKeepFloat(const Arguments& args);
+
+} // namespace scalescope::cli

@@ -1,0 +1,210 @@
+#include "tasks/keep_float.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/scale_statistics.h"
+#include "common/error.h"
+#include "common/text_files.h"
+#include "io/checkpoint_destination.h"
+#include "io/safetensors.h"
+#include "model/checkpoint.h"
+#include "tasks/sensitivity_cause.h"
+
+namespace scalescope {
+namespace {
+
+namespace fs = std::filesystem;
+using ordered_json = nlohmann::ordered_json;
+
+// Tensors of a quantized Linear that only its FP8 form has.
+const std::set<std::string> kQuantizationSuffixes = {".weight_scale", ".input_scale", ".weight_zero_point",
+                                                     ".input_zero_point"};
+
+// The one sentence for a name that is not a quantized Linear of the checkpoint.
+void checkModule(const Checkpoint& checkpoint, const std::string& module)
+{
+    const std::string& dir = checkpoint.directory();
+    if (!checkpoint.layout().findLinear(module)) {
+        bool isModule = false;
+        for (const TensorView* view : checkpoint.tensors().tensors())
+            isModule = isModule || view->name.rfind(module + ".", 0) == 0;
+        throw Error(isModule ? "'" + module + "' is a module of " + dir + " but not a Linear, so it cannot be kept float."
+                             : "'" + module + "' is not a module of " + dir + "; --modules takes exact Linear names.");
+    }
+    const LinearInfo* info = checkpoint.plan().find(module);
+    if (!info || !info->quantized)
+        throw Error("'" + module + "' is not quantized in " + dir + " (its weight is already float), so there is nothing to keep float.");
+}
+
+// The float weight of one Linear: the reference's tensor as it is, or the dequantized codes in float32.
+TensorToWrite floatWeight(const Checkpoint& checkpoint, const Checkpoint* reference, const std::string& module,
+                          const std::vector<LinearScaleStatistics>& scales)
+{
+    const TensorView& codes = checkpoint.tensors().require(module + ".weight");
+    TensorToWrite out;
+    out.name = module + ".weight";
+    out.shape = codes.shape;
+    if (reference) {
+        const TensorView& w = reference->tensors().require(module + ".weight");
+        if (!isFloatDtype(w.dtype) || w.shape != codes.shape)
+            throw Error("Tensor '" + w.name + "' in " + w.file + " is " + dtypeName(w.dtype) + " " + shapeText(w.shape) +
+                        "; keep-float needs a float weight of shape " + shapeText(codes.shape) + ".");
+        out.dtype = w.dtype;
+        out.bytes.assign(w.data, w.data + w.byteSize);
+        return out;
+    }
+    std::vector<float> values;
+    for (const LinearScaleStatistics& s : scales)
+        if (s.module == module)
+            values = dequantizedWeight(s, codes);
+    if (values.empty())
+        throw Error("keep-float cannot dequantize the weight of '" + module + "' (its scale layout is not per channel or per tensor); give --reference DIR.");
+    return makeFloatTensor(out.name, Dtype::F32, codes.shape, values.data());
+}
+
+bool dropped(const std::string& name, const std::set<std::string>& modules)
+{
+    for (const std::string& suffix : kQuantizationSuffixes)
+        if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+            modules.count(name.substr(0, name.size() - suffix.size())))
+            return true;
+    return false;
+}
+
+// One shard rewritten: the same tensors in the same order and the same metadata, with the float
+// weights in place of the codes and the scales left out.
+void rewriteShard(const std::string& from, const std::string& to, const std::set<std::string>& modules,
+                  const std::map<std::string, TensorToWrite>& weights)
+{
+    const std::unique_ptr<SafetensorsFile> file = SafetensorsFile::open(from);
+    std::vector<TensorToWrite> tensors;
+    for (const TensorView& view : file->tensors()) {
+        if (dropped(view.name, modules))
+            continue;
+        const auto replaced = weights.find(view.name);
+        if (replaced != weights.end()) {
+            tensors.push_back(replaced->second);
+            continue;
+        }
+        TensorToWrite copy{view.name, view.dtype, view.shape, {}};
+        copy.bytes.assign(view.data, view.data + view.byteSize);
+        tensors.push_back(std::move(copy));
+    }
+    writeSafetensors(to, tensors, file->metadata());
+}
+
+void writeJson(const fs::path& path, const ordered_json& value)
+{
+    std::ofstream out(path);
+    out << value.dump(2) << '\n';
+    out.close();
+    if (!out)
+        throw Error("Cannot write " + path.string() + ".");
+}
+
+// config.json with the modules appended to the quantization config's ignore list.
+ordered_json updatedConfig(const std::string& dir, const std::vector<std::string>& modules, std::vector<std::string>& ignore)
+{
+    const std::string path = (fs::path(dir) / "config.json").string();
+    ordered_json config = ordered_json::parse(readFileToString(path, 64ull << 20));
+    const char* key = config.contains("quantization_config") ? "quantization_config" : "compression_config";
+    ordered_json& quantization = config[key];
+    if (!quantization.contains("ignore") || !quantization["ignore"].is_array())
+        quantization["ignore"] = ordered_json::array();
+    for (const auto& entry : quantization["ignore"])
+        if (entry.is_string())
+            ignore.push_back(entry.get<std::string>());
+    for (const std::string& m : modules)
+        if (std::find(ignore.begin(), ignore.end(), m) == ignore.end()) {
+            ignore.push_back(m);
+            quantization["ignore"].push_back(m);
+        }
+    return config;
+}
+
+} // namespace
+
+KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& destinationDir,
+                          const KeepFloatOptions& options, const Progress& progress)
+{
+    if (options.modules.empty())
+        throw Error("--modules names no Linear; give the exact names of the Linears to keep float.");
+    std::shared_ptr<const Checkpoint> checkpoint = Checkpoint::open(checkpointDir);
+    if (!checkpoint->config().quantization)
+        throw Error(checkpointDir + " has no quantization config, so it is not an FP8 checkpoint to fix.");
+    for (const std::string& m : options.modules)
+        checkModule(*checkpoint, m);
+    std::shared_ptr<const Checkpoint> reference;
+    std::vector<std::pair<std::string, std::string>> inputs = {{checkpointDir, "the source checkpoint"}};
+    if (!options.referenceDir.empty()) {
+        reference = Checkpoint::open(options.referenceDir);
+        inputs.emplace_back(options.referenceDir, "the reference checkpoint");
+    }
+    const CheckpointDestination destination =
+        prepareCheckpointDestination(destinationDir, inputs, options.overwrite, "keep-float");
+
+    KeepFloatResult result;
+    result.weightSource = reference ? "reference (" + options.referenceDir + ")" : "dequantized";
+    const std::vector<LinearScaleStatistics> scales = computeScaleStatistics(*checkpoint);
+    std::map<std::string, TensorToWrite> weights;
+    std::set<std::string> shards; // files that hold a tensor of a kept Linear
+    const std::set<std::string> modules(options.modules.begin(), options.modules.end());
+    for (const std::string& m : modules) {
+        weights[m + ".weight"] = floatWeight(*checkpoint, reference.get(), m, scales);
+        for (const TensorView* view : checkpoint->tensors().tensors())
+            if (view->name == m + ".weight" || dropped(view->name, modules))
+                shards.insert(view->file);
+    }
+    const ordered_json config = updatedConfig(checkpointDir, options.modules, result.ignore);
+    progress.throwIfCancelled();
+    checkpoint->tensors().checkUnchanged();
+
+    writeCheckpointFolder(destination, [&](const std::string& folder) {
+        for (const fs::directory_entry& entry : fs::directory_iterator(checkpointDir)) {
+            if (!entry.is_regular_file())
+                continue; // only a checkpoint's own files: subfolders are not part of it
+            const std::string name = entry.path().filename().string();
+            const fs::path to = fs::path(folder) / name;
+            if (name == "config.json") {
+                writeJson(to, config);
+            } else if (shards.count(entry.path().string()) || shards.count((fs::path(checkpointDir) / name).string())) {
+                rewriteShard(entry.path().string(), to.string(), modules, weights);
+            } else if (name == "model.safetensors.index.json") {
+                ordered_json index = ordered_json::parse(readFileToString(entry.path().string(), 64ull << 20));
+                if (index.contains("weight_map") && index["weight_map"].is_object())
+                    for (auto it = index["weight_map"].begin(); it != index["weight_map"].end();)
+                        it = dropped(it.key(), modules) ? index["weight_map"].erase(it) : std::next(it);
+                writeJson(to, index);
+            } else {
+                fs::copy_file(entry.path(), to);
+                continue;
+            }
+            result.rewrittenFiles.push_back(name);
+        }
+        progress.throwIfCancelled();
+    });
+    return result;
+}
+
+std::string llmCompressorRecipe(const std::vector<std::string>& ignore)
+{
+    std::string recipe = "# llm-compressor recipe: re-quantize the float model with these modules left in float\n"
+                         "quant_stage:\n  quant_modifiers:\n    QuantizationModifier:\n      targets: [\"Linear\"]\n"
+                         "      ignore:\n";
+    for (const std::string& name : ignore) {
+        // Single-quoted YAML: backslashes in re: patterns stay as they are; a quote is doubled.
+        std::string quoted;
+        for (char c : name)
+            quoted += c == '\'' ? std::string("''") : std::string(1, c);
+        recipe += "        - '" + quoted + "'\n";
+    }
+    return recipe;
+}
+
+} // namespace scalescope

@@ -1,0 +1,511 @@
+#include "tasks/sensitivity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+
+#include "analysis/diagnostics.h"
+#include "analysis/scale_statistics.h"
+#include "common/error.h"
+#include "tasks/evaluate.h"
+#include "tasks/sensitivity_cause.h"
+
+namespace scalescope {
+namespace {
+
+constexpr int64_t kCauseRows = 32;
+
+struct Case {
+    ComparisonInput input;
+    PreparedComparisonInput prepared;
+    ForwardResult reference;
+    const SquadExample* example = nullptr;
+};
+
+std::string formatNumber(double value)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", value);
+    return text;
+}
+
+// Index of the largest value among n, NaN never wins.
+std::size_t argmax(const float* values, std::size_t n)
+{
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < n; ++i)
+        if (values[i] > values[best] || std::isnan(values[best]))
+            best = i;
+    return best;
+}
+
+// The argmax at every real position agrees (MaskedLM logits over the vocabulary; QA logits over
+// each window's real tokens).
+bool argmaxAgrees(const FloatTensor& run, const FloatTensor& reference, const std::vector<std::size_t>& lengths)
+{
+    if (run.shape.size() == 3) {
+        const std::size_t seq = std::size_t(run.shape[1]), vocab = std::size_t(run.shape[2]);
+        for (std::size_t b = 0; b < lengths.size(); ++b)
+            for (std::size_t t = 0; t < lengths[b] && t < seq; ++t) {
+                const std::size_t at = (b * seq + t) * vocab;
+                if (argmax(run.values.data() + at, vocab) != argmax(reference.values.data() + at, vocab))
+                    return false;
+            }
+        return true;
+    }
+    const std::size_t seq = std::size_t(run.shape.at(1));
+    for (std::size_t b = 0; b < lengths.size(); ++b) {
+        const std::size_t n = std::min(lengths[b], seq);
+        if (argmax(run.values.data() + b * seq, n) != argmax(reference.values.data() + b * seq, n))
+            return false;
+    }
+    return true;
+}
+
+bool forwardAgrees(const ForwardResult& run, const ForwardResult& reference, const std::vector<std::size_t>& lengths)
+{
+    for (const NamedTensor& output : run.outputs)
+        if (!argmaxAgrees(output.tensor, reference.output(output.name), lengths))
+            return false;
+    return true;
+}
+
+// Sums over the cases of one configuration.
+struct Tally {
+    ErrorAccumulator logits;
+    double sqnrDb = 0;
+    std::size_t agreeing = 0, cases = 0;
+    double exact = 0, f1 = 0;
+    bool finite = true;
+};
+
+class Sweep {
+public:
+    Sweep(InferenceBackend& run, InferenceBackend& reference, const Progress& progress, SensitivityResult& result)
+        : run_(run), reference_(reference), progress_(progress), result_(result)
+    {
+    }
+
+    std::vector<Case> cases;
+    std::size_t plannedRuns = 1;
+    std::map<std::string, LinearInputSample> samples; // baseline inputs of the quantized Linears
+    std::vector<ActivationStatistics> activations;
+
+    void runReferences()
+    {
+        ForwardOptions options;
+        options.mode = RunMode::Dequant;
+        for (Case& c : cases) {
+            progress_.throwIfCancelled();
+            c.reference = reference_.forward(c.prepared.inputs, options, cancelOnly());
+        }
+        if (result_.inputKind != "squad")
+            return;
+        Tally tally;
+        for (const Case& c : cases) {
+            const FinalOutputComparison self = compareFinalOutputs(run_, c.reference, c.reference, c.prepared, c.input);
+            const ExampleScore score = scorePrediction(*c.example, self.qa->runAnswer.text);
+            tally.exact += score.exact;
+            tally.f1 += score.f1;
+        }
+        result_.reference.exact = 100.0 * tally.exact / double(cases.size());
+        result_.reference.f1 = 100.0 * tally.f1 / double(cases.size());
+        result_.reference.agrees = true;
+        result_.reference.agreement = 1;
+        result_.reference.sqnrDb = std::numeric_limits<double>::infinity();
+    }
+
+    SensitivityMetrics measure(const PrecisionOverrides& overrides, const std::string& stage, bool baseline = false)
+    {
+        Tally tally;
+        SensitivityMetrics metrics;
+        for (std::size_t i = 0; i < cases.size(); ++i) {
+            progress_.throwIfCancelled();
+            progress_.report(std::min(1.0, double(done_) / double(plannedRuns)), stage);
+            ForwardOptions options;
+            options.mode = RunMode::Fp8;
+            options.overrides = overrides;
+            if (baseline && i == 0)
+                recordCauseInputs(options);
+            ForwardResult runResult = run_.forward(cases[i].prepared.inputs, options, cancelOnly());
+            ++result_.forwards;
+            if (baseline && i == 0)
+                activations = std::move(runResult.activationStatistics);
+            add(tally, metrics, cases[i], runResult);
+        }
+        ++done_;
+        finish(tally, metrics);
+        return metrics;
+    }
+
+private:
+    InferenceBackend& run_;
+    InferenceBackend& reference_;
+    const Progress& progress_;
+    SensitivityResult& result_;
+    std::size_t done_ = 0;
+
+    Progress cancelOnly() const
+    {
+        Progress p;
+        p.cancel = progress_.cancel;
+        return p;
+    }
+
+    void recordCauseInputs(ForwardOptions& options)
+    {
+        options.activationStatistics = true;
+        for (const LinearInfo& l : run_.linears())
+            if (l.quantized)
+                options.capture.names.push_back(l.module + ".input");
+        const std::vector<std::size_t>& lengths = cases.front().prepared.lengths;
+        options.onCapture = [this, &lengths](const std::string& name, const std::vector<int64_t>& shape, const float* data) {
+            const std::string module = name.substr(0, name.size() - std::string(".input").size());
+            samples[module] = sampleRealRows(shape, data, lengths, kCauseRows);
+        };
+    }
+
+    void add(Tally& tally, SensitivityMetrics& metrics, const Case& c, const ForwardResult& runResult) const
+    {
+        const FinalOutputComparison f = compareFinalOutputs(run_, runResult, c.reference, c.prepared, c.input);
+        const bool finite = !f.runOutputsNonFinite && !f.referenceOutputsNonFinite;
+        tally.finite = tally.finite && finite;
+        ++tally.cases;
+        tally.sqnrDb = f.finalLogits.sqnrDb;
+        if (c.example) {
+            const QaAgreement& qa = *f.qa;
+            for (std::size_t w = 0; w < qa.runStartLogits.size(); ++w) {
+                tally.logits.add(qa.runStartLogits[w].data(), qa.referenceStartLogits[w].data(), qa.runStartLogits[w].size());
+                tally.logits.add(qa.runEndLogits[w].data(), qa.referenceEndLogits[w].data(), qa.runEndLogits[w].size());
+            }
+            const ExampleScore score = scorePrediction(*c.example, finite ? qa.runAnswer.text : std::string());
+            tally.exact += score.exact;
+            tally.f1 += score.f1;
+            tally.agreeing += qa.sameBestAnswer ? 1 : 0;
+        } else if (f.qa && !c.prepared.windows.empty()) {
+            metrics.agrees = f.qa->sameBestAnswer;
+            metrics.answer = f.qa->runAnswer.text;
+            metrics.answerF1 = f.qa->answerF1;
+        } else if (f.fillMask) {
+            std::size_t agreeing = 0;
+            double kl = 0;
+            for (const auto& m : f.fillMask->masks) {
+                agreeing += m.top1Agrees ? 1 : 0;
+                kl += m.klDivergence;
+            }
+            const double n = double(std::max<std::size_t>(1, f.fillMask->masks.size()));
+            metrics.top1Agreement = double(agreeing) / n;
+            metrics.klDivergence = kl / n;
+            metrics.agrees = finite && agreeing == f.fillMask->masks.size();
+        } else {
+            metrics.agrees = finite && forwardAgrees(runResult, c.reference, c.prepared.lengths);
+        }
+    }
+
+    void finish(const Tally& tally, SensitivityMetrics& metrics) const
+    {
+        metrics.finite = tally.finite;
+        if (result_.inputKind != "squad") {
+            metrics.sqnrDb = tally.sqnrDb;
+            metrics.agrees = metrics.agrees && tally.finite;
+            return;
+        }
+        const double n = double(std::max<std::size_t>(1, tally.cases));
+        metrics.sqnrDb = tally.finite ? tally.logits.result().sqnrDb : std::numeric_limits<double>::quiet_NaN();
+        metrics.exact = 100.0 * tally.exact / n;
+        metrics.f1 = 100.0 * tally.f1 / n;
+        metrics.agreement = double(tally.agreeing) / n;
+        metrics.agrees = tally.agreeing == tally.cases && tally.finite;
+    }
+};
+
+// The units of the sweep: every quantized Linear, or every encoder layer's quantized Linears
+// (a quantized head Linear stays its own unit).
+std::vector<SensitivityEntry> sweepUnits(const InferenceBackend& run, const std::string& granularity)
+{
+    const EncoderLayout& layout = run.checkpoint().layout();
+    std::vector<SensitivityEntry> units;
+    for (const LinearInfo& l : run.linears()) {
+        if (!l.quantized)
+            continue;
+        const int layer = layout.layerOf(l.module);
+        const std::string name = granularity == "layer" && layer >= 0 ? layout.layerModule(layer) : l.module;
+        if (units.empty() || units.back().module != name)
+            units.push_back({name, name == l.module ? layout.shortLabel(name) : "L" + std::to_string(layer), {}, 0, {}, {},
+                             std::nullopt});
+        units.back().linears.push_back(l.module);
+    }
+    if (units.empty())
+        throw Error(run.checkpoint().directory() + " has no quantized Linear, so there is nothing to sweep.");
+    return units;
+}
+
+PrecisionOverrides overridesFor(const std::vector<std::string>& modules, Precision precision, bool othersFloat)
+{
+    PrecisionOverrides overrides;
+    overrides.othersFloat = othersFloat;
+    for (const std::string& m : modules)
+        overrides.modules[m] = precision;
+    return overrides;
+}
+
+std::string inputKindOf(const PreparedComparisonInput& prepared)
+{
+    if (!prepared.windows.empty())
+        return "qa";
+    return prepared.isFillMask ? "fill-mask" : "forward";
+}
+
+void buildCases(Sweep& sweep, const InferenceBackend& run, const SensitivityInput& input, SensitivityResult& result)
+{
+    if (!input.squad) {
+        Case c;
+        c.input = input.single;
+        c.prepared = prepareComparisonInput(run, c.input);
+        result.inputKind = inputKindOf(c.prepared);
+        sweep.cases.push_back(std::move(c));
+        return;
+    }
+    if (!run.checkpoint().layout().isQuestionAnswering())
+        throw Error("--squad needs a question-answering checkpoint; " + run.checkpoint().directory() + " is " +
+                    architectureName(run.config().architecture) + ".");
+    result.inputKind = "squad";
+    const std::vector<SquadExample>& examples = input.squad->examples;
+    const std::size_t count = input.maxSamples ? std::min(input.maxSamples, examples.size()) : examples.size();
+    for (std::size_t i = 0; i < count; ++i) {
+        Case c;
+        c.example = &examples[i];
+        c.input = input.single;
+        c.input.question = examples[i].question;
+        c.input.context = examples[i].context;
+        c.input.qaOptions.topK = 1;
+        if (input.squad->isV2 && !c.input.qaOptions.nullThreshold)
+            c.input.qaOptions.nullThreshold = 0.0f; // as evaluate does on SQuAD 2.0
+        try {
+            c.prepared = prepareComparisonInput(run, c.input);
+        } catch (const Cancelled&) {
+            throw;
+        } catch (const Error&) {
+            continue; // a question that cannot be windowed is left out, as evaluate skips it
+        }
+        sweep.cases.push_back(std::move(c));
+    }
+    if (sweep.cases.empty())
+        throw Error("No question of " + input.squad->path + " can be run (the file has none, or none fits the model).");
+    result.samples = sweep.cases.size();
+}
+
+double orLowest(double value)
+{
+    return std::isnan(value) ? -std::numeric_limits<double>::infinity() : value;
+}
+
+// Most helpful to keep float first: SQuAD by F1 kept float, otherwise by final SQNR kept float;
+// ties go to the unit whose FP8 alone hurts most.
+void rankEntries(std::vector<SensitivityEntry>& entries, bool squad)
+{
+    std::stable_sort(entries.begin(), entries.end(), [squad](const SensitivityEntry& a, const SensitivityEntry& b) {
+        if (squad && a.floatOne.f1 != b.floatOne.f1)
+            return a.floatOne.f1 > b.floatOne.f1;
+        const double sa = orLowest(a.floatOne.sqnrDb), sb = orLowest(b.floatOne.sqnrDb);
+        if (sa != sb)
+            return sa > sb;
+        return orLowest(a.fp8One.sqnrDb) < orLowest(b.fp8One.sqnrDb);
+    });
+    for (std::size_t i = 0; i < entries.size(); ++i)
+        entries[i].rank = int(i + 1);
+}
+
+struct Target {
+    std::optional<double> sqnrDb, f1Drop;
+    bool squad = false;
+    double referenceF1 = 100;
+
+    double drop(const SensitivityMetrics& m) const
+    {
+        return squad ? referenceF1 - m.f1 : 100.0 * (1.0 - m.answerF1);
+    }
+    bool met(const SensitivityMetrics& m) const
+    {
+        if (!m.finite)
+            return false;
+        if (sqnrDb && !(m.sqnrDb >= *sqnrDb))
+            return false;
+        if (f1Drop && !(drop(m) <= *f1Drop + 1e-9))
+            return false;
+        return sqnrDb || f1Drop || m.agrees;
+    }
+    // Closer to the target is better; used for the best found when it is unreachable.
+    bool better(const SensitivityMetrics& a, const SensitivityMetrics& b) const
+    {
+        if (a.finite != b.finite)
+            return a.finite;
+        if (f1Drop && drop(a) != drop(b))
+            return drop(a) < drop(b);
+        if (!sqnrDb && !f1Drop && a.agrees != b.agrees)
+            return a.agrees;
+        return orLowest(a.sqnrDb) > orLowest(b.sqnrDb);
+    }
+    std::string text() const
+    {
+        std::string t;
+        if (sqnrDb)
+            t = "final SQNR >= " + formatNumber(*sqnrDb) + " dB";
+        if (f1Drop)
+            t += (t.empty() ? "" : " and ") + std::string("F1 within ") + formatNumber(*f1Drop) + " points of the reference";
+        return t.empty() ? (squad ? "every answer agrees with the reference" : "the answer agrees with the reference") : t;
+    }
+};
+
+std::string metricText(const SensitivityMetrics& m, const Target& target)
+{
+    std::string text = "final SQNR " + (std::isfinite(m.sqnrDb) ? formatNumber(m.sqnrDb) + " dB" : std::string(m.sqnrDb > 0 ? "infinite" : "not finite"));
+    if (target.f1Drop)
+        text += ", F1 drop " + formatNumber(target.drop(m));
+    else if (!target.sqnrDb)
+        text += m.agrees ? ", answer agrees" : ", answer differs";
+    return text;
+}
+
+// The smallest prefix of the ranking that meets the target, each candidate verified by a run.
+void suggest(Sweep& sweep, SensitivityResult& result, const Target& target)
+{
+    result.target = target.text();
+    if (target.met(result.baseline)) {
+        result.suggestionReached = true;
+        result.suggestedMetrics = result.baseline;
+        result.suggestionNote = "The FP8 run already meets the target (" + result.target + "); no Linear needs to stay float.";
+        return;
+    }
+    std::vector<std::string> prefix, bestPrefix;
+    std::optional<SensitivityMetrics> best;
+    for (const SensitivityEntry& entry : result.entries) {
+        prefix.insert(prefix.end(), entry.linears.begin(), entry.linears.end());
+        const SensitivityMetrics m = sweep.measure(overridesFor(prefix, Precision::Float, false),
+                                                   "Verifying " + std::to_string(prefix.size()) + " float");
+        if (!best || target.better(m, *best)) {
+            best = m;
+            bestPrefix = prefix;
+        }
+        if (target.met(m)) {
+            result.suggestedFloat = prefix;
+            result.suggestedMetrics = m;
+            result.suggestionReached = true;
+            result.suggestionNote = "Keeping these " + std::to_string(prefix.size()) + " Linear(s) float meets the target (" +
+                                    result.target + ") in a verified run: " + metricText(m, target) + ".";
+            return;
+        }
+    }
+    result.suggestedFloat = bestPrefix;
+    result.suggestedMetrics = best;
+    result.suggestionNote = "No prefix of the ranking reaches the target (" + result.target + "); the best found keeps " +
+                            std::to_string(bestPrefix.size()) + " Linear(s) float: " + metricText(*best, target) + ".";
+}
+
+void explainCauses(Sweep& sweep, const InferenceBackend& run, const InferenceBackend* reference, SensitivityResult& result)
+{
+    const Checkpoint& checkpoint = run.checkpoint();
+    const std::vector<LinearScaleStatistics> scales = computeScaleStatistics(checkpoint);
+    std::vector<Finding> findings = diagnoseCheckpoint(checkpoint, scales);
+    const std::vector<Finding> activationFindings = diagnoseActivations(sweep.activations, run.linears());
+    findings.insert(findings.begin(), activationFindings.begin(), activationFindings.end());
+    for (const LinearInfo& l : run.linears()) {
+        if (!l.quantized)
+            continue;
+        LinearCauseInputs in;
+        in.info = &l;
+        in.findings = &findings;
+        for (const LinearScaleStatistics& s : scales)
+            if (s.module == l.module)
+                in.scales = &s;
+        for (const ActivationStatistics& a : sweep.activations)
+            if (a.module == l.module)
+                in.activations = &a;
+        const auto sample = sweep.samples.find(l.module);
+        in.sample = sample == sweep.samples.end() ? nullptr : &sample->second;
+        in.codes = checkpoint.tensors().find(l.module + ".weight");
+        in.referenceWeight = reference ? reference->checkpoint().tensors().find(l.module + ".weight") : nullptr;
+        result.causes.push_back(explainLinear(in));
+    }
+    for (SensitivityEntry& entry : result.entries)
+        for (const SensitivityCause& cause : result.causes)
+            if (entry.linears.size() == 1 && cause.module == entry.module)
+                entry.cause = cause;
+}
+
+void validate(const SensitivityOptions& options, const SensitivityInput& input, const InferenceBackend& run)
+{
+    if (options.granularity != "linear" && options.granularity != "layer")
+        throw Error("--granularity must be linear or layer, not \"" + options.granularity + "\".");
+    if (options.targetSqnrDb && !std::isfinite(*options.targetSqnrDb))
+        throw Error("--target-sqnr must be a finite number of dB.");
+    if (options.targetF1Drop && !(*options.targetF1Drop >= 0 && *options.targetF1Drop <= 100))
+        throw Error("--target-f1-drop must be between 0 and 100 F1 points.");
+    const bool qa = input.squad || !input.single.question.empty() || !input.single.context.empty();
+    if (options.targetF1Drop && !qa)
+        throw Error("--target-f1-drop needs a question (--question/--context) or a SQuAD file (--squad); use --target-sqnr for this input.");
+    if (!run.checkpoint().layout().isQuestionAnswering() && qa)
+        throw Error("--question/--context and --squad need a question-answering checkpoint; " +
+                    run.checkpoint().directory() + " is " + architectureName(run.config().architecture) + ".");
+}
+
+// Runs float_one and fp8_one of every unit; a cancel keeps what finished.
+void sweepEntries(Sweep& sweep, std::vector<SensitivityEntry> units, const SensitivityOptions& options,
+                  SensitivityResult& result)
+{
+    for (SensitivityEntry& unit : units) {
+        try {
+            const std::string& label = unit.module;
+            unit.floatOne = sweep.measure(overridesFor(unit.linears, Precision::Float, false), "Kept float: " + label);
+            unit.fp8One = sweep.measure(overridesFor(unit.linears, Precision::Fp8, true), "FP8 alone: " + label);
+        } catch (const Cancelled&) {
+            result.complete = false;
+            result.stoppedReason = "Cancelled after " + std::to_string(result.entries.size()) + " of " +
+                                   std::to_string(units.size()) + " entries.";
+            return;
+        }
+        result.entries.push_back(unit);
+        if (options.onEntry)
+            options.onEntry(result.entries.back());
+    }
+}
+
+} // namespace
+
+SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* reference, const SensitivityInput& input,
+                                 const SensitivityOptions& options, const Progress& progress)
+{
+    validate(options, input, run);
+    SensitivityResult result;
+    result.granularity = options.granularity;
+    result.referenceIsStandIn = reference == nullptr;
+    result.referenceLabel = reference ? "reference (" + reference->checkpoint().directory() + ")" : "dequant";
+    std::vector<SensitivityEntry> units = sweepUnits(run, options.granularity);
+    Sweep sweep(run, reference ? *reference : run, progress, result);
+    buildCases(sweep, run, input, result);
+    sweep.plannedRuns = 2 + 2 * units.size() + units.size() / 2;
+    sweep.runReferences();
+    result.baseline = sweep.measure({}, "Baseline", true);
+    PrecisionOverrides allFloat;
+    allFloat.othersFloat = true;
+    result.allFloat = sweep.measure(allFloat, "All float");
+    sweepEntries(sweep, std::move(units), options, result);
+    rankEntries(result.entries, result.inputKind == "squad");
+    explainCauses(sweep, run, reference, result);
+    Target target{options.targetSqnrDb, options.targetF1Drop, result.inputKind == "squad", result.reference.f1};
+    if (result.complete) {
+        try {
+            suggest(sweep, result, target);
+        } catch (const Cancelled&) {
+            result.complete = false;
+            result.stoppedReason = "Cancelled while verifying the suggestion; the entries are complete.";
+        }
+    }
+    run.checkpoint().tensors().checkUnchanged();
+    progress.report(1.0, "Sensitivity done");
+    return result;
+}
+
+} // namespace scalescope

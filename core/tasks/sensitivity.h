@@ -1,0 +1,117 @@
+#pragma once
+// The sensitivity sweep (issue 15): which quantized Linear (or encoder layer) breaks the answer.
+// For one input (question/context, a masked text, input ids) or a SQuAD subset, every unit is run
+// twice with precision overrides (model/linear_plan.h): kept float alone (`float_one`: only it runs
+// float) and in FP8 alone (`fp8_one`: everything else float). Both are measured on the final
+// outputs against the reference, exactly as compareRuns measures them. The units are ranked by
+// what keeping them float gains, and the smallest prefix of that ranking that meets the target is
+// found by running it. Each quantized Linear also gets a cause label from what is measured on its
+// own input and weight: clipped/flushed/subnormal input shares, weight-scale clipping/underflow,
+// and its "FP8 floor" (the SQNR of its output when only E4M3 rounding with ideal scales acts).
+//
+// Torch-free: drives any InferenceBackend. Threading: runs on the calling thread; the backends
+// must not be used elsewhere meanwhile. Errors: bad options or input throw scalescope::Error
+// before any forward. Cancellation (Progress::cancel) stops the sweep between forwards and returns
+// the finished entries with complete == false.
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/inference_backend.h"
+#include "tasks/compare_runs.h"
+#include "tasks/squad_dataset.h"
+
+namespace scalescope {
+
+// The final-output metric of one run against the reference.
+struct SensitivityMetrics {
+    double sqnrDb = 0;          // the head's logits (QA: start and end) against the reference's
+    // QA: the best answer (every SQuAD question's) agrees with the reference's (answersAgree);
+    // fill-mask: every mask's top-1 agrees; otherwise the argmax at every real position agrees.
+    bool agrees = false;
+    bool finite = true;         // both sides' outputs hold no NaN or infinity
+    // QA (one question): the run's best answer and its SQuAD F1 against the reference's, 0..1.
+    std::string answer;
+    double answerF1 = 0;
+    // Fill-mask: share of masks whose top-1 agrees, mean KL(reference || run) in nats.
+    double top1Agreement = 0;
+    double klDivergence = 0;
+    // SQuAD subset: exact match and F1 against the gold answers, percent; agreement 0..1.
+    double exact = 0;
+    double f1 = 0;
+    double agreement = 0;
+};
+
+// Why a quantized Linear costs what it costs, from what is measured on its own tensors.
+struct SensitivityCause {
+    std::string module;
+    bool inputQuantized = false;
+    double inputClippedShare = 0;     // |x / s| > 448 (baseline FP8 run)
+    double inputFlushedShare = 0;     // x != 0 but its code is zero
+    double inputSubnormalShare = 0;   // the code is subnormal
+    double weightClippedShare = 0;    // scale_statistics: codes at +-448 beyond what an amax scale puts there
+    double weightUnderflowShare = 0;  // codes zero or subnormal
+    // The output's SQNR on the same input (sampled rows) when only E4M3 rounding with ideal scales
+    // acts (per-token amax input scales, per-channel amax weight scales), and with the checkpoint's
+    // own scales and scheme; both against the float product (reference weight when given).
+    double floorSqnrDb = 0;
+    double isolatedSqnrDb = 0;
+    bool beyondFloor = false;         // isolated is more than kBeyondFloorDb below the floor
+    std::string label;                // "FP8 rounding", "beyond FP8 rounding: look at its scales (input clipping)", ...
+    std::string explanation;          // the diagnostic sentence that explains it, "" when none
+};
+
+struct SensitivityEntry {
+    std::string module;               // the Linear, or the encoder layer (roberta.encoder.layer.3)
+    std::string label;                // short label for charts: "L3.ffn.in", "L3"
+    std::vector<std::string> linears; // the quantized Linears the unit overrides
+    int rank = 0;                     // 1 = keeping it float helps most; 0 until ranked
+    SensitivityMetrics floatOne;      // only this unit float
+    SensitivityMetrics fp8One;        // only this unit FP8
+    std::optional<SensitivityCause> cause; // linear granularity
+};
+
+struct SensitivityInput {
+    ComparisonInput single;               // used when squad is null
+    const SquadDataset* squad = nullptr;  // a SQuAD subset instead
+    std::size_t maxSamples = 0;           // the first N questions; 0 = all
+};
+
+struct SensitivityOptions {
+    std::string granularity = "linear";   // linear | layer
+    std::optional<double> targetSqnrDb;   // suggestion target: final SQNR at least this
+    std::optional<double> targetF1Drop;   // suggestion target: F1 (percent) within this of the reference
+    // Called after each finished entry (on the calling thread), so a GUI can fill in live.
+    std::function<void(const SensitivityEntry&)> onEntry;
+};
+
+struct SensitivityResult {
+    std::string inputKind;                // "qa", "fill-mask", "forward" or "squad"
+    std::string granularity;
+    std::string referenceLabel;           // "reference (DIR)" or "dequant"
+    bool referenceIsStandIn = false;
+    std::size_t samples = 1;              // questions (SQuAD) or 1
+    SensitivityMetrics baseline;          // the FP8 run with no override
+    SensitivityMetrics allFloat;          // every quantized Linear float (what fp8_one departs from)
+    SensitivityMetrics reference;         // SQuAD: the reference's own EM/F1 against the gold answers
+    std::vector<SensitivityEntry> entries; // ranked (rank order) when complete, else in model order
+    std::vector<SensitivityCause> causes;  // every quantized Linear, model order
+    std::string target;                    // "answer agrees", "SQNR >= 30 dB", ...
+    std::vector<std::string> suggestedFloat; // Linear names
+    std::optional<SensitivityMetrics> suggestedMetrics; // the verified run of that prefix
+    bool suggestionReached = false;
+    std::string suggestionNote;            // says how it was found, or why the target is unreachable
+    std::size_t forwards = 0;              // forward passes of the run side (reference excluded)
+    bool complete = true;
+    std::string stoppedReason;
+};
+
+constexpr double kBeyondFloorDb = 6.0;
+
+// reference may be null: then `run` in dequant mode is the reference and the result says so.
+SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* reference, const SensitivityInput& input,
+                                 const SensitivityOptions& options, const Progress& progress = {});
+
+} // namespace scalescope

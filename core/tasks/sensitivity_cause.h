@@ -1,0 +1,44 @@
+#pragma once
+// The cause label of one quantized Linear for the sensitivity sweep (tasks/sensitivity.h): its
+// FP8 floor and isolated error measured on sampled rows of its own input, with its activation and
+// weight-scale shares and the diagnostics that name it. Torch-free, plain loops (the rows are few).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/diagnostics.h"
+#include "analysis/scale_statistics.h"
+#include "io/safetensors.h"
+#include "model/inference_backend.h"
+#include "tasks/sensitivity.h"
+
+namespace scalescope {
+
+// Rows of a Linear's input as the baseline FP8 run saw it (before its own quantization).
+struct LinearInputSample {
+    int64_t rows = 0;
+    int64_t features = 0;
+    std::vector<float> values; // rows x features
+};
+
+// Up to maxRows real-token rows of a [batch, seq, features] capture, spread evenly.
+LinearInputSample sampleRealRows(const std::vector<int64_t>& shape, const float* data,
+                                 const std::vector<std::size_t>& lengths, int64_t maxRows);
+
+struct LinearCauseInputs {
+    const LinearInfo* info = nullptr;
+    const LinearScaleStatistics* scales = nullptr;     // null when unknown
+    const ActivationStatistics* activations = nullptr; // null when its input is not quantized
+    const LinearInputSample* sample = nullptr;         // null when not captured
+    const TensorView* codes = nullptr;                 // the checkpoint's FP8 weight
+    const TensorView* referenceWeight = nullptr;       // the float weight, null without a reference
+    const std::vector<Finding>* findings = nullptr;    // checkpoint and activation diagnostics
+};
+
+// decode(codes) * weight_scale for per-channel and per-tensor weights, row-major float32; empty
+// for other scale layouts or when the sizes do not fit.
+std::vector<float> dequantizedWeight(const LinearScaleStatistics& scales, const TensorView& codes);
+
+SensitivityCause explainLinear(const LinearCauseInputs& inputs);
+
+} // namespace scalescope

@@ -1,0 +1,348 @@
+// The sensitivity sweep and keep-float (issue 15) on a tiny checkpoint with one planted defect: one
+// Linear's static input_scale 64x too small, so its input clips. The sweep must rank it first and
+// say it clips, suggest exactly it, and keep-float must bring the final SQNR back to that of the
+// checkpoint where the Linear was float from the start. Bad input gets one sentence and no output.
+#include <QtTest>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/text_files.h"
+#include "engine/compute_threads.h"
+#include "io/safetensors.h"
+#include "model/checkpoint.h"
+#include "model/encoder_model.h"
+#include "support/fixtures.h"
+#include "report/charts.h"
+#include "tasks/compare_runs.h"
+#include "tasks/sensitivity.h"
+#include "tasks/squad_dataset.h"
+
+using namespace scalescope;
+using namespace scalescope::testing;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string kDefect = "roberta.encoder.layer.0.intermediate.dense";
+const std::string kQuestion = "what is the capital of France ?";
+const std::string kContext = "Paris is the capital of France . the cat sat on the mat . a dog sat on the cat";
+
+struct CliResult {
+    int exitCode = -1;
+    QString out, err;
+};
+
+CliResult runCli(const QStringList& args)
+{
+    QProcess process;
+    process.start(QStringLiteral(SCALESCOPE_CLI), args);
+    CliResult r;
+    if (!process.waitForFinished(300000)) {
+        process.kill();
+        process.waitForFinished();
+        return r;
+    }
+    r.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
+    r.out = QString::fromUtf8(process.readAllStandardOutput());
+    r.err = QString::fromUtf8(process.readAllStandardError());
+    return r;
+}
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+bool exists(const std::string& path) { return std::filesystem::exists(std::filesystem::symlink_status(path)); }
+
+// One line on stderr that contains `part`.
+bool oneSentence(const CliResult& r, const QString& part)
+{
+    return r.err.trimmed().count('\n') == 0 && r.err.contains(part);
+}
+
+ComparisonInput qaInput()
+{
+    ComparisonInput input;
+    input.question = kQuestion;
+    input.context = kContext;
+    return input;
+}
+
+} // namespace
+
+class TestSensitivity : public QObject {
+    Q_OBJECT
+
+    std::string root_, float_, defect_, fixed_;
+
+    double finalSqnr(const std::string& dir)
+    {
+        auto run = EncoderModel::load(dir);
+        auto reference = EncoderModel::load(float_);
+        return compareRuns(*run, reference.get(), qaInput()).finalLogits.sqnrDb;
+    }
+
+    SensitivityResult sweep(const SensitivityOptions& options, const Progress& progress = {})
+    {
+        auto run = EncoderModel::load(defect_);
+        auto reference = EncoderModel::load(float_);
+        SensitivityInput input;
+        input.single = qaInput();
+        return runSensitivity(*run, reference.get(), input, options, progress);
+    }
+
+private slots:
+    void initTestCase()
+    {
+        setComputeThreads(2);
+        root_ = makeTempDir("sens");
+        float_ = root_ + "/float";
+        TinyModelSpec spec;
+        spec.seed = 4242;
+        writeTinyFloatCheckpoint(float_, spec);
+        // Static scales calibrated on the very input the tests run, so only the planted defect clips.
+        const auto checkpoint = Checkpoint::open(float_);
+        const std::vector<int64_t> ids = buildQaWindows(checkpoint->tokenizer(), kQuestion, kContext, {}).front().encoding.ids;
+        Fp8Scheme scheme;
+        scheme.activations = "tensor";
+        Fp8Edits planted;
+        planted.inputScaleFactors[kDefect] = 1.0f / 64.0f;
+        defect_ = root_ + "/defect";
+        writeTinyFp8Checkpoint(float_, defect_, scheme, ids, planted);
+        Fp8Edits floatFromStart;
+        floatFromStart.keepFloat = {kDefect};
+        fixed_ = root_ + "/fixed";
+        writeTinyFp8Checkpoint(float_, fixed_, scheme, ids, floatFromStart);
+    }
+
+    void plantedDefectIsRankedFirstExplainedAndSuggested()
+    {
+        const double fixedSqnr = finalSqnr(fixed_);
+        SensitivityOptions options;
+        options.targetSqnrDb = fixedSqnr - 3.0;
+        const SensitivityResult r = sweep(options);
+        QVERIFY(r.complete);
+        QCOMPARE(r.inputKind, std::string("qa"));
+        QCOMPARE(r.entries.size(), std::size_t(12)); // 2 layers x 6 quantized Linears
+        QVERIFY2(r.baseline.sqnrDb < *options.targetSqnrDb, "the planted defect must break the target");
+        QCOMPARE(r.entries.front().module, kDefect);
+        QCOMPARE(r.entries.front().rank, 1);
+        QVERIFY(r.entries.front().floatOne.sqnrDb > r.baseline.sqnrDb + 10);
+        // The baseline is what compare measures on the same checkpoint.
+        QCOMPARE(r.baseline.sqnrDb, finalSqnr(defect_));
+
+        const SensitivityCause& cause = *r.entries.front().cause;
+        QVERIFY2(cause.label.find("beyond FP8 rounding") != std::string::npos &&
+                     cause.label.find("clipping") != std::string::npos,
+                 cause.label.c_str());
+        QVERIFY(cause.inputClippedShare > 0.1);
+        QVERIFY(cause.isolatedSqnrDb < cause.floorSqnrDb - kBeyondFloorDb);
+        QVERIFY(!cause.explanation.empty());
+        for (const SensitivityEntry& e : r.entries)
+            if (e.module != kDefect) {
+                // Downstream of the defect the inputs drift from the calibration a little, no more.
+                QVERIFY(e.cause->inputClippedShare < 1e-3);
+                QVERIFY2(e.cause->label.find("clipping") == std::string::npos, e.cause->label.c_str());
+            }
+
+        QVERIFY(r.suggestionReached);
+        QCOMPARE(r.suggestedFloat, std::vector<std::string>{kDefect});
+        QVERIFY(r.suggestedMetrics && r.suggestedMetrics->sqnrDb >= *options.targetSqnrDb);
+
+        // The chart: rank order, short labels, gain over the baseline and loss against all float.
+        const ChartData chart = sensitivityChart(r);
+        QCOMPARE(chart.categories.front(), std::string("L0.ffn.in"));
+        QCOMPARE(chart.series.at(0).y.front(), r.entries.front().floatOne.sqnrDb - r.baseline.sqnrDb);
+        QCOMPARE(chart.series.at(1).y.front(), r.allFloat.sqnrDb - r.entries.front().fp8One.sqnrDb);
+    }
+
+    void layerGranularityGroupsTheLayersLinears()
+    {
+        SensitivityOptions options;
+        options.granularity = "layer";
+        const SensitivityResult r = sweep(options);
+        QCOMPARE(r.entries.size(), std::size_t(2));
+        QCOMPARE(r.entries.front().module, std::string("roberta.encoder.layer.0"));
+        QCOMPARE(r.entries.front().linears.size(), std::size_t(6));
+        QVERIFY(r.entries.front().floatOne.sqnrDb > r.entries.back().floatOne.sqnrDb);
+        QVERIFY(!r.entries.front().cause); // causes are per Linear
+        QCOMPARE(r.causes.size(), std::size_t(12));
+    }
+
+    void squadSubsetScoresAgainstTheGoldAnswers()
+    {
+        const json squad = {{"version", "1.1"},
+                            {"data", {{{"title", "t"},
+                                       {"paragraphs", {{{"context", kContext},
+                                                        {"qas", {{{"id", "a"}, {"question", kQuestion},
+                                                                  {"answers", {{{"text", "Paris"}, {"answer_start", 0}}}}},
+                                                                 {{"id", "b"}, {"question", "where is the cat ?"},
+                                                                  {"answers", {{{"text", "on the mat"}, {"answer_start", 45}}}}},
+                                                                 {{"id", "c"}, {"question", "what sat ?"},
+                                                                  {"answers", {{{"text", "a dog"}, {"answer_start", 58}}}}}}}}}}}}}};
+        const std::string file = root_ + "/squad.json";
+        std::ofstream(file) << squad.dump();
+        const SquadDataset dataset = readSquadFile(file);
+        auto run = EncoderModel::load(defect_);
+        auto reference = EncoderModel::load(float_);
+        SensitivityInput input;
+        input.squad = &dataset;
+        input.maxSamples = 2;
+        SensitivityOptions options;
+        options.targetF1Drop = 0;
+        const SensitivityResult r = runSensitivity(*run, reference.get(), input, options);
+        QCOMPARE(r.inputKind, std::string("squad"));
+        QCOMPARE(r.samples, std::size_t(2));
+        for (const SensitivityMetrics* m : {&r.baseline, &r.reference, &r.entries.front().floatOne}) {
+            QVERIFY(m->f1 >= 0 && m->f1 <= 100 && m->exact >= 0 && m->exact <= m->f1 + 1e-9);
+        }
+        // The ranking for SQuAD puts the best F1 kept float first.
+        for (const SensitivityEntry& e : r.entries)
+            QVERIFY(e.floatOne.f1 <= r.entries.front().floatOne.f1);
+        QVERIFY(r.target.find("F1 within") != std::string::npos);
+        if (r.suggestionReached)
+            QVERIFY(r.reference.f1 - r.suggestedMetrics->f1 <= 1e-9);
+
+        // An F1 target needs a question-answering input.
+        SensitivityInput ids;
+        ids.single.inputIds = {{0, 5, 6, 2}};
+        try {
+            runSensitivity(*run, reference.get(), ids, options);
+            QFAIL("an F1 target on input ids was accepted");
+        } catch (const Error& e) {
+            QVERIFY(std::string(e.what()).find("--target-f1-drop needs a question") != std::string::npos);
+        }
+    }
+
+    void cancelKeepsFinishedEntries()
+    {
+        std::atomic<bool> cancel{false};
+        Progress progress;
+        progress.cancel = &cancel;
+        SensitivityOptions options;
+        int seen = 0;
+        options.onEntry = [&](const SensitivityEntry&) {
+            if (++seen == 3)
+                cancel = true;
+        };
+        const SensitivityResult r = sweep(options, progress);
+        QVERIFY(!r.complete);
+        QCOMPARE(r.entries.size(), std::size_t(3));
+        QVERIFY(r.stoppedReason.find("Cancelled") != std::string::npos);
+        QVERIFY(r.suggestedFloat.empty());
+    }
+
+    void unreachableTargetSaysSoAndReturnsTheBestFound()
+    {
+        const CliResult r = runCli({"sensitivity", q(defect_), "--reference", q(float_), "--question", q(kQuestion),
+                                    "--context", q(kContext), "--target-sqnr", "1000", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        const json doc = json::parse(r.out.toStdString());
+        QCOMPARE(doc["target_reached"].get<bool>(), false);
+        QVERIFY(!doc["suggested_float"].empty());
+        QVERIFY(doc["suggestion_note"].get<std::string>().find("No prefix of the ranking reaches") != std::string::npos);
+        QVERIFY(oneSentence(r, "No prefix of the ranking reaches"));
+        QCOMPARE(doc["entries"][0]["module"].get<std::string>(), kDefect);
+        QVERIFY(doc["entries"][0]["float_one"].contains("sqnr_db") && doc["entries"][0]["float_one"].contains("agrees"));
+        QVERIFY(doc["entries"][0]["fp8_one"].contains("sqnr_db"));
+        QVERIFY(doc["baseline"].contains("sqnr_db"));
+    }
+
+    void keepFloatRestoresTheFinalSqnr()
+    {
+        const std::string dst = root_ + "/kept";
+        const CliResult r = runCli({"keep-float", q(defect_), q(dst), "--modules", q(kDefect), "--reference", q(float_),
+                                    "--question", q(kQuestion), "--context", q(kContext), "--json"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const json doc = json::parse(r.out.toStdString());
+        const double after = finalSqnr(dst);
+        QVERIFY(std::fabs(after - finalSqnr(fixed_)) <= 0.5);
+        QVERIFY(after > finalSqnr(defect_) + 10);
+        QCOMPARE(doc["after"]["sqnr_db"].get<double>(), after);
+        QVERIFY(doc["recipe"].get<std::string>().find("- '" + kDefect + "'") != std::string::npos);
+
+        // Every other tensor byte for byte; the Linear float with the reference's bytes, its scales gone.
+        const auto source = TensorStore::openDirectory(defect_);
+        const auto written = TensorStore::openDirectory(dst);
+        const auto reference = TensorStore::openDirectory(float_);
+        for (const TensorView* view : source->tensors()) {
+            const TensorView* copy = written->find(view->name);
+            if (view->name == kDefect + ".weight_scale" || view->name == kDefect + ".input_scale") {
+                QVERIFY(!copy);
+                continue;
+            }
+            const TensorView& expected = view->name == kDefect + ".weight" ? reference->require(view->name) : *view;
+            QVERIFY2(copy && copy->dtype == expected.dtype && copy->shape == expected.shape &&
+                         std::equal(copy->data, copy->data + copy->byteSize, expected.data, expected.data + expected.byteSize),
+                     view->name.c_str());
+        }
+        QCOMPARE(written->tensors().size(), source->tensors().size() - 2);
+        for (const char* file : {"vocab.json", "merges.txt"})
+            QCOMPARE(readFileToString(dst + "/" + file), readFileToString(defect_ + "/" + file));
+        const auto config = Checkpoint::open(dst)->config();
+        const auto& ignore = config.quantization->ignore;
+        QVERIFY(std::find(ignore.begin(), ignore.end(), kDefect) != ignore.end());
+
+        // Without a reference the weight is the dequantized one, in float32.
+        const std::string deq = root_ + "/kept-deq";
+        QCOMPARE(runCli({"keep-float", q(defect_), q(deq), "--modules", q(kDefect)}).exitCode, 0);
+        QCOMPARE(TensorStore::openDirectory(deq)->require(kDefect + ".weight").dtype, Dtype::F32);
+    }
+
+    void badInputGetsOneSentenceAndWritesNothing()
+    {
+        const QString ckpt = q(defect_);
+        CliResult r = runCli({"sensitivity", ckpt, "--question", q(kQuestion), "--context", q(kContext),
+                              "--granularity", "nonsense"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY(oneSentence(r, "--granularity must be linear or layer, not \"nonsense\""));
+
+        const std::string dst = root_ + "/never";
+        r = runCli({"keep-float", ckpt, q(dst), "--modules", "roberta.encoder.layer.9.output.dense"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY(oneSentence(r, "is not a module of"));
+        r = runCli({"keep-float", ckpt, q(dst), "--modules", "roberta.encoder.layer.0.attention.output.LayerNorm"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY(oneSentence(r, "but not a Linear"));
+        r = runCli({"keep-float", ckpt, q(dst), "--modules", "qa_outputs"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY(oneSentence(r, "is not quantized"));
+        QVERIFY(!exists(dst));
+
+        // An existing DST without --force: refused, untouched.
+        const std::string taken = root_ + "/taken";
+        QDir().mkpath(q(taken));
+        { std::ofstream(taken + "/notes.txt") << "mine"; }
+        r = runCli({"keep-float", ckpt, q(taken), "--modules", q(kDefect)});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY(oneSentence(r, "already exists; pass --force"));
+        QCOMPARE(readFileToString(taken + "/notes.txt"), std::string("mine"));
+        // ... and with --force it is still refused, because it is not a checkpoint folder.
+        r = runCli({"keep-float", ckpt, q(taken), "--modules", q(kDefect), "--force"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY(oneSentence(r, "notes.txt, which is not part of a checkpoint"));
+        QCOMPARE(QDir(q(taken)).entryList(QDir::NoDotAndDotDot | QDir::AllEntries).size(), 1);
+        // DST is the checkpoint itself.
+        r = runCli({"keep-float", ckpt, ckpt, "--modules", q(kDefect), "--force"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY(oneSentence(r, "is the source checkpoint"));
+
+        // An override naming a module that is not a Linear, in-process.
+        auto model = EncoderModel::load(defect_);
+        ForwardOptions options;
+        options.overrides.modules["roberta.encoder.layer.0.attention.output.LayerNorm"] = Precision::Float;
+        try {
+            model->forward({{{0, 5, 2}}, {}, {}, {}}, options);
+            QFAIL("an override naming a LayerNorm was accepted");
+        } catch (const Error& e) {
+            QVERIFY(std::string(e.what()).find("LayerNorm', which is not a Linear") != std::string::npos);
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSensitivity)
+#include "test_sensitivity.moc"

@@ -1,0 +1,55 @@
+#pragma once
+// Sensitivity panel: runs the sweep (tasks/sensitivity.h) on the last question's or mask's input,
+// draws the ranked bars (SQNR gained when each Linear or layer is kept float, lost when it alone
+// runs FP8) as the entries arrive, keeps what finished on Cancel, lists the suggestion and the
+// cause labels, and writes the fixed checkpoint with keep-float. Clicking a bar selects the Linear.
+#include <QWidget>
+
+#include <memory>
+
+#include "tasks/sensitivity.h"
+#include "workbench_session.h"
+
+class QComboBox;
+class QLabel;
+class QPushButton;
+class QTableWidget;
+
+namespace scalescope::ui {
+
+class ChartView;
+
+class SensitivityPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit SensitivityPanel(QWidget* parent = nullptr);
+
+    void addEntry(const RunStamp& stamp, std::shared_ptr<const SensitivityEntry> entry);
+    void showResult(std::shared_ptr<const SensitivityResult> result, const RunStamp& stamp);
+    void showMessage(const QString& text);
+    void setBusy(bool busy);
+    void clearResults(const QString& why);
+    const SensitivityResult& result() const { return result_; }
+
+signals:
+    void sweepRequested(const QString& granularity);
+    void linearSelected(const QString& module);
+    // Save fixed checkpoint...: the suggested Linears (or the selected rows') to keep float.
+    void keepFloatRequested(const QStringList& modules);
+
+private:
+    void redraw();
+    void fillTable();
+    QStringList modulesToKeep() const;
+
+    QComboBox* granularity_ = nullptr;
+    QPushButton* run_ = nullptr;
+    QPushButton* save_ = nullptr;
+    QLabel* summary_ = nullptr;
+    ChartView* chart_ = nullptr;
+    QTableWidget* table_ = nullptr;
+    SensitivityResult result_;
+    RunStamp stamp_;
+};
+
+} // namespace scalescope::ui
