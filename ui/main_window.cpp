@@ -58,7 +58,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     setWindowTitle(tr("ScaleScope"));
     setAcceptDrops(true);
     session_ = new WorkbenchSession(this);
+    createPanels();
+    createActions();
+    connectSensitivity();
+    connectResults();
+    connectState();
+    connectRequests();
+    restoreSettings();
+}
 
+void MainWindow::createPanels()
+{
     tabs_ = new QTabWidget(this);
     model_ = new ModelPanel(tabs_);
     ask_ = new AskPanel(tabs_);
@@ -76,9 +86,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     tabs_->addTab(sensitivity_, tr("Sensitivity"));
     setCentralWidget(tabs_);
 
-    createActions();
-    connectSensitivity();
+}
 
+// What the session delivers: checkpoints, devices, references and the results of runs.
+void MainWindow::connectResults()
+{
     connect(session_, &WorkbenchSession::checkpointOpened, this, &MainWindow::onCheckpointOpened);
     connect(session_, &WorkbenchSession::deviceChanged, this, [this](const QString& name) {
         deviceName_ = name;
@@ -109,6 +121,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         errors_->setComparison(outcome->comparison, outcome->stamp);
         scales_->setComparison(*outcome->comparison, outcome->stamp);
     });
+}
+
+// Busy, progress, failures and stale results.
+void MainWindow::connectState()
+{
     connect(session_, &WorkbenchSession::stateChanged, this, &MainWindow::onStateChanged);
     connect(session_, &WorkbenchSession::deviceSwitchFailed, this, &MainWindow::onDeviceSwitchFailed);
     connect(ask_->banner(), &StaleBanner::rerunRequested, this, &MainWindow::rerunAsk);
@@ -143,6 +160,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
             progress_->setValue(0);
     });
 
+}
+
+// What the panels ask the session for.
+void MainWindow::connectRequests()
+{
     connect(ask_, &AskPanel::askRequested, this,
             [this](const QString& question, const QString& context, const QaOptions& options) {
                 session_->ask(question, context, options);
@@ -160,6 +182,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         session_->ask(question, context, ask_->options());
     });
 
+}
+
+void MainWindow::restoreSettings()
+{
     Settings settings;
     const QByteArray geometry = settings.windowGeometry();
     restoreGeometry(geometry);
@@ -267,6 +293,15 @@ void MainWindow::createActions()
     });
     rebuildRecentMenu();
 
+    createToolbar({open, reference, dequant, emulation});
+    createStatusBar();
+}
+
+// Open, the Reference menu, the Mode and Device boxes, Cancel and Export: `actions` are Open and
+// the three reference choices, shared with the File menu.
+void MainWindow::createToolbar(const std::array<QAction*, 4>& actions)
+{
+    auto [open, reference, dequant, emulation] = actions;
     QToolBar* toolbar = addToolBar(tr("Main"));
     toolbar->setObjectName(QStringLiteral("mainToolbar"));
     toolbar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
@@ -317,6 +352,10 @@ void MainWindow::createActions()
     toolbar->addAction(cancelAction_);
     toolbar->addAction(exportReportAction_);
 
+}
+
+void MainWindow::createStatusBar()
+{
     deviceLabel_ = new QLabel(this);
     modeLabel_ = new QLabel(this);
     dtypeLabel_ = new QLabel(this);
@@ -640,31 +679,38 @@ nlohmann::json stampJson(const RunStamp& stamp)
 
 } // namespace
 
-QStringList MainWindow::exportReport(const QString& folder)
+// Which results go into a report: only those produced by the state the report is stamped with.
+struct MainWindow::ReportSelection {
+    bool ask = false, fill = false, errors = false, activations = false, evaluation = false;
+    nlohmann::json leftOut = nlohmann::json::array(); // the stale ones, named with why
+};
+
+MainWindow::ReportSelection MainWindow::currentResults(const RunStamp& now) const
 {
-    const RunStamp now = session_->currentStamp();
-    ReportContents contents;
-    nlohmann::json leftOut = nlohmann::json::array();
-    // A result goes into the report only when the state that produced it is the one the report is
-    // stamped with; a stale one is named in the summary instead of being passed off as current.
+    ReportSelection selection;
+    // A stale result is named in the summary instead of being passed off as current.
     auto current = [&](const StaleBanner* banner, const char* what) {
         if (!banner->hasResult())
             return false;
         if (!banner->isStale())
             return true;
-        leftOut.push_back({{"result", what},
-                           {"reason", ("stale: the " + banner->resultStamp().differenceFrom(now) + " changed since it ran")
-                                          .toStdString()},
-                           {"produced_by", stampJson(banner->resultStamp())}});
+        selection.leftOut.push_back(
+            {{"result", what},
+             {"reason", ("stale: the " + banner->resultStamp().differenceFrom(now) + " changed since it ran").toStdString()},
+             {"produced_by", stampJson(banner->resultStamp())}});
         return false;
     };
-    const bool ask = current(ask_->banner(), "ask");
-    const bool fill = current(fillMask_->banner(), "fill_mask");
-    const bool errors = current(errors_->banner(), "errors");
-    const bool activations = current(scales_->banner(), "activations");
-    const bool evaluation = current(evaluate_->banner(), "evaluation");
+    selection.ask = current(ask_->banner(), "ask");
+    selection.fill = current(fillMask_->banner(), "fill_mask");
+    selection.errors = current(errors_->banner(), "errors");
+    selection.activations = current(scales_->banner(), "activations");
+    selection.evaluation = current(evaluate_->banner(), "evaluation");
+    return selection;
+}
 
-    const QString stamp = now.describe();
+void MainWindow::addReportChartsAndTables(ReportContents& contents, const ReportSelection& selection,
+                                          const QString& stamp) const
+{
     auto addChart = [&](const ChartView* view) {
         if (view->chart().series.empty())
             return;
@@ -672,31 +718,34 @@ QStringList MainWindow::exportReport(const QString& folder)
         chart.title += " [" + stamp.toStdString() + "]";
         contents.charts.push_back(std::move(chart));
     };
-    if (ask)
+    if (selection.ask)
         addChart(ask_->logitsChart());
-    if (fill)
+    if (selection.fill)
         addChart(fillMask_->chart());
     const std::vector<ChartView*> scaleCharts = scales_->charts();
     for (std::size_t i = 0; i < scaleCharts.size(); ++i)
-        if (i < 3 || activations) // the first three are the checkpoint's weights, always current
+        if (i < 3 || selection.activations) // the first three are the checkpoint's weights, always current
             addChart(scaleCharts[i]);
-    if (errors)
+    if (selection.errors)
         for (ChartView* v : errors_->charts())
             addChart(v);
-    if (evaluation)
+    if (selection.evaluation)
         for (ChartView* v : evaluate_->charts())
             addChart(v);
     contents.tables = {{QStringLiteral("tensors"), model_->tensorModel()},
                        {QStringLiteral("diagnostics"), model_->diagnosticsModel()}};
-    if (ask)
+    if (selection.ask)
         contents.tables.push_back({QStringLiteral("answers"), ask_->answersModel()});
-    if (fill)
+    if (selection.fill)
         contents.tables.push_back({QStringLiteral("mask_predictions"), fillMask_->predictionsModel()});
-    if (errors)
+    if (selection.errors)
         contents.tables.push_back({QStringLiteral("layer_metrics"), errors_->metricsModel()});
-    if (evaluation)
+    if (selection.evaluation)
         contents.tables.push_back({QStringLiteral("disagreements"), evaluate_->disagreementsModel()});
+}
 
+nlohmann::json MainWindow::reportSummary(const RunStamp& now, const ReportSelection& selection) const
+{
     nlohmann::json summary = stampJson(now);
     summary["app_version"] = QApplication::applicationVersion().toStdString();
     summary["date"] = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
@@ -705,13 +754,13 @@ QStringList MainWindow::exportReport(const QString& folder)
         summary["architecture"] = architectureName(info_->checkpoint->config().architecture);
         summary["diagnostics"] = {{"errors", counts.errors}, {"warnings", counts.warnings}, {"infos", counts.infos}};
     }
-    if (ask && lastAsk_) {
+    if (selection.ask && lastAsk_) {
         summary["question"] = lastAsk_->question.toStdString();
         summary["context"] = lastAsk_->context.toStdString();
     }
-    if (fill && lastFill_)
+    if (selection.fill && lastFill_)
         summary["text"] = lastFill_->text.toStdString();
-    if (const auto comparison = errors_->comparison(); comparison && errors) {
+    if (const auto comparison = errors_->comparison(); comparison && selection.errors) {
         auto finite = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
         summary["final_logits"] = {{"sqnr_db", finite(comparison->finalLogits.sqnrDb)},
                                    {"cosine", finite(comparison->finalLogits.cosine)},
@@ -719,13 +768,23 @@ QStringList MainWindow::exportReport(const QString& folder)
         if (comparison->qa)
             summary["same_best_answer"] = comparison->qa->sameBestAnswer;
     }
+    summary["left_out"] = selection.leftOut;
+    return summary;
+}
+
+QStringList MainWindow::exportReport(const QString& folder)
+{
+    const RunStamp now = session_->currentStamp();
+    const ReportSelection selection = currentResults(now);
+    ReportContents contents;
+    addReportChartsAndTables(contents, selection, now.describe());
+    nlohmann::json summary = reportSummary(now, selection);
     std::vector<std::string> ids;
     for (const ChartData& c : contents.charts)
         ids.push_back(c.id);
     summary["charts"] = ids;
-    summary["left_out"] = leftOut;
     contents.summary = std::move(summary);
-    lastReportLeftOut_ = static_cast<int>(leftOut.size());
+    lastReportLeftOut_ = static_cast<int>(selection.leftOut.size());
     return ui::exportReport(contents, folder);
 }
 

@@ -6,7 +6,10 @@
 // layout persist through QSettings.
 #include <QMainWindow>
 
+#include <array>
 #include <memory>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "demo_catalog.h"
 #include "workbench_session.h"
@@ -22,6 +25,7 @@ class QTabWidget;
 namespace scalescope::ui {
 
 class AskPanel;
+struct ReportContents;
 class ErrorsPanel;
 class EvaluatePanel;
 class SensitivityPanel;
@@ -71,7 +75,19 @@ protected:
     void dropEvent(QDropEvent* event) override;
 
 private:
+    struct ReportSelection;
+    ReportSelection currentResults(const RunStamp& now) const;
+    void addReportChartsAndTables(ReportContents& contents, const ReportSelection& selection,
+                                  const QString& stamp) const;
+    nlohmann::json reportSummary(const RunStamp& now, const ReportSelection& selection) const;
+    void createPanels();
+    void connectResults();
+    void connectState();
+    void connectRequests();
+    void restoreSettings();
     void createActions();
+    void createToolbar(const std::array<QAction*, 4>& actions);
+    void createStatusBar();
     void connectSensitivity();
     void saveFixedCheckpoint(const QStringList& modules);
     void chooseCheckpoint();

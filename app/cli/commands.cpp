@@ -377,7 +377,7 @@ std::optional<int64_t> positiveSize(const std::string& text)
 void parseGranularity(const Arguments& args, QuantizeOptions& options)
 {
     if (auto block = args.value("block")) {
-        if (options.weights != "block")
+        if (options.weights != WeightStrategy::Block)
             throw UsageError{"--block applies only to --weights block."};
         const std::size_t x = block->find('x');
         const auto rows = x == std::string::npos ? std::nullopt : positiveSize(block->substr(0, x));
@@ -388,7 +388,7 @@ void parseGranularity(const Arguments& args, QuantizeOptions& options)
         options.blockColumns = *columns;
     }
     if (auto group = args.value("group-size")) {
-        if (options.activations != "group")
+        if (options.activations != ActivationScheme::Group)
             throw UsageError{"--group-size applies only to --activations group."};
         const auto size = positiveSize(*group);
         if (!size)
@@ -400,22 +400,26 @@ void parseGranularity(const Arguments& args, QuantizeOptions& options)
 int commandQuantize(const Arguments& args)
 {
     QuantizeOptions options;
-    options.weights = args.value("weights", "channel");
-    options.activations = args.value("activations", "token");
+    const std::string weights = args.value("weights", "channel");
+    const std::string activations = args.value("activations", "token");
     const std::string scaleDtype = args.value("scale-dtype", "float32");
-    if (scaleDtype == "float32")
-        options.scaleDtype = Dtype::F32;
-    else if (scaleDtype == "bfloat16")
-        options.scaleDtype = Dtype::BF16;
-    else if (scaleDtype == "float16")
-        options.scaleDtype = Dtype::F16;
-    else
+    const std::map<std::string, WeightStrategy> weightStrategies = {
+        {"channel", WeightStrategy::Channel}, {"tensor", WeightStrategy::Tensor}, {"block", WeightStrategy::Block}};
+    const std::map<std::string, ActivationScheme> activationSchemes = {{"token", ActivationScheme::Token},
+                                                                       {"tensor", ActivationScheme::Tensor},
+                                                                       {"group", ActivationScheme::Group},
+                                                                       {"none", ActivationScheme::None}};
+    const std::map<std::string, Dtype> scaleDtypes = {
+        {"float32", Dtype::F32}, {"bfloat16", Dtype::BF16}, {"float16", Dtype::F16}};
+    if (!weightStrategies.count(weights))
+        throw UsageError{"--weights must be channel, tensor or block, not \"" + weights + "\"."};
+    if (!activationSchemes.count(activations))
+        throw UsageError{"--activations must be token, tensor, group or none, not \"" + activations + "\"."};
+    if (!scaleDtypes.count(scaleDtype))
         throw UsageError{"--scale-dtype must be float32, bfloat16 or float16, not \"" + scaleDtype + "\"."};
-    if (options.weights != "channel" && options.weights != "tensor" && options.weights != "block")
-        throw UsageError{"--weights must be channel, tensor or block, not \"" + options.weights + "\"."};
-    if (options.activations != "token" && options.activations != "tensor" && options.activations != "group" &&
-        options.activations != "none")
-        throw UsageError{"--activations must be token, tensor, group or none, not \"" + options.activations + "\"."};
+    options.weights = weightStrategies.at(weights);
+    options.activations = activationSchemes.at(activations);
+    options.scaleDtype = scaleDtypes.at(scaleDtype);
     parseGranularity(args, options);
     if (auto calibration = args.value("calibration")) {
         options.calibrationTexts = readCalibrationTexts(*calibration);
@@ -424,16 +428,16 @@ int commandQuantize(const Arguments& args)
     options.overwrite = args.flag("force");
     quantizeCheckpoint(args.positionals()[0], args.positionals()[1], options);
     if (args.flag("json")) {
-        nlohmann::json out = {{"output", args.positionals()[1]}, {"weights", options.weights},
-                               {"activations", options.activations}, {"scale_dtype", scaleDtype}};
-        if (options.weights == "block")
+        nlohmann::json out = {{"output", args.positionals()[1]}, {"weights", weights},
+                               {"activations", activations}, {"scale_dtype", scaleDtype}};
+        if (options.weights == WeightStrategy::Block)
             out["block_structure"] = {options.blockRows, options.blockColumns};
-        if (options.activations == "group")
+        if (options.activations == ActivationScheme::Group)
             out["group_size"] = options.groupSize;
         printJson(out);
     } else {
-        std::cout << "Wrote FP8 checkpoint " << args.positionals()[1] << " (weights per " << options.weights
-                  << ", activations " << options.activations << ", scales " << scaleDtype << ").\n";
+        std::cout << "Wrote FP8 checkpoint " << args.positionals()[1] << " (weights per " << weights
+                  << ", activations " << activations << ", scales " << scaleDtype << ").\n";
     }
     return 0;
 }
@@ -732,7 +736,9 @@ std::string flagOf(TaskOption option)
     case TaskOption::Weights: return "--weights";
     case TaskOption::Activations: return "--activations";
     case TaskOption::ScaleDtype: return "--scale-dtype";
-    case TaskOption::Calibration: return "--calibration";
+    case TaskOption::Calibration: return "--calibration FILE";
+    case TaskOption::BlockSize: return "--block";
+    case TaskOption::GroupSize: return "--group-size";
     }
     return "an option";
 }
@@ -773,10 +779,11 @@ int run(const std::vector<std::string>& args)
             std::cerr << "scalescope-cli " << command.spec.name << ": " << terminalSafe(e.message) << "\n";
             return 2;
         } catch (const OptionError& e) {
-            // An option out of range is a usage error, whichever layer found it.
+            // The core names the option; here it is the flag that sets it. Exit 1 like every error
+            // the core finds (2 stays for what the command line itself gets wrong).
             std::cerr << "scalescope-cli " << command.spec.name << ": "
                       << terminalSafe(e.messageNaming(flagOf(e.option()))) << "\n";
-            return 2;
+            return 1;
         } catch (const Cancelled& e) {
             std::cerr << "scalescope-cli " << command.spec.name << ": " << e.what() << "\n";
             return 1;

@@ -35,6 +35,8 @@ std::string plainOptionName(TaskOption option)
     case TaskOption::Activations: return "the activation scheme";
     case TaskOption::ScaleDtype: return "the scale dtype";
     case TaskOption::Calibration: return "the calibration texts";
+    case TaskOption::BlockSize: return "the weight block size";
+    case TaskOption::GroupSize: return "the activation group size";
     }
     return "an option";
 }

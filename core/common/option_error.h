@@ -20,6 +20,8 @@ enum class TaskOption {
     Activations,
     ScaleDtype,
     Calibration,
+    BlockSize,
+    GroupSize,
 };
 
 // "the maximum sequence length": how the option is named in a sentence without a front end.

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/option_error.h"
 #include "common/text_files.h"
 #include "io/atomic_write.h"
 #include "io/checkpoint_destination.h"
@@ -53,22 +54,23 @@ float scaleForAmax(float amax, Dtype dtype)
 
 nlohmann::json activationArgs(const QuantizeOptions& options)
 {
-    const std::string& activations = options.activations;
-    if (activations == "none")
+    const ActivationScheme activations = options.activations;
+    if (activations == ActivationScheme::None)
         return nullptr;
-    const bool dynamic = activations == "token" || activations == "group";
-    const nlohmann::json groupSize = activations == "group" ? nlohmann::json(options.groupSize) : nlohmann::json(nullptr);
-    return {{"num_bits", 8}, {"type", "float"}, {"strategy", activations}, {"symmetric", true},
+    const bool dynamic = activations == ActivationScheme::Token || activations == ActivationScheme::Group;
+    const nlohmann::json groupSize =
+        activations == ActivationScheme::Group ? nlohmann::json(options.groupSize) : nlohmann::json(nullptr);
+    return {{"num_bits", 8}, {"type", "float"}, {"strategy", strategyName(activations)}, {"symmetric", true},
             {"dynamic", dynamic}, {"group_size", groupSize}, {"block_structure", nullptr}, {"actorder", nullptr},
             {"observer", dynamic ? nlohmann::json(nullptr) : nlohmann::json("minmax")}, {"observer_kwargs", nlohmann::json::object()}};
 }
 
 nlohmann::json quantizationConfigJson(const QuantizeOptions& options, const EncoderLayout& layout)
 {
-    const nlohmann::json block = options.weights == "block"
+    const nlohmann::json block = options.weights == WeightStrategy::Block
                                      ? nlohmann::json::array({options.blockRows, options.blockColumns})
                                      : nlohmann::json(nullptr);
-    nlohmann::json weights = {{"num_bits", 8}, {"type", "float"}, {"strategy", options.weights}, {"symmetric", true},
+    nlohmann::json weights = {{"num_bits", 8}, {"type", "float"}, {"strategy", strategyName(options.weights)}, {"symmetric", true},
                               {"dynamic", false}, {"group_size", nullptr}, {"block_structure", block},
                               {"actorder", nullptr}, {"observer", "minmax"}, {"observer_kwargs", nlohmann::json::object()}};
     nlohmann::json group = {{"targets", {"Linear"}}, {"weights", weights},
@@ -129,8 +131,8 @@ float regionScale(const std::vector<float>& w, int64_t columns, int64_t r0, int6
 // own elements, as compressed-tensors' zero padding gives); codes against the stored scales.
 QuantizedWeight quantizeWeight(const std::vector<float>& w, int64_t rows, int64_t columns, const QuantizeOptions& options)
 {
-    const bool block = options.weights == "block";
-    const int64_t bo = block ? options.blockRows : options.weights == "channel" ? 1 : rows;
+    const bool block = options.weights == WeightStrategy::Block;
+    const int64_t bo = block ? options.blockRows : options.weights == WeightStrategy::Channel ? 1 : rows;
     const int64_t bi = block ? options.blockColumns : columns;
     const int64_t gridRows = (rows + bo - 1) / bo, gridColumns = (columns + bi - 1) / bi;
     QuantizedWeight out;
@@ -147,7 +149,8 @@ QuantizedWeight quantizeWeight(const std::vector<float>& w, int64_t rows, int64_
                               out.codes.data() + r * columns + first);
         }
     out.scaleShape = block ? std::vector<int64_t>{gridRows, gridColumns}
-                           : options.weights == "channel" ? std::vector<int64_t>{rows, 1} : std::vector<int64_t>{1};
+                           : options.weights == WeightStrategy::Channel ? std::vector<int64_t>{rows, 1}
+                                                                         : std::vector<int64_t>{1};
     return out;
 }
 
@@ -162,6 +165,24 @@ void refuseNonFinite(const TensorView& view)
             throw Error("Tensor '" + view.name + "' in " + view.file + " holds " +
                         (std::isnan(values.values[i]) ? "NaN" : "an infinite value") + " at element " +
                         std::to_string(i) + "; quantize needs finite source weights.");
+}
+
+// Checks what the options can say by themselves; the checkpoint's widths are checked after it opens.
+void validateQuantizeOptions(const QuantizeOptions& options)
+{
+    if (options.weights == WeightStrategy::Block && (options.blockRows <= 0 || options.blockColumns <= 0))
+        throw OptionError(TaskOption::BlockSize, "{option} must be two positive sizes ROWSxCOLUMNS, not " +
+                                                     std::to_string(options.blockRows) + "x" +
+                                                     std::to_string(options.blockColumns) + ".");
+    if (options.activations == ActivationScheme::Group && options.groupSize <= 0)
+        throw OptionError(TaskOption::GroupSize, "{option} must be a positive number of channels, not " +
+                                                     std::to_string(options.groupSize) + ".");
+    if (options.scaleDtype != Dtype::F32 && options.scaleDtype != Dtype::BF16 && options.scaleDtype != Dtype::F16)
+        throw OptionError(TaskOption::ScaleDtype, "{option} must be float32, bfloat16 or float16.");
+    if (options.activations == ActivationScheme::Tensor && options.calibrationTexts.empty())
+        throw OptionError(TaskOption::Calibration,
+                          "Static per-tensor activations need calibration texts ({option}): the input scales come "
+                          "from the largest values the Linears see on them.");
 }
 
 } // namespace
@@ -187,51 +208,14 @@ std::vector<std::string> readCalibrationTexts(const std::string& path)
     return texts;
 }
 
-void quantizeCheckpoint(const std::string& sourceDir, const std::string& destinationDir, const QuantizeOptions& options,
-                        const Progress& progress)
+namespace {
+
+// Every tensor of the source, the encoder Linears' weights as FP8 codes with their scales (and
+// static input scales), everything else copied as it is.
+std::vector<TensorToWrite> quantizedTensors(const Checkpoint& source, const QuantizeOptions& options,
+                                            std::map<std::string, float>& inputAmax, const Progress& progress)
 {
-    if (options.weights != "channel" && options.weights != "tensor" && options.weights != "block")
-        throw Error("--weights must be channel, tensor or block, not \"" + options.weights + "\".");
-    if (options.activations != "token" && options.activations != "tensor" && options.activations != "group" &&
-        options.activations != "none")
-        throw Error("--activations must be token, tensor, group or none, not \"" + options.activations + "\".");
-    if (options.weights == "block" && (options.blockRows <= 0 || options.blockColumns <= 0))
-        throw Error("--block must be two positive sizes ROWSxCOLUMNS, not " + std::to_string(options.blockRows) + "x" +
-                    std::to_string(options.blockColumns) + ".");
-    if (options.activations == "group" && options.groupSize <= 0)
-        throw Error("--group-size must be a positive number of channels, not " + std::to_string(options.groupSize) + ".");
-    if (options.scaleDtype != Dtype::F32 && options.scaleDtype != Dtype::BF16 && options.scaleDtype != Dtype::F16)
-        throw Error("--scale-dtype must be float32, bfloat16 or float16.");
-    if (options.activations == "tensor" && options.calibrationTexts.empty())
-        throw Error("Static per-tensor activations (--activations tensor) need calibration texts (--calibration FILE).");
-
-    std::shared_ptr<const Checkpoint> source = Checkpoint::open(sourceDir);
-    if (source->config().quantization)
-        throw Error(sourceDir + " is already quantized (its config.json has a quantization_config); quantize takes a float checkpoint.");
-
-    std::vector<std::pair<std::string, std::string>> inputs = {{sourceDir, "the source checkpoint"}};
-    for (const std::string& file : options.inputFiles)
-        inputs.emplace_back(file, "the input file " + file);
-    const CheckpointDestination destination =
-        prepareCheckpointDestination(destinationDir, inputs, options.overwrite, "quantize");
-
-    // compressed-tensors and llm-compressor refuse runs that do not tile a row, and no kernel runs them.
-    if (options.activations == "group")
-        for (const LayoutLinear& linear : source->layout().linears())
-            if (source->layout().isEncoderLinear(linear.module) && linear.inFeatures % options.groupSize != 0)
-                throw Error("--group-size " + std::to_string(options.groupSize) + " does not divide the " +
-                            std::to_string(linear.inFeatures) + " input features of module '" + linear.module +
-                            "'; compressed-tensors refuses such groups, so choose a size that divides every width.");
-
-    // Build the Linear list from the model structure so that every quantized weight is checked
-    // against the architecture (loading validates shapes) before anything is written.
-    std::map<std::string, float> inputAmax;
-    if (options.activations == "tensor")
-        inputAmax = calibrateInputAmax(source, options.calibrationTexts, progress);
-    else
-        EncoderModel::load(source); // validates the checkpoint before anything is written
-
-    const TensorStore& store = source->tensors();
+    const TensorStore& store = source.tensors();
     std::vector<TensorToWrite> tensors;
     const auto all = store.tensors();
     for (const TensorView* view : all)
@@ -243,7 +227,7 @@ void quantizeCheckpoint(const std::string& sourceDir, const std::string& destina
         const std::string& name = view->name;
         const bool isWeight = name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
         const std::string module = isWeight ? name.substr(0, name.size() - 7) : std::string();
-        if (!isWeight || !source->layout().isEncoderLinear(module)) {
+        if (!isWeight || !source.layout().isEncoderLinear(module)) {
             TensorToWrite copy;
             copy.name = name;
             copy.dtype = view->dtype;
@@ -266,12 +250,72 @@ void quantizeCheckpoint(const std::string& sourceDir, const std::string& destina
         const std::vector<float>& scales = quantized.scales;
         const std::vector<int64_t>& scaleShape = quantized.scaleShape;
         tensors.push_back(makeFloatTensor(module + ".weight_scale", options.scaleDtype, scaleShape, scales.data()));
-        if (options.activations == "tensor") {
+        if (options.activations == ActivationScheme::Tensor) {
             const float amax = inputAmax.count(module) ? inputAmax[module] : 0.0f;
             const float inputScale = scaleForAmax(amax, options.scaleDtype);
             tensors.push_back(makeFloatTensor(module + ".input_scale", options.scaleDtype, {1}, &inputScale));
         }
     }
+
+    return tensors;
+}
+
+} // namespace
+
+const char* strategyName(WeightStrategy strategy)
+{
+    switch (strategy) {
+    case WeightStrategy::Channel: return "channel";
+    case WeightStrategy::Tensor: return "tensor";
+    case WeightStrategy::Block: return "block";
+    }
+    return "channel";
+}
+
+const char* strategyName(ActivationScheme scheme)
+{
+    switch (scheme) {
+    case ActivationScheme::Token: return "token";
+    case ActivationScheme::Tensor: return "tensor";
+    case ActivationScheme::Group: return "group";
+    case ActivationScheme::None: return "none";
+    }
+    return "token";
+}
+
+void quantizeCheckpoint(const std::string& sourceDir, const std::string& destinationDir, const QuantizeOptions& options,
+                        const Progress& progress)
+{
+    validateQuantizeOptions(options);
+
+    std::shared_ptr<const Checkpoint> source = Checkpoint::open(sourceDir);
+    if (source->config().quantization)
+        throw Error(sourceDir + " is already quantized (its config.json has a quantization_config); quantize takes a float checkpoint.");
+
+    std::vector<std::pair<std::string, std::string>> inputs = {{sourceDir, "the source checkpoint"}};
+    for (const std::string& file : options.inputFiles)
+        inputs.emplace_back(file, "the input file " + file);
+    const CheckpointDestination destination =
+        prepareCheckpointDestination(destinationDir, inputs, options.overwrite, "quantize");
+
+    // compressed-tensors and llm-compressor refuse runs that do not tile a row, and no kernel runs them.
+    if (options.activations == ActivationScheme::Group)
+        for (const LayoutLinear& linear : source->layout().linears())
+            if (source->layout().isEncoderLinear(linear.module) && linear.inFeatures % options.groupSize != 0)
+                throw OptionError(TaskOption::GroupSize, "{option} " + std::to_string(options.groupSize) + " does not divide the " +
+                            std::to_string(linear.inFeatures) + " input features of module '" + linear.module +
+                            "'; compressed-tensors refuses such groups, so choose a size that divides every width.");
+
+    // Build the Linear list from the model structure so that every quantized weight is checked
+    // against the architecture (loading validates shapes) before anything is written.
+    std::map<std::string, float> inputAmax;
+    if (options.activations == ActivationScheme::Tensor)
+        inputAmax = calibrateInputAmax(source, options.calibrationTexts, progress);
+    else
+        EncoderModel::load(source); // validates the checkpoint before anything is written
+
+    const TensorStore& store = source->tensors();
+    const std::vector<TensorToWrite> tensors = quantizedTensors(*source, options, inputAmax, progress);
 
     // Codes computed from a source rewritten in place meanwhile would mix two checkpoints.
     store.checkUnchanged();

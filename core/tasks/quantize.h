@@ -16,12 +16,21 @@
 
 namespace scalescope {
 
+// How weights are scaled: one scale per output row, per tensor, or per [rows x columns] block.
+enum class WeightStrategy { Channel, Tensor, Block };
+// How a Linear's input is quantized: dynamic per token, static per tensor (calibrated), dynamic
+// per run of input channels, or not at all (weight-only FP8).
+enum class ActivationScheme { Token, Tensor, Group, None };
+// compressed-tensors' names for them ("channel", "token", ...), as config.json spells them.
+const char* strategyName(WeightStrategy strategy);
+const char* strategyName(ActivationScheme scheme);
+
 struct QuantizeOptions {
-    std::string weights = "channel";     // channel | tensor | block
-    std::string activations = "token";   // token | tensor | group | none
+    WeightStrategy weights = WeightStrategy::Channel;
+    ActivationScheme activations = ActivationScheme::Token;
     int64_t blockRows = 128, blockColumns = 128; // block: block_structure [rows, columns]
     int64_t groupSize = 128;             // group: input channels per dynamic run (must divide every width)
-    std::vector<std::string> calibrationTexts; // needed for activations == "tensor"
+    std::vector<std::string> calibrationTexts; // needed for ActivationScheme::Tensor
     Dtype scaleDtype = Dtype::F32;       // F32 | BF16 | F16
     bool overwrite = false;              // replace an existing destination
     // Other files read (the calibration file): the destination may not be, contain or sit inside them.
