@@ -460,7 +460,9 @@ private slots:
         const qint64 runMs = clock.elapsed();
         ticker.stop();
         qInfo("run took %lld ms; largest event-loop stall %lld ms", runMs, worst);
-        QVERIFY2(worst < 100, qPrintable(QString("event loop stalled for %1 ms").arg(worst)));
+        // Work on the GUI thread would stall it for a whole forward, a large part of the run; the
+        // bound is relative so that a loaded machine's scheduling noise (100+ ms seen) is not a failure.
+        QVERIFY2(worst * 5 < runMs, qPrintable(QString("event loop stalled for %1 ms of a %2 ms run").arg(worst).arg(runMs)));
 
         // Cancel half-way: the run reports cancellation, nothing is delivered, the window works on.
         answered.clear();
