@@ -15,11 +15,17 @@ namespace scalescope {
 std::vector<float> quantDequantActivations(const float* src, float* dst, int64_t rows, int64_t features,
                                            ActivationQuantization scheme, float staticScale);
 
+// The same quantization, but dst receives the E4M3 values of x / s without the scale (what the
+// bf16 GEMM of fp8_gemm.h multiplies); quantDequantActivations' dst is these times the row scale.
+std::vector<float> quantizeActivationValues(const float* src, float* dst, int64_t rows, int64_t features,
+                                            ActivationQuantization scheme, float staticScale);
+
 // Statistics of one Linear's input over the rows `isReal` marks (all rows when it is empty):
-// dequantized is dst of quantDequantActivations, rowScales its result.
-ActivationStatistics countActivationStatistics(const std::string& module, const float* src, const float* dequantized,
+// quantized is dst of quantDequantActivations (or of quantizeActivationValues when
+// `quantizedAreValues`), rowScales their result.
+ActivationStatistics countActivationStatistics(const std::string& module, const float* src, const float* quantized,
                                                int64_t rows, int64_t features, const std::vector<float>& rowScales,
-                                               const std::vector<uint8_t>& isReal);
+                                               const std::vector<uint8_t>& isReal, bool quantizedAreValues = false);
 
 // max |x| over the rows `isReal` marks (all when empty).
 float realRowsAmax(const float* src, int64_t rows, int64_t features, const std::vector<uint8_t>& isReal);

@@ -85,6 +85,34 @@ bool quantizesInput(const LinearInfo& info, const ForwardContext& context)
     return quantizesActivations(info, context.options.mode, context.options.overrides);
 }
 
+// fp8 mode's Linear on the factored path (fp8_gemm.h): the GEMM multiplies the activations' E4M3
+// values by the weight's, and the scales and the bias come after.
+at::Tensor runFactoredLinear(const Fp8FactoredGemm& gemm, const LinearInfo& info, const at::Tensor& x, ForwardContext& context)
+{
+    const int64_t features = x.size(-1);
+    const at::Tensor input = x.contiguous().view({-1, features});
+    const int64_t rows = input.size(0);
+    at::Tensor values = at::empty_like(input);
+    const float* src = input.data_ptr<float>();
+    const std::vector<float> rowScales =
+        quantizeActivationValues(src, values.data_ptr<float>(), rows, features, info.activations, info.inputScale);
+    if (context.options.activationStatistics)
+        context.result.activationStatistics.push_back(countActivationStatistics(
+            info.module, src, values.data_ptr<float>(), rows, features, rowScales, context.realRowsFor(rows), true));
+    at::Tensor y = at::empty({rows, gemm.outFeatures()}, at::kFloat);
+    gemm.run(values.data_ptr<float>(), rowScales.data(), rows, y.data_ptr<float>());
+    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+    shape.back() = gemm.outFeatures();
+    return y.view(shape);
+}
+
+// The factored GEMM this forward uses for a Linear, or null for the float32 path.
+const Fp8FactoredGemm* factoredGemmFor(const std::shared_ptr<const Fp8FactoredGemm>& gemm, const LinearInfo& info,
+                               const ForwardContext& context)
+{
+    return gemm && fp8GemmPath() != Fp8GemmPath::Float32 && quantizesInput(info, context) ? gemm.get() : nullptr;
+}
+
 // The input the GEMM sees: quantized-dequantized when this Linear quantizes its activations.
 at::Tensor linearInput(const LinearInfo& info, const at::Tensor& x, ForwardContext& context)
 {
@@ -96,8 +124,13 @@ at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardCo
     const LinearInfo& info = linear.info;
     context.capture(info.module + ".input", info.module, x);
     recordLinearInputAmax(info, x, context);
-    const at::Tensor input = linearInput(info, x, context);
-    at::Tensor y = linear.bias.defined() ? at::linear(input, linear.weight, linear.bias) : at::linear(input, linear.weight);
+    at::Tensor y;
+    if (const Fp8FactoredGemm* gemm = factoredGemmFor(linear.factoredGemm, info, context)) {
+        y = runFactoredLinear(*gemm, info, x, context);
+    } else {
+        const at::Tensor input = linearInput(info, x, context);
+        y = linear.bias.defined() ? at::linear(input, linear.weight, linear.bias) : at::linear(input, linear.weight);
+    }
     context.capture(info.module + ".output", info.module, y);
     return y;
 }
@@ -115,7 +148,10 @@ std::array<at::Tensor, 3> runQkv(const LayerWeights& layer, const at::Tensor& x,
     for (const LinearWeights* member : members)
         recordLinearInputAmax(member->info, x, context);
     const std::size_t statisticsBefore = context.result.activationStatistics.size();
-    const at::Tensor input = linearInput(layer.query.info, x, context);
+    const Fp8FactoredGemm* gemm = factoredGemmFor(layer.qkvFactoredGemm, layer.query.info, context);
+    const at::Tensor y =
+        gemm ? runFactoredLinear(*gemm, layer.query.info, x, context)
+             : at::linear(linearInput(layer.query.info, x, context), layer.qkvWeight, layer.qkvBias);
     // The three share one quantized input, so they share its statistics too.
     if (context.result.activationStatistics.size() == statisticsBefore + 1) {
         for (const LinearWeights* member : {&layer.key, &layer.value}) {
@@ -124,7 +160,6 @@ std::array<at::Tensor, 3> runQkv(const LayerWeights& layer, const at::Tensor& x,
             context.result.activationStatistics.push_back(copy);
         }
     }
-    const at::Tensor y = at::linear(input, layer.qkvWeight, layer.qkvBias);
     const int64_t width = layer.query.info.outFeatures;
     std::array<at::Tensor, 3> outputs;
     for (std::size_t i = 0; i < 3; ++i) {

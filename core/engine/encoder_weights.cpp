@@ -55,7 +55,9 @@ public:
         return loadFloat(store_.require(name), shape);
     }
 
-    LinearWeights linear(const std::string& module) const
+    // withFactored: also build the factored GEMM when this Linear runs on it (q, k and v wait for
+    // fusion).
+    LinearWeights linear(const std::string& module, bool withFactored = true) const
     {
         const LayoutLinear& shape = *layout_.findLinear(module);
         LinearWeights linear;
@@ -71,7 +73,35 @@ public:
         if (shape.hasBias)
             if (const TensorView* bias = store_.find(module + ".bias"))
                 linear.bias = loadFloat(*bias, {shape.outFeatures});
+        if (withFactored && runsFactored(linear.info))
+            linear.factoredGemm = factoredGemm(module, {&linear});
         return linear;
+    }
+
+    // The factored GEMM over the stacked weights of `members` (one Linear, or q, k and v), which all
+    // run on it: codes from the file, scales one per output channel, the float bias.
+    std::shared_ptr<const Fp8FactoredGemm> factoredGemm(const std::string& name, const std::vector<const LinearWeights*>& members) const
+    {
+        const int64_t in = members.front()->info.inFeatures;
+        int64_t out = 0;
+        for (const LinearWeights* member : members)
+            out += member->info.outFeatures;
+        std::vector<uint8_t> codes;
+        std::vector<float> scales, bias;
+        codes.reserve(static_cast<std::size_t>(out * in));
+        for (const LinearWeights* member : members) {
+            const TensorView& weight = store_.require(member->info.module + ".weight");
+            codes.insert(codes.end(), weight.data, weight.data + member->info.outFeatures * in);
+            const std::vector<float> stored = loadScale(store_.require(member->info.module + ".weight_scale"));
+            for (int64_t o = 0; o < member->info.outFeatures; ++o)
+                scales.push_back(stored.size() == 1 ? stored[0] : stored[static_cast<std::size_t>(o)]);
+            if (member->bias.defined())
+                bias.insert(bias.end(), member->bias.data_ptr<float>(), member->bias.data_ptr<float>() + member->info.outFeatures);
+            else
+                bias.insert(bias.end(), static_cast<std::size_t>(member->info.outFeatures), 0.0f);
+        }
+        return std::make_shared<const Fp8FactoredGemm>(name, codes.data(), out, in, std::move(scales), std::move(bias),
+                                                       fp8GemmPath());
     }
 
     // A Linear whose weight may be absent because it is tied to `tiedTo` (the MaskedLM decoder to
@@ -158,10 +188,18 @@ LayerWeights loadLayer(const WeightLoader& loader, const EncoderLayout& layout, 
     const std::size_t first = static_cast<std::size_t>(index) * 6;
     auto module = [&](std::size_t k) { return linears[first + k].module; };
     LayerWeights layer;
-    layer.query = loader.linear(module(0));
-    layer.key = loader.linear(module(1));
-    layer.value = loader.linear(module(2));
+    layer.query = loader.linear(module(0), false);
+    layer.key = loader.linear(module(1), false);
+    layer.value = loader.linear(module(2), false);
     fuseQkv(layer);
+    // Fused, only the fused GEMM is built: a forward whose overrides split q, k and v runs them on
+    // the float32 path.
+    LinearWeights* members[3] = {&layer.query, &layer.key, &layer.value};
+    if (layer.fusedQkv && runsFactored(layer.query.info) && runsFactored(layer.key.info) && runsFactored(layer.value.info))
+        layer.qkvFactoredGemm = loader.factoredGemm(layout.layerModule(index) + ".qkv", {members[0], members[1], members[2]});
+    for (LinearWeights* member : members)
+        if (!layer.fusedQkv && runsFactored(member->info))
+            member->factoredGemm = loader.factoredGemm(member->info.module, {member});
     layer.attentionOutput = loader.linear(module(3));
     layer.attentionNormWeight = loader.tensor(layout.attentionNormPrefix(index) + ".weight", {hidden});
     layer.attentionNormBias = loader.tensor(layout.attentionNormPrefix(index) + ".bias", {hidden});
@@ -195,6 +233,15 @@ void loadHead(const WeightLoader& loader, const Checkpoint& checkpoint, EncoderW
 }
 
 } // namespace
+
+bool runsFactored(const LinearInfo& info)
+{
+    // Weight-only FP8 keeps float activations, which bf16 would round; block and group scales do not
+    // factor out of the whole sum: both stay on the float32 path.
+    const bool factors = info.weightStrategy == "channel" || info.weightStrategy == "tensor";
+    return info.quantized && factors && info.activations != ActivationQuantization::None &&
+           fp8GemmPath() != Fp8GemmPath::Float32;
+}
 
 EncoderWeights loadEncoderWeights(const Checkpoint& checkpoint, const Progress& progress)
 {

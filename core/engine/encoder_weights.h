@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/progress.h"
+#include "engine/fp8_gemm.h"
 #include "model/checkpoint.h"
 
 namespace scalescope {
@@ -16,6 +17,10 @@ struct LinearWeights {
     LinearInfo info;
     at::Tensor weight; // [out, in] float32
     at::Tensor bias;   // [out] float32, or undefined
+    // fp8 mode's factored GEMM (fp8_gemm.h: bf16, or float32 sources where forced) when that path
+    // was on at load and the Linear's scheme factors (FP8 weight with tensor/channel scales, FP8
+    // activations); null otherwise: the float32 path.
+    std::shared_ptr<const Fp8FactoredGemm> factoredGemm;
 };
 
 struct LayerWeights {
@@ -26,6 +31,7 @@ struct LayerWeights {
     // runs closer to the BLAS peak. query/key/value.weight are then views into qkvWeight.
     bool fusedQkv = false;
     at::Tensor qkvWeight, qkvBias;
+    std::shared_ptr<const Fp8FactoredGemm> qkvFactoredGemm; // the fused factored GEMM (see LinearWeights)
 };
 
 struct EncoderWeights {
@@ -36,6 +42,9 @@ struct EncoderWeights {
     LinearWeights lmDense, lmDecoder; // MaskedLM head
     at::Tensor lmNormWeight, lmNormBias;
 };
+
+// Whether this Linear's fp8-mode GEMM is the factored one (fp8_gemm.h) for models loaded now.
+bool runsFactored(const LinearInfo& info);
 
 // Throws scalescope::Error naming the tensor and the problem; Cancelled on the cancel flag.
 EncoderWeights loadEncoderWeights(const Checkpoint& checkpoint, const Progress& progress);
