@@ -4,6 +4,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <map>
 
 #include "common/error.h"
 #include "engine/compute_threads.h"
@@ -226,6 +227,46 @@ private slots:
         // the last bits of this input, which the factored GEMM's summation order changes.
         if (activations == "tensor" || fp8GemmPath() == Fp8GemmPath::Float32)
             QVERIFY(clipped > 0);
+    }
+
+    // onCapture's sameAs: q, k and v read one tensor, which is the previous layer's output (the
+    // embeddings' for layer 0), as is the head's input; every other point is its own tensor.
+    void capturesNameTheSameTensor()
+    {
+        TinyModelSpec spec;
+        const std::string floatDir = makeTempDir("float"), fp8Dir = makeTempDir("fp8") + "/model";
+        writeTinyFloatCheckpoint(floatDir, spec);
+        writeTinyFp8Checkpoint(floatDir, fp8Dir, {"channel", "token", "F32"});
+        auto model = EncoderModel::load(fp8Dir);
+        std::map<std::string, std::string> sameAs;
+        std::map<std::string, std::vector<float>> values;
+        ForwardOptions options;
+        options.capture.all = true;
+        options.onCapture = [&](const std::string& name, const std::vector<int64_t>& shape, const float* data,
+                                const std::string& same) {
+            std::size_t n = 1;
+            for (int64_t d : shape)
+                n *= std::size_t(d);
+            values[name].assign(data, data + n);
+            sameAs[name] = same;
+        };
+        model->forward({{idsFor(fp8Dir)}, {}, {}, {}}, options);
+        QCOMPARE(sameAs.size(), model->capturePoints().size());
+        const std::string layer1 = "roberta.encoder.layer.1.attention.self.";
+        QCOMPARE(sameAs[layer1 + "query.input"], std::string("roberta.encoder.layer.0.output"));
+        QCOMPARE(sameAs[layer1 + "key.input"], std::string("roberta.encoder.layer.0.output"));
+        QCOMPARE(sameAs[layer1 + "value.input"], std::string("roberta.encoder.layer.0.output"));
+        QCOMPARE(sameAs["roberta.encoder.layer.0.attention.self.query.input"], std::string("roberta.embeddings.output"));
+        std::size_t aliases = 0;
+        for (const auto& [name, same] : sameAs) {
+            if (same.empty())
+                continue;
+            ++aliases;
+            QVERIFY2(values[name] == values[same], qPrintable(QString::fromStdString(name + " vs " + same)));
+        }
+        // ... and the QA head reads the last layer's output.
+        QCOMPARE(sameAs["qa_outputs.input"], std::string("roberta.encoder.layer.1.output"));
+        QCOMPARE(aliases, std::size_t(3 * spec.numLayers + 1));
     }
 
     void paddingDoesNotChangeResults()

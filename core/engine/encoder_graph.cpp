@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <limits>
 
 #include "common/error.h"
@@ -46,11 +47,30 @@ struct ForwardContext {
         if (options.onCapture) {
             const at::Tensor contiguous = tensor.contiguous();
             const std::vector<int64_t> shape(contiguous.sizes().begin(), contiguous.sizes().end());
-            options.onCapture(point, shape, contiguous.data_ptr<float>());
+            options.onCapture(point, shape, contiguous.data_ptr<float>(), sameTensorAs(point, tensor, contiguous));
             return;
         }
         result.captures.push_back({point, toFloatTensor(tensor)});
     }
+
+    // The earliest recent capture point that was this very tensor, or "". Recent contiguous captures
+    // are held (their memory cannot be reused meanwhile), so an equal data pointer and shape mean
+    // the same values: q, k and v read one input, which is the previous layer's output too.
+    std::string sameTensorAs(const std::string& point, const at::Tensor& tensor, const at::Tensor& contiguous)
+    {
+        std::string same;
+        for (const auto& [name, held] : recentCaptures)
+            if (same.empty() && held.data_ptr() == contiguous.data_ptr() && held.sizes() == contiguous.sizes())
+                same = name;
+        if (tensor.is_contiguous()) { // a copy made by contiguous() is never seen again
+            recentCaptures.emplace_back(point, contiguous);
+            if (recentCaptures.size() > kRecentCaptures)
+                recentCaptures.pop_front();
+        }
+        return same;
+    }
+    static constexpr std::size_t kRecentCaptures = 8; // a layer's q/k/v inputs are 4 captures apart
+    std::deque<std::pair<std::string, at::Tensor>> recentCaptures;
 };
 
 // Quantize-dequantize a Linear's input as `fp8` mode does: per token row, or per tensor.
@@ -129,7 +149,8 @@ at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardCo
         y = runFactoredLinear(*gemm, info, x, context);
     } else {
         const at::Tensor input = linearInput(info, x, context);
-        y = linear.bias.defined() ? at::linear(input, linear.weight, linear.bias) : at::linear(input, linear.weight);
+        const at::Tensor& weight = floatWeight(linear);
+        y = linear.bias.defined() ? at::linear(input, weight, linear.bias) : at::linear(input, weight);
     }
     context.capture(info.module + ".output", info.module, y);
     return y;
@@ -151,7 +172,7 @@ std::array<at::Tensor, 3> runQkv(const LayerWeights& layer, const at::Tensor& x,
     const Fp8FactoredGemm* gemm = factoredGemmFor(layer.qkvFactoredGemm, layer.query.info, context);
     const at::Tensor y =
         gemm ? runFactoredLinear(*gemm, layer.query.info, x, context)
-             : at::linear(linearInput(layer.query.info, x, context), layer.qkvWeight, layer.qkvBias);
+             : at::linear(linearInput(layer.query.info, x, context), fusedQkvWeight(layer), layer.qkvBias);
     // The three share one quantized input, so they share its statistics too.
     if (context.result.activationStatistics.size() == statisticsBefore + 1) {
         for (const LinearWeights* member : {&layer.key, &layer.value}) {
@@ -269,7 +290,7 @@ ForwardResult EncoderGraph::run(const EncoderInputs& inputs, const ForwardOption
     at::NoGradGuard noGrad;
     const Impl& m = *impl_;
     const PaddedBatch padded = padForwardInputs(inputs, m.config().padTokenId);
-    ForwardContext context{options, padded.realRows, {}};
+    ForwardContext context{options, padded.realRows, {}, {}};
     at::Tensor h = m.embed(padded, context);
     // Additive mask over keys: 0 for real tokens, the lowest float for padding.
     const at::Tensor mask = at::from_blob(const_cast<float*>(padded.mask.data()), {padded.batch, padded.seq}, at::kFloat);

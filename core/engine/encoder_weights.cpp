@@ -135,14 +135,19 @@ private:
                         shapeText(scaleView.shape) + ", but weight strategy \"" + strategy + "\" needs " +
                         (perChannel ? shapeText({out, 1}) : std::string("[1]")) + ".");
         const std::vector<float> scales = loadScale(scaleView);
-        linear.weight = at::empty({out, in}, at::kFloat);
-        float* dst = linear.weight.data_ptr<float>();
-        const uint8_t* codes = weight.data;
-        at::parallel_for(0, out, 16, [&](int64_t begin, int64_t end) {
-            for (int64_t row = begin; row < end; ++row)
-                fp8::dequantizeE4M3(codes + row * in, static_cast<std::size_t>(in), scales[perChannel ? row : 0],
-                                    dst + row * in);
-        });
+        const uint8_t* codes = weight.data; // the mapping lives as long as the checkpoint and the engine
+        linear.decodeWeight = [codes, scales, perChannel, out, in] {
+            at::Tensor decoded = at::empty({out, in}, at::kFloat);
+            float* dst = decoded.data_ptr<float>();
+            at::parallel_for(0, out, 16, [&](int64_t begin, int64_t end) {
+                for (int64_t row = begin; row < end; ++row)
+                    fp8::dequantizeE4M3(codes + row * in, static_cast<std::size_t>(in), scales[perChannel ? row : 0],
+                                        dst + row * in);
+            });
+            return decoded;
+        };
+        if (!runsFactored(linear.info))
+            linear.weight = linear.decodeWeight();
         if (linear.info.activations == ActivationQuantization::StaticPerTensor)
             linear.info.inputScale = staticInputScale(shape.module);
     }
@@ -173,13 +178,10 @@ void fuseQkv(LayerWeights& layer)
     if (!sameInputTreatment(q, layer.key.info) || !sameInputTreatment(q, layer.value.info) ||
         !layer.query.bias.defined() || !layer.key.bias.defined() || !layer.value.bias.defined())
         return;
-    const int64_t width = q.outFeatures;
-    layer.qkvWeight = at::cat({layer.query.weight, layer.key.weight, layer.value.weight}, 0);
     layer.qkvBias = at::cat({layer.query.bias, layer.key.bias, layer.value.bias}, 0);
-    layer.query.weight = layer.qkvWeight.narrow(0, 0, width);
-    layer.key.weight = layer.qkvWeight.narrow(0, width, width);
-    layer.value.weight = layer.qkvWeight.narrow(0, 2 * width, width);
     layer.fusedQkv = true;
+    if (layer.query.weight.defined() && layer.key.weight.defined() && layer.value.weight.defined())
+        fusedQkvWeight(layer);
 }
 
 LayerWeights loadLayer(const WeightLoader& loader, const EncoderLayout& layout, int index, int64_t hidden)
@@ -233,6 +235,25 @@ void loadHead(const WeightLoader& loader, const Checkpoint& checkpoint, EncoderW
 }
 
 } // namespace
+
+const at::Tensor& floatWeight(const LinearWeights& linear)
+{
+    if (!linear.weight.defined())
+        linear.weight = linear.decodeWeight();
+    return linear.weight;
+}
+
+const at::Tensor& fusedQkvWeight(const LayerWeights& layer)
+{
+    if (!layer.qkvWeight.defined()) {
+        const int64_t width = layer.query.info.outFeatures;
+        layer.qkvWeight = at::cat({floatWeight(layer.query), floatWeight(layer.key), floatWeight(layer.value)}, 0);
+        layer.query.weight = layer.qkvWeight.narrow(0, 0, width);
+        layer.key.weight = layer.qkvWeight.narrow(0, width, width);
+        layer.value.weight = layer.qkvWeight.narrow(0, 2 * width, width);
+    }
+    return layer.qkvWeight;
+}
 
 bool runsFactored(const LinearInfo& info)
 {
