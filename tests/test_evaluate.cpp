@@ -723,6 +723,7 @@ private slots:
         progress.cancel = &cancel;
         EvaluationOptions options = smallWindows();
         options.batchSize = 1;
+        options.groupByLength = false; // questions finish one at a time, in file order
         std::size_t updates = 0;
         options.onUpdate = [&](const EvaluationUpdate& u) {
             if (++updates == 1)
