@@ -4,9 +4,13 @@
 // forward in PyTorch eager, bare GEMMs of the forward's shapes, load time and peak memory, a full
 // compare, and QA end to end on a 300-word context. Prints a table and writes JSON.
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cfloat>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -22,11 +26,16 @@
 #include "tasks/compare_runs.h"
 #include "common/error.h"
 #include "engine/compute_threads.h"
+#include "engine/fp8_gemm.h"
 #include "engine/matmul_benchmark.h"
 #include "model/encoder_model.h"
+#include "io/safetensors.h"
 #include "support/fixtures.h"
+#include "support/reference_forward.h"
 #include "tasks/answer_question.h"
+#include "tasks/evaluate.h"
 #include "tasks/quantize.h"
+#include "tasks/squad_dataset.h"
 
 using namespace scalescope;
 namespace fs = std::filesystem;
@@ -41,6 +50,7 @@ struct Options {
     int repeats = 5;
     int sequenceLength = 384;
     bool skipPeer = false;
+    std::size_t squadSamples = 64;
 };
 
 struct Timing {
@@ -108,6 +118,125 @@ std::string ms(double v)
     return buffer;
 }
 
+
+// Peak resident memory of a child process running `arguments` (argv[0] is the program), in MB;
+// its stdout goes to /dev/null. -1 when it could not run or failed.
+double childPeakResidentMb(const std::vector<std::string>& arguments)
+{
+    const pid_t child = fork();
+    if (child < 0)
+        return -1;
+    if (child == 0) {
+        std::vector<char*> argv;
+        for (const std::string& a : arguments)
+            argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        if (!std::freopen("/dev/null", "w", stdout))
+            _exit(127);
+        execv(argv[0], argv.data());
+        _exit(127);
+    }
+    int status = 0;
+    rusage usage{};
+    if (wait4(child, &status, 0, &usage) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return -1;
+    return double(usage.ru_maxrss) / 1024.0;
+}
+
+// SQNR of the fp8 forward's Linears (the path that ran) against a float64 recomputation of the same
+// FP8 products from each Linear's captured input, the tests' exhaustive-search rounding and the
+// file's codes: sum over the probed Linears of exact^2 over sum of (ours - exact)^2.
+double linearSqnrAgainstFloat64(EncoderModel& model, const std::string& fp8Dir, const EncoderInputs& inputs)
+{
+    const std::vector<std::string> modules = {"roberta.encoder.layer.0.attention.self.query",
+                                              "roberta.encoder.layer.5.intermediate.dense",
+                                              "roberta.encoder.layer.11.output.dense"};
+    ForwardOptions options;
+    options.capture.names = modules;
+    const ForwardResult result = model.forward(inputs, options);
+    auto captured = [&](const std::string& name) -> const FloatTensor& {
+        for (const NamedTensor& t : result.captures)
+            if (t.name == name)
+                return t.tensor;
+        throw Error("The bench's forward did not capture " + name + ".");
+    };
+    const auto store = TensorStore::openFile(fp8Dir + "/model.safetensors");
+    double signal = 0, noise = 0;
+    for (const std::string& module : modules) {
+        const FloatTensor& x = captured(module + ".input");
+        const FloatTensor& y = captured(module + ".output");
+        const TensorView& codes = store->require(module + ".weight");
+        const std::vector<float> weightScale = store->require(module + ".weight_scale").toFloat().values;
+        const std::vector<float> bias = store->require(module + ".bias").toFloat().values;
+        const int64_t in = codes.shape[1], out = codes.shape[0], rows = int64_t(x.values.size()) / in;
+        std::vector<double> weights(static_cast<std::size_t>(out * in));
+        for (std::size_t i = 0; i < weights.size(); ++i)
+            weights[i] = testing::referenceDecodeE4M3(codes.data[i]);
+        std::vector<double> values(static_cast<std::size_t>(in));
+        for (int64_t t = 0; t < rows; ++t) {
+            const float* row = x.values.data() + t * in;
+            float amax = 0;
+            for (int64_t k = 0; k < in; ++k)
+                amax = std::max(amax, std::fabs(row[k]));
+            const float sa = std::max(amax / 448.0f, FLT_MIN);
+            for (int64_t k = 0; k < in; ++k)
+                values[std::size_t(k)] = testing::referenceRoundToE4M3(row[k] / sa);
+            for (int64_t o = 0; o < out; ++o) {
+                double sum = 0;
+                const double* w = weights.data() + o * in;
+                for (int64_t k = 0; k < in; ++k)
+                    sum += values[std::size_t(k)] * w[k];
+                const double exact = double(sa) * weightScale[weightScale.size() == 1 ? 0 : std::size_t(o)] * sum + bias[std::size_t(o)];
+                const double e = double(y.values[std::size_t(t * out + o)]) - exact;
+                signal += exact * exact;
+                noise += e * e;
+            }
+        }
+    }
+    return noise == 0 ? INFINITY : 10 * std::log10(signal / noise);
+}
+
+// fp8 forwards (1 x seq and 4 x seq tokens) on one FP8 GEMM path, with a model loaded for it.
+json fp8PathTimings(Fp8GemmPath path, const std::string& fp8Dir, const EncoderInputs& one, const EncoderInputs& four,
+                    int repeats, double* sqnrDb)
+{
+    forceFp8GemmPath(&path);
+    json out;
+    out["path"] = fp8GemmDescription();
+    {
+        std::unique_ptr<EncoderModel> model = EncoderModel::load(fp8Dir);
+        ForwardOptions fp8Mode;
+        out["forward_1x"] = measure(repeats, [&] { model->forward(one, fp8Mode); }).toJson();
+        out["forward_4x"] = measure(std::max(1, repeats / 2), [&] { model->forward(four, fp8Mode); }).toJson();
+        if (sqnrDb) {
+            *sqnrDb = linearSqnrAgainstFloat64(*model, fp8Dir, one);
+            out["linear_sqnr_db_vs_float64"] = *sqnrDb;
+        }
+    }
+    forceFp8GemmPath(nullptr);
+    return out;
+}
+
+// Questions per second of `evaluate` on the shared SQuAD sample, fp8 against the float reference.
+json squadThroughput(EncoderModel& fp8, EncoderModel& reference, const std::string& squadFile, std::size_t samples,
+                     bool groupByLength)
+{
+    const SquadDataset dataset = readSquadFile(squadFile);
+    EvaluationOptions options;
+    options.maxSamples = samples;
+    options.maxDetailedDisagreements = 0;
+    options.groupByLength = groupByLength;
+    const EvaluationResult result = evaluateSquad(fp8, &reference, dataset, options);
+    return {{"questions", result.examples.size()},
+            {"questions_per_second", result.questionsPerSecond},
+            {"seconds", result.seconds},
+            {"batch_tokens", result.batchTokens},
+            {"window_tokens", result.windowTokens},
+            {"fp8_f1", result.runScores.f1},
+            {"reference_f1", result.referenceScores.f1},
+            {"agreement", result.agreement}};
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -128,8 +257,10 @@ int main(int argc, char** argv)
         else if (arg == "--repeats") options.repeats = std::atoi(next().c_str());
         else if (arg == "--seq") options.sequenceLength = std::atoi(next().c_str());
         else if (arg == "--skip-peer") options.skipPeer = true;
+        else if (arg == "--squad-samples") options.squadSamples = static_cast<std::size_t>(std::atol(next().c_str()));
         else {
-            std::cerr << "usage: scalescope-bench [--workdir DIR] [--output FILE] [--threads N] [--repeats N] [--seq N] [--skip-peer]\n";
+            std::cerr << "usage: scalescope-bench [--workdir DIR] [--output FILE] [--threads N] [--repeats N] [--seq N] [--skip-peer] "
+                         "[--squad-samples N]\n";
             return 2;
         }
     }
@@ -169,6 +300,7 @@ int main(int argc, char** argv)
         json report;
         report["tokenizer"] = realTokenizer ? "roberta-base (../shared/data)" : "generated byte-level";
         report["threads"] = computeThreads();
+        report["fp8_gemm"] = fp8GemmDescription();
         report["sequence_length"] = options.sequenceLength;
         report["repeats"] = options.repeats;
 
@@ -193,6 +325,39 @@ int main(int argc, char** argv)
         ComparisonInput compareInput;
         compareInput.inputIds = {ids};
         const Timing compare = measure(options.repeats, [&] { compareRuns(*fp8, reference.get(), compareInput); });
+
+        // 4 x seq tokens, and every FP8 GEMM path this machine runs, each with a model loaded for it.
+        EncoderInputs four;
+        for (int row = 0; row < 4; ++row) {
+            std::vector<int64_t> rowIds = ids;
+            std::shuffle(rowIds.begin() + 1, rowIds.end() - 1, random);
+            four.inputIds.push_back(rowIds);
+        }
+        const Timing referenceForward4 =
+            measure(std::max(1, options.repeats / 2), [&] { reference->forward(four, dequantMode); });
+        std::vector<Fp8GemmPath> paths = {Fp8GemmPath::Float32, Fp8GemmPath::FactoredFloat32};
+        if (fp8GemmStatus().bf16Available)
+            paths.insert(paths.begin(), Fp8GemmPath::Bf16);
+        json pathReports = json::array();
+        for (Fp8GemmPath path : paths) {
+            double sqnr = 0;
+            json timings = fp8PathTimings(path, fp8Dir, inputs, four, options.repeats, &sqnr);
+            timings["over_reference_1x"] = timings["forward_1x"]["median_ms"].get<double>() / referenceForward.median();
+            timings["over_reference_4x"] = timings["forward_4x"]["median_ms"].get<double>() / referenceForward4.median();
+            timings["default"] = path == fp8GemmPath();
+            pathReports.push_back(timings);
+        }
+        std::string idsText;
+        for (int64_t id : ids)
+            idsText += (idsText.empty() ? "" : ",") + std::to_string(id);
+        const double comparePeakMb = childPeakResidentMb(
+            {SCALESCOPE_CLI, "compare", fp8Dir, "--reference", floatDir, "--input-ids", idsText, "--json"});
+        json evaluateFileOrder = nullptr, evaluateGrouped = nullptr;
+        const std::string squad = std::string(SCALESCOPE_SHARED_DATA) + "/squad/squad2-dev-sample.json";
+        if (realTokenizer && fs::exists(squad) && options.squadSamples > 0) {
+            evaluateFileOrder = squadThroughput(*fp8, *reference, squad, options.squadSamples, false);
+            evaluateGrouped = squadThroughput(*fp8, *reference, squad, options.squadSamples, true);
+        }
 
         const ModelConfig& c = fp8->config();
         const double flops = forwardFlops(options.sequenceLength, c.hiddenSize, c.intermediateSize, c.numLayers);
@@ -240,6 +405,11 @@ int main(int argc, char** argv)
         report["dequant_forward"] = dequantForward.toJson();
         report["reference_forward"] = referenceForward.toJson();
         report["compare"] = compare.toJson();
+        report["compare_cli_peak_resident_mb"] = comparePeakMb;
+        report["reference_forward_4x"] = referenceForward4.toJson();
+        report["fp8_paths"] = pathReports;
+        report["evaluate_file_order"] = evaluateFileOrder;
+        report["evaluate_grouped_by_length"] = evaluateGrouped;
         report["qa_end_to_end_300_words"] = qaLatency.toJson();
         report["forward_gflop"] = flops / 1e9;
         report["gemm_gflops"] = {{"384x768x768", gemmHidden}, {"384x3072x768", gemmUp}, {"384x768x3072", gemmDown},
@@ -261,6 +431,7 @@ int main(int argc, char** argv)
 
         std::printf("\nScaleScope benchmark: roberta-base size, seq %d, batch 1, %d threads, %d repeats (median [min-max])\n\n",
                     options.sequenceLength, computeThreads(), options.repeats);
+        std::printf("%s\n\n", fp8GemmDescription().c_str());
         auto row = [&](const std::string& name, const Timing& t, const std::string& note = "") {
             char buffer[96];
             std::snprintf(buffer, sizeof buffer, "%.1f ms [%.1f-%.1f]", t.median(), t.min(), t.max());
@@ -291,6 +462,32 @@ int main(int argc, char** argv)
         printRow("bare GEMM GFLOP/s (768x768, 768->3072, 3072->768)", buffer);
         std::snprintf(buffer, sizeof buffer, "%.2fx", fp8Ratio);
         printRow("fp8 / reference forward", buffer);
+        row("reference (float32) forward, 4 x seq", referenceForward4);
+        for (const json& path : pathReports) {
+            std::printf("\n%s%s\n", path["path"].get<std::string>().c_str(), path["default"].get<bool>() ? " [default]" : "");
+            std::snprintf(buffer, sizeof buffer, "%.1f ms, %.2fx", path["forward_1x"]["median_ms"].get<double>(),
+                          path["over_reference_1x"].get<double>());
+            printRow("  fp8 forward, 1 x seq (vs reference)", buffer);
+            std::snprintf(buffer, sizeof buffer, "%.1f ms, %.2fx", path["forward_4x"]["median_ms"].get<double>(),
+                          path["over_reference_4x"].get<double>());
+            printRow("  fp8 forward, 4 x seq (vs reference)", buffer);
+            std::snprintf(buffer, sizeof buffer, "%.1f dB", path["linear_sqnr_db_vs_float64"].get<double>());
+            printRow("  3 Linears vs float64 recomputation", buffer);
+        }
+        std::printf("\n");
+        std::snprintf(buffer, sizeof buffer, "%.0f MB", comparePeakMb);
+        printRow("compare (scalescope-cli) peak resident memory", buffer);
+        for (const auto& [name, e] : {std::make_pair("evaluate, file-order batches", evaluateFileOrder),
+                                      std::make_pair("evaluate, length-grouped batches", evaluateGrouped)}) {
+            if (e.is_null())
+                continue;
+            std::snprintf(buffer, sizeof buffer, "%.2f q/s", e["questions_per_second"].get<double>());
+            char detail[128];
+            std::snprintf(detail, sizeof detail, "%zu questions, %zu of %zu positions real",
+                          e["questions"].get<std::size_t>(), e["window_tokens"].get<std::size_t>(),
+                          e["batch_tokens"].get<std::size_t>());
+            printRow(name, buffer, detail);
+        }
 
         std::ofstream out(options.output);
         out << report.dump(2) << "\n";

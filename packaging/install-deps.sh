@@ -12,6 +12,8 @@ packages=(
   # libraries
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev libqcustomplot-dev
   libtorch-dev nlohmann-json3-dev
+  # oneDNN's headers (its library comes with LibTorch): fp8 mode's bf16 x bf16 -> float32 GEMMs.
+  libdnnl-dev
   # Debian's LibTorch uses the reference BLAS (~4 GFLOP/s) until OpenBLAS is installed (~90 GFLOP/s).
   libopenblas0-pthread
   # GUI tests and screenshots

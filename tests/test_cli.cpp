@@ -120,6 +120,15 @@ private slots:
         const CliResult version = runCli({"--version"});
         QCOMPARE(version.exitCode, 0);
         QVERIFY(version.out.startsWith("scalescope-cli "));
+        // The second line says which FP8 GEMM path runs; the environment can force the float32 one.
+        QVERIFY2(version.out.contains("\nFP8 GEMM: "), qPrintable(version.out));
+        QProcess forced;
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert("SCALESCOPE_FP8_GEMM", "float32");
+        forced.setProcessEnvironment(environment);
+        forced.start(QStringLiteral(SCALESCOPE_CLI), {"--version"});
+        QVERIFY(forced.waitForFinished(60000));
+        QVERIFY(QString::fromUtf8(forced.readAllStandardOutput()).contains("FP8 GEMM: float32 on dequantized values"));
         const CliResult unknown = runCli({"frobnicate"});
         QCOMPARE(unknown.exitCode, 2);
         const CliResult badOption = runCli({"qa", q(fp8Dir_), "--question", "x", "--context", "y", "--bogus", "1"});

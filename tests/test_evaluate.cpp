@@ -724,6 +724,7 @@ private slots:
         progress.cancel = &cancel;
         EvaluationOptions options = smallWindows();
         options.batchSize = 1;
+        options.groupByLength = false; // questions finish one at a time, in file order
         std::size_t updates = 0;
         options.onUpdate = [&](const EvaluationUpdate& u) {
             if (++updates == 1)
@@ -832,6 +833,65 @@ private slots:
               "reference F1 %.2f",
               result.examples.size(), result.questionsPerSecond, result.seconds, result.runForwardMs,
               result.referenceForwardMs, result.agreement, result.runScores.f1, result.referenceScores.f1);
+    }
+
+    // Batches of windows of similar length (the default) against batches in file order, padded to
+    // their longest window as before: on real SQuAD questions with the real roberta-base tokenizer,
+    // every answer of both models is the same, and the grouped batches pad less.
+    void lengthGroupedBatchesAnswerAsFileOrder()
+    {
+        const QString squad = QStringLiteral(SCALESCOPE_SHARED_DATA) + "/squad/squad2-dev-sample.json";
+        const QString tokenizer = QStringLiteral(SCALESCOPE_SHARED_DATA) + "/roberta-base-tokenizer";
+        if (!QFileInfo::exists(squad) || !QFileInfo::exists(tokenizer + "/vocab.json"))
+            QSKIP("../shared/data (SQuAD sample, roberta-base tokenizer) is not available");
+        TinyModelSpec spec;
+        spec.vocabularySize = 50265;
+        spec.maxPositionEmbeddings = 258;
+        const std::string floatDir = tempDir("eval-real-float"), fp8Dir = tempDir("eval-real-fp8") + "/m";
+        writeTinyFloatCheckpoint(floatDir, spec);
+        for (const char* file : {"vocab.json", "merges.txt"}) {
+            const QString target = QString::fromStdString(floatDir) + "/" + file;
+            QFile::remove(target);
+            QVERIFY(QFile::copy(tokenizer + "/" + file, target));
+        }
+        writeTinyFp8Checkpoint(floatDir, fp8Dir, {"channel", "token", "F32"});
+        auto run = EncoderModel::load(fp8Dir);
+        auto reference = EncoderModel::load(floatDir);
+        const SquadDataset dataset = readSquadFile(squad.toStdString());
+        EvaluationOptions options;
+        options.qa.maxSeqLen = 256;
+        options.qa.docStride = 64;
+        options.maxSamples = 160;
+        options.batchSize = 8;
+        options.maxDetailedDisagreements = 0;
+        const EvaluationResult grouped = evaluateSquad(*run, reference.get(), dataset, options);
+        options.groupByLength = false;
+        const EvaluationResult fileOrder = evaluateSquad(*run, reference.get(), dataset, options);
+
+        QVERIFY(grouped.complete && fileOrder.complete);
+        QCOMPARE(grouped.examples.size(), fileOrder.examples.size());
+        QVERIFY(grouped.examples.size() > 150);
+        QCOMPARE(grouped.skipped.size(), fileOrder.skipped.size());
+        std::size_t multiWindow = 0;
+        for (std::size_t i = 0; i < grouped.examples.size(); ++i) {
+            const EvaluatedExample &a = grouped.examples[i], &b = fileOrder.examples[i];
+            QCOMPARE(a.index, b.index);
+            multiWindow += a.windows > 1 ? 1 : 0;
+            for (const auto& [x, y] : {std::make_pair(a.runAnswer, b.runAnswer), std::make_pair(a.referenceAnswer, b.referenceAnswer)}) {
+                QCOMPARE(x.isNull, y.isNull);
+                QCOMPARE(x.text, y.text);
+                QCOMPARE(x.start, y.start);
+                QCOMPARE(x.end, y.end);
+                QVERIFY(std::fabs(x.score - y.score) <= 1e-3f * std::max(1.0f, std::fabs(y.score)));
+            }
+            QCOMPARE(a.agree, b.agree);
+        }
+        QVERIFY(multiWindow > 0); // windows of one question may land in different batches
+        QCOMPARE(grouped.windowTokens, fileOrder.windowTokens);
+        QVERIFY(grouped.batchTokens < fileOrder.batchTokens);
+        QVERIFY(grouped.batchTokens >= grouped.windowTokens);
+        qInfo("positions computed: %zu grouped, %zu in file order, %zu real", grouped.batchTokens, fileOrder.batchTokens,
+              grouped.windowTokens);
     }
 
     // ---- the command line ------------------------------------------------------------------

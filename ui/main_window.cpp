@@ -27,6 +27,7 @@
 #include "charts/chart_view.h"
 #include "common/error.h"
 #include "engine/compute_threads.h"
+#include "engine/fp8_gemm.h"
 #include "models/answers_model.h"
 #include "models/diagnostics_model.h"
 #include "models/disagreements_model.h"
@@ -287,9 +288,9 @@ void MainWindow::createActions()
     help->addAction(tr("&About ScaleScope"), this, [this] {
         QMessageBox::about(this, tr("About ScaleScope"),
                            tr("<b>ScaleScope %1</b><br>A workbench for FP8-quantized encoder models.<br>"
-                              "Compute threads: %2")
-                               .arg(QApplication::applicationVersion())
-                               .arg(computeThreads()));
+                              "Compute threads: %2<br>%3")
+                               .arg(QApplication::applicationVersion(), QString::number(computeThreads()),
+                                    QString::fromStdString(fp8GemmDescription()).toHtmlEscaped()));
     });
     rebuildRecentMenu();
 

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/compute_threads.h"
+#include "engine/fp8_gemm.h"
 #include "tasks/compare_runs.h"
 #include "analysis/diagnostics.h"
 #include "analysis/scale_statistics.h"
@@ -752,7 +753,7 @@ int run(const std::vector<std::string>& args)
         return args.empty() ? 2 : 0;
     }
     if (args[0] == "--version") {
-        std::cout << "scalescope-cli " << SCALESCOPE_VERSION << "\n";
+        std::cout << "scalescope-cli " << SCALESCOPE_VERSION << "\n" << fp8GemmDescription() << "\n";
         return 0;
     }
     const char* threads = std::getenv("SCALESCOPE_THREADS");

@@ -449,7 +449,7 @@ ForwardResult RunnerBackend::forward(const EncoderInputs& inputs, const ForwardO
     m.channel->setLastRoundTripMs(roundTrip);
     if (options.onCapture) { // the runner's file is read whole; hand the points over as asked
         for (const NamedTensor& capture : result.captures)
-            options.onCapture(capture.name, capture.tensor.shape, capture.tensor.values.data());
+            options.onCapture(capture.name, capture.tensor.shape, capture.tensor.values.data(), {});
         result.captures.clear();
     }
     progress.report(1.0, "Done");

@@ -4,6 +4,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 #include "numerics/fp8.h"
 
@@ -40,6 +41,42 @@ std::vector<float> quantDequantGroups(const float* src, float* dst, int64_t rows
     return scales;
 }
 
+// The scale of each row for a per-token or per-tensor `scheme` (the same for every row of a
+// per-tensor scheme).
+std::vector<float> activationScales(const float* src, int64_t rows, int64_t features, ActivationQuantization scheme,
+                                    float staticScale)
+{
+    std::vector<float> rowScales(static_cast<std::size_t>(rows), staticScale);
+    if (scheme == ActivationQuantization::DynamicPerToken) {
+        for (int64_t row = 0; row < rows; ++row)
+            rowScales[static_cast<std::size_t>(row)] =
+                std::max(rowAmax(src + row * features, features) / fp8::kE4M3Max, FLT_MIN);
+    } else if (scheme == ActivationQuantization::DynamicPerTensor) {
+        float amax = 0;
+        for (int64_t row = 0; row < rows; ++row)
+            amax = std::max(amax, rowAmax(src + row * features, features));
+        std::fill(rowScales.begin(), rowScales.end(), std::max(amax / fp8::kE4M3Max, FLT_MIN));
+    }
+    return rowScales;
+}
+
+using RowQuantizer = void (*)(float*, std::size_t, float);
+
+std::vector<float> quantizeRows(const float* src, float* dst, int64_t rows, int64_t features,
+                                ActivationQuantization scheme, float staticScale, RowQuantizer quantizeRow)
+{
+    const std::vector<float> rowScales = activationScales(src, rows, features, scheme, staticScale);
+    for (int64_t row = 0; row < rows; ++row)
+        quantizeRow(dst + row * features, static_cast<std::size_t>(features), rowScales[static_cast<std::size_t>(row)]);
+    return rowScales;
+}
+
+void copyRows(const float* src, float* dst, int64_t rows, int64_t features)
+{
+    if (rows > 0 && dst != src)
+        std::memcpy(dst, src, static_cast<std::size_t>(rows * features) * sizeof(float));
+}
+
 } // namespace
 
 int64_t runsPerRow(int64_t features, int64_t groupSize)
@@ -50,30 +87,21 @@ int64_t runsPerRow(int64_t features, int64_t groupSize)
 std::vector<float> quantDequantActivations(const float* src, float* dst, int64_t rows, int64_t features,
                                            ActivationQuantization scheme, float staticScale, int64_t groupSize)
 {
-    if (rows > 0 && dst != src)
-        std::memcpy(dst, src, static_cast<std::size_t>(rows * features) * sizeof(float));
+    copyRows(src, dst, rows, features);
     if (scheme == ActivationQuantization::DynamicPerGroup)
         return quantDequantGroups(src, dst, rows, features, groupSize);
-    std::vector<float> rowScales(static_cast<std::size_t>(rows));
-    if (scheme == ActivationQuantization::DynamicPerToken) {
-        for (int64_t row = 0; row < rows; ++row) {
-            const float scale = std::max(rowAmax(src + row * features, features) / fp8::kE4M3Max, FLT_MIN);
-            rowScales[static_cast<std::size_t>(row)] = scale;
-            fp8::quantDequantE4M3(dst + row * features, static_cast<std::size_t>(features), scale);
-        }
-        return rowScales;
-    }
-    float scale = staticScale;
-    if (scheme == ActivationQuantization::DynamicPerTensor) {
-        float amax = 0;
-        for (int64_t row = 0; row < rows; ++row)
-            amax = std::max(amax, rowAmax(src + row * features, features));
-        scale = std::max(amax / fp8::kE4M3Max, FLT_MIN);
-    }
-    std::fill(rowScales.begin(), rowScales.end(), scale);
-    for (int64_t row = 0; row < rows; ++row)
-        fp8::quantDequantE4M3(dst + row * features, static_cast<std::size_t>(features), scale);
-    return rowScales;
+    return quantizeRows(src, dst, rows, features, scheme, staticScale, fp8::quantDequantE4M3);
+}
+
+std::vector<float> quantizeActivationValues(const float* src, float* dst, int64_t rows, int64_t features,
+                                            ActivationQuantization scheme, float staticScale)
+{
+    // Group scales vary along the reduced dimension, so they never factor out of a GEMM: callers
+    // take the quantDequantActivations path for them (encoder_graph.cpp's dispatch).
+    if (scheme == ActivationQuantization::DynamicPerGroup)
+        throw std::logic_error("quantizeActivationValues: group activation scales do not factor out of the GEMM");
+    copyRows(src, dst, rows, features);
+    return quantizeRows(src, dst, rows, features, scheme, staticScale, fp8::quantizeToE4M3Values);
 }
 
 namespace {
@@ -84,18 +112,20 @@ struct RowCounts {
     int64_t clipped = 0, flushed = 0, subnormal = 0;
 };
 
-RowCounts countRow(const float* in, const float* quantized, int64_t features, const float* scales, int64_t runWidth)
+RowCounts countRow(const float* in, const float* quantized, int64_t features, const float* scales, int64_t runWidth,
+                   bool quantizedAreValues)
 {
     // Read the codes back from the dequantized output d = q * s instead of rounding again:
     // q == 0 exactly when d == 0, and 0 < |q| < 2^-6 exactly when 0 < |d| < 2^-6 * s (s is a
     // normal float, so neither product underflows to zero or crosses the boundary). Counting
     // in plain int64 lanes lets the loop vectorise; it runs over every element of a compare.
     const float smallestNormal = 0.015625f; // 2^-6, E4M3's smallest normal
+    // When `quantizedAreValues` they are the E4M3 values q themselves and the bound is 2^-6.
     RowCounts counts;
     for (int64_t begin = 0; begin < features; begin += runWidth) {
         const int64_t end = std::min(features, begin + runWidth);
         const float scale = scales[begin / runWidth];
-        const float subnormalBound = smallestNormal * scale;
+        const float subnormalBound = quantizedAreValues ? smallestNormal : smallestNormal * scale;
         float amax = 0;
         int64_t clipped = 0, flushed = 0, subnormal = 0;
         for (int64_t i = begin; i < end; ++i) {
@@ -116,9 +146,10 @@ RowCounts countRow(const float* in, const float* quantized, int64_t features, co
 
 } // namespace
 
-ActivationStatistics countActivationStatistics(const std::string& module, const float* src, const float* dequantized,
+ActivationStatistics countActivationStatistics(const std::string& module, const float* src, const float* quantized,
                                                int64_t rows, int64_t features, const std::vector<float>& scales,
-                                               const std::vector<uint8_t>& isReal, int64_t groupSize)
+                                               const std::vector<uint8_t>& isReal, int64_t groupSize,
+                                               bool quantizedAreValues)
 {
     ActivationStatistics stats;
     stats.module = module;
@@ -129,7 +160,7 @@ ActivationStatistics countActivationStatistics(const std::string& module, const 
             continue;
         const float* rowScales = scales.data() + row * runs;
         const RowCounts counts =
-            countRow(src + row * features, dequantized + row * features, features, rowScales, runWidth);
+            countRow(src + row * features, quantized + row * features, features, rowScales, runWidth, quantizedAreValues);
         for (int64_t run = 0; run < runs; ++run)
             stats.inputScale = std::max(stats.inputScale, rowScales[run]);
         stats.amax = std::max(stats.amax, counts.amax);

@@ -19,11 +19,20 @@ std::vector<float> quantDequantActivations(const float* src, float* dst, int64_t
 // Runs of groupSize channels in a row of `features`, the last one shorter when groupSize does not divide it.
 int64_t runsPerRow(int64_t features, int64_t groupSize);
 
+// The same quantization, but dst receives the E4M3 values of x / s without the scale (what the
+// bf16 GEMM of fp8_gemm.h multiplies); quantDequantActivations' dst is these times the row scale.
+// Only per-token and per-tensor schemes (their scales factor out); DynamicPerGroup throws std::logic_error.
+std::vector<float> quantizeActivationValues(const float* src, float* dst, int64_t rows, int64_t features,
+                                            ActivationQuantization scheme, float staticScale);
+
 // Statistics of one Linear's input over the rows `isReal` marks (all rows when it is empty):
-// dequantized is dst of quantDequantActivations, scales its result (per run when groupSize > 0).
-ActivationStatistics countActivationStatistics(const std::string& module, const float* src, const float* dequantized,
+// quantized is dst of quantDequantActivations (or of quantizeActivationValues when
+// `quantizedAreValues`), scales their result (per run when groupSize > 0; group activations are
+// never quantized to values, see quantizeActivationValues).
+ActivationStatistics countActivationStatistics(const std::string& module, const float* src, const float* quantized,
                                                int64_t rows, int64_t features, const std::vector<float>& scales,
-                                               const std::vector<uint8_t>& isReal, int64_t groupSize = 0);
+                                               const std::vector<uint8_t>& isReal, int64_t groupSize = 0,
+                                               bool quantizedAreValues = false);
 
 // The number of inf/NaN values over the rows `isReal` marks (all when empty); consecutive rows
 // start `rowStride` floats apart, so a column slice of a wider matrix is counted in place.

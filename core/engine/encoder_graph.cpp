@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <limits>
 
 #include "common/error.h"
@@ -46,7 +47,7 @@ struct ForwardContext {
         if (options.onCapture) {
             const at::Tensor contiguous = tensor.contiguous();
             const std::vector<int64_t> shape(contiguous.sizes().begin(), contiguous.sizes().end());
-            options.onCapture(point, shape, contiguous.data_ptr<float>());
+            options.onCapture(point, shape, contiguous.data_ptr<float>(), sameTensorAs(point, tensor, contiguous));
             return;
         }
         result.captures.push_back({point, toFloatTensor(tensor)});
@@ -63,6 +64,25 @@ struct ForwardContext {
             result.nonFinite.push_back({module, count});
         capture(point, module, tensor);
     }
+
+    // The earliest recent capture point that was this very tensor, or "". Recent contiguous captures
+    // are held (their memory cannot be reused meanwhile), so an equal data pointer and shape mean
+    // the same values: q, k and v read one input, which is the previous layer's output too.
+    std::string sameTensorAs(const std::string& point, const at::Tensor& tensor, const at::Tensor& contiguous)
+    {
+        std::string same;
+        for (const auto& [name, held] : recentCaptures)
+            if (same.empty() && held.data_ptr() == contiguous.data_ptr() && held.sizes() == contiguous.sizes())
+                same = name;
+        if (tensor.is_contiguous()) { // a copy made by contiguous() is never seen again
+            recentCaptures.emplace_back(point, contiguous);
+            if (recentCaptures.size() > kRecentCaptures)
+                recentCaptures.pop_front();
+        }
+        return same;
+    }
+    static constexpr std::size_t kRecentCaptures = 8; // a layer's q/k/v inputs are 4 captures apart
+    std::deque<std::pair<std::string, at::Tensor>> recentCaptures;
 };
 
 // Quantize-dequantize a Linear's input as `fp8` mode does: per token row, per run of channels, or per tensor.
@@ -97,6 +117,35 @@ bool quantizesInput(const LinearInfo& info, const ForwardContext& context)
     return quantizesActivations(info, context.options.mode, context.options.overrides);
 }
 
+// fp8 mode's Linear on the factored path (fp8_gemm.h): the GEMM multiplies the activations' E4M3
+// values by the weight's, and the scales and the bias come after.
+at::Tensor runFactoredLinear(const Fp8FactoredGemm& gemm, const LinearInfo& info, const at::Tensor& x, ForwardContext& context)
+{
+    const int64_t features = x.size(-1);
+    const at::Tensor input = x.contiguous().view({-1, features});
+    const int64_t rows = input.size(0);
+    at::Tensor values = at::empty_like(input);
+    const float* src = input.data_ptr<float>();
+    const std::vector<float> rowScales =
+        quantizeActivationValues(src, values.data_ptr<float>(), rows, features, info.activations, info.inputScale);
+    if (context.options.activationStatistics)
+        context.result.activationStatistics.push_back(countActivationStatistics(
+            info.module, src, values.data_ptr<float>(), rows, features, rowScales, context.realRowsFor(rows),
+            /*groupSize=*/0, /*quantizedAreValues=*/true));
+    at::Tensor y = at::empty({rows, gemm.outFeatures()}, at::kFloat);
+    gemm.run(values.data_ptr<float>(), rowScales.data(), rows, y.data_ptr<float>());
+    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+    shape.back() = gemm.outFeatures();
+    return y.view(shape);
+}
+
+// The factored GEMM this forward uses for a Linear, or null for the float32 path.
+const Fp8FactoredGemm* factoredGemmFor(const std::shared_ptr<const Fp8FactoredGemm>& gemm, const LinearInfo& info,
+                               const ForwardContext& context)
+{
+    return gemm && fp8GemmPath() != Fp8GemmPath::Float32 && quantizesInput(info, context) ? gemm.get() : nullptr;
+}
+
 // The input the GEMM sees: quantized-dequantized when this Linear quantizes its activations.
 at::Tensor linearInput(const LinearInfo& info, const at::Tensor& x, ForwardContext& context)
 {
@@ -108,8 +157,14 @@ at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardCo
     const LinearInfo& info = linear.info;
     context.capture(info.module + ".input", info.module, x);
     recordLinearInputAmax(info, x, context);
-    const at::Tensor input = linearInput(info, x, context);
-    at::Tensor y = linear.bias.defined() ? at::linear(input, linear.weight, linear.bias) : at::linear(input, linear.weight);
+    at::Tensor y;
+    if (const Fp8FactoredGemm* gemm = factoredGemmFor(linear.factoredGemm, info, context)) {
+        y = runFactoredLinear(*gemm, info, x, context);
+    } else {
+        const at::Tensor input = linearInput(info, x, context);
+        const at::Tensor& weight = floatWeight(linear);
+        y = linear.bias.defined() ? at::linear(input, weight, linear.bias) : at::linear(input, weight);
+    }
     context.output(info.module + ".output", info.module, y);
     return y;
 }
@@ -127,7 +182,10 @@ std::array<at::Tensor, 3> runQkv(const LayerWeights& layer, const at::Tensor& x,
     for (const LinearWeights* member : members)
         recordLinearInputAmax(member->info, x, context);
     const std::size_t statisticsBefore = context.result.activationStatistics.size();
-    const at::Tensor input = linearInput(layer.query.info, x, context);
+    const Fp8FactoredGemm* gemm = factoredGemmFor(layer.qkvFactoredGemm, layer.query.info, context);
+    const at::Tensor y =
+        gemm ? runFactoredLinear(*gemm, layer.query.info, x, context)
+             : at::linear(linearInput(layer.query.info, x, context), fusedQkvWeight(layer), layer.qkvBias);
     // The three share one quantized input, so they share its statistics too.
     if (context.result.activationStatistics.size() == statisticsBefore + 1) {
         for (const LinearWeights* member : {&layer.key, &layer.value}) {
@@ -136,7 +194,6 @@ std::array<at::Tensor, 3> runQkv(const LayerWeights& layer, const at::Tensor& x,
             context.result.activationStatistics.push_back(copy);
         }
     }
-    const at::Tensor y = at::linear(input, layer.qkvWeight, layer.qkvBias);
     const int64_t width = layer.query.info.outFeatures;
     std::array<at::Tensor, 3> outputs;
     for (std::size_t i = 0; i < 3; ++i) {
@@ -246,7 +303,7 @@ ForwardResult EncoderGraph::run(const EncoderInputs& inputs, const ForwardOption
     at::NoGradGuard noGrad;
     const Impl& m = *impl_;
     const PaddedBatch padded = padForwardInputs(inputs, m.config().padTokenId);
-    ForwardContext context{options, padded.realRows, {}};
+    ForwardContext context{options, padded.realRows, {}, {}};
     at::Tensor h = m.embed(padded, context);
     // Additive mask over keys: 0 for real tokens, the lowest float for padding.
     const at::Tensor mask = at::from_blob(const_cast<float*>(padded.mask.data()), {padded.batch, padded.seq}, at::kFloat);

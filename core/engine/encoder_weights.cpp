@@ -71,6 +71,35 @@ at::Tensor dequantizeBlockWeight(const TensorView& weight, const TensorView& sca
     return result;
 }
 
+// Tensor- or channel-scaled weights: checks the scale's shape and returns the decoder of
+// W[o, i] = decode(q[o, i]) * s[o] (or * s), run at load or on first use (LinearWeights::weight).
+std::function<at::Tensor()> scaledWeightDecoder(const TensorView& weight, const TensorView& scaleView,
+                                                const LinearInfo& info)
+{
+    const int64_t out = weight.shape[0], in = weight.shape[1];
+    const std::string& strategy = info.weightStrategy;
+    const bool perChannel = strategy == "channel";
+    const bool shapeOk = perChannel
+        ? (scaleView.shape == std::vector<int64_t>{out, 1} || scaleView.shape == std::vector<int64_t>{out})
+        : scaleView.numel() == 1 && scaleView.shape.size() <= 2;
+    if (!shapeOk)
+        throw Error("Tensor '" + scaleView.name + "' in " + scaleView.file + " has shape " +
+                    shapeText(scaleView.shape) + ", but weight strategy \"" + strategy + "\" needs " +
+                    (perChannel ? shapeText({out, 1}) : std::string("[1]")) + ".");
+    const std::vector<float> scales = loadScale(scaleView);
+    const uint8_t* codes = weight.data; // the mapping lives as long as the checkpoint and the engine
+    return [codes, scales, perChannel, out, in] {
+        at::Tensor decoded = at::empty({out, in}, at::kFloat);
+        float* dst = decoded.data_ptr<float>();
+        at::parallel_for(0, out, 16, [&](int64_t begin, int64_t end) {
+            for (int64_t row = begin; row < end; ++row)
+                fp8::dequantizeE4M3(codes + row * in, static_cast<std::size_t>(in), scales[perChannel ? row : 0],
+                                    dst + row * in);
+        });
+        return decoded;
+    };
+}
+
 class WeightLoader {
 public:
     explicit WeightLoader(const Checkpoint& checkpoint)
@@ -83,7 +112,9 @@ public:
         return loadFloat(store_.require(name), shape);
     }
 
-    LinearWeights linear(const std::string& module) const
+    // withFactored: also build the factored GEMM when this Linear runs on it (q, k and v wait for
+    // fusion).
+    LinearWeights linear(const std::string& module, bool withFactored = true) const
     {
         const LayoutLinear& shape = *layout_.findLinear(module);
         LinearWeights linear;
@@ -99,7 +130,35 @@ public:
         if (shape.hasBias)
             if (const TensorView* bias = store_.find(module + ".bias"))
                 linear.bias = loadFloat(*bias, {shape.outFeatures});
+        if (withFactored && runsFactored(linear.info))
+            linear.factoredGemm = factoredGemm(module, {&linear});
         return linear;
+    }
+
+    // The factored GEMM over the stacked weights of `members` (one Linear, or q, k and v), which all
+    // run on it: codes from the file, scales one per output channel, the float bias.
+    std::shared_ptr<const Fp8FactoredGemm> factoredGemm(const std::string& name, const std::vector<const LinearWeights*>& members) const
+    {
+        const int64_t in = members.front()->info.inFeatures;
+        int64_t out = 0;
+        for (const LinearWeights* member : members)
+            out += member->info.outFeatures;
+        std::vector<uint8_t> codes;
+        std::vector<float> scales, bias;
+        codes.reserve(static_cast<std::size_t>(out * in));
+        for (const LinearWeights* member : members) {
+            const TensorView& weight = store_.require(member->info.module + ".weight");
+            codes.insert(codes.end(), weight.data, weight.data + member->info.outFeatures * in);
+            const std::vector<float> stored = loadScale(store_.require(member->info.module + ".weight_scale"));
+            for (int64_t o = 0; o < member->info.outFeatures; ++o)
+                scales.push_back(stored.size() == 1 ? stored[0] : stored[static_cast<std::size_t>(o)]);
+            if (member->bias.defined())
+                bias.insert(bias.end(), member->bias.data_ptr<float>(), member->bias.data_ptr<float>() + member->info.outFeatures);
+            else
+                bias.insert(bias.end(), static_cast<std::size_t>(member->info.outFeatures), 0.0f);
+        }
+        return std::make_shared<const Fp8FactoredGemm>(name, codes.data(), out, in, std::move(scales), std::move(bias),
+                                                       fp8GemmPath());
     }
 
     // A Linear whose weight may be absent because it is tied to `tiedTo` (the MaskedLM decoder to
@@ -124,26 +183,12 @@ private:
                         "; the config implies " + shapeText({out, in}) + ".");
         const TensorView& scaleView = store_.require(shape.module + ".weight_scale");
         if (linear.info.weightStrategy == "block") {
+            // Block scales never factor out (runsFactored): the float32 path needs the weight now.
             linear.weight = dequantizeBlockWeight(weight, scaleView, linear.info);
         } else {
-            const std::string& strategy = linear.info.weightStrategy;
-            const bool perChannel = strategy == "channel";
-            const bool shapeOk = perChannel
-                ? (scaleView.shape == std::vector<int64_t>{out, 1} || scaleView.shape == std::vector<int64_t>{out})
-                : scaleView.numel() == 1 && scaleView.shape.size() <= 2;
-            if (!shapeOk)
-                throw Error("Tensor '" + scaleView.name + "' in " + scaleView.file + " has shape " +
-                            shapeText(scaleView.shape) + ", but weight strategy \"" + strategy + "\" needs " +
-                            (perChannel ? shapeText({out, 1}) : std::string("[1]")) + ".");
-            const std::vector<float> scales = loadScale(scaleView);
-            linear.weight = at::empty({out, in}, at::kFloat);
-            float* dst = linear.weight.data_ptr<float>();
-            const uint8_t* codes = weight.data;
-            at::parallel_for(0, out, 16, [&](int64_t begin, int64_t end) {
-                for (int64_t row = begin; row < end; ++row)
-                    fp8::dequantizeE4M3(codes + row * in, static_cast<std::size_t>(in), scales[perChannel ? row : 0],
-                                        dst + row * in);
-            });
+            linear.decodeWeight = scaledWeightDecoder(weight, scaleView, linear.info);
+            if (!runsFactored(linear.info))
+                linear.weight = linear.decodeWeight();
         }
         if (linear.info.activations == ActivationQuantization::StaticPerTensor)
             linear.info.inputScale = staticInputScale(shape.module);
@@ -176,13 +221,10 @@ void fuseQkv(LayerWeights& layer)
     if (!sameInputTreatment(q, layer.key.info) || !sameInputTreatment(q, layer.value.info) ||
         !layer.query.bias.defined() || !layer.key.bias.defined() || !layer.value.bias.defined())
         return;
-    const int64_t width = q.outFeatures;
-    layer.qkvWeight = at::cat({layer.query.weight, layer.key.weight, layer.value.weight}, 0);
     layer.qkvBias = at::cat({layer.query.bias, layer.key.bias, layer.value.bias}, 0);
-    layer.query.weight = layer.qkvWeight.narrow(0, 0, width);
-    layer.key.weight = layer.qkvWeight.narrow(0, width, width);
-    layer.value.weight = layer.qkvWeight.narrow(0, 2 * width, width);
     layer.fusedQkv = true;
+    if (layer.query.weight.defined() && layer.key.weight.defined() && layer.value.weight.defined())
+        fusedQkvWeight(layer);
 }
 
 LayerWeights loadLayer(const WeightLoader& loader, const EncoderLayout& layout, int index, int64_t hidden)
@@ -191,10 +233,18 @@ LayerWeights loadLayer(const WeightLoader& loader, const EncoderLayout& layout, 
     const std::size_t first = static_cast<std::size_t>(index) * 6;
     auto module = [&](std::size_t k) { return linears[first + k].module; };
     LayerWeights layer;
-    layer.query = loader.linear(module(0));
-    layer.key = loader.linear(module(1));
-    layer.value = loader.linear(module(2));
+    layer.query = loader.linear(module(0), false);
+    layer.key = loader.linear(module(1), false);
+    layer.value = loader.linear(module(2), false);
     fuseQkv(layer);
+    // Fused, only the fused GEMM is built: a forward whose overrides split q, k and v runs them on
+    // the float32 path.
+    LinearWeights* members[3] = {&layer.query, &layer.key, &layer.value};
+    if (layer.fusedQkv && runsFactored(layer.query.info) && runsFactored(layer.key.info) && runsFactored(layer.value.info))
+        layer.qkvFactoredGemm = loader.factoredGemm(layout.layerModule(index) + ".qkv", {members[0], members[1], members[2]});
+    for (LinearWeights* member : members)
+        if (!layer.fusedQkv && runsFactored(member->info))
+            member->factoredGemm = loader.factoredGemm(member->info.module, {member});
     layer.attentionOutput = loader.linear(module(3));
     layer.attentionNormWeight = loader.tensor(layout.attentionNormPrefix(index) + ".weight", {hidden});
     layer.attentionNormBias = loader.tensor(layout.attentionNormPrefix(index) + ".bias", {hidden});
@@ -228,6 +278,34 @@ void loadHead(const WeightLoader& loader, const Checkpoint& checkpoint, EncoderW
 }
 
 } // namespace
+
+const at::Tensor& floatWeight(const LinearWeights& linear)
+{
+    if (!linear.weight.defined())
+        linear.weight = linear.decodeWeight();
+    return linear.weight;
+}
+
+const at::Tensor& fusedQkvWeight(const LayerWeights& layer)
+{
+    if (!layer.qkvWeight.defined()) {
+        const int64_t width = layer.query.info.outFeatures;
+        layer.qkvWeight = at::cat({floatWeight(layer.query), floatWeight(layer.key), floatWeight(layer.value)}, 0);
+        layer.query.weight = layer.qkvWeight.narrow(0, 0, width);
+        layer.key.weight = layer.qkvWeight.narrow(0, width, width);
+        layer.value.weight = layer.qkvWeight.narrow(0, 2 * width, width);
+    }
+    return layer.qkvWeight;
+}
+
+bool runsFactored(const LinearInfo& info)
+{
+    // Weight-only FP8 keeps float activations, which bf16 would round; block and group scales do not
+    // factor out of the whole sum: both stay on the float32 path.
+    const bool factors = info.weightStrategy == "channel" || info.weightStrategy == "tensor";
+    return info.quantized && factors && info.activations != ActivationQuantization::None &&
+           info.activations != ActivationQuantization::DynamicPerGroup && fp8GemmPath() != Fp8GemmPath::Float32;
+}
 
 EncoderWeights loadEncoderWeights(const Checkpoint& checkpoint, const Progress& progress)
 {

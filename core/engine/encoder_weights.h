@@ -5,17 +5,27 @@
 // this header.
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <vector>
 
 #include "common/progress.h"
+#include "engine/fp8_gemm.h"
 #include "model/checkpoint.h"
 
 namespace scalescope {
 
 struct LinearWeights {
     LinearInfo info;
-    at::Tensor weight; // [out, in] float32
+    // [out, in] float32. Undefined after load when the factored GEMM serves fp8 mode: then only
+    // dequant mode, float overrides and the float32 path need it, and floatWeight() decodes it on
+    // first use (a compare against a float reference never does, which saves its memory).
+    mutable at::Tensor weight;
+    std::function<at::Tensor()> decodeWeight; // set when `weight` was deferred
     at::Tensor bias;   // [out] float32, or undefined
+    // fp8 mode's factored GEMM (fp8_gemm.h: bf16, or float32 sources where forced) when that path
+    // was on at load and the Linear's scheme factors (FP8 weight with tensor/channel scales, FP8
+    // activations); null otherwise: the float32 path.
+    std::shared_ptr<const Fp8FactoredGemm> factoredGemm;
 };
 
 struct LayerWeights {
@@ -25,7 +35,9 @@ struct LayerWeights {
     // one quantization and one GEMM over the stacked weights [3h, h] serve all three: a wider GEMM
     // runs closer to the BLAS peak. query/key/value.weight are then views into qkvWeight.
     bool fusedQkv = false;
-    at::Tensor qkvWeight, qkvBias;
+    mutable at::Tensor qkvWeight; // undefined until fusedQkvWeight() when the members' weights were deferred
+    at::Tensor qkvBias;
+    std::shared_ptr<const Fp8FactoredGemm> qkvFactoredGemm; // the fused factored GEMM (see LinearWeights)
 };
 
 struct EncoderWeights {
@@ -36,6 +48,14 @@ struct EncoderWeights {
     LinearWeights lmDense, lmDecoder; // MaskedLM head
     at::Tensor lmNormWeight, lmNormBias;
 };
+
+// The float32 weight of a Linear, and the stacked [3h, h] weight of a fused q/k/v, decoded on first
+// use when loading deferred them (see LinearWeights::weight).
+const at::Tensor& floatWeight(const LinearWeights& linear);
+const at::Tensor& fusedQkvWeight(const LayerWeights& layer);
+
+// Whether this Linear's fp8-mode GEMM is the factored one (fp8_gemm.h) for models loaded now.
+bool runsFactored(const LinearInfo& info);
 
 // Throws scalescope::Error naming the tensor and the problem; Cancelled on the cancel flag.
 EncoderWeights loadEncoderWeights(const Checkpoint& checkpoint, const Progress& progress);

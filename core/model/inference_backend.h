@@ -63,7 +63,12 @@ struct ForwardOptions {
     // valid only during the call) instead of being copied into ForwardResult::captures: a
     // comparison measures the run against the stored reference without keeping a second copy.
     // Backends that cannot stream (a runner) call it once per capture after the forward.
-    std::function<void(const std::string& name, const std::vector<int64_t>& shape, const float* data)> onCapture;
+    // `sameAs` names an earlier capture point of this forward that was the very same tensor (q, k
+    // and v read one input, which is also the previous layer's output), or is "" when there is none
+    // or the backend cannot tell: a caller may then share one copy and one set of metrics.
+    std::function<void(const std::string& name, const std::vector<int64_t>& shape, const float* data,
+                       const std::string& sameAs)>
+        onCapture;
 };
 
 // A module whose output held inf or NaN on real tokens, and how many such values.

@@ -229,6 +229,19 @@ void quantDequantE4M3(float* values, std::size_t n, float scale)
         values[i] = roundToE4M3Scalar(values[i] / scale) * scale;
 }
 
+void quantizeToE4M3Values(float* values, std::size_t n, float scale)
+{
+    std::size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        FloatLanes lanes;
+        std::memcpy(&lanes, values + i, sizeof lanes);
+        lanes = roundToE4M3Lanes(lanes / scale);
+        std::memcpy(values + i, &lanes, sizeof lanes);
+    }
+    for (; i < n; ++i)
+        values[i] = roundToE4M3Scalar(values[i] / scale);
+}
+
 void dequantizeE4M3(const uint8_t* codes, std::size_t n, float scale, float* out)
 {
     for (std::size_t i = 0; i < n; ++i)

@@ -29,6 +29,10 @@ float roundToE4M3(float value);
 // In place: x[i] = roundToE4M3(x[i] / scale) * scale, in float32, for n values.
 void quantDequantE4M3(float* values, std::size_t n, float scale);
 
+// In place: x[i] = roundToE4M3(x[i] / scale), the E4M3 values themselves (the scale is applied
+// later, e.g. after a GEMM on the values): quantDequantE4M3 without the final multiplication.
+void quantizeToE4M3Values(float* values, std::size_t n, float scale);
+
 // Decode n codes and multiply by one scale: out[i] = decodeE4M3(codes[i]) * scale.
 void dequantizeE4M3(const uint8_t* codes, std::size_t n, float scale, float* out);
 

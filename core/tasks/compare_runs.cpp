@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <set>
+#include <unordered_map>
 
 #include "analysis/squad_metric.h"
 #include "common/error.h"
@@ -217,6 +219,71 @@ void checkModelsMatch(const InferenceBackend& run, const InferenceBackend& refer
                     run.checkpoint().directory() + " (architecture or sizes differ).");
 }
 
+// The reference side's capture points in execution order. A point the backend reports as the same
+// tensor as an earlier one (q, k and v inputs, the previous layer's output) shares that one's copy.
+struct ReferenceCaptures {
+    struct Point {
+        std::string name;
+        std::shared_ptr<const FloatTensor> tensor;
+    };
+    std::vector<Point> points;
+    std::unordered_map<std::string, std::size_t> index;
+
+    const Point* find(const std::string& name) const
+    {
+        const auto it = index.find(name);
+        return it == index.end() ? nullptr : &points[it->second];
+    }
+    void add(const std::string& name, const std::vector<int64_t>& shape, const float* data, const std::string& sameAs)
+    {
+        std::shared_ptr<const FloatTensor> tensor;
+        if (const Point* same = sameAs.empty() ? nullptr : find(sameAs); same && same->tensor->shape == shape)
+            tensor = same->tensor;
+        if (!tensor) {
+            auto copy = std::make_shared<FloatTensor>();
+            copy->shape = shape;
+            copy->values.assign(data, data + elementCount(shape));
+            tensor = std::move(copy);
+        }
+        index[name] = points.size();
+        points.push_back({name, std::move(tensor)});
+    }
+};
+
+// The run side, measured against the stored reference point by point as the run computes. A point
+// that is the same tensor as an earlier one on both sides has that point's metrics.
+struct RunMeasurement {
+    const ReferenceCaptures& reference;
+    const EncoderLayout& layout;
+    const std::vector<std::size_t>& lengths;
+    ComparisonResult& result;
+    std::unordered_map<std::string, std::size_t> pointIndex; // name -> index in result.points
+    std::size_t next = 0;
+
+    void measure(const std::string& name, const std::vector<int64_t>& shape, const float* data, const std::string& sameAs)
+    {
+        if (next >= reference.points.size() || reference.points[next].name != name)
+            throw Error("The run and the reference recorded different capture points.");
+        const ReferenceCaptures::Point& r = reference.points[next++];
+        if (r.tensor->shape != shape)
+            throw Error("Capture point \"" + name + "\" differs in shape between the run and the reference.");
+        CapturePointMetrics point = describeCapturePoint(layout, name);
+        const ReferenceCaptures::Point* sameReference = sameAs.empty() ? nullptr : reference.find(sameAs);
+        const auto samePoint = sameAs.empty() ? pointIndex.end() : pointIndex.find(sameAs);
+        if (sameReference && sameReference->tensor == r.tensor && samePoint != pointIndex.end()) {
+            point.metrics = result.points[samePoint->second].metrics;
+        } else {
+            if (result.runFirstNonFinite.empty() && !allFinite(data, elementCount(shape)))
+                result.runFirstNonFinite = name;
+            if (result.referenceFirstNonFinite.empty() && !allFinite(r.tensor->values.data(), r.tensor->values.size()))
+                result.referenceFirstNonFinite = name;
+            point.metrics = metricsOverRealTokens(shape, data, *r.tensor, lengths);
+        }
+        pointIndex[name] = result.points.size();
+        result.points.push_back(std::move(point));
+    }
+};
+
 } // namespace
 
 PreparedComparisonInput prepareComparisonInput(const InferenceBackend& run, const ComparisonInput& input)
@@ -268,33 +335,24 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
     referenceOptions.mode = input.referenceMode;
     referenceOptions.capture.all = true;
 
+    // The reference's capture points are kept, one copy per distinct tensor; the run is measured
+    // against them point by point as it computes, so its captures are never copied or kept.
+    ReferenceCaptures stored;
+    referenceOptions.onCapture = [&](const std::string& name, const std::vector<int64_t>& shape, const float* data,
+                                     const std::string& sameAs) { stored.add(name, shape, data, sameAs); };
     Progress first = progress;
     first.callback = [&](double f, const std::string& stage) { progress.report(0.5 * f, "Reference: " + stage); };
     ForwardResult referenceResult = referenceModel.forward(prepared.inputs, referenceOptions, first);
 
-    // The run is measured against the stored reference point by point as it computes, so its
-    // captures are never copied or kept.
-    std::size_t next = 0;
-    runOptions.onCapture = [&](const std::string& name, const std::vector<int64_t>& shape, const float* data) {
-        if (next >= referenceResult.captures.size() || referenceResult.captures[next].name != name)
-            throw Error("The run and the reference recorded different capture points.");
-        const FloatTensor& r = referenceResult.captures[next++].tensor;
-        if (r.shape != shape)
-            throw Error("Capture point \"" + name + "\" differs in shape between the run and the reference.");
-        if (result.runFirstNonFinite.empty() && !allFinite(data, elementCount(shape)))
-            result.runFirstNonFinite = name;
-        if (result.referenceFirstNonFinite.empty() && !allFinite(r.values.data(), r.values.size()))
-            result.referenceFirstNonFinite = name;
-        CapturePointMetrics point = describeCapturePoint(layout, name);
-        point.metrics = metricsOverRealTokens(shape, data, r, prepared.lengths);
-        result.points.push_back(std::move(point));
-    };
+    RunMeasurement measurement{stored, layout, prepared.lengths, result, {}, 0};
+    runOptions.onCapture = [&](const std::string& name, const std::vector<int64_t>& shape, const float* data,
+                               const std::string& sameAs) { measurement.measure(name, shape, data, sameAs); };
     Progress second = progress;
     second.callback = [&](double f, const std::string& stage) { progress.report(0.5 + 0.5 * f, "FP8 run: " + stage); };
     ForwardResult runResult = run.forward(prepared.inputs, runOptions, second);
     result.runMs = runResult.elapsedMs;
     result.referenceMs = referenceResult.elapsedMs;
-    if (next != referenceResult.captures.size())
+    if (measurement.next != stored.points.size())
         throw Error("The run and the reference recorded different capture points.");
     result.activations = std::move(runResult.activationStatistics);
     result.findings = diagnoseActivations(result.activations, run.linears());

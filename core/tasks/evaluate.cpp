@@ -14,6 +14,8 @@ namespace scalescope {
 namespace {
 
 constexpr int kMaxBatchSize = 4096;
+// Batches' worth of windows sorted by length together (EvaluationOptions::groupByLength).
+constexpr std::size_t kLengthPoolBatches = 8;
 // Share of the progress bar for the answering pass; the per-layer comparisons take the rest.
 constexpr double kAnsweringShare = 0.95;
 
@@ -153,16 +155,20 @@ public:
         const std::size_t total = result_.questionsSelected;
         const std::size_t batchSize = static_cast<std::size_t>(options_.batchSize);
         while (true) {
-            while (queue_.size() < batchSize && next_ < total)
-                enqueue(next_++);
+            fillQueue(batchSize, total);
             if (queue_.empty())
                 break;
             progress_.throwIfCancelled();
 
             const std::size_t count = std::min(batchSize, queue_.size());
             EncoderInputs inputs;
-            for (std::size_t i = 0; i < count; ++i)
+            std::size_t longest = 0;
+            for (std::size_t i = 0; i < count; ++i) {
                 inputs.addSequence(queue_[i].question->windows[queue_[i].window].encoding);
+                longest = std::max(longest, inputs.inputIds.back().size());
+                result_.windowTokens += inputs.inputIds.back().size();
+            }
+            result_.batchTokens += count * longest;
 
             ForwardOptions runOptions;
             runOptions.mode = options_.runMode;
@@ -200,6 +206,24 @@ public:
     }
 
 private:
+    // In file order, the queue is topped up to one batch before every forward. Grouped by length,
+    // the windows of the next kLengthPoolBatches batches are sorted by length, longest first, and
+    // drained before more questions are read: each question finishes within its pool, and the
+    // batches of a pool pad far less than batches of neighbours in the file.
+    void fillQueue(std::size_t batchSize, std::size_t total)
+    {
+        const bool byLength = options_.groupByLength;
+        if (byLength && !queue_.empty())
+            return;
+        const std::size_t target = byLength ? batchSize * kLengthPoolBatches : batchSize;
+        while (queue_.size() < target && next_ < total)
+            enqueue(next_++);
+        if (byLength)
+            std::stable_sort(queue_.begin(), queue_.end(), [](const QueuedWindow& a, const QueuedWindow& b) {
+                return a.question->windows[a.window].encoding.ids.size() > b.question->windows[b.window].encoding.ids.size();
+            });
+    }
+
     void enqueue(std::size_t index)
     {
         const SquadExample& example = dataset_.examples[index];

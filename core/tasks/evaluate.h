@@ -6,7 +6,8 @@
 // compared answer by answer. For the first disagreements the per-layer error of that one example is
 // measured with compareRuns.
 //
-// Throughput: windows of several questions share one forward (EvaluationOptions::batchSize).
+// Throughput: windows of several questions share one forward (EvaluationOptions::batchSize), with
+// windows of similar length batched together (EvaluationOptions::groupByLength).
 // Threading: runs on the calling thread; the models must not be used elsewhere meanwhile.
 // Errors: invalid options, a model that is not a QA model or a reference that does not match throw
 // scalescope::Error before any question runs. Once a question is finished, cancellation and errors
@@ -96,6 +97,10 @@ struct EvaluationOptions {
     // answer wins when its score beats the best span's); on SQuAD 1.1 it stays as given.
     QaOptions qa;
     int batchSize = 16;                        // windows per forward, across questions
+    // Each window is as long as its tokens and a batch is padded to its longest window, so batches
+    // are formed from windows of similar length: windows of the next few batches' questions are
+    // sorted by length first. false batches them in file order (more padding, the same answers).
+    bool groupByLength = true;
     std::size_t maxSamples = 0;                // the first N questions of the file; 0 = all
     std::size_t maxDetailedDisagreements = 50; // compareRuns is run for this many disagreements
     std::function<void(const EvaluationUpdate&)> onUpdate;
@@ -133,6 +138,10 @@ struct EvaluationResult {
 
     double seconds = 0;                      // answering pass, wall clock
     double questionsPerSecond = 0;           // finished questions / seconds
+    // Token positions the run's forwards computed (windows x their batch's longest window, padding
+    // included) and the windows' own tokens: how much padding the batching cost.
+    std::size_t batchTokens = 0;
+    std::size_t windowTokens = 0;
     double runForwardMs = 0;
     double referenceForwardMs = 0;
     double detailSeconds = 0;                // the per-layer comparisons

@@ -1,0 +1,348 @@
+// oneDNN (no LibTorch): FP8 Linears as bf16 x bf16 -> float32 GEMMs, and the start-up decision.
+#include "engine/fp8_gemm.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "common/error.h"
+#include "engine/compute_threads.h"
+#include "numerics/fp8.h"
+
+namespace scalescope {
+namespace {
+
+constexpr int kNotForced = -1;
+std::atomic<int> forcedPath{kNotForced};
+
+dnnl::engine& cpuEngine()
+{
+    static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    return engine;
+}
+
+// E4M3 values are exact in bfloat16, whose bits are the float32's upper half.
+uint16_t exactBf16(float value)
+{
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    return static_cast<uint16_t>(bits >> 16);
+}
+
+// oneDNN runs on LibTorch's OpenMP runtime, whose thread count compute_threads.cpp sets to 1 (the
+// float32 GEMMs run on OpenBLAS's threads instead). The bf16 GEMMs take the compute threads for the
+// duration of a call, so both kinds of GEMM get the same threads and never overlap.
+class OpenMpThreads {
+public:
+    OpenMpThreads()
+    {
+        using Get = int (*)();
+        const auto get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+        set_ = reinterpret_cast<Set>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+        if (!get || !set_)
+            return;
+        previous_ = get();
+        if (previous_ != computeThreads())
+            set_(computeThreads());
+    }
+    ~OpenMpThreads()
+    {
+        if (set_ && previous_ > 0 && previous_ != computeThreads())
+            set_(previous_);
+    }
+    OpenMpThreads(const OpenMpThreads&) = delete;
+    OpenMpThreads& operator=(const OpenMpThreads&) = delete;
+
+private:
+    using Set = void (*)(int);
+    Set set_ = nullptr;
+    int previous_ = 0;
+};
+
+} // namespace
+
+struct Fp8FactoredGemm::Impl {
+    std::string module;
+    dnnl::memory::data_type sourceType = dnnl::memory::data_type::bf16;
+    int64_t out = 0, in = 0;
+    std::vector<float> weightScales, bias;
+    // The weight in the layout each primitive wants (one layout in practice), made from the first.
+    std::vector<dnnl::memory> weightLayouts;
+    struct Primitive {
+        dnnl::matmul matmul;
+        dnnl::memory weights;
+    };
+    mutable std::map<int64_t, Primitive> byRows;
+    static constexpr std::size_t kMaxCachedRowCounts = 64;
+
+    dnnl::memory::desc srcDesc(int64_t rows) const
+    {
+        return {{rows, in}, sourceType, dnnl::memory::format_tag::ab};
+    }
+    dnnl::memory::desc dstDesc(int64_t rows) const
+    {
+        return {{rows, out}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab};
+    }
+
+    dnnl::matmul::primitive_desc describe(int64_t rows) const
+    {
+        const dnnl::memory::desc anyWeights({in, out}, sourceType, dnnl::memory::format_tag::any);
+        return dnnl::matmul::primitive_desc(dnnl::matmul::desc(srcDesc(rows), anyWeights, dstDesc(rows)), cpuEngine());
+    }
+
+    // The weight in `wanted`'s layout: reordered from the first layout when it differs.
+    dnnl::memory weightsIn(const dnnl::memory::desc& wanted)
+    {
+        for (const dnnl::memory& layout : weightLayouts)
+            if (layout.get_desc() == wanted)
+                return layout;
+        dnnl::memory converted(wanted, cpuEngine());
+        dnnl::stream stream(cpuEngine());
+        dnnl::memory source = weightLayouts.front();
+        dnnl::reorder(source, converted).execute(stream, source, converted);
+        stream.wait();
+        weightLayouts.push_back(converted);
+        return converted;
+    }
+
+    const Primitive& primitive(int64_t rows)
+    {
+        if (auto it = byRows.find(rows); it != byRows.end())
+            return it->second;
+        if (byRows.size() >= kMaxCachedRowCounts)
+            byRows.clear();
+        const dnnl::matmul::primitive_desc description = describe(rows);
+        Primitive made{dnnl::matmul(description), weightsIn(description.weights_desc())};
+        return byRows.emplace(rows, std::move(made)).first->second;
+    }
+};
+
+Fp8FactoredGemm::Fp8FactoredGemm(const std::string& module, const uint8_t* codes, int64_t out, int64_t in,
+                                 std::vector<float> weightScales, std::vector<float> bias, Fp8GemmPath sources)
+    : impl_(std::make_unique<Impl>())
+{
+    Impl& m = *impl_;
+    m.module = module;
+    m.out = out;
+    m.in = in;
+    m.weightScales = std::move(weightScales);
+    m.bias = std::move(bias);
+    const bool bf16 = sources == Fp8GemmPath::Bf16;
+    m.sourceType = bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+    if (static_cast<int64_t>(m.weightScales.size()) != out || (!m.bias.empty() && static_cast<int64_t>(m.bias.size()) != out))
+        throw Error("Linear '" + module + "': the factored FP8 GEMM needs one weight scale and bias value per output channel.");
+    try {
+        OpenMpThreads threads;
+        // The weight as [in, out] with strides (1, in): the codes' own [out, in] rows, no transpose.
+        const std::size_t count = static_cast<std::size_t>(out * in);
+        std::vector<uint16_t> plainBf16(bf16 ? count : 0);
+        std::vector<float> plainFloat(bf16 ? 0 : count);
+        for (std::size_t i = 0; i < count; ++i) {
+            const float value = fp8::decodeE4M3(codes[i]);
+            if (bf16)
+                plainBf16[i] = exactBf16(value);
+            else
+                plainFloat[i] = value;
+        }
+        void* plain = bf16 ? static_cast<void*>(plainBf16.data()) : static_cast<void*>(plainFloat.data());
+        const dnnl::memory::desc plainDesc({in, out}, m.sourceType, dnnl::memory::format_tag::ba);
+        dnnl::memory plainWeights(plainDesc, cpuEngine(), plain);
+        const dnnl::matmul::primitive_desc description = m.describe(384);
+        dnnl::memory preferred(description.weights_desc(), cpuEngine());
+        dnnl::stream stream(cpuEngine());
+        dnnl::reorder(plainWeights, preferred).execute(stream, plainWeights, preferred);
+        stream.wait();
+        m.weightLayouts.push_back(preferred);
+    } catch (const dnnl::error& e) {
+        throw Error("Linear '" + module + "': oneDNN could not set up its factored FP8 GEMM (" + e.what() + ").");
+    }
+}
+
+Fp8FactoredGemm::~Fp8FactoredGemm() = default;
+
+int64_t Fp8FactoredGemm::inFeatures() const
+{
+    return impl_->in;
+}
+
+int64_t Fp8FactoredGemm::outFeatures() const
+{
+    return impl_->out;
+}
+
+void Fp8FactoredGemm::run(const float* values, const float* rowScales, int64_t rows, float* y) const
+{
+    Impl& m = *impl_;
+    if (rows <= 0)
+        return;
+    std::vector<uint16_t> bf16Values;
+    const void* source = values;
+    if (m.sourceType == dnnl::memory::data_type::bf16) {
+        bf16Values.resize(static_cast<std::size_t>(rows * m.in));
+        for (std::size_t i = 0; i < bf16Values.size(); ++i)
+            bf16Values[i] = exactBf16(values[i]);
+        source = bf16Values.data();
+    }
+    {
+        OpenMpThreads threads;
+        const Impl::Primitive& primitive = m.primitive(rows);
+        dnnl::memory src(m.srcDesc(rows), cpuEngine(), const_cast<void*>(source));
+        dnnl::memory dst(m.dstDesc(rows), cpuEngine(), y);
+        dnnl::stream stream(cpuEngine());
+        primitive.matmul.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, primitive.weights}, {DNNL_ARG_DST, dst}});
+        stream.wait();
+    }
+    const float* weightScales = m.weightScales.data();
+    const float* bias = m.bias.empty() ? nullptr : m.bias.data();
+    for (int64_t row = 0; row < rows; ++row) {
+        float* line = y + row * m.out;
+        const float rowScale = rowScales[row];
+        if (bias)
+            for (int64_t o = 0; o < m.out; ++o)
+                line[o] = line[o] * rowScale * weightScales[o] + bias[o];
+        else
+            for (int64_t o = 0; o < m.out; ++o)
+                line[o] = line[o] * rowScale * weightScales[o];
+    }
+}
+
+namespace {
+
+// Random E4M3 codes without NaN.
+std::vector<uint8_t> randomCodes(std::mt19937& random, std::size_t n)
+{
+    std::vector<uint8_t> codes(n);
+    for (uint8_t& code : codes) {
+        do
+            code = static_cast<uint8_t>(random() & 0xFF);
+        while ((code & 0x7F) == fp8::kE4M3NaN);
+    }
+    return codes;
+}
+
+} // namespace
+
+std::string fp8GemmSelfCheck(Fp8GemmPath sources)
+{
+    const int64_t rows = 37, in = 200, out = 72;
+    std::mt19937 random(19);
+    const std::vector<uint8_t> a = randomCodes(random, static_cast<std::size_t>(rows * in));
+    const std::vector<uint8_t> w = randomCodes(random, static_cast<std::size_t>(out * in));
+    std::vector<float> values(a.size()), rowScales(static_cast<std::size_t>(rows)), weightScales(static_cast<std::size_t>(out)),
+        bias(static_cast<std::size_t>(out)), y(static_cast<std::size_t>(rows * out));
+    for (std::size_t i = 0; i < a.size(); ++i)
+        values[i] = fp8::decodeE4M3(a[i]);
+    std::uniform_real_distribution<float> scale(0.001f, 0.1f), offset(-1.0f, 1.0f);
+    for (float& s : rowScales) s = scale(random);
+    for (float& s : weightScales) s = scale(random);
+    for (float& b : bias) b = offset(random);
+    Fp8FactoredGemm gemm("self-check", w.data(), out, in, weightScales, bias, sources);
+    gemm.run(values.data(), rowScales.data(), rows, y.data());
+    for (int64_t t = 0; t < rows; ++t) {
+        for (int64_t o = 0; o < out; ++o) {
+            double sum = 0, magnitude = 0;
+            for (int64_t k = 0; k < in; ++k) {
+                const double p = double(values[std::size_t(t * in + k)]) * fp8::decodeE4M3(w[std::size_t(o * in + k)]);
+                sum += p;
+                magnitude += std::fabs(p);
+            }
+            const double s = double(rowScales[std::size_t(t)]) * weightScales[std::size_t(o)];
+            const double exact = s * sum + bias[std::size_t(o)];
+            const double bound = double(in + 4) * std::ldexp(1.0, -23) * (s * magnitude + std::fabs(bias[std::size_t(o)]));
+            if (!(std::fabs(y[std::size_t(t * out + o)] - exact) <= bound))
+                return "its self-check disagreed with a float64 recomputation";
+        }
+    }
+    return {};
+}
+
+namespace {
+
+Fp8GemmStatus decide()
+{
+    Fp8GemmStatus status;
+    const unsigned isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const unsigned bf16Isa = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+    if ((isa & bf16Isa) != bf16Isa) {
+        status.reason = "the CPU has no AVX512_BF16";
+        return status;
+    }
+    try {
+        const dnnl::memory::desc src({384, 768}, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::ab);
+        const dnnl::memory::desc weights({768, 768}, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::any);
+        const dnnl::memory::desc dst({384, 768}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
+        const dnnl::matmul::primitive_desc description(dnnl::matmul::desc(src, weights, dst), cpuEngine());
+        const std::string kernel = description.impl_info_str();
+        if (kernel.rfind("ref", 0) == 0 || (kernel.find("bf16") == std::string::npos && kernel.find("amx") == std::string::npos)) {
+            status.reason = "oneDNN offers no fast bf16 kernel (" + kernel + ")";
+            return status;
+        }
+        if (std::string problem = fp8GemmSelfCheck(Fp8GemmPath::Bf16); !problem.empty()) {
+            status.reason = "oneDNN's bf16 kernel " + kernel + " failed " + problem;
+            return status;
+        }
+        status.bf16Kernel = kernel;
+        status.bf16Available = true;
+    } catch (const std::exception& e) {
+        status.reason = std::string("oneDNN's bf16 matmul failed (") + e.what() + ")";
+    }
+    return status;
+}
+
+} // namespace
+
+const Fp8GemmStatus& fp8GemmStatus()
+{
+    static const Fp8GemmStatus status = decide();
+    return status;
+}
+
+Fp8GemmPath fp8GemmPath()
+{
+    static const int fromEnvironment = [] {
+        const char* value = std::getenv("SCALESCOPE_FP8_GEMM");
+        const std::string chosen = value ? value : "";
+        if (chosen == "float32")
+            return static_cast<int>(Fp8GemmPath::Float32);
+        if (chosen == "factored-float32")
+            return static_cast<int>(Fp8GemmPath::FactoredFloat32);
+        return kNotForced;
+    }();
+    const int forced = forcedPath.load() != kNotForced ? forcedPath.load() : fromEnvironment;
+    const bool bf16 = fp8GemmStatus().bf16Available;
+    if (forced != kNotForced && (forced != static_cast<int>(Fp8GemmPath::Bf16) || bf16))
+        return static_cast<Fp8GemmPath>(forced);
+    return bf16 ? Fp8GemmPath::Bf16 : Fp8GemmPath::Float32;
+}
+
+void forceFp8GemmPath(const Fp8GemmPath* path)
+{
+    forcedPath.store(path ? static_cast<int>(*path) : kNotForced);
+}
+
+std::string fp8GemmDescription()
+{
+    const Fp8GemmStatus& status = fp8GemmStatus();
+    const dnnl_version_t* version = dnnl::version();
+    const std::string onednn = "oneDNN " + std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
+                               std::to_string(version->patch);
+    switch (fp8GemmPath()) {
+    case Fp8GemmPath::Bf16:
+        return "FP8 GEMM: bf16 x bf16 -> float32 (" + onednn + ", " + status.bf16Kernel + ")";
+    case Fp8GemmPath::FactoredFloat32:
+        return "FP8 GEMM: factored, float32 sources (" + onednn + "; chosen by SCALESCOPE_FP8_GEMM or the caller)";
+    case Fp8GemmPath::Float32:
+        break;
+    }
+    const std::string why = status.bf16Available ? "chosen by SCALESCOPE_FP8_GEMM or the caller" : status.reason;
+    return "FP8 GEMM: float32 on dequantized values (bf16 path off: " + why + ")";
+}
+
+} // namespace scalescope

@@ -1,0 +1,78 @@
+#pragma once
+// FP8 Linears on the CPU's bfloat16 units. Every E4M3 value is exactly a bfloat16, and the product
+// of two E4M3 values (at most 8 significant bits) is exact, so a bf16 x bf16 GEMM that accumulates
+// in float32 and writes float32 computes sum_k qa[t,k] * qw[o,k] as exactly as a float32 GEMM on the
+// same values does (only the summation order differs); the scales factor out of the sum:
+//   y[t, o] = s_a[t] * s_w[o] * sum_k qa[t, k] * qw[o, k] + bias[o]
+// for per-token or per-tensor activation scales and per-channel or per-tensor weight scales.
+// The GEMM is oneDNN's matmul (bf16 sources, f32 destination), the same oneDNN LibTorch uses.
+//
+// Which path fp8 mode takes is decided once per process (fp8GemmPath): bf16 when oneDNN reports
+// AVX512_BF16 (or newer), picks a bf16 kernel and a self-check agrees with a float64
+// recomputation; otherwise the float32 path (dequantize, then a float32 GEMM through LibTorch).
+// The environment variable SCALESCOPE_FP8_GEMM=float32 forces the float32 path; =factored-float32
+// runs the factored GEMM with float32 sources (the same numbers as bf16, no faster than float32:
+// it lets machines without bf16 run and test this code). Linears whose scheme does not factor this
+// way (weight-only FP8, block or group scales) always take the float32 path.
+//
+// Torch-free: the engine's LibTorch code hands plain float pointers in. Threading: a
+// Fp8FactoredGemm caches its oneDNN primitives per row count, so it must not run from two threads at
+// once (the engine is not used from two threads at once). Errors: oneDNN failures at construction
+// throw scalescope::Error naming the Linear.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace scalescope {
+
+// Bf16: the factored GEMM on bf16 sources. FactoredFloat32: the same GEMM on float32 sources.
+// Float32: dequantized values through the float32 GEMM (no factoring).
+enum class Fp8GemmPath { Bf16, FactoredFloat32, Float32 };
+
+struct Fp8GemmStatus {
+    bool bf16Available = false; // the start-up decision (CPU, oneDNN kernel, self-check)
+    std::string bf16Kernel;     // oneDNN's implementation name, when available
+    std::string reason;         // why not, when not available
+};
+
+// Decided on first call (thread-safe), then fixed.
+const Fp8GemmStatus& fp8GemmStatus();
+// The path fp8-mode Linears take now: the start-up decision (Bf16 when available, else Float32)
+// unless SCALESCOPE_FP8_GEMM or forceFp8GemmPath chose another.
+Fp8GemmPath fp8GemmPath();
+// Forces a path for models loaded and forwards run from now on (null: back to the start-up
+// decision); forcing Bf16 where it is unavailable is ignored. Tests use it to compare paths.
+void forceFp8GemmPath(const Fp8GemmPath* path);
+// A small factored GEMM on `sources` (Bf16 or FactoredFloat32) against a float64 recomputation of
+// the same FP8 products: "" when every output is within float32 accumulation's error bound,
+// otherwise what failed. The start-up decision runs it for Bf16.
+std::string fp8GemmSelfCheck(Fp8GemmPath sources);
+// One line for About, --version and the bench: which path runs, and why when it is the fallback.
+std::string fp8GemmDescription();
+
+class Fp8FactoredGemm {
+public:
+    // codes: E4M3 weight codes [out, in], row-major; weightScales: one per output channel (a
+    // per-tensor scale repeated); bias: `out` values or empty; sources: Bf16 or FactoredFloat32.
+    // The codes are converted once and kept in oneDNN's preferred layout; nothing points back into
+    // `codes` afterwards.
+    Fp8FactoredGemm(const std::string& module, const uint8_t* codes, int64_t out, int64_t in,
+                    std::vector<float> weightScales, std::vector<float> bias, Fp8GemmPath sources);
+    ~Fp8FactoredGemm();
+    Fp8FactoredGemm(const Fp8FactoredGemm&) = delete;
+    Fp8FactoredGemm& operator=(const Fp8FactoredGemm&) = delete;
+
+    int64_t inFeatures() const;
+    int64_t outFeatures() const;
+
+    // values: [rows, in] E4M3 values of the activations (x / s rounded, not scaled back; exact
+    // in bf16); rowScales: the activation scale of each row; y: [rows, out] float32.
+    void run(const float* values, const float* rowScales, int64_t rows, float* y) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace scalescope

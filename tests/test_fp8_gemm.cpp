@@ -1,0 +1,276 @@
+// fp8 mode's factored GEMM (core/engine/fp8_gemm.h) against float64 recomputations of the same FP8
+// products: the kernel alone on random codes, and whole Linears of a model from their captured
+// inputs with the tests' own exhaustive-search FP8 rounding. And the float32 fallback: selectable,
+// and giving the same answers within the tolerance of a different summation order.
+// The factored path runs on bf16 sources where the CPU has them and on float32 sources elsewhere
+// (the same numbers: every product is exact either way), so these tests run on every machine.
+#include <QtTest>
+
+#include <cfloat>
+#include <cmath>
+#include <memory>
+#include <random>
+
+#include "engine/compute_threads.h"
+#include "engine/fp8_gemm.h"
+#include "io/safetensors.h"
+#include "model/encoder_model.h"
+#include "support/fixtures.h"
+#include "support/reference_forward.h"
+
+using namespace scalescope;
+using namespace scalescope::testing;
+
+namespace {
+
+struct Agreement {
+    double sqnrDb = INFINITY;
+    double worstErrorOverBound = 0; // max |y - exact| / (K * 2^-23 * sum |terms|): <= 1 in float32
+};
+
+void accumulate(double value, double exact, double bound, double& signal, double& noise, Agreement& a)
+{
+    signal += exact * exact;
+    noise += (value - exact) * (value - exact);
+    a.worstErrorOverBound = std::max(a.worstErrorOverBound, std::fabs(value - exact) / bound);
+}
+
+std::vector<uint8_t> randomCodes(std::mt19937& random, std::size_t n)
+{
+    std::vector<uint8_t> codes(n);
+    for (uint8_t& code : codes) {
+        do
+            code = static_cast<uint8_t>(random() & 0xFF);
+        while ((code & 0x7F) == 0x7F); // NaN
+    }
+    return codes;
+}
+
+const FloatTensor& capture(const ForwardResult& result, const std::string& name)
+{
+    for (const NamedTensor& t : result.captures)
+        if (t.name == name)
+            return t.tensor;
+    throw std::runtime_error("no capture " + name);
+}
+
+double sqnr(const std::vector<float>& x, const std::vector<float>& reference)
+{
+    double signal = 0, noise = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        signal += double(reference[i]) * reference[i];
+        noise += (double(x[i]) - reference[i]) * (double(x[i]) - reference[i]);
+    }
+    return noise == 0 ? INFINITY : 10 * std::log10(signal / noise);
+}
+
+// The factored path this machine can run: bf16 when available, else float32 sources.
+Fp8GemmPath factoredSources()
+{
+    return fp8GemmStatus().bf16Available ? Fp8GemmPath::Bf16 : Fp8GemmPath::FactoredFloat32;
+}
+
+// Forces a path for the scope of a test.
+class ForcedPath {
+public:
+    explicit ForcedPath(Fp8GemmPath path) { forceFp8GemmPath(&path); }
+    ~ForcedPath() { forceFp8GemmPath(nullptr); }
+    ForcedPath(const ForcedPath&) = delete;
+    ForcedPath& operator=(const ForcedPath&) = delete;
+};
+
+} // namespace
+
+class TestFp8Gemm : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase()
+    {
+        setComputeThreads(2);
+        qInfo("%s", fp8GemmDescription().c_str());
+    }
+
+    void kernelMatchesFloat64_data()
+    {
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<int>("in");
+        QTest::addColumn<int>("out");
+        QTest::addColumn<bool>("withBias");
+        QTest::newRow("one row") << 1 << 64 << 48 << true;
+        QTest::newRow("odd sizes") << 7 << 200 << 72 << false;
+        QTest::newRow("roberta hidden") << 384 << 768 << 96 << true;
+        QTest::newRow("long reduction") << 33 << 3072 << 40 << true;
+    }
+    void selfCheckPasses()
+    {
+        QCOMPARE(fp8GemmSelfCheck(factoredSources()), std::string());
+        // The start-up decision is consistent with what it reports.
+        const Fp8GemmStatus& status = fp8GemmStatus();
+        QVERIFY(status.bf16Available ? !status.bf16Kernel.empty() : !status.reason.empty());
+    }
+
+    void kernelMatchesFloat64()
+    {
+        QFETCH(int, rows);
+        QFETCH(int, in);
+        QFETCH(int, out);
+        QFETCH(bool, withBias);
+        std::mt19937 random(static_cast<uint32_t>(rows * 131 + in));
+        const std::vector<uint8_t> a = randomCodes(random, std::size_t(rows) * in);
+        const std::vector<uint8_t> w = randomCodes(random, std::size_t(out) * in);
+        std::uniform_real_distribution<float> scale(1e-4f, 1e-1f), offset(-2.0f, 2.0f);
+        std::vector<float> values(a.size()), rowScales(static_cast<std::size_t>(rows)),
+            weightScales(static_cast<std::size_t>(out)), bias;
+        for (std::size_t i = 0; i < a.size(); ++i)
+            values[i] = referenceDecodeE4M3(a[i]);
+        for (float& s : rowScales) s = scale(random);
+        for (float& s : weightScales) s = scale(random);
+        if (withBias)
+            for (int o = 0; o < out; ++o)
+                bias.push_back(offset(random));
+        const Fp8FactoredGemm gemm("test", w.data(), out, in, weightScales, bias, factoredSources());
+        // Twice, with a different row count in between: the cached primitives must not mix up.
+        std::vector<float> y(static_cast<std::size_t>(rows) * out), other(static_cast<std::size_t>(out) * 3);
+        gemm.run(values.data(), rowScales.data(), rows, y.data());
+        gemm.run(values.data(), rowScales.data(), std::min(rows, 3), other.data());
+        std::vector<float> again(y.size());
+        gemm.run(values.data(), rowScales.data(), rows, again.data());
+        QVERIFY(again == y);
+
+        Agreement agreement;
+        double signal = 0, noise = 0;
+        for (int t = 0; t < rows; ++t) {
+            for (int o = 0; o < out; ++o) {
+                double sum = 0, magnitude = 0;
+                for (int k = 0; k < in; ++k) {
+                    const double p = double(values[std::size_t(t) * in + k]) * referenceDecodeE4M3(w[std::size_t(o) * in + k]);
+                    sum += p;
+                    magnitude += std::fabs(p);
+                }
+                const double s = double(rowScales[std::size_t(t)]) * weightScales[std::size_t(o)];
+                const double b = withBias ? bias[std::size_t(o)] : 0.0;
+                const double bound = (in + 4) * std::ldexp(1.0, -23) * (s * magnitude + std::fabs(b)) + 1e-30;
+                accumulate(y[std::size_t(t) * out + o], s * sum + b, bound, signal, noise, agreement);
+            }
+        }
+        agreement.sqnrDb = 10 * std::log10(signal / noise);
+        QVERIFY2(agreement.worstErrorOverBound <= 1.0, qPrintable(QString("error %1x the float32 bound").arg(agreement.worstErrorOverBound)));
+        QVERIFY2(agreement.sqnrDb > 120, qPrintable(QString("SQNR %1 dB").arg(agreement.sqnrDb)));
+    }
+
+    // Whole Linears of a model in fp8 mode: from the captured input, the FP8 activation values (the
+    // tests' exhaustive-search rounding), the weight codes from the file, products summed in float64.
+    void linearsMatchFloat64Recomputation_data()
+    {
+        QTest::addColumn<QString>("weights");
+        QTest::addColumn<QString>("activations");
+        QTest::newRow("channel-token") << "channel" << "token";
+        QTest::newRow("tensor-token") << "tensor" << "token";
+        QTest::newRow("channel-static") << "channel" << "tensor";
+    }
+    void linearsMatchFloat64Recomputation()
+    {
+        const ForcedPath factored(factoredSources());
+        QFETCH(QString, weights);
+        QFETCH(QString, activations);
+        const std::string floatDir = makeTempDir("float"), fp8Dir = makeTempDir("fp8") + "/model";
+        TinyModelSpec spec;
+        spec.hiddenSize = 64;
+        spec.intermediateSize = 256;
+        writeTinyFloatCheckpoint(floatDir, spec);
+        writeTinyFp8Checkpoint(floatDir, fp8Dir, {weights.toStdString(), activations.toStdString(), "F32"});
+        auto model = EncoderModel::load(fp8Dir);
+        ForwardOptions options;
+        options.capture.all = true;
+        const std::vector<int64_t> ids = {0, 280, 281, 100, 290, 77, 301, 45, 2};
+        const ForwardResult result = model->forward({{ids}, {}, {}, {}}, options);
+        const auto store = TensorStore::openFile(fp8Dir + "/model.safetensors");
+        for (const char* module : {"roberta.encoder.layer.0.attention.self.query", "roberta.encoder.layer.0.attention.self.value",
+                                   "roberta.encoder.layer.1.intermediate.dense", "roberta.encoder.layer.1.output.dense"}) {
+            const std::string name = module;
+            const FloatTensor& x = capture(result, name + ".input");
+            const FloatTensor& y = capture(result, name + ".output");
+            const TensorView& codes = store->require(name + ".weight");
+            const std::vector<float> weightScale = store->require(name + ".weight_scale").toFloat().values;
+            const std::vector<float> bias = store->require(name + ".bias").toFloat().values;
+            const float staticScale = activations == "tensor" ? store->require(name + ".input_scale").toFloat().values[0] : 0;
+            const int64_t in = codes.shape[1], out = codes.shape[0], rows = int64_t(x.values.size()) / in;
+            Agreement agreement;
+            double signal = 0, noise = 0;
+            for (int64_t t = 0; t < rows; ++t) {
+                const float* row = x.values.data() + t * in;
+                float amax = 0;
+                for (int64_t k = 0; k < in; ++k)
+                    amax = std::max(amax, std::fabs(row[k]));
+                const float sa = activations == "tensor" ? staticScale : std::max(amax / 448.0f, FLT_MIN);
+                for (int64_t o = 0; o < out; ++o) {
+                    double sum = 0, magnitude = 0;
+                    for (int64_t k = 0; k < in; ++k) {
+                        const double p = double(referenceRoundToE4M3(row[k] / sa)) * referenceDecodeE4M3(codes.data[o * in + k]);
+                        sum += p;
+                        magnitude += std::fabs(p);
+                    }
+                    const double s = double(sa) * weightScale[weightScale.size() == 1 ? 0 : std::size_t(o)];
+                    const double exact = s * sum + bias[std::size_t(o)];
+                    const double bound = (in + 4) * std::ldexp(1.0, -23) * (s * magnitude + std::fabs(bias[std::size_t(o)])) + 1e-30;
+                    accumulate(y.values[std::size_t(t * out + o)], exact, bound, signal, noise, agreement);
+                }
+            }
+            agreement.sqnrDb = 10 * std::log10(signal / noise);
+            QVERIFY2(agreement.worstErrorOverBound <= 1.0,
+                     qPrintable(QString("%1: error %2x the float32 bound").arg(module).arg(agreement.worstErrorOverBound)));
+            QVERIFY2(agreement.sqnrDb > 120, qPrintable(QString("%1: SQNR %2 dB").arg(module).arg(agreement.sqnrDb)));
+        }
+    }
+
+    // The float32 path can be forced (for forwards, after a model was loaded on the factored path);
+    // it gives the same answers up to summation order (a different
+    // order can move an activation across an FP8 rounding boundary, hence not bit-identical).
+    void float32PathIsSelectable()
+    {
+        std::unique_ptr<ForcedPath> factored = std::make_unique<ForcedPath>(factoredSources());
+        const std::string floatDir = makeTempDir("float"), fp8Dir = makeTempDir("fp8") + "/model";
+        TinyModelSpec spec;
+        writeTinyFloatCheckpoint(floatDir, spec);
+        writeTinyFp8Checkpoint(floatDir, fp8Dir, {"channel", "token", "F32"});
+        auto model = EncoderModel::load(fp8Dir);
+        const std::vector<int64_t> ids = {0, 280, 281, 100, 290, 77, 301, 45, 2};
+        ForwardOptions options;
+        options.capture.all = true;
+        options.activationStatistics = true;
+        QCOMPARE(fp8GemmPath(), factoredSources());
+        QVERIFY(QString::fromStdString(fp8GemmDescription()).contains("FP8 GEMM: "));
+        QVERIFY(!QString::fromStdString(fp8GemmDescription()).contains("dequantized"));
+        const ForwardResult chosen = model->forward({{ids}, {}, {}, {}}, options);
+        factored.reset();
+        const Fp8GemmPath float32Path = Fp8GemmPath::Float32;
+        forceFp8GemmPath(&float32Path);
+        QCOMPARE(fp8GemmPath(), Fp8GemmPath::Float32);
+        QVERIFY(QString::fromStdString(fp8GemmDescription()).contains("float32 on dequantized values"));
+        const ForwardResult float32 = model->forward({{ids}, {}, {}, {}}, options);
+        forceFp8GemmPath(nullptr);
+        QCOMPARE(fp8GemmPath(), fp8GemmStatus().bf16Available ? Fp8GemmPath::Bf16 : Fp8GemmPath::Float32);
+        QCOMPARE(chosen.captures.size(), float32.captures.size());
+        for (std::size_t i = 0; i < chosen.captures.size(); ++i) {
+            const double db = sqnr(chosen.captures[i].tensor.values, float32.captures[i].tensor.values);
+            QVERIFY2(db > 60, qPrintable(QString("%1: %2 dB").arg(QString::fromStdString(chosen.captures[i].name)).arg(db)));
+        }
+        for (const char* name : {"start_logits", "end_logits"})
+            QVERIFY(sqnr(chosen.output(name).values, float32.output(name).values) > 60);
+        // The statistics come from the same FP8 codes on both paths: identical where the inputs are
+        // (layer 0's q, k, v), nearly so after a layer of different summation order.
+        QCOMPARE(chosen.activationStatistics.size(), float32.activationStatistics.size());
+        for (std::size_t i = 0; i < chosen.activationStatistics.size(); ++i) {
+            const ActivationStatistics &a = chosen.activationStatistics[i], &b = float32.activationStatistics[i];
+            QCOMPARE(a.module, b.module);
+            QCOMPARE(a.elements, b.elements);
+            const int64_t slack = i < 3 ? 0 : 1 + a.elements / 100;
+            QVERIFY(std::abs(a.clipped - b.clipped) <= slack);
+            QVERIFY(std::abs(a.flushedToZero - b.flushedToZero) <= slack);
+            QVERIFY(std::abs(a.subnormal - b.subnormal) <= slack);
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestFp8Gemm)
+#include "test_fp8_gemm.moc"
