@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 
 namespace scalescope::cli {
 namespace {
@@ -146,6 +147,66 @@ std::vector<DeviceSpec> deviceOptions(const Arguments& args)
     if (devices.empty())
         devices.push_back(parseDeviceSpec("cpu"));
     return devices;
+}
+
+std::vector<int64_t> parseIdList(const std::string& text, const std::string& option)
+{
+    const std::string example = option == "input-ids" ? " like 0,31414,232,2" : " like 0,0,0,1,1";
+    std::vector<int64_t> ids;
+    std::stringstream stream(text);
+    std::string item;
+    while (std::getline(stream, item, ',')) {
+        const auto first = item.find_first_not_of(" \t");
+        if (first == std::string::npos)
+            throw UsageError{"--" + option + " has an empty entry; expected comma-separated ids" + example + "."};
+        item = item.substr(first, item.find_last_not_of(" \t") - first + 1);
+        char* end = nullptr;
+        errno = 0;
+        const long long value = std::strtoll(item.c_str(), &end, 10);
+        if (*end != '\0' || errno != 0 || value < 0)
+            throw UsageError{"--" + option + " entry \"" + item + "\" is not a token id."};
+        ids.push_back(value);
+    }
+    if (ids.empty())
+        throw UsageError{"--" + option + " is empty; expected comma-separated ids" + example + "."};
+    return ids;
+}
+
+// Several sequences are separated by ';' ("0,5,2;0,7,8,2"); they are padded into one batch.
+std::vector<std::vector<int64_t>> parseIdBatch(const std::string& text, const std::string& option)
+{
+    std::vector<std::vector<int64_t>> batch;
+    std::stringstream stream(text);
+    std::string row;
+    while (std::getline(stream, row, ';'))
+        batch.push_back(parseIdList(row, option));
+    if (batch.empty())
+        throw UsageError{"--" + option + " is empty."};
+    return batch;
+}
+
+int readComparisonInput(const Arguments& args, ComparisonInput& input)
+{
+    int sources = 0;
+    if (args.has("question") || args.has("context")) {
+        input.question = args.required("question");
+        input.context = args.required("context");
+        ++sources;
+    }
+    if (args.has("text")) {
+        input.text = *args.value("text");
+        ++sources;
+    }
+    if (args.has("input-ids")) {
+        input.inputIds = parseIdBatch(*args.value("input-ids"));
+        ++sources;
+    }
+    input.qaOptions.maxSeqLen = args.intValue("max-seq-len", 384, 8, 100000);
+    input.qaOptions.docStride = args.intValue("doc-stride", 128, 0, 100000);
+    input.qaOptions.maxAnswerLen = args.intValue("max-answer-len", 30, 1, 100000);
+    input.qaOptions.nullThreshold = args.floatValue("null-threshold");
+    input.topK = args.intValue("top-k", 5, 1, 1000);
+    return sources;
 }
 
 } // namespace scalescope::cli

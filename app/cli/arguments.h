@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "device/device_spec.h"
+#include "tasks/compare_runs.h"
 
 namespace scalescope::cli {
 
@@ -55,5 +56,15 @@ DeviceSpec deviceOption(const Arguments& args);
 // Every --device, plus one per line of --devices FILE (blank lines and # comments skipped); cpu
 // when neither is given. Several make a device pool (see core/device/backend_pool.h).
 std::vector<DeviceSpec> deviceOptions(const Arguments& args);
+
+// Comma-separated token ids of --OPTION ("0,31414,232,2"); a usage error names the bad entry.
+std::vector<int64_t> parseIdList(const std::string& text, const std::string& option);
+// Several sequences separated by ';' ("0,5,2;0,7,8,2"), padded into one batch by the model.
+std::vector<std::vector<int64_t>> parseIdBatch(const std::string& text, const std::string& option = "input-ids");
+
+// The input of compare, sensitivity and keep-float: --question/--context, --text or --input-ids,
+// with the QA options and --top-k. Returns how many of the three sources were given; each
+// command says how many it takes.
+int readComparisonInput(const Arguments& args, ComparisonInput& input);
 
 } // namespace scalescope::cli

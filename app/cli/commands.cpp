@@ -118,42 +118,6 @@ json offsetsJson(const Encoding& encoding)
     return offsets;
 }
 
-std::vector<int64_t> parseIdList(const std::string& text, const std::string& option)
-{
-    const std::string example = option == "input-ids" ? " like 0,31414,232,2" : " like 0,0,0,1,1";
-    std::vector<int64_t> ids;
-    std::stringstream stream(text);
-    std::string item;
-    while (std::getline(stream, item, ',')) {
-        const auto first = item.find_first_not_of(" \t");
-        if (first == std::string::npos)
-            throw UsageError{"--" + option + " has an empty entry; expected comma-separated ids" + example + "."};
-        item = item.substr(first, item.find_last_not_of(" \t") - first + 1);
-        char* end = nullptr;
-        errno = 0;
-        const long long value = std::strtoll(item.c_str(), &end, 10);
-        if (*end != '\0' || errno != 0 || value < 0)
-            throw UsageError{"--" + option + " entry \"" + item + "\" is not a token id."};
-        ids.push_back(value);
-    }
-    if (ids.empty())
-        throw UsageError{"--" + option + " is empty; expected comma-separated ids" + example + "."};
-    return ids;
-}
-
-// Several sequences are separated by ';' ("0,5,2;0,7,8,2"); they are padded into one batch.
-std::vector<std::vector<int64_t>> parseIdBatch(const std::string& text, const std::string& option = "input-ids")
-{
-    std::vector<std::vector<int64_t>> batch;
-    std::stringstream stream(text);
-    std::string row;
-    while (std::getline(stream, row, ';'))
-        batch.push_back(parseIdList(row, option));
-    if (batch.empty())
-        throw UsageError{"--" + option + " is empty."};
-    return batch;
-}
-
 void printJson(const json& document)
 {
     std::cout << jsonText(document) << std::endl;
@@ -551,34 +515,6 @@ int commandInspect(const Arguments& args)
     return 0;
 }
 
-// The one input a compare runs on: a question and context, a text, or token ids.
-ComparisonInput comparisonInputOf(const Arguments& args)
-{
-    ComparisonInput input;
-    int sources = 0;
-    if (args.has("question") || args.has("context")) {
-        input.question = args.required("question");
-        input.context = args.required("context");
-        ++sources;
-    }
-    if (args.has("text")) {
-        input.text = *args.value("text");
-        ++sources;
-    }
-    if (args.has("input-ids")) {
-        input.inputIds = parseIdBatch(*args.value("input-ids"));
-        ++sources;
-    }
-    if (sources != 1)
-        throw UsageError{"compare needs exactly one of --question/--context, --text or --input-ids."};
-    input.qaOptions.maxSeqLen = args.intValue("max-seq-len", 384, 8, 100000);
-    input.qaOptions.docStride = args.intValue("doc-stride", 128, 0, 100000);
-    input.qaOptions.maxAnswerLen = args.intValue("max-answer-len", 30, 1, 100000);
-    input.qaOptions.nullThreshold = args.floatValue("null-threshold");
-    input.topK = args.intValue("top-k", 5, 1, 1000);
-    return input;
-}
-
 void printComparisonText(const ComparisonResult& comparison, const json& document)
 {
     if (comparison.referenceIsStandIn)
@@ -620,7 +556,9 @@ void printComparisonText(const ComparisonResult& comparison, const json& documen
 int commandCompare(const Arguments& args)
 {
     const std::string checkpointDir = args.positionals()[0];
-    const ComparisonInput input = comparisonInputOf(args);
+    ComparisonInput input;
+    if (readComparisonInput(args, input) != 1)
+        throw UsageError{"compare needs exactly one of --question/--context, --text or --input-ids."};
     checkPlotFormat(args); // refuse a bad format before the runs
 
     // The run goes to --device; a float reference runs in-process on CPU (the yardstick). Without

@@ -36,47 +36,6 @@ std::vector<std::string> splitList(const std::string& text)
     return out;
 }
 
-std::vector<std::vector<int64_t>> parseIds(const std::string& text)
-{
-    std::vector<std::vector<int64_t>> rows(1);
-    for (const std::string& item : splitList(text)) {
-        char* end = nullptr;
-        errno = 0;
-        const long long value = std::strtoll(item.c_str(), &end, 10);
-        if (*end != '\0' || errno != 0 || value < 0)
-            throw UsageError{"--input-ids must be a comma-separated list of non-negative integers, not \"" + text + "\"."};
-        rows[0].push_back(value);
-    }
-    if (rows[0].empty())
-        throw UsageError{"--input-ids names no token id."};
-    return rows;
-}
-
-// The one input of sensitivity or keep-float; returns how many sources were given.
-int readInput(const Arguments& args, ComparisonInput& input)
-{
-    int sources = 0;
-    if (args.has("question") || args.has("context")) {
-        input.question = args.required("question");
-        input.context = args.required("context");
-        ++sources;
-    }
-    if (args.has("text")) {
-        input.text = *args.value("text");
-        ++sources;
-    }
-    if (args.has("input-ids")) {
-        input.inputIds = parseIds(*args.value("input-ids"));
-        ++sources;
-    }
-    input.qaOptions.maxSeqLen = args.intValue("max-seq-len", 384, 8, 100000);
-    input.qaOptions.docStride = args.intValue("doc-stride", 128, 0, 100000);
-    input.qaOptions.maxAnswerLen = args.intValue("max-answer-len", 30, 1, 100000);
-    input.qaOptions.nullThreshold = args.floatValue("null-threshold");
-    input.topK = args.intValue("top-k", 5, 1, 1000);
-    return sources;
-}
-
 json sensitivityMetricsJson(const SensitivityMetrics& m, const std::string& kind)
 {
     json out = {{"sqnr_db", finiteOrNull(m.sqnrDb)}, {"agrees", m.agrees}, {"finite", m.finite}};
@@ -191,7 +150,7 @@ int commandSensitivity(const Arguments& args)
 {
     const std::string checkpointDir = args.positionals()[0];
     SensitivityInput input;
-    int sources = readInput(args, input.single);
+    int sources = readComparisonInput(args, input.single);
     if (args.has("squad"))
         ++sources;
     if (sources != 1)
@@ -253,7 +212,7 @@ int commandKeepFloat(const Arguments& args)
     const std::string checkpointDir = args.positionals()[0];
     const std::string destinationDir = args.positionals()[1];
     ComparisonInput input;
-    if (readInput(args, input) > 1)
+    if (readComparisonInput(args, input) > 1)
         throw UsageError{"keep-float takes at most one of --question/--context, --text or --input-ids for its rerun."};
     KeepFloatOptions options;
     options.modules = splitList(args.required("modules"));
