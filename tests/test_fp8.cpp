@@ -159,6 +159,8 @@ private slots:
     void bf16HandValues();
     void bf16AllCodes();
     void narrowingKeepsNaN();
+    void roundToHalfPicksTheNearestHalf();
+    void roundToHalfAgreesWithTheCodec();
 };
 
 void TestFp8::decodeE4M3MatchesBitFields_data()
@@ -648,6 +650,70 @@ void TestFp8::narrowingKeepsNaN()
         QVERIFY((f16 & 0x7C00) == 0x7C00 && (f16 & 0x3FF) != 0);
         QCOMPARE(bool(f16 & 0x8000), bool(nanBits >> 31));
         QVERIFY(std::isnan(half::f16ToFloat(f16)));
+    }
+}
+
+// Every pair of neighbouring finite halves, from the bit fields: the values themselves, the midpoint
+// (ties to the even code), and the floats on either side of it; past 65504 the midpoint to the next
+// binade (65520) and above become inf. Runs through roundToHalfInPlace in one long array so the
+// vector path and its scalar tail both see these values.
+void TestFp8::roundToHalfPicksTheNearestHalf()
+{
+    std::vector<float> input, expected;
+    auto expect = [&](float value, float result) {
+        input.push_back(value);
+        expected.push_back(result);
+        input.push_back(-value);
+        expected.push_back(-result);
+    };
+    for (int bits = 0; bits < 0x7BFF; ++bits) { // up to the code below 65504
+        const float low = f16FromFields(bits), high = f16FromFields(bits + 1);
+        const float midpoint = low + (high - low) / 2; // exact: halves have 11 significant bits
+        const float even = (bits & 1) ? high : low;
+        expect(low, low);
+        expect(midpoint, even);
+        expect(std::nextafter(midpoint, 0.0f), low);
+        expect(std::nextafter(midpoint, kInf), high);
+    }
+    expect(65504.0f, 65504.0f);
+    expect(std::nextafter(65520.0f, 0.0f), 65504.0f);
+    expect(65520.0f, kInf); // the tie between 65504 and 2^16 goes to the even pattern, which is inf
+    expect(1e6f, kInf);
+    expect(FLT_MAX, kInf);
+    expect(kInf, kInf);
+    expect(floatFromBits(0x00000001), 0.0f); // float subnormals are far below half's 2^-24
+    input.push_back(std::nanf(""));
+    expected.push_back(std::nanf(""));
+    std::vector<float> rounded = input;
+    half::roundToHalfInPlace(rounded.data(), rounded.size());
+    for (std::size_t i = 0; i < input.size(); ++i)
+        if (!sameFloat(rounded[i], expected[i]) && !(std::isnan(rounded[i]) && std::isnan(expected[i])))
+            QFAIL(qPrintable("roundToHalfInPlace(" + describe(input[i]) + ") = " + describe(rounded[i]) +
+                             ", expected " + describe(expected[i])));
+}
+
+// Random float bit patterns of every exponent (NaNs included), at every length 0..40 so each tail
+// size of the vector path is used: the same as the exhaustively tested codec, bit for bit
+// (NaN: a NaN of the same sign).
+void TestFp8::roundToHalfAgreesWithTheCodec()
+{
+    std::mt19937 random(2024);
+    for (int length = 0; length <= 40; ++length) {
+        for (int repeat = 0; repeat < 2000; ++repeat) {
+            std::vector<float> values(static_cast<std::size_t>(length));
+            for (float& value : values)
+                value = floatFromBits(static_cast<uint32_t>(random()));
+            std::vector<float> rounded = values;
+            half::roundToHalfInPlace(rounded.data(), rounded.size());
+            for (std::size_t i = 0; i < values.size(); ++i) {
+                const float codec = half::f16ToFloat(half::floatToF16(values[i]));
+                const bool same = std::isnan(codec) ? std::isnan(rounded[i]) && std::signbit(rounded[i]) == std::signbit(codec)
+                                                    : sameFloat(rounded[i], codec);
+                if (!same)
+                    QFAIL(qPrintable("roundToHalfInPlace(" + describe(values[i]) + ") = " + describe(rounded[i]) +
+                                     ", the codec gives " + describe(codec)));
+            }
+        }
     }
 }
 

@@ -5,6 +5,11 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define SCALESCOPE_HAVE_F16C_PATH 1
+#endif
+
 namespace scalescope::half {
 namespace {
 
@@ -86,6 +91,47 @@ uint16_t floatToF16(float value)
     if (kept >= 0x7C00u)
         kept = 0x7C00u;
     return static_cast<uint16_t>(sign | kept);
+}
+
+namespace {
+
+void roundToHalfScalar(float* values, std::size_t count)
+{
+    for (std::size_t i = 0; i < count; ++i)
+        values[i] = f16ToFloat(floatToF16(values[i]));
+}
+
+#ifdef SCALESCOPE_HAVE_F16C_PATH
+// vcvtps2ph with round-to-nearest-even (immediate 0) rounds exactly as floatToF16; only this
+// function is compiled for F16C, and it runs only where the CPU reports it.
+__attribute__((target("avx,f16c"))) void roundToHalfF16c(float* values, std::size_t count)
+{
+    std::size_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        const __m128i halves = _mm256_cvtps_ph(_mm256_loadu_ps(values + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm256_storeu_ps(values + i, _mm256_cvtph_ps(halves));
+    }
+    roundToHalfScalar(values + i, count - i);
+}
+
+bool cpuHasF16c()
+{
+    static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    return has;
+}
+#endif
+
+} // namespace
+
+void roundToHalfInPlace(float* values, std::size_t count)
+{
+#ifdef SCALESCOPE_HAVE_F16C_PATH
+    if (cpuHasF16c()) {
+        roundToHalfF16c(values, count);
+        return;
+    }
+#endif
+    roundToHalfScalar(values, count);
 }
 
 } // namespace scalescope::half
