@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cfloat>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -146,6 +147,19 @@ double childPeakResidentMb(const std::vector<std::string>& arguments)
 // SQNR of the fp8 forward's Linears (the path that ran) against a float64 recomputation of the same
 // FP8 products from each Linear's captured input, the tests' exhaustive-search rounding and the
 // file's codes: sum over the probed Linears of exact^2 over sum of (ours - exact)^2.
+// SQNR of a's first output (the logits) against b's, in dB (inf when identical).
+double logitsSqnrDb(const ForwardResult& a, const ForwardResult& b)
+{
+    const std::vector<float>& x = a.outputs.front().tensor.values;
+    const std::vector<float>& ref = b.outputs.front().tensor.values;
+    double signal = 0, noise = 0;
+    for (std::size_t i = 0; i < x.size() && i < ref.size(); ++i) {
+        signal += double(ref[i]) * ref[i];
+        noise += (double(ref[i]) - x[i]) * (double(ref[i]) - x[i]);
+    }
+    return noise == 0 ? std::numeric_limits<double>::infinity() : 10 * std::log10(signal / noise);
+}
+
 double linearSqnrAgainstFloat64(EncoderModel& model, const std::string& fp8Dir, const EncoderInputs& inputs)
 {
     const std::vector<std::string> modules = {"roberta.encoder.layer.0.attention.self.query",
@@ -321,6 +335,13 @@ int main(int argc, char** argv)
 
         const Timing fp8Forward = measure(options.repeats, [&] { fp8->forward(inputs, fp8Mode); });
         const Timing dequantForward = measure(options.repeats, [&] { fp8->forward(inputs, dequantMode); });
+        // The fp16 twin: its half weights are made on the first fp16 forward, outside the timing.
+        ForwardOptions twinMode;
+        twinMode.mode = RunMode::Fp16;
+        const ForwardResult twinResult = fp8->forward(inputs, twinMode);
+        const Timing twinForward = measure(options.repeats, [&] { fp8->forward(inputs, twinMode); });
+        const ForwardResult fp8Result = fp8->forward(inputs, fp8Mode);
+        const double twinSqnrDb = logitsSqnrDb(twinResult, fp8Result);
         const Timing referenceForward = measure(options.repeats, [&] { reference->forward(inputs, dequantMode); });
         ComparisonInput compareInput;
         compareInput.inputIds = {ids};
@@ -403,6 +424,10 @@ int main(int argc, char** argv)
 
         report["fp8_forward"] = fp8Forward.toJson();
         report["dequant_forward"] = dequantForward.toJson();
+        report["fp16_twin_forward"] = twinForward.toJson();
+        report["fp16_twin_over_fp8"] = twinForward.median() / fp8Forward.median();
+        report["fp16_twin_vs_fp8_logits_sqnr_db"] = twinSqnrDb;
+        report["fp16_twin_first_nonfinite"] = twinResult.firstNonFinite();
         report["reference_forward"] = referenceForward.toJson();
         report["compare"] = compare.toJson();
         report["compare_cli_peak_resident_mb"] = comparePeakMb;
@@ -442,6 +467,9 @@ int main(int argc, char** argv)
                       100 * flops / 1e6 / fp8Forward.median() / attainableGflops);
         row("fp8 forward", fp8Forward, note);
         row("dequant forward", dequantForward);
+        std::snprintf(note, sizeof note, "%.2fx fp8; logits vs fp8 %.1f dB", twinForward.median() / fp8Forward.median(),
+                      twinSqnrDb);
+        row("fp16 twin (AIU) forward", twinForward, note);
         std::snprintf(note, sizeof note, "%.0f GFLOP/s, %.0f%% of GEMM limit", flops / 1e6 / referenceForward.median(),
                       100 * flops / 1e6 / referenceForward.median() / attainableGflops);
         row("reference (float32) forward", referenceForward, note);

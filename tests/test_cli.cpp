@@ -598,6 +598,65 @@ private slots:
         QCOMPARE(readAll(dir + "/config.json"), configBefore);
         QCOMPARE(readAll(weights), weightsBefore);
     }
+    // The fp16 twin from the command line, on a checkpoint with a planted overflow (layer 1's FFN
+    // up-projection reaches 100,000 on these ids): forward names where inf starts in fp16 and not in
+    // fp8; compare --mode fp16 reports the headroom, the error finding and the headroom plot; a
+    // mode that does not exist is a usage error naming the modes.
+    void fp16TwinOnTheCommandLine()
+    {
+        const std::string floatDir = makeTempDir("cli-overflow-float");
+        writeTinyFloatCheckpoint(floatDir, TinyModelSpec{});
+        const std::string planted = "roberta.encoder.layer.1.intermediate.dense";
+        std::vector<int64_t> ids;
+        for (const QString& id : q(ids_).split(','))
+            ids.push_back(id.toLongLong());
+        plantOutputPeak(floatDir, planted, ids);
+        const std::string dir = makeTempDir("cli-overflow") + "/model";
+        const CliResult made = runCli({"quantize", q(floatDir), q(dir), "--weights", "channel", "--activations", "token"});
+        QVERIFY2(made.exitCode == 0, qPrintable(made.err));
+        const std::string out = makeTempDir("cli-overflow-out");
+
+        const json twin = runJson({"forward", q(dir), "--input-ids", q(ids_), "--mode", "fp16", "--output",
+                                   q(out + "/twin.safetensors"), "--json"});
+        QCOMPARE(twin["first_nonfinite"].get<std::string>(), planted);
+        QCOMPARE(twin["nonfinite"][0]["module"].get<std::string>(), planted);
+        const json fp8 = runJson({"forward", q(dir), "--input-ids", q(ids_), "--output", q(out + "/fp8.safetensors"), "--json"});
+        QVERIFY(fp8["first_nonfinite"].is_null());
+
+        const json compared = runJson({"compare", q(dir), "--reference", q(floatDir), "--input-ids", q(ids_), "--mode",
+                                       "fp16", "--plots", q(out + "/plots"), "--format", "svg", "--json"});
+        QCOMPARE(compared["run"].get<std::string>(), std::string("fp16"));
+        QCOMPARE(compared["first_nonfinite"].get<std::string>(), planted);
+        bool sawPlanted = false;
+        for (const json& module : compared["headroom"])
+            if (module["module"] == planted) {
+                sawPlanted = true;
+                QCOMPARE(module["max_abs"].get<std::string>(), std::string("inf"));
+                QVERIFY(module["overflows_fp16"].get<bool>());
+            } else if (module["module"] == "roberta.embeddings") {
+                QVERIFY(module["max_abs"].get<double>() < 65504);
+            }
+        QVERIFY(sawPlanted);
+        bool sawError = false;
+        for (const json& finding : compared["findings"])
+            sawError = sawError || (finding["code"] == "fp16-activation-overflow" && finding["severity"] == "error" &&
+                                    finding["subject"] == planted);
+        QVERIFY(sawError);
+        QVERIFY(QFile::exists(q(out + "/plots/fp16_headroom.svg")));
+        QVERIFY(QFile::exists(q(out + "/plots/fp16_headroom.csv")));
+
+        // Without the twin, compare still forecasts it: the fp8 run's headroom passes 65,504 there.
+        const json forecast = runJson({"compare", q(dir), "--input-ids", q(ids_), "--json"});
+        bool warned = false;
+        for (const json& finding : forecast["findings"])
+            warned = warned || (finding["code"] == "fp16-activation-overflow" && finding["severity"] == "warning");
+        QVERIFY(warned);
+        QVERIFY(forecast["first_nonfinite"].is_null());
+
+        const CliResult bad = runCli({"compare", q(dir), "--input-ids", q(ids_), "--mode", "fp4"});
+        QCOMPARE(bad.exitCode, 2);
+        QVERIFY2(bad.err.contains("--mode must be fp8, dequant or fp16"), qPrintable(bad.err));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCli)

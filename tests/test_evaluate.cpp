@@ -649,6 +649,43 @@ private slots:
         QCOMPARE(result.runScores.total, std::size_t(0));
     }
 
+    // evaluate on the fp16 twin: a planted channel of layer 1's FFN up-projection far past 65,504
+    // makes every question's run go non-finite there; each question names it, the summary counts
+    // them under that module, and the same evaluation in fp8 has none.
+    void fp16TwinNamesWhereEachQuestionOverflows()
+    {
+        const std::string floatDir = tempDir("eval-fp16-float");
+        writeTinyFloatCheckpoint(floatDir, TinyModelSpec{});
+        const std::string planted = "roberta.encoder.layer.1.intermediate.dense";
+        plantOutputPeak(floatDir, planted, {0, 5, 6, 7, 8, 9, 2}, 1e7f);
+        const std::string fp8Dir = tempDir("eval-fp16") + "/m";
+        writeTinyFp8Checkpoint(floatDir, fp8Dir, {"channel", "token", "F32"});
+        auto run = EncoderModel::load(fp8Dir);
+        const SquadDataset dataset = parseSquadJson(tinySquad().dump(), "tiny.json");
+        EvaluationOptions options = smallWindows();
+        options.maxSamples = 4;
+        options.runMode = RunMode::Fp16;
+        const EvaluationResult twin = evaluateSquad(*run, nullptr, dataset, options);
+        QCOMPARE(twin.runLabel, std::string("fp16"));
+        QCOMPARE(twin.nonFiniteQuestions, std::size_t(4));
+        QCOMPARE(twin.nonFiniteStarts.size(), std::size_t(1));
+        QCOMPARE(twin.nonFiniteStarts[0].module, planted);
+        QCOMPARE(twin.nonFiniteStarts[0].questions, std::size_t(4));
+        for (const SkippedExample& e : twin.skipped) {
+            QCOMPARE(e.firstNonFinite, planted);
+            QVERIFY2(e.reason.rfind("fp16 run: ", 0) == 0 && e.reason.find("(inf/NaN first at " + planted + ")") != std::string::npos,
+                     e.reason.c_str());
+        }
+        for (const EvaluatedExample& e : twin.examples)
+            QCOMPARE(e.firstNonFinite, planted);
+
+        options.runMode = RunMode::Fp8;
+        const EvaluationResult fp8 = evaluateSquad(*run, nullptr, dataset, options);
+        QCOMPARE(fp8.nonFiniteQuestions, std::size_t(0));
+        QVERIFY(fp8.nonFiniteStarts.empty());
+        QCOMPARE(fp8.examples.size(), std::size_t(4));
+    }
+
     void invalidSetupThrowsBeforeRunning_data()
     {
         QTest::addColumn<int>("maxSeqLen");

@@ -3,6 +3,7 @@
 // families: RoBERTa and BERT (whose inputs here are a pair, so both token types are exercised).
 #include <QtTest>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <map>
@@ -11,7 +12,9 @@
 #include "io/safetensors.h"
 #include "engine/compute_threads.h"
 #include "engine/fp8_gemm.h"
+#include "analysis/diagnostics.h"
 #include "model/encoder_model.h"
+#include "numerics/half.h"
 #include "support/fixtures.h"
 #include "support/reference_forward.h"
 
@@ -85,6 +88,15 @@ std::vector<int64_t> idsFor(const std::string& dir)
     for (int64_t id : kIds)
         ids.push_back(id % vocab);
     return ids;
+}
+
+// Whether every value is exactly an IEEE half (what an fp16 run must store).
+bool allHalves(const std::vector<float>& values)
+{
+    for (float v : values)
+        if (std::isfinite(v) && half::f16ToFloat(half::floatToF16(v)) != v)
+            return false;
+    return true;
 }
 
 } // namespace
@@ -195,17 +207,20 @@ private slots:
 
         auto model = EncoderModel::load(fp8Dir);
         QVERIFY(model->isQuantized());
-        for (const char* mode : {"fp8", "dequant"}) {
+        for (const char* mode : {"fp8", "dequant", "fp16"}) {
             ForwardOptions options;
-            options.mode = std::string(mode) == "fp8" ? RunMode::Fp8 : RunMode::Dequant;
+            QVERIFY(parseRunMode(mode, options.mode));
             options.capture.all = true;
             const ForwardResult result = model->forward(inputsFor(ids, types), options);
             const auto reference = referenceForward(fp8Dir, ids, mode, types);
             for (const std::string& name : {std::string("start_logits"), std::string("end_logits"), layerOutput}) {
                 const Difference d = compare(output(result, name).values, reference.at(name).values);
                 // A float32-vs-double difference can move an activation across an FP8 rounding
-                // boundary, so fp8 mode gets a looser (still tight) bound than pure float.
-                const double bound = (std::string(mode) == "fp8" ? 2e-3 : 1e-4) * std::max(1.0, d.refMaxAbs);
+                // boundary, so fp8 mode gets a looser (still tight) bound than pure float; fp16 mode
+                // also rounds every module output to half (2^-11 relative), which such a difference
+                // can move by one half step.
+                const double relative = std::string(mode) == "fp8" ? 2e-3 : std::string(mode) == "fp16" ? 5e-3 : 1e-4;
+                const double bound = relative * std::max(1.0, d.refMaxAbs);
                 QVERIFY2(d.maxAbs <= bound, qPrintable(QString("%1 %2: max abs diff %3 (range %4)")
                                                            .arg(mode, QString::fromStdString(name)).arg(d.maxAbs).arg(d.refMaxAbs)));
             }
@@ -430,6 +445,126 @@ private slots:
         Progress progress;
         progress.cancel = &cancel;
         QVERIFY_THROWS_EXCEPTION(Cancelled, model->forward({{idsFor(dir)}, {}, {}, {}}, ForwardOptions{}, progress));
+    }
+    // fp16 mode stores what a float16 device stores: every module output and the final logits are
+    // exact halves (fp8 mode's are not), and the run equals the independent reference's fp16 mode
+    // (checked with the FP8 strategies above).
+    void fp16OutputsAreHalves()
+    {
+        TinyModelSpec spec;
+        const std::string floatDir = makeTempDir("float");
+        const std::string fp8Dir = makeTempDir("fp8") + "/model";
+        writeTinyFloatCheckpoint(floatDir, spec);
+        writeTinyFp8Checkpoint(floatDir, fp8Dir, Fp8Scheme{});
+        auto model = EncoderModel::load(fp8Dir);
+        ForwardOptions options;
+        options.mode = RunMode::Fp16;
+        options.capture.all = true;
+        const ForwardResult twin = model->forward(EncoderInputs{{idsFor(fp8Dir)}, {}, {}, {}}, options);
+        for (const NamedTensor& t : twin.outputs)
+            QVERIFY2(allHalves(t.tensor.values), t.name.c_str());
+        int outputsChecked = 0;
+        for (const NamedTensor& t : twin.captures)
+            if (t.name.size() > 7 && t.name.compare(t.name.size() - 7, 7, ".output") == 0) {
+                QVERIFY2(allHalves(t.tensor.values), t.name.c_str());
+                ++outputsChecked;
+            }
+        QCOMPARE(outputsChecked, 2 * 7 + 1 + 1); // 6 Linears + the layer per layer, the embeddings, the head
+        options.mode = RunMode::Fp8;
+        const ForwardResult fp8 = model->forward(EncoderInputs{{idsFor(fp8Dir)}, {}, {}, {}}, options);
+        QVERIFY(!allHalves(output(fp8, "start_logits").values));
+        const Difference d = compare(output(twin, "start_logits").values, output(fp8, "start_logits").values);
+        QVERIFY2(d.maxAbs > 0 && d.sqnrDb > 30, qPrintable(QString("fp16 vs fp8 SQNR %1 dB").arg(d.sqnrDb)));
+        QVERIFY(twin.nonFinite.empty());
+    }
+
+    // Every checked module output is reported in the layout's order, with its largest |value| and
+    // its count of values below half's smallest normal as counted here from the captures.
+    void outputRangesFollowTheLayout()
+    {
+        TinyModelSpec spec;
+        const std::string dir = makeTempDir("float");
+        writeTinyFloatCheckpoint(dir, spec);
+        auto model = EncoderModel::load(dir);
+        ForwardOptions options;
+        options.capture.all = true;
+        const ForwardResult result = model->forward(EncoderInputs{{idsFor(dir)}, {}, {}, {}}, options);
+        const std::vector<std::string>& modules = model->checkpoint().layout().outputModules();
+        QCOMPARE(result.outputRanges.size(), modules.size());
+        int compared = 0;
+        for (std::size_t i = 0; i < modules.size(); ++i) {
+            const ModuleOutputRange& range = result.outputRanges[i];
+            QCOMPARE(range.module, modules[i]);
+            for (const NamedTensor& t : result.captures) {
+                if (t.name != range.module + ".output")
+                    continue;
+                float maxAbs = 0;
+                int64_t below = 0;
+                for (float v : t.tensor.values) {
+                    maxAbs = std::max(maxAbs, std::fabs(v));
+                    below += (v != 0 && std::fabs(v) < 6.103515625e-05f) ? 1 : 0;
+                }
+                QCOMPARE(range.maxAbs, maxAbs);
+                QCOMPARE(range.belowHalfNormal, below);
+                QCOMPARE(range.elements, int64_t(t.tensor.values.size()));
+                ++compared;
+            }
+        }
+        int outputPoints = 0;
+        for (const std::string& point : model->checkpoint().layout().capturePoints())
+            outputPoints += point.size() > 7 && point.compare(point.size() - 7, 7, ".output") == 0 ? 1 : 0;
+        QCOMPARE(compared, outputPoints);
+    }
+
+    // A planted outlier channel: layer 1's FFN up-projection reaches 100,000 on one token, which
+    // float32 holds and half cannot. The fp16 twin names that Linear as where inf starts, for the
+    // whole batch and for the row that has it; fp8 mode stays finite but its headroom diagnostic
+    // names the Linear with its magnitude; the unplanted checkpoint has neither.
+    void fp16OverflowNamesTheModule()
+    {
+        TinyModelSpec spec;
+        const std::string floatDir = makeTempDir("float");
+        writeTinyFloatCheckpoint(floatDir, spec);
+        const std::string cleanDir = makeTempDir("fp8") + "/model";
+        writeTinyFp8Checkpoint(floatDir, cleanDir, Fp8Scheme{});
+        const std::string planted = "roberta.encoder.layer.1.intermediate.dense";
+        const auto ids = idsFor(floatDir);
+        plantOutputPeak(floatDir, planted, ids);
+        const std::string plantedDir = makeTempDir("fp8") + "/model";
+        writeTinyFp8Checkpoint(floatDir, plantedDir, Fp8Scheme{});
+
+        for (const std::string& dir : {cleanDir, plantedDir}) {
+            auto model = EncoderModel::load(dir);
+            const bool isPlanted = dir == plantedDir;
+            ForwardOptions twin;
+            twin.mode = RunMode::Fp16;
+            const ForwardResult result = model->forward(EncoderInputs{{ids}, {}, {}, {}}, twin);
+            QCOMPARE(result.firstNonFinite(), isPlanted ? planted : std::string());
+            QCOMPARE(result.firstNonFiniteByRow, std::vector<std::string>{isPlanted ? planted : std::string()});
+            ForwardOptions fp8;
+            const ForwardResult finite = model->forward(EncoderInputs{{ids}, {}, {}, {}}, fp8);
+            QVERIFY(finite.nonFinite.empty());
+            const std::vector<Finding> findings =
+                diagnoseOutputRanges(finite.outputRanges, model->checkpoint().layout(), RunMode::Fp8);
+            const auto overflow = std::find_if(findings.begin(), findings.end(), [](const Finding& f) {
+                return f.code == "fp16-activation-overflow";
+            });
+            QCOMPARE(overflow != findings.end(), isPlanted);
+            if (isPlanted) {
+                QCOMPARE(overflow->subject, planted);
+                const auto range = std::find_if(finite.outputRanges.begin(), finite.outputRanges.end(),
+                                                [&](const ModuleOutputRange& r) { return r.module == planted; });
+                QVERIFY(range->maxAbs > 90000 && range->maxAbs < 110000);
+                QVERIFY2(overflow->message.rfind("Layer 1 FFN up-projection (" + planted + ") reaches ", 0) == 0 &&
+                             overflow->message.find(" on this input: it overflows in fp16 (the AIU path)") != std::string::npos,
+                         overflow->message.c_str());
+                const std::vector<Finding> twinFindings =
+                    diagnoseOutputRanges(result.outputRanges, model->checkpoint().layout(), RunMode::Fp16);
+                QVERIFY(!twinFindings.empty());
+                QCOMPARE(twinFindings.front().severity, Severity::Error);
+                QCOMPARE(twinFindings.front().subject, planted);
+            }
+        }
     }
 };
 

@@ -114,6 +114,15 @@ std::vector<std::string> Arguments::values(const std::string& name) const
     return it == repeated_.end() ? std::vector<std::string>() : it->second;
 }
 
+RunMode comparedRunMode(const Arguments& args)
+{
+    const std::string name = args.value("mode", "fp8");
+    RunMode mode = RunMode::Fp8;
+    if (!parseRunMode(name, mode))
+        throw UsageError{"--mode must be fp8, dequant or fp16, not \"" + name + "\"."};
+    return mode;
+}
+
 DeviceSpec deviceOption(const Arguments& args)
 {
     if (args.values("device").size() > 1)

@@ -53,6 +53,9 @@ private:
 // whatever the command.
 // Given more than once, it is a usage error here: only evaluate spreads work over several devices.
 DeviceSpec deviceOption(const Arguments& args);
+// compare's, evaluate's and sensitivity's --mode: the run side's mode, fp8 (default), dequant or fp16
+// (the reference is the other side, so "reference" is not one). UsageError otherwise.
+RunMode comparedRunMode(const Arguments& args);
 // Every --device, plus one per line of --devices FILE (blank lines and # comments skipped); cpu
 // when neither is given. Several make a device pool (see core/device/backend_pool.h).
 std::vector<DeviceSpec> deviceOptions(const Arguments& args);

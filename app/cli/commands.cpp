@@ -75,11 +75,7 @@ RunSelection selectRun(const Arguments& args, const std::string& checkpointDir)
         options.initialMode = mode; // spares the runner a reload on the first forward
         return RunnerBackend::start(device, Checkpoint::open(checkpointDir), options);
     };
-    if (run.modeName == "fp8") {
-        run.mode = RunMode::Fp8;
-        run.model = open(run.mode);
-    } else if (run.modeName == "dequant") {
-        run.mode = RunMode::Dequant;
+    if (run.modeName != "reference" && parseRunMode(run.modeName, run.mode)) {
         run.model = open(run.mode);
     } else if (run.modeName == "reference") {
         run.mode = RunMode::Dequant; // a float checkpoint runs the same in either mode
@@ -97,7 +93,7 @@ RunSelection selectRun(const Arguments& args, const std::string& checkpointDir)
                 run.note = "The reference " + run.referenceDir + " ran in-process on CPU; --device applies to the checkpoint's own modes.";
         }
     } else {
-        throw UsageError{"--mode must be fp8, dequant or reference, not \"" + run.modeName + "\"."};
+        throw UsageError{"--mode must be fp8, dequant, fp16 or reference, not \"" + run.modeName + "\"."};
     }
     return run;
 }
@@ -563,6 +559,7 @@ int commandCompare(const Arguments& args)
 
     // The run goes to --device; a float reference runs in-process on CPU (the yardstick). Without
     // --reference, dequant on the same device stands in.
+    input.runMode = comparedRunMode(args);
     std::unique_ptr<InferenceBackend> run = openBackend(deviceOption(args), Checkpoint::open(checkpointDir));
     std::unique_ptr<EncoderModel> reference;
     if (auto dir = args.value("reference"))
@@ -578,6 +575,8 @@ int commandCompare(const Arguments& args)
             charts.push_back(activationSharesChart(comparison));
             charts.push_back(activationScaleChart(comparison));
         }
+        if (!comparison.outputRanges.empty())
+            charts.push_back(fp16HeadroomChart(comparison));
         document["plots"] = writePlotFiles(charts, *plots, args.value("format", "png"), document, "compare", args.flag("force"));
     }
     if (args.flag("json")) {
@@ -621,18 +620,18 @@ std::vector<Command> commands()
          commandInspect},
         {{"compare", 1, {"CKPT"},
           {"reference", "question", "context", "text", "input-ids", "plots", "format", "max-seq-len", "doc-stride",
-           "max-answer-len", "null-threshold", "top-k", "device"},
+           "max-answer-len", "null-threshold", "top-k", "device", "mode"},
           {"json", "force"}, "per-layer error of the FP8 run against its reference"},
          commandCompare},
         {{"evaluate", 1, {"CKPT"},
           {"squad", "reference", "max-samples", "csv", "max-seq-len", "doc-stride", "max-answer-len", "null-threshold",
-           "batch-size", "device", "devices"},
+           "batch-size", "device", "devices", "mode"},
           {"json", "force"}, "SQuAD exact match and F1 of the FP8 run and its reference"},
          commandEvaluate},
         {{"sensitivity", 1, {"CKPT"},
           {"reference", "question", "context", "text", "input-ids", "squad", "max-samples", "granularity", "target-sqnr",
            "target-f1-drop", "plots", "format", "max-seq-len", "doc-stride", "max-answer-len", "null-threshold", "top-k",
-           "device"},
+           "device", "mode"},
           {"json", "force"}, "which Linear (or layer) breaks the answer: each kept float alone and in FP8 alone, ranked"},
          commandSensitivity},
         {{"keep-float", 2, {"CKPT", "DST"},

@@ -119,6 +119,17 @@ json evaluationJson(const EvaluationResult& r, const std::string& checkpointDir,
     json skipped = json::array();
     for (const SkippedExample& s : r.skipped)
         skipped.push_back({{"id", s.id}, {"reason", s.reason}});
+    // Per question (evaluated or skipped, file order) where the run's inf/NaN starts, and the summary.
+    json perQuestion = json::array();
+    for (const EvaluatedExample& e : r.examples)
+        if (!e.firstNonFinite.empty())
+            perQuestion.push_back({{"id", e.example.id}, {"first_nonfinite", e.firstNonFinite}, {"skipped", false}});
+    for (const SkippedExample& s : r.skipped)
+        if (!s.firstNonFinite.empty())
+            perQuestion.push_back({{"id", s.id}, {"first_nonfinite", s.firstNonFinite}, {"skipped", true}});
+    json starts = json::array();
+    for (const NonFiniteStart& start : r.nonFiniteStarts)
+        starts.push_back({{"module", start.module}, {"questions", start.questions}});
     json disagreements = json::array();
     for (const Disagreement& d : r.disagreements)
         disagreements.push_back(disagreementJson(r, d));
@@ -142,6 +153,7 @@ json evaluationJson(const EvaluationResult& r, const std::string& checkpointDir,
           {"evaluated", r.examples.size()},
           {"skipped", r.skipped.size()}}},
         {"skipped", skipped},
+        {"nonfinite", {{"questions", r.nonFiniteQuestions}, {"starts", starts}, {"per_question", perQuestion}}},
         {"agreement", r.agreement},
         {"agreeing", r.agreeing},
         {"disagreement_count", r.disagreements.size()},
@@ -214,6 +226,18 @@ std::string formatSqnr(double db)
     return out.str();
 }
 
+// "3 questions had inf/NaN in the fp16 run; it starts at: ..." (nothing when every output was finite).
+void printNonFiniteSummary(const EvaluationResult& r)
+{
+    if (r.nonFiniteQuestions == 0)
+        return;
+    std::cout << r.nonFiniteQuestions << " question(s) had inf/NaN outputs in the " << r.runLabel
+              << " run; where it starts:";
+    for (const NonFiniteStart& start : r.nonFiniteStarts)
+        std::cout << "\n  " << terminalSafe(start.module) << ": " << start.questions << " question(s)";
+    std::cout << "\n";
+}
+
 void printText(const EvaluationResult& r)
 {
     if (!r.note.empty())
@@ -236,7 +260,8 @@ void printText(const EvaluationResult& r)
               << " of " << r.examples.size() << " questions get the same answer from both).\n";
     std::cout << "Throughput: " << std::setprecision(1) << r.questionsPerSecond << " questions/s (" << r.examples.size()
               << " questions in " << std::setprecision(1) << r.seconds << " s; forward " << std::setprecision(0)
-              << r.runForwardMs << " ms fp8, " << r.referenceForwardMs << " ms reference).\n";
+              << r.runForwardMs << " ms " << r.runLabel << ", " << r.referenceForwardMs << " ms reference).\n";
+    printNonFiniteSummary(r);
 
     for (const SkippedExample& s : r.skipped)
         std::cout << "Skipped " << terminalSafe(s.id) << ": " << terminalSafe(s.reason) << "\n";
@@ -346,6 +371,7 @@ int commandEvaluate(const Arguments& args)
     options.qa.nullThreshold = args.floatValue("null-threshold");
     options.batchSize = args.intValue("batch-size", 16, 1, 4096);
     options.maxSamples = static_cast<std::size_t>(args.intValue("max-samples", 0, 0, kMaxSamples));
+    options.runMode = comparedRunMode(args);
 
     // Refuse what would fail at the end before spending the evaluation's time.
     if (!csvPath.empty())

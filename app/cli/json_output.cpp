@@ -4,6 +4,7 @@
 
 #include "common/text_files.h"
 #include "model/quantization_config.h"
+#include "numerics/half.h"
 
 namespace scalescope::cli {
 
@@ -120,6 +121,19 @@ json inspectJson(const Checkpoint& checkpoint, const std::vector<LinearScaleStat
     return out;
 }
 
+json headroomJson(const std::vector<ModuleOutputRange>& ranges)
+{
+    json out = json::array();
+    for (const ModuleOutputRange& range : ranges) {
+        const double n = range.elements > 0 ? double(range.elements) : 1.0;
+        out.push_back({{"module", range.module},
+                       {"max_abs", std::isinf(range.maxAbs) ? json("inf") : json(range.maxAbs)},
+                       {"overflows_fp16", range.maxAbs > half::kHalfMax},
+                       {"below_half_normal_share", double(range.belowHalfNormal) / n}});
+    }
+    return out;
+}
+
 json comparisonJson(const ComparisonResult& c)
 {
     json out;
@@ -188,6 +202,12 @@ json comparisonJson(const ComparisonResult& c)
                               {"note", c.nonFiniteNote}};
     }
     out["final"] = final;
+    out["headroom"] = headroomJson(c.outputRanges);
+    json nonFinite = json::array();
+    for (const ModuleNonFinite& module : c.runNonFinite)
+        nonFinite.push_back({{"module", module.module}, {"count", module.count}});
+    out["nonfinite"] = nonFinite;
+    out["first_nonfinite"] = c.runNonFinite.empty() ? json(nullptr) : json(c.runNonFinite.front().module);
     out["findings"] = findingsJson(c.findings);
     out["timing"] = {{"run_ms", c.runMs}, {"reference_ms", c.referenceMs}};
     return out;

@@ -20,6 +20,8 @@ nlohmann::json findingsJson(const std::vector<Finding>& findings);
 nlohmann::json scaleStatisticsJson(const LinearScaleStatistics& statistics);
 nlohmann::json inspectJson(const Checkpoint& checkpoint, const std::vector<LinearScaleStatistics>& statistics,
                            const std::vector<Finding>& findings);
+// Per module: "max_abs" ("inf" when it overflowed), "overflows_fp16", "below_half_normal_share".
+nlohmann::json headroomJson(const std::vector<ModuleOutputRange>& ranges);
 nlohmann::json comparisonJson(const ComparisonResult& comparison);
 
 } // namespace scalescope::cli

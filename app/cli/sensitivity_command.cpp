@@ -165,6 +165,7 @@ int commandSensitivity(const Arguments& args)
         options.targetSqnrDb = *t;
     if (auto t = args.floatValue("target-f1-drop"))
         options.targetF1Drop = *t;
+    options.runMode = comparedRunMode(args);
     input.maxSamples = static_cast<std::size_t>(args.intValue("max-samples", 0, 0, 100'000'000));
     if (args.has("format") && !args.has("plots"))
         throw UsageError{"--format applies only with --plots."};

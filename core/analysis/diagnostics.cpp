@@ -46,6 +46,7 @@
 #include "analysis/diagnostics.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -842,6 +843,61 @@ std::vector<Finding> diagnoseActivations(const std::vector<ActivationStatistics>
                  ", so " + std::to_string(stats.clipped) + " of " + std::to_string(stats.elements) +
                  " inputs (" + percentText(share) + ") were clipped; recalibrate input_scale on representative "
                  "data (amax / 448 = " + numberText(double(stats.amax) / kE4M3Largest) + ")."});
+    }
+    return findings;
+}
+
+namespace {
+
+// 71204.5 -> "71,204": magnitudes of activations are read by people, not parsed.
+std::string groupedNumber(double value)
+{
+    std::string digits = std::to_string(static_cast<long long>(std::llround(value)));
+    for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
+        digits.insert(static_cast<std::size_t>(i), ",");
+    return digits;
+}
+
+std::optional<Finding> headroomFinding(const ModuleOutputRange& range, const EncoderLayout& layout, RunMode mode)
+{
+    std::string who = layout.describeModule(range.module);
+    who[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(who[0])));
+    if (std::isinf(range.maxAbs) && mode == RunMode::Fp16)
+        return Finding{Severity::Error, "fp16-activation-overflow", range.module,
+                       who + " overflows to inf in the fp16 run on this input: on the AIU path "
+                       "(float16) it passes 65,504; keep it below that (scale its weights, bias or LayerNorm down) or "
+                       "run this module in float32."};
+    if (range.maxAbs > half::kHalfMax)
+        return Finding{Severity::Warning, "fp16-activation-overflow", range.module,
+                       who + " reaches " +
+                           (std::isinf(range.maxAbs) ? std::string("inf") : groupedNumber(range.maxAbs)) +
+                           " on this input: it overflows in fp16 (the AIU path), whose largest value is 65,504; run "
+                           "--mode fp16 to see where the overflow leads."};
+    if (range.maxAbs > half::kHalfMax / 2)
+        return Finding{Severity::Info, "fp16-low-headroom", range.module,
+                       who + " reaches " + groupedNumber(range.maxAbs) +
+                           " on this input, within a factor of 2 of fp16's largest value 65,504 (the AIU path): "
+                           "another input may overflow it."};
+    return std::nullopt;
+}
+
+} // namespace
+
+std::vector<Finding> diagnoseOutputRanges(const std::vector<ModuleOutputRange>& ranges, const EncoderLayout& layout,
+                                          RunMode mode, const DiagnosticsOptions& options)
+{
+    std::vector<Finding> findings;
+    for (const ModuleOutputRange& range : ranges) {
+        if (auto finding = headroomFinding(range, layout, mode)) {
+            findings.push_back(std::move(*finding));
+            continue;
+        }
+        const double flushed = range.elements > 0 ? double(range.belowHalfNormal) / double(range.elements) : 0.0;
+        if (flushed > options.fp16FlushShare)
+            findings.push_back({Severity::Info, "fp16-activation-flush", range.module,
+                                percentText(flushed) + " of the values of " + layout.describeModule(range.module) +
+                                    " on this input lie below fp16's smallest normal value (6.1e-5): on the AIU path "
+                                    "they lose precision or flush to zero."});
     }
     return findings;
 }

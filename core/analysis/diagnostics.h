@@ -26,6 +26,7 @@ struct DiagnosticsOptions {
     double heavyWeightClippingShare = 0.01;    // warn when more weight codes than this sit at +-448
     double heavyWeightUnderflowShare = 0.25;   // warn when more weight codes than this are zero/subnormal
     double staticScaleClippingShare = 0.001;   // warn when a static input scale clips more activations
+    double fp16FlushShare = 0.01;              // note module outputs with more values below half's normal range
 };
 
 std::vector<Finding> diagnoseCheckpoint(const Checkpoint& checkpoint,
@@ -36,5 +37,13 @@ std::vector<Finding> diagnoseCheckpoint(const Checkpoint& checkpoint,
 std::vector<Finding> diagnoseActivations(const std::vector<ActivationStatistics>& activations,
                                          const std::vector<LinearInfo>& linears,
                                          const DiagnosticsOptions& options = {});
+
+// After any run: module outputs against float16's limits (the AIU keeps activations in fp16).
+// "fp16-activation-overflow" where |output| passed 65504 (in an fp16 run: became inf),
+// "fp16-low-headroom" within a factor of 2 of it, "fp16-activation-flush" where more than
+// fp16FlushShare of the non-zero outputs lie below half's smallest normal. Each names the module
+// in words and says "on this input" (the run's input, which the caller shows).
+std::vector<Finding> diagnoseOutputRanges(const std::vector<ModuleOutputRange>& ranges, const EncoderLayout& layout,
+                                          RunMode mode, const DiagnosticsOptions& options = {});
 
 } // namespace scalescope

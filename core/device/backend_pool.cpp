@@ -14,6 +14,36 @@ struct Slice {
     std::size_t rows = 0;
 };
 
+// Adds one slice's inf/NaN counts and output ranges to the whole batch's (per module: counts add
+// up, the largest |value| wins); per-row first modules follow in slice order. rowsReported turns
+// false when a slice of `rows` rows did not report its rows (the caller then drops the list: a
+// partial one would misattribute rows).
+void joinSummaries(ForwardResult& joined, const ForwardResult& part, std::size_t rows, bool& rowsReported)
+{
+    for (const ModuleNonFinite& module : part.nonFinite) {
+        const auto known = std::find_if(joined.nonFinite.begin(), joined.nonFinite.end(),
+                                        [&](const ModuleNonFinite& k) { return k.module == module.module; });
+        if (known == joined.nonFinite.end())
+            joined.nonFinite.push_back(module);
+        else
+            known->count += module.count;
+    }
+    for (const ModuleOutputRange& range : part.outputRanges) {
+        const auto known = std::find_if(joined.outputRanges.begin(), joined.outputRanges.end(),
+                                        [&](const ModuleOutputRange& k) { return k.module == range.module; });
+        if (known == joined.outputRanges.end()) {
+            joined.outputRanges.push_back(range);
+        } else {
+            known->maxAbs = std::max(known->maxAbs, range.maxAbs);
+            known->belowHalfNormal += range.belowHalfNormal;
+            known->elements += range.elements;
+        }
+    }
+    joined.firstNonFiniteByRow.insert(joined.firstNonFiniteByRow.end(), part.firstNonFiniteByRow.begin(),
+                                      part.firstNonFiniteByRow.end());
+    rowsReported = rowsReported && part.firstNonFiniteByRow.size() == rows;
+}
+
 // Rows [first, first + rows) of `inputs`, each padded to `seq` tokens so that the slice has the
 // whole batch's shape: padding is masked, so a row's real tokens see exactly the same inputs.
 EncoderInputs sliceInputs(const EncoderInputs& inputs, const Slice& slice, std::size_t seq, int64_t padId)
@@ -173,6 +203,7 @@ ForwardResult BackendPool::forward(const EncoderInputs& inputs, const ForwardOpt
         thread.join();
 
     ForwardResult joined;
+    bool rowsReported = true;
     for (std::size_t p = 0; p < parts; ++p) {
         if (failures[p]) {
             try {
@@ -186,16 +217,11 @@ ForwardResult BackendPool::forward(const EncoderInputs& inputs, const ForwardOpt
         }
         appendNamed(joined.outputs, results[p].outputs);
         appendNamed(joined.captures, results[p].captures);
-        for (const ModuleNonFinite& module : results[p].nonFinite) {
-            const auto known = std::find_if(joined.nonFinite.begin(), joined.nonFinite.end(),
-                                            [&](const ModuleNonFinite& k) { return k.module == module.module; });
-            if (known == joined.nonFinite.end())
-                joined.nonFinite.push_back(module);
-            else
-                known->count += module.count;
-        }
+        joinSummaries(joined, results[p], slices[p].rows, rowsReported);
         joined.elapsedMs = std::max(joined.elapsedMs, results[p].elapsedMs);
     }
+    if (!rowsReported)
+        joined.firstNonFiniteByRow.clear();
     progress.report(1.0, "Done");
     return joined;
 }

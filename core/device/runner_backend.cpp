@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "device/checkpoint_manifest.h"
+#include "device/forward_summary.h"
 #include "device/runner_channel.h"
 #include "engine/forward_inputs.h"
 #include "io/safetensors.h"
@@ -443,6 +444,7 @@ ForwardResult RunnerBackend::forward(const EncoderInputs& inputs, const ForwardO
     }
     ForwardResult result = m.readResult(output, inputs, selected);
     result.nonFinite = nonFiniteOfReply(reply.response, result, m.checkpoint->layout());
+    readForwardSummary(reply.response, inputs.inputIds.size(), result);
     const auto elapsed = reply.response.find("elapsed_ms");
     const double roundTrip = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
     result.elapsedMs = elapsed != reply.response.end() && elapsed->is_number() ? elapsed->get<double>() : roundTrip;

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/text_files.h"
 #include "device/checkpoint_manifest.h"
+#include "device/forward_summary.h"
 #include "device/runner_backend.h"
 #include "engine/compute_threads.h"
 #include "io/safetensors.h"
@@ -302,16 +303,12 @@ private:
         std::string modeName = "fp8";
         if (request.contains("mode")) {
             if (!request["mode"].is_string())
-                throw Error("The load request's \"mode\" must be \"fp8\" or \"dequant\".");
+                throw Error("The load request's \"mode\" must be \"fp8\", \"dequant\" or \"fp16\".");
             modeName = request["mode"].get<std::string>();
         }
-        RunMode mode;
-        if (modeName == "fp8")
-            mode = RunMode::Fp8;
-        else if (modeName == "dequant")
-            mode = RunMode::Dequant;
-        else
-            throw Error("The load request's mode \"" + modeName + "\" is not fp8 or dequant.");
+        RunMode mode = RunMode::Fp8;
+        if (!parseRunMode(modeName, mode))
+            throw Error("The load request's mode \"" + modeName + "\" is not fp8 or dequant (nor fp16, the AIU's CPU twin).");
 
         const std::string canonical = canonicalFolder(dir);
         // EncoderModel runs either mode from the same weights, so a mode switch costs nothing here.
@@ -391,12 +388,12 @@ private:
                                                              {"mode", runModeName(mode_)}};
         log_ << "scalescope runner: forward " << inputs.inputIds.size() << " sequence(s), " << result.captures.size()
              << " capture(s), " << result.elapsedMs << " ms" << std::endl;
-        nlohmann::json nonFinite = nlohmann::json::array();
-        for (const ModuleNonFinite& module : result.nonFinite)
-            nonFinite.push_back({{"module", module.module}, {"count", module.count}});
+        nlohmann::json answer = forwardSummaryJson(result);
+        answer["elapsed_ms"] = result.elapsedMs;
         if (protocol_ < 2) {
             writeSafetensors(output, tensors, metadata);
-            return {{"output", output}, {"elapsed_ms", result.elapsedMs}, {"nonfinite", nonFinite}};
+            answer["output"] = output;
+            return answer;
         }
         std::filesystem::create_directories(cache_);
         const std::string blob = cache_ + "/.forward-" + std::to_string(::getpid()) + ".safetensors";
@@ -404,7 +401,8 @@ private:
         payload_ = readFileToString(blob, 1ull << 40);
         std::error_code ignored;
         std::filesystem::remove(blob, ignored);
-        return {{"elapsed_ms", result.elapsedMs}, {"bytes", payload_.size()}, {"nonfinite", nonFinite}};
+        answer["bytes"] = payload_.size();
+        return answer;
     }
 
 public:

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "numerics/fp8.h"
+#include "numerics/half.h"
 
 namespace scalescope {
 namespace {
@@ -181,18 +182,37 @@ float realRowsAmax(const float* src, int64_t rows, int64_t features, const std::
     return amax;
 }
 
-int64_t countNonFinite(const float* src, int64_t rows, int64_t features, int64_t rowStride,
-                       const std::vector<uint8_t>& isReal)
+OutputScan scanOutput(const float* src, int64_t rows, int64_t features, int64_t rowStride,
+                      const std::vector<uint8_t>& isReal)
 {
-    int64_t count = 0;
+    OutputScan scan;
     for (int64_t row = 0; row < rows; ++row) {
         if (!isRealRow(isReal, row))
             continue;
         const float* values = src + row * rowStride;
-        for (int64_t i = 0; i < features; ++i)
-            count += std::isfinite(values[i]) ? 0 : 1;
+        float maxAbs = scan.maxAbs;
+        int64_t nonFinite = 0, belowNormal = 0;
+        for (int64_t i = 0; i < features; ++i) {
+            const float magnitude = std::fabs(values[i]);
+            nonFinite += std::isfinite(magnitude) ? 0 : 1;
+            belowNormal += (magnitude > 0.0f && magnitude < half::kHalfMinNormal) ? 1 : 0;
+            maxAbs = magnitude > maxAbs ? magnitude : maxAbs; // false for NaN: NaN is left out
+        }
+        scan.maxAbs = maxAbs;
+        scan.nonFinite += nonFinite;
+        scan.belowHalfNormal += belowNormal;
+        scan.elements += features;
     }
-    return count;
+    return scan;
+}
+
+bool rowHasNonFinite(const float* src, int64_t row, int64_t features, int64_t rowStride)
+{
+    const float* values = src + row * rowStride;
+    for (int64_t i = 0; i < features; ++i)
+        if (!std::isfinite(values[i]))
+            return true;
+    return false;
 }
 
 } // namespace scalescope

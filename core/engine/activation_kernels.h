@@ -34,10 +34,20 @@ ActivationStatistics countActivationStatistics(const std::string& module, const 
                                                const std::vector<uint8_t>& isReal, int64_t groupSize = 0,
                                                bool quantizedAreValues = false);
 
-// The number of inf/NaN values over the rows `isReal` marks (all when empty); consecutive rows
-// start `rowStride` floats apart, so a column slice of a wider matrix is counted in place.
-int64_t countNonFinite(const float* src, int64_t rows, int64_t features, int64_t rowStride,
-                       const std::vector<uint8_t>& isReal);
+// One module output over the rows `isReal` marks (all when empty); consecutive rows start
+// `rowStride` floats apart, so a column slice of a wider matrix is scanned in place. NaN is not a
+// magnitude: maxAbs is over the other values (inf included).
+struct OutputScan {
+    int64_t nonFinite = 0;       // inf or NaN
+    float maxAbs = 0;
+    int64_t belowHalfNormal = 0; // 0 < |x| < 2^-14: subnormal or flushed on a float16 device
+    int64_t elements = 0;
+};
+OutputScan scanOutput(const float* src, int64_t rows, int64_t features, int64_t rowStride,
+                      const std::vector<uint8_t>& isReal);
+
+// Whether row `row` (rowStride apart) holds an inf or NaN.
+bool rowHasNonFinite(const float* src, int64_t row, int64_t features, int64_t rowStride);
 
 // max |x| over the rows `isReal` marks (all when empty).
 float realRowsAmax(const float* src, int64_t rows, int64_t features, const std::vector<uint8_t>& isReal);

@@ -9,10 +9,12 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <mutex>
 
 #include "common/error.h"
 #include "engine/activation_kernels.h"
 #include "engine/encoder_weights.h"
+#include "numerics/half.h"
 
 namespace scalescope {
 namespace {
@@ -28,17 +30,30 @@ FloatTensor toFloatTensor(const at::Tensor& tensor)
     return out;
 }
 
-// State of one forward call: options, the real-token row mask for statistics, and the outputs.
+// State of one forward call: options, the weights of its mode, the real-token row mask for
+// statistics, and the outputs.
 struct ForwardContext {
     const ForwardOptions& options;
+    const EncoderWeights& weights;
     std::vector<uint8_t> realRows; // per flattened token row: 1 real, 0 padding
     ForwardResult result;
+
+    // A module's result as this mode stores it: fp16 mode rounds it to IEEE half (in place: only
+    // fresh results are passed), the other modes keep float32.
+    at::Tensor stored(const at::Tensor& tensor) const
+    {
+        if (options.mode != RunMode::Fp16)
+            return tensor;
+        at::Tensor out = tensor.contiguous();
+        half::roundToHalfInPlace(out.data_ptr<float>(), static_cast<std::size_t>(out.numel()));
+        return out;
+    }
 
     // The real-row mask for a [rows, features] view; gathered head inputs (logitPositions) are all real.
     const std::vector<uint8_t>& realRowsFor(int64_t rows) const
     {
         static const std::vector<uint8_t> allReal;
-        return rows == static_cast<int64_t>(realRows.size()) ? realRows : allReal;
+        return !gatheredRows && rows == static_cast<int64_t>(realRows.size()) ? realRows : allReal;
     }
     void capture(const std::string& point, const std::string& module, const at::Tensor& tensor)
     {
@@ -52,18 +67,48 @@ struct ForwardContext {
         }
         result.captures.push_back({point, toFloatTensor(tensor)});
     }
-    // A module's output: counted for inf/NaN on real tokens (always), then captured when selected.
+    // A module's output: its range and inf/NaN count on real tokens (always: a non-finite value is
+    // never passed on silently), then captured when selected.
     void output(const std::string& point, const std::string& module, const at::Tensor& tensor)
+    {
+        check(module, tensor);
+        capture(point, module, tensor);
+    }
+
+    // A module output's range and inf/NaN count, for modules that are not capture points too
+    // (EncoderLayout::outputModules()).
+    void check(const std::string& module, const at::Tensor& tensor)
     {
         at::Tensor rows = tensor.reshape({-1, tensor.size(-1)});
         if (rows.stride(1) != 1)
             rows = rows.contiguous();
-        const int64_t count = countNonFinite(rows.data_ptr<float>(), rows.size(0), rows.size(1), rows.stride(0),
-                                             realRowsFor(rows.size(0)));
-        if (count > 0)
-            result.nonFinite.push_back({module, count});
-        capture(point, module, tensor);
+        const std::vector<uint8_t>& real = realRowsFor(rows.size(0));
+        const OutputScan scan = scanOutput(rows.data_ptr<float>(), rows.size(0), rows.size(1), rows.stride(0), real);
+        result.outputRanges.push_back({module, scan.maxAbs, scan.belowHalfNormal, scan.elements});
+        if (scan.nonFinite > 0) {
+            result.nonFinite.push_back({module, scan.nonFinite});
+            markRowsNonFinite(module, rows, real);
+        }
     }
+
+    // firstNonFiniteByRow for the sequences this output's non-finite rows belong to: token rows of
+    // the batch, or the gathered MaskedLM positions.
+    void markRowsNonFinite(const std::string& module, const at::Tensor& rows, const std::vector<uint8_t>& real)
+    {
+        const bool gathered = gatheredRows || rows.size(0) != static_cast<int64_t>(realRows.size());
+        for (int64_t row = 0; row < rows.size(0); ++row) {
+            if ((!real.empty() && !real[static_cast<std::size_t>(row)]) ||
+                !rowHasNonFinite(rows.data_ptr<float>(), row, rows.size(1), rows.stride(0)))
+                continue;
+            const std::size_t sequence = gathered ? static_cast<std::size_t>(logitPositions[static_cast<std::size_t>(row)].first)
+                                                  : static_cast<std::size_t>(row / sequenceLength);
+            if (sequence < result.firstNonFiniteByRow.size() && result.firstNonFiniteByRow[sequence].empty())
+                result.firstNonFiniteByRow[sequence] = module;
+        }
+    }
+    int64_t sequenceLength = 1;
+    std::vector<std::pair<int, int>> logitPositions; // the MaskedLM head's gathered (row, position)s
+    bool gatheredRows = false;                       // set once the head runs on those positions only
 
     // The earliest recent capture point that was this very tensor, or "". Recent contiguous captures
     // are held (their memory cannot be reused meanwhile), so an equal data pointer and shape mean
@@ -165,6 +210,7 @@ at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardCo
         const at::Tensor& weight = floatWeight(linear);
         y = linear.bias.defined() ? at::linear(input, weight, linear.bias) : at::linear(input, weight);
     }
+    y = context.stored(y);
     context.output(info.module + ".output", info.module, y);
     return y;
 }
@@ -183,9 +229,9 @@ std::array<at::Tensor, 3> runQkv(const LayerWeights& layer, const at::Tensor& x,
         recordLinearInputAmax(member->info, x, context);
     const std::size_t statisticsBefore = context.result.activationStatistics.size();
     const Fp8FactoredGemm* gemm = factoredGemmFor(layer.qkvFactoredGemm, layer.query.info, context);
-    const at::Tensor y =
+    const at::Tensor y = context.stored(
         gemm ? runFactoredLinear(*gemm, layer.query.info, x, context)
-             : at::linear(linearInput(layer.query.info, x, context), fusedQkvWeight(layer), layer.qkvBias);
+             : at::linear(linearInput(layer.query.info, x, context), fusedQkvWeight(layer), layer.qkvBias));
     // The three share one quantized input, so they share its statistics too.
     if (context.result.activationStatistics.size() == statisticsBefore + 1) {
         for (const LinearWeights* member : {&layer.key, &layer.value}) {
@@ -211,6 +257,25 @@ std::array<at::Tensor, 3> runQkv(const LayerWeights& layer, const at::Tensor& x,
 struct EncoderGraph::Impl {
     std::shared_ptr<const Checkpoint> checkpoint;
     EncoderWeights weights;
+    // fp16 mode's weights (StoredPrecision::Half), made on the first fp16 forward: a model never
+    // run in fp16 pays neither the time nor the memory.
+    mutable std::unique_ptr<EncoderWeights> halfWeights;
+    mutable std::once_flag halfWeightsMade;
+
+    const EncoderWeights& weightsFor(RunMode mode, const Progress& progress) const
+    {
+        if (mode != RunMode::Fp16)
+            return weights;
+        std::call_once(halfWeightsMade, [&] { // a throw (cancel) leaves it to the next fp16 forward
+            const Progress preparing{[&](double fraction, const std::string& stage) {
+                                         progress.report(fraction, "Preparing the fp16 twin: " + stage);
+                                     },
+                                     progress.cancel};
+            halfWeights = std::make_unique<EncoderWeights>(
+                loadEncoderWeights(*checkpoint, preparing, StoredPrecision::Half));
+        });
+        return *halfWeights;
+    }
 
     const ModelConfig& config() const { return checkpoint->config(); }
     const EncoderLayout& layout() const { return checkpoint->layout(); }
@@ -230,34 +295,43 @@ struct EncoderGraph::Impl {
             positions = at::arange(padded.seq, at::kLong).unsqueeze(0).expand({padded.batch, padded.seq}) +
                         layout().positionOffset();
         }
-        const at::Tensor sum = at::embedding(weights.wordEmbeddings, ids) +
-                               at::embedding(weights.positionEmbeddings, positions) +
-                               at::embedding(weights.tokenTypeEmbeddings, types);
-        at::Tensor h = at::layer_norm(sum, {c.hiddenSize}, weights.embeddingNormWeight, weights.embeddingNormBias,
-                                      c.layerNormEps);
+        const EncoderWeights& weights = context.weights;
+        const at::Tensor sum = context.stored(at::embedding(weights.wordEmbeddings, ids) +
+                                              at::embedding(weights.positionEmbeddings, positions) +
+                                              at::embedding(weights.tokenTypeEmbeddings, types));
+        at::Tensor h = context.stored(at::layer_norm(sum, {c.hiddenSize}, weights.embeddingNormWeight,
+                                                     weights.embeddingNormBias, c.layerNormEps));
         context.output(layout().embeddingsOutput(), layout().embeddingsModule(), h);
         return h;
     }
 
+    // Every module's result passes context.stored(): in fp16 mode the attention scores (before the
+    // padding mask, which is not a stored value), probabilities and context, each Linear, the GELU,
+    // each residual sum and each LayerNorm are rounded to half as DESIGN's "Run modes" says.
     at::Tensor encoderLayer(int index, const at::Tensor& h, const at::Tensor& keyMask, ForwardContext& context) const
     {
         const ModelConfig& c = config();
-        const LayerWeights& layer = weights.layers[static_cast<std::size_t>(index)];
+        const LayerWeights& layer = context.weights.layers[static_cast<std::size_t>(index)];
         const int64_t batch = h.size(0), seq = h.size(1), hidden = c.hiddenSize;
         const int64_t heads = c.numHeads, headDim = hidden / heads;
         auto splitHeads = [&](const at::Tensor& t) { return t.view({batch, seq, heads, headDim}).transpose(1, 2); };
         const auto qkv = runQkv(layer, h, context);
         const at::Tensor q = splitHeads(qkv[0]), k = splitHeads(qkv[1]), v = splitHeads(qkv[2]);
-        const at::Tensor scores = at::matmul(q, k.transpose(-1, -2)) * (1.0 / std::sqrt(double(headDim))) + keyMask;
+        const at::Tensor scores =
+            context.stored(at::matmul(q, k.transpose(-1, -2)) * (1.0 / std::sqrt(double(headDim)))) + keyMask;
+        const at::Tensor probabilities = context.stored(at::softmax(scores, -1));
         const at::Tensor attended =
-            at::matmul(at::softmax(scores, -1), v).transpose(1, 2).reshape({batch, seq, hidden});
+            context.stored(at::matmul(probabilities, v)).transpose(1, 2).reshape({batch, seq, hidden});
+        context.check(layout().attentionModule(index), attended);
         const at::Tensor attentionOut = runLinear(layer.attentionOutput, attended, context);
-        const at::Tensor afterAttention = at::layer_norm(attentionOut + h, {hidden}, layer.attentionNormWeight,
-                                                         layer.attentionNormBias, c.layerNormEps);
-        const at::Tensor intermediate = at::gelu(runLinear(layer.intermediate, afterAttention, context));
+        const at::Tensor afterAttention =
+            context.stored(at::layer_norm(context.stored(attentionOut + h), {hidden}, layer.attentionNormWeight,
+                                          layer.attentionNormBias, c.layerNormEps));
+        context.check(layout().attentionBlockModule(index), afterAttention);
+        const at::Tensor intermediate = context.stored(at::gelu(runLinear(layer.intermediate, afterAttention, context)));
         const at::Tensor outputDense = runLinear(layer.output, intermediate, context);
-        at::Tensor out = at::layer_norm(outputDense + afterAttention, {hidden}, layer.outputNormWeight,
-                                        layer.outputNormBias, c.layerNormEps);
+        at::Tensor out = context.stored(at::layer_norm(context.stored(outputDense + afterAttention), {hidden},
+                                                       layer.outputNormWeight, layer.outputNormBias, c.layerNormEps));
         context.output(layout().layerOutput(index), layout().layerModule(index), out);
         return out;
     }
@@ -266,7 +340,7 @@ struct EncoderGraph::Impl {
     {
         const ModelConfig& c = config();
         if (layout().isQuestionAnswering()) {
-            const at::Tensor logits = runLinear(weights.qaOutputs, h, context);
+            const at::Tensor logits = runLinear(context.weights.qaOutputs, h, context);
             context.result.outputs.push_back({"start_logits", toFloatTensor(logits.select(-1, 0))});
             context.result.outputs.push_back({"end_logits", toFloatTensor(logits.select(-1, 1))});
             return;
@@ -278,10 +352,12 @@ struct EncoderGraph::Impl {
             for (const auto& [row, position] : inputs.logitPositions)
                 flat.push_back(int64_t(row) * seq + position);
             states = h.reshape({-1, c.hiddenSize}).index_select(0, at::tensor(flat, at::kLong));
+            context.gatheredRows = true;
         }
-        const at::Tensor dense = at::gelu(runLinear(weights.lmDense, states, context));
-        const at::Tensor normed =
-            at::layer_norm(dense, {c.hiddenSize}, weights.lmNormWeight, weights.lmNormBias, c.layerNormEps);
+        const EncoderWeights& weights = context.weights;
+        const at::Tensor dense = context.stored(at::gelu(runLinear(weights.lmDense, states, context)));
+        const at::Tensor normed = context.stored(
+            at::layer_norm(dense, {c.hiddenSize}, weights.lmNormWeight, weights.lmNormBias, c.layerNormEps));
         context.result.outputs.push_back({"logits", toFloatTensor(runLinear(weights.lmDecoder, normed, context))});
     }
 };
@@ -303,7 +379,10 @@ ForwardResult EncoderGraph::run(const EncoderInputs& inputs, const ForwardOption
     at::NoGradGuard noGrad;
     const Impl& m = *impl_;
     const PaddedBatch padded = padForwardInputs(inputs, m.config().padTokenId);
-    ForwardContext context{options, padded.realRows, {}, {}};
+    ForwardContext context{options, m.weightsFor(options.mode, progress), padded.realRows, {}, {}};
+    context.sequenceLength = padded.seq;
+    context.logitPositions = inputs.logitPositions;
+    context.result.firstNonFiniteByRow.assign(static_cast<std::size_t>(padded.batch), std::string());
     at::Tensor h = m.embed(padded, context);
     // Additive mask over keys: 0 for real tokens, the lowest float for padding.
     const at::Tensor mask = at::from_blob(const_cast<float*>(padded.mask.data()), {padded.batch, padded.seq}, at::kFloat);

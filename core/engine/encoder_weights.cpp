@@ -9,13 +9,14 @@
 
 #include "common/error.h"
 #include "numerics/fp8.h"
+#include "numerics/half.h"
 
 namespace scalescope {
 namespace {
 
 // A float32 tensor with the expected shape. F32 data is used in place (the mapping lives as long
-// as the checkpoint); other dtypes are converted once.
-at::Tensor loadFloat(const TensorView& view, const std::vector<int64_t>& expectedShape)
+// as the checkpoint); other dtypes are converted once. Half precision rounds a copy.
+at::Tensor loadFloat(const TensorView& view, const std::vector<int64_t>& expectedShape, StoredPrecision precision)
 {
     if (view.shape != expectedShape)
         throw Error("Tensor '" + view.name + "' in " + view.file + " has shape " + shapeText(view.shape) +
@@ -23,15 +24,19 @@ at::Tensor loadFloat(const TensorView& view, const std::vector<int64_t>& expecte
     if (!isFloatDtype(view.dtype))
         throw Error("Tensor '" + view.name + "' in " + view.file + " has dtype " + dtypeName(view.dtype) +
                     "; a float dtype (F32, F16, BF16) is expected.");
-    if (view.dtype == Dtype::F32 && reinterpret_cast<std::uintptr_t>(view.data) % alignof(float) == 0)
+    const bool inPlace = view.dtype == Dtype::F32 && reinterpret_cast<std::uintptr_t>(view.data) % alignof(float) == 0;
+    if (inPlace && precision == StoredPrecision::AsStored)
         return at::from_blob(const_cast<uint8_t*>(view.data), expectedShape, at::TensorOptions().dtype(at::kFloat));
     at::Tensor out = at::empty(expectedShape, at::kFloat);
     view.toFloat(out.data_ptr<float>());
+    if (precision == StoredPrecision::Half)
+        half::roundToHalfInPlace(out.data_ptr<float>(), static_cast<std::size_t>(out.numel()));
     return out;
 }
 
-// Scales and input scales: any float dtype, returned as float values, each finite and positive.
-std::vector<float> loadScale(const TensorView& view)
+// Scales and input scales: any float dtype, returned as float values, each finite and positive (as
+// stored: a scale that half rounds to 0 or inf is what a float16 device would use).
+std::vector<float> loadScale(const TensorView& view, StoredPrecision precision)
 {
     if (!isFloatDtype(view.dtype))
         throw Error("Tensor '" + view.name + "' in " + view.file + " has dtype " + dtypeName(view.dtype) +
@@ -41,12 +46,15 @@ std::vector<float> loadScale(const TensorView& view)
         if (!(v > 0) || !std::isfinite(v))
             throw Error("Tensor '" + view.name + "' in " + view.file +
                         " holds a scale that is zero, negative, NaN or infinite.");
+    if (precision == StoredPrecision::Half)
+        half::roundToHalfInPlace(values.values.data(), values.values.size());
     return values.values;
 }
 
 // Block-wise weights: W[o, i] = decode(q[o, i]) * weight_scale[o / bo, i / bi], the scale grid
 // [ceil(out / bo), ceil(in / bi)] (a partial last block has its own scale like any other).
-at::Tensor dequantizeBlockWeight(const TensorView& weight, const TensorView& scaleView, const LinearInfo& info)
+at::Tensor dequantizeBlockWeight(const TensorView& weight, const TensorView& scaleView, const LinearInfo& info,
+                                 StoredPrecision precision)
 {
     const int64_t out = weight.shape[0], in = weight.shape[1];
     const int64_t bo = info.weightBlockRows, bi = info.weightBlockColumns;
@@ -55,7 +63,7 @@ at::Tensor dequantizeBlockWeight(const TensorView& weight, const TensorView& sca
         throw Error("Tensor '" + scaleView.name + "' in " + scaleView.file + " has shape " + shapeText(scaleView.shape) +
                     ", but block_structure [" + std::to_string(bo) + ", " + std::to_string(bi) + "] over a weight " +
                     shapeText({out, in}) + " needs the block grid " + shapeText({gridRows, gridColumns}) + ".");
-    const std::vector<float> scales = loadScale(scaleView);
+    const std::vector<float> scales = loadScale(scaleView, precision);
     at::Tensor result = at::empty({out, in}, at::kFloat);
     float* dst = result.data_ptr<float>();
     const uint8_t* codes = weight.data;
@@ -74,7 +82,7 @@ at::Tensor dequantizeBlockWeight(const TensorView& weight, const TensorView& sca
 // Tensor- or channel-scaled weights: checks the scale's shape and returns the decoder of
 // W[o, i] = decode(q[o, i]) * s[o] (or * s), run at load or on first use (LinearWeights::weight).
 std::function<at::Tensor()> scaledWeightDecoder(const TensorView& weight, const TensorView& scaleView,
-                                                const LinearInfo& info)
+                                                const LinearInfo& info, StoredPrecision precision)
 {
     const int64_t out = weight.shape[0], in = weight.shape[1];
     const std::string& strategy = info.weightStrategy;
@@ -86,7 +94,7 @@ std::function<at::Tensor()> scaledWeightDecoder(const TensorView& weight, const 
         throw Error("Tensor '" + scaleView.name + "' in " + scaleView.file + " has shape " +
                     shapeText(scaleView.shape) + ", but weight strategy \"" + strategy + "\" needs " +
                     (perChannel ? shapeText({out, 1}) : std::string("[1]")) + ".");
-    const std::vector<float> scales = loadScale(scaleView);
+    const std::vector<float> scales = loadScale(scaleView, precision);
     const uint8_t* codes = weight.data; // the mapping lives as long as the checkpoint and the engine
     return [codes, scales, perChannel, out, in] {
         at::Tensor decoded = at::empty({out, in}, at::kFloat);
@@ -102,14 +110,18 @@ std::function<at::Tensor()> scaledWeightDecoder(const TensorView& weight, const 
 
 class WeightLoader {
 public:
-    explicit WeightLoader(const Checkpoint& checkpoint)
-        : checkpoint_(checkpoint), store_(checkpoint.tensors()), layout_(checkpoint.layout())
+    WeightLoader(const Checkpoint& checkpoint, StoredPrecision precision)
+        : checkpoint_(checkpoint), store_(checkpoint.tensors()), layout_(checkpoint.layout()), precision_(precision)
     {
     }
 
     at::Tensor tensor(const std::string& name, const std::vector<int64_t>& shape) const
     {
-        return loadFloat(store_.require(name), shape);
+        return loadFloat(store_.require(name), shape, precision_);
+    }
+    at::Tensor tensor(const TensorView& view, const std::vector<int64_t>& shape) const
+    {
+        return loadFloat(view, shape, precision_);
     }
 
     // withFactored: also build the factored GEMM when this Linear runs on it (q, k and v wait for
@@ -126,10 +138,10 @@ public:
         if (linear.info.quantized)
             loadFp8Weight(weight, shape, linear);
         else
-            linear.weight = loadFloat(weight, {shape.outFeatures, shape.inFeatures});
+            linear.weight = tensor(weight, {shape.outFeatures, shape.inFeatures});
         if (shape.hasBias)
             if (const TensorView* bias = store_.find(module + ".bias"))
-                linear.bias = loadFloat(*bias, {shape.outFeatures});
+                linear.bias = tensor(*bias, {shape.outFeatures});
         if (withFactored && runsFactored(linear.info))
             linear.factoredGemm = factoredGemm(module, {&linear});
         return linear;
@@ -149,7 +161,7 @@ public:
         for (const LinearWeights* member : members) {
             const TensorView& weight = store_.require(member->info.module + ".weight");
             codes.insert(codes.end(), weight.data, weight.data + member->info.outFeatures * in);
-            const std::vector<float> stored = loadScale(store_.require(member->info.module + ".weight_scale"));
+            const std::vector<float> stored = loadScale(store_.require(member->info.module + ".weight_scale"), precision_);
             for (int64_t o = 0; o < member->info.outFeatures; ++o)
                 scales.push_back(stored.size() == 1 ? stored[0] : stored[static_cast<std::size_t>(o)]);
             if (member->bias.defined())
@@ -184,9 +196,9 @@ private:
         const TensorView& scaleView = store_.require(shape.module + ".weight_scale");
         if (linear.info.weightStrategy == "block") {
             // Block scales never factor out (runsFactored): the float32 path needs the weight now.
-            linear.weight = dequantizeBlockWeight(weight, scaleView, linear.info);
+            linear.weight = dequantizeBlockWeight(weight, scaleView, linear.info, precision_);
         } else {
-            linear.decodeWeight = scaledWeightDecoder(weight, scaleView, linear.info);
+            linear.decodeWeight = scaledWeightDecoder(weight, scaleView, linear.info, precision_);
             if (!runsFactored(linear.info))
                 linear.weight = linear.decodeWeight();
         }
@@ -203,12 +215,13 @@ private:
         if (inputScale->numel() != 1)
             throw Error("Tensor '" + inputScale->name + "' in " + inputScale->file + " has shape " +
                         shapeText(inputScale->shape) + "; a static per-tensor input scale needs [1].");
-        return loadScale(*inputScale)[0];
+        return loadScale(*inputScale, precision_)[0];
     }
 
     const Checkpoint& checkpoint_;
     const TensorStore& store_;
     const EncoderLayout& layout_;
+    StoredPrecision precision_;
 };
 
 void fuseQkv(LayerWeights& layer)
@@ -271,7 +284,7 @@ void loadHead(const WeightLoader& loader, const Checkpoint& checkpoint, EncoderW
     weights.lmDecoder = loader.tiedLinear(linears[head + 1].module, weights.wordEmbeddings);
     for (const std::string& name : layout.decoderBiasTensors()) {
         if (const TensorView* bias = checkpoint.tensors().find(name)) {
-            weights.lmDecoder.bias = loadFloat(*bias, {c.vocabSize});
+            weights.lmDecoder.bias = loader.tensor(*bias, {c.vocabSize});
             break;
         }
     }
@@ -307,11 +320,11 @@ bool runsFactored(const LinearInfo& info)
            info.activations != ActivationQuantization::DynamicPerGroup && fp8GemmPath() != Fp8GemmPath::Float32;
 }
 
-EncoderWeights loadEncoderWeights(const Checkpoint& checkpoint, const Progress& progress)
+EncoderWeights loadEncoderWeights(const Checkpoint& checkpoint, const Progress& progress, StoredPrecision precision)
 {
     const ModelConfig& c = checkpoint.config();
     const EncoderLayout& layout = checkpoint.layout();
-    const WeightLoader loader(checkpoint);
+    const WeightLoader loader(checkpoint, precision);
     const int64_t h = c.hiddenSize;
     EncoderWeights weights;
     progress.report(0.0, "Loading embeddings");

@@ -57,7 +57,14 @@ const at::Tensor& fusedQkvWeight(const LayerWeights& layer);
 // Whether this Linear's fp8-mode GEMM is the factored one (fp8_gemm.h) for models loaded now.
 bool runsFactored(const LinearInfo& info);
 
+// How the engine holds the stored parameters: as the file has them, or rounded to IEEE half as a
+// float16 device stores them (fp16 mode, DESIGN.md "Run modes"): every float tensor, bias and
+// LayerNorm parameter, and the FP8 Linears' weight and input scales (FP8 codes stay exact, and
+// decode(q) * half(scale) is not rounded again).
+enum class StoredPrecision { AsStored, Half };
+
 // Throws scalescope::Error naming the tensor and the problem; Cancelled on the cancel flag.
-EncoderWeights loadEncoderWeights(const Checkpoint& checkpoint, const Progress& progress);
+EncoderWeights loadEncoderWeights(const Checkpoint& checkpoint, const Progress& progress,
+                                  StoredPrecision precision = StoredPrecision::AsStored);
 
 } // namespace scalescope

@@ -1,5 +1,7 @@
 #include "model/architecture.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace scalescope {
@@ -127,9 +129,11 @@ EncoderLayout::EncoderLayout(const ModelConfig& config)
         linears_.push_back(std::move(linear));
     };
     capturePoints_.push_back(embeddingsOutput());
+    outputModules_.push_back(embeddingsModule());
     auto addLinearPoints = [&](const std::string& module) {
         capturePoints_.push_back(module + ".input");
         capturePoints_.push_back(module + ".output");
+        outputModules_.push_back(module);
     };
     for (int layer = 0; layer < numLayers_; ++layer) {
         for (const EncoderLinearSpec& spec : kEncoderLinears) {
@@ -142,8 +146,13 @@ EncoderLayout::EncoderLayout(const ModelConfig& config)
             linear.shortLabel = "L" + std::to_string(layer) + "." + spec.label;
             addLinearPoints(linear.module);
             add(std::move(linear));
+            if (spec.role == LinearRole::Value)
+                outputModules_.push_back(attentionModule(layer));
+            else if (spec.role == LinearRole::AttentionOutput)
+                outputModules_.push_back(attentionBlockModule(layer));
         }
         capturePoints_.push_back(layerOutput(layer));
+        outputModules_.push_back(layerModule(layer));
     }
     auto addHead = [&](const std::string& module, LinearRole role, int64_t out, int64_t in) {
         LayoutLinear linear;
@@ -197,10 +206,76 @@ std::string EncoderLayout::shortLabel(const std::string& module) const
     return linear ? linear->shortLabel : module;
 }
 
+namespace {
+
+const char* roleWords(LinearRole role)
+{
+    switch (role) {
+    case LinearRole::Query: return "attention query";
+    case LinearRole::Key: return "attention key";
+    case LinearRole::Value: return "attention value";
+    case LinearRole::AttentionOutput: return "attention output";
+    case LinearRole::Intermediate: return "FFN up-projection";
+    case LinearRole::Output: return "FFN output";
+    case LinearRole::QaOutputs: return "QA head";
+    case LinearRole::LmDense: return "MLM head transform";
+    case LinearRole::LmDecoder: return "MLM head decoder";
+    }
+    return "Linear";
+}
+
+} // namespace
+
+std::string EncoderLayout::describeModule(const std::string& module) const
+{
+    std::string words;
+    if (const LayoutLinear* linear = findLinear(module))
+        words = linear->layer >= 0 ? "layer " + std::to_string(linear->layer) + " " + roleWords(linear->role)
+                                   : std::string("the ") + roleWords(linear->role);
+    else if (module == embeddingsModule())
+        words = "the embeddings output";
+    for (int layer = 0; words.empty() && layer < numLayers_; ++layer) {
+        const std::string number = std::to_string(layer);
+        if (module == layerModule(layer))
+            words = "layer " + number + " output";
+        else if (module == attentionModule(layer))
+            words = "layer " + number + " self-attention (scores, probabilities, context)";
+        else if (module == attentionBlockModule(layer))
+            words = "layer " + number + " attention block output (after its LayerNorm)";
+    }
+    return words.empty() ? module : words + " (" + module + ")";
+}
+
 std::string EncoderLayout::embeddingsModule() const { return prefix_ + ".embeddings"; }
 std::string EncoderLayout::embeddingsOutput() const { return embeddingsModule() + ".output"; }
 std::string EncoderLayout::layerModule(int layer) const { return prefix_ + ".encoder.layer." + std::to_string(layer); }
 std::string EncoderLayout::layerOutput(int layer) const { return layerModule(layer) + ".output"; }
+std::string EncoderLayout::attentionModule(int layer) const { return layerModule(layer) + ".attention.self"; }
+std::string EncoderLayout::attentionBlockModule(int layer) const { return layerModule(layer) + ".attention.output"; }
+
+std::string EncoderLayout::outputModuleLabel(const std::string& module) const
+{
+    if (findLinear(module))
+        return shortLabel(module);
+    if (module == embeddingsModule())
+        return "emb";
+    for (int layer = 0; layer < numLayers_; ++layer) {
+        const std::string label = "L" + std::to_string(layer);
+        if (module == layerModule(layer))
+            return label;
+        if (module == attentionModule(layer))
+            return label + ".attn";
+        if (module == attentionBlockModule(layer))
+            return label + ".attn.norm";
+    }
+    return module;
+}
+
+std::size_t EncoderLayout::outputModuleIndex(const std::string& module) const
+{
+    return static_cast<std::size_t>(std::find(outputModules_.begin(), outputModules_.end(), module) -
+                                    outputModules_.begin());
+}
 
 std::string EncoderLayout::wordEmbeddingsTensor() const { return embeddingsModule() + ".word_embeddings.weight"; }
 std::string EncoderLayout::positionEmbeddingsTensor() const { return embeddingsModule() + ".position_embeddings.weight"; }

@@ -57,11 +57,29 @@ public:
     int layerOf(const std::string& name) const;
     // "L3.ffn.in" for an encoder Linear; other names unchanged.
     std::string shortLabel(const std::string& module) const;
+    // Words for a module in a sentence: "layer 7 FFN output (roberta.encoder.layer.7.output.dense)",
+    // "the embeddings output (roberta.embeddings)", "layer 3 output (roberta.encoder.layer.3)"; other
+    // names as given.
+    std::string describeModule(const std::string& module) const;
 
     std::string embeddingsModule() const;     // roberta.embeddings
     std::string embeddingsOutput() const;     // roberta.embeddings.output
     std::string layerModule(int layer) const; // roberta.encoder.layer.3
     std::string layerOutput(int layer) const; // roberta.encoder.layer.3.output
+    // Modules whose outputs are checked but are not capture points: the self-attention (its context,
+    // after scores and probabilities) and the attention block (the LayerNorm after the residual).
+    std::string attentionModule(int layer) const;      // roberta.encoder.layer.3.attention.self
+    std::string attentionBlockModule(int layer) const; // roberta.encoder.layer.3.attention.output
+
+    // Every module whose output a forward checks for inf/NaN and against float16's range, in
+    // execution order: the embeddings, per layer q, k, v, the self-attention, the attention output
+    // Linear, the attention block, the FFN Linears and the layer, then the head Linears.
+    const std::vector<std::string>& outputModules() const { return outputModules_; }
+    // Its position in outputModules(), or outputModules().size() for another name.
+    std::size_t outputModuleIndex(const std::string& module) const;
+    // A short chart label for any of outputModules(): "emb", "L3.q", "L3.attn", "L3.attn.norm", "L3";
+    // head Linears keep their name.
+    std::string outputModuleLabel(const std::string& module) const;
 
     // Tensor names outside the Linears.
     std::string wordEmbeddingsTensor() const;
@@ -94,6 +112,7 @@ private:
     std::vector<LayoutLinear> linears_;
     std::unordered_map<std::string, std::size_t> linearIndex_;
     std::vector<std::string> capturePoints_;
+    std::vector<std::string> outputModules_;
     int64_t positionOffset_ = 0;
     bool positionsSkipPadding_ = false;
     int64_t maxSequenceLength_ = 0;

@@ -77,6 +77,16 @@ struct ModuleNonFinite {
     int64_t count = 0;
 };
 
+// A module's output over real tokens against float16's limits (DESIGN's fp16 run mode): the largest
+// |value| (inf when one overflowed; NaN left out), and how many non-zero values lie below half's
+// smallest normal (2^-14), where a float16 device loses precision or flushes to zero.
+struct ModuleOutputRange {
+    std::string module;
+    float maxAbs = 0;
+    int64_t belowHalfNormal = 0;
+    int64_t elements = 0;
+};
+
 struct ForwardResult {
     // QA: "start_logits", "end_logits" [batch, seq]; MaskedLM: "logits".
     std::vector<NamedTensor> outputs;
@@ -86,6 +96,11 @@ struct ForwardResult {
     // Modules whose output held inf/NaN on real tokens, in execution order (empty when all finite).
     // Always collected: a non-finite value is never passed on silently.
     std::vector<ModuleNonFinite> nonFinite;
+    // Per batch row, the first module whose output held inf/NaN in that row ("" for none); empty
+    // when the backend does not report rows (then only `nonFinite` is known).
+    std::vector<std::string> firstNonFiniteByRow;
+    // Every module output in execution order (in-process always; a runner when it reports them).
+    std::vector<ModuleOutputRange> outputRanges;
     double elapsedMs = 0;
 
     // The first module whose output was not finite, or "" when every output was finite.

@@ -59,7 +59,27 @@ std::string conflictProblem(const std::string& module, const GroupMatch& match)
 
 const char* runModeName(RunMode mode)
 {
-    return mode == RunMode::Fp8 ? "fp8" : "dequant";
+    switch (mode) {
+    case RunMode::Fp8: return "fp8";
+    case RunMode::Dequant: return "dequant";
+    case RunMode::Fp16: return "fp16";
+    }
+    return "fp8";
+}
+
+bool parseRunMode(const std::string& name, RunMode& mode)
+{
+    for (RunMode candidate : {RunMode::Fp8, RunMode::Dequant, RunMode::Fp16})
+        if (name == runModeName(candidate)) {
+            mode = candidate;
+            return true;
+        }
+    return false;
+}
+
+bool runsFp8(RunMode mode)
+{
+    return mode != RunMode::Dequant;
 }
 
 LinearPlan::LinearPlan(const ModelConfig& config, const EncoderLayout& layout, const TensorStore& tensors)
@@ -151,7 +171,7 @@ bool quantizesActivations(const LinearInfo& linear, RunMode mode, const Precisio
     const auto it = overrides.modules.find(linear.module);
     if (it != overrides.modules.end())
         return it->second == Precision::Fp8;
-    return mode == RunMode::Fp8 && !overrides.othersFloat;
+    return runsFp8(mode) && !overrides.othersFloat;
 }
 
 } // namespace scalescope

@@ -21,10 +21,15 @@ class TensorStore;
 struct ConfigGroup;
 struct GroupMatch;
 
-enum class RunMode { Fp8, Dequant };
-const char* runModeName(RunMode mode); // "fp8", "dequant"
+// DESIGN.md "Run modes": Fp16 is the fp8 run as a float16 device (the AIU) stores it.
+enum class RunMode { Fp8, Dequant, Fp16 };
+const char* runModeName(RunMode mode); // "fp8", "dequant", "fp16"
+// The mode of that name; false for any other text.
+bool parseRunMode(const std::string& name, RunMode& mode);
+// Whether quantized Linears quantize their activations in this mode (fp8 and fp16 do).
+bool runsFp8(RunMode mode);
 
-// How a quantized Linear treats its input in `fp8` mode.
+// How a quantized Linear treats its input in `fp8` (and `fp16`) mode.
 // DynamicPerGroup: each token row in runs of LinearInfo::activationGroupSize channels (the last run
 // may be shorter), each run with its own dynamic scale.
 enum class ActivationQuantization { None, DynamicPerToken, StaticPerTensor, DynamicPerTensor, DynamicPerGroup };

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "numerics/half.h"
+
 namespace scalescope {
 namespace {
 
@@ -305,6 +307,34 @@ ChartData activationScaleChart(const ComparisonResult& comparison)
         range.y.push_back(448.0 * a.inputScale);
     }
     chart.series = {amax, range};
+    return chart;
+}
+
+ChartData fp16HeadroomChart(const ComparisonResult& comparison)
+{
+    ChartData chart;
+    chart.id = "fp16_headroom";
+    chart.title = "Largest |output| per module against fp16's limit, " + runName(comparison) + " run";
+    chart.xLabel = "module";
+    chart.yLabel = "max |output| (log)";
+    chart.logY = true;
+    ChartSeries within{"within fp16", SeriesStyle::Bars, {}, {}, {}, "#0072B2"};
+    ChartSeries over{"overflows fp16", SeriesStyle::Bars, {}, {}, {}, "#D55E00"};
+    constexpr double kInfDrawnAt = 131072.0; // 2^17: above the line, on the axis
+    bool anyInf = false;
+    for (std::size_t i = 0; i < comparison.outputRanges.size(); ++i) {
+        const ModuleOutputRange& range = comparison.outputRanges[i];
+        const double x = double(chart.categories.size());
+        chart.categories.push_back(i < comparison.outputRangeLabels.size() ? comparison.outputRangeLabels[i] : range.module);
+        ChartSeries& series = range.maxAbs > half::kHalfMax ? over : within;
+        anyInf = anyInf || std::isinf(range.maxAbs);
+        series.x.push_back(x);
+        series.y.push_back(std::isinf(range.maxAbs) ? kInfDrawnAt : double(range.maxAbs));
+    }
+    if (anyInf)
+        chart.title += " (inf drawn at 131,072)";
+    chart.series = {within, over};
+    chart.horizontalMarkers = {{double(half::kHalfMax), "fp16 max 65,504"}};
     return chart;
 }
 

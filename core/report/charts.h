@@ -28,6 +28,9 @@ ChartData linearSqnrChart(const ComparisonResult& comparison);     // SQNR per L
 ChartData errorGrowthChart(const ComparisonResult& comparison);    // relative L2 error through the layers
 ChartData activationSharesChart(const ComparisonResult& comparison); // % clipped / flushed / subnormal per Linear input
 ChartData activationScaleChart(const ComparisonResult& comparison);  // observed amax vs 448 x static scale
+// fp16 headroom: max |output| of every module on a log axis with fp16's largest value (65,504) as a
+// line, bars red where they pass it (an inf output is drawn at 2^17 and the title says so).
+ChartData fp16HeadroomChart(const ComparisonResult& comparison);
 
 // Drill-down of one capture point: histogram of (run - reference), and reference vs run values
 // (subsampled evenly to at most maxPoints).

@@ -90,6 +90,11 @@ std::string nonFiniteNote(const ComparisonResult& result)
 
 using PreparedInput = PreparedComparisonInput;
 
+std::string runStageLabel(RunMode mode)
+{
+    return mode == RunMode::Fp16 ? "FP16 twin: " : mode == RunMode::Dequant ? "Dequant run: " : "FP8 run: ";
+}
+
 PreparedInput prepareInput(const InferenceBackend& run, const ComparisonInput& input)
 {
     const ModelConfig& a = run.config();
@@ -348,7 +353,7 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
     runOptions.onCapture = [&](const std::string& name, const std::vector<int64_t>& shape, const float* data,
                                const std::string& sameAs) { measurement.measure(name, shape, data, sameAs); };
     Progress second = progress;
-    second.callback = [&](double f, const std::string& stage) { progress.report(0.5 + 0.5 * f, "FP8 run: " + stage); };
+    second.callback = [&](double f, const std::string& stage) { progress.report(0.5 + 0.5 * f, runStageLabel(input.runMode) + stage); };
     ForwardResult runResult = run.forward(prepared.inputs, runOptions, second);
     result.runMs = runResult.elapsedMs;
     result.referenceMs = referenceResult.elapsedMs;
@@ -356,6 +361,12 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
         throw Error("The run and the reference recorded different capture points.");
     result.activations = std::move(runResult.activationStatistics);
     result.findings = diagnoseActivations(result.activations, run.linears());
+    result.outputRanges = std::move(runResult.outputRanges);
+    for (const ModuleOutputRange& range : result.outputRanges)
+        result.outputRangeLabels.push_back(layout.outputModuleLabel(range.module));
+    result.runNonFinite = runResult.nonFinite;
+    for (Finding& finding : diagnoseOutputRanges(result.outputRanges, layout, input.runMode))
+        result.findings.push_back(std::move(finding));
     FinalOutputComparison final = compareFinalOutputs(run, runResult, referenceResult, prepared, input);
     result.runOutputsNonFinite = final.runOutputsNonFinite;
     result.referenceOutputsNonFinite = final.referenceOutputsNonFinite;

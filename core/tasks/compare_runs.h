@@ -23,7 +23,8 @@ struct ComparisonInput {
     std::vector<std::vector<int64_t>> inputIds;
     QaOptions qaOptions;
     int topK = 5;
-    // The run side's mode: fp8 (the default), or dequant to see the weights' share of the error.
+    // The run side's mode: fp8 (the default), dequant to see the weights' share of the error, or
+    // fp16 to see the run as a float16 device (the AIU) stores it.
     RunMode runMode = RunMode::Fp8;
     // The reference side's mode: dequant (a float checkpoint runs the same either way), or fp8 to
     // compare a device's FP8 run with the in-process CPU emulation of the same checkpoint.
@@ -66,7 +67,12 @@ struct ComparisonResult {
     bool referenceIsStandIn = false;
     std::vector<CapturePointMetrics> points; // execution order
     std::vector<ActivationStatistics> activations;
-    std::vector<Finding> findings;           // activation diagnostics of the run
+    std::vector<Finding> findings;           // activation and fp16 headroom diagnostics of the run
+    // Every module output of the run against float16's limits (execution order; a runner that does
+    // not report ranges leaves it empty), and the run's modules with inf/NaN outputs.
+    std::vector<ModuleOutputRange> outputRanges;
+    std::vector<std::string> outputRangeLabels; // EncoderLayout::outputModuleLabel of each, for charts
+    std::vector<ModuleNonFinite> runNonFinite;
     std::optional<QaAgreement> qa;
     std::optional<FillMaskAgreement> fillMask;
     ErrorMetrics finalLogits;                // the head's logits (all of them)

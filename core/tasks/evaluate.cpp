@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <new>
 
 #include "analysis/squad_metric.h"
@@ -66,12 +67,19 @@ void validateSetup(InferenceBackend& run, InferenceBackend* reference, const Squ
     validateQaOptions(options.qa, run.checkpoint().layout().specialTokensInPair(), limit);
 }
 
+// Where a module's output comes in a forward, for ordering.
+std::size_t executionRank(const EncoderLayout& layout, const std::string& module)
+{
+    return layout.outputModuleIndex(module);
+}
+
 // One question on its way through the batches: its windows and, per window, the logits of both runs.
 struct PendingQuestion {
     std::size_t index = 0;
     std::vector<QaWindow> windows;
     std::vector<std::vector<float>> runStart, runEnd, referenceStart, referenceEnd;
     std::size_t windowsDone = 0;
+    std::string firstNonFinite; // the earliest over the windows done so far
 };
 
 struct QueuedWindow {
@@ -111,6 +119,31 @@ std::vector<std::string> usableGolds(const SquadExample& example)
         if (!normalizeAnswer(gold).empty())
             golds.push_back(gold);
     return golds;
+}
+
+// Counts the questions whose run went non-finite and, per module, those where it started (ordered
+// as the modules run).
+void summarizeNonFinite(EvaluationResult& result, const EncoderLayout& layout)
+{
+    std::map<std::string, std::size_t> starts;
+    auto count = [&](const std::string& module) {
+        if (!module.empty())
+            ++starts[module];
+    };
+    for (const EvaluatedExample& e : result.examples)
+        count(e.firstNonFinite);
+    for (const SkippedExample& e : result.skipped)
+        count(e.firstNonFinite);
+    result.nonFiniteStarts.clear();
+    result.nonFiniteQuestions = 0;
+    for (const auto& [module, questions] : starts) {
+        result.nonFiniteStarts.push_back({module, questions});
+        result.nonFiniteQuestions += questions;
+    }
+    std::stable_sort(result.nonFiniteStarts.begin(), result.nonFiniteStarts.end(),
+                     [&](const NonFiniteStart& a, const NonFiniteStart& b) {
+                         return executionRank(layout, a.module) < executionRank(layout, b.module);
+                     });
 }
 
 void summarize(EvaluationResult& result)
@@ -191,6 +224,7 @@ public:
                 copyRow(runEnd, i, length, q.runEnd[w]);
                 copyRow(referenceStart, i, length, q.referenceStart[w]);
                 copyRow(referenceEnd, i, length, q.referenceEnd[w]);
+                noteNonFinite(q, runResult, i);
                 ++q.windowsDone;
             }
             queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(count));
@@ -206,6 +240,20 @@ public:
     }
 
 private:
+    // The first non-finite module of batch row `row`, kept when it runs before the question's
+    // earlier windows' one. A backend that does not report rows gives the batch's first module to
+    // every row (the closest it can tell).
+    void noteNonFinite(PendingQuestion& q, const ForwardResult& runResult, std::size_t row) const
+    {
+        const std::string& module = runResult.firstNonFiniteByRow.size() > row ? runResult.firstNonFiniteByRow[row]
+                                    : runResult.nonFinite.empty()              ? std::string()
+                                                                               : runResult.nonFinite.front().module;
+        const EncoderLayout& layout = run_.checkpoint().layout();
+        if (!module.empty() && (q.firstNonFinite.empty() ||
+                                executionRank(layout, module) < executionRank(layout, q.firstNonFinite)))
+            q.firstNonFinite = module;
+    }
+
     // In file order, the queue is topped up to one batch before every forward. Grouped by length,
     // the windows of the next kLengthPoolBatches batches are sorted by length, longest first, and
     // drained before more questions are read: each question finishes within its pool, and the
@@ -259,14 +307,17 @@ private:
         e.windows = static_cast<int>(q.windows.size());
         // Non-finite logits of one question (an FP8 overflow, say) are that question's finding, not
         // a reason to stop the whole evaluation.
-        const char* side = "fp8 run";
+        e.firstNonFinite = q.firstNonFinite;
+        std::string side = result_.runLabel + " run";
         try {
             e.runAnswer = bestAnswer(postprocessQa(q.windows, q.runStart, q.runEnd, example.context, result_.qa));
             side = "reference";
             e.referenceAnswer =
                 bestAnswer(postprocessQa(q.windows, q.referenceStart, q.referenceEnd, example.context, result_.qa));
         } catch (const Error& error) {
-            result_.skipped.push_back({q.index, example.id, std::string(side) + ": " + error.what()});
+            const std::string start =
+                q.firstNonFinite.empty() || side == "reference" ? std::string() : " (inf/NaN first at " + q.firstNonFinite + ")";
+            result_.skipped.push_back({q.index, example.id, side + ": " + error.what() + start, q.firstNonFinite});
             return;
         }
         e.run = scorePrediction(example, predictionText(e.runAnswer));
@@ -463,6 +514,7 @@ EvaluationResult evaluateSquad(InferenceBackend& run, InferenceBackend* referenc
     result.questionsPerSecond = result.seconds > 0 ? double(result.examples.size()) / result.seconds : 0.0;
 
     summarize(result);
+    summarizeNonFinite(result, run.checkpoint().layout());
     if (result.complete)
         compareDisagreements(run, reference, options, result, progress);
     progress.report(1.0, result.complete ? "Evaluated" : "Stopped");

@@ -65,12 +65,22 @@ struct EvaluatedExample {
     bool agree = false;             // normalised answer texts are equal
     int windows = 0;
     ErrorMetrics logits;            // start and end logits of all windows, run vs reference
+    // The run's first module (execution order, over the question's windows) whose output held
+    // inf/NaN, "" when all were finite: where an fp16 overflow starts.
+    std::string firstNonFinite;
 };
 
 struct SkippedExample {
     std::size_t index = 0;          // position in SquadDataset::examples
     std::string id;
     std::string reason;
+    std::string firstNonFinite;     // as EvaluatedExample's: a question skipped for NaN logits names it
+};
+
+// A module where the run's inf/NaN starts, and in how many questions it does.
+struct NonFiniteStart {
+    std::string module;
+    std::size_t questions = 0;
 };
 
 struct Disagreement {
@@ -115,7 +125,7 @@ struct EvaluationResult {
     std::string datasetPath;
     std::string datasetVersion;
     bool squadV2 = false;
-    std::string runLabel;                   // "fp8" or "dequant": EvaluationOptions::runMode
+    std::string runLabel;                   // "fp8", "dequant" or "fp16": EvaluationOptions::runMode
     std::string referenceLabel;             // "reference (DIR)" or "dequant"
     bool referenceIsStandIn = false;
     std::string note;                       // says so when dequant stands in for the reference
@@ -131,6 +141,11 @@ struct EvaluationResult {
     SquadScores referenceScores;
     std::size_t agreeing = 0;
     double agreement = 0;                   // agreeing / examples.size(), 0..1
+
+    // Questions (finished or skipped) whose run had inf/NaN in some module output, and the modules
+    // where it started, in execution order.
+    std::size_t nonFiniteQuestions = 0;
+    std::vector<NonFiniteStart> nonFiniteStarts;
 
     std::vector<Disagreement> disagreements; // every finished example where the answers differ
     std::size_t detailLimit = 0;             // maxDetailedDisagreements as used

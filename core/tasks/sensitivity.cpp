@@ -83,8 +83,9 @@ struct Tally {
 
 class Sweep {
 public:
-    Sweep(InferenceBackend& run, InferenceBackend& reference, const Progress& progress, SensitivityResult& result)
-        : run_(run), reference_(reference), progress_(progress), result_(result)
+    Sweep(InferenceBackend& run, InferenceBackend& reference, RunMode mode, const Progress& progress,
+          SensitivityResult& result)
+        : run_(run), reference_(reference), mode_(mode), progress_(progress), result_(result)
     {
     }
 
@@ -125,7 +126,7 @@ public:
             progress_.throwIfCancelled();
             progress_.report(std::min(1.0, double(done_) / double(plannedRuns)), stage);
             ForwardOptions options;
-            options.mode = RunMode::Fp8;
+            options.mode = mode_;
             options.overrides = overrides;
             if (baseline && i == 0)
                 recordCauseInputs(options);
@@ -143,6 +144,7 @@ public:
 private:
     InferenceBackend& run_;
     InferenceBackend& reference_;
+    RunMode mode_;
     const Progress& progress_;
     SensitivityResult& result_;
     std::size_t done_ = 0;
@@ -485,7 +487,7 @@ SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* refere
     result.referenceIsStandIn = reference == nullptr;
     result.referenceLabel = reference ? "reference (" + reference->checkpoint().directory() + ")" : "dequant";
     std::vector<SensitivityEntry> units = sweepUnits(run, options.granularity);
-    Sweep sweep(run, reference ? *reference : run, progress, result);
+    Sweep sweep(run, reference ? *reference : run, options.runMode, progress, result);
     buildCases(sweep, run, input, result);
     sweep.plannedRuns = 2 + 2 * units.size() + units.size() / 2;
     sweep.runReferences();

@@ -83,6 +83,7 @@ struct SensitivityOptions {
     std::string granularity = "linear";   // linear | layer
     std::optional<double> targetSqnrDb;   // suggestion target: final SQNR at least this
     std::optional<double> targetF1Drop;   // suggestion target: F1 (percent) within this of the reference
+    RunMode runMode = RunMode::Fp8;       // the run side's mode (fp16: the sweep on the AIU's fp16 twin)
     // Called after each finished entry (on the calling thread), so a GUI can fill in live.
     std::function<void(const SensitivityEntry&)> onEntry;
 };

@@ -1356,6 +1356,9 @@ class RunnerServer:
             if not os.path.isdir(checkpoint):
                 raise RequestError(f"{checkpoint} is not a folder on this host.")
         mode = request.get("mode", "fp8")
+        if mode == "fp16":
+            raise RequestError('Mode "fp16" is the workbench\'s CPU twin of this device; the AIU already keeps '
+                               'everything but the FP8 codes in float16, so load mode "fp8" here.')
         if mode not in ("fp8", "dequant"):
             raise RequestError(f'The load request\'s mode "{mode}" is not fp8 or dequant.')
         if self.loaded != (checkpoint, mode) or self.adapter.architecture is None:

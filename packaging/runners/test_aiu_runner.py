@@ -278,6 +278,8 @@ class MalformedRequests(ServerTestCase):
         ("load without folder", False, {"id": 6, "op": "load"}, 6, '"checkpoint"'),
         ("load bad mode", False, {"id": 7, "op": "load", "checkpoint": "QA", "mode": "int4"}, 7,
          'mode "int4" is not fp8 or dequant'),
+        ("load fp16 twin mode", False, {"id": 7, "op": "load", "checkpoint": "QA", "mode": "fp16"}, 7,
+         'Mode "fp16" is the workbench\'s CPU twin of this device'),
         ("load missing folder", False, {"id": 8, "op": "load", "checkpoint": "/no/such/folder"}, 8,
          "/no/such/folder is not a folder"),
         ("ids not rows", True, {"id": 9, "op": "forward", "input_ids": [0, 2], "output": "OUT"}, 9,

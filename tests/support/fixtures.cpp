@@ -572,4 +572,32 @@ std::string makeTempDir(const std::string& prefix)
     return dir.path().toStdString();
 }
 
+void scaleLinearRow(const std::string& floatDir, const std::string& module, int64_t row, float factor)
+{
+    std::vector<TensorToWrite> tensors;
+    {
+        const std::unique_ptr<TensorStore> store = TensorStore::openDirectory(floatDir);
+        for (const TensorView* view : store->tensors()) {
+            FloatTensor values = view->toFloat();
+            const int64_t width = view->shape.size() == 2 ? view->shape[1] : 1;
+            if (view->name == module + ".weight" || view->name == module + ".bias")
+                for (int64_t i = 0; i < width; ++i)
+                    values.values[static_cast<std::size_t>(row * width + i)] *= factor;
+            tensors.push_back(makeF32Tensor(view->name, values));
+        }
+    }
+    writeSafetensors(joinPath(floatDir, "model.safetensors"), tensors);
+}
+
+void plantOutputPeak(const std::string& floatDir, const std::string& module, const std::vector<int64_t>& ids,
+                     float peak)
+{
+    const auto forward = referenceForward(floatDir, ids, "dequant");
+    const ReferenceTensor& y = forward.at(module + ".output");
+    float largest = 0;
+    for (int64_t t = 0; t < y.shape[1]; ++t)
+        largest = std::max(largest, std::fabs(y.values[static_cast<std::size_t>(t * y.shape[2])]));
+    scaleLinearRow(floatDir, module, 0, peak / largest);
+}
+
 } // namespace scalescope::testing

@@ -69,6 +69,15 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
                             const std::vector<int64_t>& calibrationIds = {0, 5, 6, 7, 8, 9, 2},
                             const Fp8Edits& edits = {});
 
+// Multiplies output row `row` of a float checkpoint's Linear (its weight row and its bias entry) by
+// `factor`, rewriting model.safetensors: a planted outlier channel.
+void scaleLinearRow(const std::string& floatDir, const std::string& module, int64_t row, float factor);
+
+// Plants an fp16 overflow in a float checkpoint: output channel 0 of `module` is scaled so that its
+// largest |value| on `ids` becomes `peak` (the float forward holds it; half does not past 65,504).
+void plantOutputPeak(const std::string& floatDir, const std::string& module, const std::vector<int64_t>& ids,
+                     float peak = 100000.0f);
+
 // A fresh temporary folder under QDir::tempPath(), removed by the caller's QTemporaryDir if desired.
 std::string makeTempDir(const std::string& prefix);
 

@@ -122,8 +122,9 @@ public:
     ReferenceModel(const std::string& checkpointDir, const std::string& mode)
         : mode_(mode)
     {
-        if (mode != "fp8" && mode != "dequant")
-            throw Error("The reference forward knows the modes 'fp8' and 'dequant', not '" + mode + "'.");
+        if (mode != "fp8" && mode != "dequant" && mode != "fp16")
+            throw Error("The reference forward knows the modes 'fp8', 'dequant' and 'fp16', not '" + mode + "'.");
+        half_ = mode == "fp16";
         configPath_ = joinPath(checkpointDir, "config.json");
         config_ = readJsonFile(configPath_);
         store_ = TensorStore::openDirectory(checkpointDir);
@@ -192,9 +193,23 @@ private:
                 values[i] = referenceDecodeE4M3(view.data[i]);
         } else {
             view.toFloat(values.data());
+            if (half_) // fp16: every stored parameter that is not an FP8 code, scales included
+                for (float& value : values)
+                    value = toHalf(value);
         }
         return values;
     }
+
+    // The compiler's own float -> _Float16 -> float conversion (libgcc), not the core's codec.
+    static float toHalf(float value) { return static_cast<float>(static_cast<_Float16>(value)); }
+    // fp16 mode: a module's output as a float16 device stores it.
+    void stored(Activations& activations) const
+    {
+        if (half_)
+            for (float& value : activations.values)
+                value = toHalf(value);
+    }
+    float stored(float value) const { return half_ ? toHalf(value) : value; }
 
     std::vector<float> readVector(const std::string& name, int64_t expectedSize) const
     {
@@ -256,6 +271,7 @@ private:
                 sum.at(t, c) = (word + typeValue) + pos;
             }
         }
+        stored(sum);
         return layerNorm(family_ + ".embeddings.LayerNorm", sum);
     }
 
@@ -279,6 +295,7 @@ private:
                 y.at(r, c) = normalized * weight[static_cast<std::size_t>(c)] + bias[static_cast<std::size_t>(c)];
             }
         }
+        stored(y);
         return y;
     }
 
@@ -318,7 +335,7 @@ private:
 
         capture(module + ".input", x);
         Activations input = x;
-        if (quantized && mode_ == "fp8")
+        if (quantized && mode_ != "dequant")
             quantizeInput(module, input);
 
         Activations y = makeActivations(x.rows, outFeatures);
@@ -334,6 +351,7 @@ private:
                 y.at(r, o) = value;
             }
         }
+        stored(y);
         capture(module + ".output", y);
         return y;
     }
@@ -424,19 +442,22 @@ private:
                     double dot = 0.0;
                     for (int64_t d = 0; d < headDim; ++d)
                         dot += static_cast<double>(query.at(q, offset + d)) * key.at(k, offset + d);
-                    probabilities[static_cast<std::size_t>(k)] = dot * scoreScale;
-                    largest = std::max(largest, dot * scoreScale);
+                    const double score = stored(static_cast<float>(dot * scoreScale));
+                    probabilities[static_cast<std::size_t>(k)] = score;
+                    largest = std::max(largest, score);
                 }
                 double total = 0.0;
                 for (double& p : probabilities) {
                     p = std::exp(p - largest);
                     total += p;
                 }
+                for (double& p : probabilities)
+                    p = stored(static_cast<float>(p / total));
                 for (int64_t d = 0; d < headDim; ++d) {
                     double sum = 0.0;
                     for (int64_t k = 0; k < seq; ++k)
-                        sum += probabilities[static_cast<std::size_t>(k)] / total * value.at(k, offset + d);
-                    context.at(q, offset + d) = static_cast<float>(sum);
+                        sum += probabilities[static_cast<std::size_t>(k)] * value.at(k, offset + d);
+                    context.at(q, offset + d) = stored(static_cast<float>(sum));
                 }
             }
         }
@@ -447,7 +468,7 @@ private:
 
         Activations intermediate = linear(prefix + "intermediate.dense", attentionOutput);
         for (float& v : intermediate.values)
-            v = geluExact(v);
+            v = stored(geluExact(v));
         Activations outputDense = linear(prefix + "output.dense", intermediate);
         addInPlace(outputDense, attentionOutput, prefix + "output.dense");
         return layerNorm(prefix + "output.LayerNorm", outputDense);
@@ -459,7 +480,7 @@ private:
             throw Error("The output of " + module + " in " + store_->location() +
                         " does not match the residual's shape.");
         for (std::size_t i = 0; i < target.values.size(); ++i)
-            target.values[i] += residual.values[i];
+            target.values[i] = stored(target.values[i] + residual.values[i]);
     }
 
     void questionAnsweringHead(const Activations& hidden)
@@ -485,7 +506,7 @@ private:
         }
         Activations transformed = linear("lm_head.dense", hidden);
         for (float& v : transformed.values)
-            v = geluExact(v);
+            v = stored(geluExact(v));
         const Activations normalized = layerNorm("lm_head.layer_norm", transformed);
         const std::string weightName = store_->find("lm_head.decoder.weight")
                                            ? "lm_head.decoder.weight"
@@ -501,7 +522,7 @@ private:
     {
         Activations transformed = linear("cls.predictions.transform.dense", hidden);
         for (float& v : transformed.values)
-            v = geluExact(v);
+            v = stored(geluExact(v));
         const Activations normalized = layerNorm("cls.predictions.transform.LayerNorm", transformed);
         const std::string weightName = store_->find("cls.predictions.decoder.weight")
                                            ? "cls.predictions.decoder.weight"
@@ -513,6 +534,7 @@ private:
     }
 
     std::string mode_;
+    bool half_ = false; // fp16 mode (DESIGN.md "Run modes")
     std::string family_;
     std::string configPath_;
     nlohmann::json config_;

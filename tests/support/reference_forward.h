@@ -14,8 +14,10 @@ struct ReferenceTensor {
     std::vector<float> values;
 };
 
-// mode: "fp8" (quantized Linears quantize their inputs as the checkpoint says) or "dequant"
-// (dequantized weights, float activations). A float checkpoint runs the same in both.
+// mode: "fp8" (quantized Linears quantize their inputs as the checkpoint says), "dequant"
+// (dequantized weights, float activations) or "fp16" (fp8 with every stored non-FP8 parameter and
+// every module output rounded to half, by the compiler's _Float16 conversion). A float checkpoint
+// runs the same in fp8 and dequant.
 // Result keys: "start_logits"/"end_logits" (QA) or "logits" (MLM), "<family>.embeddings.output",
 // "<family>.encoder.layer.N.output" (family "roberta" or "bert"), and for every Linear
 // "<module>.input" and "<module>.output".
