@@ -321,9 +321,15 @@ void MainWindow::createToolbar(const std::array<QAction*, 4>& actions)
     mode_ = new QComboBox(toolbar);
     mode_->addItem(tr("FP8 (weights and activations)"), QStringLiteral("fp8"));
     mode_->addItem(tr("Dequant (weights only)"), QStringLiteral("dequant"));
+    mode_->addItem(tr("FP16 twin (AIU)"), QStringLiteral("fp16"));
+    mode_->setItemData(2, tr("The FP8 run as the AIU stores it: every non-FP8 tensor and every module output in "
+                             "float16, so overflows past 65,504 show up as inf before the device is booked"),
+                       Qt::ToolTipRole);
     mode_->setToolTip(tr("How the quantized model runs against its reference"));
     connect(mode_, qOverload<int>(&QComboBox::currentIndexChanged), this, [this](int index) {
-        session_->setRunMode(index == 1 ? RunMode::Dequant : RunMode::Fp8);
+        RunMode mode = RunMode::Fp8;
+        parseRunMode(mode_->itemData(index).toString().toStdString(), mode);
+        session_->setRunMode(mode);
         Settings().setRunMode(index);
         updateStatus();
     });
@@ -745,6 +751,21 @@ void MainWindow::addReportChartsAndTables(ReportContents& contents, const Report
         contents.tables.push_back({QStringLiteral("disagreements"), evaluate_->disagreementsModel()});
 }
 
+// The evaluation's inf/NaN over the dataset: how many questions, where it starts, and per question.
+nlohmann::json MainWindow::nonFiniteSummaryJson(const EvaluationResult& evaluation)
+{
+    nlohmann::json starts = nlohmann::json::array(), questions = nlohmann::json::array();
+    for (const NonFiniteStart& start : evaluation.nonFiniteStarts)
+        starts.push_back({{"module", start.module}, {"questions", start.questions}});
+    for (const SkippedExample& e : evaluation.skipped)
+        if (!e.firstNonFinite.empty())
+            questions.push_back({{"id", e.id}, {"first_nonfinite", e.firstNonFinite}});
+    for (const EvaluatedExample& e : evaluation.examples)
+        if (!e.firstNonFinite.empty())
+            questions.push_back({{"id", e.example.id}, {"first_nonfinite", e.firstNonFinite}});
+    return {{"questions", evaluation.nonFiniteQuestions}, {"starts", starts}, {"per_question", questions}};
+}
+
 nlohmann::json MainWindow::reportSummary(const RunStamp& now, const ReportSelection& selection) const
 {
     nlohmann::json summary = stampJson(now);
@@ -768,7 +789,11 @@ nlohmann::json MainWindow::reportSummary(const RunStamp& now, const ReportSelect
                                    {"relative_l2", finite(comparison->finalLogits.relativeL2)}};
         if (comparison->qa)
             summary["same_best_answer"] = comparison->qa->sameBestAnswer;
+        summary["first_nonfinite"] = comparison->runNonFinite.empty() ? nlohmann::json(nullptr)
+                                                                      : nlohmann::json(comparison->runNonFinite.front().module);
     }
+    if (const auto evaluation = evaluate_->result(); evaluation && selection.evaluation)
+        summary["evaluation_nonfinite"] = nonFiniteSummaryJson(*evaluation);
     summary["left_out"] = selection.leftOut;
     return summary;
 }

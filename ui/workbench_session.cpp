@@ -110,7 +110,12 @@ void WorkbenchSession::submit(JobKind kind, const QString& operation,
 
 QString RunStamp::modeName() const
 {
-    return mode == RunMode::Dequant ? WorkbenchSession::tr("Dequant") : WorkbenchSession::tr("FP8");
+    switch (mode) {
+    case RunMode::Dequant: return WorkbenchSession::tr("Dequant");
+    case RunMode::Fp16: return WorkbenchSession::tr("FP16 twin");
+    case RunMode::Fp8: break;
+    }
+    return WorkbenchSession::tr("FP8");
 }
 
 QString RunStamp::referenceText() const
@@ -465,6 +470,8 @@ void WorkbenchSession::sensitivity(const QString& granularity)
         input.single.runOverrides = {};
         SensitivityOptions options;
         options.granularity = granularity.toStdString();
+        // The sweep is about FP8 Linears: in Dequant mode it still sweeps the fp8 run; the FP16 twin sweeps the twin.
+        options.runMode = stamp.mode == RunMode::Fp16 ? RunMode::Fp16 : RunMode::Fp8;
         options.onEntry = [self, stamp](const SensitivityEntry& entry) {
             auto copy = std::make_shared<const SensitivityEntry>(entry);
             QMetaObject::invokeMethod(self.data(), [self, stamp, copy] {

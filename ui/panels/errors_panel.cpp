@@ -54,16 +54,20 @@ void ErrorsPanel::createCharts()
     layerCosine_ = new ChartView(this);
     growth_ = new ChartView(this);
     linearSqnr_ = new ChartView(this);
+    headroom_ = new ChartView(this);
     chartTabs_ = new QTabWidget(this);
     chartTabs_->addTab(layerSqnr_, tr("SQNR per layer"));
     chartTabs_->addTab(layerCosine_, tr("Cosine per layer"));
     chartTabs_->addTab(growth_, tr("Error growth"));
     chartTabs_->addTab(linearSqnr_, tr("SQNR per Linear"));
+    chartTabs_->addTab(headroom_, tr("FP16 headroom"));
+    chartTabs_->setTabToolTip(chartTabs_->count() - 1,
+                              tr("Largest |output| of every module against float16's limit 65,504 (the AIU path)"));
 
     drillTitle_ = new QLabel(tr("Click a layer or a row to see its error distribution."), this);
     histogram_ = new ChartView(this);
     scatter_ = new ChartView(this);
-    for (ChartView* chart : {layerSqnr_, layerCosine_, growth_, linearSqnr_})
+    for (ChartView* chart : {layerSqnr_, layerCosine_, growth_, linearSqnr_, headroom_})
         chart->setPlaceholder(tr("Run a question or a mask to compare the FP8 model with its reference."));
     histogram_->setPlaceholder(tr("Click a layer or a row to see its error histogram."));
     scatter_->setPlaceholder(tr("Click a layer or a row to see reference against FP8 values."));
@@ -128,6 +132,12 @@ void ErrorsPanel::connectClicks()
             if (!name.isEmpty())
                 emit capturePointRequested(name);
         });
+    // Headroom bars: category i is the i-th module output of the run.
+    connect(headroom_, &ChartView::categoryClicked, this, [this](int category) {
+        if (comparison_ && category >= 0 && category < static_cast<int>(comparison_->outputRanges.size()))
+            emit capturePointRequested(
+                QString::fromStdString(comparison_->outputRanges[static_cast<std::size_t>(category)].module + ".output"));
+    });
     connect(linearSqnr_, &ChartView::categoryClicked, this, [this](int category) {
         if (!comparison_)
             return;
@@ -172,6 +182,7 @@ void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparis
     layerCosine_->setChart(layerCosineChart(c));
     growth_->setChart(errorGrowthChart(c));
     linearSqnr_->setChart(linearSqnrChart(c));
+    headroom_->setChart(fp16HeadroomChart(c));
     for (ChartView* chart : charts())
         chart->setStamp(stamp.describe());
     auto db = [](double v) { return std::isinf(v) ? QStringLiteral("inf") : QString::number(v, 'f', 2); };
@@ -186,7 +197,17 @@ void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparis
                           .arg(c.finalLogits.cosine, 0, 'f', 5)
                           .arg(agreement)
                           .arg(c.runMs, 0, 'f', 1)
-                          .arg(c.referenceMs, 0, 'f', 1));
+                          .arg(c.referenceMs, 0, 'f', 1) +
+                      headroomSentence(c));
+}
+
+// The first fp16 overflow finding of the run, as a second line of the summary ("" when none).
+QString ErrorsPanel::headroomSentence(const ComparisonResult& c)
+{
+    for (const Finding& finding : c.findings)
+        if (finding.code == "fp16-activation-overflow")
+            return QStringLiteral("<br><b>%1</b>").arg(QString::fromStdString(finding.message).toHtmlEscaped());
+    return {};
 }
 
 void ErrorsPanel::showCapturePoint(const CapturePointValues& values)
@@ -203,7 +224,7 @@ void ErrorsPanel::showCapturePoint(const CapturePointValues& values)
 
 std::vector<ChartView*> ErrorsPanel::charts() const
 {
-    return {layerSqnr_, layerCosine_, growth_, linearSqnr_, histogram_, scatter_};
+    return {layerSqnr_, layerCosine_, growth_, linearSqnr_, histogram_, scatter_, headroom_};
 }
 
 } // namespace scalescope::ui

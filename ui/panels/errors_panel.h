@@ -47,6 +47,7 @@ private:
     void createCharts();
     void layOut();
     void connectClicks();
+    static QString headroomSentence(const ComparisonResult& comparison);
 
     std::shared_ptr<const ComparisonResult> comparison_;
     QLabel* summary_ = nullptr;
@@ -59,6 +60,7 @@ private:
     ChartView* layerCosine_ = nullptr;
     ChartView* growth_ = nullptr;
     ChartView* linearSqnr_ = nullptr;
+    ChartView* headroom_ = nullptr;
     QLabel* drillTitle_ = nullptr;
     ChartView* histogram_ = nullptr;
     ChartView* scatter_ = nullptr;

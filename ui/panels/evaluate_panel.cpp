@@ -199,6 +199,7 @@ void EvaluatePanel::showResult(std::shared_ptr<const EvaluationResult> result, c
                     .arg(QString::fromStdString(r.stoppedReason).toHtmlEscaped());
     if (!r.skipped.empty())
         text += tr("<br>%1 questions were skipped (too long or not finite).").arg(r.skipped.size());
+    text += nonFiniteText(r, stamp);
     summary_->setText(text);
     ChartData scoresChart = evaluationScoresChart(r);
     relabelRunSeries(scoresChart, stamp.modeName());
@@ -206,6 +207,35 @@ void EvaluatePanel::showResult(std::shared_ptr<const EvaluationResult> result, c
     sqnr_->setChart(agreementSqnrChart(r));
     for (ChartView* chart : charts())
         chart->setStamp(stamp.describe());
+}
+
+// Where the run's inf/NaN starts over the dataset (the fp16 twin's overflows): the modules with
+// their question counts, then the first questions with their module. "" when all were finite.
+QString EvaluatePanel::nonFiniteText(const EvaluationResult& r, const RunStamp& stamp)
+{
+    if (r.nonFiniteQuestions == 0)
+        return {};
+    QStringList starts;
+    for (const NonFiniteStart& start : r.nonFiniteStarts)
+        starts << tr("%1 (%L2)").arg(QString::fromStdString(start.module).toHtmlEscaped()).arg(start.questions);
+    QStringList questions;
+    constexpr int kListed = 5;
+    auto list = [&](const std::string& id, const std::string& module) {
+        if (!module.empty() && questions.size() < kListed)
+            questions << tr("%1 at %2").arg(QString::fromStdString(id).toHtmlEscaped(),
+                                           QString::fromStdString(module).toHtmlEscaped());
+    };
+    for (const SkippedExample& e : r.skipped)
+        list(e.id, e.firstNonFinite);
+    for (const EvaluatedExample& e : r.examples)
+        list(e.example.id, e.firstNonFinite);
+    QString text = tr("<br><span style='color:#b00'>%L1 questions had inf/NaN outputs in the %2 run; it starts at %3.</span>")
+                       .arg(r.nonFiniteQuestions)
+                       .arg(stamp.modeName(), starts.join(QStringLiteral(", ")));
+    text += tr("<br>First non-finite module per question: %1%2")
+                .arg(questions.join(QStringLiteral("; ")))
+                .arg(r.nonFiniteQuestions > std::size_t(kListed) ? tr("; ... (all of them in Export)") : QString());
+    return text;
 }
 
 std::vector<ChartView*> EvaluatePanel::charts() const

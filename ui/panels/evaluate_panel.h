@@ -46,12 +46,15 @@ public:
     QPushButton* evaluateButton() const { return evaluate_; }
     QLabel* summaryLabel() const { return summary_; }
     std::vector<ChartView*> charts() const;
+    // The result shown, null when none.
+    std::shared_ptr<const EvaluationResult> result() const { return result_; }
 
 signals:
     void evaluateRequested(const QString& squadFile, int maxSamples);
     void openInAsk(const QString& question, const QString& context);
 
 private:
+    static QString nonFiniteText(const EvaluationResult& result, const RunStamp& stamp);
     QLineEdit* file_ = nullptr;
     QSpinBox* maxSamples_ = nullptr;
     QPushButton* evaluate_ = nullptr;
