@@ -628,6 +628,26 @@ private slots:
         QVERIFY(window.errorsPanel()->charts().at(5)->chart().series.empty());
         // Dequant leaves the activations float: its error is the weights' alone, a different number.
         QVERIFY(window.errorsPanel()->comparison()->finalLogits.sqnrDb != fp8Sqnr);
+
+        // The FP16 twin: reruns, says so everywhere, and its headroom chart has a bar per checked module.
+        window.modeBox()->setCurrentIndex(2);
+        QCOMPARE(window.modeBox()->currentText(), QString("FP16 twin (AIU)"));
+        QVERIFY(answered.wait(30000));
+        const auto twin = answered.takeFirst().at(0).value<std::shared_ptr<const AskOutcome>>();
+        QCOMPARE(twin->stamp.mode, RunMode::Fp16);
+        QCOMPARE(window.askPanel()->answersModel()->headerData(AnswersModel::RunAnswerColumn, Qt::Horizontal).toString(),
+                 QString("FP16 twin answer"));
+        const ChartData headroom = window.errorsPanel()->charts().at(6)->chart();
+        QCOMPARE(headroom.id, std::string("fp16_headroom"));
+        QVERIFY2(headroom.title.find("FP16 twin run") != std::string::npos, headroom.title.c_str());
+        const std::size_t modules = window.errorsPanel()->comparison()->outputRanges.size();
+        QCOMPARE(modules, Checkpoint::open(qaFp8_)->layout().outputModules().size());
+        QCOMPARE(headroom.categories.size(), modules);
+        QCOMPARE(headroom.series.at(0).y.size() + headroom.series.at(1).y.size(), modules);
+        QVERIFY(headroom.series.at(1).y.empty()); // nothing overflows in this model
+        const double twinSqnr = window.errorsPanel()->comparison()->finalLogits.sqnrDb;
+        QVERIFY2(std::isfinite(twinSqnr) && std::fabs(twinSqnr - fp8Sqnr) < 10,
+                 qPrintable(QString("twin %1 dB, fp8 %2 dB").arg(twinSqnr).arg(fp8Sqnr)));
     }
 
     // Item 1: a report refuses stale results and says which ones it left out.

@@ -47,7 +47,7 @@ std::string layerLabel(const CapturePointMetrics& p)
 
 std::string runName(const ComparisonResult& c)
 {
-    return c.runLabel == "dequant" ? "dequant" : "FP8";
+    return c.runLabel == "dequant" ? "dequant" : c.runLabel == "fp16" ? "FP16 twin" : "FP8";
 }
 
 std::string referenceName(const ComparisonResult& c)

@@ -222,6 +222,17 @@ int main(int argc, char** argv)
         waitIdle(session);
         printStamps(window, "answer on B");
 
+        window.modeBox()->setCurrentIndex(2); // the FP16 twin: the last question reruns as the AIU stores it
+        waitIdle(session);
+        printStamps(window, "mode FP16 twin");
+        window.tabs()->setCurrentWidget(window.errorsPanel());
+        for (QTabWidget* charts : window.errorsPanel()->findChildren<QTabWidget*>())
+            for (int i = 0; i < charts->count(); ++i)
+                if (charts->tabText(i) == QLatin1String("FP16 headroom"))
+                    charts->setCurrentIndex(i);
+        shoot(window, out + "/10-switch-errors-fp16-headroom.png");
+        window.tabs()->setCurrentWidget(window.askPanel());
+
         window.modeBox()->setCurrentIndex(1); // Dequant: the last question reruns
         waitIdle(session);
         printStamps(window, "mode Dequant");
