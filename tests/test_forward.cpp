@@ -420,6 +420,42 @@ private slots:
             QVERIFY(std::fabs(single.values[t] - both.values[longIds.size() + t]) < 1e-5f);
     }
 
+    // A forward resumed at layer 1 from a recorded run's layer input gives the full run's outputs
+    // bit for bit (fp8 and the fp16 twin), and a cache of the wrong shape is refused.
+    void resumedForwardEqualsTheFullRun()
+    {
+        TinyModelSpec spec;
+        const std::string floatDir = makeTempDir("float");
+        const std::string fp8Dir = makeTempDir("fp8") + "/model";
+        writeTinyFloatCheckpoint(floatDir, spec);
+        writeTinyFp8Checkpoint(floatDir, fp8Dir, Fp8Scheme{});
+        auto model = EncoderModel::load(fp8Dir);
+        QVERIFY(model->resumesFromLayer());
+        const auto ids = idsFor(fp8Dir);
+        const EncoderInputs inputs{{ids, std::vector<int64_t>(ids.begin(), ids.begin() + 5)}, {}, {}, {}};
+        for (RunMode mode : {RunMode::Fp8, RunMode::Fp16}) {
+            ForwardOptions recorded;
+            recorded.mode = mode;
+            recorded.recordLayerInputs = true;
+            const ForwardResult full = model->forward(inputs, recorded);
+            QCOMPARE(full.layerInputs.size(), std::size_t(spec.numLayers + 1));
+            for (int start = 1; start <= spec.numLayers; ++start) {
+                ForwardOptions resumed;
+                resumed.mode = mode;
+                resumed.startLayer = start;
+                resumed.startHidden = &full.layerInputs[static_cast<std::size_t>(start)];
+                const ForwardResult part = model->forward(inputs, resumed);
+                QCOMPARE(output(part, "start_logits").values, output(full, "start_logits").values);
+                QCOMPARE(output(part, "end_logits").values, output(full, "end_logits").values);
+            }
+        }
+        ForwardOptions wrong;
+        const FloatTensor small{{1, 2, 3}, std::vector<float>(6, 0.0f)};
+        wrong.startLayer = 1;
+        wrong.startHidden = &small;
+        QVERIFY_THROWS_EXCEPTION(Error, model->forward(inputs, wrong));
+    }
+
     void rejectsBadInputs()
     {
         TinyModelSpec spec;

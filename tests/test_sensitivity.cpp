@@ -64,6 +64,27 @@ bool oneSentence(const CliResult& r, const QString& part)
     return r.err.trimmed().count('\n') == 0 && r.err.contains(part);
 }
 
+// The engine without its resume-from-layer ability, as a runner is: every run is a full forward.
+class FullRunsOnly : public InferenceBackend {
+public:
+    explicit FullRunsOnly(InferenceBackend& inner) : inner_(inner) {}
+    const Checkpoint& checkpoint() const override { return inner_.checkpoint(); }
+    const std::vector<LinearInfo>& linears() const override { return inner_.linears(); }
+    std::vector<std::string> capturePoints() const override { return inner_.capturePoints(); }
+    ForwardResult forward(const EncoderInputs& inputs, const ForwardOptions& options, const Progress& progress) override
+    {
+        if (options.startHidden || options.recordLayerInputs)
+            throw std::logic_error("a backend that does not resume was asked to");
+        ++forwards;
+        return inner_.forward(inputs, options, progress);
+    }
+    std::string deviceName() const override { return "full runs only"; }
+    int forwards = 0;
+
+private:
+    InferenceBackend& inner_;
+};
+
 ComparisonInput qaInput()
 {
     ComparisonInput input;
@@ -158,6 +179,34 @@ private slots:
         QCOMPARE(chart.categories.front(), std::string("L0.ffn.in"));
         QCOMPARE(chart.series.at(0).y.front(), r.entries.front().floatOne.sqnrDb - r.baseline.sqnrDb);
         QCOMPARE(chart.series.at(1).y.front(), r.allFloat.sqnrDb - r.entries.front().fp8One.sqnrDb);
+    }
+
+    // Runs that depart from the baseline (or the all-float run) only from layer L on start there
+    // from the recorded layer inputs: every number of the sweep is the same, bit for bit, as
+    // with full forwards.
+    void resumingFromACachedLayerChangesNoNumber()
+    {
+        auto run = EncoderModel::load(defect_);
+        auto reference = EncoderModel::load(float_);
+        SensitivityInput input;
+        input.single = qaInput();
+        SensitivityOptions options;
+        options.targetSqnrDb = 200; // unreachable: the suggestion search verifies many prefixes too
+        const SensitivityResult resumed = runSensitivity(*run, reference.get(), input, options);
+        FullRunsOnly full(*run);
+        const SensitivityResult whole = runSensitivity(full, reference.get(), input, options);
+        QCOMPARE(full.forwards, int(whole.forwards));
+        QCOMPARE(resumed.forwards, whole.forwards);
+        QCOMPARE(resumed.entries.size(), whole.entries.size());
+        for (std::size_t i = 0; i < whole.entries.size(); ++i) {
+            QCOMPARE(resumed.entries[i].module, whole.entries[i].module);
+            QCOMPARE(resumed.entries[i].floatOne.sqnrDb, whole.entries[i].floatOne.sqnrDb);
+            QCOMPARE(resumed.entries[i].fp8One.sqnrDb, whole.entries[i].fp8One.sqnrDb);
+            QCOMPARE(resumed.entries[i].floatOne.answer, whole.entries[i].floatOne.answer);
+            QCOMPARE(resumed.entries[i].fp8One.agrees, whole.entries[i].fp8One.agrees);
+        }
+        QCOMPARE(resumed.suggestedFloat, whole.suggestedFloat);
+        QCOMPARE(resumed.suggestedMetrics->sqnrDb, whole.suggestedMetrics->sqnrDb);
     }
 
     void layerGranularityGroupsTheLayersLinears()

@@ -280,6 +280,17 @@ struct EncoderGraph::Impl {
     const ModelConfig& config() const { return checkpoint->config(); }
     const EncoderLayout& layout() const { return checkpoint->layout(); }
 
+    // A resumed run's input to layer `first`: a copy of the cached tensor, checked against the batch.
+    at::Tensor resumedHidden(const FloatTensor& hidden, const PaddedBatch& padded, int first) const
+    {
+        const std::vector<int64_t> expected = {padded.batch, padded.seq, config().hiddenSize};
+        const int layers = static_cast<int>(weights.layers.size());
+        if (hidden.shape != expected || first < 0 || first > layers)
+            throw Error("A resumed forward needs the input of layer " + std::to_string(first) + " as " +
+                        shapeText(expected) + ", not " + shapeText(hidden.shape) + ".");
+        return at::from_blob(const_cast<float*>(hidden.values.data()), expected, at::kFloat).clone();
+    }
+
     at::Tensor embed(const PaddedBatch& padded, ForwardContext& context) const
     {
         const ModelConfig& c = config();
@@ -383,17 +394,24 @@ ForwardResult EncoderGraph::run(const EncoderInputs& inputs, const ForwardOption
     context.sequenceLength = padded.seq;
     context.logitPositions = inputs.logitPositions;
     context.result.firstNonFiniteByRow.assign(static_cast<std::size_t>(padded.batch), std::string());
-    at::Tensor h = m.embed(padded, context);
+    const int layers = static_cast<int>(m.weights.layers.size());
+    const int first = options.startHidden ? options.startLayer : 0;
+    at::Tensor h = options.startHidden ? m.resumedHidden(*options.startHidden, padded, first) : m.embed(padded, context);
     // Additive mask over keys: 0 for real tokens, the lowest float for padding.
     const at::Tensor mask = at::from_blob(const_cast<float*>(padded.mask.data()), {padded.batch, padded.seq}, at::kFloat);
     const at::Tensor keyMask =
         ((1.0f - mask) * std::numeric_limits<float>::lowest()).view({padded.batch, 1, 1, padded.seq});
-    const int layers = static_cast<int>(m.weights.layers.size());
-    for (int i = 0; i < layers; ++i) {
+    if (options.recordLayerInputs)
+        context.result.layerInputs.resize(static_cast<std::size_t>(layers) + 1);
+    for (int i = first; i < layers; ++i) {
         progress.throwIfCancelled();
         progress.report(double(i) / double(layers + 1), "Layer " + std::to_string(i));
+        if (options.recordLayerInputs)
+            context.result.layerInputs[static_cast<std::size_t>(i)] = toFloatTensor(h);
         h = m.encoderLayer(i, h, keyMask, context);
     }
+    if (options.recordLayerInputs)
+        context.result.layerInputs[static_cast<std::size_t>(layers)] = toFloatTensor(h);
     progress.throwIfCancelled();
     m.runHead(h, inputs, context);
     progress.report(1.0, "Done");

@@ -32,6 +32,7 @@ public:
     ForwardResult forward(const EncoderInputs& inputs, const ForwardOptions& options,
                           const Progress& progress = {}) override;
     std::string deviceName() const override { return "CPU (in-process)"; }
+    bool resumesFromLayer() const override { return true; }
 
 private:
     EncoderModel() = default;

@@ -69,6 +69,17 @@ struct ForwardOptions {
     std::function<void(const std::string& name, const std::vector<int64_t>& shape, const float* data,
                        const std::string& sameAs)>
         onCapture;
+    // Resuming, for runs that repeat a baseline up to a layer (the sensitivity sweep): the encoder
+    // starts at layer startLayer (numLayers: only the head) with startHidden as that layer's input,
+    // [batch, seq, hidden] as the inputs pad, from a run with the same inputs and mode whose
+    // overrides agree on every earlier Linear. The embeddings and the layers before are skipped:
+    // captures, checks and statistics cover only what ran. Honoured only where
+    // InferenceBackend::resumesFromLayer() says so.
+    int startLayer = 0;
+    const FloatTensor* startHidden = nullptr;
+    // Record each layer's input (the embeddings output for layer 0) and, last, the head's input
+    // into ForwardResult::layerInputs: the cache a resumed run starts from.
+    bool recordLayerInputs = false;
 };
 
 // A module whose output held inf or NaN on real tokens, and how many such values.
@@ -101,6 +112,9 @@ struct ForwardResult {
     std::vector<std::string> firstNonFiniteByRow;
     // Every module output in execution order (in-process always; a runner when it reports them).
     std::vector<ModuleOutputRange> outputRanges;
+    // ForwardOptions::recordLayerInputs: numLayers + 1 tensors [batch, seq, hidden] (those before a
+    // resumed run's startLayer stay empty).
+    std::vector<FloatTensor> layerInputs;
     double elapsedMs = 0;
 
     // The first module whose output was not finite, or "" when every output was finite.
@@ -123,6 +137,8 @@ public:
                                   const Progress& progress = {}) = 0;
     // "CPU (in-process)", or the runner's own name for itself.
     virtual std::string deviceName() const = 0;
+    // Whether forward() honours ForwardOptions::startLayer/startHidden/recordLayerInputs.
+    virtual bool resumesFromLayer() const { return false; }
 };
 
 } // namespace scalescope

@@ -22,6 +22,9 @@ struct Case {
     PreparedComparisonInput prepared;
     ForwardResult reference;
     const SquadExample* example = nullptr;
+    // Every layer's input in the baseline run and in the all-float run (ForwardOptions::
+    // recordLayerInputs): a run that departs from one of them only from layer L on starts there.
+    std::vector<FloatTensor> baselineLayerInputs, allFloatLayerInputs;
 };
 
 std::string formatNumber(double value)
@@ -130,8 +133,11 @@ public:
             options.overrides = overrides;
             if (baseline && i == 0)
                 recordCauseInputs(options);
+            std::vector<FloatTensor>* record = reuseLayers(overrides, baseline, cases[i], options);
             ForwardResult runResult = run_.forward(cases[i].prepared.inputs, options, cancelOnly());
             ++result_.forwards;
+            if (record)
+                *record = std::move(runResult.layerInputs);
             if (baseline && i == 0)
                 activations = std::move(runResult.activationStatistics);
             add(tally, metrics, cases[i], runResult);
@@ -154,6 +160,42 @@ private:
         Progress p;
         p.cancel = progress_.cancel;
         return p;
+    }
+
+    // Reuse what does not change: the baseline and the all-float run record every layer's input;
+    // a run whose overrides start at layer L (float_one departs from the baseline there, fp8_one
+    // from the all-float run) resumes at L from that record, bit for bit the full run's numbers.
+    // Returns where to store this run's record, or null.
+    std::vector<FloatTensor>* reuseLayers(const PrecisionOverrides& overrides, bool baseline, Case& c,
+                                          ForwardOptions& options) const
+    {
+        if (!run_.resumesFromLayer())
+            return nullptr;
+        const bool allFloat = overrides.othersFloat && overrides.modules.empty();
+        if (baseline || allFloat) {
+            options.recordLayerInputs = true;
+            return baseline ? &c.baselineLayerInputs : &c.allFloatLayerInputs;
+        }
+        const std::vector<FloatTensor>& from = overrides.othersFloat ? c.allFloatLayerInputs : c.baselineLayerInputs;
+        const int start = firstLayerOf(overrides);
+        if (start > 0 && static_cast<std::size_t>(start) < from.size()) {
+            options.startLayer = start;
+            options.startHidden = &from[static_cast<std::size_t>(start)];
+        }
+        return nullptr;
+    }
+
+    // The first encoder layer an override names (the head counts as the layer after the last).
+    int firstLayerOf(const PrecisionOverrides& overrides) const
+    {
+        const EncoderLayout& layout = run_.checkpoint().layout();
+        const int layers = static_cast<int>(run_.config().numLayers);
+        int first = layers;
+        for (const auto& [module, precision] : overrides.modules) {
+            const int layer = layout.layerOf(module);
+            first = std::min(first, layer < 0 ? layers : layer);
+        }
+        return first;
     }
 
     void recordCauseInputs(ForwardOptions& options)
