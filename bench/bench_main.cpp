@@ -30,6 +30,7 @@
 #include "engine/fp8_gemm.h"
 #include "engine/matmul_benchmark.h"
 #include "model/encoder_model.h"
+#include "tasks/sensitivity.h"
 #include "io/safetensors.h"
 #include "support/fixtures.h"
 #include "support/reference_forward.h"
@@ -51,6 +52,7 @@ struct Options {
     int repeats = 5;
     int sequenceLength = 384;
     bool skipPeer = false;
+    bool skipSensitivity = false;
     std::size_t squadSamples = 64;
 };
 
@@ -232,6 +234,30 @@ json fp8PathTimings(Fp8GemmPath path, const std::string& fp8Dir, const EncoderIn
 }
 
 // Questions per second of `evaluate` on the shared SQuAD sample, fp8 against the float reference.
+// The sensitivity sweep on the bench input, per Linear and per layer, in forward-equivalents: its
+// wall time over one fp8 forward's (issue 15's targets: <= 80 per Linear, <= 15 per layer).
+json sensitivityTimings(EncoderModel& fp8, EncoderModel& reference, const std::vector<int64_t>& ids, double fp8ForwardMs)
+{
+    json out;
+    for (const char* granularity : {"layer", "linear"}) {
+        SensitivityInput input;
+        input.single.inputIds = {ids};
+        SensitivityOptions options;
+        options.granularity = granularity;
+        const auto start = std::chrono::steady_clock::now();
+        const SensitivityResult result = runSensitivity(fp8, &reference, input, options);
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        out[granularity] = {{"seconds", ms / 1e3},
+                            {"entries", result.entries.size()},
+                            {"forwards", result.forwards},
+                            {"forward_equivalents", ms / fp8ForwardMs}};
+    }
+    const ModelConfig& c = fp8.config();
+    // Two records (baseline, all float) of numLayers + 1 layer inputs.
+    out["layer_cache_mb"] = 2.0 * double(c.numLayers + 1) * double(ids.size()) * double(c.hiddenSize) * 4.0 / 1e6;
+    return out;
+}
+
 json squadThroughput(EncoderModel& fp8, EncoderModel& reference, const std::string& squadFile, std::size_t samples,
                      bool groupByLength)
 {
@@ -271,9 +297,10 @@ int main(int argc, char** argv)
         else if (arg == "--repeats") options.repeats = std::atoi(next().c_str());
         else if (arg == "--seq") options.sequenceLength = std::atoi(next().c_str());
         else if (arg == "--skip-peer") options.skipPeer = true;
+        else if (arg == "--skip-sensitivity") options.skipSensitivity = true;
         else if (arg == "--squad-samples") options.squadSamples = static_cast<std::size_t>(std::atol(next().c_str()));
         else {
-            std::cerr << "usage: scalescope-bench [--workdir DIR] [--output FILE] [--threads N] [--repeats N] [--seq N] [--skip-peer] "
+            std::cerr << "usage: scalescope-bench [--workdir DIR] [--output FILE] [--threads N] [--repeats N] [--seq N] [--skip-peer] [--skip-sensitivity] "
                          "[--squad-samples N]\n";
             return 2;
         }
@@ -424,6 +451,8 @@ int main(int argc, char** argv)
 
         report["fp8_forward"] = fp8Forward.toJson();
         report["dequant_forward"] = dequantForward.toJson();
+        if (!options.skipSensitivity)
+            report["sensitivity"] = sensitivityTimings(*fp8, *reference, ids, fp8Forward.median());
         report["fp16_twin_forward"] = twinForward.toJson();
         report["fp16_twin_over_fp8"] = twinForward.median() / fp8Forward.median();
         report["fp16_twin_vs_fp8_logits_sqnr_db"] = twinSqnrDb;
@@ -470,6 +499,15 @@ int main(int argc, char** argv)
         std::snprintf(note, sizeof note, "%.2fx fp8; logits vs fp8 %.1f dB", twinForward.median() / fp8Forward.median(),
                       twinSqnrDb);
         row("fp16 twin (AIU) forward", twinForward, note);
+        if (report.contains("sensitivity"))
+            for (const char* granularity : {"layer", "linear"}) {
+                const json& sweep = report["sensitivity"][granularity];
+                std::snprintf(note, sizeof note, "%.1f forward-equivalents, %d forwards",
+                              sweep["forward_equivalents"].get<double>(), sweep["forwards"].get<int>());
+                char time[64];
+                std::snprintf(time, sizeof time, "%.1f s", sweep["seconds"].get<double>());
+                printRow(std::string("sensitivity sweep per ") + granularity, time, note);
+            }
         std::snprintf(note, sizeof note, "%.0f GFLOP/s, %.0f%% of GEMM limit", flops / 1e6 / referenceForward.median(),
                       100 * flops / 1e6 / referenceForward.median() / attainableGflops);
         row("reference (float32) forward", referenceForward, note);
