@@ -138,6 +138,44 @@ void ErrorsPanel::connectClicks()
     });
 }
 
+void ErrorsPanel::selectLinear(const QString& module)
+{
+    if (!comparison_)
+        return;
+    const std::string wanted = module.toStdString();
+    int linearCategory = 0, layerCategory = -1, seenLayers = 0;
+    const CapturePointMetrics* output = nullptr;
+    for (const CapturePointMetrics& p : comparison_->points) {
+        if (p.kind == CaptureKind::LinearOutput) {
+            if (p.module == wanted) {
+                output = &p;
+                break;
+            }
+            ++linearCategory;
+        }
+    }
+    if (!output)
+        return;
+    // Layer charts: the embeddings first, then each layer's output; a head Linear has no layer.
+    for (const CapturePointMetrics& p : comparison_->points)
+        if (p.kind == CaptureKind::Embeddings || p.kind == CaptureKind::LayerOutput) {
+            if (p.kind == CaptureKind::LayerOutput && output->layer >= 0 && p.layer == output->layer)
+                layerCategory = seenLayers;
+            ++seenLayers;
+        }
+    linearSqnr_->highlightCategory(linearCategory);
+    for (ChartView* chart : {layerSqnr_, layerCosine_, growth_})
+        chart->highlightCategory(layerCategory);
+    chartTabs_->setCurrentWidget(linearSqnr_);
+    const int row = metrics_->rowForCapturePoint(QString::fromStdString(output->name));
+    if (row < 0)
+        return;
+    const QModelIndex index = proxy_->mapFromSource(metrics_->index(row, 0));
+    view_->setCurrentIndex(index);
+    view_->selectRow(index.row());
+    view_->scrollTo(index);
+}
+
 QString ErrorsPanel::summaryText() const
 {
     return summary_->text();

@@ -112,6 +112,8 @@ void ScalesPanel::showLinear(int index)
     if (index < 0 || index >= static_cast<int>(comboToStatistics_.size()))
         return;
     const LinearScaleStatistics& s = statistics_[static_cast<std::size_t>(comboToStatistics_[static_cast<std::size_t>(index)])];
+    // The range chart's categories follow the combo box: the Linear shown below is shaded there.
+    ranges_->highlightCategory(index);
     // Block-wise weights: the scale grid as a heat map (output blocks by input blocks).
     channels_->setChart(s.gridRows > 0 ? blockScalesChart(s) : channelScalesChart(s));
     exponents_->setChart(exponentHistogramChart(s));

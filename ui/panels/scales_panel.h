@@ -32,6 +32,7 @@ public:
     QString selectedLinear() const;
 
     std::vector<ChartView*> charts() const;
+    ChartView* rangesView() const { return ranges_; }
 
 private:
     void showLinear(int index);
