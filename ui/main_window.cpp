@@ -378,8 +378,6 @@ void MainWindow::createStatusBar()
     clearFloat_ = new QPushButton(tr("Clear"), this);
     clearFloat_->setToolTip(tr("Run every Linear as the checkpoint declares again"));
     connect(clearFloat_, &QPushButton::clicked, this, [this] { setFloatLinears({}); });
-    statusBar()->addPermanentWidget(floatStatus_);
-    statusBar()->addPermanentWidget(clearFloat_);
     floatStatus_->hide();
     clearFloat_->hide();
     // The permanent labels may shrink (their full text is in the tooltip), so the status bar never
@@ -387,6 +385,8 @@ void MainWindow::createStatusBar()
     for (QLabel* label : {floatStatus_, deviceLabel_, modeLabel_, dtypeLabel_, referenceStatus_, loadLabel_}) {
         label->setMinimumWidth(24);
         statusBar()->addPermanentWidget(label);
+        if (label == floatStatus_)
+            statusBar()->addPermanentWidget(clearFloat_);
     }
 }
 

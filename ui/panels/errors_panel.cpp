@@ -140,9 +140,17 @@ void ErrorsPanel::connectClicks()
 
 void ErrorsPanel::selectLinear(const QString& module)
 {
-    if (!comparison_)
+    selectedLinear_ = module;
+    showSelectedLinear();
+    if (comparison_)
+        chartTabs_->setCurrentWidget(linearSqnr_);
+}
+
+void ErrorsPanel::showSelectedLinear()
+{
+    if (!comparison_ || selectedLinear_.isEmpty())
         return;
-    const std::string wanted = module.toStdString();
+    const std::string wanted = selectedLinear_.toStdString();
     int linearCategory = 0, layerCategory = -1, seenLayers = 0;
     const CapturePointMetrics* output = nullptr;
     for (const CapturePointMetrics& p : comparison_->points) {
@@ -166,7 +174,6 @@ void ErrorsPanel::selectLinear(const QString& module)
     linearSqnr_->highlightCategory(linearCategory);
     for (ChartView* chart : {layerSqnr_, layerCosine_, growth_})
         chart->highlightCategory(layerCategory);
-    chartTabs_->setCurrentWidget(linearSqnr_);
     const int row = metrics_->rowForCapturePoint(QString::fromStdString(output->name));
     if (row < 0)
         return;
@@ -212,6 +219,7 @@ void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparis
     linearSqnr_->setChart(linearSqnrChart(c));
     for (ChartView* chart : charts())
         chart->setStamp(stamp.describe());
+    showSelectedLinear();
     auto db = [](double v) { return std::isinf(v) ? QStringLiteral("inf") : QString::number(v, 'f', 2); };
     QString agreement;
     if (c.qa)

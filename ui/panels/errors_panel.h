@@ -34,7 +34,8 @@ public:
     StaleBanner* banner() const { return banner_; }
     QString summaryText() const;
     // Selects the Linear's output row in the table (scrolled to) and shades it in the per-Linear
-    // chart and its layer in the per-layer charts; the per-Linear chart comes to the front.
+    // chart and its layer in the per-layer charts; the per-Linear chart comes to the front. The
+    // next run's results show the same Linear selected.
     void selectLinear(const QString& module);
     QTabWidget* chartTabs() const { return chartTabs_; }
     std::shared_ptr<const ComparisonResult> comparison() const { return comparison_; }
@@ -53,8 +54,10 @@ private:
     void createCharts();
     void layOut();
     void connectClicks();
+    void showSelectedLinear();
 
     std::shared_ptr<const ComparisonResult> comparison_;
+    QString selectedLinear_;
     QLabel* summary_ = nullptr;
     QCheckBox* outputsOnly_ = nullptr;
     LayerMetricsModel* metrics_ = nullptr;
