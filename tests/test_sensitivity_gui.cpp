@@ -234,6 +234,13 @@ private slots:
         const int category = scales->rangesView()->highlightedCategory();
         QVERIFY(category >= 0);
         QCOMPARE(scales->rangesView()->chart().categories[std::size_t(category)], std::string("L0.ffn.in"));
+        // ... and in the last run's activation charts (the defect's static scale makes them).
+        const std::vector<ChartView*> charts = scales->charts();
+        for (ChartView* chart : {charts[3], charts[4]}) {
+            const int shaded = chart->highlightedCategory();
+            QVERIFY(shaded >= 0);
+            QCOMPARE(chart->chart().categories[std::size_t(shaded)], std::string("L0.ffn.in"));
+        }
     }
 
     void runInFloatRerunsAndClearingRestoresTheBaseline()

@@ -11,6 +11,7 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 #include <qcustomplot.h>
 
@@ -128,6 +129,12 @@ void ChartView::highlightCategory(int index)
     renderChart(*plot_, chart_);
     drawHighlight();
     plot_->replot();
+}
+
+void ChartView::highlightCategory(const std::string& label)
+{
+    const auto found = std::find(chart_.categories.begin(), chart_.categories.end(), label);
+    highlightCategory(found == chart_.categories.end() ? -1 : int(found - chart_.categories.begin()));
 }
 
 // Behind the data: a translucent column over the category, full height of the axis rect.

@@ -35,6 +35,8 @@ public:
     // Shades one category's column (a Linear another panel selected); -1 removes the shade. On
     // screen only: exports draw the chart as it is. A new chart drops it.
     void highlightCategory(int index);
+    // The same for the category drawn with this label ("L3.ffn.in"); none when absent.
+    void highlightCategory(const std::string& label);
     int highlightedCategory() const { return highlighted_; }
     // A pixel of the plot inside the bar of series `series` at `category` as drawn now (the bars
     // of a group sit beside their key), for driving the chart as a user would; none when that bar

@@ -36,6 +36,7 @@ public:
 
 private:
     void showLinear(int index);
+    std::string selectedLabel() const; // the chart label of the Linear shown ("L3.ffn.in"), "" when none
     std::vector<LinearScaleStatistics> statistics_;
     std::vector<int> comboToStatistics_;
     QComboBox* linear_ = nullptr;
