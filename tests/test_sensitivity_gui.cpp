@@ -32,6 +32,7 @@
 #include "models/tensor_table_model.h"
 #include "panels/ask_panel.h"
 #include "panels/errors_panel.h"
+#include "panels/fill_mask_panel.h"
 #include "panels/model_panel.h"
 #include "panels/scales_panel.h"
 #include "panels/sensitivity_panel.h"
@@ -72,7 +73,7 @@ QModelIndex floatCell(ModelPanel* panel, const QString& module)
 
 class TestSensitivityGui : public QObject {
     Q_OBJECT
-    std::string float_, defect_;
+    std::string float_, defect_, mlmFloat_, mlmFp8_;
 
     bool idle(MainWindow& window) { return QTest::qWaitFor([&] { return !window.session()->busy(); }, 60000); }
 
@@ -139,6 +140,11 @@ private slots:
         planted.inputScaleFactors[kDefect.toStdString()] = 1.0f / 64.0f;
         defect_ = root + "/defect";
         writeTinyFp8Checkpoint(float_, defect_, scheme, ids, planted);
+        spec.architecture = "RobertaForMaskedLM";
+        mlmFloat_ = root + "/mlm-float";
+        writeTinyFloatCheckpoint(mlmFloat_, spec);
+        mlmFp8_ = root + "/mlm-fp8";
+        writeTinyFp8Checkpoint(mlmFloat_, mlmFp8_, {"channel", "token", "F32"});
     }
 
     void sweepFillsBarsAsItRunsAndRanksTheDefectFirst()
@@ -302,6 +308,45 @@ private slots:
         QVERIFY(window.floatStatus()->isHidden());
         QVERIFY(window.clearFloatButton()->isHidden());
         QCOMPARE(floatCell(model, kDefect).data(Qt::CheckStateRole).value<Qt::CheckState>(), Qt::Unchecked);
+    }
+
+    void togglingBeforeAnyRunFillsTheMaskTabsText()
+    {
+        MainWindow window;
+        window.show();
+        QSignalSpy ready(&window, &MainWindow::checkpointReady);
+        window.openCheckpoint(QString::fromStdString(mlmFp8_));
+        QVERIFY(ready.wait(60000));
+        QSignalSpy reference(window.session(), &WorkbenchSession::referenceChanged);
+        window.setReference(QString::fromStdString(mlmFloat_));
+        QVERIFY(reference.wait(60000));
+        QVERIFY(idle(window));
+        const QString text = QStringLiteral("the cat <mask> on the mat");
+        window.fillMaskPanel()->setText(text);
+        // Nothing ran yet: the toggle runs the Fill Mask tab's text with the Linear in float.
+        const QString linear = QStringLiteral("roberta.encoder.layer.1.attention.output.dense");
+        QSignalSpy filled(window.session(), &WorkbenchSession::masksFilled);
+        QVERIFY(window.modelPanel()->treeView()->model()->setData(floatCell(window.modelPanel(), linear), Qt::Checked,
+                                                                  Qt::CheckStateRole));
+        QVERIFY(filled.wait(60000));
+        QVERIFY(idle(window));
+        const auto outcome = filled.takeFirst().at(0).value<std::shared_ptr<const FillMaskOutcome>>();
+        QCOMPARE(outcome->stamp.floatLinears, QStringList{linear});
+        QCOMPARE(window.floatStatus()->text(), QStringLiteral("1 Linear in float: L1.attn.out"));
+        // The same distribution as the in-process run with that override, and not the declared one's.
+        auto run = EncoderModel::load(mlmFp8_);
+        auto floatModel = EncoderModel::load(mlmFloat_);
+        ComparisonInput input;
+        input.text = text.toStdString();
+        const ComparisonResult declared = compareRuns(*run, floatModel.get(), input);
+        input.runOverrides.modules[linear.toStdString()] = Precision::Float;
+        const ComparisonResult independent = compareRuns(*run, floatModel.get(), input);
+        QCOMPARE(outcome->comparison->fillMask->masks.front().runDistribution,
+                 independent.fillMask->masks.front().runDistribution);
+        QVERIFY(outcome->comparison->fillMask->masks.front().runDistribution !=
+                declared.fillMask->masks.front().runDistribution);
+        // The MLM head is float in the checkpoint: nothing to toggle there.
+        QVERIFY(!(floatCell(window.modelPanel(), "lm_head.dense").flags() & Qt::ItemIsUserCheckable));
     }
 
     void reportCarriesTheOverridesAndLeavesOutOthers()
