@@ -289,6 +289,26 @@ private slots:
         QCOMPARE(window.errorsPanel()->comparison()->finalLogits.sqnrDb, what->comparison->finalLogits.sqnrDb);
         QVERIFY(window.errorsPanel()->banner()->label()->text().contains("1 Linear in float: L0.ffn.in"));
 
+        // The Errors drill-down reruns the point with the same what-if: the SQNR of its values is the
+        // table's for that point.
+        QSignalSpy captured(window.session(), &WorkbenchSession::capturePointReady);
+        emit window.errorsPanel()->capturePointRequested(kDefect + ".output");
+        QVERIFY(captured.wait(60000));
+        QVERIFY(idle(window));
+        const auto values = captured.takeFirst().at(0).value<std::shared_ptr<const CapturePointValues>>();
+        QCOMPARE(values->stamp.floatLinears, QStringList{kDefect});
+        double signal = 0, noise = 0;
+        for (std::size_t i = 0; i < values->run.size(); ++i) {
+            signal += double(values->reference[i]) * values->reference[i];
+            noise += (double(values->reference[i]) - values->run[i]) * (double(values->reference[i]) - values->run[i]);
+        }
+        double tableSqnr = 0;
+        for (const CapturePointMetrics& point : what->comparison->points)
+            if (point.name == (kDefect + ".output").toStdString())
+                tableSqnr = point.metrics.sqnrDb;
+        QVERIFY2(std::abs(10 * std::log10(signal / noise) - tableSqnr) < 1e-3,
+                 qPrintable(QString("%1 vs %2").arg(10 * std::log10(signal / noise)).arg(tableSqnr)));
+
         // The status bar lists it (full name in the tooltip); the tree shows it checked.
         QVERIFY(!window.floatStatus()->isHidden());
         QCOMPARE(window.floatStatus()->text(), QStringLiteral("1 Linear in float: L0.ffn.in"));

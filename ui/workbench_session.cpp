@@ -470,6 +470,7 @@ void WorkbenchSession::capturePoint(const QString& name)
         runOptions.capture.names = {name.toStdString()};
         ForwardOptions referenceOptions = runOptions;
         referenceOptions.mode = lastInput_->referenceMode;
+        referenceOptions.overrides = {}; // the what-if is the run side's, as in compareRuns
         InferenceBackend& reference = reference_ ? *reference_ : *run_;
         auto values = std::make_shared<CapturePointValues>();
         values->stamp = stamp;
