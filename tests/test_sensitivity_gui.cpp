@@ -330,6 +330,29 @@ private slots:
         QCOMPARE(floatCell(model, kDefect).data(Qt::CheckStateRole).value<Qt::CheckState>(), Qt::Unchecked);
     }
 
+    void statusBarListsManyLinearsCompactly()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndAsk(window));
+        // Given in any order, with a name that is no Linear of this checkpoint: kept in layout
+        // order, the stranger dropped, three short labels shown and every full name in the tooltip.
+        const QStringList modules = {"roberta.encoder.layer.1.output.dense", "roberta.encoder.layer.0.attention.self.query",
+                                     "roberta.encoder.layer.9.output.dense", kDefect,
+                                     "roberta.encoder.layer.0.attention.self.value"};
+        QSignalSpy answered(window.session(), &WorkbenchSession::answered);
+        window.session()->setFloatLinears(modules);
+        QVERIFY(answered.wait(60000));
+        QVERIFY(idle(window));
+        QCOMPARE(window.session()->floatLinears(),
+                 QStringList({"roberta.encoder.layer.0.attention.self.query", "roberta.encoder.layer.0.attention.self.value",
+                              kDefect, "roberta.encoder.layer.1.output.dense"}));
+        QCOMPARE(window.floatStatus()->text(), QStringLiteral("4 Linears in float: L0.q, L0.v, L0.ffn.in, ..."));
+        for (const QString& module : window.session()->floatLinears())
+            QVERIFY(window.floatStatus()->toolTip().contains(module));
+        QCOMPARE(window.modelPanel()->treeModel()->floatLinears().size(), 4);
+    }
+
     void togglingBeforeAnyRunFillsTheMaskTabsText()
     {
         MainWindow window;
