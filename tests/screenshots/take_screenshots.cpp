@@ -120,6 +120,15 @@ void whatIf(MainWindow& window, const QString& out)
     auto* proxy = qobject_cast<QSortFilterProxyModel*>(window.modelPanel()->treeView()->model());
     const QModelIndex cell = proxy->mapFromSource(
         window.modelPanel()->treeModel()->indexForName(top).siblingAtColumn(ModuleTreeModel::FloatColumn));
+    // The tree's context menu on that Linear, shot and closed again.
+    QTreeView* tree = window.modelPanel()->treeView();
+    tree->scrollTo(cell);
+    QTimer::singleShot(600, &window, [&window, out] {
+        shoot(window, out + "/05f0-model-menu.png");
+        if (QWidget* popup = QApplication::activePopupWidget())
+            popup->close();
+    });
+    emit tree->customContextMenuRequested(tree->visualRect(cell.siblingAtColumn(0)).center());
     QSignalSpy answered(session, &WorkbenchSession::answered);
     proxy->setData(cell, Qt::Checked, Qt::CheckStateRole);
     waitFor(answered);
