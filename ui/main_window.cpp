@@ -174,6 +174,7 @@ void MainWindow::connectRequests()
             [this](const QString& text, int topK) { session_->fillMask(text, topK); });
     connect(errors_, &ErrorsPanel::capturePointRequested, session_, &WorkbenchSession::capturePoint);
     connect(model_, &ModelPanel::linearSelected, scales_, &ScalesPanel::selectLinear);
+    connect(model_, &ModelPanel::floatLinearsEdited, this, &MainWindow::setFloatLinears);
     connect(evaluate_, &EvaluatePanel::evaluateRequested, session_, &WorkbenchSession::evaluate);
     connect(session_, &WorkbenchSession::evaluationProgress, evaluate_, &EvaluatePanel::showProgress);
     connect(session_, &WorkbenchSession::evaluated, evaluate_, &EvaluatePanel::showResult);
@@ -218,11 +219,10 @@ void MainWindow::connectSensitivity()
     });
     connect(session_, &WorkbenchSession::keptFloat, sensitivity_,
             [this](const QString&, const QString& summary) { sensitivity_->showMessage(summary); });
-    // A bar or row selects its Linear in the Model tree and the Scales panel.
-    connect(sensitivity_, &SensitivityPanel::linearSelected, this, [this](const QString& module) {
-        model_->selectSubject(module);
-        scales_->selectLinear(module);
-    });
+    // A bar or row selects its Linear in the Model tree, the Errors and the Scales panels.
+    connect(sensitivity_, &SensitivityPanel::linearSelected, model_, &ModelPanel::selectSubject);
+    connect(sensitivity_, &SensitivityPanel::linearSelected, errors_, &ErrorsPanel::selectLinear);
+    connect(sensitivity_, &SensitivityPanel::linearSelected, scales_, &ScalesPanel::selectLinear);
     connect(sensitivity_, &SensitivityPanel::keepFloatRequested, this, &MainWindow::saveFixedCheckpoint);
 }
 
@@ -378,11 +378,21 @@ void MainWindow::createStatusBar()
     connect(cancelButton_, &QPushButton::clicked, session_, &WorkbenchSession::cancel);
     statusBar()->addPermanentWidget(progress_);
     statusBar()->addPermanentWidget(cancelButton_);
+    floatStatus_ = new QLabel(this);
+    floatStatus_->setObjectName(QStringLiteral("floatStatus"));
+    floatStatus_->setStyleSheet(QStringLiteral("#floatStatus { color: #8a5a00; font-weight: bold; }"));
+    clearFloat_ = new QPushButton(tr("Clear"), this);
+    clearFloat_->setToolTip(tr("Run every Linear as the checkpoint declares again"));
+    connect(clearFloat_, &QPushButton::clicked, this, [this] { setFloatLinears({}); });
+    floatStatus_->hide();
+    clearFloat_->hide();
     // The permanent labels may shrink (their full text is in the tooltip), so the status bar never
     // holds the window wider than a laptop screen.
-    for (QLabel* label : {deviceLabel_, modeLabel_, dtypeLabel_, referenceStatus_, loadLabel_}) {
+    for (QLabel* label : {floatStatus_, deviceLabel_, modeLabel_, dtypeLabel_, referenceStatus_, loadLabel_}) {
         label->setMinimumWidth(24);
         statusBar()->addPermanentWidget(label);
+        if (label == floatStatus_)
+            statusBar()->addPermanentWidget(clearFloat_);
     }
 }
 
@@ -451,7 +461,35 @@ void MainWindow::onStateChanged()
         rerunAsk();
     else if (fillMask_->banner()->isStale())
         rerunFill();
+    model_->setFloatLinears(now.floatLinears);
+    updateFloatStatus();
     updateStatus();
+}
+
+void MainWindow::setFloatLinears(const QStringList& modules)
+{
+    const QStringList before = session_->floatLinears();
+    session_->setFloatLinears(modules); // a change reruns the last result's input (onStateChanged)
+    model_->setFloatLinears(session_->floatLinears());
+    if (session_->floatLinears() == before || ask_->banner()->hasResult() || fillMask_->banner()->hasResult())
+        return;
+    // Nothing ran yet: the what-if runs the input the open checkpoint's tab holds.
+    if (tabs_->isTabEnabled(tabs_->indexOf(ask_)))
+        ask_->askButton()->click();
+    else if (tabs_->isTabEnabled(tabs_->indexOf(fillMask_)))
+        fillMask_->fillButton()->click();
+}
+
+void MainWindow::updateFloatStatus()
+{
+    const RunStamp now = session_->currentStamp();
+    floatStatus_->setText(now.floatText());
+    floatStatus_->setToolTip(now.floatLinears.isEmpty()
+                                 ? QString()
+                                 : tr("Running in float (what-if; the checkpoint on disk is unchanged):\n%1")
+                                       .arg(now.floatLinears.join(QLatin1Char('\n'))));
+    floatStatus_->setVisible(!now.floatLinears.isEmpty());
+    clearFloat_->setVisible(!now.floatLinears.isEmpty());
 }
 
 void MainWindow::warnIfOutsideDemoCorpus(const AskOutcome& outcome)
@@ -681,6 +719,9 @@ nlohmann::json stampJson(const RunStamp& stamp)
                                                                             : stamp.referenceText().toStdString();
     json["mode"] = runModeName(stamp.mode);
     json["device"] = stamp.device.toStdString();
+    json["float_linears"] = nlohmann::json::array();
+    for (const QString& module : stamp.floatLinears)
+        json["float_linears"].push_back(module.toStdString());
     return json;
 }
 

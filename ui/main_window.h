@@ -62,6 +62,9 @@ public:
     QMenu* demoMenu() const { return demoMenu_; }
     QComboBox* deviceBox() const { return device_; }
     QComboBox* modeBox() const { return mode_; }
+    // "2 Linears in float: ..." in the status bar (hidden without overrides) and its Clear button.
+    QLabel* floatStatus() const { return floatStatus_; }
+    QPushButton* clearFloatButton() const { return clearFloat_; }
     // Asks for the AIU runner's command line (RunnerDialog) and switches to it.
     void chooseAiuRunner();
 
@@ -105,6 +108,11 @@ private:
     // A one-line note when a demo checkpoint answered a passage it was not trained on.
     void warnIfOutsideDemoCorpus(const AskOutcome& outcome);
     void rerunFill();
+    // The Model tree's "run in float" toggles: the session runs these Linears in float from now on
+    // (results made otherwise turn stale and the last input reruns; with no result yet, the
+    // current tab's input runs).
+    void setFloatLinears(const QStringList& modules);
+    void updateFloatStatus();
     void onDeviceSwitchFailed(const QString& failedDevice, const QString& message);
     int deviceIndexFor(const QString& spec) const;
     void updateStatus();
@@ -143,6 +151,8 @@ private:
     QLabel* dtypeLabel_ = nullptr;
     QLabel* loadLabel_ = nullptr;
     QLabel* referenceStatus_ = nullptr;
+    QLabel* floatStatus_ = nullptr;
+    QPushButton* clearFloat_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QPushButton* cancelButton_ = nullptr;
 };

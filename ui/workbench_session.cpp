@@ -142,8 +142,31 @@ QString RunStamp::describe() const
 {
     if (!isValid())
         return WorkbenchSession::tr("no checkpoint");
-    return WorkbenchSession::tr("%1, %2 vs %3, %4")
-        .arg(QFileInfo(checkpoint).fileName(), modeName(), referenceText(), deviceText());
+    const QString text = WorkbenchSession::tr("%1, %2 vs %3, %4")
+                             .arg(QFileInfo(checkpoint).fileName(), modeName(), referenceText(), deviceText());
+    return floatLinears.isEmpty() ? text : text + QStringLiteral("; ") + floatText();
+}
+
+PrecisionOverrides RunStamp::overrides() const
+{
+    PrecisionOverrides overrides;
+    for (const QString& module : floatLinears)
+        overrides.modules[module.toStdString()] = Precision::Float;
+    return overrides;
+}
+
+QString RunStamp::floatText(int shown) const
+{
+    if (floatLinears.isEmpty())
+        return QString();
+    QStringList labels = floatLabels.size() == floatLinears.size() ? floatLabels : floatLinears;
+    if (labels.size() > shown) {
+        labels = labels.mid(0, shown);
+        labels << QStringLiteral("...");
+    }
+    const QString list = labels.join(QStringLiteral(", "));
+    return floatLinears.size() == 1 ? WorkbenchSession::tr("1 Linear in float: %1").arg(list)
+                                    : WorkbenchSession::tr("%1 Linears in float: %2").arg(floatLinears.size()).arg(list);
 }
 
 QString RunStamp::differenceFrom(const RunStamp& other) const
@@ -157,6 +180,8 @@ QString RunStamp::differenceFrom(const RunStamp& other) const
         parts << WorkbenchSession::tr("mode");
     if (device != other.device)
         parts << WorkbenchSession::tr("device");
+    if (floatLinears != other.floatLinears)
+        parts << WorkbenchSession::tr("Linears run in float");
     if (parts.size() > 1) {
         const QString last = parts.takeLast();
         return parts.join(QStringLiteral(", ")) + WorkbenchSession::tr(" and ") + last;
@@ -172,7 +197,29 @@ RunStamp WorkbenchSession::currentStamp() const
     stamp.referenceFolder = referenceKind_ == RunStamp::Reference::Folder ? referenceDir_ : QString();
     stamp.mode = runMode_;
     stamp.device = device_;
+    stamp.floatLinears = floatLinears_;
+    stamp.floatLabels = floatLabels_;
     return stamp;
+}
+
+void WorkbenchSession::setFloatLinears(const QStringList& modules)
+{
+    QStringList names, labels;
+    if (openedCheckpoint_) {
+        const EncoderLayout& layout = openedCheckpoint_->layout();
+        for (const LayoutLinear& linear : layout.linears()) {
+            const QString name = QString::fromStdString(linear.module);
+            if (modules.contains(name)) {
+                names << name;
+                labels << QString::fromStdString(linear.shortLabel);
+            }
+        }
+    }
+    if (names == floatLinears_)
+        return;
+    floatLinears_ = names;
+    floatLabels_ = labels;
+    emit stateChanged();
 }
 
 void WorkbenchSession::setRunMode(RunMode mode)
@@ -269,16 +316,27 @@ void WorkbenchSession::submitOpen(const QString& dir, const QString& fallbackDev
         info->loadMs = double(timer.nsecsElapsed()) / 1e6;
         info->deviceName = model ? QString::fromStdString(model->deviceName()) : QString();
         std::shared_ptr<const CheckpointInfo> result = info;
-        return [this, result, device, usedDevice, deviceError] {
-            if (usedDevice != device) {
-                device_ = usedDevice;
-                emit deviceSwitchFailed(device, deviceError);
-            }
-            emit deviceChanged(result->deviceName);
-            emit checkpointOpened(result);
-            emit stateChanged();
-        };
+        return [this, result, device, usedDevice, deviceError] { deliverOpened(result, device, usedDevice, deviceError); };
     });
+}
+
+void WorkbenchSession::deliverOpened(std::shared_ptr<const CheckpointInfo> result, const QString& device,
+                                     const QString& usedDevice, const QString& deviceError)
+{
+    // The overrides name Linears of the checkpoint they were set on; a device switch reopens the
+    // same one and keeps them.
+    if (!openedCheckpoint_ || result->directory != QString::fromStdString(openedCheckpoint_->directory())) {
+        floatLinears_.clear();
+        floatLabels_.clear();
+    }
+    openedCheckpoint_ = result->checkpoint;
+    if (usedDevice != device) {
+        device_ = usedDevice;
+        emit deviceSwitchFailed(device, deviceError);
+    }
+    emit deviceChanged(result->deviceName);
+    emit checkpointOpened(result);
+    emit stateChanged();
 }
 
 void WorkbenchSession::setCpuEmulationReference()
@@ -329,6 +387,7 @@ void WorkbenchSession::ask(const QString& question, const QString& context, cons
         input.context = context.toStdString();
         input.qaOptions = fitWindowsToModel(options, run_->checkpoint().layout());
         input.runMode = mode;
+        input.runOverrides = stamp.overrides();
         input.referenceMode = emulationReference && reference_ ? mode : RunMode::Dequant;
         auto outcome = std::make_shared<AskOutcome>();
         outcome->stamp = stamp;
@@ -368,6 +427,7 @@ void WorkbenchSession::fillMask(const QString& text, int topK)
         input.text = text.toStdString();
         input.topK = topK;
         input.runMode = mode;
+        input.runOverrides = stamp.overrides();
         input.referenceMode = emulationReference && reference_ ? mode : RunMode::Dequant;
         auto outcome = std::make_shared<FillMaskOutcome>();
         outcome->stamp = stamp;
@@ -411,9 +471,11 @@ void WorkbenchSession::capturePoint(const QString& name)
         }
         ForwardOptions runOptions;
         runOptions.mode = lastInput_->runMode;
+        runOptions.overrides = stamp.overrides(); // as the run the drill-down belongs to
         runOptions.capture.names = {name.toStdString()};
         ForwardOptions referenceOptions = runOptions;
         referenceOptions.mode = lastInput_->referenceMode;
+        referenceOptions.overrides = {}; // the what-if is the run side's, as in compareRuns
         InferenceBackend& reference = reference_ ? *reference_ : *run_;
         auto values = std::make_shared<CapturePointValues>();
         values->stamp = stamp;
@@ -440,6 +502,7 @@ void WorkbenchSession::evaluate(const QString& squadFile, int maxSamples)
         EvaluationOptions options;
         options.qa = fitWindowsToModel(options.qa, run_->checkpoint().layout());
         options.runMode = stamp.mode;
+        options.runOverrides = stamp.overrides();
         options.referenceMode = stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_ ? stamp.mode
                                                                                                       : RunMode::Dequant;
         options.maxSamples = static_cast<std::size_t>(std::max(0, maxSamples));
@@ -461,7 +524,10 @@ void WorkbenchSession::evaluate(const QString& squadFile, int maxSamples)
 void WorkbenchSession::sensitivity(const QString& granularity)
 {
     QPointer<WorkbenchSession> self(this);
-    const RunStamp stamp = currentStamp();
+    // The sweep sets its own overrides on the checkpoint as it is: its results claim none.
+    RunStamp stamp = currentStamp();
+    stamp.floatLinears.clear();
+    stamp.floatLabels.clear();
     submit(JobKind::Sensitivity, tr("Sensitivity"), [this, self, granularity, stamp](const Progress& progress) -> std::function<void()> {
         if (!run_ || !lastInput_)
             throw Error("Ask a question or fill a mask first; the sweep runs on that input.");

@@ -9,6 +9,7 @@
 // Progress comes from the worker through queued calls: no processEvents(), no blocking connections.
 #include <QObject>
 #include <QString>
+#include <QStringList>
 #include <QThreadPool>
 
 #include <atomic>
@@ -38,12 +39,23 @@ struct RunStamp {
     QString referenceFolder; // for Reference::Folder
     RunMode mode = RunMode::Fp8;
     QString device = QStringLiteral("cpu"); // "cpu" or "runner:COMMAND"
+    // The what-if of the run side (DESIGN.md "Precision overrides"): Linears run in float, by exact
+    // module name in layout order, and their short labels ("L3.ffn.in") in the same order. Only the
+    // names count for equality; the labels follow from them.
+    QStringList floatLinears;
+    QStringList floatLabels;
 
     bool isValid() const { return !checkpoint.isEmpty(); }
+    // The run side's overrides: every floatLinears entry Float.
+    PrecisionOverrides overrides() const;
+    // "2 Linears in float: L3.ffn.in, L7.attn.out" (at most `shown` labels, then "..."); empty
+    // without overrides.
+    QString floatText(int shown = 3) const;
     QString modeName() const; // "FP8" or "Dequant": how a run is labelled on screen
     QString referenceText() const;
     QString deviceText() const;
-    // One line for a stale banner or a chart stamp: "qa-fp8, FP8 vs qa-float, CPU".
+    // One line for a stale banner or a chart stamp: "qa-fp8, FP8 vs qa-float, CPU" and, with
+    // overrides, "; 1 Linear in float: L0.ffn.in".
     QString describe() const;
     // What differs between this and other, in words ("checkpoint", "mode and reference"); empty
     // when equal.
@@ -51,7 +63,8 @@ struct RunStamp {
     friend bool operator==(const RunStamp& a, const RunStamp& b)
     {
         return a.checkpoint == b.checkpoint && a.referenceKind == b.referenceKind &&
-               a.referenceFolder == b.referenceFolder && a.mode == b.mode && a.device == b.device;
+               a.referenceFolder == b.referenceFolder && a.mode == b.mode && a.device == b.device &&
+               a.floatLinears == b.floatLinears;
     }
     friend bool operator!=(const RunStamp& a, const RunStamp& b) { return !(a == b); }
 };
@@ -126,6 +139,12 @@ public:
     // The run side of asks and masks: fp8 (default) or dequant (weights-only error).
     void setRunMode(RunMode mode);
     RunMode runMode() const { return runMode_; }
+    // The what-if: these Linears run in float in every later ask, mask, capture and evaluation
+    // (the sweep sets its own). Names that are not Linears of the open checkpoint are dropped; the
+    // rest are kept in layout order. Emits stateChanged when the set changes, so results made with
+    // other overrides turn stale and the last input reruns. Opening another checkpoint clears them.
+    void setFloatLinears(const QStringList& modules);
+    QStringList floatLinears() const { return floatLinears_; }
     // The state a run asked for now would be stamped with.
     RunStamp currentStamp() const;
 
@@ -161,6 +180,9 @@ private:
     void submit(JobKind kind, const QString& operation, std::function<std::function<void()>(const Progress&)> work);
     void finishJob();
     void submitOpen(const QString& dir, const QString& fallbackDevice);
+    // On the GUI thread once a checkpoint is open on `usedDevice` (`device` was asked for).
+    void deliverOpened(std::shared_ptr<const CheckpointInfo> result, const QString& device, const QString& usedDevice,
+                       const QString& deviceError);
 
     QThreadPool worker_;
     std::atomic<bool> cancel_{false};
@@ -173,6 +195,9 @@ private:
     RunStamp::Reference referenceKind_ = RunStamp::Reference::Dequant;
     RunMode runMode_ = RunMode::Fp8;
     QString device_ = QStringLiteral("cpu");
+    QStringList floatLinears_, floatLabels_;
+    // The checkpoint last delivered to the GUI thread (its layout names and orders the overrides).
+    std::shared_ptr<const Checkpoint> openedCheckpoint_;
     // Touched only on the worker thread.
     std::shared_ptr<InferenceBackend> run_;
     std::shared_ptr<InferenceBackend> reference_;

@@ -205,6 +205,7 @@ public:
 
             ForwardOptions runOptions;
             runOptions.mode = options_.runMode;
+            runOptions.overrides = options_.runOverrides;
             ForwardOptions referenceOptions;
             referenceOptions.mode = options_.referenceMode;
             const ForwardResult runResult = run_.forward(inputs, runOptions, forwardProgress_);
@@ -386,6 +387,7 @@ void compareDisagreements(InferenceBackend& run, InferenceBackend* reference, co
             input.context = example.context;
             input.qaOptions = result.qa;
             input.runMode = options.runMode;
+            input.runOverrides = options.runOverrides;
             input.referenceMode = options.referenceMode;
             const ComparisonResult comparison = compareRuns(run, reference, input, comparisonProgress);
             for (const CapturePointMetrics& point : comparison.points)

@@ -21,10 +21,18 @@
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTimer>
+#include <QTest>
+#include <QPushButton>
+#include <QSortFilterProxyModel>
+#include <QTreeView>
+
+#include <qcustomplot.h>
 
 #include <cstdio>
 
+#include "charts/chart_view.h"
 #include "main_window.h"
+#include "models/module_tree_model.h"
 #include "panels/ask_panel.h"
 #include "panels/errors_panel.h"
 #include "panels/evaluate_panel.h"
@@ -87,6 +95,63 @@ void printStamps(MainWindow& window, const char* step)
     line("Errors", window.errorsPanel()->banner());
     line("Scales", window.scalesPanel()->banner());
     line("Evaluate", window.evaluatePanel()->banner());
+}
+
+// The what-if tour: the top sensitivity bar clicked (its Linear selected in Errors, Scales and
+// Model), that Linear run in float from the Model tree (the question reruns, the status bar lists
+// it), a report exported with it, then the overrides cleared again.
+void whatIf(MainWindow& window, const QString& out)
+{
+    WorkbenchSession* session = window.session();
+    SensitivityPanel* sensitivity = window.sensitivityPanel();
+    const std::optional<QPoint> onBar = sensitivity->chart()->barPixel(0, 0);
+    if (sensitivity->result().entries.empty() || !onBar)
+        return;
+    QTest::mouseClick(sensitivity->chart()->plot(), Qt::LeftButton, Qt::NoModifier, *onBar);
+    const QString top = QString::fromStdString(sensitivity->result().entries.front().linears.front());
+    std::printf("clicked the top bar: %s\n", qPrintable(top));
+    shoot(window, out + "/05c-sensitivity-clicked.png");
+    window.tabs()->setCurrentWidget(window.errorsPanel());
+    shoot(window, out + "/05d-errors-selected.png");
+    window.tabs()->setCurrentWidget(window.scalesPanel());
+    shoot(window, out + "/05e-scales-selected.png");
+
+    window.tabs()->setCurrentWidget(window.modelPanel());
+    auto* proxy = qobject_cast<QSortFilterProxyModel*>(window.modelPanel()->treeView()->model());
+    const QModelIndex cell = proxy->mapFromSource(
+        window.modelPanel()->treeModel()->indexForName(top).siblingAtColumn(ModuleTreeModel::FloatColumn));
+    // The tree's context menu on that Linear, shot and closed again.
+    QTreeView* tree = window.modelPanel()->treeView();
+    tree->scrollTo(cell);
+    QTimer::singleShot(600, &window, [&window, out] {
+        shoot(window, out + "/05f0-model-menu.png");
+        if (QWidget* popup = QApplication::activePopupWidget())
+            popup->close();
+    });
+    emit tree->customContextMenuRequested(tree->visualRect(cell.siblingAtColumn(0)).center());
+    QSignalSpy answered(session, &WorkbenchSession::answered);
+    proxy->setData(cell, Qt::Checked, Qt::CheckStateRole);
+    waitFor(answered);
+    waitIdle(session);
+    std::printf("status bar: %s\n", qPrintable(window.floatStatus()->text()));
+    printStamps(window, "run in float");
+    shoot(window, out + "/05f-model-float.png");
+    window.tabs()->setCurrentWidget(window.askPanel());
+    shoot(window, out + "/05g-ask-float.png");
+    window.tabs()->setCurrentWidget(window.errorsPanel());
+    shoot(window, out + "/05h-errors-float.png");
+    const QString report = out + "/report-float";
+    QDir(report).removeRecursively();
+    window.exportReport(report);
+    QFile summary(report + "/summary.json");
+    if (summary.open(QIODevice::ReadOnly))
+        std::printf("report-float/summary.json:\n%s\n", summary.readAll().constData());
+
+    answered.clear();
+    window.clearFloatButton()->click();
+    waitFor(answered);
+    waitIdle(session);
+    printStamps(window, "float cleared");
 }
 
 } // namespace
@@ -186,6 +251,7 @@ int main(int argc, char** argv)
     waitFor(swept, 600000);
     waitIdle(session);
     shoot(window, out + "/05b-sensitivity.png");
+    whatIf(window, out);
 
     const QString squad = QStringLiteral(SCALESCOPE_SHARED_DATA) + "/squad/squad2-dev-sample.json";
     const QString demoQuestions = demo.folder + "/corpus/questions.json";

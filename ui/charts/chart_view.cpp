@@ -11,6 +11,7 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 #include <qcustomplot.h>
 
@@ -80,6 +81,7 @@ ChartView::ChartView(QWidget* parent) : QWidget(parent)
 void ChartView::setChart(const ChartData& chart)
 {
     chart_ = chart;
+    highlighted_ = -1;
     renderChart(*plot_, chart_);
     plot_->replot();
     const bool hasData = !chart_.series.empty();
@@ -96,7 +98,66 @@ void ChartView::setPlaceholder(const QString& text)
 void ChartView::resetView()
 {
     renderChart(*plot_, chart_);
+    drawHighlight();
     plot_->replot();
+}
+
+std::optional<QPoint> ChartView::barPixel(int series, int category) const
+{
+    auto* bars = series >= 0 && series < plot_->plottableCount() ? qobject_cast<QCPBars*>(plot_->plottable(series)) : nullptr;
+    if (!bars || category < 0 || category >= bars->dataCount())
+        return std::nullopt;
+    const double value = bars->data()->at(category)->value;
+    const int y = qRound(plot_->yAxis->coordToPixel(value / 2));
+    const int from = qRound(plot_->xAxis->coordToPixel(category - 0.5));
+    const int to = qRound(plot_->xAxis->coordToPixel(category + 0.5));
+    // The middle of the run of pixels that hit this bar: away from its neighbours' edges.
+    std::vector<int> hits;
+    for (int x = std::min(from, to); x <= std::max(from, to); ++x) {
+        int index = -1;
+        if (plot_->plottableAt(QPointF(x, y), false, &index) == bars && index == category)
+            hits.push_back(x);
+    }
+    if (hits.empty())
+        return std::nullopt;
+    return QPoint(hits[hits.size() / 2], y);
+}
+
+void ChartView::highlightCategory(int index)
+{
+    highlighted_ = index >= 0 && std::size_t(index) < chart_.categories.size() ? index : -1;
+    renderChart(*plot_, chart_);
+    drawHighlight();
+    plot_->replot();
+}
+
+void ChartView::highlightCategory(const std::string& label)
+{
+    const auto found = std::find(chart_.categories.begin(), chart_.categories.end(), label);
+    highlightCategory(found == chart_.categories.end() ? -1 : int(found - chart_.categories.begin()));
+}
+
+// Behind the data: a translucent column over the category, full height of the axis rect.
+void ChartView::drawHighlight()
+{
+    if (highlighted_ < 0)
+        return;
+    auto* shade = new QCPItemRect(plot_);
+    shade->setLayer(QStringLiteral("background"));
+    shade->topLeft->setTypeX(QCPItemPosition::ptPlotCoords);
+    shade->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    shade->bottomRight->setTypeX(QCPItemPosition::ptPlotCoords);
+    shade->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    shade->topLeft->setCoords(highlighted_ - 0.5, 0.0);
+    shade->bottomRight->setCoords(highlighted_ + 0.5, 1.0);
+    shade->setPen(QPen(QColor(0xe0, 0xb2, 0x52), 1.0));
+    shade->setBrush(QColor(0xff, 0xd5, 0x4f, 90));
+    shade->setClipToAxisRect(true);
+    shade->setSelectable(false);
+    // Keep the x axis on the shaded category (zoomed in, it may be off screen).
+    QCPRange range = plot_->xAxis->range();
+    if (highlighted_ < range.lower || highlighted_ > range.upper)
+        plot_->xAxis->setRange(highlighted_ - range.size() / 2, highlighted_ + range.size() / 2);
 }
 
 ChartData ChartView::stampedChart() const

@@ -1,7 +1,10 @@
 #pragma once
 // A chart on screen: the QCustomPlot that renderChart draws into, with Reset View and an Export menu
 // (PNG, PDF, SVG, CSV). Clicking a bar or point reports its category index, so panels can drill down.
+#include <QPoint>
 #include <QWidget>
+
+#include <optional>
 
 #include "report/chart_data.h"
 
@@ -29,6 +32,16 @@ public:
     QString stamp() const { return stamp_; }
     // The chart as exported: its title followed by the stamp.
     ChartData stampedChart() const;
+    // Shades one category's column (a Linear another panel selected); -1 removes the shade. On
+    // screen only: exports draw the chart as it is. A new chart drops it.
+    void highlightCategory(int index);
+    // The same for the category drawn with this label ("L3.ffn.in"); none when absent.
+    void highlightCategory(const std::string& label);
+    int highlightedCategory() const { return highlighted_; }
+    // A pixel of the plot inside the bar of series `series` at `category` as drawn now (the bars
+    // of a group sit beside their key), for driving the chart as a user would; none when that bar
+    // is not drawn.
+    std::optional<QPoint> barPixel(int series, int category) const;
 
 signals:
     // Index into chart().categories (or the x value rounded, for numeric charts).
@@ -37,7 +50,9 @@ signals:
 private:
     void exportAs(const QString& format);
     void copyToClipboard();
+    void drawHighlight();
     ChartData chart_;
+    int highlighted_ = -1;
     QString stamp_;
     QCustomPlot* plot_ = nullptr;
     QLabel* placeholder_ = nullptr;

@@ -119,6 +119,62 @@ void ModuleTreeModel::clear()
     setTensors({});
 }
 
+void ModuleTreeModel::setQuantizedLinears(const QStringList& modules)
+{
+    beginResetModel();
+    quantizedLinears_ = QSet<QString>(modules.begin(), modules.end());
+    floatLinears_.clear();
+    endResetModel();
+}
+
+void ModuleTreeModel::setFloatLinears(const QStringList& modules)
+{
+    const QSet<QString> wanted(modules.begin(), modules.end());
+    if (wanted == floatLinears_)
+        return;
+    const QSet<QString> changed = (wanted - floatLinears_) + (floatLinears_ - wanted);
+    floatLinears_ = wanted;
+    for (const QString& module : changed) {
+        const QModelIndex index = indexForName(module).siblingAtColumn(FloatColumn);
+        if (index.isValid())
+            emit dataChanged(index, index, {Qt::CheckStateRole, Qt::ToolTipRole, SortRole});
+    }
+}
+
+QStringList ModuleTreeModel::floatLinears() const
+{
+    QStringList modules(floatLinears_.begin(), floatLinears_.end());
+    modules.sort();
+    return modules;
+}
+
+Qt::ItemFlags ModuleTreeModel::flags(const QModelIndex& index) const
+{
+    Qt::ItemFlags flags = QAbstractItemModel::flags(index);
+    if (index.isValid() && index.column() == FloatColumn && quantizedLinears_.contains(nodeOf(index)->path))
+        flags |= Qt::ItemIsUserCheckable;
+    return flags;
+}
+
+bool ModuleTreeModel::setData(const QModelIndex& index, const QVariant& value, int role)
+{
+    if (role != Qt::CheckStateRole || !index.isValid() || index.column() != FloatColumn)
+        return false;
+    const QString module = nodeOf(index)->path;
+    if (!quantizedLinears_.contains(module))
+        return false;
+    QSet<QString> wanted = floatLinears_;
+    if (value.value<Qt::CheckState>() == Qt::Checked)
+        wanted.insert(module);
+    else
+        wanted.remove(module);
+    QStringList modules(wanted.begin(), wanted.end());
+    modules.sort();
+    setFloatLinears(modules);
+    emit floatLinearsEdited(modules);
+    return true;
+}
+
 const ModuleTreeModel::Node* ModuleTreeModel::nodeOf(const QModelIndex& index) const
 {
     return index.isValid() ? static_cast<const Node*>(index.internalPointer()) : root_.get();
@@ -181,6 +237,10 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const
     const Node& node = *nodeOf(index);
     const int column = index.column();
     switch (role) {
+    case Qt::CheckStateRole:
+        if (column == FloatColumn && quantizedLinears_.contains(node.path))
+            return floatLinears_.contains(node.path) ? Qt::Checked : Qt::Unchecked;
+        return QVariant();
     case Qt::DisplayRole:
         switch (column) {
         case NameColumn: return node.segment;
@@ -198,6 +258,12 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const
             return tr("%1\n%n tensor(s): %2", nullptr, node.tensorCount).arg(node.path, node.dtypes);
         case TensorCountColumn: return QString::number(node.tensorCount);
         case ElementsColumn: return QString::number(node.elements, 'f', 0);
+        case FloatColumn:
+            if (!quantizedLinears_.contains(node.path))
+                return QVariant();
+            return floatLinears_.contains(node.path)
+                       ? tr("%1 runs in float (dequantized or reference weights, float input): uncheck to run it in FP8").arg(node.path)
+                       : tr("Check to run %1 in float and rerun the current input (what-if)").arg(node.path);
         default: return QVariant();
         }
     case Qt::TextAlignmentRole:
@@ -208,6 +274,7 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const
         case DtypeColumn: return node.dtypes;
         case TensorCountColumn: return double(node.tensorCount);
         case ElementsColumn: return node.elements;
+        case FloatColumn: return quantizedLinears_.contains(node.path) ? (floatLinears_.contains(node.path) ? 2.0 : 1.0) : 0.0;
         default: return QVariant();
         }
     case SubjectRole:
@@ -227,11 +294,14 @@ QVariant ModuleTreeModel::headerData(int section, Qt::Orientation orientation, i
         case DtypeColumn: return tr("Dtype");
         case TensorCountColumn: return tr("Tensors");
         case ElementsColumn: return tr("Elements");
+        case FloatColumn: return tr("Float");
         default: break;
         }
     }
     if (role == Qt::ToolTipRole && section == DtypeColumn)
         return tr("Dtypes of the tensors below, the one holding most elements first");
+    if (role == Qt::ToolTipRole && section == FloatColumn)
+        return tr("Run in float: a checked Linear runs on float weights and inputs in every run from now on (what-if)");
     if (role == Qt::TextAlignmentRole)
         return alignmentFor(section == TensorCountColumn || section == ElementsColumn);
     return QAbstractItemModel::headerData(section, orientation, role);

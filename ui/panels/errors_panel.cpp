@@ -148,6 +148,51 @@ void ErrorsPanel::connectClicks()
     });
 }
 
+void ErrorsPanel::selectLinear(const QString& module)
+{
+    selectedLinear_ = module;
+    showSelectedLinear();
+    if (comparison_)
+        chartTabs_->setCurrentWidget(linearSqnr_);
+}
+
+void ErrorsPanel::showSelectedLinear()
+{
+    if (!comparison_ || selectedLinear_.isEmpty())
+        return;
+    const std::string wanted = selectedLinear_.toStdString();
+    int linearCategory = 0, layerCategory = -1, seenLayers = 0;
+    const CapturePointMetrics* output = nullptr;
+    for (const CapturePointMetrics& p : comparison_->points) {
+        if (p.kind == CaptureKind::LinearOutput) {
+            if (p.module == wanted) {
+                output = &p;
+                break;
+            }
+            ++linearCategory;
+        }
+    }
+    if (!output)
+        return;
+    // Layer charts: the embeddings first, then each layer's output; a head Linear has no layer.
+    for (const CapturePointMetrics& p : comparison_->points)
+        if (p.kind == CaptureKind::Embeddings || p.kind == CaptureKind::LayerOutput) {
+            if (p.kind == CaptureKind::LayerOutput && output->layer >= 0 && p.layer == output->layer)
+                layerCategory = seenLayers;
+            ++seenLayers;
+        }
+    linearSqnr_->highlightCategory(linearCategory);
+    for (ChartView* chart : {layerSqnr_, layerCosine_, growth_})
+        chart->highlightCategory(layerCategory);
+    const int row = metrics_->rowForCapturePoint(QString::fromStdString(output->name));
+    if (row < 0)
+        return;
+    const QModelIndex index = proxy_->mapFromSource(metrics_->index(row, 0));
+    view_->setCurrentIndex(index);
+    view_->selectRow(index.row());
+    view_->scrollTo(index);
+}
+
 QString ErrorsPanel::summaryText() const
 {
     return summary_->text();
@@ -185,6 +230,7 @@ void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparis
     headroom_->setChart(fp16HeadroomChart(c));
     for (ChartView* chart : charts())
         chart->setStamp(stamp.describe());
+    showSelectedLinear();
     auto db = [](double v) { return std::isinf(v) ? QStringLiteral("inf") : QString::number(v, 'f', 2); };
     QString agreement;
     if (c.qa)

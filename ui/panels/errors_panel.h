@@ -33,11 +33,18 @@ public:
     void clearResults(const QString& why);
     StaleBanner* banner() const { return banner_; }
     QString summaryText() const;
+    // Selects the Linear's output row in the table (scrolled to) and shades it in the per-Linear
+    // chart and its layer in the per-layer charts; the per-Linear chart comes to the front. The
+    // next run's results show the same Linear selected.
+    void selectLinear(const QString& module);
+    QTabWidget* chartTabs() const { return chartTabs_; }
     std::shared_ptr<const ComparisonResult> comparison() const { return comparison_; }
 
     LayerMetricsModel* metricsModel() const { return metrics_; }
     QTableView* metricsView() const { return view_; }
     std::vector<ChartView*> charts() const;
+    ChartView* linearSqnrView() const { return linearSqnr_; }
+    ChartView* layerSqnrView() const { return layerSqnr_; }
 
 signals:
     void capturePointRequested(const QString& name);
@@ -48,8 +55,10 @@ private:
     void layOut();
     void connectClicks();
     static QString headroomSentence(const ComparisonResult& comparison);
+    void showSelectedLinear();
 
     std::shared_ptr<const ComparisonResult> comparison_;
+    QString selectedLinear_;
     QLabel* summary_ = nullptr;
     QCheckBox* outputsOnly_ = nullptr;
     LayerMetricsModel* metrics_ = nullptr;

@@ -2,6 +2,7 @@
 
 #include <QHeaderView>
 #include <QLabel>
+#include <QMenu>
 #include <QLineEdit>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
@@ -89,6 +90,9 @@ QWidget* ModelPanel::createTree()
     treeView_->header()->setStretchLastSection(false);
     treeView_->header()->setSectionResizeMode(QHeaderView::Interactive);
     treeView_->header()->setMinimumSectionSize(40);
+    treeView_->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(treeView_, &QTreeView::customContextMenuRequested, this, &ModelPanel::showTreeMenu);
+    connect(tree_, &ModuleTreeModel::floatLinearsEdited, this, &ModelPanel::floatLinearsEdited);
     auto* treeBox = new QWidget(this);
     auto* treeLayout = new QVBoxLayout(treeBox);
     treeLayout->setContentsMargins(0, 0, 0, 0);
@@ -159,6 +163,34 @@ void ModelPanel::connectSelection()
             });
 }
 
+// Right-click on a quantized Linear (or anything below it): run it in float or in FP8 again, or
+// clear every override.
+void ModelPanel::showTreeMenu(const QPoint& position)
+{
+    QString module = treeView_->indexAt(position).data(ModuleTreeModel::SubjectRole).toString();
+    while (!module.isEmpty() && !tree_->isQuantizedLinear(module))
+        module = module.contains(QLatin1Char('.')) ? module.section(QLatin1Char('.'), 0, -2) : QString();
+    const QStringList current = tree_->floatLinears();
+    QMenu menu(this);
+    if (!module.isEmpty()) {
+        const bool inFloat = current.contains(module);
+        menu.addAction(inFloat ? tr("Run %1 in FP8 Again").arg(module) : tr("Run %1 in Float").arg(module), this,
+                       [this, module, inFloat] {
+                           const QModelIndex index = tree_->indexForName(module).siblingAtColumn(ModuleTreeModel::FloatColumn);
+                           tree_->setData(index, inFloat ? Qt::Unchecked : Qt::Checked, Qt::CheckStateRole);
+                       });
+    }
+    QAction* clear = menu.addAction(tr("Run Every Linear as the Checkpoint Declares"), this,
+                                    [this] { emit floatLinearsEdited({}); });
+    clear->setEnabled(!current.isEmpty());
+    menu.exec(treeView_->viewport()->mapToGlobal(position));
+}
+
+void ModelPanel::setFloatLinears(const QStringList& modules)
+{
+    tree_->setFloatLinears(modules);
+}
+
 void ModelPanel::showCheckpoint(const CheckpointInfo& info)
 {
     const ModelConfig& config = info.checkpoint->config();
@@ -182,6 +214,11 @@ void ModelPanel::showCheckpoint(const CheckpointInfo& info)
                                                    .arg(info.loadError.toHtmlEscaped())));
     auto rows = TensorTableModel::rowsFrom(*info.checkpoint);
     tree_->setTensors(rows);
+    QStringList quantized;
+    for (const LinearInfo& linear : info.linears)
+        if (linear.quantized)
+            quantized << QString::fromStdString(linear.module);
+    tree_->setQuantizedLinears(quantized);
     tensors_->setTensors(std::move(rows), info.statistics);
     diagnostics_->setFindings(info.findings);
     const auto counts = diagnostics_->counts();

@@ -1,11 +1,14 @@
 #pragma once
 // Model panel: the module tree, the tensor table with scale statistics (both sortable and
 // filterable), and the diagnostics list; clicking a finding selects its tensor in both views.
+// The tree's Float column (and its context menu) toggles "run in float" per quantized Linear: the
+// what-if of DESIGN.md "Precision overrides", applied by the window to every later run.
 #include <QWidget>
 
 #include <memory>
 
 class QLineEdit;
+class QPoint;
 class QSortFilterProxyModel;
 class QTableView;
 class QTreeView;
@@ -26,21 +29,27 @@ public:
     void showCheckpoint(const CheckpointInfo& info);
     // Selects a tensor (or a module's weight) in the tree and the table.
     void selectSubject(const QString& subject);
+    // The Linears the tree shows as running in float (the session's set, echoed back).
+    void setFloatLinears(const QStringList& modules);
 
     TensorTableModel* tensorModel() const { return tensors_; }
     DiagnosticsModel* diagnosticsModel() const { return diagnostics_; }
     QTableView* tensorView() const { return tensorView_; }
     QTableView* diagnosticsView() const { return diagnosticsView_; }
     QTreeView* treeView() const { return treeView_; }
+    ModuleTreeModel* treeModel() const { return tree_; }
 
 signals:
     void linearSelected(const QString& module);
+    // The user toggled a Linear: every Linear now meant to run in float.
+    void floatLinearsEdited(const QStringList& modules);
 
 private:
     QWidget* createTree();
     QWidget* createTensorTable();
     QWidget* createDiagnostics();
     void connectSelection();
+    void showTreeMenu(const QPoint& position);
 
     TensorTableModel* tensors_ = nullptr;
     ModuleTreeModel* tree_ = nullptr;

@@ -112,6 +112,11 @@ void ScalesPanel::showLinear(int index)
     if (index < 0 || index >= static_cast<int>(comboToStatistics_.size()))
         return;
     const LinearScaleStatistics& s = statistics_[static_cast<std::size_t>(comboToStatistics_[static_cast<std::size_t>(index)])];
+    // The range chart's categories follow the combo box: the Linear shown below is shaded there,
+    // and in the activation charts (whose categories are labelled alike) when a run filled them.
+    ranges_->highlightCategory(index);
+    for (ChartView* chart : {activationRange_, activationShares_})
+        chart->highlightCategory(s.label);
     // Block-wise weights: the scale grid as a heat map (output blocks by input blocks).
     channels_->setChart(s.gridRows > 0 ? blockScalesChart(s) : channelScalesChart(s));
     exponents_->setChart(exponentHistogramChart(s));
@@ -178,6 +183,16 @@ void ScalesPanel::setComparison(const ComparisonResult& comparison, const RunSta
     }
     activationRange_->setChart(range);
     activationShares_->setChart(activationSharesChart(comparison));
+    for (ChartView* chart : {activationRange_, activationShares_})
+        chart->highlightCategory(selectedLabel());
+}
+
+std::string ScalesPanel::selectedLabel() const
+{
+    const int index = linear_->currentIndex();
+    if (index < 0 || index >= static_cast<int>(comboToStatistics_.size()))
+        return {};
+    return statistics_[static_cast<std::size_t>(comboToStatistics_[static_cast<std::size_t>(index)])].label;
 }
 
 std::vector<ChartView*> ScalesPanel::charts() const

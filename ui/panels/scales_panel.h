@@ -32,9 +32,11 @@ public:
     QString selectedLinear() const;
 
     std::vector<ChartView*> charts() const;
+    ChartView* rangesView() const { return ranges_; }
 
 private:
     void showLinear(int index);
+    std::string selectedLabel() const; // the chart label of the Linear shown ("L3.ffn.in"), "" when none
     std::vector<LinearScaleStatistics> statistics_;
     std::vector<int> comboToStatistics_;
     QComboBox* linear_ = nullptr;

@@ -71,8 +71,10 @@ SensitivityPanel::SensitivityPanel(QWidget* parent) : QWidget(parent)
     });
     connect(save_, &QPushButton::clicked, this, [this] { emit keepFloatRequested(modulesToKeep()); });
     connect(chart_, &ChartView::categoryClicked, this, [this](int index) {
-        if (index >= 0 && std::size_t(index) < result_.entries.size())
+        if (index >= 0 && std::size_t(index) < result_.entries.size()) {
+            chart_->highlightCategory(index);
             emit linearSelected(QString::fromStdString(result_.entries[std::size_t(index)].linears.front()));
+        }
     });
     connect(table_, &QTableWidget::cellClicked, this, [this](int row, int) {
         if (row >= 0 && std::size_t(row) < result_.entries.size())

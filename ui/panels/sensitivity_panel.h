@@ -30,6 +30,11 @@ public:
     void setBusy(bool busy);
     void clearResults(const QString& why);
     const SensitivityResult& result() const { return result_; }
+    ChartView* chart() const { return chart_; }
+    QTableWidget* table() const { return table_; }
+    QPushButton* runButton() const { return run_; }
+    QPushButton* saveButton() const { return save_; }
+    QComboBox* granularityBox() const { return granularity_; }
 
 signals:
     void sweepRequested(const QString& granularity);

@@ -1,0 +1,467 @@
+// The Sensitivity tab and the "run in float" what-if (issue 15, item 5) driven as a user would, on
+// the tiny checkpoint with one planted defect that test_sensitivity uses (one Linear's static
+// input_scale 64x too small, so its input clips): the sweep's bars fill in as entries arrive, Cancel
+// keeps what finished, clicking a bar selects that Linear in the Model, Errors and Scales panels,
+// toggling the Linear to float in the Model tree reruns the question with the same logits as an
+// independent in-process run with that override (and the status bar, the stamps and the report
+// say so), clearing restores the baseline bit for bit, and Save Fixed Checkpoint writes a folder
+// whose config ignores the Linear.
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <QAbstractItemModel>
+#include <QFileDialog>
+#include <QLabel>
+#include <QPushButton>
+#include <QSortFilterProxyModel>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTreeView>
+
+#include <qcustomplot.h>
+
+#include "charts/chart_view.h"
+#include "engine/compute_threads.h"
+#include "main_window.h"
+#include "model/checkpoint.h"
+#include "model/encoder_model.h"
+#include "models/layer_metrics_model.h"
+#include "models/module_tree_model.h"
+#include "models/tensor_table_model.h"
+#include "panels/ask_panel.h"
+#include "panels/errors_panel.h"
+#include "panels/fill_mask_panel.h"
+#include "panels/model_panel.h"
+#include "panels/scales_panel.h"
+#include "panels/sensitivity_panel.h"
+#include "stale_banner.h"
+#include "support/fixtures.h"
+#include "tasks/compare_runs.h"
+
+using namespace scalescope;
+using namespace scalescope::ui;
+using namespace scalescope::testing;
+using json = nlohmann::json;
+
+namespace {
+
+const QString kDefect = QStringLiteral("roberta.encoder.layer.0.intermediate.dense");
+const char* kQuestion = "what is the capital of France ?";
+const char* kContext = "Paris is the capital of France . the cat sat on the mat . a dog sat on the cat";
+
+using Outcome = std::shared_ptr<const AskOutcome>;
+using Sweep = std::shared_ptr<const SensitivityResult>;
+
+json readJson(const QString& path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return nullptr;
+    return json::parse(file.readAll().toStdString());
+}
+
+// The float column's cell of a module in the Model tree, as the view's (sorting) model holds it.
+QModelIndex floatCell(ModelPanel* panel, const QString& module)
+{
+    auto* proxy = qobject_cast<QSortFilterProxyModel*>(panel->treeView()->model());
+    return proxy->mapFromSource(panel->treeModel()->indexForName(module).siblingAtColumn(ModuleTreeModel::FloatColumn));
+}
+
+} // namespace
+
+class TestSensitivityGui : public QObject {
+    Q_OBJECT
+    std::string float_, defect_, mlmFloat_, mlmFp8_;
+
+    bool idle(MainWindow& window) { return QTest::qWaitFor([&] { return !window.session()->busy(); }, 60000); }
+
+    // Opens the defect with its float reference and asks the question: the state every test starts from.
+    Outcome openAndAsk(MainWindow& window)
+    {
+        QSignalSpy ready(&window, &MainWindow::checkpointReady);
+        window.openCheckpoint(QString::fromStdString(defect_));
+        if (!ready.wait(60000))
+            return nullptr;
+        QSignalSpy reference(window.session(), &WorkbenchSession::referenceChanged);
+        window.setReference(QString::fromStdString(float_));
+        if (!reference.wait(60000) || !idle(window))
+            return nullptr;
+        window.askPanel()->setInputs(kQuestion, kContext);
+        QSignalSpy answered(window.session(), &WorkbenchSession::answered);
+        QTest::mouseClick(window.askPanel()->askButton(), Qt::LeftButton);
+        if (!answered.wait(60000) || !idle(window))
+            return nullptr;
+        return answered.takeFirst().at(0).value<Outcome>();
+    }
+
+    Sweep sweep(MainWindow& window)
+    {
+        window.tabs()->setCurrentWidget(window.sensitivityPanel());
+        QSignalSpy finished(window.session(), &WorkbenchSession::sensitivityFinished);
+        QTest::mouseClick(window.sensitivityPanel()->runButton(), Qt::LeftButton);
+        if (!finished.wait(120000) || !idle(window))
+            return nullptr;
+        return finished.takeFirst().at(0).value<Sweep>();
+    }
+
+    // The question answered in-process with these Linears float: the independent run the GUI's
+    // what-if must equal bit for bit.
+    ComparisonResult inProcess(const QStringList& floatLinears)
+    {
+        auto run = EncoderModel::load(defect_);
+        auto reference = EncoderModel::load(float_);
+        ComparisonInput input;
+        input.question = kQuestion;
+        input.context = kContext;
+        for (const QString& module : floatLinears)
+            input.runOverrides.modules[module.toStdString()] = Precision::Float;
+        return compareRuns(*run, reference.get(), input);
+    }
+
+private slots:
+    void initTestCase()
+    {
+        QStandardPaths::setTestModeEnabled(true);
+        QSettings().clear();
+        setComputeThreads(2);
+        const std::string root = makeTempDir("sens-gui");
+        float_ = root + "/float";
+        TinyModelSpec spec;
+        spec.seed = 4242;
+        writeTinyFloatCheckpoint(float_, spec);
+        // Static scales calibrated on the question itself, so only the planted defect clips.
+        const auto checkpoint = Checkpoint::open(float_);
+        const std::vector<int64_t> ids = buildQaWindows(checkpoint->tokenizer(), kQuestion, kContext, {}).front().encoding.ids;
+        Fp8Scheme scheme;
+        scheme.activations = "tensor";
+        Fp8Edits planted;
+        planted.inputScaleFactors[kDefect.toStdString()] = 1.0f / 64.0f;
+        defect_ = root + "/defect";
+        writeTinyFp8Checkpoint(float_, defect_, scheme, ids, planted);
+        spec.architecture = "RobertaForMaskedLM";
+        mlmFloat_ = root + "/mlm-float";
+        writeTinyFloatCheckpoint(mlmFloat_, spec);
+        mlmFp8_ = root + "/mlm-fp8";
+        writeTinyFp8Checkpoint(mlmFloat_, mlmFp8_, {"channel", "token", "F32"});
+    }
+
+    void sweepFillsBarsAsItRunsAndRanksTheDefectFirst()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndAsk(window));
+        SensitivityPanel* panel = window.sensitivityPanel();
+        // Recorded after the panel has taken each entry (it connected first): bars and rows so far.
+        std::vector<std::size_t> bars, rows;
+        connect(window.session(), &WorkbenchSession::sensitivityEntry, this, [&] {
+            bars.push_back(panel->chart()->chart().categories.size());
+            rows.push_back(std::size_t(panel->table()->rowCount()));
+        });
+        const Sweep result = sweep(window);
+        QVERIFY(result);
+        QVERIFY(result->complete);
+        const std::size_t linears = 12; // 2 layers x 6 quantized Linears; qa_outputs is float
+        QCOMPARE(result->entries.size(), linears);
+        QCOMPARE(bars.size(), linears);
+        for (std::size_t i = 0; i < linears; ++i) {
+            QCOMPARE(bars[i], i + 1);
+            QCOMPARE(rows[i], i + 1);
+        }
+        QCOMPARE(QString::fromStdString(result->entries.front().module), kDefect);
+        QCOMPARE(panel->chart()->chart().categories.front(), std::string("L0.ffn.in"));
+        QCOMPARE(panel->table()->item(0, 1)->text(), kDefect);
+        QCOMPARE(result->suggestedFloat, std::vector<std::string>{kDefect.toStdString()});
+    }
+
+    void cancelKeepsWhatFinished()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndAsk(window));
+        SensitivityPanel* panel = window.sensitivityPanel();
+        int delivered = 0;
+        // Cancel as the first entry lands: the sweep stops at its next forward.
+        connect(window.session(), &WorkbenchSession::sensitivityEntry, this, [&] {
+            if (++delivered == 1)
+                window.session()->cancel();
+        });
+        const Sweep result = sweep(window);
+        QVERIFY(result);
+        QVERIFY(!result->complete);
+        QVERIFY(!result->stoppedReason.empty());
+        qInfo("cancelled with %d of 12 entries finished", delivered);
+        QVERIFY(delivered >= 1 && delivered < 12);
+        // What finished stays on screen: every delivered entry is a bar and a row.
+        QCOMPARE(result->entries.size(), std::size_t(delivered));
+        QCOMPARE(panel->result().entries.size(), std::size_t(delivered));
+        QCOMPARE(panel->chart()->chart().categories.size(), std::size_t(delivered));
+        QCOMPARE(panel->table()->rowCount(), delivered);
+    }
+
+    void clickingABarSelectsTheLinearEverywhere()
+    {
+        MainWindow window;
+        window.resize(1366, 768);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QVERIFY(openAndAsk(window));
+        QVERIFY(sweep(window));
+        SensitivityPanel* panel = window.sensitivityPanel();
+        // The top-ranked bar ("gain when kept float" of rank 1), clicked where it is drawn.
+        const std::optional<QPoint> onBar = panel->chart()->barPixel(0, 0);
+        QVERIFY(onBar);
+        QSignalSpy selected(panel, &SensitivityPanel::linearSelected);
+        QTest::mouseClick(panel->chart()->plot(), Qt::LeftButton, Qt::NoModifier, *onBar);
+        QCOMPARE(selected.count(), 1);
+        QCOMPARE(selected.takeFirst().at(0).toString(), kDefect);
+        QCOMPARE(panel->chart()->highlightedCategory(), 0);
+
+        // Model: the tree's node and the weight's row in the tensor table.
+        ModelPanel* model = window.modelPanel();
+        QCOMPARE(model->treeView()->currentIndex().data(ModuleTreeModel::SubjectRole).toString(), kDefect);
+        QCOMPARE(model->tensorView()->currentIndex().data(TensorTableModel::SubjectRole).toString(), kDefect + ".weight");
+
+        // Errors: its output's row, its bar among the Linears (the fifth of layer 0: q, k, v,
+        // attention output, then the FFN input) and its layer (after the embeddings) shaded.
+        ErrorsPanel* errors = window.errorsPanel();
+        const QModelIndex row = errors->metricsView()->currentIndex();
+        QVERIFY(row.isValid());
+        QCOMPARE(row.siblingAtColumn(0).data().toString(), kDefect + ".output");
+        QCOMPARE(errors->linearSqnrView()->highlightedCategory(), 4);
+        QCOMPARE(errors->linearSqnrView()->chart().categories[4], std::string("L0.ffn.in"));
+        QCOMPARE(errors->layerSqnrView()->highlightedCategory(), 1);
+        QCOMPARE(errors->chartTabs()->currentWidget(), static_cast<QWidget*>(errors->linearSqnrView()));
+
+        // Scales: the Linear chosen and its range bar shaded.
+        ScalesPanel* scales = window.scalesPanel();
+        QCOMPARE(scales->selectedLinear(), kDefect);
+        const int category = scales->rangesView()->highlightedCategory();
+        QVERIFY(category >= 0);
+        QCOMPARE(scales->rangesView()->chart().categories[std::size_t(category)], std::string("L0.ffn.in"));
+        // ... and in the last run's activation charts (the defect's static scale makes them).
+        const std::vector<ChartView*> charts = scales->charts();
+        for (ChartView* chart : {charts[3], charts[4]}) {
+            const int shaded = chart->highlightedCategory();
+            QVERIFY(shaded >= 0);
+            QCOMPARE(chart->chart().categories[std::size_t(shaded)], std::string("L0.ffn.in"));
+        }
+    }
+
+    void runInFloatRerunsAndClearingRestoresTheBaseline()
+    {
+        MainWindow window;
+        window.show();
+        const Outcome baseline = openAndAsk(window);
+        QVERIFY(baseline);
+        const QaAgreement& before = *baseline->comparison->qa;
+        QVERIFY(window.floatStatus()->isHidden());
+
+        // The user checks "Float" on the Linear in the Model tree: the question reruns at once.
+        ModelPanel* model = window.modelPanel();
+        const QModelIndex cell = floatCell(model, kDefect);
+        QVERIFY(cell.flags() & Qt::ItemIsUserCheckable);
+        QCOMPARE(cell.data(Qt::CheckStateRole).value<Qt::CheckState>(), Qt::Unchecked);
+        // A Linear that is not quantized (the head) has no toggle.
+        QVERIFY(!(floatCell(model, "qa_outputs").flags() & Qt::ItemIsUserCheckable));
+        QSignalSpy answered(window.session(), &WorkbenchSession::answered);
+        QVERIFY(model->treeView()->model()->setData(cell, Qt::Checked, Qt::CheckStateRole));
+        // Until the rerun lands, the answer on screen is stale: another what-if made it.
+        QVERIFY(window.askPanel()->banner()->isStale());
+        QVERIFY(window.askPanel()->banner()->label()->text().contains("Linears run in float"));
+        QVERIFY(answered.wait(60000));
+        QVERIFY(idle(window));
+        const Outcome what = answered.takeFirst().at(0).value<Outcome>();
+        QCOMPARE(what->stamp.floatLinears, QStringList{kDefect});
+        QVERIFY(!window.askPanel()->banner()->isStale());
+
+        // Equal bit for bit to the in-process run with that override, and the error it removes shows.
+        const ComparisonResult independent = inProcess({kDefect});
+        qInfo("final logits SQNR %.2f dB as declared, %.2f dB with %s in float", baseline->comparison->finalLogits.sqnrDb,
+              what->comparison->finalLogits.sqnrDb, qPrintable(kDefect));
+        QCOMPARE(what->comparison->qa->runStartLogits, independent.qa->runStartLogits);
+        QCOMPARE(what->comparison->qa->runEndLogits, independent.qa->runEndLogits);
+        QVERIFY(what->comparison->qa->runStartLogits != before.runStartLogits);
+        QVERIFY2(what->comparison->finalLogits.sqnrDb > baseline->comparison->finalLogits.sqnrDb + 3.0,
+                 qPrintable(QString("%1 dB after, %2 before").arg(what->comparison->finalLogits.sqnrDb)
+                                .arg(baseline->comparison->finalLogits.sqnrDb)));
+        QCOMPARE(window.errorsPanel()->comparison()->finalLogits.sqnrDb, what->comparison->finalLogits.sqnrDb);
+        QVERIFY(window.errorsPanel()->banner()->label()->text().contains("1 Linear in float: L0.ffn.in"));
+
+        // The Errors drill-down reruns the point with the same what-if: the SQNR of its values is the
+        // table's for that point.
+        QSignalSpy captured(window.session(), &WorkbenchSession::capturePointReady);
+        emit window.errorsPanel()->capturePointRequested(kDefect + ".output");
+        QVERIFY(captured.wait(60000));
+        QVERIFY(idle(window));
+        const auto values = captured.takeFirst().at(0).value<std::shared_ptr<const CapturePointValues>>();
+        QCOMPARE(values->stamp.floatLinears, QStringList{kDefect});
+        double signal = 0, noise = 0;
+        for (std::size_t i = 0; i < values->run.size(); ++i) {
+            signal += double(values->reference[i]) * values->reference[i];
+            noise += (double(values->reference[i]) - values->run[i]) * (double(values->reference[i]) - values->run[i]);
+        }
+        double tableSqnr = 0;
+        for (const CapturePointMetrics& point : what->comparison->points)
+            if (point.name == (kDefect + ".output").toStdString())
+                tableSqnr = point.metrics.sqnrDb;
+        QVERIFY2(std::abs(10 * std::log10(signal / noise) - tableSqnr) < 1e-3,
+                 qPrintable(QString("%1 vs %2").arg(10 * std::log10(signal / noise)).arg(tableSqnr)));
+
+        // The status bar lists it (full name in the tooltip); the tree shows it checked.
+        QVERIFY(!window.floatStatus()->isHidden());
+        QCOMPARE(window.floatStatus()->text(), QStringLiteral("1 Linear in float: L0.ffn.in"));
+        QVERIFY(window.floatStatus()->toolTip().contains(kDefect));
+        QVERIFY(!window.clearFloatButton()->isHidden());
+        QCOMPARE(floatCell(model, kDefect).data(Qt::CheckStateRole).value<Qt::CheckState>(), Qt::Checked);
+
+        // Clear: the checkpoint as declared again, the baseline's logits bit for bit.
+        QTest::mouseClick(window.clearFloatButton(), Qt::LeftButton);
+        QVERIFY(answered.wait(60000));
+        QVERIFY(idle(window));
+        const Outcome cleared = answered.takeFirst().at(0).value<Outcome>();
+        QVERIFY(cleared->stamp.floatLinears.isEmpty());
+        QCOMPARE(cleared->comparison->qa->runStartLogits, before.runStartLogits);
+        QCOMPARE(cleared->comparison->qa->runEndLogits, before.runEndLogits);
+        QCOMPARE(cleared->comparison->finalLogits.sqnrDb, baseline->comparison->finalLogits.sqnrDb);
+        QVERIFY(window.floatStatus()->isHidden());
+        QVERIFY(window.clearFloatButton()->isHidden());
+        QCOMPARE(floatCell(model, kDefect).data(Qt::CheckStateRole).value<Qt::CheckState>(), Qt::Unchecked);
+    }
+
+    void statusBarListsManyLinearsCompactly()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndAsk(window));
+        // Given in any order, with a name that is no Linear of this checkpoint: kept in layout
+        // order, the stranger dropped, three short labels shown and every full name in the tooltip.
+        const QStringList modules = {"roberta.encoder.layer.1.output.dense", "roberta.encoder.layer.0.attention.self.query",
+                                     "roberta.encoder.layer.9.output.dense", kDefect,
+                                     "roberta.encoder.layer.0.attention.self.value"};
+        QSignalSpy answered(window.session(), &WorkbenchSession::answered);
+        window.session()->setFloatLinears(modules);
+        QVERIFY(answered.wait(60000));
+        QVERIFY(idle(window));
+        QCOMPARE(window.session()->floatLinears(),
+                 QStringList({"roberta.encoder.layer.0.attention.self.query", "roberta.encoder.layer.0.attention.self.value",
+                              kDefect, "roberta.encoder.layer.1.output.dense"}));
+        QCOMPARE(window.floatStatus()->text(), QStringLiteral("4 Linears in float: L0.q, L0.v, L0.ffn.in, ..."));
+        for (const QString& module : window.session()->floatLinears())
+            QVERIFY(window.floatStatus()->toolTip().contains(module));
+        QCOMPARE(window.modelPanel()->treeModel()->floatLinears().size(), 4);
+    }
+
+    void togglingBeforeAnyRunFillsTheMaskTabsText()
+    {
+        MainWindow window;
+        window.show();
+        QSignalSpy ready(&window, &MainWindow::checkpointReady);
+        window.openCheckpoint(QString::fromStdString(mlmFp8_));
+        QVERIFY(ready.wait(60000));
+        QSignalSpy reference(window.session(), &WorkbenchSession::referenceChanged);
+        window.setReference(QString::fromStdString(mlmFloat_));
+        QVERIFY(reference.wait(60000));
+        QVERIFY(idle(window));
+        const QString text = QStringLiteral("the cat <mask> on the mat");
+        window.fillMaskPanel()->setText(text);
+        // Nothing ran yet: the toggle runs the Fill Mask tab's text with the Linear in float.
+        const QString linear = QStringLiteral("roberta.encoder.layer.1.attention.output.dense");
+        QSignalSpy filled(window.session(), &WorkbenchSession::masksFilled);
+        QVERIFY(window.modelPanel()->treeView()->model()->setData(floatCell(window.modelPanel(), linear), Qt::Checked,
+                                                                  Qt::CheckStateRole));
+        QVERIFY(filled.wait(60000));
+        QVERIFY(idle(window));
+        const auto outcome = filled.takeFirst().at(0).value<std::shared_ptr<const FillMaskOutcome>>();
+        QCOMPARE(outcome->stamp.floatLinears, QStringList{linear});
+        QCOMPARE(window.floatStatus()->text(), QStringLiteral("1 Linear in float: L1.attn.out"));
+        // The same distribution as the in-process run with that override, and not the declared one's.
+        auto run = EncoderModel::load(mlmFp8_);
+        auto floatModel = EncoderModel::load(mlmFloat_);
+        ComparisonInput input;
+        input.text = text.toStdString();
+        const ComparisonResult declared = compareRuns(*run, floatModel.get(), input);
+        input.runOverrides.modules[linear.toStdString()] = Precision::Float;
+        const ComparisonResult independent = compareRuns(*run, floatModel.get(), input);
+        QCOMPARE(outcome->comparison->fillMask->masks.front().runDistribution,
+                 independent.fillMask->masks.front().runDistribution);
+        QVERIFY(outcome->comparison->fillMask->masks.front().runDistribution !=
+                declared.fillMask->masks.front().runDistribution);
+        // The MLM head is float in the checkpoint: nothing to toggle there.
+        QVERIFY(!(floatCell(window.modelPanel(), "lm_head.dense").flags() & Qt::ItemIsUserCheckable));
+    }
+
+    void reportCarriesTheOverridesAndLeavesOutOthers()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndAsk(window));
+        QSignalSpy answered(window.session(), &WorkbenchSession::answered);
+        QVERIFY(window.modelPanel()->treeView()->model()->setData(floatCell(window.modelPanel(), kDefect), Qt::Checked,
+                                                                  Qt::CheckStateRole));
+        QVERIFY(answered.wait(60000));
+        QVERIFY(idle(window));
+
+        QTemporaryDir with;
+        window.exportReport(with.path());
+        const json summary = readJson(with.filePath("summary.json"));
+        QCOMPARE(summary["float_linears"], json::array({kDefect.toStdString()}));
+        QVERIFY(summary["left_out"].empty());
+        QVERIFY(summary.contains("final_logits"));
+        QFile index(with.filePath("index.html"));
+        QVERIFY(index.open(QIODevice::ReadOnly));
+        QVERIFY(index.readAll().contains(kDefect.toUtf8()));
+
+        // Cleared but not rerun yet: the results on screen are another what-if's, so a report made
+        // now names them as left out, with the overrides that produced them.
+        QTest::mouseClick(window.clearFloatButton(), Qt::LeftButton);
+        QTemporaryDir without;
+        window.exportReport(without.path());
+        const json stale = readJson(without.filePath("summary.json"));
+        QCOMPARE(stale["float_linears"], json::array());
+        QVERIFY(!stale.contains("final_logits"));
+        bool askLeftOut = false;
+        for (const json& entry : stale["left_out"])
+            if (entry["result"] == "ask") {
+                askLeftOut = true;
+                QVERIFY(entry["reason"].get<std::string>().find("Linears run in float") != std::string::npos);
+                QCOMPARE(entry["produced_by"]["float_linears"], json::array({kDefect.toStdString()}));
+            }
+        QVERIFY(askLeftOut);
+        QVERIFY(answered.wait(60000));
+        QVERIFY(idle(window));
+    }
+
+    void saveFixedCheckpointWritesTheIgnoreList()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndAsk(window));
+        QVERIFY(sweep(window));
+        QTemporaryDir parent;
+        const QString dst = parent.filePath("fixed");
+        // The save dialog is modal: answer it from the event loop it runs.
+        QTimer answerDialog;
+        connect(&answerDialog, &QTimer::timeout, this, [&] {
+            if (auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget())) {
+                answerDialog.stop();
+                dialog->selectFile(dst);
+                static_cast<QDialog*>(dialog)->accept(); // QFileDialog::accept is protected
+            }
+        });
+        answerDialog.start(20);
+        QSignalSpy kept(window.session(), &WorkbenchSession::keptFloat);
+        QTest::mouseClick(window.sensitivityPanel()->saveButton(), Qt::LeftButton);
+        QVERIFY(kept.wait(60000));
+        QCOMPARE(kept.takeFirst().at(0).toString(), dst);
+        const json config = readJson(dst + "/config.json");
+        QVERIFY(config.is_object());
+        const json& ignore = config["quantization_config"]["ignore"];
+        QVERIFY(std::find(ignore.begin(), ignore.end(), kDefect.toStdString()) != ignore.end());
+        QVERIFY(QFileInfo(dst + "/model.safetensors").isFile());
+    }
+};
+
+QTEST_MAIN(TestSensitivityGui)
+#include "test_sensitivity_gui.moc"
