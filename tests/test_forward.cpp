@@ -456,6 +456,56 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(Error, model->forward(inputs, wrong));
     }
 
+    // A "float" override with a reference loaded runs the reference's float weights: every Linear
+    // float (fp8-only with none named) reproduces the float model's logits, where the dequantized
+    // weights keep the weights' FP8 error; one Linear float takes that Linear's reference output.
+    void floatOverridesRunTheReferenceWeights()
+    {
+        TinyModelSpec spec;
+        const std::string floatDir = makeTempDir("float");
+        const std::string fp8Dir = makeTempDir("fp8") + "/model";
+        writeTinyFloatCheckpoint(floatDir, spec);
+        writeTinyFp8Checkpoint(floatDir, fp8Dir, Fp8Scheme{});
+        auto model = EncoderModel::load(fp8Dir);
+        auto reference = EncoderModel::load(floatDir);
+        const EncoderInputs inputs{{idsFor(fp8Dir)}, {}, {}, {}};
+        const ForwardResult floatRun = reference->forward(inputs, ForwardOptions{});
+        ForwardOptions allFloat;
+        allFloat.overrides.othersFloat = true;
+        const ForwardResult dequantized = model->forward(inputs, allFloat);
+        allFloat.floatWeightsFrom = &reference->checkpoint();
+        const ForwardResult withReference = model->forward(inputs, allFloat);
+        const Difference same = compare(output(withReference, "start_logits").values, output(floatRun, "start_logits").values);
+        const Difference weightError =
+            compare(output(dequantized, "start_logits").values, output(floatRun, "start_logits").values);
+        QVERIFY2(same.sqnrDb > 100, qPrintable(QString("with the reference's weights: %1 dB").arg(same.sqnrDb)));
+        QVERIFY2(weightError.sqnrDb < 70, qPrintable(QString("dequantized weights: %1 dB").arg(weightError.sqnrDb)));
+
+        // One Linear float: its output is the reference Linear applied to its (FP8 run's) input.
+        const std::string module = "roberta.encoder.layer.1.attention.self.key";
+        ForwardOptions one;
+        one.overrides.modules[module] = Precision::Float;
+        one.floatWeightsFrom = &reference->checkpoint();
+        one.capture.names = {module};
+        const ForwardResult result = model->forward(inputs, one);
+        const auto store = TensorStore::openDirectory(floatDir);
+        const std::vector<float> w = store->require(module + ".weight").toFloat().values;
+        const std::vector<float> b = store->require(module + ".bias").toFloat().values;
+        const FloatTensor& x = output(result, module + ".input");
+        const FloatTensor& y = output(result, module + ".output");
+        const int64_t in = x.shape.back(), out = y.shape.back(), rows = int64_t(x.values.size()) / in;
+        std::vector<float> expected;
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t o = 0; o < out; ++o) {
+                double sum = b[std::size_t(o)];
+                for (int64_t i = 0; i < in; ++i)
+                    sum += double(x.values[std::size_t(r * in + i)]) * w[std::size_t(o * in + i)];
+                expected.push_back(float(sum));
+            }
+        const Difference linear = compare(y.values, expected);
+        QVERIFY2(linear.sqnrDb > 100, qPrintable(QString("%1 dB").arg(linear.sqnrDb)));
+    }
+
     void rejectsBadInputs()
     {
         TinyModelSpec spec;

@@ -178,7 +178,12 @@ private slots:
         const ChartData chart = sensitivityChart(r);
         QCOMPARE(chart.categories.front(), std::string("L0.ffn.in"));
         QCOMPARE(chart.series.at(0).y.front(), r.entries.front().floatOne.sqnrDb - r.baseline.sqnrDb);
-        QCOMPARE(chart.series.at(1).y.front(), r.allFloat.sqnrDb - r.entries.front().fp8One.sqnrDb);
+        // Every Linear kept float runs the reference's own weights: the all-float run is the
+        // reference, so the second series is each Linear's SQNR alone in FP8, not a loss.
+        QVERIFY2(r.allFloat.sqnrDb > 100, qPrintable(QString::number(r.allFloat.sqnrDb)));
+        QCOMPARE(chart.series.at(1).y.front(), std::isfinite(r.allFloat.sqnrDb)
+                                                   ? r.allFloat.sqnrDb - r.entries.front().fp8One.sqnrDb
+                                                   : r.entries.front().fp8One.sqnrDb);
     }
 
     // Runs that depart from the baseline (or the all-float run) only from layer L on start there
@@ -287,8 +292,10 @@ private slots:
 
     void unreachableTargetSaysSoAndReturnsTheBestFound()
     {
+        // Kept float means the reference's weights, so in fp8 mode every target is reached once all
+        // Linears are float; the fp16 twin keeps rounding to half, so 1000 dB is out of reach there.
         const CliResult r = runCli({"sensitivity", q(defect_), "--reference", q(float_), "--question", q(kQuestion),
-                                    "--context", q(kContext), "--target-sqnr", "1000", "--json"});
+                                    "--context", q(kContext), "--target-sqnr", "1000", "--mode", "fp16", "--json"});
         QCOMPARE(r.exitCode, 0);
         const json doc = json::parse(r.out.toStdString());
         QCOMPARE(doc["target_reached"].get<bool>(), false);

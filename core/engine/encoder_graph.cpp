@@ -35,8 +35,14 @@ FloatTensor toFloatTensor(const at::Tensor& tensor)
 struct ForwardContext {
     const ForwardOptions& options;
     const EncoderWeights& weights;
+    const EncoderLayout& layout;
     std::vector<uint8_t> realRows; // per flattened token row: 1 real, 0 padding
     ForwardResult result;
+
+    StoredPrecision storedPrecision() const
+    {
+        return options.mode == RunMode::Fp16 ? StoredPrecision::Half : StoredPrecision::AsStored;
+    }
 
     // A module's result as this mode stores it: fp16 mode rounds it to IEEE half (in place: only
     // fresh results are passed), the other modes keep float32.
@@ -162,6 +168,17 @@ bool quantizesInput(const LinearInfo& info, const ForwardContext& context)
     return quantizesActivations(info, context.options.mode, context.options.overrides);
 }
 
+// A quantized Linear the overrides run in float, with a reference loaded: it runs the reference's
+// float weights (DESIGN.md "Precision overrides").
+bool runsReferenceWeights(const LinearInfo& info, const ForwardContext& context)
+{
+    const ForwardOptions& options = context.options;
+    if (!options.floatWeightsFrom || !info.quantized)
+        return false;
+    const auto it = options.overrides.modules.find(info.module);
+    return it != options.overrides.modules.end() ? it->second == Precision::Float : options.overrides.othersFloat;
+}
+
 // fp8 mode's Linear on the factored path (fp8_gemm.h): the GEMM multiplies the activations' E4M3
 // values by the weight's, and the scales and the bias come after.
 at::Tensor runFactoredLinear(const Fp8FactoredGemm& gemm, const LinearInfo& info, const at::Tensor& x, ForwardContext& context)
@@ -205,6 +222,11 @@ at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardCo
     at::Tensor y;
     if (const Fp8FactoredGemm* gemm = factoredGemmFor(linear.factoredGemm, info, context)) {
         y = runFactoredLinear(*gemm, info, x, context);
+    } else if (runsReferenceWeights(info, context)) {
+        const ReferenceLinear reference = loadReferenceLinear(*context.options.floatWeightsFrom,
+                                                              *context.layout.findLinear(info.module),
+                                                              context.storedPrecision());
+        y = reference.bias.defined() ? at::linear(x, reference.weight, reference.bias) : at::linear(x, reference.weight);
     } else {
         const at::Tensor input = linearInput(info, x, context);
         const at::Tensor& weight = floatWeight(linear);
@@ -222,7 +244,9 @@ std::array<at::Tensor, 3> runQkv(const LayerWeights& layer, const at::Tensor& x,
     const LinearWeights* members[3] = {&layer.query, &layer.key, &layer.value};
     const bool quantizeQ = quantizesInput(layer.query.info, context);
     const bool alike = quantizeQ == quantizesInput(layer.key.info, context) &&
-                       quantizeQ == quantizesInput(layer.value.info, context);
+                       quantizeQ == quantizesInput(layer.value.info, context) &&
+                       !runsReferenceWeights(layer.query.info, context) && !runsReferenceWeights(layer.key.info, context) &&
+                       !runsReferenceWeights(layer.value.info, context);
     if (!layer.fusedQkv || !alike)
         return {runLinear(layer.query, x, context), runLinear(layer.key, x, context), runLinear(layer.value, x, context)};
     for (const LinearWeights* member : members)
@@ -390,7 +414,7 @@ ForwardResult EncoderGraph::run(const EncoderInputs& inputs, const ForwardOption
     at::NoGradGuard noGrad;
     const Impl& m = *impl_;
     const PaddedBatch padded = padForwardInputs(inputs, m.config().padTokenId);
-    ForwardContext context{options, m.weightsFor(options.mode, progress), padded.realRows, {}, {}};
+    ForwardContext context{options, m.weightsFor(options.mode, progress), m.layout(), padded.realRows, {}, {}};
     context.sequenceLength = padded.seq;
     context.logitPositions = inputs.logitPositions;
     context.result.firstNonFiniteByRow.assign(static_cast<std::size_t>(padded.batch), std::string());

@@ -292,6 +292,25 @@ void loadHead(const WeightLoader& loader, const Checkpoint& checkpoint, EncoderW
 
 } // namespace
 
+ReferenceLinear loadReferenceLinear(const Checkpoint& reference, const LayoutLinear& shape, StoredPrecision precision)
+{
+    const TensorStore& store = reference.tensors();
+    const TensorView* weight = store.find(shape.module + ".weight");
+    if (!weight && !shape.tiedWeight.empty())
+        weight = store.find(shape.tiedWeight);
+    if (!weight)
+        throw Error("The reference " + reference.directory() + " has no tensor '" + shape.module +
+                    ".weight' to run that Linear in float.");
+    if (weight->dtype == Dtype::F8_E4M3)
+        throw Error("Tensor '" + weight->name + "' in " + weight->file +
+                    " is FP8: a reference must hold float weights to run a Linear in float.");
+    ReferenceLinear linear;
+    linear.weight = loadFloat(*weight, {shape.outFeatures, shape.inFeatures}, precision);
+    if (const TensorView* bias = store.find(shape.module + ".bias"))
+        linear.bias = loadFloat(*bias, {shape.outFeatures}, precision);
+    return linear;
+}
+
 const at::Tensor& floatWeight(const LinearWeights& linear)
 {
     if (!linear.weight.defined())

@@ -63,6 +63,14 @@ bool runsFactored(const LinearInfo& info);
 // decode(q) * half(scale) is not rounded again).
 enum class StoredPrecision { AsStored, Half };
 
+// A float Linear of another checkpoint (a float reference) as the engine runs it: its weight
+// [out, in] and bias [out] (undefined when it has none), checked against the layout's shape.
+// Throws naming the reference's file and tensor.
+struct ReferenceLinear {
+    at::Tensor weight, bias;
+};
+ReferenceLinear loadReferenceLinear(const Checkpoint& reference, const LayoutLinear& shape, StoredPrecision precision);
+
 // Throws scalescope::Error naming the tensor and the problem; Cancelled on the cancel flag.
 EncoderWeights loadEncoderWeights(const Checkpoint& checkpoint, const Progress& progress,
                                   StoredPrecision precision = StoredPrecision::AsStored);

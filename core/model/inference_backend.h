@@ -69,6 +69,11 @@ struct ForwardOptions {
     std::function<void(const std::string& name, const std::vector<int64_t>& shape, const float* data,
                        const std::string& sameAs)>
         onCapture;
+    // DESIGN's "float" override runs the reference's float weights when a reference is loaded:
+    // the float checkpoint whose Linears (weight and bias, same names and shapes) replace the
+    // dequantized ones of every Linear the overrides run in float. Null: dequantized weights.
+    // Honoured in-process; a runner has no reference and keeps the dequantized weights.
+    const Checkpoint* floatWeightsFrom = nullptr;
     // Resuming, for runs that repeat a baseline up to a layer (the sensitivity sweep): the encoder
     // starts at layer startLayer (numLayers: only the head) with startHidden as that layer's input,
     // [batch, seq, hidden] as the inputs pad, from a run with the same inputs and mode whose

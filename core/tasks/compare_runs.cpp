@@ -334,6 +334,7 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
     ForwardOptions runOptions;
     runOptions.mode = input.runMode;
     runOptions.overrides = input.runOverrides;
+    runOptions.floatWeightsFrom = reference ? &reference->checkpoint() : nullptr;
     runOptions.capture.all = true;
     runOptions.activationStatistics = true;
     ForwardOptions referenceOptions;

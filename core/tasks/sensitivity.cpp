@@ -86,9 +86,11 @@ struct Tally {
 
 class Sweep {
 public:
+    // reference: the float checkpoint's model, or `run` itself standing in (dequant).
     Sweep(InferenceBackend& run, InferenceBackend& reference, RunMode mode, const Progress& progress,
           SensitivityResult& result)
-        : run_(run), reference_(reference), mode_(mode), progress_(progress), result_(result)
+        : run_(run), reference_(reference), mode_(mode), progress_(progress), result_(result),
+          floatWeights_(&reference == &run ? nullptr : &reference.checkpoint())
     {
     }
 
@@ -131,6 +133,7 @@ public:
             ForwardOptions options;
             options.mode = mode_;
             options.overrides = overrides;
+            options.floatWeightsFrom = floatWeights_; // kept float means the reference's weights
             if (baseline && i == 0)
                 recordCauseInputs(options);
             std::vector<FloatTensor>* record = reuseLayers(overrides, baseline, cases[i], options);
@@ -153,6 +156,7 @@ private:
     RunMode mode_;
     const Progress& progress_;
     SensitivityResult& result_;
+    const Checkpoint* floatWeights_;
     std::size_t done_ = 0;
 
     Progress cancelOnly() const
