@@ -90,6 +90,18 @@ std::vector<int64_t> idsFor(const std::string& dir)
     return ids;
 }
 
+// A tiny float checkpoint and its FP8 version (per-channel weights, per-token activations).
+struct TinyPair {
+    std::string floatDir, fp8Dir;
+};
+TinyPair writeTinyPair(const TinyModelSpec& spec = {})
+{
+    TinyPair pair{makeTempDir("float"), makeTempDir("fp8") + "/model"};
+    writeTinyFloatCheckpoint(pair.floatDir, spec);
+    writeTinyFp8Checkpoint(pair.floatDir, pair.fp8Dir, Fp8Scheme{});
+    return pair;
+}
+
 // Whether every value is exactly an IEEE half (what an fp16 run must store).
 bool allHalves(const std::vector<float>& values)
 {
@@ -424,11 +436,8 @@ private slots:
     // bit for bit (fp8 and the fp16 twin), and a cache of the wrong shape is refused.
     void resumedForwardEqualsTheFullRun()
     {
-        TinyModelSpec spec;
-        const std::string floatDir = makeTempDir("float");
-        const std::string fp8Dir = makeTempDir("fp8") + "/model";
-        writeTinyFloatCheckpoint(floatDir, spec);
-        writeTinyFp8Checkpoint(floatDir, fp8Dir, Fp8Scheme{});
+        const TinyModelSpec spec;
+        const auto [floatDir, fp8Dir] = writeTinyPair(spec);
         auto model = EncoderModel::load(fp8Dir);
         QVERIFY(model->resumesFromLayer());
         const auto ids = idsFor(fp8Dir);
@@ -461,11 +470,8 @@ private slots:
     // weights keep the weights' FP8 error; one Linear float takes that Linear's reference output.
     void floatOverridesRunTheReferenceWeights()
     {
-        TinyModelSpec spec;
-        const std::string floatDir = makeTempDir("float");
-        const std::string fp8Dir = makeTempDir("fp8") + "/model";
-        writeTinyFloatCheckpoint(floatDir, spec);
-        writeTinyFp8Checkpoint(floatDir, fp8Dir, Fp8Scheme{});
+        const TinyModelSpec spec;
+        const auto [floatDir, fp8Dir] = writeTinyPair(spec);
         auto model = EncoderModel::load(fp8Dir);
         auto reference = EncoderModel::load(floatDir);
         const EncoderInputs inputs{{idsFor(fp8Dir)}, {}, {}, {}};
@@ -537,11 +543,8 @@ private slots:
     // (checked with the FP8 strategies above).
     void fp16OutputsAreHalves()
     {
-        TinyModelSpec spec;
-        const std::string floatDir = makeTempDir("float");
-        const std::string fp8Dir = makeTempDir("fp8") + "/model";
-        writeTinyFloatCheckpoint(floatDir, spec);
-        writeTinyFp8Checkpoint(floatDir, fp8Dir, Fp8Scheme{});
+        const TinyModelSpec spec;
+        const auto [floatDir, fp8Dir] = writeTinyPair(spec);
         auto model = EncoderModel::load(fp8Dir);
         ForwardOptions options;
         options.mode = RunMode::Fp16;
