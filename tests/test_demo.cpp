@@ -189,10 +189,12 @@ private slots:
         QTest::newRow("mlm-float") << "mlm-float" << "RobertaForMaskedLM" << "" << int(ActivationQuantization::None);
         QTest::newRow("mlm-fp8") << "mlm-fp8" << "RobertaForMaskedLM" << "channel"
                                  << int(ActivationQuantization::DynamicPerToken);
-        QTest::newRow("bert-qa-float") << "bert-qa-float" << "BertForQuestionAnswering" << ""
-                                       << int(ActivationQuantization::None);
-        QTest::newRow("bert-qa-fp8") << "bert-qa-fp8" << "BertForQuestionAnswering" << "channel"
-                                     << int(ActivationQuantization::DynamicPerToken);
+        QTest::newRow("bert-qa-float") << "bert-qa-float"
+                                       << "BertForQuestionAnswering"
+                                       << "" << int(ActivationQuantization::None);
+        QTest::newRow("bert-qa-fp8") << "bert-qa-fp8"
+                                     << "BertForQuestionAnswering"
+                                     << "channel" << int(ActivationQuantization::DynamicPerToken);
     }
     void checkpointsLoad()
     {
@@ -249,8 +251,8 @@ private slots:
         qInfo("%s: exact match %.4f, F1 %.4f over %zu questions", name.c_str(), exact, f1, questions_.size());
         QVERIFY2(exact >= minimumExactMatch, qPrintable(QString("exact match %1").arg(exact)));
         QVERIFY(f1 >= exact);
-        const QString complaints = differenceFromRecord(exact, expected(name).at("exact_match"), "exact match") +
-                                   differenceFromRecord(f1, expected(name).at("f1"), "F1");
+        const QString complaints = differenceFromRecord(exact, expected(name).at("exact_match"), "exact match")
+            + differenceFromRecord(f1, expected(name).at("f1"), "F1");
         QVERIFY2(complaints.isEmpty(), qPrintable(complaints));
     }
 
@@ -259,10 +261,13 @@ private slots:
         QTest::addColumn<QString>("checkpoint");
         QTest::addColumn<QString>("floatCheckpoint");
         QTest::addColumn<double>("minimumAgreement");
-        QTest::newRow("qa-fp8 per-channel, dynamic per-token") << "qa-fp8" << "qa-float" << 0.9;
+        QTest::newRow("qa-fp8 per-channel, dynamic per-token") << "qa-fp8"
+                                                               << "qa-float" << 0.9;
         // Static per-tensor scales are coarser; the demo shows that difference, so no floor here.
-        QTest::newRow("qa-fp8-static per-tensor") << "qa-fp8-static" << "qa-float" << 0.0;
-        QTest::newRow("bert-qa-fp8 per-channel, dynamic per-token") << "bert-qa-fp8" << "bert-qa-float" << 0.9;
+        QTest::newRow("qa-fp8-static per-tensor") << "qa-fp8-static"
+                                                  << "qa-float" << 0.0;
+        QTest::newRow("bert-qa-fp8 per-channel, dynamic per-token") << "bert-qa-fp8"
+                                                                    << "bert-qa-float" << 0.9;
     }
     void fp8ModelsAgreeWithFloat()
     {
@@ -295,9 +300,10 @@ private slots:
             QCOMPARE(fp8Model.logits.size(), floatModel.logits.size());
             const double sqnr = sqnrDb(floatModel.logits, fp8Model.logits);
             const double recorded = e.at("logits_sqnr_db").get<double>();
-            qInfo("%s: logits SQNR %.2f dB against the float model (recorded %.2f dB)", qPrintable(checkpoint), sqnr, recorded);
+            qInfo("%s: logits SQNR %.2f dB against the float model (recorded %.2f dB)", qPrintable(checkpoint), sqnr,
+                recorded);
             QVERIFY2(std::fabs(sqnr - recorded) <= kSqnrToleranceDb,
-                     qPrintable(QString("logits SQNR %1 dB, expectations.json says %2 dB").arg(sqnr).arg(recorded)));
+                qPrintable(QString("logits SQNR %1 dB, expectations.json says %2 dB").arg(sqnr).arg(recorded)));
         }
     }
 
