@@ -52,10 +52,17 @@ DemoCatalog loadDemoCatalog(const QString& folder)
         bool maskedLm;
     };
     const Known known[] = {
-        {"qa-fp8", "qa-float", QT_TRANSLATE_NOOP("Demo", "Question answering, FP8 per channel, dynamic per-token activations"), false},
-        {"qa-fp8-static", "qa-float", QT_TRANSLATE_NOOP("Demo", "Question answering, FP8 per tensor, static activations"), false},
+        {"qa-fp8", "qa-float",
+            QT_TRANSLATE_NOOP("Demo", "Question answering, FP8 per channel, dynamic per-token activations"), false},
+        {"qa-fp8-static", "qa-float",
+            QT_TRANSLATE_NOOP("Demo", "Question answering, FP8 per tensor, static activations"), false},
         {"qa-float", "", QT_TRANSLATE_NOOP("Demo", "Question answering, float original"), false},
-        {"mlm-fp8", "mlm-float", QT_TRANSLATE_NOOP("Demo", "Fill mask, FP8 per channel, dynamic per-token activations"), true},
+        {"bert-qa-fp8", "bert-qa-float",
+            QT_TRANSLATE_NOOP("Demo", "BERT question answering, FP8 per channel, dynamic per-token activations"),
+            false},
+        {"bert-qa-float", "", QT_TRANSLATE_NOOP("Demo", "BERT question answering, float original"), false},
+        {"mlm-fp8", "mlm-float", QT_TRANSLATE_NOOP("Demo", "Fill mask, FP8 per channel, dynamic per-token activations"),
+            true},
         {"mlm-float", "", QT_TRANSLATE_NOOP("Demo", "Fill mask, float original"), true},
     };
     for (const Known& k : known) {
