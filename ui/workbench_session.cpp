@@ -472,6 +472,7 @@ void WorkbenchSession::capturePoint(const QString& name)
         ForwardOptions runOptions;
         runOptions.mode = lastInput_->runMode;
         runOptions.overrides = stamp.overrides(); // as the run the drill-down belongs to
+        runOptions.floatWeightsFrom = floatWeightSource(reference_.get());
         runOptions.capture.names = {name.toStdString()};
         ForwardOptions referenceOptions = runOptions;
         referenceOptions.mode = lastInput_->referenceMode;

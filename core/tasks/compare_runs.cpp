@@ -319,6 +319,11 @@ FinalOutputComparison compareFinalOutputs(const InferenceBackend& run, const For
     return result;
 }
 
+const Checkpoint* floatWeightSource(const InferenceBackend* reference)
+{
+    return reference && !reference->checkpoint().plan().anyQuantized() ? &reference->checkpoint() : nullptr;
+}
+
 ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference, const ComparisonInput& input,
                              const Progress& progress)
 {
@@ -334,7 +339,7 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
     ForwardOptions runOptions;
     runOptions.mode = input.runMode;
     runOptions.overrides = input.runOverrides;
-    runOptions.floatWeightsFrom = reference ? &reference->checkpoint() : nullptr;
+    runOptions.floatWeightsFrom = floatWeightSource(reference);
     runOptions.capture.all = true;
     runOptions.activationStatistics = true;
     ForwardOptions referenceOptions;

@@ -112,6 +112,11 @@ FinalOutputComparison compareFinalOutputs(const InferenceBackend& run, const For
                                           const ForwardResult& referenceResult,
                                           const PreparedComparisonInput& prepared, const ComparisonInput& input);
 
+// Where a run's float overrides take their weights (ForwardOptions::floatWeightsFrom): the
+// reference's checkpoint when it is a float one; null for none, a stand-in, or an FP8 reference
+// (the CPU emulation of the same checkpoint), whose Linears then run their dequantized weights.
+const Checkpoint* floatWeightSource(const InferenceBackend* reference);
+
 // reference may be null: then `run` in `dequant` mode is the reference and the result says so.
 // Throws scalescope::Error when the two models do not match (architecture, sizes) or the input does
 // not suit the model.

@@ -206,7 +206,7 @@ public:
             ForwardOptions runOptions;
             runOptions.mode = options_.runMode;
             runOptions.overrides = options_.runOverrides;
-            runOptions.floatWeightsFrom = &reference_ == &run_ ? nullptr : &reference_.checkpoint();
+            runOptions.floatWeightsFrom = &reference_ == &run_ ? nullptr : floatWeightSource(&reference_);
             ForwardOptions referenceOptions;
             referenceOptions.mode = options_.referenceMode;
             const ForwardResult runResult = run_.forward(inputs, runOptions, forwardProgress_);

@@ -90,7 +90,7 @@ public:
     Sweep(InferenceBackend& run, InferenceBackend& reference, RunMode mode, const Progress& progress,
           SensitivityResult& result)
         : run_(run), reference_(reference), mode_(mode), progress_(progress), result_(result),
-          floatWeights_(&reference == &run ? nullptr : &reference.checkpoint())
+          floatWeights_(&reference == &run ? nullptr : floatWeightSource(&reference))
     {
     }
 
