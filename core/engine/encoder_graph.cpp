@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "engine/activation_kernels.h"
 #include "engine/encoder_weights.h"
+#include "engine/float_gemm.h"
 #include "numerics/half.h"
 
 namespace scalescope {
@@ -153,6 +154,26 @@ at::Tensor quantizeActivations(const at::Tensor& x, const LinearInfo& info, Forw
     return output.view(x.sizes());
 }
 
+// A float32 Linear, y = x W^T + b, on the engine's float GEMM (float_gemm.h); shapes as at::linear.
+at::Tensor linearFloat(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias)
+{
+    const bool allFloat = x.scalar_type() == at::kFloat && weight.scalar_type() == at::kFloat &&
+                          (!bias.defined() || bias.scalar_type() == at::kFloat);
+    if (!allFloat) // none today; kept correct should a tensor of another dtype reach here
+        return bias.defined() ? at::linear(x, weight, bias) : at::linear(x, weight);
+    const int64_t in = x.size(-1);
+    const at::Tensor input = x.contiguous().view({-1, in});
+    const at::Tensor w = weight.contiguous();
+    const at::Tensor b = bias.defined() ? bias.contiguous() : bias;
+    const int64_t rows = input.size(0), out = w.size(0);
+    at::Tensor y = at::empty({rows, out}, at::kFloat);
+    floatLinear(input.data_ptr<float>(), rows, in, w.data_ptr<float>(), out, b.defined() ? b.data_ptr<float>() : nullptr,
+                y.data_ptr<float>());
+    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+    shape.back() = out;
+    return y.view(shape);
+}
+
 // Records what calibration needs of a Linear's input (its capture is the caller's).
 void recordLinearInputAmax(const LinearInfo& info, const at::Tensor& x, ForwardContext& context)
 {
@@ -226,11 +247,11 @@ at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardCo
         const ReferenceLinear reference = loadReferenceLinear(*context.options.floatWeightsFrom,
                                                               *context.layout.findLinear(info.module),
                                                               context.storedPrecision());
-        y = reference.bias.defined() ? at::linear(x, reference.weight, reference.bias) : at::linear(x, reference.weight);
+        y = linearFloat(x, reference.weight, reference.bias);
     } else {
         const at::Tensor input = linearInput(info, x, context);
         const at::Tensor& weight = floatWeight(linear);
-        y = linear.bias.defined() ? at::linear(input, weight, linear.bias) : at::linear(input, weight);
+        y = linearFloat(input, weight, linear.bias);
     }
     y = context.stored(y);
     context.output(info.module + ".output", info.module, y);
@@ -255,7 +276,7 @@ std::array<at::Tensor, 3> runQkv(const LayerWeights& layer, const at::Tensor& x,
     const Fp8FactoredGemm* gemm = factoredGemmFor(layer.qkvFactoredGemm, layer.query.info, context);
     const at::Tensor y = context.stored(
         gemm ? runFactoredLinear(*gemm, layer.query.info, x, context)
-             : at::linear(linearInput(layer.query.info, x, context), fusedQkvWeight(layer), layer.qkvBias));
+             : linearFloat(linearInput(layer.query.info, x, context), fusedQkvWeight(layer), layer.qkvBias));
     // The three share one quantized input, so they share its statistics too.
     if (context.result.activationStatistics.size() == statisticsBefore + 1) {
         for (const LinearWeights* member : {&layer.key, &layer.value}) {

@@ -3,8 +3,6 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include <dlfcn.h>
-
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -13,7 +11,7 @@
 #include <random>
 
 #include "common/error.h"
-#include "engine/compute_threads.h"
+#include "engine/onednn_runtime.h"
 #include "numerics/fp8.h"
 
 namespace scalescope {
@@ -22,12 +20,6 @@ namespace {
 constexpr int kNotForced = -1;
 std::atomic<int> forcedPath{kNotForced};
 
-dnnl::engine& cpuEngine()
-{
-    static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-    return engine;
-}
-
 // E4M3 values are exact in bfloat16, whose bits are the float32's upper half.
 uint16_t exactBf16(float value)
 {
@@ -35,36 +27,6 @@ uint16_t exactBf16(float value)
     std::memcpy(&bits, &value, sizeof bits);
     return static_cast<uint16_t>(bits >> 16);
 }
-
-// oneDNN runs on LibTorch's OpenMP runtime, whose thread count compute_threads.cpp sets to 1 (the
-// float32 GEMMs run on OpenBLAS's threads instead). The bf16 GEMMs take the compute threads for the
-// duration of a call, so both kinds of GEMM get the same threads and never overlap.
-class OpenMpThreads {
-public:
-    OpenMpThreads()
-    {
-        using Get = int (*)();
-        const auto get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-        set_ = reinterpret_cast<Set>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-        if (!get || !set_)
-            return;
-        previous_ = get();
-        if (previous_ != computeThreads())
-            set_(computeThreads());
-    }
-    ~OpenMpThreads()
-    {
-        if (set_ && previous_ > 0 && previous_ != computeThreads())
-            set_(previous_);
-    }
-    OpenMpThreads(const OpenMpThreads&) = delete;
-    OpenMpThreads& operator=(const OpenMpThreads&) = delete;
-
-private:
-    using Set = void (*)(int);
-    Set set_ = nullptr;
-    int previous_ = 0;
-};
 
 } // namespace
 
@@ -94,7 +56,7 @@ struct Fp8FactoredGemm::Impl {
     dnnl::matmul::primitive_desc describe(int64_t rows) const
     {
         const dnnl::memory::desc anyWeights({in, out}, sourceType, dnnl::memory::format_tag::any);
-        return dnnl::matmul::primitive_desc(dnnl::matmul::desc(srcDesc(rows), anyWeights, dstDesc(rows)), cpuEngine());
+        return dnnl::matmul::primitive_desc(dnnl::matmul::desc(srcDesc(rows), anyWeights, dstDesc(rows)), oneDnnCpuEngine());
     }
 
     // The weight in `wanted`'s layout: reordered from the first layout when it differs.
@@ -103,8 +65,8 @@ struct Fp8FactoredGemm::Impl {
         for (const dnnl::memory& layout : weightLayouts)
             if (layout.get_desc() == wanted)
                 return layout;
-        dnnl::memory converted(wanted, cpuEngine());
-        dnnl::stream stream(cpuEngine());
+        dnnl::memory converted(wanted, oneDnnCpuEngine());
+        dnnl::stream stream(oneDnnCpuEngine());
         dnnl::memory source = weightLayouts.front();
         dnnl::reorder(source, converted).execute(stream, source, converted);
         stream.wait();
@@ -139,7 +101,7 @@ Fp8FactoredGemm::Fp8FactoredGemm(const std::string& module, const uint8_t* codes
     if (static_cast<int64_t>(m.weightScales.size()) != out || (!m.bias.empty() && static_cast<int64_t>(m.bias.size()) != out))
         throw Error("Linear '" + module + "': the factored FP8 GEMM needs one weight scale and bias value per output channel.");
     try {
-        OpenMpThreads threads;
+        OneDnnThreads threads;
         // The weight as [in, out] with strides (1, in): the codes' own [out, in] rows, no transpose.
         const std::size_t count = static_cast<std::size_t>(out * in);
         std::vector<uint16_t> plainBf16(bf16 ? count : 0);
@@ -153,10 +115,10 @@ Fp8FactoredGemm::Fp8FactoredGemm(const std::string& module, const uint8_t* codes
         }
         void* plain = bf16 ? static_cast<void*>(plainBf16.data()) : static_cast<void*>(plainFloat.data());
         const dnnl::memory::desc plainDesc({in, out}, m.sourceType, dnnl::memory::format_tag::ba);
-        dnnl::memory plainWeights(plainDesc, cpuEngine(), plain);
+        dnnl::memory plainWeights(plainDesc, oneDnnCpuEngine(), plain);
         const dnnl::matmul::primitive_desc description = m.describe(384);
-        dnnl::memory preferred(description.weights_desc(), cpuEngine());
-        dnnl::stream stream(cpuEngine());
+        dnnl::memory preferred(description.weights_desc(), oneDnnCpuEngine());
+        dnnl::stream stream(oneDnnCpuEngine());
         dnnl::reorder(plainWeights, preferred).execute(stream, plainWeights, preferred);
         stream.wait();
         m.weightLayouts.push_back(preferred);
@@ -191,11 +153,11 @@ void Fp8FactoredGemm::run(const float* values, const float* rowScales, int64_t r
         source = bf16Values.data();
     }
     {
-        OpenMpThreads threads;
+        OneDnnThreads threads;
         const Impl::Primitive& primitive = m.primitive(rows);
-        dnnl::memory src(m.srcDesc(rows), cpuEngine(), const_cast<void*>(source));
-        dnnl::memory dst(m.dstDesc(rows), cpuEngine(), y);
-        dnnl::stream stream(cpuEngine());
+        dnnl::memory src(m.srcDesc(rows), oneDnnCpuEngine(), const_cast<void*>(source));
+        dnnl::memory dst(m.dstDesc(rows), oneDnnCpuEngine(), y);
+        dnnl::stream stream(oneDnnCpuEngine());
         primitive.matmul.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, primitive.weights}, {DNNL_ARG_DST, dst}});
         stream.wait();
     }
@@ -278,7 +240,7 @@ Fp8GemmStatus decide()
         const dnnl::memory::desc src({384, 768}, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::ab);
         const dnnl::memory::desc weights({768, 768}, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::any);
         const dnnl::memory::desc dst({384, 768}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
-        const dnnl::matmul::primitive_desc description(dnnl::matmul::desc(src, weights, dst), cpuEngine());
+        const dnnl::matmul::primitive_desc description(dnnl::matmul::desc(src, weights, dst), oneDnnCpuEngine());
         const std::string kernel = description.impl_info_str();
         if (kernel.rfind("ref", 0) == 0 || (kernel.find("bf16") == std::string::npos && kernel.find("amx") == std::string::npos)) {
             status.reason = "oneDNN offers no fast bf16 kernel (" + kernel + ")";
