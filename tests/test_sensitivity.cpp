@@ -212,6 +212,14 @@ private slots:
         }
         QCOMPARE(resumed.suggestedFloat, whole.suggestedFloat);
         QCOMPARE(resumed.suggestedMetrics->sqnrDb, whole.suggestedMetrics->sqnrDb);
+        // Each verified prefix resumes from the previous one's layer inputs: every one of them the same.
+        QVERIFY(whole.verifiedPrefixes.size() > 3);
+        QCOMPARE(resumed.verifiedPrefixes.size(), whole.verifiedPrefixes.size());
+        for (std::size_t i = 0; i < whole.verifiedPrefixes.size(); ++i) {
+            QCOMPARE(resumed.verifiedPrefixes[i].floatLinears, whole.verifiedPrefixes[i].floatLinears);
+            QCOMPARE(resumed.verifiedPrefixes[i].metrics.sqnrDb, whole.verifiedPrefixes[i].metrics.sqnrDb);
+            QCOMPARE(resumed.verifiedPrefixes[i].metrics.answer, whole.verifiedPrefixes[i].metrics.answer);
+        }
     }
 
     void layerGranularityGroupsTheLayersLinears()

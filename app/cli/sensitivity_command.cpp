@@ -88,6 +88,12 @@ json sensitivityJson(const SensitivityResult& r)
     json causes = json::array();
     for (const SensitivityCause& c : r.causes)
         causes.push_back(causeJson(c));
+    json verified = json::array();
+    for (const SensitivityResult::VerifiedPrefix& v : r.verifiedPrefixes) {
+        json prefix = sensitivityMetricsJson(v.metrics, r.inputKind);
+        prefix["float_linears"] = v.floatLinears;
+        verified.push_back(prefix);
+    }
     json document = {{"input", r.inputKind},
                      {"granularity", r.granularity},
                      {"reference_label", r.referenceLabel},
@@ -100,6 +106,7 @@ json sensitivityJson(const SensitivityResult& r)
                      {"suggested_float", r.suggestedFloat},
                      {"target_reached", r.suggestionReached},
                      {"suggestion_note", r.suggestionNote},
+                     {"verified_prefixes", verified},
                      {"forwards", r.forwards},
                      {"complete", r.complete}};
     if (r.suggestedMetrics)

@@ -25,6 +25,8 @@ struct Case {
     // Every layer's input in the baseline run and in the all-float run (ForwardOptions::
     // recordLayerInputs): a run that departs from one of them only from layer L on starts there.
     std::vector<FloatTensor> baselineLayerInputs, allFloatLayerInputs;
+    // The suggestion's last verified prefix (every layer; see Sweep::measureNextPrefix).
+    std::vector<FloatTensor> prefixLayerInputs;
 };
 
 std::string formatNumber(double value)
@@ -125,6 +127,34 @@ public:
 
     SensitivityMetrics measure(const PrecisionOverrides& overrides, const std::string& stage, bool baseline = false)
     {
+        return measureRuns(overrides, stage, baseline ? Departure::IsBaseline : Departure::FromRecords);
+    }
+
+    // The suggestion's prefixes, each the previous one plus `added`: a prefix departs from the
+    // previous one only at the first layer of `added`, so it resumes there from the previous
+    // prefix's layer inputs. The first departs from the baseline. After the sweep: the all-float
+    // records are dropped and the baseline's become the first prefix's start.
+    SensitivityMetrics measureNextPrefix(const PrecisionOverrides& prefix, const PrecisionOverrides& added,
+                                         const std::string& stage)
+    {
+        if (!prefixStarted_) {
+            for (Case& c : cases) {
+                c.prefixLayerInputs = std::move(c.baselineLayerInputs);
+                c.allFloatLayerInputs.clear();
+            }
+            prefixStarted_ = true;
+        }
+        prefixResumeLayer_ = firstLayerOf(added);
+        return measureRuns(prefix, stage, Departure::FromPreviousPrefix);
+    }
+
+private:
+    // Where a run's unchanged layers come from (reuseLayers).
+    enum class Departure { IsBaseline, FromRecords, FromPreviousPrefix };
+
+    SensitivityMetrics measureRuns(const PrecisionOverrides& overrides, const std::string& stage, Departure departure)
+    {
+        const bool baseline = departure == Departure::IsBaseline;
         Tally tally;
         SensitivityMetrics metrics;
         for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -136,11 +166,13 @@ public:
             options.floatWeightsFrom = floatWeights_; // kept float means the reference's weights
             if (baseline && i == 0)
                 recordCauseInputs(options);
-            std::vector<FloatTensor>* record = reuseLayers(overrides, baseline, cases[i], options);
+            std::vector<FloatTensor>* record = departure == Departure::FromPreviousPrefix
+                                                   ? resumePrefix(cases[i], options)
+                                                   : reuseLayers(overrides, baseline, cases[i], options);
             ForwardResult runResult = run_.forward(cases[i].prepared.inputs, options, cancelOnly());
             ++result_.forwards;
             if (record)
-                *record = std::move(runResult.layerInputs);
+                keepRecord(*record, std::move(runResult.layerInputs));
             if (baseline && i == 0)
                 activations = std::move(runResult.activationStatistics);
             add(tally, metrics, cases[i], runResult);
@@ -150,7 +182,6 @@ public:
         return metrics;
     }
 
-private:
     InferenceBackend& run_;
     InferenceBackend& reference_;
     RunMode mode_;
@@ -158,6 +189,8 @@ private:
     SensitivityResult& result_;
     const Checkpoint* floatWeights_;
     std::size_t done_ = 0;
+    bool prefixStarted_ = false;
+    int prefixResumeLayer_ = 0;
 
     Progress cancelOnly() const
     {
@@ -187,6 +220,32 @@ private:
             options.startHidden = &from[static_cast<std::size_t>(start)];
         }
         return nullptr;
+    }
+
+    // A prefix resumes from the previous prefix's record (measureNextPrefix) and records its own.
+    std::vector<FloatTensor>* resumePrefix(Case& c, ForwardOptions& options) const
+    {
+        if (!run_.resumesFromLayer() || c.prefixLayerInputs.empty())
+            return nullptr;
+        options.recordLayerInputs = true;
+        const auto start = static_cast<std::size_t>(prefixResumeLayer_);
+        if (start > 0 && start < c.prefixLayerInputs.size()) {
+            options.startLayer = prefixResumeLayer_;
+            options.startHidden = &c.prefixLayerInputs[start];
+        }
+        return &c.prefixLayerInputs;
+    }
+
+    // A resumed run records only the layers it ran; those before are the record it resumed from.
+    static void keepRecord(std::vector<FloatTensor>& record, std::vector<FloatTensor> layerInputs)
+    {
+        if (record.size() != layerInputs.size()) {
+            record = std::move(layerInputs);
+            return;
+        }
+        for (std::size_t layer = 0; layer < layerInputs.size(); ++layer)
+            if (!layerInputs[layer].values.empty())
+                record[layer] = std::move(layerInputs[layer]);
     }
 
     // The first encoder layer an override names (the head counts as the layer after the last).
@@ -433,8 +492,10 @@ void suggest(Sweep& sweep, SensitivityResult& result, const Target& target)
     std::optional<SensitivityMetrics> best;
     for (const SensitivityEntry& entry : result.entries) {
         prefix.insert(prefix.end(), entry.linears.begin(), entry.linears.end());
-        const SensitivityMetrics m = sweep.measure(overridesFor(prefix, Precision::Float, false),
-                                                   "Verifying " + std::to_string(prefix.size()) + " float");
+        const SensitivityMetrics m = sweep.measureNextPrefix(overridesFor(prefix, Precision::Float, false),
+                                                             overridesFor(entry.linears, Precision::Float, false),
+                                                             "Verifying " + std::to_string(prefix.size()) + " float");
+        result.verifiedPrefixes.push_back({prefix.size(), m});
         if (!best || target.better(m, *best)) {
             best = m;
             bestPrefix = prefix;

@@ -102,6 +102,13 @@ struct SensitivityResult {
     std::string target;                    // "answer agrees", "SQNR >= 30 dB", ...
     std::vector<std::string> suggestedFloat; // Linear names
     std::optional<SensitivityMetrics> suggestedMetrics; // the verified run of that prefix
+    // Every prefix of the ranking the suggestion search verified, in order: how the final output
+    // recovers as more Linears stay float.
+    struct VerifiedPrefix {
+        std::size_t floatLinears = 0;
+        SensitivityMetrics metrics;
+    };
+    std::vector<VerifiedPrefix> verifiedPrefixes;
     bool suggestionReached = false;
     std::string suggestionNote;            // says how it was found, or why the target is unreachable
     std::size_t forwards = 0;              // forward passes of the run side (reference excluded)
