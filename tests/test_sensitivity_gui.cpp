@@ -8,11 +8,14 @@
 // whose config ignores the Linear.
 #include <QtTest>
 
+#include <atomic>
+
 #include <nlohmann/json.hpp>
 
 #include <QAbstractItemModel>
 #include <QFileDialog>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QTabWidget>
@@ -182,17 +185,22 @@ private slots:
         QVERIFY(openAndAsk(window));
         SensitivityPanel* panel = window.sensitivityPanel();
         int delivered = 0;
-        // Cancel as the first entry lands: the sweep stops at its next forward.
-        connect(window.session(), &WorkbenchSession::sensitivityEntry, this, [&] {
-            if (++delivered == 1)
+        connect(window.session(), &WorkbenchSession::sensitivityEntry, this, [&] { ++delivered; });
+        // Cancel as the first entry finishes (on the worker, before the next starts): the sweep
+        // stops at its next forward.
+        std::atomic<int> finished{0};
+        window.session()->setSweepEntryObserver([&](const SensitivityEntry&) {
+            if (++finished == 1)
                 window.session()->cancel();
         });
         const Sweep result = sweep(window);
+        window.session()->setSweepEntryObserver({});
         QVERIFY(result);
         QVERIFY(!result->complete);
         QVERIFY(!result->stoppedReason.empty());
         qInfo("cancelled with %d of 12 entries finished", delivered);
-        QVERIFY(delivered >= 1 && delivered < 12);
+        QCOMPARE(delivered, 1);
+        QCOMPARE(finished.load(), 1);
         // What finished stays on screen: every delivered entry is a bar and a row.
         QCOMPARE(result->entries.size(), std::size_t(delivered));
         QCOMPARE(panel->result().entries.size(), std::size_t(delivered));
@@ -441,14 +449,18 @@ private slots:
         QVERIFY(sweep(window));
         QTemporaryDir parent;
         const QString dst = parent.filePath("fixed");
-        // The save dialog is modal: answer it from the event loop it runs.
+        // The save dialog is modal: answer it from the event loop it runs, as a user would, by
+        // typing the whole path into its file name box (selectFile() of a path in another folder
+        // lands asynchronously, through the dialog's file system model, and raced the accept).
         QTimer answerDialog;
         connect(&answerDialog, &QTimer::timeout, this, [&] {
-            if (auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget())) {
-                answerDialog.stop();
-                dialog->selectFile(dst);
-                static_cast<QDialog*>(dialog)->accept(); // QFileDialog::accept is protected
-            }
+            auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
+            auto* name = dialog ? dialog->findChild<QLineEdit*>("fileNameEdit") : nullptr;
+            if (!name)
+                return;
+            answerDialog.stop();
+            name->setText(dst);
+            static_cast<QDialog*>(dialog)->accept(); // QFileDialog::accept is protected
         });
         answerDialog.start(20);
         QSignalSpy kept(window.session(), &WorkbenchSession::keptFloat);

@@ -529,7 +529,7 @@ void WorkbenchSession::sensitivity(const QString& granularity)
     RunStamp stamp = currentStamp();
     stamp.floatLinears.clear();
     stamp.floatLabels.clear();
-    submit(JobKind::Sensitivity, tr("Sensitivity"), [this, self, granularity, stamp](const Progress& progress) -> std::function<void()> {
+    submit(JobKind::Sensitivity, tr("Sensitivity"), [this, self, granularity, stamp, observer = sweepEntryObserver_](const Progress& progress) -> std::function<void()> {
         if (!run_ || !lastInput_)
             throw Error("Ask a question or fill a mask first; the sweep runs on that input.");
         SensitivityInput input;
@@ -539,7 +539,9 @@ void WorkbenchSession::sensitivity(const QString& granularity)
         options.granularity = granularity.toStdString();
         // The sweep is about FP8 Linears: in Dequant mode it still sweeps the fp8 run; the FP16 twin sweeps the twin.
         options.runMode = stamp.mode == RunMode::Fp16 ? RunMode::Fp16 : RunMode::Fp8;
-        options.onEntry = [self, stamp](const SensitivityEntry& entry) {
+        options.onEntry = [self, stamp, observer](const SensitivityEntry& entry) {
+            if (observer)
+                observer(entry);
             auto copy = std::make_shared<const SensitivityEntry>(entry);
             QMetaObject::invokeMethod(self.data(), [self, stamp, copy] {
                 if (self)

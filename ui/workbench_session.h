@@ -132,6 +132,13 @@ public:
     // Sensitivity sweep (linear or layer) on the last question's or mask's input; entries arrive
     // live through sensitivityEntry, a cancel keeps what finished.
     void sensitivity(const QString& granularity);
+    // Called on the worker thread as each sweep entry finishes, before the next one starts (the
+    // GUI hears of the entry later, queued): a cancel from here stops the sweep at that exact
+    // point, which tests need. Set it while no sweep runs.
+    void setSweepEntryObserver(std::function<void(const SensitivityEntry&)> observer)
+    {
+        sweepEntryObserver_ = std::move(observer);
+    }
     // keep-float of the open checkpoint to dst with these Linears float (reference weights when a
     // reference folder is chosen).
     void keepFloat(const QStringList& modules, const QString& dst, bool overwrite);
@@ -187,6 +194,7 @@ private:
     QThreadPool worker_;
     std::atomic<bool> cancel_{false};
     std::atomic<int> running_{0};
+    std::function<void(const SensitivityEntry&)> sweepEntryObserver_;
     quint64 latest_[7] = {0, 0, 0, 0, 0, 0, 0};
     quint64 nextId_ = 0;
     QString checkpointDir_;
