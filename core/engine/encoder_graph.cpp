@@ -174,6 +174,18 @@ at::Tensor linearFloat(const at::Tensor& x, const at::Tensor& weight, const at::
     return y.view(shape);
 }
 
+// a b (or a b^T when transposeB) for every batch row and head, [batch, heads, m, n], on the
+// engine's float GEMM (float_gemm.h).
+at::Tensor headsMatmul(const at::Tensor& a, const at::Tensor& b, bool transposeB)
+{
+    const at::Tensor left = a.contiguous(), right = b.contiguous();
+    const int64_t m = left.size(2), k = left.size(3), n = transposeB ? right.size(2) : right.size(3);
+    at::Tensor c = at::empty({left.size(0), left.size(1), m, n}, at::kFloat);
+    floatBatchedMatmul(left.data_ptr<float>(), right.data_ptr<float>(), left.size(0) * left.size(1), m, k, n, transposeB,
+                       c.data_ptr<float>());
+    return c;
+}
+
 // Records what calibration needs of a Linear's input (its capture is the caller's).
 void recordLinearInputAmax(const LinearInfo& info, const at::Tensor& x, ForwardContext& context)
 {
@@ -374,10 +386,10 @@ struct EncoderGraph::Impl {
         const auto qkv = runQkv(layer, h, context);
         const at::Tensor q = splitHeads(qkv[0]), k = splitHeads(qkv[1]), v = splitHeads(qkv[2]);
         const at::Tensor scores =
-            context.stored(at::matmul(q, k.transpose(-1, -2)) * (1.0 / std::sqrt(double(headDim)))) + keyMask;
+            context.stored(headsMatmul(q, k, /*transposeB=*/true) * (1.0 / std::sqrt(double(headDim)))) + keyMask;
         const at::Tensor probabilities = context.stored(at::softmax(scores, -1));
         const at::Tensor attended =
-            context.stored(at::matmul(probabilities, v)).transpose(1, 2).reshape({batch, seq, hidden});
+            context.stored(headsMatmul(probabilities, v, /*transposeB=*/false)).transpose(1, 2).reshape({batch, seq, hidden});
         context.check(layout().attentionModule(index), attended);
         const at::Tensor attentionOut = runLinear(layer.attentionOutput, attended, context);
         const at::Tensor afterAttention =
