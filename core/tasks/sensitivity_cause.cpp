@@ -24,7 +24,9 @@ std::string percent(double value)
     return text;
 }
 
-// y[r, o] = sum_i x[r, i] * w[o, i]
+// y[r, o] = sum_i x[r, i] * w[o, i], accumulated in float64. Four partial sums let the compiler
+// keep them in vector registers (a single running sum is one long dependency chain): this ran for
+// a sixth of a roberta-base-sized sweep's time before.
 std::vector<float> product(const std::vector<float>& x, int64_t rows, const std::vector<float>& w, int64_t out,
                            int64_t in)
 {
@@ -33,10 +35,14 @@ std::vector<float> product(const std::vector<float>& x, int64_t rows, const std:
         for (int64_t o = 0; o < out; ++o) {
             const float* a = x.data() + r * in;
             const float* b = w.data() + o * in;
-            double sum = 0;
-            for (int64_t i = 0; i < in; ++i)
-                sum += double(a[i]) * double(b[i]);
-            y[static_cast<std::size_t>(r * out + o)] = static_cast<float>(sum);
+            double sums[4] = {0, 0, 0, 0};
+            int64_t i = 0;
+            for (; i + 4 <= in; i += 4)
+                for (int lane = 0; lane < 4; ++lane)
+                    sums[lane] += double(a[i + lane]) * double(b[i + lane]);
+            for (; i < in; ++i)
+                sums[0] += double(a[i]) * double(b[i]);
+            y[static_cast<std::size_t>(r * out + o)] = static_cast<float>((sums[0] + sums[1]) + (sums[2] + sums[3]));
         }
     return y;
 }
