@@ -4,6 +4,9 @@
 // and giving the same answers within the tolerance of a different summation order.
 // The factored path runs on bf16 sources where the CPU has them and on float32 sources elsewhere
 // (the same numbers: every product is exact either way), so these tests run on every machine.
+// Also the engine's other oneDNN GEMMs, float32 Linears and attention's per-head products
+// (float_gemm.h), against float64, and the output scan every module output passes (its SSE2 lanes
+// against a plain loop over values with inf, NaN and subnormals in them).
 #include <QtTest>
 
 #include <cfloat>
@@ -12,6 +15,8 @@
 #include <random>
 
 #include "engine/compute_threads.h"
+#include "engine/activation_kernels.h"
+#include "engine/float_gemm.h"
 #include "engine/fp8_gemm.h"
 #include "io/safetensors.h"
 #include "model/encoder_model.h"
@@ -268,6 +273,89 @@ private slots:
             QVERIFY(std::abs(a.clipped - b.clipped) <= slack);
             QVERIFY(std::abs(a.flushedToZero - b.flushedToZero) <= slack);
             QVERIFY(std::abs(a.subnormal - b.subnormal) <= slack);
+        }
+    }
+    // y = x W^T + b for odd shapes, with and without bias, and attention's a b / a b^T per batch:
+    // each output within float32 accumulation's error bound of a float64 recomputation.
+    void floatGemmsMatchFloat64()
+    {
+        std::mt19937 random(23);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        auto randomValues = [&](std::size_t n) {
+            std::vector<float> v(n);
+            for (float& value : v)
+                value = normal(random);
+            return v;
+        };
+        const int64_t rows = 37, in = 131, out = 45;
+        const std::vector<float> x = randomValues(rows * in), w = randomValues(out * in), bias = randomValues(out);
+        for (const bool withBias : {true, false}) {
+            std::vector<float> y(rows * out);
+            floatLinear(x.data(), rows, in, w.data(), out, withBias ? bias.data() : nullptr, y.data());
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t o = 0; o < out; ++o) {
+                    double exact = withBias ? bias[o] : 0.0, magnitude = withBias ? std::fabs(bias[o]) : 0.0;
+                    for (int64_t i = 0; i < in; ++i) {
+                        exact += double(x[r * in + i]) * w[o * in + i];
+                        magnitude += std::fabs(double(x[r * in + i]) * w[o * in + i]);
+                    }
+                    QVERIFY2(std::fabs(y[r * out + o] - exact) <= (in + 2) * std::ldexp(1.0, -23) * magnitude,
+                             qPrintable(QString("linear y[%1,%2] = %3, float64 %4").arg(r).arg(o).arg(y[r * out + o]).arg(exact)));
+                }
+        }
+        const int64_t batch = 5, m = 19, k = 24, n = 29;
+        const std::vector<float> a = randomValues(batch * m * k), b = randomValues(batch * k * n);
+        for (const bool transposed : {false, true}) {
+            std::vector<float> c(batch * m * n);
+            floatBatchedMatmul(a.data(), b.data(), batch, m, k, n, transposed, c.data());
+            for (int64_t i = 0; i < batch; ++i)
+                for (int64_t r = 0; r < m; ++r)
+                    for (int64_t col = 0; col < n; ++col) {
+                        double exact = 0, magnitude = 0;
+                        for (int64_t j = 0; j < k; ++j) {
+                            // b[i] is [k, n], or [n, k] read as its transpose
+                            const float right = transposed ? b[(i * n + col) * k + j] : b[(i * k + j) * n + col];
+                            exact += double(a[(i * m + r) * k + j]) * right;
+                            magnitude += std::fabs(double(a[(i * m + r) * k + j]) * right);
+                        }
+                        const float value = c[(i * m + r) * n + col];
+                        QVERIFY2(std::fabs(value - exact) <= (k + 2) * std::ldexp(1.0, -23) * magnitude,
+                                 qPrintable(QString("batched c[%1,%2,%3] = %4, float64 %5").arg(i).arg(r).arg(col).arg(value).arg(exact)));
+                    }
+        }
+    }
+
+    // scanOutput (four lanes at a time where SSE2 is there) against a plain loop, on rows of every
+    // length mod 4 with inf, NaN, subnormals, values below half's smallest normal, and padding rows.
+    void outputScanMatchesAPlainLoop()
+    {
+        std::mt19937 random(29);
+        std::uniform_real_distribution<float> uniform(-3.0f, 3.0f);
+        const float specials[] = {INFINITY, -INFINITY, NAN, 1e-40f, -3e-5f, 0.0f, -0.0f, 6.103515625e-05f, 70000.0f};
+        for (const int64_t features : {1, 3, 4, 5, 8, 13, 768}) {
+            const int64_t rows = 6, stride = features + 3;
+            std::vector<float> values(rows * stride);
+            for (float& v : values)
+                v = random() % 5 == 0 ? specials[random() % std::size(specials)] : uniform(random);
+            const std::vector<uint8_t> real = {1, 1, 0, 1, 1, 0};
+            OutputScan expected;
+            for (int64_t r = 0; r < rows; ++r) {
+                if (!real[r])
+                    continue;
+                for (int64_t i = 0; i < features; ++i) {
+                    const float magnitude = std::fabs(values[r * stride + i]);
+                    expected.nonFinite += std::isfinite(magnitude) ? 0 : 1;
+                    expected.belowHalfNormal += magnitude > 0 && magnitude < 6.103515625e-05f ? 1 : 0;
+                    if (!std::isnan(magnitude))
+                        expected.maxAbs = std::max(expected.maxAbs, magnitude);
+                }
+                expected.elements += features;
+            }
+            const OutputScan scan = scanOutput(values.data(), rows, features, stride, real);
+            QCOMPARE(scan.nonFinite, expected.nonFinite);
+            QCOMPARE(scan.belowHalfNormal, expected.belowHalfNormal);
+            QCOMPARE(scan.elements, expected.elements);
+            QCOMPARE(scan.maxAbs, expected.maxAbs);
         }
     }
 };

@@ -6,6 +6,10 @@
 #include <cstring>
 #include <stdexcept>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "numerics/fp8.h"
 #include "numerics/half.h"
 
@@ -18,6 +22,49 @@ float rowAmax(const float* row, int64_t features)
     for (int64_t i = 0; i < features; ++i)
         amax = std::max(amax, std::fabs(row[i]));
     return amax;
+}
+
+// One row of scanOutput. Every module output of every forward passes here (tens of millions of
+// values per roberta-base forward), and the scalar loop alone took a quarter of an fp8 forward's
+// time, so four lanes at a time where SSE2 is there; the tail and other CPUs take the scalar loop,
+// which defines the result: |x| maximum with NaN never winning, inf/NaN count, 0 < |x| < 2^-14 count.
+OutputScan scanRow(const float* values, int64_t features, float maxAbs)
+{
+    OutputScan scan;
+    int64_t i = 0;
+#if defined(__SSE2__)
+    const __m128 magnitudeBits = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+    const __m128 largest = _mm_set1_ps(FLT_MAX), zero = _mm_setzero_ps(), minNormal = _mm_set1_ps(half::kHalfMinNormal);
+    __m128 maxima = _mm_set1_ps(maxAbs);
+    __m128i nonFinite = _mm_setzero_si128(), belowNormal = _mm_setzero_si128();
+    for (; i + 4 <= features; i += 4) {
+        const __m128 magnitude = _mm_and_ps(_mm_loadu_ps(values + i), magnitudeBits);
+        maxima = _mm_max_ps(magnitude, maxima); // the second operand when either is NaN: NaN never wins
+        // Comparison lanes are all ones (-1) where true: subtracting them counts.
+        nonFinite = _mm_sub_epi32(nonFinite, _mm_castps_si128(_mm_cmpnle_ps(magnitude, largest)));
+        const __m128 below = _mm_and_ps(_mm_cmpgt_ps(magnitude, zero), _mm_cmplt_ps(magnitude, minNormal));
+        belowNormal = _mm_sub_epi32(belowNormal, _mm_castps_si128(below));
+    }
+    alignas(16) float laneMaxima[4];
+    alignas(16) int32_t laneNonFinite[4], laneBelow[4];
+    _mm_store_ps(laneMaxima, maxima);
+    _mm_store_si128(reinterpret_cast<__m128i*>(laneNonFinite), nonFinite);
+    _mm_store_si128(reinterpret_cast<__m128i*>(laneBelow), belowNormal);
+    for (int lane = 0; lane < 4; ++lane) {
+        maxAbs = std::max(maxAbs, laneMaxima[lane]);
+        scan.nonFinite += laneNonFinite[lane];
+        scan.belowHalfNormal += laneBelow[lane];
+    }
+#endif
+    for (; i < features; ++i) {
+        const float magnitude = std::fabs(values[i]);
+        scan.nonFinite += std::isfinite(magnitude) ? 0 : 1;
+        scan.belowHalfNormal += (magnitude > 0.0f && magnitude < half::kHalfMinNormal) ? 1 : 0;
+        maxAbs = magnitude > maxAbs ? magnitude : maxAbs; // false for NaN: NaN is left out
+    }
+    scan.maxAbs = maxAbs;
+    scan.elements = features;
+    return scan;
 }
 
 bool isRealRow(const std::vector<uint8_t>& isReal, int64_t row)
@@ -189,19 +236,11 @@ OutputScan scanOutput(const float* src, int64_t rows, int64_t features, int64_t 
     for (int64_t row = 0; row < rows; ++row) {
         if (!isRealRow(isReal, row))
             continue;
-        const float* values = src + row * rowStride;
-        float maxAbs = scan.maxAbs;
-        int64_t nonFinite = 0, belowNormal = 0;
-        for (int64_t i = 0; i < features; ++i) {
-            const float magnitude = std::fabs(values[i]);
-            nonFinite += std::isfinite(magnitude) ? 0 : 1;
-            belowNormal += (magnitude > 0.0f && magnitude < half::kHalfMinNormal) ? 1 : 0;
-            maxAbs = magnitude > maxAbs ? magnitude : maxAbs; // false for NaN: NaN is left out
-        }
-        scan.maxAbs = maxAbs;
-        scan.nonFinite += nonFinite;
-        scan.belowHalfNormal += belowNormal;
-        scan.elements += features;
+        const OutputScan rowScan = scanRow(src + row * rowStride, features, scan.maxAbs);
+        scan.maxAbs = rowScan.maxAbs;
+        scan.nonFinite += rowScan.nonFinite;
+        scan.belowHalfNormal += rowScan.belowHalfNormal;
+        scan.elements += rowScan.elements;
     }
     return scan;
 }
