@@ -55,6 +55,45 @@ QColor seriesColor(const ChartData& chart, std::size_t index)
 
 bool isCategorical(const ChartData& chart) { return !chart.categories.empty(); }
 
+// QCustomPlot's log ticker falls back to linear ticks when the range spans under 1.6 decades, and
+// the axis prints those in the log axis' power format with no decimals: 8, 10 and 12 become
+// "8·10^0", "10^1" and "10^1" again, crowded into the top of the decade. Here a narrow range gets
+// ticks at 1, 2 and 5 times a power of ten (evenly spread on a log axis, exact with no decimals);
+// only a zoom inside one such step falls back to linear ticks, printed with the digits they need.
+class LogTicker : public QCPAxisTickerLog {
+protected:
+    QVector<double> createTickVector(double tickStep, const QCPRange& range) override
+    {
+        narrow_ = false;
+        if (!(range.lower > 0.0) || std::log10(range.upper / range.lower) >= 1.6)
+            return QCPAxisTickerLog::createTickVector(tickStep, range);
+        narrow_ = true;
+        QVector<double> ticks;
+        const double lowest = range.lower * (1.0 - 1e-9), highest = range.upper * (1.0 + 1e-9);
+        for (double exponent = std::floor(std::log10(range.lower)); exponent <= std::ceil(std::log10(range.upper));
+             ++exponent)
+            for (const double mantissa : {1.0, 2.0, 5.0}) {
+                const double tick = mantissa * std::pow(10.0, exponent);
+                if (tick >= lowest && tick <= highest)
+                    ticks.append(tick);
+            }
+        // The plain linear ticks, deliberately not the log ticker's own (which fall back to them anyway).
+        return ticks.size() >= 2
+            ? ticks
+            : QCPAxisTicker::createTickVector(tickStep, range); // NOLINT(bugprone-parent-virtual-call)
+    }
+    int getSubTickCount(double tickStep) override { return narrow_ ? 0 : QCPAxisTickerLog::getSubTickCount(tickStep); }
+    QString getTickLabel(double tick, const QLocale& locale, QChar formatChar, int precision) override
+    {
+        const double mantissa = tick / std::pow(10.0, std::floor(std::log10(tick)));
+        const bool whole = std::abs(mantissa - std::round(mantissa)) < 1e-6;
+        return QCPAxisTicker::getTickLabel(tick, locale, formatChar, whole ? precision : 2);
+    }
+
+private:
+    bool narrow_ = false;
+};
+
 bool drawableValue(double value, bool logY) { return std::isfinite(value) && (!logY || value > 0.0); }
 
 std::size_t pointCount(const ChartSeries& series)
@@ -378,7 +417,7 @@ void setUpAxes(QCustomPlot& plot, const ChartData& chart, const Geometry& geomet
     }
 
     if (chart.logY) {
-        auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
+        auto ticker = QSharedPointer<LogTicker>::create();
         ticker->setLogBase(10.0);
         ticker->setSubTickCount(8);
         y->setTicker(ticker);
@@ -542,7 +581,7 @@ void drawCells(QCustomPlot& plot, const ChartSeries& series, const QString& name
     plot.plotLayout()->addElement(0, 1, scale);
     scale->setType(QCPAxis::atRight);
     scale->setDataScaleType(QCPAxis::stLogarithmic);
-    scale->axis()->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+    scale->axis()->setTicker(QSharedPointer<LogTicker>::create());
     scale->axis()->setNumberFormat(QStringLiteral("eb"));
     scale->axis()->setNumberPrecision(1);
     scale->axis()->setLabel(name + QStringLiteral(" (log)"));
@@ -594,6 +633,27 @@ void drawMarkers(QCustomPlot& plot, const ChartData& chart)
         text->setText(QString::fromStdString(label.empty() ? formatChartValue(value) : label));
         text->setColor(markerColor);
         text->setPadding(QMargins(2, 0, 2, 2));
+    }
+    // A pair (an answer's start and end, maybe adjacent tokens) is labelled outward, left of the
+    // first line and right of the second, so that the labels never cover each other.
+    const std::size_t verticalCount = chart.verticalMarkers.size();
+    for (std::size_t i = 0; i < verticalCount; ++i) {
+        const auto& [value, label] = chart.verticalMarkers[i];
+        const Qt::Alignment side = verticalCount != 2 ? Qt::AlignHCenter : i == 0 ? Qt::AlignRight : Qt::AlignLeft;
+        auto* line = new QCPItemStraightLine(&plot);
+        line->point1->setCoords(value, 1.0);
+        line->point2->setCoords(value, 2.0);
+        line->setPen(QPen(markerColor, 1.5, Qt::DashLine));
+
+        auto* text = new QCPItemText(&plot);
+        text->position->setTypeX(QCPItemPosition::ptPlotCoords);
+        text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        text->position->setCoords(value, 0.0);
+        text->setPositionAlignment(side | Qt::AlignTop);
+        text->setText(QString::fromStdString(label));
+        text->setColor(markerColor);
+        text->setBrush(QBrush(QColor(255, 255, 255, 200)));
+        text->setPadding(QMargins(2, 1, 2, 1));
     }
 }
 
