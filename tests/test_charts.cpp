@@ -866,6 +866,33 @@ private slots:
         QCOMPARE(plot.itemCount(), 4);
     }
 
+    // A y axis title longer than a short plot is tall loses its middle, not both ends; a resize
+    // to a taller plot brings it back whole, and the tick count follows the height.
+    void yAxisTitleFitsThePlot()
+    {
+        ChartData chart;
+        chart.yLabel = "share of input elements that were clipped (%)";
+        chart.series = {{"s", SeriesStyle::Line, {0, 1, 2}, {1, 2, 3}, {}, ""}};
+        QCustomPlot plot;
+        plot.resize(400, 150);
+        QResizeEvent first(QSize(400, 150), QSize()); // a hidden widget gets it only when shown
+        QCoreApplication::sendEvent(&plot, &first);
+        renderChart(plot, chart);
+        const QString shown = plot.yAxis->label();
+        QVERIFY2(shown.contains(QChar(0x2026)), qPrintable(shown));
+        QVERIFY(shown.startsWith("share") && shown.endsWith("(%)"));
+        QVERIFY(QFontMetrics(plot.yAxis->labelFont()).horizontalAdvance(shown) <= plot.axisRect()->height() + 1);
+        // About one tick per two label heights of axis: fewer than the default five.
+        const int labelHeight = QFontMetrics(plot.yAxis->tickLabelFont()).height();
+        QCOMPARE(plot.yAxis->ticker()->tickCount(), std::clamp(plot.axisRect()->height() / (2 * labelHeight), 2, 5));
+        QVERIFY(plot.yAxis->ticker()->tickCount() < 5);
+        plot.resize(400, 700);
+        QResizeEvent resize(QSize(400, 700), QSize(400, 150));
+        QCoreApplication::sendEvent(&plot, &resize);
+        QCOMPARE(plot.yAxis->label(), QString::fromStdString(chart.yLabel));
+        QCOMPARE(plot.yAxis->ticker()->tickCount(), 5);
+    }
+
     // Log-axis tick labels: spread out (no two closer than a label's height on a 300 px plot),
     // each reading back as its tick's value, whether the data span one decade or seven. QCustomPlot's
     // own fallback labelled 8, 10 and 12 as "8e+00", "1e+01" and "1e+01" (regression).

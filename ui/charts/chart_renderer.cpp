@@ -2,6 +2,7 @@
 
 #include <QFontMetrics>
 #include <QMouseEvent>
+#include <QResizeEvent>
 #include <QToolTip>
 
 #include <qcustomplot.h>
@@ -41,6 +42,8 @@ constexpr int kMaxCategoryLabelPixels = 190;
 constexpr int kMaxFlatLabels = 8;
 constexpr int kFlatLabelsBudgetPixels = 600;
 constexpr int kMaxLineMarkers = 80;
+// The plot property holding the y axis title as the chart gives it (the axis shows it elided).
+const char* const kFullYLabel = "scalescopeFullYLabel";
 
 QColor seriesColor(const ChartData& chart, std::size_t index)
 {
@@ -399,6 +402,7 @@ void setUpAxes(QCustomPlot& plot, const ChartData& chart, const Geometry& geomet
     QCPAxis* y = plot.yAxis;
     x->setLabel(QString::fromStdString(chart.xLabel));
     y->setLabel(QString::fromStdString(chart.yLabel));
+    plot.setProperty(kFullYLabel, y->label());
     x->setScaleType(QCPAxis::stLinear);
     x->setTickLabelRotation(0.0);
     x->grid()->setVisible(true);
@@ -703,6 +707,50 @@ void addTitleAndLegend(QCustomPlot& plot, const ChartData& chart)
     }
 }
 
+// QCustomPlot aims at five y ticks whatever the height, so a chart squeezed to 60 px stacks its
+// labels on top of each other. The target follows the axis' height instead: a tick label's height
+// and more between ticks (the log ticker spaces its decades by the same target). `axisHeight` is
+// the axis rect's height in pixels.
+// The y axis title is cut in its middle to the same height, rather than at both ends by the
+// plot's edges.
+
+void fitYAxis(QCustomPlot& plot, int axisHeight)
+{
+    const int labelHeight = QFontMetrics(plot.yAxis->tickLabelFont()).height();
+    const int count = std::clamp(axisHeight / (2 * std::max(labelHeight, 1)), 2, 5);
+    if (plot.yAxis->ticker()->tickCount() != count)
+        plot.yAxis->ticker()->setTickCount(count);
+    const QString full = plot.property(kFullYLabel).toString();
+    plot.yAxis->setLabel(
+        QFontMetrics(plot.yAxis->labelFont()).elidedText(full, Qt::ElideMiddle, std::max(axisHeight, 40)));
+}
+
+// Refits the y axis when the plot is resized, before QCustomPlot's own resize handler
+// replots: the axis rect changes height by as much as the plot does.
+class YTickCountFitter : public QObject {
+public:
+    explicit YTickCountFitter(QCustomPlot* plot) : QObject(plot), plot_(plot)
+    {
+        setObjectName(QStringLiteral("yTickCountFitter"));
+        plot->installEventFilter(this);
+    }
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override
+    {
+        if (watched == plot_ && event->type() == QEvent::Resize) {
+            const auto* resize = static_cast<QResizeEvent*>(event);
+            const int change = resize->size().height() - resize->oldSize().height();
+            if (resize->oldSize().isValid())
+                fitYAxis(*plot_, plot_->axisRect()->height() + change);
+        }
+        return QObject::eventFilter(watched, event);
+    }
+
+private:
+    QCustomPlot* plot_;
+};
+
 // Shows the exact value under the mouse. One per plot; it keeps a copy of the chart it describes.
 class ChartHoverTips : public QObject {
     Q_OBJECT
@@ -820,6 +868,13 @@ void renderChart(QCustomPlot& plot, const ChartData& chart)
     if (!tips)
         tips = new ChartHoverTips(&plot);
     tips->setChart(chart);
+    if (!plot.findChild<QObject*>(QStringLiteral("yTickCountFitter"), Qt::FindDirectChildrenOnly))
+        new YTickCountFitter(&plot);
+    // The axis rect's height follows from the layout (title, legend, margins): laid out here as
+    // replot would, without drawing.
+    for (const auto phase : {QCPLayoutElement::upPreparation, QCPLayoutElement::upMargins, QCPLayoutElement::upLayout})
+        plot.plotLayout()->update(phase);
+    fitYAxis(plot, plot.axisRect()->height());
     plot.replot();
 }
 

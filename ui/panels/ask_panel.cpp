@@ -127,7 +127,8 @@ void AskPanel::layOut()
     splitter->setStretchFactor(0, 1);
     splitter->setStretchFactor(1, 1);
     splitter->setStretchFactor(2, 1);
-    splitter->setSizes({300, 220, 300});
+    // The logits chart's rotated token labels and legend take ~110 px: it gets the most room.
+    splitter->setSizes({240, 170, 380});
     banner_ = new StaleBanner(this);
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(banner_);

@@ -104,6 +104,10 @@ EvaluatePanel::EvaluatePanel(QWidget* parent) : QWidget(parent)
     splitter->setObjectName(QStringLiteral("evaluateSplitter"));
     splitter->addWidget(view_);
     splitter->addWidget(charts);
+    // Charts below ~250 px stack their tick labels; the table scrolls.
+    splitter->setStretchFactor(0, 2);
+    splitter->setStretchFactor(1, 3);
+    splitter->setSizes({200, 300});
     emptyNote_ = new QLabel(this);
     emptyNote_->setWordWrap(true);
     emptyNote_->hide();

@@ -66,8 +66,18 @@ ScalesPanel::ScalesPanel(QWidget* parent) : QWidget(parent)
     splitter->addWidget(ranges_);
     splitter->addWidget(linearBox);
     splitter->addWidget(activationBox);
+    // Three rows of charts, two of them over every Linear (72 in a base-sized model): on a laptop
+    // screen they would be squeezed to unreadable strips, so below these heights the panel scrolls.
+    ranges_->setMinimumHeight(230);
+    perLinear->setMinimumHeight(200);
+    activations->setMinimumHeight(230);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll->setWidget(splitter);
     auto* layout = new QVBoxLayout(this);
-    layout->addWidget(splitter);
+    layout->addWidget(scroll);
 
     connect(linear_, qOverload<int>(&QComboBox::currentIndexChanged), this, &ScalesPanel::showLinear);
     connect(ranges_, &ChartView::categoryClicked, this, [this](int category) {
