@@ -881,7 +881,7 @@ private slots:
         const QString shown = plot.yAxis->label();
         QVERIFY2(shown.contains(QChar(0x2026)), qPrintable(shown));
         QVERIFY(shown.startsWith("share") && shown.endsWith("(%)"));
-        QVERIFY(QFontMetrics(plot.yAxis->labelFont()).horizontalAdvance(shown) <= plot.axisRect()->height() + 1);
+        QVERIFY(QFontMetrics(plot.yAxis->labelFont()).horizontalAdvance(shown) <= plot.height());
         // About one tick per two label heights of axis: fewer than the default five.
         const int labelHeight = QFontMetrics(plot.yAxis->tickLabelFont()).height();
         QCOMPARE(plot.yAxis->ticker()->tickCount(), std::clamp(plot.axisRect()->height() / (2 * labelHeight), 2, 5));

@@ -710,11 +710,9 @@ void addTitleAndLegend(QCustomPlot& plot, const ChartData& chart)
 // QCustomPlot aims at five y ticks whatever the height, so a chart squeezed to 60 px stacks its
 // labels on top of each other. The target follows the axis' height instead: a tick label's height
 // and more between ticks (the log ticker spaces its decades by the same target). `axisHeight` is
-// the axis rect's height in pixels.
-// The y axis title is cut in its middle to the same height, rather than at both ends by the
-// plot's edges.
-
-void fitYAxis(QCustomPlot& plot, int axisHeight)
+// the axis rect's height in pixels. The y axis title may run past the axis into the title and
+// x-axis margins, but one longer than the whole plot is cut in its middle rather than at both ends.
+void fitYAxis(QCustomPlot& plot, int axisHeight, int plotHeight)
 {
     const int labelHeight = QFontMetrics(plot.yAxis->tickLabelFont()).height();
     const int count = std::clamp(axisHeight / (2 * std::max(labelHeight, 1)), 2, 5);
@@ -722,11 +720,11 @@ void fitYAxis(QCustomPlot& plot, int axisHeight)
         plot.yAxis->ticker()->setTickCount(count);
     const QString full = plot.property(kFullYLabel).toString();
     plot.yAxis->setLabel(
-        QFontMetrics(plot.yAxis->labelFont()).elidedText(full, Qt::ElideMiddle, std::max(axisHeight, 40)));
+        QFontMetrics(plot.yAxis->labelFont()).elidedText(full, Qt::ElideMiddle, std::max(plotHeight - 8, 40)));
 }
 
 // Refits the y axis when the plot is resized, before QCustomPlot's own resize handler
-// replots: the axis rect changes height by as much as the plot does.
+// replots: the axis rect changes height by as much as the plot's viewport does.
 class YTickCountFitter : public QObject {
 public:
     explicit YTickCountFitter(QCustomPlot* plot) : QObject(plot), plot_(plot)
@@ -739,10 +737,10 @@ protected:
     bool eventFilter(QObject* watched, QEvent* event) override
     {
         if (watched == plot_ && event->type() == QEvent::Resize) {
-            const auto* resize = static_cast<QResizeEvent*>(event);
-            const int change = resize->size().height() - resize->oldSize().height();
-            if (resize->oldSize().isValid())
-                fitYAxis(*plot_, plot_->axisRect()->height() + change);
+            // Against the viewport the layout was made for: a widget shown for the first time
+            // gets its pending resize with no old size.
+            const int height = static_cast<QResizeEvent*>(event)->size().height();
+            fitYAxis(*plot_, plot_->axisRect()->height() + height - plot_->viewport().height(), height);
         }
         return QObject::eventFilter(watched, event);
     }
@@ -874,7 +872,7 @@ void renderChart(QCustomPlot& plot, const ChartData& chart)
     // replot would, without drawing.
     for (const auto phase : {QCPLayoutElement::upPreparation, QCPLayoutElement::upMargins, QCPLayoutElement::upLayout})
         plot.plotLayout()->update(phase);
-    fitYAxis(plot, plot.axisRect()->height());
+    fitYAxis(plot, plot.axisRect()->height(), plot.height());
     plot.replot();
 }
 
