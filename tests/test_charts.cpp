@@ -850,6 +850,93 @@ private slots:
         for (const ChartSeries& series : chart.series)
             colours.insert(series.color);
         QCOMPARE(colours.size(), std::size_t(4));
+        // The run's answer start and end are marked at their tokens; a one-token answer once.
+        const ChartData marked = qaLogitsChart({"<s>", "a", "b", "c", "</s>"}, {1, 2, 3, 4, 5}, {5, 4, 3, 2, 1},
+            {1, 2, 3, 4, 5}, {5, 4, 3, 2, 1}, true, {1, 3});
+        QCOMPARE(marked.verticalMarkers.size(), std::size_t(2));
+        QCOMPARE(marked.verticalMarkers[0].first, 1.0);
+        QCOMPARE(marked.verticalMarkers[1].first, 3.0);
+        QCOMPARE(marked.verticalMarkers[0].second, std::string("answer start"));
+        QCOMPARE(qaLogitsChart({"a"}, {1}, {1}, {1}, {1}, true, {0, 0}).verticalMarkers.size(), std::size_t(1));
+        QVERIFY(chart.verticalMarkers.empty()); // no answer given
+        // Drawn: a dashed line and a label per marker, on top of what the chart had.
+        QCustomPlot plot;
+        plot.resize(600, 300);
+        renderChart(plot, marked);
+        QCOMPARE(plot.itemCount(), 4);
+    }
+
+    // A y axis title longer than a short plot is tall loses its middle, not both ends; a resize
+    // to a taller plot brings it back whole, and the tick count follows the height.
+    void yAxisTitleFitsThePlot()
+    {
+        ChartData chart;
+        chart.yLabel = "share of input elements that were clipped (%)";
+        chart.series = {{"s", SeriesStyle::Line, {0, 1, 2}, {1, 2, 3}, {}, ""}};
+        QCustomPlot plot;
+        plot.resize(400, 150);
+        QResizeEvent first(QSize(400, 150), QSize()); // a hidden widget gets it only when shown
+        QCoreApplication::sendEvent(&plot, &first);
+        renderChart(plot, chart);
+        const QString shown = plot.yAxis->label();
+        QVERIFY2(shown.contains(QChar(0x2026)), qPrintable(shown));
+        QVERIFY(shown.startsWith("share") && shown.endsWith("(%)"));
+        QVERIFY(QFontMetrics(plot.yAxis->labelFont()).horizontalAdvance(shown) <= plot.height());
+        // About one tick per two label heights of axis: fewer than the default five.
+        const int labelHeight = QFontMetrics(plot.yAxis->tickLabelFont()).height();
+        QCOMPARE(plot.yAxis->ticker()->tickCount(), std::clamp(plot.axisRect()->height() / (2 * labelHeight), 2, 5));
+        QVERIFY(plot.yAxis->ticker()->tickCount() < 5);
+        plot.resize(400, 700);
+        QResizeEvent resize(QSize(400, 700), QSize(400, 150));
+        QCoreApplication::sendEvent(&plot, &resize);
+        QCOMPARE(plot.yAxis->label(), QString::fromStdString(chart.yLabel));
+        QCOMPARE(plot.yAxis->ticker()->tickCount(), 5);
+    }
+
+    // Log-axis tick labels: spread out (no two closer than a label's height on a 300 px plot),
+    // each reading back as its tick's value, whether the data span one decade or seven. QCustomPlot's
+    // own fallback labelled 8, 10 and 12 as "8e+00", "1e+01" and "1e+01" (regression).
+    void logTickLabelsAreSpreadAndExact_data()
+    {
+        QTest::addColumn<double>("lowest");
+        QTest::addColumn<double>("highest");
+        QTest::newRow("within a decade") << 7.0 << 13.0;
+        QTest::newRow("one decade") << 1.5 << 9.0;
+        QTest::newRow("seven decades") << 1e-4 << 2e3;
+        QTest::newRow("small values") << 2e-6 << 9e-6;
+    }
+    void logTickLabelsAreSpreadAndExact()
+    {
+        QFETCH(double, lowest);
+        QFETCH(double, highest);
+        ChartData chart;
+        chart.logY = true;
+        chart.categories = {"a", "b"};
+        chart.series = {{"amax", SeriesStyle::Points, {0, 1}, {lowest, highest}, {}, ""}};
+        QCustomPlot plot;
+        plot.resize(500, 300);
+        renderChart(plot, chart);
+        plot.replot();
+        for (const QCPRange& range : {plot.yAxis->range(), QCPRange(lowest, highest)}) {
+            plot.yAxis->setRange(range); // as drawn, and zoomed in to the data alone
+            plot.replot();
+            QVector<double> ticks;
+            QVector<QString> labels;
+            plot.yAxis->ticker()->generate(
+                plot.yAxis->range(), plot.locale(), QLatin1Char('e'), 0, ticks, nullptr, &labels);
+            QVERIFY2(ticks.size() >= 2, qPrintable(QString::number(ticks.size())));
+            const int labelHeight = QFontMetrics(plot.yAxis->tickLabelFont()).height();
+            for (int i = 0; i < ticks.size(); ++i) {
+                bool ok = false;
+                const double value = plot.locale().toDouble(labels[i], &ok);
+                QVERIFY2(ok && std::fabs(value - ticks[i]) <= 1e-9 * ticks[i],
+                    qPrintable(labels[i] + " at " + QString::number(ticks[i])));
+                if (i > 0)
+                    QVERIFY2(std::fabs(plot.yAxis->coordToPixel(ticks[i]) - plot.yAxis->coordToPixel(ticks[i - 1]))
+                            >= labelHeight,
+                        qPrintable(labels[i - 1] + " and " + labels[i]));
+            }
+        }
     }
 
 private:

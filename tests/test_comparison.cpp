@@ -177,6 +177,18 @@ private slots:
         QCOMPARE(sqnr.series.at(0).y.at(2), got);
         QCOMPARE(linearSqnrChart(result).categories.size(), std::size_t(13)); // 12 encoder + qa_outputs
         QCOMPARE(activationSharesChart(result).series.size(), std::size_t(3));
+        // Dynamic per-token scales clip nothing: the row maximum a float step past 448 after the
+        // division is rounding, not clipping (DESIGN.md: |x / s| > 448).
+        for (const ActivationStatistics& a : result.activations)
+            QCOMPARE(a.clipped, int64_t(0));
+        // The amax chart of dynamic scales says that its "range" is the per-token amax itself:
+        // 448 x the largest per-token scale is the largest amax, up to rounding.
+        const ChartData range = activationScaleChart(result, true);
+        QVERIFY(QString::fromStdString(range.title).contains("dynamic per-token amax"));
+        QVERIFY(QString::fromStdString(range.series.at(1).name).startsWith("dynamic"));
+        for (std::size_t i = 0; i < range.series.at(0).y.size(); ++i)
+            QVERIFY(std::fabs(range.series.at(1).y[i] - range.series.at(0).y[i]) <= 1e-5 * range.series.at(0).y[i]);
+        QVERIFY(!QString::fromStdString(activationScaleChart(result, false).title).contains("dynamic"));
     }
 
     void perTensorLosesAtOutlierLayers()

@@ -742,6 +742,14 @@ private slots:
         QVERIFY(!span.isNull);
         QCOMPARE(span.text, std::string("brown fox"));
         QVERIFY(qAbs(span.score - spanProbability) < 1e-5f);
+        // The null margin, what the threshold is compared with: 7 - 5 on every answer; NaN when
+        // the null answer does not compete.
+        for (const QaAnswer& a : answers) {
+            if (thresholdSet)
+                QCOMPARE(a.nullMargin, 2.0f);
+            else
+                QVERIFY(std::isnan(a.nullMargin));
+        }
     }
 
     void nullScoreIsMinimumOverWindows() {
@@ -782,6 +790,7 @@ private slots:
         QCOMPARE(answers.size(), std::size_t(1));
         QVERIFY(answers[0].isNull);
         QCOMPARE(answers[0].score, 1.0f);
+        QVERIFY(std::isinf(answers[0].nullMargin)); // no span at all
 
         // Spans that all break a rule are no candidates either: maxAnswerLen 1 and only a
         // two-token pair in the top-1 lists.

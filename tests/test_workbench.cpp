@@ -11,22 +11,25 @@
 
 #include <QComboBox>
 #include <QDir>
-#include <QHeaderView>
-#include <QLayout>
-#include <QProcess>
-#include <QScreen>
+#include <QDoubleSpinBox>
 #include <QElapsedTimer>
+#include <QHeaderView>
 #include <QImage>
 #include <QLabel>
+#include <QLayout>
 #include <QLineEdit>
 #include <QPlainTextEdit>
+#include <QProcess>
 #include <QPushButton>
+#include <QScreen>
+#include <QSplitter>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
-#include <QSplitter>
-#include <QStatusBar>
 #include <QXmlStreamReader>
+
+#include <cmath>
 
 #include "charts/chart_export.h"
 #include "charts/chart_view.h"
@@ -231,6 +234,9 @@ private slots:
         QVERIFY(openAndWait(window, mlmFp8_));
         QVERIFY(setReferenceAndWait(window, mlmFloat_));
         QVERIFY(window.tabs()->isTabEnabled(window.tabs()->indexOf(window.fillMaskPanel())));
+        // SQuAD evaluation needs a QA head: the button is off before any click, and says why.
+        QVERIFY(!window.evaluatePanel()->evaluateButton()->isEnabled());
+        QVERIFY(window.evaluatePanel()->evaluateButton()->toolTip().contains("masked language model"));
         FillMaskPanel* panel = window.fillMaskPanel();
         panel->setText("the cat <mask> on the mat");
         QSignalSpy filled(window.session(), &WorkbenchSession::masksFilled);
@@ -501,6 +507,20 @@ private slots:
             differing += e.agree ? 0 : 1;
         QCOMPARE(window.evaluatePanel()->disagreementsModel()->rowCount(), int(differing));
         QVERIFY(window.evaluatePanel()->summaryLabel()->text().contains("questions"));
+        // SQuAD 2.0: the panel's null threshold (0) is the rule used, and the null margins are
+        // shown per question; headers are as wide as their text (or the cap of long columns).
+        QVERIFY(result->squadV2);
+        QCOMPARE(result->qa.nullThreshold.value_or(-1.0f), 0.0f);
+        QCOMPARE(window.evaluatePanel()->nullThresholdBox()->value(), 0.0);
+        QTableView* table = window.evaluatePanel()->disagreementsView();
+        QVERIFY(!table->isColumnHidden(DisagreementsModel::RunNullMarginColumn));
+        for (int column = 0; column < DisagreementsModel::ColumnCount; ++column)
+            if (column != DisagreementsModel::QuestionColumn)
+                QVERIFY2(
+                    table->columnWidth(column) >= std::min(table->horizontalHeader()->sectionSizeHint(column), 260),
+                    qPrintable(table->model()->headerData(column, Qt::Horizontal).toString()));
+        for (const EvaluatedExample& e : result->examples)
+            QVERIFY(!std::isnan(e.runAnswer.nullMargin) && !std::isnan(e.referenceAnswer.nullMargin));
         QVERIFY(!window.evaluatePanel()->charts().front()->chart().series.empty());
         // Opening a question in the Ask panel runs it there.
         QSignalSpy answered(window.session(), &WorkbenchSession::answered);
@@ -833,7 +853,10 @@ private slots:
             window.show();
             QVERIFY(openAndWait(window, qaFp8_));
             window.tabs()->setCurrentIndex(3);
-            window.findChild<QSplitter*>("scalesSplitter")->setSizes({111, 222, 333});
+            // Tall enough for the Scales charts' minimum heights (below them the panel scrolls).
+            window.resize(1400, 1500);
+            QTest::qWait(50);
+            window.findChild<QSplitter*>("scalesSplitter")->setSizes({300, 400, 500});
             window.close();
         }
         MainWindow again;

@@ -34,6 +34,7 @@
 #include "models/layer_metrics_model.h"
 #include "models/mask_predictions_model.h"
 #include "models/tensor_table_model.h"
+#include "models/value_text.h"
 #include "panels/ask_panel.h"
 #include "panels/errors_panel.h"
 #include "panels/evaluate_panel.h"
@@ -873,13 +874,13 @@ void MainWindow::chooseReportFolder()
     try {
         const QStringList files = exportReport(folder);
         if (lastReportLeftOut_ > 0)
-            statusBar()->showMessage(tr("Exported %1 files to %2; left out %3 stale results (listed in summary.json).")
-                                         .arg(files.size())
-                                         .arg(folder)
-                                         .arg(lastReportLeftOut_),
-                                     10000);
+            statusBar()->showMessage(tr("Exported %1 to %2; left out %3 (listed in summary.json).")
+                                         .arg(countText(files.size(), tr("file"), tr("files")), folder,
+                                             countText(lastReportLeftOut_, tr("stale result"), tr("stale results"))),
+                10000);
         else
-            statusBar()->showMessage(tr("Exported %1 files to %2").arg(files.size()).arg(folder), 8000);
+            statusBar()->showMessage(
+                tr("Exported %1 to %2").arg(countText(files.size(), tr("file"), tr("files")), folder), 8000);
     } catch (const Error& e) {
         showError(tr("Export report"), QString::fromUtf8(e.what()));
     }

@@ -492,34 +492,42 @@ void WorkbenchSession::capturePoint(const QString& name)
     });
 }
 
-void WorkbenchSession::evaluate(const QString& squadFile, int maxSamples)
+void WorkbenchSession::evaluate(const QString& squadFile, int maxSamples, double nullThreshold)
 {
     QPointer<WorkbenchSession> self(this);
     const RunStamp stamp = currentStamp();
-    submit(JobKind::Evaluate, tr("Evaluate"), [this, self, squadFile, maxSamples, stamp](const Progress& progress) -> std::function<void()> {
-        if (!run_)
-            throw Error("No runnable checkpoint is open.");
-        const SquadDataset dataset = readSquadFile(squadFile.toStdString());
-        EvaluationOptions options;
-        options.qa = fitWindowsToModel(options.qa, run_->checkpoint().layout());
-        options.runMode = stamp.mode;
-        options.runOverrides = stamp.overrides();
-        options.referenceMode = stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_ ? stamp.mode
-                                                                                                      : RunMode::Dequant;
-        options.maxSamples = static_cast<std::size_t>(std::max(0, maxSamples));
-        options.onUpdate = [self](const EvaluationUpdate& update) {
-            const int done = static_cast<int>(update.done);
-            const int total = static_cast<int>(update.total);
-            const double rate = update.questionsPerSecond;
-            QMetaObject::invokeMethod(self.data(), [self, done, total, rate] {
-                if (self)
-                    emit self->evaluationProgress(done, total, rate);
-            }, Qt::QueuedConnection);
-        };
-        std::shared_ptr<const EvaluationResult> result =
-            std::make_shared<EvaluationResult>(evaluateSquad(*run_, reference_.get(), dataset, options, progress));
-        return [this, result, stamp] { emit evaluated(result, stamp); };
-    });
+    submit(JobKind::Evaluate, tr("Evaluate"),
+        [this, self, squadFile, maxSamples, nullThreshold, stamp](const Progress& progress) -> std::function<void()> {
+            if (!run_)
+                throw Error("No runnable checkpoint is open.");
+            const SquadDataset dataset = readSquadFile(squadFile.toStdString());
+            EvaluationOptions options;
+            options.qa = fitWindowsToModel(options.qa, run_->checkpoint().layout());
+            if (dataset.isV2)
+                options.qa.nullThreshold = static_cast<float>(nullThreshold);
+            options.runMode = stamp.mode;
+            options.runOverrides = stamp.overrides();
+            options.referenceMode = stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_
+                ? stamp.mode
+                : RunMode::Dequant;
+            options.maxSamples = static_cast<std::size_t>(std::max(0, maxSamples));
+            options.onUpdate = [self](const EvaluationUpdate& update) {
+                const int done = static_cast<int>(update.done);
+                const int total = static_cast<int>(update.total);
+                const double rate = update.questionsPerSecond;
+                const int windows = static_cast<int>(update.windowsDone);
+                QMetaObject::invokeMethod(
+                    self.data(),
+                    [self, done, total, rate, windows] {
+                        if (self)
+                            emit self->evaluationProgress(done, total, rate, windows);
+                    },
+                    Qt::QueuedConnection);
+            };
+            std::shared_ptr<const EvaluationResult> result = std::make_shared<EvaluationResult>(
+                evaluateSquad(*run_, reference_.get(), dataset, options, progress));
+            return [this, result, stamp] { emit evaluated(result, stamp); };
+        });
 }
 
 void WorkbenchSession::sensitivity(const QString& granularity)

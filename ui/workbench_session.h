@@ -128,7 +128,9 @@ public:
     void fillMask(const QString& text, int topK);
     void capturePoint(const QString& name);
     // SQuAD evaluation of the open checkpoint against the reference; partial results on cancel.
-    void evaluate(const QString& squadFile, int maxSamples);
+    // nullThreshold applies to SQuAD 2.0 files (QaOptions::nullThreshold; 0 is the official rule)
+    // and is ignored for SQuAD 1.1, whose questions all have answers.
+    void evaluate(const QString& squadFile, int maxSamples, double nullThreshold = 0.0);
     // Sensitivity sweep (linear or layer) on the last question's or mask's input; entries arrive
     // live through sensitivityEntry, a cancel keeps what finished.
     void sensitivity(const QString& granularity);
@@ -171,7 +173,7 @@ signals:
     void masksFilled(std::shared_ptr<const scalescope::ui::FillMaskOutcome> outcome);
     void capturePointReady(std::shared_ptr<const scalescope::ui::CapturePointValues> values);
     // After every batch: questions done of total and the current rate.
-    void evaluationProgress(int done, int total, double questionsPerSecond);
+    void evaluationProgress(int done, int total, double questionsPerSecond, int windowsDone);
     void evaluated(std::shared_ptr<const scalescope::EvaluationResult> result, const scalescope::ui::RunStamp& stamp);
     void sensitivityEntry(const scalescope::ui::RunStamp& stamp, std::shared_ptr<const scalescope::SensitivityEntry> entry);
     void sensitivityFinished(std::shared_ptr<const scalescope::SensitivityResult> result, const scalescope::ui::RunStamp& stamp);

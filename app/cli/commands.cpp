@@ -1,5 +1,6 @@
 #include "commands.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -573,7 +574,10 @@ int commandCompare(const Arguments& args)
                                          errorGrowthChart(comparison), linearSqnrChart(comparison)};
         if (!comparison.activations.empty()) {
             charts.push_back(activationSharesChart(comparison));
-            charts.push_back(activationScaleChart(comparison));
+            const auto& linears = run->linears();
+            const bool anyStatic = std::any_of(linears.begin(), linears.end(),
+                [](const LinearInfo& l) { return l.activations == ActivationQuantization::StaticPerTensor; });
+            charts.push_back(activationScaleChart(comparison, !anyStatic));
         }
         if (!comparison.outputRanges.empty())
             charts.push_back(fp16HeadroomChart(comparison));

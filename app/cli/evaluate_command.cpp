@@ -93,6 +93,11 @@ json disagreementJson(const EvaluationResult& result, const Disagreement& d)
                 {"run_f1", e.run.f1},
                 {"reference_exact", e.reference.exact},
                 {"reference_f1", e.reference.f1}};
+    // SQuAD 2.0: null score minus best span score, what --null-threshold is compared with.
+    if (result.qa.nullThreshold) {
+        out["run_null_margin"] = finiteOrNull(e.runAnswer.nullMargin);
+        out["reference_null_margin"] = finiteOrNull(e.referenceAnswer.nullMargin);
+    }
     if (d.detailed) {
         json layers = json::array();
         for (const CapturePointMetrics& p : d.layers)

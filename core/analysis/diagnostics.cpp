@@ -56,12 +56,11 @@
 #include <regex>
 
 #include "model/quantization_config.h"
+#include "numerics/fp8.h"
 #include "numerics/half.h"
 
 namespace scalescope {
 namespace {
-
-constexpr float kE4M3Largest = 448.0f;
 
 bool endsWith(const std::string& text, const std::string& suffix)
 {
@@ -336,14 +335,19 @@ private:
                         (others ? " and " + std::to_string(others) + " others" : "") +
                         ") runs here in emulation but cannot run on AIU (its FP8 Linear takes tensor or channel "
                         "weights only); requantize with per-channel weights and per-token activations for the AIU.");
-            if (group.weights && group.inputActivations &&
-                group.weights->strategy != group.inputActivations->strategy)
+            if (group.weights && group.inputActivations
+                && group.weights->strategy != group.inputActivations->strategy) {
+                // Information, not a defect: channel + token is the standard FP8_DYNAMIC scheme.
+                const bool standard
+                    = group.weights->strategy == "channel" && group.inputActivations->strategy == "token";
                 add(Severity::Info, "strategy-mismatch", group.name,
-                    "Group " + group.name + " quantizes weights per " + group.weights->strategy +
-                        " but input activations per " + group.inputActivations->strategy +
-                        " (llm-compressor's FP8_DYNAMIC scheme is channel + token, and runs here); tools that "
-                        "take the weight strategy from the activation settings mis-shard such checkpoints, so "
-                        "make sure the AIU loader reads weights.strategy.");
+                    "For information: group " + group.name + " quantizes weights per " + group.weights->strategy
+                        + " and input activations per " + group.inputActivations->strategy
+                        + (standard ? " (llm-compressor's standard FP8_DYNAMIC scheme)" : "")
+                        + ", which runs here as declared. Only for a loader written for another device (an AIU "
+                          "runner): it must read the weight strategy from weights.strategy, not from the "
+                          "activation settings.");
+            }
         }
     }
 
@@ -782,10 +786,11 @@ std::optional<Finding> staticScaleFlushFinding(const ActivationStatistics& stats
     if (!(stats.amax > 0) || !(scale > 0) || double(stats.amax) / double(scale) > kHalfSmallestSubnormal)
         return std::nullopt;
     return Finding{Severity::Error, "static-scale-flush", stats.module,
-                   "The static input scale " + numberText(scale) + " of module '" + stats.module +
-                       "' is so large that every input (observed amax " + numberText(stats.amax) +
-                       ") rounds to FP8 zero, so the module computes only its bias; recalibrate input_scale "
-                       "(amax / 448 = " + numberText(double(stats.amax) / kE4M3Largest) + ")."};
+        "The static input scale " + numberText(scale) + " of module '" + stats.module
+            + "' is so large that every input (observed amax " + numberText(stats.amax)
+            + ") rounds to FP8 zero, so the module computes only its bias; recalibrate input_scale "
+              "(amax / 448 = "
+            + numberText(double(stats.amax) / fp8::kE4M3Max) + ")."};
 }
 
 } // namespace
@@ -831,18 +836,17 @@ std::vector<Finding> diagnoseActivations(const std::vector<ActivationStatistics>
         if (!(share > options.staticScaleClippingShare))
             continue;
         const float scale = stats.inputScale > 0 ? stats.inputScale : info->second->inputScale;
-        // An input at exactly the calibrated amax can land a float rounding step beyond 448 after
-        // the division and count as clipped, though clamping it changes nothing.
-        constexpr double kRoundingTolerance = 1e-6;
-        if (double(stats.amax) <= double(kE4M3Largest) * scale * (1.0 + kRoundingTolerance))
+        // The same bound as the count (fp8.h): an amax within it cannot have clipped anything.
+        if (stats.amax / scale <= fp8::kE4M3ClipThreshold)
             continue;
-        findings.push_back(
-            {Severity::Warning, "static-scale-clipping", stats.module,
-             "The static input scale " + numberText(scale) + " of module '" + stats.module + "' covers |x| up to " +
-                 numberText(double(kE4M3Largest) * scale) + " but the observed amax is " + numberText(stats.amax) +
-                 ", so " + std::to_string(stats.clipped) + " of " + std::to_string(stats.elements) +
-                 " inputs (" + percentText(share) + ") were clipped; recalibrate input_scale on representative "
-                 "data (amax / 448 = " + numberText(double(stats.amax) / kE4M3Largest) + ")."});
+        findings.push_back({Severity::Warning, "static-scale-clipping", stats.module,
+            "The static input scale " + numberText(scale) + " of module '" + stats.module + "' covers |x| up to "
+                + numberText(double(fp8::kE4M3Max) * scale) + " but the observed amax is " + numberText(stats.amax)
+                + ", so " + std::to_string(stats.clipped) + " of " + std::to_string(stats.elements) + " inputs ("
+                + percentText(share)
+                + ") were clipped; recalibrate input_scale on representative "
+                  "data (amax / 448 = "
+                + numberText(double(stats.amax) / fp8::kE4M3Max) + ")."});
     }
     return findings;
 }

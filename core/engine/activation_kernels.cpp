@@ -180,7 +180,7 @@ RowCounts countRow(const float* in, const float* quantized, int64_t features, co
             const float v = in[i];
             const float d = std::fabs(quantized[i]);
             amax = std::max(amax, std::fabs(v));
-            clipped += std::fabs(v / scale) > fp8::kE4M3Max;
+            clipped += std::fabs(v / scale) > fp8::kE4M3ClipThreshold;
             flushed += (v != 0.0f) & (d == 0.0f);
             subnormal += (d != 0.0f) & (d < subnormalBound);
         }

@@ -9,6 +9,11 @@
 namespace scalescope::fp8 {
 
 constexpr float kE4M3Max = 448.0f;
+// |x / s| above this counts as clipped (DESIGN.md: |x / s| > 448, up to float rounding). A dynamic
+// scale s = amax / 448 is itself rounded, so the row's own maximum lands at amax / s = 448.00003
+// (one float step of 448) about as often as at 448, though clamping it changes nothing. Four steps
+// (4 * 2^-15) absorb the two roundings; a static scale that is too small clips far beyond them.
+constexpr float kE4M3ClipThreshold = kE4M3Max + 4.0f / 32768.0f;
 constexpr float kE5M2Max = 57344.0f;
 constexpr uint8_t kE4M3NaN = 0x7F;
 

@@ -30,6 +30,7 @@ struct ChartData {
     std::vector<std::string> categories; // when non-empty, x is categorical: tick i shows categories[i]
     std::vector<ChartSeries> series;
     std::vector<std::pair<double, std::string>> horizontalMarkers; // y value and label (e.g. 448)
+    std::vector<std::pair<double, std::string>> verticalMarkers = {}; // x value (category index) and label
 };
 
 } // namespace scalescope

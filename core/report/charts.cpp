@@ -288,16 +288,18 @@ ChartData activationSharesChart(const ComparisonResult& comparison)
     return chart;
 }
 
-ChartData activationScaleChart(const ComparisonResult& comparison)
+ChartData activationScaleChart(const ComparisonResult& comparison, bool scalesAreDynamic)
 {
     ChartData chart;
     chart.id = "activation_range";
-    chart.title = "Observed input amax vs the FP8 range of its scale";
+    chart.title = scalesAreDynamic ? "Observed input amax vs the dynamic per-token amax (448 x largest per-token scale)"
+                                   : "Observed input amax vs the FP8 range of its scale";
     chart.xLabel = "Linear module";
     chart.yLabel = "magnitude (log)";
     chart.logY = true;
     ChartSeries amax{"observed amax", SeriesStyle::Bars, {}, {}, {}, "#0072B2"};
-    ChartSeries range{"448 x scale", SeriesStyle::Points, {}, {}, {}, "#D55E00"};
+    ChartSeries range{scalesAreDynamic ? "dynamic per-token amax (448 x largest scale)" : "448 x scale",
+        SeriesStyle::Points, {}, {}, {}, "#D55E00"};
     for (const ActivationStatistics& a : comparison.activations) {
         const double x = double(chart.categories.size());
         chart.categories.push_back(labelOf(comparison, a.module));
@@ -394,8 +396,8 @@ ChartData referenceScatterChart(const std::string& point, const std::vector<floa
 }
 
 ChartData qaLogitsChart(const std::vector<std::string>& tokens, const std::vector<float>& runStart,
-                        const std::vector<float>& runEnd, const std::vector<float>& referenceStart,
-                        const std::vector<float>& referenceEnd, bool hasReference)
+    const std::vector<float>& runEnd, const std::vector<float>& referenceStart, const std::vector<float>& referenceEnd,
+    bool hasReference, std::pair<int, int> answerTokens)
 {
     ChartData chart;
     chart.id = "qa_logits";
@@ -421,6 +423,11 @@ ChartData qaLogitsChart(const std::vector<std::string>& tokens, const std::vecto
         chart.series.push_back(start);
         chart.series.push_back(end);
     }
+    const auto [first, last] = answerTokens;
+    if (first >= 0 && first == last)
+        chart.verticalMarkers = {{double(first), "answer (one token)"}};
+    else if (first >= 0 && last > first)
+        chart.verticalMarkers = {{double(first), "answer start"}, {double(last), "answer end"}};
     return chart;
 }
 

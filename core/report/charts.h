@@ -27,7 +27,10 @@ ChartData layerCosineChart(const ComparisonResult& comparison);    // cosine per
 ChartData linearSqnrChart(const ComparisonResult& comparison);     // SQNR per Linear output
 ChartData errorGrowthChart(const ComparisonResult& comparison);    // relative L2 error through the layers
 ChartData activationSharesChart(const ComparisonResult& comparison); // % clipped / flushed / subnormal per Linear input
-ChartData activationScaleChart(const ComparisonResult& comparison);  // observed amax vs 448 x static scale
+// Observed amax vs 448 x each Linear's input scale. With dynamic scales only (`scalesAreDynamic`)
+// that scale is computed per token from the token's own maximum, so the chart says so rather than
+// pass the largest per-token amax off as a fixed range.
+ChartData activationScaleChart(const ComparisonResult& comparison, bool scalesAreDynamic);
 // fp16 headroom: max |output| of every module on a log axis with fp16's largest value (65,504) as a
 // line, bars red where they pass it (an inf output is drawn at 2^17 and the title says so).
 ChartData fp16HeadroomChart(const ComparisonResult& comparison);
@@ -40,9 +43,11 @@ ChartData referenceScatterChart(const std::string& point, const std::vector<floa
                                 const std::vector<float>& reference, std::size_t maxPoints = 20000);
 
 // QA: start/end logits over the tokens of one window, run and reference. tokens label the x axis.
+// answerTokens: the run's best answer's first and last token in this window, marked on the chart
+// ({-1, -1}: none, e.g. the null answer).
 ChartData qaLogitsChart(const std::vector<std::string>& tokens, const std::vector<float>& runStart,
-                        const std::vector<float>& runEnd, const std::vector<float>& referenceStart,
-                        const std::vector<float>& referenceEnd, bool hasReference);
+    const std::vector<float>& runEnd, const std::vector<float>& referenceStart, const std::vector<float>& referenceEnd,
+    bool hasReference, std::pair<int, int> answerTokens = {-1, -1});
 
 // Fill-mask: probabilities of the top tokens, run and reference side by side.
 ChartData maskProbabilitiesChart(const std::vector<std::string>& tokens, const std::vector<double>& run,

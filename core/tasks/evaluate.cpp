@@ -229,6 +229,7 @@ public:
                 noteNonFinite(q, runResult, i);
                 ++q.windowsDone;
             }
+            windowsDone_ += count;
             queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(count));
 
             EvaluationUpdate update;
@@ -342,10 +343,19 @@ private:
         const double elapsed = secondsSince(start_);
         update.done = done;
         update.total = result_.questionsSelected;
+        update.windowsDone = windowsDone_;
         update.elapsedSeconds = elapsed;
         update.questionsPerSecond = elapsed > 0 ? double(result_.examples.size()) / elapsed : 0.0;
-        progress_.report(kAnsweringShare * double(done) / double(std::max<std::size_t>(1, update.total)),
-                         "Evaluating " + std::to_string(done) + "/" + std::to_string(update.total));
+        // Windows grouped by length finish their questions only at the end of a pool of batches:
+        // counting finished questions alone would sit at 0% through the first pool of a large
+        // model. Questions under way count for the share of their windows done, so the bar moves
+        // with every batch.
+        double underWay = 0;
+        for (const PendingQuestion& q : pending_)
+            underWay += double(q.windowsDone) / double(std::max<std::size_t>(1, q.windows.size()));
+        progress_.report(kAnsweringShare * (double(done) + underWay) / double(std::max<std::size_t>(1, update.total)),
+            "Evaluating " + std::to_string(done) + "/" + std::to_string(update.total) + " questions, "
+                + std::to_string(windowsDone_) + " windows");
         if (options_.onUpdate)
             options_.onUpdate(update);
     }
@@ -359,6 +369,7 @@ private:
     EvaluationResult& result_;
     Clock::time_point start_;
     std::size_t next_ = 0;
+    std::size_t windowsDone_ = 0;
     std::deque<PendingQuestion> pending_;
     std::deque<QueuedWindow> queue_;
 };

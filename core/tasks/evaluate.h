@@ -97,6 +97,7 @@ struct Disagreement {
 struct EvaluationUpdate {
     std::size_t done = 0;           // questions finished or skipped so far
     std::size_t total = 0;          // questions selected
+    std::size_t windowsDone = 0; // windows through both models so far (questions finish in pools)
     double elapsedSeconds = 0;
     double questionsPerSecond = 0;
     std::vector<EvaluatedExample> finished;

@@ -238,8 +238,10 @@ std::vector<QaAnswer> postprocessQa(const std::vector<QaWindow>& windows,
 
     std::vector<QaAnswer> answers;
     answers.reserve(spans.size() + 1);
-    const bool nullWins =
-        nullCompetes && (spans.empty() || nullScore - spans.front().score > *options.nullThreshold);
+    const float nullMargin = !nullCompetes ? std::numeric_limits<float>::quiet_NaN()
+        : spans.empty()                    ? std::numeric_limits<float>::infinity()
+                                           : nullScore - spans.front().score;
+    const bool nullWins = nullCompetes && nullMargin > *options.nullThreshold;
     if (nullWins) {
         QaAnswer null;
         null.score = static_cast<float>(std::exp(static_cast<double>(nullScore) - maxScore) / denominator);
@@ -247,6 +249,7 @@ std::vector<QaAnswer> postprocessQa(const std::vector<QaWindow>& windows,
         null.endLogit = nullEndLogit;
         null.window = -1;
         null.isNull = true;
+        null.nullMargin = nullMargin;
         answers.push_back(std::move(null));
     }
     for (const auto& span : spans) {
@@ -258,6 +261,7 @@ std::vector<QaAnswer> postprocessQa(const std::vector<QaWindow>& windows,
         answer.startLogit = span.startLogit;
         answer.endLogit = span.endLogit;
         answer.window = span.window;
+        answer.nullMargin = nullMargin;
         answers.push_back(std::move(answer));
     }
     if (answers.size() > static_cast<std::size_t>(options.topK))

@@ -6,6 +6,7 @@
 // spans that lie inside the context, end >= start, at most maxAnswerLen tokens; a span's score is
 // start_logit + end_logit; the null answer's score is the lowest start[0] + end[0] over windows.
 // Pure functions, no model: the model call is the caller's (see answerQuestion in engine code).
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,10 @@ struct QaAnswer {
     float endLogit = 0;
     int window = -1;            // window the span came from; -1 for the null answer
     bool isNull = false;
+    // SQuAD 2.0, when the null answer competed (QaOptions::nullThreshold set): the question's null
+    // score minus its best span's score, the number compared with the threshold (+inf without a
+    // span); the same on every answer of the question. NaN when the null answer did not compete.
+    float nullMargin = std::numeric_limits<float>::quiet_NaN();
 };
 
 // The prediction an answer stands for: its text, or "" for the null answer (SQuAD 2.0).

@@ -2,6 +2,7 @@
 
 #include <QFontMetrics>
 #include <QMouseEvent>
+#include <QResizeEvent>
 #include <QToolTip>
 
 #include <qcustomplot.h>
@@ -41,6 +42,8 @@ constexpr int kMaxCategoryLabelPixels = 190;
 constexpr int kMaxFlatLabels = 8;
 constexpr int kFlatLabelsBudgetPixels = 600;
 constexpr int kMaxLineMarkers = 80;
+// The plot property holding the y axis title as the chart gives it (the axis shows it elided).
+const char* const kFullYLabel = "scalescopeFullYLabel";
 
 QColor seriesColor(const ChartData& chart, std::size_t index)
 {
@@ -54,6 +57,45 @@ QColor seriesColor(const ChartData& chart, std::size_t index)
 }
 
 bool isCategorical(const ChartData& chart) { return !chart.categories.empty(); }
+
+// QCustomPlot's log ticker falls back to linear ticks when the range spans under 1.6 decades, and
+// the axis prints those in the log axis' power format with no decimals: 8, 10 and 12 become
+// "8·10^0", "10^1" and "10^1" again, crowded into the top of the decade. Here a narrow range gets
+// ticks at 1, 2 and 5 times a power of ten (evenly spread on a log axis, exact with no decimals);
+// only a zoom inside one such step falls back to linear ticks, printed with the digits they need.
+class LogTicker : public QCPAxisTickerLog {
+protected:
+    QVector<double> createTickVector(double tickStep, const QCPRange& range) override
+    {
+        narrow_ = false;
+        if (!(range.lower > 0.0) || std::log10(range.upper / range.lower) >= 1.6)
+            return QCPAxisTickerLog::createTickVector(tickStep, range);
+        narrow_ = true;
+        QVector<double> ticks;
+        const double lowest = range.lower * (1.0 - 1e-9), highest = range.upper * (1.0 + 1e-9);
+        for (double exponent = std::floor(std::log10(range.lower)); exponent <= std::ceil(std::log10(range.upper));
+             ++exponent)
+            for (const double mantissa : {1.0, 2.0, 5.0}) {
+                const double tick = mantissa * std::pow(10.0, exponent);
+                if (tick >= lowest && tick <= highest)
+                    ticks.append(tick);
+            }
+        // The plain linear ticks, deliberately not the log ticker's own (which fall back to them anyway).
+        return ticks.size() >= 2
+            ? ticks
+            : QCPAxisTicker::createTickVector(tickStep, range); // NOLINT(bugprone-parent-virtual-call)
+    }
+    int getSubTickCount(double tickStep) override { return narrow_ ? 0 : QCPAxisTickerLog::getSubTickCount(tickStep); }
+    QString getTickLabel(double tick, const QLocale& locale, QChar formatChar, int precision) override
+    {
+        const double mantissa = tick / std::pow(10.0, std::floor(std::log10(tick)));
+        const bool whole = std::abs(mantissa - std::round(mantissa)) < 1e-6;
+        return QCPAxisTicker::getTickLabel(tick, locale, formatChar, whole ? precision : 2);
+    }
+
+private:
+    bool narrow_ = false;
+};
 
 bool drawableValue(double value, bool logY) { return std::isfinite(value) && (!logY || value > 0.0); }
 
@@ -360,6 +402,7 @@ void setUpAxes(QCustomPlot& plot, const ChartData& chart, const Geometry& geomet
     QCPAxis* y = plot.yAxis;
     x->setLabel(QString::fromStdString(chart.xLabel));
     y->setLabel(QString::fromStdString(chart.yLabel));
+    plot.setProperty(kFullYLabel, y->label());
     x->setScaleType(QCPAxis::stLinear);
     x->setTickLabelRotation(0.0);
     x->grid()->setVisible(true);
@@ -378,7 +421,7 @@ void setUpAxes(QCustomPlot& plot, const ChartData& chart, const Geometry& geomet
     }
 
     if (chart.logY) {
-        auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
+        auto ticker = QSharedPointer<LogTicker>::create();
         ticker->setLogBase(10.0);
         ticker->setSubTickCount(8);
         y->setTicker(ticker);
@@ -542,7 +585,7 @@ void drawCells(QCustomPlot& plot, const ChartSeries& series, const QString& name
     plot.plotLayout()->addElement(0, 1, scale);
     scale->setType(QCPAxis::atRight);
     scale->setDataScaleType(QCPAxis::stLogarithmic);
-    scale->axis()->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+    scale->axis()->setTicker(QSharedPointer<LogTicker>::create());
     scale->axis()->setNumberFormat(QStringLiteral("eb"));
     scale->axis()->setNumberPrecision(1);
     scale->axis()->setLabel(name + QStringLiteral(" (log)"));
@@ -595,6 +638,27 @@ void drawMarkers(QCustomPlot& plot, const ChartData& chart)
         text->setColor(markerColor);
         text->setPadding(QMargins(2, 0, 2, 2));
     }
+    // A pair (an answer's start and end, maybe adjacent tokens) is labelled outward, left of the
+    // first line and right of the second, so that the labels never cover each other.
+    const std::size_t verticalCount = chart.verticalMarkers.size();
+    for (std::size_t i = 0; i < verticalCount; ++i) {
+        const auto& [value, label] = chart.verticalMarkers[i];
+        const Qt::Alignment side = verticalCount != 2 ? Qt::AlignHCenter : i == 0 ? Qt::AlignRight : Qt::AlignLeft;
+        auto* line = new QCPItemStraightLine(&plot);
+        line->point1->setCoords(value, 1.0);
+        line->point2->setCoords(value, 2.0);
+        line->setPen(QPen(markerColor, 1.5, Qt::DashLine));
+
+        auto* text = new QCPItemText(&plot);
+        text->position->setTypeX(QCPItemPosition::ptPlotCoords);
+        text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        text->position->setCoords(value, 0.0);
+        text->setPositionAlignment(side | Qt::AlignTop);
+        text->setText(QString::fromStdString(label));
+        text->setColor(markerColor);
+        text->setBrush(QBrush(QColor(255, 255, 255, 200)));
+        text->setPadding(QMargins(2, 1, 2, 1));
+    }
 }
 
 void addTitleAndLegend(QCustomPlot& plot, const ChartData& chart)
@@ -642,6 +706,48 @@ void addTitleAndLegend(QCustomPlot& plot, const ChartData& chart)
         plot.legend->setMargins(QMargins(7, 0, 7, 5));
     }
 }
+
+// QCustomPlot aims at five y ticks whatever the height, so a chart squeezed to 60 px stacks its
+// labels on top of each other. The target follows the axis' height instead: a tick label's height
+// and more between ticks (the log ticker spaces its decades by the same target). `axisHeight` is
+// the axis rect's height in pixels. The y axis title may run past the axis into the title and
+// x-axis margins, but one longer than the whole plot is cut in its middle rather than at both ends.
+void fitYAxis(QCustomPlot& plot, int axisHeight, int plotHeight)
+{
+    const int labelHeight = QFontMetrics(plot.yAxis->tickLabelFont()).height();
+    const int count = std::clamp(axisHeight / (2 * std::max(labelHeight, 1)), 2, 5);
+    if (plot.yAxis->ticker()->tickCount() != count)
+        plot.yAxis->ticker()->setTickCount(count);
+    const QString full = plot.property(kFullYLabel).toString();
+    plot.yAxis->setLabel(
+        QFontMetrics(plot.yAxis->labelFont()).elidedText(full, Qt::ElideMiddle, std::max(plotHeight - 8, 40)));
+}
+
+// Refits the y axis when the plot is resized, before QCustomPlot's own resize handler
+// replots: the axis rect changes height by as much as the plot's viewport does.
+class YTickCountFitter : public QObject {
+public:
+    explicit YTickCountFitter(QCustomPlot* plot) : QObject(plot), plot_(plot)
+    {
+        setObjectName(QStringLiteral("yTickCountFitter"));
+        plot->installEventFilter(this);
+    }
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override
+    {
+        if (watched == plot_ && event->type() == QEvent::Resize) {
+            // Against the viewport the layout was made for: a widget shown for the first time
+            // gets its pending resize with no old size.
+            const int height = static_cast<QResizeEvent*>(event)->size().height();
+            fitYAxis(*plot_, plot_->axisRect()->height() + height - plot_->viewport().height(), height);
+        }
+        return QObject::eventFilter(watched, event);
+    }
+
+private:
+    QCustomPlot* plot_;
+};
 
 // Shows the exact value under the mouse. One per plot; it keeps a copy of the chart it describes.
 class ChartHoverTips : public QObject {
@@ -760,6 +866,13 @@ void renderChart(QCustomPlot& plot, const ChartData& chart)
     if (!tips)
         tips = new ChartHoverTips(&plot);
     tips->setChart(chart);
+    if (!plot.findChild<QObject*>(QStringLiteral("yTickCountFitter"), Qt::FindDirectChildrenOnly))
+        new YTickCountFitter(&plot);
+    // The axis rect's height follows from the layout (title, legend, margins): laid out here as
+    // replot would, without drawing.
+    for (const auto phase : {QCPLayoutElement::upPreparation, QCPLayoutElement::upMargins, QCPLayoutElement::upLayout})
+        plot.plotLayout()->update(phase);
+    fitYAxis(plot, plot.axisRect()->height(), plot.height());
     plot.replot();
 }
 

@@ -100,13 +100,14 @@ QVariant AnswersModel::data(const QModelIndex& index, int role) const
     if (column == AgreeColumn) {
         if (role != Qt::DisplayRole && role != Qt::ToolTipRole && role != SortRole)
             return QVariant();
-        if (!hasReference_)
+        // Blank where one side has no answer at this rank: there is nothing to agree on.
+        if (!hasReference_ || !runAnswerAt(row) || !referenceAnswerAt(row))
             return QVariant();
         const bool agrees = agreesAt(row);
         if (role == Qt::ToolTipRole)
             return agrees ? tr("Run and reference give the same answer (after SQuAD normalisation)")
                           : tr("Run and reference differ at this rank");
-        return agrees ? tr("yes") : QString();
+        return agrees ? tr("yes") : tr("no");
     }
 
     const bool runSide = column == RunAnswerColumn || column == RunScoreColumn || column == RunSpanColumn;

@@ -1,7 +1,8 @@
 #pragma once
 // The n-best answers of a QA run next to those of its reference, rank by rank: Rank, Answer, Score
 // and Span of the run, the same three of the reference, and Agree ("yes" when the two answers of a
-// rank are equal after SQuAD normalisation, both null counting as equal). Rows are as many as the
+// rank are equal after SQuAD normalisation, both null counting as equal, "no" when they differ,
+// blank when one side has no answer at that rank). Rows are as many as the
 // longer list. The null answer reads "(no answer)" and has no span. Without a reference the
 // reference columns and Agree stay empty (the view may hide them; see hasReference()).
 // Roles as in tensor_table_model.h; ProbabilityRole (Qt::UserRole + 3) gives the score in [0, 1] on

@@ -52,7 +52,8 @@ QVariant DisagreementsModel::data(const QModelIndex& index, int role) const
     const int column = index.column();
     if (role == SubjectRole)
         return static_cast<qulonglong>(rows_[static_cast<std::size_t>(index.row())]);
-    const bool numeric = column == RunF1Column || column == ReferenceF1Column || column == LogitsSqnrColumn;
+    const bool numeric = column == RunF1Column || column == ReferenceF1Column || column == LogitsSqnrColumn
+        || column == RunNullMarginColumn || column == ReferenceNullMarginColumn;
     if (role == Qt::TextAlignmentRole)
         return alignmentFor(numeric);
     double number = 0;
@@ -66,6 +67,12 @@ QVariant DisagreementsModel::data(const QModelIndex& index, int role) const
     case LogitsSqnrColumn:
         number = e->logits.sqnrDb;
         break;
+    case RunNullMarginColumn:
+        number = e->runAnswer.nullMargin;
+        break;
+    case ReferenceNullMarginColumn:
+        number = e->referenceAnswer.nullMargin;
+        break;
     default:
         break;
     }
@@ -73,6 +80,8 @@ QVariant DisagreementsModel::data(const QModelIndex& index, int role) const
         if (numeric) {
             if (role == SortRole)
                 return std::isnan(number) ? QVariant() : QVariant(number);
+            if (std::isnan(number))
+                return QString(); // a null margin where the null answer did not compete
             return role == Qt::ToolTipRole ? exactText(number) : fixedText(number, column == LogitsSqnrColumn ? 2 : 1);
         }
         switch (column) {
@@ -99,7 +108,16 @@ QVariant DisagreementsModel::data(const QModelIndex& index, int role) const
 
 QVariant DisagreementsModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+    if (orientation != Qt::Horizontal)
+        return {};
+    if (role == Qt::ToolTipRole && (section == RunNullMarginColumn || section == ReferenceNullMarginColumn)) {
+        const QString threshold
+            = result_ && result_->qa.nullThreshold ? QString::number(*result_->qa.nullThreshold) : tr("the threshold");
+        return tr("SQuAD 2.0: the null answer's score (start + end logit of the first token) minus the best "
+                  "span's; the answer is \"no answer\" when this exceeds %1 (inf: no span fits)")
+            .arg(threshold);
+    }
+    if (role != Qt::DisplayRole)
         return {};
     switch (section) {
     case IdColumn: return tr("ID");
@@ -110,6 +128,10 @@ QVariant DisagreementsModel::headerData(int section, Qt::Orientation orientation
     case RunF1Column: return tr("FP8 F1 (%)");
     case ReferenceF1Column: return tr("Reference F1 (%)");
     case LogitsSqnrColumn: return tr("Logits SQNR (dB)");
+    case RunNullMarginColumn:
+        return tr("FP8 null - span");
+    case ReferenceNullMarginColumn:
+        return tr("Ref. null - span");
     default: return {};
     }
 }

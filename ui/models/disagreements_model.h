@@ -1,6 +1,7 @@
 #pragma once
 // The questions of a SQuAD evaluation where the run and the reference answer differently: ID,
-// question, gold answers, both answers, both F1 scores and the logits SQNR of that question.
+// question, gold answers, both answers, both F1 scores, the logits SQNR of that question and, on
+// SQuAD 2.0, both null margins.
 // Roles as in tensor_table_model.h; SubjectRole is the example's index in EvaluationResult::examples.
 #include <QAbstractTableModel>
 
@@ -13,8 +14,21 @@ namespace scalescope::ui {
 class DisagreementsModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { IdColumn, QuestionColumn, GoldColumn, RunAnswerColumn, ReferenceAnswerColumn, RunF1Column,
-                  ReferenceF1Column, LogitsSqnrColumn, ColumnCount };
+    // The null margins (SQuAD 2.0: null score minus best span score, QaAnswer::nullMargin) are
+    // blank when the null answer did not compete (SQuAD 1.1).
+    enum Column {
+        IdColumn,
+        QuestionColumn,
+        GoldColumn,
+        RunAnswerColumn,
+        ReferenceAnswerColumn,
+        RunF1Column,
+        ReferenceF1Column,
+        LogitsSqnrColumn,
+        RunNullMarginColumn,
+        ReferenceNullMarginColumn,
+        ColumnCount
+    };
     enum Role { SortRole = Qt::UserRole + 1, SubjectRole = Qt::UserRole + 2 };
 
     explicit DisagreementsModel(QObject* parent = nullptr);

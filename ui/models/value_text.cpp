@@ -67,4 +67,9 @@ QString naturalSortKey(const QString& text)
     return key;
 }
 
+QString countText(long long count, const QString& one, const QString& many)
+{
+    return QStringLiteral("%L1 %2").arg(count).arg(count == 1 ? one : many);
+}
+
 } // namespace scalescope::ui

@@ -30,6 +30,8 @@ QString percentText(double share);                 // share 0.1234 -> "12.34"
 QString probabilityText(float probability);        // four decimals, tiny ones scientific
 QString shapeText(const std::vector<int64_t>& shape); // "[768, 768]"
 QVariant alignmentFor(bool numeric);               // Qt::TextAlignmentRole value
+// "1 error", "2,048 errors": the count with thousands separators and the noun that fits it.
+QString countText(long long count, const QString& one, const QString& many);
 // A key whose plain string order is natural order: "layer.2" before "layer.10".
 QString naturalSortKey(const QString& text);
 

@@ -127,7 +127,8 @@ void AskPanel::layOut()
     splitter->setStretchFactor(0, 1);
     splitter->setStretchFactor(1, 1);
     splitter->setStretchFactor(2, 1);
-    splitter->setSizes({300, 220, 300});
+    // The logits chart's rotated token labels and legend take ~110 px: it gets the most room.
+    splitter->setSizes({240, 170, 380});
     banner_ = new StaleBanner(this);
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(banner_);
@@ -287,6 +288,29 @@ void AskPanel::highlightAnswers(const AskOutcome& outcome)
 
 }
 
+namespace {
+
+// The first and last context token of `encoding` that the best answer's characters overlap;
+// {-1, -1} for no answer, the null answer, or an answer outside this window.
+std::pair<int, int> answerTokens(const Encoding& encoding, const std::vector<QaAnswer>& answers)
+{
+    if (answers.empty() || answers.front().isNull)
+        return {-1, -1};
+    const QaAnswer& answer = answers.front();
+    int first = -1, last = -1;
+    for (std::size_t i = 0; i < encoding.ids.size(); ++i) {
+        const auto [start, end] = encoding.offsets[i];
+        if (encoding.sequenceIds[i] != 1 || end <= answer.start || start >= answer.end)
+            continue;
+        if (first < 0)
+            first = static_cast<int>(i);
+        last = static_cast<int>(i);
+    }
+    return {first, last};
+}
+
+} // namespace
+
 // Logits of the window holding the run's best answer (the first window otherwise).
 void AskPanel::showLogits(const AskOutcome& outcome)
 {
@@ -314,8 +338,9 @@ void AskPanel::showLogits(const AskOutcome& outcome)
             tokens.push_back(source.substr(from, byteOffsetOfCodePoint(source, end) - from));
         }
     }
-    ChartData chart = qaLogitsChart(tokens, qa.runStartLogits[window], qa.runEndLogits[window],
-                                    qa.referenceStartLogits[window], qa.referenceEndLogits[window], true);
+    ChartData chart
+        = qaLogitsChart(tokens, qa.runStartLogits[window], qa.runEndLogits[window], qa.referenceStartLogits[window],
+            qa.referenceEndLogits[window], true, answerTokens(encoding, outcome.runAnswers));
     relabelRunSeries(chart, outcome.stamp.modeName());
     logits_->setChart(chart);
     logits_->setStamp(outcome.stamp.describe());

@@ -1,5 +1,6 @@
 #include "panels/evaluate_panel.h"
 
+#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -12,15 +13,19 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 #include "charts/chart_view.h"
 #include "models/disagreements_model.h"
+#include "models/value_text.h"
 #include "report/charts.h"
 #include "settings.h"
 #include "stale_banner.h"
 
 namespace scalescope::ui {
 
-EvaluatePanel::EvaluatePanel(QWidget* parent) : QWidget(parent)
+// The file, question count, null threshold and Evaluate button above the results.
+QHBoxLayout* EvaluatePanel::makeInputRow()
 {
     file_ = new QLineEdit(this);
     file_->setPlaceholderText(tr("SQuAD v1.1 or v2.0 JSON file"));
@@ -30,6 +35,15 @@ EvaluatePanel::EvaluatePanel(QWidget* parent) : QWidget(parent)
     maxSamples_->setRange(0, 10'000'000);
     maxSamples_->setSpecialValueText(tr("all"));
     maxSamples_->setToolTip(tr("Evaluate only the first N questions (0: all)"));
+    // The rule of `qa --null-threshold` and `evaluate --null-threshold` (QaOptions::nullThreshold).
+    nullThreshold_ = new QDoubleSpinBox(this);
+    nullThreshold_->setRange(-100, 100);
+    nullThreshold_->setDecimals(2);
+    nullThreshold_->setSingleStep(0.5);
+    nullThreshold_->setValue(0.0);
+    nullThreshold_->setToolTip(tr("SQuAD 2.0 only: a question is answered \"no answer\" when the null score (start + "
+                                  "end logit of the first token) minus the best span's score exceeds this threshold "
+                                  "(0: the official rule). Ignored for SQuAD 1.1 files."));
     evaluate_ = new QPushButton(tr("Evaluate"), this);
     auto* row = new QHBoxLayout;
     row->addWidget(new QLabel(tr("SQuAD file:"), this));
@@ -37,7 +51,24 @@ EvaluatePanel::EvaluatePanel(QWidget* parent) : QWidget(parent)
     row->addWidget(browse);
     row->addWidget(new QLabel(tr("Questions:"), this));
     row->addWidget(maxSamples_);
+    auto* thresholdLabel = new QLabel(tr("Null threshold:"), this);
+    thresholdLabel->setToolTip(nullThreshold_->toolTip());
+    thresholdLabel->setBuddy(nullThreshold_);
+    row->addWidget(thresholdLabel);
+    row->addWidget(nullThreshold_);
     row->addWidget(evaluate_);
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Choose a SQuAD File"), file_->text(), tr("SQuAD JSON (*.json);;All files (*)"));
+        if (!path.isEmpty())
+            setSquadFile(path);
+    });
+    return row;
+}
+
+EvaluatePanel::EvaluatePanel(QWidget* parent) : QWidget(parent)
+{
+    QHBoxLayout* row = makeInputRow();
 
     summary_ = new QLabel(tr("Choose a SQuAD file and press Evaluate: every question runs through the FP8 model and "
                              "its reference."), this);
@@ -53,7 +84,12 @@ EvaluatePanel::EvaluatePanel(QWidget* parent) : QWidget(parent)
     view_->setSortingEnabled(true);
     view_->setSelectionBehavior(QAbstractItemView::SelectRows);
     view_->verticalHeader()->hide();
+    // Headers that do not fit lose their middle ("Refe...nswer") rather than both ends; the
+    // columns are sized to their contents when a result arrives (sizeColumns).
+    view_->horizontalHeader()->setTextElideMode(Qt::ElideMiddle);
+    view_->setTextElideMode(Qt::ElideMiddle);
     view_->horizontalHeader()->setSectionResizeMode(DisagreementsModel::QuestionColumn, QHeaderView::Stretch);
+    view_->horizontalHeader()->setMinimumSectionSize(40);
     view_->setToolTip(tr("Double-click a question to open it in the Ask panel"));
 
     scores_ = new ChartView(this);
@@ -68,6 +104,10 @@ EvaluatePanel::EvaluatePanel(QWidget* parent) : QWidget(parent)
     splitter->setObjectName(QStringLiteral("evaluateSplitter"));
     splitter->addWidget(view_);
     splitter->addWidget(charts);
+    // Charts below ~250 px stack their tick labels; the table scrolls.
+    splitter->setStretchFactor(0, 2);
+    splitter->setStretchFactor(1, 3);
+    splitter->setSizes({200, 300});
     emptyNote_ = new QLabel(this);
     emptyNote_->setWordWrap(true);
     emptyNote_->hide();
@@ -79,12 +119,6 @@ EvaluatePanel::EvaluatePanel(QWidget* parent) : QWidget(parent)
     layout->addWidget(emptyNote_);
     layout->addWidget(splitter, 1);
 
-    connect(browse, &QPushButton::clicked, this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Choose a SQuAD File"), file_->text(),
-                                                          tr("SQuAD JSON (*.json);;All files (*)"));
-        if (!path.isEmpty())
-            setSquadFile(path);
-    });
     connect(evaluate_, &QPushButton::clicked, this, &EvaluatePanel::requestEvaluation);
     connect(banner_, &StaleBanner::rerunRequested, this, &EvaluatePanel::requestEvaluation);
     auto open = [this](const QModelIndex& index) {
@@ -110,7 +144,7 @@ void EvaluatePanel::requestEvaluation()
     // The previous run's table and charts would read as this run's while it is going.
     clearResults(tr("Evaluating..."));
     evaluating_ = true;
-    emit evaluateRequested(file_->text(), maxSamples_->value());
+    emit evaluateRequested(file_->text(), maxSamples_->value(), nullThreshold_->value());
 }
 
 void EvaluatePanel::setBusy(bool busy)
@@ -153,12 +187,31 @@ void EvaluatePanel::clearResults(const QString& why)
     banner_->clearResult();
 }
 
-void EvaluatePanel::showProgress(int done, int total, double questionsPerSecond)
+void EvaluatePanel::showProgress(int done, int total, double questionsPerSecond, int windowsDone)
 {
-    summary_->setText(tr("Evaluated %1 of %2 questions (%3 questions/s)...")
+    // Questions finish in pools of batches (windows grouped by length): the windows count moves
+    // with every batch while the first pool of a large model is still under way.
+    summary_->setText(tr("Evaluated %L1 of %L2 questions (%3 questions/s); %4 through both models...")
                           .arg(done)
                           .arg(total)
-                          .arg(questionsPerSecond, 0, 'f', 1));
+                          .arg(questionsPerSecond, 0, 'f', 1)
+                          .arg(countText(windowsDone, tr("window"), tr("windows"))));
+}
+
+// Every column but the question as wide as its contents and its header, within bounds: the answers
+// may be long, and the question column takes what is left.
+void EvaluatePanel::sizeColumns()
+{
+    constexpr int kWidestColumn = 260;
+    QHeaderView* header = view_->horizontalHeader();
+    for (int column = 0; column < DisagreementsModel::ColumnCount; ++column) {
+        if (column == DisagreementsModel::QuestionColumn || view_->isColumnHidden(column))
+            continue;
+        // QTableView hides the public QAbstractItemView::sizeHintForColumn.
+        const int cells = static_cast<const QAbstractItemView*>(view_)->sizeHintForColumn(column);
+        const int contents = std::max(cells, header->sectionSizeHint(column));
+        view_->setColumnWidth(column, std::min(contents, kWidestColumn));
+    }
 }
 
 void EvaluatePanel::showResult(std::shared_ptr<const EvaluationResult> result, const RunStamp& stamp)
@@ -172,7 +225,11 @@ void EvaluatePanel::showResult(std::shared_ptr<const EvaluationResult> result, c
     emptyNote_->setVisible(differ == 0 && !r.examples.empty());
     emptyNote_->setText(tr("No disagreements: the two runs give the same answer to all %L1 questions.")
                             .arg(r.examples.size()));
-    view_->resizeColumnToContents(DisagreementsModel::IdColumn);
+    // The null margins mean something only where the null answer competed (SQuAD 2.0).
+    const bool nullCompeted = r.qa.nullThreshold.has_value();
+    view_->setColumnHidden(DisagreementsModel::RunNullMarginColumn, !nullCompeted);
+    view_->setColumnHidden(DisagreementsModel::ReferenceNullMarginColumn, !nullCompeted);
+    sizeColumns();
     auto scores = [](const SquadScores& s) {
         return tr("EM %1, F1 %2").arg(s.exact, 0, 'f', 2).arg(s.f1, 0, 'f', 2);
     };
@@ -194,11 +251,16 @@ void EvaluatePanel::showResult(std::shared_ptr<const EvaluationResult> result, c
                     .arg(r.runScores.noAnsTotal)
                     .arg(r.runScores.noAnsF1, 0, 'f', 2)
                     .arg(r.referenceScores.noAnsF1, 0, 'f', 2);
+    if (r.qa.nullThreshold)
+        text += tr("<br>No answer where the null score minus the best span's exceeds %1 (null threshold; per "
+                   "question in the table's last two columns).")
+                    .arg(double(*r.qa.nullThreshold));
     if (!r.complete)
         text += tr("<br><span style='color:#b00'>Stopped early: %1 The results cover the questions that finished.</span>")
                     .arg(QString::fromStdString(r.stoppedReason).toHtmlEscaped());
     if (!r.skipped.empty())
-        text += tr("<br>%1 questions were skipped (too long or not finite).").arg(r.skipped.size());
+        text += tr("<br>%1 skipped (too long or not finite).")
+                    .arg(countText(static_cast<long long>(r.skipped.size()), tr("question was"), tr("questions were")));
     text += nonFiniteText(r, stamp);
     summary_->setText(text);
     ChartData scoresChart = evaluationScoresChart(r);
@@ -229,9 +291,10 @@ QString EvaluatePanel::nonFiniteText(const EvaluationResult& r, const RunStamp& 
         list(e.id, e.firstNonFinite);
     for (const EvaluatedExample& e : r.examples)
         list(e.example.id, e.firstNonFinite);
-    QString text = tr("<br><span style='color:#b00'>%L1 questions had inf/NaN outputs in the %2 run; it starts at %3.</span>")
-                       .arg(r.nonFiniteQuestions)
-                       .arg(stamp.modeName(), starts.join(QStringLiteral(", ")));
+    QString text
+        = tr("<br><span style='color:#b00'>%1 inf/NaN outputs in the %2 run; it starts at %3.</span>")
+              .arg(countText(static_cast<long long>(r.nonFiniteQuestions), tr("question had"), tr("questions had")))
+              .arg(stamp.modeName(), starts.join(QStringLiteral(", ")));
     text += tr("<br>First non-finite module per question: %1%2")
                 .arg(questions.join(QStringLiteral("; ")))
                 .arg(r.nonFiniteQuestions > std::size_t(kListed) ? tr("; ... (all of them in Export)") : QString());

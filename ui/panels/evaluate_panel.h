@@ -10,6 +10,8 @@
 #include "tasks/evaluate.h"
 #include "workbench_session.h"
 
+class QDoubleSpinBox;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -29,7 +31,7 @@ public:
     explicit EvaluatePanel(QWidget* parent = nullptr);
 
     void setSquadFile(const QString& path);
-    void showProgress(int done, int total, double questionsPerSecond);
+    void showProgress(int done, int total, double questionsPerSecond, int windowsDone);
     void showResult(std::shared_ptr<const EvaluationResult> result, const RunStamp& stamp);
     // The evaluation stopped with an error: the summary says so instead of "Evaluating...".
     void showFailure(const QString& message);
@@ -44,19 +46,23 @@ public:
     DisagreementsModel* disagreementsModel() const { return disagreements_; }
     QTableView* disagreementsView() const { return view_; }
     QPushButton* evaluateButton() const { return evaluate_; }
+    QDoubleSpinBox* nullThresholdBox() const { return nullThreshold_; }
     QLabel* summaryLabel() const { return summary_; }
     std::vector<ChartView*> charts() const;
     // The result shown, null when none.
     std::shared_ptr<const EvaluationResult> result() const { return result_; }
 
 signals:
-    void evaluateRequested(const QString& squadFile, int maxSamples);
+    void evaluateRequested(const QString& squadFile, int maxSamples, double nullThreshold);
     void openInAsk(const QString& question, const QString& context);
 
 private:
+    QHBoxLayout* makeInputRow();
+    void sizeColumns();
     static QString nonFiniteText(const EvaluationResult& result, const RunStamp& stamp);
     QLineEdit* file_ = nullptr;
     QSpinBox* maxSamples_ = nullptr;
+    QDoubleSpinBox* nullThreshold_ = nullptr;
     QPushButton* evaluate_ = nullptr;
     QLabel* summary_ = nullptr;
     DisagreementsModel* disagreements_ = nullptr;

@@ -13,6 +13,7 @@
 #include "models/diagnostics_model.h"
 #include "models/module_tree_model.h"
 #include "models/tensor_table_model.h"
+#include "models/value_text.h"
 #include "workbench_session.h"
 
 namespace scalescope::ui {
@@ -222,13 +223,10 @@ void ModelPanel::showCheckpoint(const CheckpointInfo& info)
     tensors_->setTensors(std::move(rows), info.statistics);
     diagnostics_->setFindings(info.findings);
     const auto counts = diagnostics_->counts();
-    auto count = [](int n, const QString& one, const QString& many) {
-        return QStringLiteral("%L1 %2").arg(n).arg(n == 1 ? one : many);
-    };
     diagnosticsSummary_->setText(tr("Diagnostics: %1, %2, %3")
-                                     .arg(count(counts.errors, tr("error"), tr("errors")),
-                                          count(counts.warnings, tr("warning"), tr("warnings")),
-                                          count(counts.infos, tr("note"), tr("notes"))));
+                                     .arg(countText(counts.errors, tr("error"), tr("errors")),
+                                         countText(counts.warnings, tr("warning"), tr("warnings")),
+                                         countText(counts.infos, tr("note"), tr("notes"))));
     tensorView_->resizeColumnsToContents();
     diagnosticsView_->resizeColumnToContents(0);
     diagnosticsView_->resizeColumnToContents(1);

@@ -66,8 +66,18 @@ ScalesPanel::ScalesPanel(QWidget* parent) : QWidget(parent)
     splitter->addWidget(ranges_);
     splitter->addWidget(linearBox);
     splitter->addWidget(activationBox);
+    // Three rows of charts, two of them over every Linear (72 in a base-sized model): on a laptop
+    // screen they would be squeezed to unreadable strips, so below these heights the panel scrolls.
+    ranges_->setMinimumHeight(230);
+    perLinear->setMinimumHeight(200);
+    activations->setMinimumHeight(230);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll->setWidget(splitter);
     auto* layout = new QVBoxLayout(this);
-    layout->addWidget(splitter);
+    layout->addWidget(scroll);
 
     connect(linear_, qOverload<int>(&QComboBox::currentIndexChanged), this, &ScalesPanel::showLinear);
     connect(ranges_, &ChartView::categoryClicked, this, [this](int category) {
@@ -169,19 +179,10 @@ void ScalesPanel::setComparison(const ComparisonResult& comparison, const RunSta
     activationNote_->setText(tr("Activations of the last run: observed amax of each Linear's input against the "
                                 "largest value its FP8 scale can represent (448 x scale), and the shares clipped, "
                                 "flushed to zero or subnormal."));
-    ChartData range = activationScaleChart(comparison);
-    // Without static input scales every scale is computed per token from that token's own maximum:
-    // the "range" is the dynamic per-token amax, which the chart must not pass off as a fixed scale.
     bool anyStatic = false;
     for (const LinearScaleStatistics& s : statistics_)
         anyStatic = anyStatic || s.inputScale.has_value();
-    if (!anyStatic) {
-        range.title = "Observed input amax vs the dynamic per-token amax (448 x largest per-token scale)";
-        for (ChartSeries& series : range.series)
-            if (series.name == "448 x scale")
-                series.name = "dynamic per-token amax (448 x largest scale)";
-    }
-    activationRange_->setChart(range);
+    activationRange_->setChart(activationScaleChart(comparison, !anyStatic));
     activationShares_->setChart(activationSharesChart(comparison));
     for (ChartView* chart : {activationRange_, activationShares_})
         chart->highlightCategory(selectedLabel());
