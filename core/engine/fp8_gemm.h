@@ -9,7 +9,7 @@
 //
 // Which path fp8 mode takes is decided once per process (fp8GemmPath): bf16 when oneDNN reports
 // AVX512_BF16 (or newer), picks a bf16 kernel and a self-check agrees with a float64
-// recomputation; otherwise the float32 path (dequantize, then a float32 GEMM through LibTorch).
+// recomputation; otherwise the float32 path (dequantize, then the float32 GEMM of float_gemm.h).
 // The environment variable SCALESCOPE_FP8_GEMM=float32 forces the float32 path; =factored-float32
 // runs the factored GEMM with float32 sources (the same numbers as bf16, no faster than float32:
 // it lets machines without bf16 run and test this code). Linears whose scheme does not factor this
