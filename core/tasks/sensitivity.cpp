@@ -214,12 +214,18 @@ private:
             return baseline ? &c.baselineLayerInputs : &c.allFloatLayerInputs;
         }
         const std::vector<FloatTensor>& from = overrides.othersFloat ? c.allFloatLayerInputs : c.baselineLayerInputs;
-        const int start = firstLayerOf(overrides);
-        if (start > 0 && static_cast<std::size_t>(start) < from.size()) {
-            options.startLayer = start;
-            options.startHidden = &from[static_cast<std::size_t>(start)];
-        }
+        resumeAt(firstLayerOf(overrides), from, options);
         return nullptr;
+    }
+
+    // Starts the run at `layer` from that layer's recorded input (nothing to skip at layer 0, and
+    // a record too short to hold it means a full run).
+    static void resumeAt(int layer, const std::vector<FloatTensor>& record, ForwardOptions& options)
+    {
+        if (layer > 0 && static_cast<std::size_t>(layer) < record.size()) {
+            options.startLayer = layer;
+            options.startHidden = &record[static_cast<std::size_t>(layer)];
+        }
     }
 
     // A prefix resumes from the previous prefix's record (measureNextPrefix) and records its own.
@@ -228,11 +234,7 @@ private:
         if (!run_.resumesFromLayer() || c.prefixLayerInputs.empty())
             return nullptr;
         options.recordLayerInputs = true;
-        const auto start = static_cast<std::size_t>(prefixResumeLayer_);
-        if (start > 0 && start < c.prefixLayerInputs.size()) {
-            options.startLayer = prefixResumeLayer_;
-            options.startHidden = &c.prefixLayerInputs[start];
-        }
+        resumeAt(prefixResumeLayer_, c.prefixLayerInputs, options);
         return &c.prefixLayerInputs;
     }
 
