@@ -29,14 +29,14 @@
 #include "engine/compute_threads.h"
 #include "engine/fp8_gemm.h"
 #include "engine/matmul_benchmark.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 #include "tasks/sensitivity.h"
 #include "io/safetensors.h"
 #include "support/fixtures.h"
 #include "support/reference_forward.h"
 #include "tasks/answer_question.h"
 #include "tasks/evaluate.h"
-#include "tasks/quantize.h"
+#include "engine/quantize.h"
 #include "tasks/squad_dataset.h"
 
 using namespace scalescope;

@@ -3,7 +3,7 @@
 # clang-tidy (.clang-tidy) on the C++ files it touches, against the build's compile_commands.json.
 #
 #   scripts/check_style.sh [BASE]     (default BASE: the merge base with main; working tree included)
-#   scripts/check_style.sh --all      clang-tidy on every core/, ui/ and app/ source file
+#   scripts/check_style.sh --all      clang-tidy on every core/, charts/, ui/ and app/ source file
 #
 # Only touched lines are held to the format: older code is reformatted when it is next edited, so a
 # reader of the history sees behaviour changes, not whitespace. Exit status: 1 when either finds
@@ -14,10 +14,10 @@ build_dir="${BUILD_DIR:-build}"
 status=0
 
 if [ "${1:-}" = "--all" ]; then
-  mapfile -t sources < <(git ls-files 'core/*.cpp' 'ui/*.cpp' 'app/*.cpp')
+  mapfile -t sources < <(git ls-files 'core/*.cpp' 'charts/*.cpp' 'ui/*.cpp' 'app/*.cpp')
 else
   base="${1:-$(git merge-base HEAD main)}"
-  mapfile -t sources < <(git diff --name-only --diff-filter=d "$base" -- 'core/*.cpp' 'ui/*.cpp' 'app/*.cpp' 'tests/*.cpp' 'bench/*.cpp')
+  mapfile -t sources < <(git diff --name-only --diff-filter=d "$base" -- 'core/*.cpp' 'charts/*.cpp' 'ui/*.cpp' 'app/*.cpp' 'tests/*.cpp' 'bench/*.cpp')
   mapfile -t touched < <(git diff --name-only --diff-filter=d "$base" -- '*.cpp' '*.h')
   if [ ${#touched[@]} -gt 0 ]; then
     format_diff="$(git clang-format-14 --diff "$base" -- "${touched[@]}" 2>&1 || true)"

@@ -7,7 +7,7 @@
 #include "tasks/compare_runs.h"
 #include "analysis/squad_metric.h"
 #include "engine/compute_threads.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 #include "numerics/metrics.h"
 #include "report/charts.h"
 #include "support/fixtures.h"

@@ -20,7 +20,7 @@
 
 #include "analysis/squad_metric.h"
 #include "engine/compute_threads.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 #include "tasks/answer_question.h"
 #include "tasks/fill_mask.h"
 

@@ -23,7 +23,7 @@
 #include "io/atomic_write.h"
 #include "io/safetensors.h"
 #include "model/checkpoint.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 #include "numerics/fp8.h"
 #include "numerics/half.h"
 #include "support/fixtures.h"

@@ -24,7 +24,7 @@
 #include "analysis/squad_metric.h"
 #include "common/error.h"
 #include "engine/compute_threads.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 #include "tasks/answer_question.h"
 #include "tasks/evaluate.h"
 #include "tasks/squad_dataset.h"

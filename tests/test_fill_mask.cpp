@@ -8,7 +8,7 @@
 
 #include "common/error.h"
 #include "engine/compute_threads.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 #include "support/fixtures.h"
 #include "support/reference_forward.h"
 #include "tasks/fill_mask.h"

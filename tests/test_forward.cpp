@@ -13,7 +13,7 @@
 #include "engine/compute_threads.h"
 #include "engine/fp8_gemm.h"
 #include "analysis/diagnostics.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 #include "numerics/half.h"
 #include "support/fixtures.h"
 #include "support/reference_forward.h"

@@ -19,7 +19,7 @@
 #include "engine/float_gemm.h"
 #include "engine/fp8_gemm.h"
 #include "io/safetensors.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 #include "support/fixtures.h"
 #include "support/reference_forward.h"
 

@@ -16,7 +16,7 @@
 #include "engine/compute_threads.h"
 #include "io/safetensors.h"
 #include "model/checkpoint.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 #include "support/fixtures.h"
 #include "report/charts.h"
 #include "tasks/compare_runs.h"

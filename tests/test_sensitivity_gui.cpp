@@ -29,7 +29,7 @@
 #include "engine/compute_threads.h"
 #include "main_window.h"
 #include "model/checkpoint.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 #include "models/layer_metrics_model.h"
 #include "models/module_tree_model.h"
 #include "models/tensor_table_model.h"

@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 #include "tasks/keep_float.h"
-#include "device/open_backend.h"
+#include "engine/open_backend.h"
 
 namespace scalescope::ui {
 namespace {

@@ -21,7 +21,7 @@
 #include "tasks/compare_runs.h"
 #include "analysis/diagnostics.h"
 #include "analysis/scale_statistics.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 #include "tasks/evaluate.h"
 #include "tasks/sensitivity.h"
 #include "tasks/fill_mask.h"

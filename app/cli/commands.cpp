@@ -26,9 +26,9 @@
 #include "common/error.h"
 #include "tasks/non_finite.h"
 #include "common/option_error.h"
-#include "device/open_backend.h"
+#include "engine/open_backend.h"
 #include "device/runner_backend.h"
-#include "device/runner_server.h"
+#include "engine/runner_server.h"
 #include "evaluate_command.h"
 #include "sensitivity_command.h"
 #include "json_output.h"
@@ -38,10 +38,10 @@
 #include "common/text_files.h"
 #include "io/atomic_write.h"
 #include "io/safetensors.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 #include "tasks/answer_question.h"
 #include "tasks/fill_mask.h"
-#include "tasks/quantize.h"
+#include "engine/quantize.h"
 
 namespace scalescope::cli {
 namespace {

@@ -16,11 +16,11 @@
 #include "device/backend_pool.h"
 #include "common/error.h"
 #include "common/text_files.h"
-#include "device/open_backend.h"
+#include "engine/open_backend.h"
 #include "io/atomic_write.h"
 #include "report/csv.h"
 #include "json_output.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 #include "tasks/evaluate.h"
 #include "tasks/squad_dataset.h"
 

@@ -11,9 +11,9 @@
 
 #include "common/error.h"
 #include "common/text_files.h"
-#include "device/open_backend.h"
+#include "engine/open_backend.h"
 #include "json_output.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 #include "plot_files.h"
 #include "report/charts.h"
 #include "tasks/keep_float.h"

@@ -5,7 +5,7 @@
 
 #include "main_window.h"
 #include "engine/compute_threads.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 
 int main(int argc, char** argv)
 {

@@ -17,7 +17,7 @@
 #include "device/checkpoint_manifest.h"
 #include "device/forward_summary.h"
 #include "device/runner_channel.h"
-#include "engine/forward_inputs.h"
+#include "model/forward_inputs.h"
 #include "io/safetensors.h"
 
 namespace scalescope {

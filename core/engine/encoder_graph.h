@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "common/progress.h"
-#include "engine/forward_inputs.h"
+#include "model/forward_inputs.h"
 #include "model/checkpoint.h"
 #include "model/inference_backend.h"
 

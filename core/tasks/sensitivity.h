@@ -21,6 +21,7 @@
 
 #include "model/inference_backend.h"
 #include "tasks/compare_runs.h"
+#include "tasks/sensitivity_cause.h"
 #include "tasks/squad_dataset.h"
 
 namespace scalescope {
@@ -42,25 +43,6 @@ struct SensitivityMetrics {
     double exact = 0;
     double f1 = 0;
     double agreement = 0;
-};
-
-// Why a quantized Linear costs what it costs, from what is measured on its own tensors.
-struct SensitivityCause {
-    std::string module;
-    bool inputQuantized = false;
-    double inputClippedShare = 0;     // |x / s| > 448 (baseline FP8 run)
-    double inputFlushedShare = 0;     // x != 0 but its code is zero
-    double inputSubnormalShare = 0;   // the code is subnormal
-    double weightClippedShare = 0;    // scale_statistics: codes at +-448 beyond what an amax scale puts there
-    double weightUnderflowShare = 0;  // codes zero or subnormal
-    // The output's SQNR on the same input (sampled rows) when only E4M3 rounding with ideal scales
-    // acts (per-token amax input scales, per-channel amax weight scales), and with the checkpoint's
-    // own scales and scheme; both against the float product (reference weight when given).
-    double floorSqnrDb = 0;
-    double isolatedSqnrDb = 0;
-    bool beyondFloor = false;         // isolated is more than kBeyondFloorDb below the floor
-    std::string label;                // "FP8 rounding", "beyond FP8 rounding: look at its scales (input clipping)", ...
-    std::string explanation;          // the diagnostic sentence that explains it, "" when none
 };
 
 struct SensitivityEntry {
@@ -116,7 +98,6 @@ struct SensitivityResult {
     std::string stoppedReason;
 };
 
-constexpr double kBeyondFloorDb = 6.0;
 
 // reference may be null: then `run` in dequant mode is the reference and the result says so.
 SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* reference, const SensitivityInput& input,

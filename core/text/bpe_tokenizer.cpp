@@ -10,7 +10,7 @@
 
 #include "common/error.h"
 #include "common/text_files.h"
-#include "text/unicode_tables.h"
+#include "text/generated/unicode_tables.h"
 #include "text/utf8.h"
 #include "text/vocabulary.h"
 

@@ -1,7 +1,7 @@
 #pragma once
 // Tiny generated checkpoints and tokenizers for the test suites (fixed seeds, written to temporary
 // folders by the tests themselves). The FP8 writer here is the tests' own, independent of
-// core/tasks/quantize, so that the engine is checked against data it did not produce.
+// core/engine/quantize, so that the engine is checked against data it did not produce.
 #include <cstdint>
 #include <map>
 #include <string>

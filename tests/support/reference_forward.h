@@ -1,6 +1,6 @@
 #pragma once
 // An independent RoBERTa and BERT forward pass in plain loops (float32, batch 1, no padding), written for the
-// tests: it shares no code path with core/model/encoder_model.cpp. FP8 emulation here finds the
+// tests: it shares no code path with core/engine/encoder_model.cpp. FP8 emulation here finds the
 // nearest E4M3 value by searching all 256 codes decoded from their bit fields (ties to the even code).
 #include <cstdint>
 #include <map>

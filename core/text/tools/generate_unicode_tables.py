@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Writes core/text/unicode_tables.h: the code point classes that the GPT-2 pre-tokenizer regex
+"""Writes core/text/generated/unicode_tables.h: the code point classes that the GPT-2 pre-tokenizer regex
 distinguishes (\\p{L}, \\p{N}, \\s), as sorted ranges, from Python's unicodedata.
-With --wordpiece, writes core/text/wordpiece_unicode_tables.h instead: what Hugging Face's BERT
+With --wordpiece, writes core/text/generated/wordpiece_unicode_tables.h instead: what Hugging Face's BERT
 normalizer and pre-tokenizer need (see write_wordpiece_tables).
 
-Usage: python3 core/text/tools/generate_unicode_tables.py > core/text/unicode_tables.h
+Usage: python3 core/text/tools/generate_unicode_tables.py > core/text/generated/unicode_tables.h
        python3 core/text/tools/generate_unicode_tables.py --wordpiece --hf-classes FILE \\
-           > core/text/wordpiece_unicode_tables.h
+           > core/text/generated/wordpiece_unicode_tables.h
 """
 import argparse
 import json

@@ -1,4 +1,4 @@
-#include "tasks/quantize.h"
+#include "engine/quantize.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -18,7 +18,7 @@
 #include "io/atomic_write.h"
 #include "io/checkpoint_destination.h"
 #include "model/checkpoint.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 #include "numerics/fp8.h"
 #include "numerics/half.h"
 

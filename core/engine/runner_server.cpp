@@ -1,4 +1,4 @@
-#include "device/runner_server.h"
+#include "engine/runner_server.h"
 
 #include <unistd.h>
 
@@ -21,7 +21,7 @@
 #include "engine/compute_threads.h"
 #include "io/safetensors.h"
 #include "io/sha256.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 
 namespace scalescope {
 namespace {

@@ -1,4 +1,4 @@
-#include "engine/forward_inputs.h"
+#include "model/forward_inputs.h"
 
 #include <algorithm>
 

@@ -1,9 +1,9 @@
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 
 #include <chrono>
 
 #include "engine/encoder_graph.h"
-#include "engine/forward_inputs.h"
+#include "model/forward_inputs.h"
 
 namespace scalescope {
 

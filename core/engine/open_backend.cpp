@@ -1,9 +1,9 @@
 // Device selection in one place: what the CLI's --device and the GUI's Device box open.
-#include "device/open_backend.h"
+#include "engine/open_backend.h"
 
 #include "device/backend_pool.h"
 #include "device/runner_backend.h"
-#include "model/encoder_model.h"
+#include "engine/encoder_model.h"
 
 namespace scalescope {
 
