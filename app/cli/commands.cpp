@@ -35,6 +35,7 @@
 #include "charts/chart_export.h"
 #include "plot_files.h"
 #include "report/charts.h"
+#include "report/family_table_json.h"
 #include "common/text_files.h"
 #include "io/atomic_write.h"
 #include "io/safetensors.h"
@@ -157,6 +158,13 @@ int commandTokenize(const Arguments& args)
         std::cout << std::setw(6) << i << std::setw(8) << encoding.ids[i] << std::setw(12) << offsets.str()
                   << shown(tokenizer.tokenString(encoding.ids[i])) << "\n";
     }
+    return 0;
+}
+
+// The encoder family table (the AIU runner's packaging/runners/encoder_families.json is this output).
+int commandFamilies(const Arguments&)
+{
+    printJson(familyTableJson());
     return 0;
 }
 
@@ -643,6 +651,9 @@ std::vector<Command> commands()
            "max-answer-len", "null-threshold", "top-k"},
           {"force", "json"}, "write a copy with these Linears float and listed in ignore; print before/after SQNR"},
          commandKeepFloat},
+        {{"families", 0, {}, {}, {"json"},
+          "the encoder family table (classes, layouts, HF and FMS names) as JSON, for the AIU runner"},
+         commandFamilies},
         {{"runner", 0, {}, {}, {}, "serve the runner protocol on stdin/stdout (the CPU runner; see DESIGN.md)"},
          [](const Arguments&) {
              RunnerServerOptions options;

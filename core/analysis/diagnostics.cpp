@@ -695,10 +695,13 @@ private:
     // and v can only be fused as they are when their scales agree.
     void checkFusableQkv(int layer)
     {
-        const std::string prefix = layout_.layerModule(layer) + ".attention.self";
+        const std::string prefix = layout_.attentionModule(layer);
         std::vector<float> weightScales, inputScales;
-        for (const char* part : {".query", ".key", ".value"}) {
-            const std::string module = prefix + part;
+        for (LinearRole role : {LinearRole::Query, LinearRole::Key, LinearRole::Value}) {
+            const LayoutLinear* linear = layout_.encoderLinear(layer, role);
+            if (!linear)
+                return;
+            const std::string& module = linear->module;
             const ConfigGroup* group = groupOf(module);
             const TensorView* weight = store_.find(module + ".weight");
             if (!group || !groupRuns(*group) || !weight || weight->dtype != Dtype::F8_E4M3)

@@ -1,93 +1,170 @@
 #include "model/architecture.h"
 
 #include <algorithm>
+#include <deque>
 
 #include "common/error.h"
 
 namespace scalescope {
+
+const std::vector<EncoderLinearPattern>& bertStyleEncoderLinears()
+{
+    // In execution order. fms keeps q, k and v as one Linear by default (fused_weights=True).
+    static const std::vector<EncoderLinearPattern> linears{
+        {LinearRole::Query, "attention.self.query", "attn.in_proj.query", "attn.in_proj.qkv_fused", "q", false, false},
+        {LinearRole::Key, "attention.self.key", "attn.in_proj.key", "attn.in_proj.qkv_fused", "k", false, false},
+        {LinearRole::Value, "attention.self.value", "attn.in_proj.value", "attn.in_proj.qkv_fused", "v", false, false},
+        {LinearRole::AttentionOutput, "attention.output.dense", "attn.dense", "attn.dense", "attn.out", false, false},
+        {LinearRole::Intermediate, "intermediate.dense", "ff_sub_layer.w1", "ff_sub_layer.w1", "ffn.in", false, true},
+        {LinearRole::Output, "output.dense", "ff_sub_layer.w2", "ff_sub_layer.w2", "ffn.out", true, false},
+    };
+    return linears;
+}
+
 namespace {
 
-// What differs between encoder families. Everything else (six Linears per layer, their shapes,
-// LayerNorm placement) is shared by RoBERTa and BERT.
-struct FamilyTable {
-    const char* prefix;               // module prefix of the encoder: "roberta"
-    bool positionsAfterPad;           // positions start at pad_token_id + 1 and skip padding
-    SpecialTokenTexts specials;
-    int specialTokensInPair;
-    const char* lmDense;              // MaskedLM head
-    const char* lmNorm;
-    const char* lmDecoder;
-    std::vector<std::string> decoderBiases;
-    std::vector<std::string> quantizeIgnore;
-};
-
-const FamilyTable& robertaFamily()
+// RoBERTa: positions after pad_token_id, byte-level BPE, <s> A </s></s> B </s>, the MLM head under
+// lm_head (its decoder tied to the word embeddings when absent, its bias also stored as lm_head.bias).
+EncoderFamily robertaFamily()
 {
-    static const FamilyTable table{
-        "roberta", true, {"<s>", "</s>", "<mask>"}, 4,
-        "lm_head.dense", "lm_head.layer_norm", "lm_head.decoder",
-        {"lm_head.decoder.bias", "lm_head.bias"},
-        {"lm_head", "re:lm_head\\..*", "qa_outputs"},
-    };
-    return table;
+    EncoderFamily family;
+    family.name = "roberta";
+    family.prefix = "roberta";
+    family.classes = {{"RobertaForQuestionAnswering", HeadKind::QuestionAnswering, "roberta_question_answering"},
+                      {"RobertaForMaskedLM", HeadKind::MaskedLM, "roberta"}};
+    family.tokenizer = TokenizerKind::BytePairEncoding;
+    family.defaultTypeVocabSize = 1;
+    family.defaultLayerNormEps = 1e-5;
+    family.defaultPadTokenId = 1;
+    family.positionsAfterPad = true;
+    family.specials = {"<s>", "</s>", "<mask>"};
+    family.specialTokensInPair = 4;
+    family.encoderLinears = bertStyleEncoderLinears();
+    family.questionAnsweringHead = {{LinearRole::QaOutputs, "qa_outputs", "qa_head", false}};
+    family.maskedLmHead = {{LinearRole::LmDense, "lm_head.dense", "classification_head.dense", false},
+                           {LinearRole::LmDecoder, "lm_head.decoder", "classification_head.head", true}};
+    family.maskedLmNorm = "lm_head.layer_norm";
+    family.decoderBiasTensors = {"lm_head.decoder.bias", "lm_head.bias"};
+    family.poolerModule = "roberta.pooler.dense";
+    family.quantizeIgnore = {"lm_head", "re:lm_head\\..*", "qa_outputs"};
+    return family;
 }
 
-// BERT: positions from 0, two token types, [CLS] A [SEP] B [SEP], the MLM head under cls.predictions
-// (its decoder tied to the word embeddings when absent, its bias shared as cls.predictions.bias).
-const FamilyTable& bertFamily()
+// BERT: positions from 0, two token types, WordPiece, [CLS] A [SEP] B [SEP], the MLM head under
+// cls.predictions (its decoder tied to the word embeddings when absent, its bias shared as
+// cls.predictions.bias). fms has no BERT question-answering model.
+EncoderFamily bertFamily()
 {
-    static const FamilyTable table{
-        "bert", false, {"[CLS]", "[SEP]", "[MASK]"}, 3,
-        "cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm", "cls.predictions.decoder",
-        {"cls.predictions.decoder.bias", "cls.predictions.bias"},
-        {"re:cls\\..*", "qa_outputs"},
-    };
-    return table;
+    EncoderFamily family;
+    family.name = "bert";
+    family.prefix = "bert";
+    family.classes = {{"BertForQuestionAnswering", HeadKind::QuestionAnswering, ""},
+                      {"BertForMaskedLM", HeadKind::MaskedLM, "bert"}};
+    family.tokenizer = TokenizerKind::WordPiece;
+    family.defaultTypeVocabSize = 2;
+    family.defaultLayerNormEps = 1e-12;
+    family.defaultPadTokenId = 0;
+    family.positionsAfterPad = false;
+    family.specials = {"[CLS]", "[SEP]", "[MASK]"};
+    family.specialTokensInPair = 3;
+    family.encoderLinears = bertStyleEncoderLinears();
+    family.questionAnsweringHead = {{LinearRole::QaOutputs, "qa_outputs", "qa_head", false}};
+    family.maskedLmHead = {{LinearRole::LmDense, "cls.predictions.transform.dense", "classification_head.dense", false},
+                           {LinearRole::LmDecoder, "cls.predictions.decoder", "classification_head.head", true}};
+    family.maskedLmNorm = "cls.predictions.transform.LayerNorm";
+    family.decoderBiasTensors = {"cls.predictions.decoder.bias", "cls.predictions.bias"};
+    family.poolerModule = "bert.pooler.dense";
+    family.quantizeIgnore = {"re:cls\\..*", "qa_outputs"};
+    return family;
 }
 
-std::vector<const FamilyTable*> allFamilies()
-{
-    return {&robertaFamily(), &bertFamily()};
-}
+// Entries live in a deque so that registering one never moves the others (layouts and configs
+// hold pointers into it).
+struct FamilyRegistry {
+    std::deque<EncoderFamily> entries;
+    std::vector<const EncoderFamily*> order;
 
-struct ArchitectureEntry {
-    Architecture architecture;
-    const FamilyTable& family;
-    HeadKind head;
-};
-
-ArchitectureEntry entryOf(Architecture architecture)
-{
-    switch (architecture) {
-    case Architecture::RobertaForQuestionAnswering:
-        return {architecture, robertaFamily(), HeadKind::QuestionAnswering};
-    case Architecture::RobertaForMaskedLM:
-        return {architecture, robertaFamily(), HeadKind::MaskedLM};
-    case Architecture::BertForQuestionAnswering:
-        return {architecture, bertFamily(), HeadKind::QuestionAnswering};
-    case Architecture::BertForMaskedLM:
-        return {architecture, bertFamily(), HeadKind::MaskedLM};
+    FamilyRegistry()
+    {
+        add(robertaFamily());
+        add(bertFamily());
     }
-    throw Error("Unknown architecture.");
+
+    const EncoderFamily& add(EncoderFamily family)
+    {
+        for (const ModelClass& added : family.classes)
+            if (findArchitectureIn(added.name).modelClass)
+                throw Error("The encoder family table already has a model class named " + added.name + ".");
+        entries.push_back(std::move(family));
+        order.push_back(&entries.back());
+        return entries.back();
+    }
+
+    Architecture findArchitectureIn(const std::string& className) const
+    {
+        for (const EncoderFamily* family : order)
+            for (const ModelClass& modelClass : family->classes)
+                if (modelClass.name == className)
+                    return {family, &modelClass};
+        return {};
+    }
+};
+
+FamilyRegistry& registry()
+{
+    static FamilyRegistry instance;
+    return instance;
 }
 
-struct EncoderLinearSpec {
-    const char* suffix;
-    LinearRole role;
-    const char* label;
-    bool inIsIntermediate;
-    bool outIsIntermediate;
-};
+std::string listed(const std::vector<std::string>& names, const std::string& lastJoin)
+{
+    std::string text;
+    for (std::size_t i = 0; i < names.size(); ++i)
+        text += (i == 0 ? "" : i + 1 == names.size() ? lastJoin : ", ") + names[i];
+    return text;
+}
 
-// The six Linears of an encoder layer in execution order.
-const EncoderLinearSpec kEncoderLinears[] = {
-    {"attention.self.query", LinearRole::Query, "q", false, false},
-    {"attention.self.key", LinearRole::Key, "k", false, false},
-    {"attention.self.value", LinearRole::Value, "v", false, false},
-    {"attention.output.dense", LinearRole::AttentionOutput, "attn.out", false, false},
-    {"intermediate.dense", LinearRole::Intermediate, "ffn.in", false, true},
-    {"output.dense", LinearRole::Output, "ffn.out", true, false},
-};
+} // namespace
+
+const std::vector<const EncoderFamily*>& encoderFamilies() { return registry().order; }
+
+const EncoderFamily& registerEncoderFamily(EncoderFamily family) { return registry().add(std::move(family)); }
+
+Architecture findArchitecture(const std::string& className) { return registry().findArchitectureIn(className); }
+
+std::string supportedArchitecturesText()
+{
+    std::vector<std::string> names;
+    for (const EncoderFamily* family : encoderFamilies())
+        for (const ModelClass& modelClass : family->classes)
+            names.push_back(modelClass.name);
+    return listed(names, " or ");
+}
+
+std::string architecturesWithHeadText(HeadKind head)
+{
+    std::vector<std::string> names;
+    for (const EncoderFamily* family : encoderFamilies())
+        for (const ModelClass& modelClass : family->classes)
+            if (modelClass.head == head)
+                names.push_back(modelClass.name);
+    if (names.size() == 2)
+        return "a " + names[0] + " checkpoint or a " + names[1] + " one";
+    return "a " + listed(names, " or ") + " checkpoint";
+}
+
+std::string wrongHeadSentence(const std::string& subjectAndVerb, HeadKind needed, const std::string& who,
+                              Architecture is)
+{
+    return subjectAndVerb + " " + architecturesWithHeadText(needed) + "; " + who + " is " + architectureName(is) + ".";
+}
+
+const char* tokenizerKindName(TokenizerKind kind)
+{
+    return kind == TokenizerKind::WordPiece ? "wordpiece" : "bpe";
+}
+
+namespace {
 
 // The digits after `prefix` at the start of `name`, or -1.
 int indexAfter(const std::string& name, const std::string& prefix)
@@ -111,11 +188,13 @@ int indexAfter(const std::string& name, const std::string& prefix)
 
 EncoderLayout::EncoderLayout(const ModelConfig& config)
 {
-    const ArchitectureEntry entry = entryOf(config.architecture);
-    const FamilyTable& family = entry.family;
+    if (!config.architecture)
+        throw Error("The model config names no architecture of the encoder family table.");
+    const EncoderFamily& family = *config.architecture.family;
     architecture_ = config.architecture;
-    head_ = entry.head;
+    head_ = config.architecture.modelClass->head;
     prefix_ = family.prefix;
+    layerPrefix_ = family.prefix + "." + family.layerPath + ".";
     numLayers_ = static_cast<int>(config.numLayers);
     specialTokens_ = family.specials;
     specialTokensInPair_ = family.specialTokensInPair;
@@ -136,41 +215,44 @@ EncoderLayout::EncoderLayout(const ModelConfig& config)
         outputModules_.push_back(module);
     };
     for (int layer = 0; layer < numLayers_; ++layer) {
-        for (const EncoderLinearSpec& spec : kEncoderLinears) {
+        for (const EncoderLinearPattern& pattern : family.encoderLinears) {
             LayoutLinear linear;
-            linear.module = layerModule(layer) + "." + spec.suffix;
-            linear.role = spec.role;
+            linear.module = layerModule(layer) + "." + pattern.hfSuffix;
+            linear.role = pattern.role;
             linear.layer = layer;
-            linear.inFeatures = spec.inIsIntermediate ? config.intermediateSize : hidden;
-            linear.outFeatures = spec.outIsIntermediate ? config.intermediateSize : hidden;
-            linear.shortLabel = "L" + std::to_string(layer) + "." + spec.label;
+            linear.inFeatures = pattern.inIsIntermediate ? config.intermediateSize : hidden;
+            linear.outFeatures = pattern.outIsIntermediate ? config.intermediateSize : hidden;
+            linear.shortLabel = "L" + std::to_string(layer) + "." + pattern.label;
+            linear.fmsName = family.fmsLayerPrefix + "." + std::to_string(layer) + "." + pattern.fmsSuffix;
+            linear.fmsFusedName = family.fmsLayerPrefix + "." + std::to_string(layer) + "." + pattern.fmsFusedSuffix;
             addLinearPoints(linear.module);
             add(std::move(linear));
-            if (spec.role == LinearRole::Value)
+            if (pattern.role == LinearRole::Value)
                 outputModules_.push_back(attentionModule(layer));
-            else if (spec.role == LinearRole::AttentionOutput)
+            else if (pattern.role == LinearRole::AttentionOutput)
                 outputModules_.push_back(attentionBlockModule(layer));
         }
         capturePoints_.push_back(layerOutput(layer));
         outputModules_.push_back(layerModule(layer));
     }
-    auto addHead = [&](const std::string& module, LinearRole role, int64_t out, int64_t in) {
+    const bool qa = head_ == HeadKind::QuestionAnswering;
+    for (const HeadLinearPattern& pattern : qa ? family.questionAnsweringHead : family.maskedLmHead) {
         LayoutLinear linear;
-        linear.module = module;
-        linear.role = role;
-        linear.inFeatures = in;
-        linear.outFeatures = out;
-        linear.shortLabel = module;
-        addLinearPoints(module);
+        linear.module = pattern.hfModule;
+        linear.role = pattern.role;
+        linear.inFeatures = hidden;
+        linear.outFeatures = pattern.role == LinearRole::QaOutputs ? 2
+                             : pattern.role == LinearRole::LmDecoder ? config.vocabSize
+                                                                     : hidden;
+        linear.shortLabel = pattern.hfModule;
+        linear.fmsName = pattern.fmsModule;
+        linear.fmsFusedName = pattern.fmsModule;
+        if (pattern.tiedToWordEmbeddings) {
+            linear.hasBias = false;
+            linear.tiedWeight = wordEmbeddingsTensor();
+        }
+        addLinearPoints(linear.module);
         add(std::move(linear));
-    };
-    if (head_ == HeadKind::QuestionAnswering) {
-        addHead("qa_outputs", LinearRole::QaOutputs, 2, hidden);
-    } else {
-        addHead(family.lmDense, LinearRole::LmDense, hidden, hidden);
-        addHead(family.lmDecoder, LinearRole::LmDecoder, config.vocabSize, hidden);
-        linears_.back().hasBias = false;
-        linears_.back().tiedWeight = wordEmbeddingsTensor();
     }
 }
 
@@ -197,7 +279,7 @@ std::vector<std::string> EncoderLayout::linearModules() const
 
 int EncoderLayout::layerOf(const std::string& name) const
 {
-    return indexAfter(name, prefix_ + ".encoder.layer.");
+    return indexAfter(name, layerPrefix_);
 }
 
 std::string EncoderLayout::shortLabel(const std::string& module) const
@@ -248,7 +330,7 @@ std::string EncoderLayout::describeModule(const std::string& module) const
 
 std::string EncoderLayout::embeddingsModule() const { return prefix_ + ".embeddings"; }
 std::string EncoderLayout::embeddingsOutput() const { return embeddingsModule() + ".output"; }
-std::string EncoderLayout::layerModule(int layer) const { return prefix_ + ".encoder.layer." + std::to_string(layer); }
+std::string EncoderLayout::layerModule(int layer) const { return layerPrefix_ + std::to_string(layer); }
 std::string EncoderLayout::layerOutput(int layer) const { return layerModule(layer) + ".output"; }
 std::string EncoderLayout::attentionModule(int layer) const { return layerModule(layer) + ".attention.self"; }
 std::string EncoderLayout::attentionBlockModule(int layer) const { return layerModule(layer) + ".attention.output"; }
@@ -283,17 +365,14 @@ std::string EncoderLayout::tokenTypeEmbeddingsTensor() const { return embeddings
 std::string EncoderLayout::embeddingNormPrefix() const { return embeddingsModule() + ".LayerNorm"; }
 std::string EncoderLayout::attentionNormPrefix(int layer) const { return layerModule(layer) + ".attention.output.LayerNorm"; }
 std::string EncoderLayout::outputNormPrefix(int layer) const { return layerModule(layer) + ".output.LayerNorm"; }
-std::string EncoderLayout::lmHeadNormPrefix() const { return entryOf(architecture_).family.lmNorm; }
+std::string EncoderLayout::lmHeadNormPrefix() const { return family().maskedLmNorm; }
 
-std::vector<std::string> EncoderLayout::decoderBiasTensors() const
-{
-    return entryOf(architecture_).family.decoderBiases;
-}
+std::vector<std::string> EncoderLayout::decoderBiasTensors() const { return family().decoderBiasTensors; }
 
 std::string withMaskToken(const std::string& text, const std::string& maskToken)
 {
     std::string out = text;
-    for (const FamilyTable* family : allFamilies()) {
+    for (const EncoderFamily* family : encoderFamilies()) {
         const std::string& from = family->specials.mask;
         if (from.empty() || from == maskToken)
             continue;
@@ -303,9 +382,24 @@ std::string withMaskToken(const std::string& text, const std::string& maskToken)
     return out;
 }
 
-std::vector<std::string> EncoderLayout::quantizeIgnoreList() const
+std::vector<std::string> EncoderLayout::quantizeIgnoreList() const { return family().quantizeIgnore; }
+
+std::string EncoderLayout::fmsName(const std::string& module, bool fusedQkv) const
 {
-    return entryOf(architecture_).family.quantizeIgnore;
+    const LayoutLinear* linear = findLinear(module);
+    if (!linear)
+        return "";
+    return fusedQkv ? linear->fmsFusedName : linear->fmsName;
 }
+
+const LayoutLinear* EncoderLayout::encoderLinear(int layer, LinearRole role) const
+{
+    for (const LayoutLinear& linear : linears_)
+        if (linear.layer == layer && linear.role == role)
+            return &linear;
+    return nullptr;
+}
+
+std::string EncoderLayout::poolerModule() const { return family().poolerModule; }
 
 } // namespace scalescope

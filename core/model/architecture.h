@@ -1,10 +1,17 @@
 #pragma once
-// The one place that knows how an encoder checkpoint is laid out: module and tensor names, the
-// ordered Linears with their shapes and roles, the ordered capture points, short chart labels,
-// special tokens, the first position id and the longest sequence. Built once from a ModelConfig;
-// everything else (engine, runner client, diagnostics, statistics, comparison, charts, quantize,
-// the GUI) asks it instead of spelling names out. A second family is a second FamilyTable entry
-// in architecture.cpp. Threading: immutable after construction. No LibTorch.
+// The one place that knows encoder families and how their checkpoints are laid out.
+//
+// The family table (encoderFamilies()) holds every fact about a family in one entry: its model
+// classes and heads, config defaults, tokenizer kind, module prefix, the per-role patterns of its
+// Linears with their Hugging Face and FMS (foundation-model-stack) names, special tokens, head
+// modules, the pooler and what quantize leaves float. EncoderLayout, built from a ModelConfig,
+// expands an entry into the ordered Linears with shapes and roles, the ordered capture points,
+// short chart labels and tensor names. Everything else (engine, runner client and server, the AIU
+// runner through `scalescope-cli families --json`, diagnostics, statistics, comparison, charts,
+// quantize, the GUI) asks it instead of spelling names out. Adding a family is one
+// registerEncoderFamily() call with its entry (docs/ARCHITECTURE.md, "Adding a family").
+// Threading: the table is filled before first use and by registerEncoderFamily() calls made
+// before any model is loaded; a layout is immutable after construction. No LibTorch.
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -14,9 +21,87 @@
 
 namespace scalescope {
 
-enum class HeadKind { QuestionAnswering, MaskedLM };
-
 enum class LinearRole { Query, Key, Value, AttentionOutput, Intermediate, Output, QaOutputs, LmDense, LmDecoder };
+
+enum class TokenizerKind { BytePairEncoding, WordPiece };
+
+struct SpecialTokenTexts {
+    std::string begin; // <s> / [CLS]
+    std::string end;   // </s> / [SEP]
+    std::string mask;  // <mask> / [MASK]
+};
+
+// One Linear of every encoder layer, by role: names relative to the layer module.
+struct EncoderLinearPattern {
+    LinearRole role = LinearRole::Query;
+    std::string hfSuffix;       // attention.self.query
+    std::string fmsSuffix;      // attn.in_proj.query (fms with fused_weights=False)
+    std::string fmsFusedSuffix; // attn.in_proj.qkv_fused (fms's default fused_weights=True)
+    std::string label;          // q: the chart label after "L<layer>."
+    bool inIsIntermediate = false;
+    bool outIsIntermediate = false;
+};
+
+// One head Linear: absolute names.
+struct HeadLinearPattern {
+    LinearRole role = LinearRole::QaOutputs;
+    std::string hfModule;  // qa_outputs
+    std::string fmsModule; // qa_head
+    bool tiedToWordEmbeddings = false; // its weight may be absent: then the word embeddings serve
+};
+
+// A Hugging Face model class of a family ("architectures"[0] in config.json).
+struct ModelClass {
+    std::string name;            // RobertaForQuestionAnswering
+    HeadKind head = HeadKind::QuestionAnswering;
+    std::string fmsArchitecture; // what fms's get_model calls it; "" when fms has none
+};
+
+// Every fact about one encoder family.
+struct EncoderFamily {
+    std::string name;   // roberta
+    std::string prefix; // module prefix of the encoder: roberta.embeddings, roberta.encoder.layer.N
+    std::string layerPath = "encoder.layer"; // <prefix>.<layerPath>.N is encoder layer N
+    std::vector<ModelClass> classes;
+    TokenizerKind tokenizer = TokenizerKind::BytePairEncoding;
+    // config.json defaults when a key is absent (transformers' config class values).
+    int64_t defaultTypeVocabSize = 1;
+    double defaultLayerNormEps = 1e-5;
+    int64_t defaultPadTokenId = 1;
+    bool positionsAfterPad = true; // positions start at pad_token_id + 1 and skip padding (RoBERTa)
+    SpecialTokenTexts specials;
+    int specialTokensInPair = 4;   // <s> A </s></s> B </s>: 4; [CLS] A [SEP] B [SEP]: 3
+    std::string fmsLayerPrefix = "base_model.layers"; // fms: base_model.layers.N
+    std::string fmsEmbeddingsModule = "base_model.enc_norm"; // the fms module whose output is the embeddings output
+    std::vector<EncoderLinearPattern> encoderLinears; // in execution order
+    std::vector<HeadLinearPattern> questionAnsweringHead;
+    std::vector<HeadLinearPattern> maskedLmHead;      // the transform Linear, then the decoder
+    std::string maskedLmNorm;                          // lm_head.layer_norm
+    std::vector<std::string> decoderBiasTensors;      // first match wins
+    std::string poolerModule;                          // roberta.pooler.dense (not run)
+    std::vector<std::string> quantizeIgnore;           // what quantize lists in `ignore`
+};
+
+// The six Linears of a BERT-style encoder layer (RoBERTa and BERT share them), for family entries.
+const std::vector<EncoderLinearPattern>& bertStyleEncoderLinears();
+
+// The family table, in registration order (RoBERTa, BERT, then registered ones).
+const std::vector<const EncoderFamily*>& encoderFamilies();
+// Adds a family (a plug-in or a test's made-up family); its class names must be new. Call it
+// before any model is loaded. Throws scalescope::Error for a duplicate class name.
+const EncoderFamily& registerEncoderFamily(EncoderFamily family);
+// The family and class of a config.json class name, or nulls when no family has it.
+Architecture findArchitecture(const std::string& className);
+// Every supported class, for a sentence: "A, B, C or D".
+std::string supportedArchitecturesText();
+// "a RobertaForQuestionAnswering checkpoint or a BertForQuestionAnswering one" (or "a A, B or C
+// checkpoint" for more), the classes with that head, for a "needs ..." sentence.
+std::string architecturesWithHeadText(HeadKind head);
+const char* tokenizerKindName(TokenizerKind kind); // "bpe", "wordpiece"
+// The one sentence for a checkpoint of the wrong head: "<subjectAndVerb> a RobertaForMaskedLM
+// checkpoint or a BertForMaskedLM one; <who> is RobertaForQuestionAnswering."
+std::string wrongHeadSentence(const std::string& subjectAndVerb, HeadKind needed, const std::string& who,
+                              Architecture is);
 
 struct LayoutLinear {
     std::string module;        // roberta.encoder.layer.3.intermediate.dense
@@ -27,12 +112,8 @@ struct LayoutLinear {
     bool hasBias = true;       // false: the bias is stored elsewhere (see decoderBiasTensors)
     std::string tiedWeight;    // tensor used when "<module>.weight" is absent ("" when never tied)
     std::string shortLabel;    // L3.ffn.in; the module name for head Linears
-};
-
-struct SpecialTokenTexts {
-    std::string begin; // <s> / [CLS]
-    std::string end;   // </s> / [SEP]
-    std::string mask;  // <mask> / [MASK]
+    std::string fmsName;       // base_model.layers.3.ff_sub_layer.w1 (fms, unfused q/k/v); qa_head
+    std::string fmsFusedName;  // the same, but base_model.layers.3.attn.in_proj.qkv_fused for q, k, v
 };
 
 class EncoderLayout {
@@ -40,6 +121,7 @@ public:
     explicit EncoderLayout(const ModelConfig& config);
 
     Architecture architecture() const { return architecture_; }
+    const EncoderFamily& family() const { return *architecture_.family; }
     HeadKind head() const { return head_; }
     bool isQuestionAnswering() const { return head_ == HeadKind::QuestionAnswering; }
     bool isMaskedLm() const { return head_ == HeadKind::MaskedLM; }
@@ -105,10 +187,20 @@ public:
     // What `quantize` writes to `ignore` so that the head stays float.
     std::vector<std::string> quantizeIgnoreList() const;
 
+    // The FMS (foundation-model-stack) name of a Linear: base_model.layers.3.ff_sub_layer.w1,
+    // qa_head; with fused q/k/v (fms's default) q, k and v are base_model.layers.3.attn.in_proj.qkv_fused.
+    // "" for a name that is not a Linear of this layout.
+    std::string fmsName(const std::string& module, bool fusedQkv = false) const;
+    // The Linear of a role in an encoder layer, or null.
+    const LayoutLinear* encoderLinear(int layer, LinearRole role) const;
+    // The pooler's module (RoBERTa/BERT hold one that QA and MLM heads do not run).
+    std::string poolerModule() const;
+
 private:
     Architecture architecture_;
     HeadKind head_;
     std::string prefix_;
+    std::string layerPrefix_; // roberta.encoder.layer.
     std::vector<LayoutLinear> linears_;
     std::unordered_map<std::string, std::size_t> linearIndex_;
     std::vector<std::string> capturePoints_;

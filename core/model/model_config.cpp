@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/text_files.h"
+#include "model/architecture.h"
 
 namespace scalescope {
 namespace {
@@ -21,17 +22,12 @@ int64_t requirePositive(const nlohmann::json& json, const char* key, const std::
 
 const char* architectureName(Architecture architecture)
 {
-    switch (architecture) {
-    case Architecture::RobertaForQuestionAnswering:
-        return "RobertaForQuestionAnswering";
-    case Architecture::RobertaForMaskedLM:
-        return "RobertaForMaskedLM";
-    case Architecture::BertForQuestionAnswering:
-        return "BertForQuestionAnswering";
-    case Architecture::BertForMaskedLM:
-        return "BertForMaskedLM";
-    }
-    return "?";
+    return architecture.modelClass ? architecture.modelClass->name.c_str() : "?";
+}
+
+HeadKind headOf(Architecture architecture)
+{
+    return architecture.modelClass ? architecture.modelClass->head : HeadKind::QuestionAnswering;
 }
 
 ModelConfig parseModelConfig(const nlohmann::json& json, const std::string& source)
@@ -46,24 +42,14 @@ ModelConfig parseModelConfig(const nlohmann::json& json, const std::string& sour
         !(*architectures)[0].is_string())
         throw Error(source + " has no \"architectures\" list naming the model class.");
     const std::string name = (*architectures)[0].get<std::string>();
-    static const Architecture kKnown[] = {Architecture::RobertaForQuestionAnswering, Architecture::RobertaForMaskedLM,
-                                          Architecture::BertForQuestionAnswering, Architecture::BertForMaskedLM};
-    bool known = false;
-    for (Architecture architecture : kKnown)
-        if (name == architectureName(architecture)) {
-            config.architecture = architecture;
-            known = true;
-        }
-    if (!known)
-        throw Error(source + ": architecture \"" + name +
-                    "\" is not supported; expected RobertaForQuestionAnswering, RobertaForMaskedLM, "
-                    "BertForQuestionAnswering or BertForMaskedLM.");
-    if (config.architecture == Architecture::BertForQuestionAnswering ||
-        config.architecture == Architecture::BertForMaskedLM) {
-        config.typeVocabSize = 2;
-        config.layerNormEps = 1e-12;
-        config.padTokenId = 0;
-    }
+    config.architecture = findArchitecture(name);
+    if (!config.architecture)
+        throw Error(source + ": architecture \"" + name + "\" is not supported; expected " +
+                    supportedArchitecturesText() + ".");
+    const EncoderFamily& family = *config.architecture.family;
+    config.typeVocabSize = family.defaultTypeVocabSize;
+    config.layerNormEps = family.defaultLayerNormEps;
+    config.padTokenId = family.defaultPadTokenId;
 
     // Generous limits: they exist to refuse hostile sizes before anything is allocated.
     config.vocabSize = requirePositive(json, "vocab_size", source, 10'000'000);

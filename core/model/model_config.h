@@ -10,19 +10,35 @@
 
 namespace scalescope {
 
-enum class Architecture { RobertaForQuestionAnswering, RobertaForMaskedLM, BertForQuestionAnswering, BertForMaskedLM };
+enum class HeadKind { QuestionAnswering, MaskedLM };
 
+struct EncoderFamily; // model/architecture.h: the family table
+struct ModelClass;
+
+// A model class of a family in the family table (model/architecture.h): RobertaForMaskedLM is the
+// RoBERTa family with a masked-LM head. Null members only for a config that was never parsed.
+struct Architecture {
+    const EncoderFamily* family = nullptr;
+    const ModelClass* modelClass = nullptr;
+
+    explicit operator bool() const { return modelClass != nullptr; }
+    bool operator==(const Architecture& other) const { return modelClass == other.modelClass; }
+    bool operator!=(const Architecture& other) const { return !(*this == other); }
+};
+
+// The config.json class name ("RobertaForQuestionAnswering"); "?" for an unparsed config.
 const char* architectureName(Architecture architecture);
+HeadKind headOf(Architecture architecture);
 
 struct ModelConfig {
-    Architecture architecture = Architecture::RobertaForQuestionAnswering;
+    Architecture architecture;
     int64_t vocabSize = 0;
     int64_t hiddenSize = 0;
     int64_t numLayers = 0;
     int64_t numHeads = 0;
     int64_t intermediateSize = 0;
     int64_t maxPositionEmbeddings = 0;
-    // Defaults when config.json leaves them out: transformers' RobertaConfig / BertConfig values.
+    // Defaults when config.json leaves them out: the family's (transformers' config class values).
     int64_t typeVocabSize = 1;  // BERT 2
     double layerNormEps = 1e-5; // BERT 1e-12
     int64_t padTokenId = 1;     // BERT 0

@@ -12,9 +12,8 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
 {
     const ModelConfig& config = model.config();
     if (!model.checkpoint().layout().isQuestionAnswering())
-        throw Error("Question answering needs a RobertaForQuestionAnswering checkpoint or a "
-                    "BertForQuestionAnswering one; " +
-                    model.checkpoint().directory() + " is " + architectureName(config.architecture) + ".");
+        throw Error(wrongHeadSentence("Question answering needs", HeadKind::QuestionAnswering,
+                                      model.checkpoint().directory(), config.architecture));
     const Tokenizer& tokenizer = model.checkpoint().tokenizer();
 
     // Windows are only as long as the text needs: a short text runs on a model shorter than

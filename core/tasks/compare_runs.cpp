@@ -103,9 +103,8 @@ PreparedInput prepareInput(const InferenceBackend& run, const ComparisonInput& i
     const bool isQa = !input.question.empty() || !input.context.empty();
     if (isQa) {
         if (!layout.isQuestionAnswering())
-            throw Error("--question/--context need a RobertaForQuestionAnswering checkpoint or a "
-                        "BertForQuestionAnswering one; " +
-                        run.checkpoint().directory() + " is " + architectureName(a.architecture) + ".");
+            throw Error(wrongHeadSentence("--question/--context need", HeadKind::QuestionAnswering,
+                                          run.checkpoint().directory(), a.architecture));
         validateQaOptions(input.qaOptions, layout.specialTokensInPair());
         prepared.windows = buildQaWindows(run.checkpoint().tokenizer(), input.question, input.context, input.qaOptions);
         for (const QaWindow& w : prepared.windows)

@@ -44,9 +44,8 @@ void validateSetup(InferenceBackend& run, InferenceBackend* reference, const Squ
         if (!model)
             continue;
         if (!model->checkpoint().layout().isQuestionAnswering())
-            throw Error("SQuAD evaluation needs a RobertaForQuestionAnswering checkpoint or a "
-                        "BertForQuestionAnswering one; " + describeModel(*model) +
-                        " is " + architectureName(model->config().architecture) + ".");
+            throw Error(wrongHeadSentence("SQuAD evaluation needs", HeadKind::QuestionAnswering, describeModel(*model),
+                                          model->config().architecture));
     }
     if (reference) {
         const ModelConfig& a = run.config();

@@ -27,9 +27,8 @@ FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, Run
 {
     const ModelConfig& config = model.config();
     if (!model.checkpoint().layout().isMaskedLm())
-        throw Error("Fill-mask needs a RobertaForMaskedLM checkpoint or a BertForMaskedLM one; " +
-                    model.checkpoint().directory() + " is " +
-                    architectureName(config.architecture) + ".");
+        throw Error(wrongHeadSentence("Fill-mask needs", HeadKind::MaskedLM, model.checkpoint().directory(),
+                                      config.architecture));
     if (topK < 1)
         throw OptionError(TaskOption::TopK, "{option} must be at least 1 (got " + std::to_string(topK) + ").");
     const Tokenizer& tokenizer = model.checkpoint().tokenizer();
