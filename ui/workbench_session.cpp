@@ -396,14 +396,9 @@ void WorkbenchSession::ask(const QString& question, const QString& context, cons
         outcome->options = input.qaOptions;
         auto comparison = std::make_shared<ComparisonResult>(compareRuns(*run_, reference_.get(), input, progress));
         const QaAgreement& qa = *comparison->qa;
-        for (const QaWindow& window : qa.windows)
-            for (std::size_t i = 0; i < window.encoding.ids.size(); ++i)
-                if (window.encoding.sequenceIds[i] < 0)
-                    outcome->specialTokens.emplace(window.encoding.ids[i],
-                                                   run_->checkpoint().tokenizer().tokenString(window.encoding.ids[i]));
-        outcome->runAnswers = postprocessQa(qa.windows, qa.runStartLogits, qa.runEndLogits, input.context, input.qaOptions);
-        outcome->referenceAnswers =
-            postprocessQa(qa.windows, qa.referenceStartLogits, qa.referenceEndLogits, input.context, input.qaOptions);
+        outcome->specialTokens = qa.specialTokens;
+        outcome->runAnswers = qa.runAnswers;
+        outcome->referenceAnswers = qa.referenceAnswers;
         outcome->comparison = comparison;
         lastInput_ = input;
         std::shared_ptr<const AskOutcome> result = outcome;
@@ -420,11 +415,9 @@ void WorkbenchSession::fillMask(const QString& text, int topK)
                                               const Progress& progress) -> std::function<void()> {
         if (!run_)
             throw Error("No runnable checkpoint is open.");
-        if (!run_->checkpoint().layout().isMaskedLm())
-            throw Error("Fill-mask needs a RobertaForMaskedLM checkpoint or a BertForMaskedLM one; this one is " +
-                        std::string(architectureName(run_->config().architecture)) + ".");
         ComparisonInput input;
         input.text = text.toStdString();
+        input.fillMask = true;
         input.topK = topK;
         input.runMode = mode;
         input.runOverrides = stamp.overrides();
@@ -434,18 +427,9 @@ void WorkbenchSession::fillMask(const QString& text, int topK)
         outcome->text = text;
         outcome->topK = topK;
         outcome->comparison = std::make_shared<ComparisonResult>(compareRuns(*run_, reference_.get(), input, progress));
-        if (!outcome->comparison->fillMask || outcome->comparison->fillMask->masks.empty())
-            throw Error("The text has no " + run_->checkpoint().tokenizer().maskToken() + " token to fill.");
-        const Tokenizer& tokenizer = run_->checkpoint().tokenizer();
-        auto withText = [&](const std::vector<std::pair<int64_t, float>>& top) {
-            std::vector<MaskPrediction> out;
-            for (const auto& [id, probability] : top)
-                out.push_back({id, tokenizer.tokenText(id), probability});
-            return out;
-        };
         for (const auto& mask : outcome->comparison->fillMask->masks) {
-            outcome->run.push_back(withText(mask.runTop));
-            outcome->reference.push_back(withText(mask.referenceTop));
+            outcome->run.push_back(mask.runPredictions);
+            outcome->reference.push_back(mask.referencePredictions);
         }
         lastInput_ = input;
         std::shared_ptr<const FillMaskOutcome> result = outcome;

@@ -110,11 +110,15 @@ PreparedInput prepareInput(const InferenceBackend& run, const ComparisonInput& i
         for (const QaWindow& w : prepared.windows)
             prepared.inputs.addSequence(w.encoding);
     } else if (!input.text.empty()) {
+        if (input.fillMask)
+            requireMaskedLm(run);
         const Tokenizer& tokenizer = run.checkpoint().tokenizer();
         prepared.maskedText = tokenizer.encode(input.text);
         prepared.inputs.addSequence(prepared.maskedText);
         prepared.isFillMask = layout.isMaskedLm() && std::count(prepared.maskedText.ids.begin(),
                                                                 prepared.maskedText.ids.end(), tokenizer.maskId()) > 0;
+        if (input.fillMask && !prepared.isFillMask)
+            throw Error("The text has no " + tokenizer.maskToken() + " token to fill.");
     } else if (!input.inputIds.empty()) {
         prepared.inputs.inputIds = input.inputIds;
     } else {
@@ -125,8 +129,20 @@ PreparedInput prepareInput(const InferenceBackend& run, const ComparisonInput& i
     return prepared;
 }
 
+// The windows' special tokens (sequence id < 0) as the tokenizer spells them.
+std::map<int64_t, std::string> specialTokensOf(const std::vector<QaWindow>& windows, const Tokenizer& tokenizer)
+{
+    std::map<int64_t, std::string> specials;
+    for (const QaWindow& window : windows)
+        for (std::size_t i = 0; i < window.encoding.ids.size(); ++i)
+            if (window.encoding.sequenceIds[i] < 0)
+                specials.emplace(window.encoding.ids[i], tokenizer.tokenString(window.encoding.ids[i]));
+    return specials;
+}
+
 QaAgreement compareAnswers(const ForwardResult& runResult, const ForwardResult& referenceResult,
-                           const PreparedInput& prepared, const ComparisonInput& input, bool finite)
+                           const PreparedInput& prepared, const ComparisonInput& input, const Tokenizer& tokenizer,
+                           bool finite)
 {
     const std::vector<std::size_t>& lengths = prepared.lengths;
     const FloatTensor& runStart = runResult.output("start_logits");
@@ -137,21 +153,21 @@ QaAgreement compareAnswers(const ForwardResult& runResult, const ForwardResult& 
     qa.startLogits = metricsOverRealTokens(runStart, refStart, lengths);
     qa.endLogits = metricsOverRealTokens(runEnd, refEnd, lengths);
     if (!prepared.windows.empty() && finite) {
-        QaOptions options = input.qaOptions;
-        options.topK = 1;
+        const QaOptions& options = input.qaOptions;
         qa.windows = prepared.windows;
+        qa.specialTokens = specialTokensOf(prepared.windows, tokenizer);
         qa.runStartLogits = perWindow(runStart, lengths);
         qa.runEndLogits = perWindow(runEnd, lengths);
         qa.referenceStartLogits = perWindow(refStart, lengths);
         qa.referenceEndLogits = perWindow(refEnd, lengths);
         const auto& windows = prepared.windows;
-        const auto runAnswers = postprocessQa(windows, qa.runStartLogits, qa.runEndLogits, input.context, options);
-        const auto refAnswers =
+        qa.runAnswers = postprocessQa(windows, qa.runStartLogits, qa.runEndLogits, input.context, options);
+        qa.referenceAnswers =
             postprocessQa(windows, qa.referenceStartLogits, qa.referenceEndLogits, input.context, options);
-        if (!runAnswers.empty())
-            qa.runAnswer = runAnswers.front();
-        if (!refAnswers.empty())
-            qa.referenceAnswer = refAnswers.front();
+        if (!qa.runAnswers.empty())
+            qa.runAnswer = qa.runAnswers.front();
+        if (!qa.referenceAnswers.empty())
+            qa.referenceAnswer = qa.referenceAnswers.front();
         qa.sameBestAnswer = answersAgree(qa.runAnswer, qa.referenceAnswer);
         qa.answerF1 = f1Score(qa.runAnswer.text, qa.referenceAnswer.text);
     }
@@ -159,7 +175,7 @@ QaAgreement compareAnswers(const ForwardResult& runResult, const ForwardResult& 
 }
 
 FillMaskAgreement::Mask compareMask(const float* runLogits, const float* refLogits, std::size_t vocab, int position,
-                                    int topKCount, bool finite)
+                                    int topKCount, const Tokenizer& tokenizer, bool finite)
 {
     FillMaskAgreement::Mask mask;
     mask.position = position;
@@ -168,6 +184,8 @@ FillMaskAgreement::Mask compareMask(const float* runLogits, const float* refLogi
     mask.klDivergence = klDivergence(mask.referenceDistribution, mask.runDistribution);
     mask.runTop = topK(mask.runDistribution, topKCount);
     mask.referenceTop = topK(mask.referenceDistribution, topKCount);
+    mask.runPredictions = withTokenTexts(tokenizer, mask.runTop);
+    mask.referencePredictions = withTokenTexts(tokenizer, mask.referenceTop);
     mask.top1Agrees = finite && !mask.runTop.empty() && mask.runTop.front().first == mask.referenceTop.front().first;
     std::set<int64_t> referenceIds;
     for (const auto& [id, probability] : mask.referenceTop)
@@ -180,8 +198,9 @@ FillMaskAgreement::Mask compareMask(const float* runLogits, const float* refLogi
 }
 
 FillMaskAgreement compareMasks(const FloatTensor& runLogits, const FloatTensor& refLogits, const PreparedInput& prepared,
-                               int64_t maskId, const ErrorMetrics& logitMetrics, int topKCount, bool finite)
+                               const Tokenizer& tokenizer, const ErrorMetrics& logitMetrics, int topKCount, bool finite)
 {
+    const int64_t maskId = tokenizer.maskId();
     FillMaskAgreement agreement;
     agreement.logits = logitMetrics;
     agreement.encoding = prepared.maskedText;
@@ -192,7 +211,7 @@ FillMaskAgreement compareMasks(const FloatTensor& runLogits, const FloatTensor& 
         if (ids[t] == maskId)
             agreement.masks.push_back(compareMask(runLogits.values.data() + t * vocab,
                                                   refLogits.values.data() + t * vocab, vocab, static_cast<int>(t),
-                                                  topKCount, finite));
+                                                  topKCount, tokenizer, finite));
     return agreement;
 }
 
@@ -305,14 +324,14 @@ FinalOutputComparison compareFinalOutputs(const InferenceBackend& run, const For
     const bool finite = !result.runOutputsNonFinite && !result.referenceOutputsNonFinite;
     const EncoderLayout& layout = run.checkpoint().layout();
     if (layout.isQuestionAnswering()) {
-        result.qa = compareAnswers(runResult, referenceResult, prepared, input, finite);
+        result.qa = compareAnswers(runResult, referenceResult, prepared, input, run.checkpoint().tokenizer(), finite);
         result.finalLogits = startAndEndMetrics(runResult, referenceResult, prepared.lengths);
     } else {
         const FloatTensor& runLogits = runResult.output("logits");
         const FloatTensor& refLogits = referenceResult.output("logits");
         result.finalLogits = metricsOverRealTokens(runLogits, refLogits, prepared.lengths);
         if (prepared.isFillMask)
-            result.fillMask = compareMasks(runLogits, refLogits, prepared, run.checkpoint().tokenizer().maskId(),
+            result.fillMask = compareMasks(runLogits, refLogits, prepared, run.checkpoint().tokenizer(),
                                            result.finalLogits, input.topK, finite);
     }
     return result;

@@ -3,6 +3,7 @@
 // or `dequant` standing in): the metrics of DESIGN.md at every capture point, the FP8 activation
 // shares of every quantized Linear, and agreement of the final outputs (QA answers or fill-mask
 // distributions).
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "analysis/comparison.h"
 #include "analysis/diagnostics.h"
 #include "model/inference_backend.h"
+#include "tasks/fill_mask.h"
 #include "tasks/question_answering.h"
 
 namespace scalescope {
@@ -31,6 +33,9 @@ struct ComparisonInput {
     RunMode referenceMode = RunMode::Dequant;
     // Per-Linear what-if precision of the run side (DESIGN.md "Precision overrides").
     PrecisionOverrides runOverrides;
+    // The text is a fill-mask request: the model must be a masked LM and the text hold a mask token
+    // (otherwise a text is compared at every position).
+    bool fillMask = false;
 };
 
 struct QaAgreement {
@@ -40,11 +45,14 @@ struct QaAgreement {
     double answerF1 = 0;     // SQuAD token F1 between the two best answers
     ErrorMetrics startLogits;
     ErrorMetrics endLogits;
-    // The windows and both sides' logits, so that callers can build n-best lists or charts
-    // without running the models again.
+    // Both sides' n-best answers (qaOptions.topK of them, best first): what the GUI lists.
+    std::vector<QaAnswer> runAnswers, referenceAnswers;
+    // The windows and both sides' logits, so that callers can draw charts without running the
+    // models again, and the windows' special tokens as the tokenizer spells them.
     std::vector<QaWindow> windows;
     std::vector<std::vector<float>> runStartLogits, runEndLogits;
     std::vector<std::vector<float>> referenceStartLogits, referenceEndLogits;
+    std::map<int64_t, std::string> specialTokens;
 };
 
 struct FillMaskAgreement {
@@ -54,6 +62,7 @@ struct FillMaskAgreement {
         double topKOverlap = 0;      // |top-k(run) n top-k(ref)| / k
         double klDivergence = 0;     // KL(reference || run), nats
         std::vector<std::pair<int64_t, float>> runTop, referenceTop;
+        std::vector<MaskPrediction> runPredictions, referencePredictions; // the same with token texts
         std::vector<float> runDistribution, referenceDistribution; // softmax over the vocabulary
     };
     Encoding encoding; // the text's tokens

@@ -23,12 +23,25 @@ std::vector<float> softmax(const float* logits, std::size_t n)
     return out;
 }
 
-FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, RunMode mode, int topK, const Progress& progress)
+void requireMaskedLm(const InferenceBackend& model)
 {
-    const ModelConfig& config = model.config();
     if (!model.checkpoint().layout().isMaskedLm())
         throw Error(wrongHeadSentence("Fill-mask needs", HeadKind::MaskedLM, model.checkpoint().directory(),
-                                      config.architecture));
+                                      model.config().architecture));
+}
+
+std::vector<MaskPrediction> withTokenTexts(const Tokenizer& tokenizer, const std::vector<std::pair<int64_t, float>>& ranked)
+{
+    std::vector<MaskPrediction> predictions;
+    predictions.reserve(ranked.size());
+    for (const auto& [id, probability] : ranked)
+        predictions.push_back({id, tokenizer.tokenText(id), probability});
+    return predictions;
+}
+
+FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, RunMode mode, int topK, const Progress& progress)
+{
+    requireMaskedLm(model);
     if (topK < 1)
         throw OptionError(TaskOption::TopK, "{option} must be at least 1 (got " + std::to_string(topK) + ").");
     const Tokenizer& tokenizer = model.checkpoint().tokenizer();

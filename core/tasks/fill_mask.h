@@ -27,6 +27,11 @@ struct FillMaskResult {
     double elapsedMs = 0;
 };
 
+// Throws scalescope::Error naming the checkpoint when the model is not a masked LM.
+void requireMaskedLm(const InferenceBackend& model);
+// The token ids and probabilities of a ranking with each token's decoded text.
+std::vector<MaskPrediction> withTokenTexts(const Tokenizer& tokenizer, const std::vector<std::pair<int64_t, float>>& ranked);
+
 // Throws scalescope::Error when the model is not a MaskedLM, the text has no mask token, or topK < 1.
 FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, RunMode mode, int topK,
                            const Progress& progress = {});
