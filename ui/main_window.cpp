@@ -42,6 +42,7 @@
 #include "panels/model_panel.h"
 #include "panels/scales_panel.h"
 #include "panels/sensitivity_panel.h"
+#include "report/result_json.h"
 #include "report_export.h"
 #include "runner_dialog.h"
 #include "settings.h"
@@ -793,21 +794,6 @@ void MainWindow::addReportChartsAndTables(ReportContents& contents, const Report
         contents.tables.push_back({QStringLiteral("disagreements"), evaluate_->disagreementsModel()});
 }
 
-// The evaluation's inf/NaN over the dataset: how many questions, where it starts, and per question.
-nlohmann::json MainWindow::nonFiniteSummaryJson(const EvaluationResult& evaluation)
-{
-    nlohmann::json starts = nlohmann::json::array(), questions = nlohmann::json::array();
-    for (const NonFiniteStart& start : evaluation.nonFiniteStarts)
-        starts.push_back({{"module", start.module}, {"questions", start.questions}});
-    for (const SkippedExample& e : evaluation.skipped)
-        if (!e.firstNonFinite.empty())
-            questions.push_back({{"id", e.id}, {"first_nonfinite", e.firstNonFinite}});
-    for (const EvaluatedExample& e : evaluation.examples)
-        if (!e.firstNonFinite.empty())
-            questions.push_back({{"id", e.example.id}, {"first_nonfinite", e.firstNonFinite}});
-    return {{"questions", evaluation.nonFiniteQuestions}, {"starts", starts}, {"per_question", questions}};
-}
-
 nlohmann::json MainWindow::reportSummary(const RunStamp& now, const ReportSelection& selection) const
 {
     nlohmann::json summary = stampJson(now);
@@ -825,17 +811,16 @@ nlohmann::json MainWindow::reportSummary(const RunStamp& now, const ReportSelect
     if (selection.fill && lastFill_)
         summary["text"] = lastFill_->text.toStdString();
     if (const auto comparison = errors_->comparison(); comparison && selection.errors) {
-        auto finite = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
-        summary["final_logits"] = {{"sqnr_db", finite(comparison->finalLogits.sqnrDb)},
-                                   {"cosine", finite(comparison->finalLogits.cosine)},
-                                   {"relative_l2", finite(comparison->finalLogits.relativeL2)}};
+        summary["final_logits"] = {{"sqnr_db", finiteOrNull(comparison->finalLogits.sqnrDb)},
+                                   {"cosine", finiteOrNull(comparison->finalLogits.cosine)},
+                                   {"relative_l2", finiteOrNull(comparison->finalLogits.relativeL2)}};
         if (comparison->qa)
             summary["same_best_answer"] = comparison->qa->sameBestAnswer;
         summary["first_nonfinite"] = comparison->runNonFinite.empty() ? nlohmann::json(nullptr)
                                                                       : nlohmann::json(comparison->runNonFinite.front().module);
     }
     if (const auto evaluation = evaluate_->result(); evaluation && selection.evaluation)
-        summary["evaluation_nonfinite"] = nonFiniteSummaryJson(*evaluation);
+        summary["evaluation_nonfinite"] = evaluationNonFiniteJson(*evaluation);
     summary["left_out"] = selection.leftOut;
     return summary;
 }

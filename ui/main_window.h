@@ -83,7 +83,6 @@ private:
     void addReportChartsAndTables(ReportContents& contents, const ReportSelection& selection,
                                   const QString& stamp) const;
     nlohmann::json reportSummary(const RunStamp& now, const ReportSelection& selection) const;
-    static nlohmann::json nonFiniteSummaryJson(const EvaluationResult& evaluation);
     void createPanels();
     void connectResults();
     void connectState();

@@ -31,7 +31,7 @@
 #include "engine/runner_server.h"
 #include "evaluate_command.h"
 #include "sensitivity_command.h"
-#include "json_output.h"
+#include "report/result_json.h"
 #include "charts/chart_export.h"
 #include "plot_files.h"
 #include "report/charts.h"

@@ -19,7 +19,7 @@
 #include "engine/open_backend.h"
 #include "io/atomic_write.h"
 #include "report/csv.h"
-#include "json_output.h"
+#include "report/result_json.h"
 #include "engine/encoder_model.h"
 #include "tasks/evaluate.h"
 #include "tasks/squad_dataset.h"
@@ -57,129 +57,9 @@ private:
     void (*previous_)(int) = SIG_DFL;
 };
 
-json scoresJson(const SquadScores& s)
-{
-    // Key names of the official SQuAD 2.0 evaluation script; HasAns/NoAns only where such questions exist.
-    json out = {{"exact", s.exact}, {"f1", s.f1}, {"total", s.total}};
-    if (s.hasAnsTotal > 0) {
-        out["HasAns_exact"] = s.hasAnsExact;
-        out["HasAns_f1"] = s.hasAnsF1;
-        out["HasAns_total"] = s.hasAnsTotal;
-    }
-    if (s.noAnsTotal > 0) {
-        out["NoAns_exact"] = s.noAnsExact;
-        out["NoAns_f1"] = s.noAnsF1;
-        out["NoAns_total"] = s.noAnsTotal;
-    }
-    return out;
-}
-
 std::string answerText(const QaAnswer& answer)
 {
     return answer.isNull ? std::string() : answer.text;
-}
-
-json disagreementJson(const EvaluationResult& result, const Disagreement& d)
-{
-    const EvaluatedExample& e = result.examples[d.example];
-    json out = {{"id", e.example.id},
-                {"question", e.example.question},
-                {"golds", e.example.golds},
-                {"run_answer", answerText(e.runAnswer)},
-                {"run_no_answer", e.runAnswer.isNull},
-                {"reference_answer", answerText(e.referenceAnswer)},
-                {"reference_no_answer", e.referenceAnswer.isNull},
-                {"run_exact", e.run.exact},
-                {"run_f1", e.run.f1},
-                {"reference_exact", e.reference.exact},
-                {"reference_f1", e.reference.f1}};
-    // SQuAD 2.0: null score minus best span score, what --null-threshold is compared with.
-    if (result.qa.nullThreshold) {
-        out["run_null_margin"] = finiteOrNull(e.runAnswer.nullMargin);
-        out["reference_null_margin"] = finiteOrNull(e.referenceAnswer.nullMargin);
-    }
-    if (d.detailed) {
-        json layers = json::array();
-        for (const CapturePointMetrics& p : d.layers)
-            layers.push_back({{"point", p.name}, {"layer", p.layer}, {"sqnr_db", finiteOrNull(p.metrics.sqnrDb)},
-                              {"cosine", finiteOrNull(p.metrics.cosine)}});
-        out["layer_sqnr_db"] = layers;
-        out["logits_sqnr_db"] = finiteOrNull(d.finalLogits.sqnrDb);
-    }
-    if (!d.detailError.empty())
-        out["detail_error"] = d.detailError;
-    return out;
-}
-
-json evaluationJson(const EvaluationResult& r, const std::string& checkpointDir, const std::string& referenceDir)
-{
-    json run = scoresJson(r.runScores);
-    run["label"] = r.runLabel;
-    run["checkpoint"] = checkpointDir;
-    json reference = scoresJson(r.referenceScores);
-    reference["label"] = r.referenceLabel;
-    reference["checkpoint"] = referenceDir.empty() ? json(nullptr) : json(referenceDir);
-    reference["stand_in"] = r.referenceIsStandIn;
-
-    json skipped = json::array();
-    for (const SkippedExample& s : r.skipped)
-        skipped.push_back({{"id", s.id}, {"reason", s.reason}});
-    // Per question (evaluated or skipped, file order) where the run's inf/NaN starts, and the summary.
-    json perQuestion = json::array();
-    for (const EvaluatedExample& e : r.examples)
-        if (!e.firstNonFinite.empty())
-            perQuestion.push_back({{"id", e.example.id}, {"first_nonfinite", e.firstNonFinite}, {"skipped", false}});
-    for (const SkippedExample& s : r.skipped)
-        if (!s.firstNonFinite.empty())
-            perQuestion.push_back({{"id", s.id}, {"first_nonfinite", s.firstNonFinite}, {"skipped", true}});
-    json starts = json::array();
-    for (const NonFiniteStart& start : r.nonFiniteStarts)
-        starts.push_back({{"module", start.module}, {"questions", start.questions}});
-    json disagreements = json::array();
-    for (const Disagreement& d : r.disagreements)
-        disagreements.push_back(disagreementJson(r, d));
-
-    json out = {
-        {"checkpoint", checkpointDir},
-        {"squad", r.datasetPath},
-        {"squad_version", r.datasetVersion},
-        {"squad_v2", r.squadV2},
-        {"run", run},
-        {"reference", reference},
-        {"options",
-         {{"max_seq_len", r.qa.maxSeqLen},
-          {"doc_stride", r.qa.docStride},
-          {"max_answer_len", r.qa.maxAnswerLen},
-          {"null_threshold", r.qa.nullThreshold ? json(*r.qa.nullThreshold) : json(nullptr)},
-          {"batch_size", r.batchSize}}},
-        {"questions",
-         {{"in_file", r.questionsInFile},
-          {"selected", r.questionsSelected},
-          {"evaluated", r.examples.size()},
-          {"skipped", r.skipped.size()}}},
-        {"skipped", skipped},
-        {"nonfinite", {{"questions", r.nonFiniteQuestions}, {"starts", starts}, {"per_question", perQuestion}}},
-        {"agreement", r.agreement},
-        {"agreeing", r.agreeing},
-        {"disagreement_count", r.disagreements.size()},
-        {"disagreements", disagreements},
-        {"per_layer_detail",
-         {{"limit", r.detailLimit},
-          {"computed", r.detailed},
-          {"note", "Per-layer SQNR is measured for the first " + std::to_string(r.detailLimit) +
-                       " disagreements only, to bound the cost."}}},
-        {"throughput",
-         {{"seconds", r.seconds},
-          {"questions_per_second", r.questionsPerSecond},
-          {"run_forward_ms", r.runForwardMs},
-          {"reference_forward_ms", r.referenceForwardMs},
-          {"detail_seconds", r.detailSeconds}}},
-        {"complete", r.complete},
-        {"stopped_reason", r.complete ? json(nullptr) : json(r.stoppedReason)},
-    };
-    if (!r.note.empty())
-        out["note"] = r.note;
-    return out;
 }
 
 std::string csvNumber(double value)

@@ -8,7 +8,7 @@
 #include "charts/chart_export.h"
 #include "common/error.h"
 #include "io/atomic_write.h"
-#include "json_output.h"
+#include "report/result_json.h"
 
 namespace scalescope::cli {
 namespace {

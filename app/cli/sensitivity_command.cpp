@@ -12,7 +12,7 @@
 #include "common/error.h"
 #include "common/text_files.h"
 #include "engine/open_backend.h"
-#include "json_output.h"
+#include "report/result_json.h"
 #include "engine/encoder_model.h"
 #include "plot_files.h"
 #include "report/charts.h"

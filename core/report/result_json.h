@@ -1,14 +1,16 @@
 #pragma once
-// JSON views of the engine's result structs, shared by the CLI commands.
+// JSON views of the engine's result structs: the one writer of result JSON, shared by the CLI's
+// --json output and the workbench's report (summary.json).
 #include <nlohmann/json.hpp>
 
 #include "tasks/compare_runs.h"
+#include "tasks/evaluate.h"
 #include "analysis/diagnostics.h"
 #include "analysis/scale_statistics.h"
 #include "model/checkpoint.h"
 #include "numerics/metrics.h"
 
-namespace scalescope::cli {
+namespace scalescope {
 
 // Non-finite numbers (an SQNR of identical outputs) become null: JSON has no infinity.
 nlohmann::json finiteOrNull(double value);
@@ -24,4 +26,13 @@ nlohmann::json inspectJson(const Checkpoint& checkpoint, const std::vector<Linea
 nlohmann::json headroomJson(const std::vector<ModuleOutputRange>& ranges);
 nlohmann::json comparisonJson(const ComparisonResult& comparison);
 
-} // namespace scalescope::cli
+// SQuAD evaluation: the official script's score keys (HasAns/NoAns only where such questions exist).
+nlohmann::json squadScoresJson(const SquadScores& scores);
+// Where the run's inf/NaN starts over an evaluation: {"questions", "starts": [{"module",
+// "questions"}], "per_question": [{"id", "first_nonfinite", "skipped"}]} (evaluated, then skipped).
+nlohmann::json evaluationNonFiniteJson(const EvaluationResult& evaluation);
+// `evaluate --json`'s document.
+nlohmann::json evaluationJson(const EvaluationResult& evaluation, const std::string& checkpointDir,
+                              const std::string& referenceDir);
+
+} // namespace scalescope
