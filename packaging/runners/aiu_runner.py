@@ -761,6 +761,9 @@ def tolerate_unnamed_linear(linear_type: Callable[[Optional[str]], Any], encoder
     return linear_type_for
 
 
+# ---- the model on AIU cards ------------------------------------------------------------------
+
+
 class _Variants:
     """One loaded model behind two entry points with their own code objects, so that dynamo keeps
     their caches and recompile limits apart: `plain` records nothing (no hook output becomes a

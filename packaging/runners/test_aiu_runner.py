@@ -692,6 +692,115 @@ class Names(unittest.TestCase):
                          ["lm_head.dense.input", "lm_head.dense.output", "lm_head.decoder.input", "lm_head.decoder.output"])
 
 
+def runner_copy(folder: str, families_text: Optional[str]):
+    """aiu_runner.py copied into folder, beside families_text as encoder_families.json (none when
+    None), imported as a module of its own."""
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "aiu_runner.py")
+    with open(RUNNER, "rb") as source, open(path, "wb") as target:
+        target.write(source.read())
+    if families_text is not None:
+        with open(os.path.join(folder, "encoder_families.json"), "w", encoding="utf-8") as file:
+            file.write(families_text)
+    spec = importlib.util.spec_from_file_location(f"aiu_runner_copy_{abs(hash(folder))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, path
+
+
+def with_third_family() -> str:
+    """The committed table plus a made-up family (ELECTRA-like names), for tests only."""
+    with open(os.path.join(os.path.dirname(RUNNER), "encoder_families.json"), encoding="utf-8") as file:
+        table = json.load(file)
+    third = copy.deepcopy(table["families"][0])
+    third.update(family="electra", prefix="electra", positions_after_pad=False,
+                 classes=[{"name": "ElectraForMaskedLM", "head": "masked-lm", "fms_architecture": "roberta"}],
+                 embeddings_module="electra.embeddings", layer_module="electra.encoder.layer.{layer}",
+                 heads={"masked-lm": [
+                     {"role": "lm_dense", "hf": "generator_predictions.dense", "fms": "classification_head.dense"},
+                     {"role": "lm_decoder", "hf": "generator_lm_head", "fms": "classification_head.head",
+                      "tied_weight": "electra.embeddings.word_embeddings.weight"}]},
+                 pooler_module=None, quantize_ignore=["generator_lm_head"])
+    table["families"].append(third)
+    return json.dumps(table)
+
+
+class Families(unittest.TestCase):
+    def test_the_table_has_the_agreed_schema(self):
+        with open(os.path.join(os.path.dirname(RUNNER), "encoder_families.json"), encoding="utf-8") as file:
+            table = json.load(file)
+        self.assertEqual(table["generated_by"], "scalescope-cli families --json")
+        self.assertEqual([f["family"] for f in table["families"]], ["roberta", "bert"])
+        keys = {"family", "prefix", "tokenizer", "positions_after_pad", "config_defaults", "special_tokens", "classes",
+                "embeddings_module", "fms_embeddings_module", "layer_module", "fms_layer_module", "encoder_linears",
+                "heads", "decoder_bias_tensors", "pooler_module", "quantize_ignore"}
+        for family in table["families"]:
+            self.assertEqual(set(family), keys)
+            self.assertEqual([l["role"] for l in family["encoder_linears"]],
+                             ["query", "key", "value", "attention_output", "intermediate", "output"])
+        self.assertIsNone(table["families"][1]["classes"][0]["fms_architecture"])
+
+    def test_a_third_family_needs_no_code_change(self):
+        with tempfile.TemporaryDirectory() as root:
+            runner, _ = runner_copy(root, with_third_family())
+            points = runner.capture_points("ElectraForMaskedLM", 1)
+            self.assertEqual(points[:2], ["electra.embeddings.output", "electra.encoder.layer.0.attention.self.query.input"])
+            self.assertEqual(points[-2:], ["generator_lm_head.input", "generator_lm_head.output"])
+            self.assertEqual(runner.hf_module_name("base_model.layers.0.ff_sub_layer.w1", "ElectraForMaskedLM"),
+                             "electra.encoder.layer.0.intermediate.dense")
+            self.assertEqual(runner.hf_module_name("classification_head.dense", "ElectraForMaskedLM"),
+                             "generator_predictions.dense")
+            self.assertFalse(runner.is_question_answering("ElectraForMaskedLM"))
+            self.assertEqual(runner.capture_points(MLM_ARCHITECTURE, 1), capture_points(MLM_ARCHITECTURE, 1))
+            # The consumer rules read the same names: an FMS-named keep-float entry of the new family.
+            w1 = "electra.encoder.layer.0.intermediate.dense"
+            dtypes = {m + ".weight": "F8_E4M3" for m in runner.encoder_linear_modules("ElectraForMaskedLM", 1)}
+            dtypes.update({w1 + ".weight": "F16", "electra.embeddings.word_embeddings.weight": "F16"})
+            plan = runner.plan_fms_load(fp8_config(ignore=["base_model.layers.0.ff_sub_layer.w1"]),
+                                        "ElectraForMaskedLM", 1, dtypes, "config.json", 1, "fp8", False, True)
+            self.assertEqual(plan.kept_float, [w1])
+            self.assertEqual(plan.linear_types["base_model.layers.0.ff_sub_layer.w1"], "torch_linear")
+
+    @unittest.skipUnless(HAVE_TORCH and not HAVE_FMS, "needs torch, and the fakes rather than a real fms")
+    def test_a_third_family_loads_and_captures_through_the_fake_stack(self):
+        with tempfile.TemporaryDirectory() as root, contextlib.ExitStack() as stack:
+            import torch
+
+            stack.enter_context(mock.patch.object(sys, "path", [FAKES] + sys.path))
+            stack.enter_context(mock.patch.dict(sys.modules))
+            stack.enter_context(torch.no_grad())
+            runner, _ = runner_copy(os.path.join(root, "runner"), with_third_family())
+            with mock.patch.object(aiu_runner, "family_of", runner.family_of):
+                checkpoint = write_checkpoint(os.path.join(root, "electra"), "ElectraForMaskedLM", layers=1)
+            adapter = runner.FmsAdapter(runner.parse_arguments(["--device-type", "cpu"]))
+            self.assertEqual(adapter.load(checkpoint, "fp8"), "ElectraForMaskedLM")
+            fms = importlib.import_module("fms.models")
+            self.assertEqual(fms.calls[-1]["architecture"], "roberta")
+            self.assertEqual(fms.calls[-1]["kwargs"]["tie_heads"], False)  # generator_lm_head.weight is stored
+            points = ["electra.encoder.layer.0.output", "generator_lm_head.output"]
+            result = adapter.forward([[5, 7, 9]], [[1, 1, 1]], points, None)
+            self.assertEqual(tuple(result["generator_lm_head.output"].shape), (1, 3, 50))
+            self.assertTrue(torch.equal(result["generator_lm_head.output"], result["logits"]))
+
+    def test_a_missing_or_malformed_table_is_one_sentence_naming_the_file(self):
+        for text, phrase in ((None, "is missing"), ("{", "is not readable JSON"),
+                             ('{"families": [{"family": "x"}]}', "is malformed: a family lacks or misstates"),
+                             ('{"generated_by": "x"}', 'holds no "families" list')):
+            with self.subTest(phrase), tempfile.TemporaryDirectory() as root:
+                runner, path = runner_copy(root, text)
+                table = os.path.join(root, "encoder_families.json")
+                with self.assertRaises(runner.RequestError) as raised:
+                    runner.capture_points(QA_ARCHITECTURE, 1)
+                message = aiu_runner.sentence(str(raised.exception))
+                self.assertIn(table, message)
+                self.assertIn(phrase, message)
+                # The program stops at start, with that sentence on stderr.
+                done = subprocess.run([sys.executable, "-B", path], input=b"", capture_output=True, timeout=60)
+                self.assertEqual(done.returncode, 2)
+                self.assertEqual(done.stdout, b"")
+                self.assertIn(table, done.stderr.decode())
+
+
 class QueueCollective(Collective):
     """Ranks as threads: the leader's commands go to every follower's queue; errors come back."""
 
