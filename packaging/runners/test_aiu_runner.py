@@ -284,7 +284,7 @@ class MalformedRequests(ServerTestCase):
         ("load bad mode", False, {"id": 7, "op": "load", "checkpoint": "QA", "mode": "int4"}, 7,
          'mode "int4" is not fp8 or dequant'),
         ("load fp16 twin mode", False, {"id": 7, "op": "load", "checkpoint": "QA", "mode": "fp16"}, 7,
-         'Mode "fp16" is the workbench\'s CPU twin of this device'),
+         'which runs the checkpoint\'s own dtypes (only bf16 is cast, to fp16; fp32 stays fp32)'),
         ("load missing folder", False, {"id": 8, "op": "load", "checkpoint": "/no/such/folder"}, 8,
          "/no/such/folder is not a folder"),
         ("ids not rows", True, {"id": 9, "op": "forward", "input_ids": [0, 2], "output": "OUT"}, 9,
