@@ -131,6 +131,7 @@ class EncoderFamily:
         for head, _ in self.classes.values():
             if head not in self.heads:
                 raise KeyError(f"heads.{head}")
+        # A layer pattern without (or with another) placeholder is malformed: KeyError here.
         self.layer_module.format(layer=0), self.fms_layer_module.format(layer=0)
 
     def layer(self, layer: int) -> str:
@@ -1003,7 +1004,7 @@ class FmsAdapter(ModelAdapter):
                         parameter.data = parameter.data.to(torch.float16)
             if quantization:
                 _match_bias_to_scale(model, torch)
-            self._register_hooks(model, architecture)
+            self._register_hooks(model, architecture, num_layers)
             variants = _Variants(self, model)
             entry = (model, variants, self._compile(variants.plain), self._compile(variants.recording), fused)
             self.loaded_models[(checkpoint, mode)] = entry
@@ -1133,7 +1134,7 @@ class FmsAdapter(ModelAdapter):
 
     # -- hooks --
 
-    def _register_hooks(self, model, architecture: str) -> None:
+    def _register_hooks(self, model, architecture: str, num_layers: int) -> None:
         def make_hook(hf_module: str, is_linear: bool):
             input_point, output_point = hf_module + ".input", hf_module + ".output"
 
@@ -1146,12 +1147,12 @@ class FmsAdapter(ModelAdapter):
 
             return hook
 
+        linears = set(linear_modules(architecture, num_layers))
         for fms_name, module in model.named_modules():
             hf_module = hf_module_name(fms_name, architecture)
             if hf_module is None:
                 continue
-            is_linear = not hf_module.endswith(".embeddings") and not hf_module.split(".")[-1].isdigit()
-            module.register_forward_hook(make_hook(hf_module, is_linear))
+            module.register_forward_hook(make_hook(hf_module, hf_module in linears))
 
     def capture_unavailable(self, point: str) -> Optional[str]:
         if self.architecture is None:

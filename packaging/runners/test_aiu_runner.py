@@ -1114,7 +1114,7 @@ def write_checkpoint(folder: str, architecture: str = QA_ARCHITECTURE, quantizat
     config = {"architectures": [architecture], "num_hidden_layers": layers, "vocab_size": vocab,
               "hidden_size": hidden, "num_attention_heads": heads, "intermediate_size": intermediate,
               "max_position_embeddings": 140 if family.positions_after_pad else 128,
-              "pad_token_id": defaults["pad_token_id"], "type_vocab_size": 2 if family.prefix == "bert" else 1,
+              "pad_token_id": defaults["pad_token_id"], "type_vocab_size": defaults["type_vocab_size"],
               "hidden_act": "gelu"}
     if quantization is not None:
         config["quantization_config"] = quantization
