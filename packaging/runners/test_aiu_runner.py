@@ -18,8 +18,10 @@ import hashlib
 import importlib.util
 import io
 import json
+import math
 import os
 import queue
+import random
 import struct
 import subprocess
 import sys
@@ -34,8 +36,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import aiu_runner  # noqa: E402
 from aiu_runner import (  # noqa: E402
-    MLM_ARCHITECTURE,
-    QA_ARCHITECTURE,
     Collective,
     ModelAdapter,
     RequestError,
@@ -50,6 +50,11 @@ from aiu_runner import (  # noqa: E402
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "aiu_runner.py")
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 HAVE_FMS = importlib.util.find_spec("fms") is not None
+
+QA_ARCHITECTURE = "RobertaForQuestionAnswering"
+MLM_ARCHITECTURE = "RobertaForMaskedLM"
+BERT_MLM_ARCHITECTURE = "BertForMaskedLM"
+BERT_QA_ARCHITECTURE = "BertForQuestionAnswering"
 
 
 class FakeAdapter(ModelAdapter):
@@ -279,7 +284,7 @@ class MalformedRequests(ServerTestCase):
         ("load bad mode", False, {"id": 7, "op": "load", "checkpoint": "QA", "mode": "int4"}, 7,
          'mode "int4" is not fp8 or dequant'),
         ("load fp16 twin mode", False, {"id": 7, "op": "load", "checkpoint": "QA", "mode": "fp16"}, 7,
-         'Mode "fp16" is the workbench\'s CPU twin of this device'),
+         'which runs the checkpoint\'s own dtypes (only bf16 is cast, to fp16; fp32 stays fp32)'),
         ("load missing folder", False, {"id": 8, "op": "load", "checkpoint": "/no/such/folder"}, 8,
          "/no/such/folder is not a folder"),
         ("ids not rows", True, {"id": 9, "op": "forward", "input_ids": [0, 2], "output": "OUT"}, 9,
@@ -659,8 +664,7 @@ class Names(unittest.TestCase):
             "base_model.layers.2.ff_sub_layer.w1": "roberta.encoder.layer.2.intermediate.dense",
             "base_model.layers.2.ff_sub_layer.w2": "roberta.encoder.layer.2.output.dense",
             "qa_head": "qa_outputs",
-            "classification_head.dense": "lm_head.dense",
-            "classification_head.head": "lm_head.decoder",
+            "classification_head.dense": None,  # not a head of a QA model
             "base_model.layers.2.ln": None,
             "base_model.layers.2.ff_sub_layer": None,
             "base_model.embedding": None,
@@ -669,7 +673,13 @@ class Names(unittest.TestCase):
         }
         for fms_name, expected in cases.items():
             with self.subTest(fms_name):
-                self.assertEqual(hf_module_name(fms_name), expected)
+                self.assertEqual(hf_module_name(fms_name, QA_ARCHITECTURE), expected)
+        self.assertEqual(hf_module_name("classification_head.dense", MLM_ARCHITECTURE), "lm_head.dense")
+        self.assertEqual(hf_module_name("classification_head.head", MLM_ARCHITECTURE), "lm_head.decoder")
+        self.assertEqual(hf_module_name("classification_head.dense", BERT_MLM_ARCHITECTURE),
+                         "cls.predictions.transform.dense")
+        self.assertEqual(hf_module_name("base_model.layers.1.ff_sub_layer.w2", BERT_MLM_ARCHITECTURE),
+                         "bert.encoder.layer.1.output.dense")
 
     def test_capture_points_in_execution_order(self):
         points = capture_points(QA_ARCHITECTURE, 2)
@@ -680,6 +690,115 @@ class Names(unittest.TestCase):
         self.assertEqual(points[-2:], ["qa_outputs.input", "qa_outputs.output"])
         self.assertEqual(capture_points(MLM_ARCHITECTURE, 1)[-4:],
                          ["lm_head.dense.input", "lm_head.dense.output", "lm_head.decoder.input", "lm_head.decoder.output"])
+
+
+def runner_copy(folder: str, families_text: Optional[str]):
+    """aiu_runner.py copied into folder, beside families_text as encoder_families.json (none when
+    None), imported as a module of its own."""
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "aiu_runner.py")
+    with open(RUNNER, "rb") as source, open(path, "wb") as target:
+        target.write(source.read())
+    if families_text is not None:
+        with open(os.path.join(folder, "encoder_families.json"), "w", encoding="utf-8") as file:
+            file.write(families_text)
+    spec = importlib.util.spec_from_file_location(f"aiu_runner_copy_{abs(hash(folder))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, path
+
+
+def with_third_family() -> str:
+    """The committed table plus a made-up family (ELECTRA-like names), for tests only."""
+    with open(os.path.join(os.path.dirname(RUNNER), "encoder_families.json"), encoding="utf-8") as file:
+        table = json.load(file)
+    third = copy.deepcopy(table["families"][0])
+    third.update(family="electra", prefix="electra", positions_after_pad=False,
+                 classes=[{"name": "ElectraForMaskedLM", "head": "masked-lm", "fms_architecture": "roberta"}],
+                 embeddings_module="electra.embeddings", layer_module="electra.encoder.layer.{layer}",
+                 heads={"masked-lm": [
+                     {"role": "lm_dense", "hf": "generator_predictions.dense", "fms": "classification_head.dense"},
+                     {"role": "lm_decoder", "hf": "generator_lm_head", "fms": "classification_head.head",
+                      "tied_weight": "electra.embeddings.word_embeddings.weight"}]},
+                 pooler_module=None, quantize_ignore=["generator_lm_head"])
+    table["families"].append(third)
+    return json.dumps(table)
+
+
+class Families(unittest.TestCase):
+    def test_the_table_has_the_agreed_schema(self):
+        with open(os.path.join(os.path.dirname(RUNNER), "encoder_families.json"), encoding="utf-8") as file:
+            table = json.load(file)
+        self.assertEqual(table["generated_by"], "scalescope-cli families --json")
+        self.assertEqual([f["family"] for f in table["families"]], ["roberta", "bert"])
+        keys = {"family", "prefix", "tokenizer", "positions_after_pad", "config_defaults", "special_tokens", "classes",
+                "embeddings_module", "fms_embeddings_module", "layer_module", "fms_layer_module", "encoder_linears",
+                "heads", "decoder_bias_tensors", "pooler_module", "quantize_ignore"}
+        for family in table["families"]:
+            self.assertEqual(set(family), keys)
+            self.assertEqual([l["role"] for l in family["encoder_linears"]],
+                             ["query", "key", "value", "attention_output", "intermediate", "output"])
+        self.assertIsNone(table["families"][1]["classes"][0]["fms_architecture"])
+
+    def test_a_third_family_needs_no_code_change(self):
+        with tempfile.TemporaryDirectory() as root:
+            runner, _ = runner_copy(root, with_third_family())
+            points = runner.capture_points("ElectraForMaskedLM", 1)
+            self.assertEqual(points[:2], ["electra.embeddings.output", "electra.encoder.layer.0.attention.self.query.input"])
+            self.assertEqual(points[-2:], ["generator_lm_head.input", "generator_lm_head.output"])
+            self.assertEqual(runner.hf_module_name("base_model.layers.0.ff_sub_layer.w1", "ElectraForMaskedLM"),
+                             "electra.encoder.layer.0.intermediate.dense")
+            self.assertEqual(runner.hf_module_name("classification_head.dense", "ElectraForMaskedLM"),
+                             "generator_predictions.dense")
+            self.assertFalse(runner.is_question_answering("ElectraForMaskedLM"))
+            self.assertEqual(runner.capture_points(MLM_ARCHITECTURE, 1), capture_points(MLM_ARCHITECTURE, 1))
+            # The consumer rules read the same names: an FMS-named keep-float entry of the new family.
+            w1 = "electra.encoder.layer.0.intermediate.dense"
+            dtypes = {m + ".weight": "F8_E4M3" for m in runner.encoder_linear_modules("ElectraForMaskedLM", 1)}
+            dtypes.update({w1 + ".weight": "F16", "electra.embeddings.word_embeddings.weight": "F16"})
+            plan = runner.plan_fms_load(fp8_config(ignore=["base_model.layers.0.ff_sub_layer.w1"]),
+                                        "ElectraForMaskedLM", 1, dtypes, "config.json", 1, "fp8", False, True)
+            self.assertEqual(plan.kept_float, [w1])
+            self.assertEqual(plan.linear_types["base_model.layers.0.ff_sub_layer.w1"], "torch_linear")
+
+    @unittest.skipUnless(HAVE_TORCH and not HAVE_FMS, "needs torch, and the fakes rather than a real fms")
+    def test_a_third_family_loads_and_captures_through_the_fake_stack(self):
+        with tempfile.TemporaryDirectory() as root, contextlib.ExitStack() as stack:
+            import torch
+
+            stack.enter_context(mock.patch.object(sys, "path", [FAKES] + sys.path))
+            stack.enter_context(mock.patch.dict(sys.modules))
+            stack.enter_context(torch.no_grad())
+            runner, _ = runner_copy(os.path.join(root, "runner"), with_third_family())
+            with mock.patch.object(aiu_runner, "family_of", runner.family_of):
+                checkpoint = write_checkpoint(os.path.join(root, "electra"), "ElectraForMaskedLM", layers=1)
+            adapter = runner.FmsAdapter(runner.parse_arguments(["--device-type", "cpu"]))
+            self.assertEqual(adapter.load(checkpoint, "fp8"), "ElectraForMaskedLM")
+            fms = importlib.import_module("fms.models")
+            self.assertEqual(fms.calls[-1]["architecture"], "roberta")
+            self.assertEqual(fms.calls[-1]["kwargs"]["tie_heads"], False)  # generator_lm_head.weight is stored
+            points = ["electra.encoder.layer.0.output", "generator_lm_head.output"]
+            result = adapter.forward([[5, 7, 9]], [[1, 1, 1]], points, None)
+            self.assertEqual(tuple(result["generator_lm_head.output"].shape), (1, 3, 50))
+            self.assertTrue(torch.equal(result["generator_lm_head.output"], result["logits"]))
+
+    def test_a_missing_or_malformed_table_is_one_sentence_naming_the_file(self):
+        for text, phrase in ((None, "is missing"), ("{", "is not readable JSON"),
+                             ('{"families": [{"family": "x"}]}', "is malformed: a family lacks or misstates"),
+                             ('{"generated_by": "x"}', 'holds no "families" list')):
+            with self.subTest(phrase), tempfile.TemporaryDirectory() as root:
+                runner, path = runner_copy(root, text)
+                table = os.path.join(root, "encoder_families.json")
+                with self.assertRaises(runner.RequestError) as raised:
+                    runner.capture_points(QA_ARCHITECTURE, 1)
+                message = aiu_runner.sentence(str(raised.exception))
+                self.assertIn(table, message)
+                self.assertIn(phrase, message)
+                # The program stops at start, with that sentence on stderr.
+                done = subprocess.run([sys.executable, "-B", path], input=b"", capture_output=True, timeout=60)
+                self.assertEqual(done.returncode, 2)
+                self.assertEqual(done.stdout, b"")
+                self.assertIn(table, done.stderr.decode())
 
 
 class QueueCollective(Collective):
@@ -972,42 +1091,79 @@ def fp8_config(weights="channel", activations="token", ignore=None, **group):
             "kv_cache_scheme": None}
 
 
+def encoder_modules(architecture: str, layers: int, role: Optional[str] = None) -> List[str]:
+    """The encoder Linears' HF names, from the families table (optionally those of one role)."""
+    family = aiu_runner.family_of(architecture)
+    return [f"{family.layer(layer)}.{linear.hf}" for layer in range(layers) for linear in family.encoder_linears
+            if role in (None, linear.role)]
+
+
 def write_checkpoint(folder: str, architecture: str = QA_ARCHITECTURE, quantization=None, dtypes=None,
-                     layers: int = 2, float_dtype: str = "F32") -> str:
-    """config.json and a model.safetensors whose header lists every tensor with its dtype (one
-    element each: the fakes read dtypes only)."""
+                     layers: int = 2, float_dtype: str = "F32", hidden: int = 8, heads: int = 2,
+                     kept_float: Optional[Dict[str, str]] = None, extra: Optional[Dict[str, str]] = None) -> str:
+    """config.json and a model.safetensors with every tensor a Hugging Face checkpoint of this class
+    holds, at its real shape, filled with seeded random bytes (the fakes read the header only).
+    Quantized: encoder weights F8_E4M3 with float32 scales ([out, 1] for channel weights, [1] for
+    tensor; input_scale [1] for static activations). kept_float maps encoder modules to the float
+    dtype they are stored in, without scales; dtypes overrides single tensors (None removes one);
+    extra adds tensors at shape [hidden]."""
     os.makedirs(folder, exist_ok=True)
-    bert = architecture.startswith("Bert")
-    prefix = "bert" if bert else "roberta"
-    config = {"architectures": [architecture], "num_hidden_layers": layers, "vocab_size": 50, "hidden_size": 8,
-              "num_attention_heads": 2, "intermediate_size": 16, "max_position_embeddings": 140 if not bert else 128,
-              "pad_token_id": 0 if bert else 1, "type_vocab_size": 2 if bert else 1, "hidden_act": "gelu"}
+    family = aiu_runner.family_of(architecture)
+    defaults = family.config_defaults
+    intermediate, vocab = 2 * hidden, 50
+    config = {"architectures": [architecture], "num_hidden_layers": layers, "vocab_size": vocab,
+              "hidden_size": hidden, "num_attention_heads": heads, "intermediate_size": intermediate,
+              "max_position_embeddings": 140 if family.positions_after_pad else 128,
+              "pad_token_id": defaults["pad_token_id"], "type_vocab_size": defaults["type_vocab_size"],
+              "hidden_act": "gelu"}
     if quantization is not None:
         config["quantization_config"] = quantization
     with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as file:
         json.dump(config, file)
-    names = {f"{prefix}.embeddings.{n}.weight": float_dtype
-             for n in ("word_embeddings", "position_embeddings", "token_type_embeddings")}
+    embeddings = family.embeddings_module
+    shapes = {f"{embeddings}.word_embeddings.weight": ([vocab, hidden], float_dtype),
+              f"{embeddings}.position_embeddings.weight": ([config["max_position_embeddings"], hidden], float_dtype),
+              f"{embeddings}.token_type_embeddings.weight": ([config["type_vocab_size"], hidden], float_dtype),
+              f"{embeddings}.LayerNorm.weight": ([hidden], float_dtype),
+              f"{embeddings}.LayerNorm.bias": ([hidden], float_dtype)}
+    group = (quantization or {}).get("config_groups", {}).get("group_0", {})
+    weight_strategy = (group.get("weights") or {}).get("strategy")
+    activations = group.get("input_activations") or {}
+    kept_float = kept_float or {}
     for layer in range(layers):
-        for linear in aiu_runner.ENCODER_LINEARS:
-            module = f"{prefix}.encoder.layer.{layer}.{linear}"
-            names[module + ".weight"] = "F8_E4M3" if quantization else float_dtype
-            names[module + ".bias"] = float_dtype
-            if quantization:
-                names[module + ".weight_scale"] = "F32"
-    heads = aiu_runner.head_modules(architecture)
-    for module in heads:
-        names[module + ".weight"] = float_dtype
-        names[module + ".bias"] = float_dtype
-    names.update(dtypes or {})
+        for linear in family.encoder_linears:
+            module = f"{family.layer(layer)}.{linear.hf}"
+            rows = intermediate if linear.role == "intermediate" else hidden
+            columns = intermediate if linear.role == "output" else hidden
+            if quantization and module not in kept_float:
+                shapes[module + ".weight"] = ([rows, columns], "F8_E4M3")
+                shapes[module + ".weight_scale"] = ([1] if weight_strategy == "tensor" else [rows, 1], "F32")
+                if activations.get("dynamic") is False:
+                    shapes[module + ".input_scale"] = ([1], "F32")
+            else:
+                shapes[module + ".weight"] = ([rows, columns], kept_float.get(module, float_dtype))
+            shapes[module + ".bias"] = ([rows], kept_float.get(module, float_dtype))
+    for head in family.head_linears(architecture):
+        rows = 2 if head["role"] == "qa_outputs" else vocab if head.get("tied_weight") else hidden
+        shapes[head["hf"] + ".weight"] = ([rows, hidden], float_dtype)
+        shapes[head["hf"] + ".bias"] = ([rows], float_dtype)
+    for name, dtype in (extra or {}).items():
+        shapes[name] = ([hidden], dtype)
+    for name, dtype in (dtypes or {}).items():
+        if dtype is None:
+            shapes.pop(name, None)
+        else:
+            shapes[name] = (shapes.get(name, ([1], dtype))[0], dtype)
     sizes = {"F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1}
     header, offset = {}, 0
-    for name, dtype in names.items():
-        header[name] = {"dtype": dtype, "shape": [1], "data_offsets": [offset, offset + sizes[dtype]]}
-        offset += sizes[dtype]
+    for name, (shape, dtype) in shapes.items():
+        count = sizes[dtype] * math.prod(shape)
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + count]}
+        offset += count
     data = json.dumps(header).encode()
+    data += b" " * (-len(data) % 8)
     with open(os.path.join(folder, "model.safetensors"), "wb") as file:
-        file.write(struct.pack("<Q", len(data)) + data + b"\0" * offset)
+        file.write(struct.pack("<Q", len(data)) + data + random.Random(0).randbytes(offset))
     return folder
 
 
@@ -1209,16 +1365,20 @@ class FmsAdapterOnFakes(unittest.TestCase):
         self.fms.calls.clear()
 
         adapter = self.adapter(world_size=2, device="cpu")
-        cases = [(fp8_config(), "dequant", "mode dequant (weight-only FP8) cannot run under tensor parallelism"),
-                 (fp8_config(activations=None), "fp8", "weight-only FP8 cannot run under tensor parallelism"),
-                 (fp8_config(weights="tensor", activations="token"), "fp8",
+        w1 = "roberta.encoder.layer.0.intermediate.dense"
+        cases = [(fp8_config(), "dequant", None, "mode dequant (weight-only FP8) cannot run under tensor parallelism"),
+                 (fp8_config(activations=None), "fp8", None, "weight-only FP8 cannot run under tensor parallelism"),
+                 (fp8_config(weights="tensor", activations="token"), "fp8", None,
                   "tensor weights with token activations cannot be sharded"),
-                 (fp8_config(weights="channel", activations="tensor"), "fp8",
-                  "channel weights with tensor activations cannot be sharded")]
-        for number, (quantization, mode, phrase) in enumerate(cases):
+                 (fp8_config(weights="channel", activations="tensor"), "fp8", None,
+                  "channel weights with tensor activations fail at the first forward"),
+                 # fms asks for w1's type with no name: a kept-float Linear cannot be honoured (D2).
+                 (fp8_config(ignore=SCALESCOPE_IGNORE + ["base_model.layers.0.ff_sub_layer.w1"]), "fp8",
+                  {w1: "F32"}, f"encoder Linears kept float ({w1}, ...) cannot run under tensor parallelism")]
+        for number, (quantization, mode, kept, phrase) in enumerate(cases):
             with self.subTest(phrase):
-                self.assertIn(phrase, self.refusal(adapter, self.checkpoint(f"tp{number}", quantization=quantization),
-                                                   mode))
+                self.assertIn(phrase, self.refusal(adapter, self.checkpoint(f"tp{number}", quantization=quantization,
+                                                                            kept_float=kept), mode))
         # Under TP the encoder Linears' own points are shards; layer outputs are whole.
         adapter.load(self.checkpoint("tp-ok", quantization=fp8_config()), "fp8")
         self.assertIsNone(adapter.capture_unavailable("roberta.encoder.layer.1.output"))
@@ -1250,8 +1410,7 @@ class FmsAdapterOnFakes(unittest.TestCase):
         self.assertEqual({p.dtype for p in host.model.parameters()}, {self.torch.bfloat16})
 
     def test_dequant_with_float32_scales_and_16_bit_biases(self):
-        biases = {f"roberta.encoder.layer.{layer}.{linear}.bias": "F16"
-                  for layer in range(2) for linear in aiu_runner.ENCODER_LINEARS}
+        biases = {module + ".bias": "F16" for module in encoder_modules(QA_ARCHITECTURE, 2)}
         qa = self.checkpoint(quantization=fp8_config(), dtypes=biases)
         from fms_mo.aiu_addons import _infer_quantization_config
 
@@ -1273,42 +1432,245 @@ class FmsAdapterOnFakes(unittest.TestCase):
 
     # -- D6: what fms_mo cannot represent --
 
-    def test_configs_fms_mo_would_misread_are_refused_with_the_module_named(self):
-        adapter = self.adapter(device="cpu")
+    def test_configs_fms_mo_would_misread_are_refused_with_one_sentence(self):
+        """Each rule of DESIGN's "How each consumer loads a checkpoint" (AIU) that a checkpoint can
+        break: refused before get_model, in one sentence naming the file and the problem."""
+        def config(**changes):
+            quantization = fp8_config(**{k: v for k, v in changes.items() if k in ("weights", "activations", "ignore")})
+            group = quantization["config_groups"]["group_0"]
+            for key, value in changes.items():
+                if key.startswith("weights_"):
+                    group["weights"][key[len("weights_"):]] = value
+                elif key.startswith("activations_"):
+                    group["input_activations"][key[len("activations_"):]] = value
+                elif key.startswith("drop_"):
+                    (group if key != "drop_ignore" else quantization).pop(key[len("drop_"):])
+                elif key in ("quant_method", "quantization_status", "kv_cache_scheme"):
+                    quantization[key] = value
+                elif key == "targets":
+                    group["targets"] = value
+            return quantization
+
         two_groups = fp8_config()
         two_groups["config_groups"]["group_1"] = copy.deepcopy(two_groups["config_groups"]["group_0"])
         renamed = fp8_config()
         renamed["config_groups"] = {"attention": renamed["config_groups"]["group_0"]}
+        key, w2 = "roberta.encoder.layer.0.attention.self.key", "roberta.encoder.layer.1.output.dense"
+        fms_key, fms_w2 = "base_model.layers.0.attn.in_proj.key", "base_model.layers.1.ff_sub_layer.w2"
+        pooler = {"roberta.pooler.dense.weight": "F32", "roberta.pooler.dense.bias": "F32"}
+        # (quantization, checkpoint arguments, adapter options, mode, phrase)
         cases = [
-            (two_groups, {}, "reads exactly one quantization group named group_0; this config has group_0, group_1"),
-            (renamed, {}, "this config has attention"),
-            (fp8_config(targets=["re:.*dense"]), {}, "group_0 targets ['re:.*dense']"),
-            (fp8_config(ignore=SCALESCOPE_IGNORE + ["roberta.encoder.layer.1.output.dense"]),
-             {"roberta.encoder.layer.1.output.dense.weight": "F32"},
-             "ignore entry 'roberta.encoder.layer.1.output.dense' keeps encoder Linear "
-             "roberta.encoder.layer.1.output.dense in float"),
-            (fp8_config(ignore=["re:.*attention\\.output"]), {}, "encoder Linear roberta.encoder.layer.0.attention."
-                                                                 "output.dense in float"),
-            (fp8_config(), {"roberta.encoder.layer.0.intermediate.dense.weight": "F16"},
-             "encoder Linear roberta.encoder.layer.0.intermediate.dense is stored as F16"),
-            (fp8_config(), {"qa_outputs.weight": "F8_E4M3"}, "head qa_outputs is stored in FP8"),
-            (fp8_config(weights="block"), {}, "block weights"),
-            (fp8_config(ignore=["base_model.layers.0.attn.dense.extra"]), {},
-             "would build roberta.encoder.layer.0.attention.output.dense as torch_linear"),
+            (config(quantization_status="frozen"), {}, (), "fp8", "only when quantization_status is exactly "
+                                                                  "\"compressed\", not 'frozen'"),
+            (config(quant_method="fp8"), {}, (), "fp8", "only for quant_method compressed-tensors, not 'fp8'"),
+            (two_groups, {}, (), "fp8", "reads only config_groups.group_0; group_1 would be ignored"),
+            (renamed, {}, (), "fp8", "reads only config_groups.group_0, which this config lacks (it has attention)"),
+            (config(drop_input_activations=True), {}, (), "fp8",
+             "config_groups.group_0.input_activations must be present"),
+            (config(drop_output_activations=True), {}, (), "fp8",
+             "config_groups.group_0.output_activations must be present"),
+            (config(drop_ignore=True), {}, (), "fp8", "ignore must be present"),
+            (config(targets=["re:.*dense"]), {}, (), "fp8", "group_0 targets ['re:.*dense']"),
+            (config(weights_symmetric=False), {}, (), "fp8", "weights with symmetric False and dynamic False"),
+            (config(weights_dynamic=True), {}, (), "fp8", "weights with symmetric True and dynamic True"),
+            (config(weights=None), {}, (), "fp8", "gives no weights strategy; compressed-tensors then infers it"),
+            (config(weights="block"), {}, (), "fp8", "has block weights"),
+            (config(activations="tensor", activations_dynamic=True), {}, (), "fp8",
+             "dynamic tensor input activations; fms-model-optimizer takes dynamic activations per token only"),
+            (config(activations="token", activations_dynamic=False), {}, (), "fp8",
+             "static token input activations; fms-model-optimizer takes static activations per tensor only"),
+            (config(activations="tensor"), {}, (), "fp8", "channel weights with tensor activations fail at the "
+                                                          "first forward"),
+            (config(kv_cache_scheme={"num_bits": 8, "type": "float", "strategy": "tensor"}), {}, (), "fp8",
+             "fms-model-optimizer drops it"),
+            (config(), {"architecture": MLM_ARCHITECTURE, "extra": pooler}, (), "fp8",
+             "still holds roberta.pooler.dense (roberta.pooler.dense.weight), which fms loads into "
+             "classification_head.dense like lm_head.dense"),
+            (config(), {"architecture": BERT_MLM_ARCHITECTURE, "extra": {"bert.pooler.dense.weight": "F32"}}, (),
+             "fp8", "still holds bert.pooler.dense"),
+            (config(), {"dtypes": {"qa_outputs.weight": "F8_E4M3"}}, (), "fp8", "head qa_outputs is stored in FP8"),
+            # keep-float: HF names do not count, FMS names must not keep FP8 weights, dtypes must match
+            (config(ignore=SCALESCOPE_IGNORE + [w2]), {"kept_float": {w2: "F32"}}, (), "fp8",
+             f"encoder Linear {w2} is stored as F32, but no ignore entry contains its FMS name {fms_w2}"),
+            (config(ignore=["base_model.layers.0.attn.dense.extra"]), {}, (), "fp8",
+             "ignore entry 'base_model.layers.0.attn.dense.extra' keeps base_model.layers.0.attn.dense "
+             "(roberta.encoder.layer.0.attention.output.dense) a plain Linear, but its weight is stored in FP8"),
+            (config(ignore=[fms_w2]), {"float_dtype": "F16", "kept_float": {w2: "F32"}}, (), "fp8",
+             f"encoder Linear {w2} is kept float in F32 next to F16 activations"),
+            (config(ignore=[fms_w2]), {"float_dtype": "BF16", "kept_float": {w2: "F16"}}, (), "fp8",
+             f"encoder Linear {w2} is kept float in F16 next to BF16 activations"),  # on the host: no cast
+            # fused q/k/v
+            (config(ignore=[fms_key]), {"float_dtype": "F16", "kept_float": {key: "F16"}}, ("--fused-weights", "on"),
+             "fp8", "with --fused-weights on, q, k and v of layer 0 are one Linear, but only attention.self.key is "
+                    "stored float"),
+            (config(weights="tensor", activations="tensor"), {}, ("--fused-weights", "on"), "fp8",
+             "the per-tensor scales of q, k and v of layer 0 concatenate to shape [3]"),
+            (config(activations="tensor"), {}, ("--fused-weights", "on"), "dequant",
+             "the per-tensor scales of q, k and v of layer 0 concatenate to shape [3]"),
         ]
-        for number, (quantization, dtypes, phrase) in enumerate(cases):
+        for number, (quantization, arguments, options, mode, phrase) in enumerate(cases):
             with self.subTest(phrase):
-                message = self.refusal(adapter, self.checkpoint(f"c{number}", quantization=quantization, dtypes=dtypes))
+                adapter = self.adapter(*options, device="cpu")
+                message = self.refusal(adapter, self.checkpoint(f"c{number}", quantization=quantization, **arguments),
+                                       mode)
                 self.assertIn(phrase, message)
                 self.assertIn("config.json", message)
+                self.assertTrue(message.endswith("."), message)
                 self.assertEqual(message.count("\n"), 0)
+                self.assertEqual(aiu_runner.sentence(message), message)
+
+    def test_kept_bf16_weights_are_accepted_on_aiu_where_bf16_becomes_fp16(self):
+        w2 = "roberta.encoder.layer.1.output.dense"
+        adapter = self.adapter()
+        adapter.load(self.checkpoint(quantization=fp8_config(ignore=["base_model.layers.1.ff_sub_layer.w2"]),
+                                     float_dtype="F16", kept_float={w2: "BF16"}), "fp8")
+        modules = dict(adapter.model.named_modules())
+        self.assertEqual(modules["base_model.layers.1.ff_sub_layer.w2"].weight.dtype, self.torch.float16)
+        self.assertIn("bf16 parameters cast to fp16, other dtypes as stored", adapter.load_log[-1])
+
+    def test_tensor_weights_with_token_activations_load_with_a_warning(self):
+        adapter = self.adapter(device="cpu")
+        adapter.load(self.checkpoint(quantization=fp8_config(weights="tensor", activations="token")), "fp8")
+        self.assertIn("warning: tensor weights with per-token activations are accepted, but fms-model-optimizer "
+                      "has no test of them", adapter.load_log)
+
+    # -- keeping Linears float: what fms + fms_mo build --
+
+    def module_types(self, model) -> Dict[str, str]:
+        """FMS name -> "fp8" or "plain" for every Linear of the encoder layers."""
+        from fms_mo.aiu_addons.fp8.fp8_linear import FP8Linear
+
+        types = {}
+        for name, module in model.named_modules():
+            if name.startswith("base_model.layers.") and isinstance(module, (FP8Linear, self.torch.nn.Linear)):
+                types[name] = "fp8" if isinstance(module, FP8Linear) else "plain"
+                self.assertTrue(isinstance(module, FP8Linear) != isinstance(module, self.torch.nn.Linear))
+        return types
+
+    def test_fms_named_ignore_entries_keep_exactly_those_linears_float_unfused(self):
+        key, w2 = "roberta.encoder.layer.0.attention.self.key", "roberta.encoder.layer.1.output.dense"
+        fms_key, fms_w2 = "base_model.layers.0.attn.in_proj.key", "base_model.layers.1.ff_sub_layer.w2"
+        # Both names of each kept Linear, as a checkpoint meant for every consumer lists them.
+        ignore = SCALESCOPE_IGNORE + [key, fms_key, w2, fms_w2]
+        adapter = self.adapter(device="cpu")
+        adapter.load(self.checkpoint(quantization=fp8_config(ignore=ignore), float_dtype="F16",
+                                     kept_float={key: "F16", w2: "F16"}), "fp8")
+        self.assertIs(self.fms.calls[0]["kwargs"]["fused_weights"], False)
+        self.assertIn("fused_weights=False (--fused-weights off, as aiu-fms-testing-utils loads encoders), "
+                      "2 encoder Linear(s) kept float", adapter.load_log[0])
+        types = self.module_types(adapter.model)
+        self.assertEqual(len(types), 12)
+        self.assertEqual(sorted(n for n, t in types.items() if t == "plain"), [fms_key, fms_w2])
+        modules = dict(adapter.model.named_modules())
+        self.assertEqual(modules[fms_key].weight.dtype, self.torch.float16)
+        self.assertFalse(any(self.torch.isnan(p).any() for p in adapter.model.parameters()))
+        batch = self.random_batch(2, 9)
+        result = adapter.forward(batch, [[1] * 9] * 2, [key + ".output"], None)
+        self.assertTrue(self.torch.isfinite(result["start_logits"]).all())
+        self.assert_close(result["start_logits"], self.direct(adapter, batch)[0])
+
+    def test_fms_named_ignore_entry_keeps_fused_qkv_float(self):
+        layer0 = [f"roberta.encoder.layer.0.attention.self.{n}" for n in ("query", "key", "value")]
+        fused = "base_model.layers.0.attn.in_proj.qkv_fused"
+        adapter = self.adapter("--fused-weights", "on", device="cpu")
+        adapter.load(self.checkpoint(quantization=fp8_config(ignore=SCALESCOPE_IGNORE + layer0 + [fused]),
+                                     float_dtype="F16", kept_float={m: "F16" for m in layer0}), "fp8")
+        self.assertIs(self.fms.calls[0]["kwargs"]["fused_weights"], True)
+        self.assertIn("fused_weights=True (--fused-weights on)", adapter.load_log[0])
+        types = self.module_types(adapter.model)
+        self.assertEqual(len(types), 2 * 4)  # qkv_fused, attn.dense, w1, w2 per layer
+        self.assertEqual([n for n, t in types.items() if t == "plain"], [fused])
+        self.assertEqual(types["base_model.layers.1.attn.in_proj.qkv_fused"], "fp8")
+        self.assertFalse(any(self.torch.isnan(p).any() for p in adapter.model.parameters()))
+        batch = self.random_batch(1, 7)
+        result = adapter.forward(batch, [[1] * 7], ["roberta.encoder.layer.0.attention.output.dense.output"],
+                                None)
+        self.assert_close(result["start_logits"], self.direct(adapter, batch)[0])
+        reason = adapter.capture_unavailable(layer0[1] + ".output")
+        self.assertIn(f"inside the fused Linear {fused}; load with --fused-weights off", reason)
+
+    def test_one_of_qkv_kept_alone_loads_unfused(self):
+        value = "roberta.encoder.layer.1.attention.self.value"
+        adapter = self.adapter(device="cpu")  # the default: unfused
+        adapter.load(self.checkpoint(quantization=fp8_config(ignore=["base_model.layers.1.attn.in_proj.value"]),
+                                     float_dtype="F16", kept_float={value: "F16"}), "fp8")
+        self.assertIs(self.fms.calls[0]["kwargs"]["fused_weights"], False)
+        types = self.module_types(adapter.model)
+        self.assertEqual([n for n, t in types.items() if t == "plain"], ["base_model.layers.1.attn.in_proj.value"])
+        self.assertEqual(list(types.values()).count("fp8"), 11)
+
+    def test_hf_only_ignore_entry_is_refused_because_upstream_builds_it_fp8_with_garbage_scale(self):
+        w1 = "roberta.encoder.layer.0.intermediate.dense"
+        quantization = fp8_config(ignore=SCALESCOPE_IGNORE + [w1])  # the HF name only
+        qa = self.checkpoint(quantization=quantization, float_dtype="F16", kept_float={w1: "F16"})
+        # Upstream, bypassing the runner: fms_mo builds w1 as FP8 and the float weight gets an
+        # uninitialised weight_scale, silently; the logits are garbage.
+        from fms_mo.aiu_addons import _infer_quantization_config
+
+        model = self.fms.get_model("roberta_question_answering", "base", model_path=qa, fused_weights=False,
+                                   linear_config=_infer_quantization_config(quantization), src_vocab_size=50,
+                                   emb_dim=8, nheads=2, nlayers=2, hidden_grow_factor=2.0, max_pos=138,
+                                   norm_eps=1e-5, pad_id=1, type_vocab_size=1)
+        self.assertEqual(set(self.module_types(model).values()), {"fp8"})
+        w1_module = dict(model.named_modules())["base_model.layers.0.ff_sub_layer.w1"]
+        self.assertTrue(self.torch.isnan(w1_module.weight_scale).all())
+        ids = self.torch.tensor([[0, 5, 7, 2]])
+        start, _ = model(ids, mask=self.torch.ones(1, 4, 4, dtype=self.torch.bool), attn_name="sdpa_bidirectional")
+        self.assertFalse(self.torch.isfinite(start).any())
+        self.fms.calls.clear()
+        # The runner says so before loading.
+        message = self.refusal(self.adapter(device="cpu"), qa)
+        self.assertIn(f"encoder Linear {w1} is stored as F16, but no ignore entry contains its FMS name "
+                      "base_model.layers.0.ff_sub_layer.w1", message)
+        self.assertTrue(message.endswith("would be built as FP8 with an uninitialised weight_scale."), message)
+
+    def test_fused_per_tensor_scales_fail_to_load_upstream(self):
+        from fms_mo.aiu_addons import _infer_quantization_config
+
+        quantization = fp8_config(weights="tensor", activations="token")
+        qa = self.checkpoint(quantization=quantization)
+        with self.assertRaises(RuntimeError) as raised:  # fms's fused loading, bypassing the runner
+            self.fms.get_model("roberta_question_answering", "base", model_path=qa, fused_weights=True,
+                               linear_config=_infer_quantization_config(quantization), src_vocab_size=50, emb_dim=8,
+                               nheads=2, nlayers=2, hidden_grow_factor=2.0, max_pos=138, norm_eps=1e-5, pad_id=1,
+                               type_vocab_size=1)
+        self.assertIn("qkv_fused.weight_scale: copying a param with shape [3]", str(raised.exception))
+        self.fms.calls.clear()
+        # Per-channel scales concatenate to [3 * out, 1] and load fused.
+        adapter = self.adapter("--fused-weights", "on", device="cpu")
+        adapter.load(self.checkpoint("channel", quantization=fp8_config()), "fp8")
+        self.assertEqual(set(self.module_types(adapter.model).values()), {"fp8"})
+        self.assertFalse(any(self.torch.isnan(p).any() for p in adapter.model.parameters()))
+
+    # -- fms's K/V transpose at a length equal to the number of heads --
+
+    def test_cpu_batches_never_have_as_many_tokens_as_heads(self):
+        adapter = self.adapter(device="cpu")
+        adapter.load(self.checkpoint("heads12", hidden=24, heads=12), "fp8")
+        self.assertEqual(adapter.num_heads, 12)
+        batch = self.random_batch(2, 12, seed=3)
+        result = adapter.forward(batch, [[1] * 12] * 2, ["roberta.encoder.layer.1.output"], None)
+        self.assertEqual(tuple(result["start_logits"].shape), (2, 12))
+        fms_attention = importlib.import_module("fms.models")
+        buggy = self.direct(adapter, batch)[0]  # what fms computes at exactly 12 tokens
+        with mock.patch.object(fms_attention, "TRANSPOSE_KV_ONLY_WHEN_LENGTH_DIFFERS_FROM_HEADS", False):
+            reference = self.direct(adapter, batch)[0]
+        self.assertGreater(float((buggy - reference).abs().max()), 1e-3, "the fake reproduces the fms bug")
+        self.assert_close(result["start_logits"], reference)
+        # The same as the 13-token padded batch run directly (the pad masked), trimmed back.
+        padded = self.direct(adapter, [row + [adapter.pad_id] for row in batch])[0][:, :12]
+        self.assert_close(result["start_logits"], padded)
+        # 11 tokens are not padded and agree with the reference too.
+        short = adapter.forward([row[:11] for row in batch], [[1] * 11] * 2, [], None)
+        with mock.patch.object(fms_attention, "TRANSPOSE_KV_ONLY_WHEN_LENGTH_DIFFERS_FROM_HEADS", False):
+            self.assert_close(short["start_logits"], self.direct(adapter, [row[:11] for row in batch])[0])
 
     # -- BERT --
 
     def test_bert_masked_lm_through_fms_bert(self):
         adapter = self.adapter(device="cpu")
-        self.assertEqual(adapter.load(self.checkpoint("bert", architecture=aiu_runner.BERT_MLM_ARCHITECTURE),
-                                      "fp8"), aiu_runner.BERT_MLM_ARCHITECTURE)
+        self.assertEqual(adapter.load(self.checkpoint("bert", architecture=BERT_MLM_ARCHITECTURE),
+                                      "fp8"), BERT_MLM_ARCHITECTURE)
         call = self.fms.calls[0]
         self.assertEqual((call["architecture"], call["kwargs"]["max_pos"], call["kwargs"]["pad_id"],
                           call["kwargs"]["type_vocab_size"], call["kwargs"]["tie_heads"]), ("bert", 128, 0, 2, False))
@@ -1326,7 +1688,7 @@ class FmsAdapterOnFakes(unittest.TestCase):
 
     def test_bert_question_answering_is_refused(self):
         message = self.refusal(self.adapter(device="cpu"),
-                               self.checkpoint("bqa", architecture=aiu_runner.BERT_QA_ARCHITECTURE))
+                               self.checkpoint("bqa", architecture=BERT_QA_ARCHITECTURE))
         self.assertIn("BertForQuestionAnswering, which fms does not build", message)
 
 

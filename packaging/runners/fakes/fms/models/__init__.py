@@ -28,19 +28,35 @@ class FloatLayerNorm(nn.LayerNorm):
 
 
 
+# fms's `_sdpa_compute_op` transposes K and V from b x L x H x D only when `shape[1] != kvheads`:
+# at a length equal to the number of heads attention runs on untransposed K/V. Tests switch this
+# off to compute a reference.
+TRANSPOSE_KV_ONLY_WHEN_LENGTH_DIFFERS_FROM_HEADS = True
+
+
 class Attention(nn.Module):
-    def __init__(self, emb, heads, make):
+    def __init__(self, emb, heads, make, fused):
         super().__init__()
         self.heads = heads
+        self.fused = fused
         self.in_proj = nn.Module()
-        self.in_proj.query, self.in_proj.key, self.in_proj.value = make("attn.in_proj.query", emb, emb), \
-            make("attn.in_proj.key", emb, emb), make("attn.in_proj.value", emb, emb)
+        if fused:  # fms's FusedQKV: one Linear, asked about as ...attn.in_proj.qkv_fused
+            self.in_proj.qkv_fused = make("attn.in_proj.qkv_fused", emb, 3 * emb)
+        else:
+            self.in_proj.query, self.in_proj.key, self.in_proj.value = make("attn.in_proj.query", emb, emb), \
+                make("attn.in_proj.key", emb, emb), make("attn.in_proj.value", emb, emb)
         self.dense = make("attn.dense", emb, emb)
 
     def forward(self, x, mask):
         b, s, e = x.shape
-        split = lambda t: t.float().view(b, s, self.heads, e // self.heads).transpose(1, 2)  # noqa: E731
-        q, k, v = split(self.in_proj.query(x)), split(self.in_proj.key(x)), split(self.in_proj.value(x))
+        if self.fused:
+            q, k, v = self.in_proj.qkv_fused(x).float().split(e, dim=-1)
+        else:
+            q, k, v = self.in_proj.query(x), self.in_proj.key(x), self.in_proj.value(x)
+        heads = lambda t: t.float().view(b, s, self.heads, e // self.heads)  # noqa: E731
+        q, k, v = heads(q).transpose(1, 2), heads(k), heads(v)
+        if k.shape[1] != self.heads or not TRANSPOSE_KV_ONLY_WHEN_LENGTH_DIFFERS_FROM_HEADS:
+            k, v = k.transpose(1, 2), v.transpose(1, 2)
         scores = q @ k.transpose(-1, -2) / math.sqrt(e // self.heads)
         scores = scores.masked_fill(~mask.unsqueeze(1), float("-inf"))
         attended = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, e)
@@ -58,11 +74,11 @@ class FeedForward(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, emb, heads, hidden, eps, make):
+    def __init__(self, emb, heads, hidden, eps, make, fused):
         super().__init__()
         self.ln = FloatLayerNorm(emb, eps=eps)
         self.ff_ln = FloatLayerNorm(emb, eps=eps)
-        self.attn = Attention(emb, heads, make)
+        self.attn = Attention(emb, heads, make, fused)
         self.ff_sub_layer = FeedForward(emb, hidden, make)
 
     def forward(self, x, mask):
@@ -81,7 +97,8 @@ class Headless(nn.Module):
         self.enc_norm = FloatLayerNorm(c["emb_dim"], eps=c["norm_eps"])
         hidden = int(c["hidden_grow_factor"] * c["emb_dim"])
         self.layers = nn.ModuleList(
-            [Block(c["emb_dim"], c["nheads"], hidden, c["norm_eps"], make_for_layer(i)) for i in range(c["nlayers"])])
+            [Block(c["emb_dim"], c["nheads"], hidden, c["norm_eps"], make_for_layer(i), c["fused_weights"])
+             for i in range(c["nlayers"])])
 
     def forward(self, x, token_type_ids=None, mask=None):
         if self.pos_emb == "roberta":
@@ -124,14 +141,40 @@ class Encoder(nn.Module):
         return head.head(head.ln(F.gelu(head.dense(h))))
 
 
-def _header_dtypes(model_path: str) -> Dict[str, str]:
+def _header(model_path: str) -> Dict[str, Dict[str, Any]]:
     path = os.path.join(model_path, "model.safetensors")
     if not os.path.exists(path):
         return {}
     with open(path, "rb") as file:
         (length,) = struct.unpack("<Q", file.read(8))
         header = json.loads(file.read(length))
-    return {name: entry["dtype"] for name, entry in header.items() if name != "__metadata__"}
+    return {name: entry for name, entry in header.items() if name != "__metadata__"}
+
+
+def _load_linear(name: str, module: nn.Module, hf_names: List[str], header: Dict[str, Dict[str, Any]]) -> None:
+    """What fms's loading does to one encoder Linear (fused: the concatenation of q, k and v)."""
+    stored = [header.get(f"{hf}.weight", {}).get("dtype") for hf in hf_names]
+    if isinstance(module, fms_linear.FloatLinear):
+        if "F8_E4M3" in stored:
+            with torch.no_grad():  # FP8 codes taken as weights: garbage (NaN here, to be seen)
+                module.weight.fill_(float("nan"))
+        return
+    for attribute in ("weight_scale", "input_scale"):
+        parameter = getattr(module, attribute, None)
+        entries = [header.get(f"{hf}.{attribute}") for hf in hf_names]
+        if parameter is None or any(entry is None for entry in entries):
+            continue
+        shapes = [list(entry["shape"]) for entry in entries]
+        if len(shapes) > 1:  # fms's unfused-to-fused step concatenates along dim 0
+            if any(not shape for shape in shapes):
+                raise RuntimeError("zero-dimensional tensor cannot be concatenated")
+            shapes = [[sum(shape[0] for shape in shapes)] + shapes[0][1:]]
+        if shapes[0] != list(parameter.shape) and len(hf_names) > 1:
+            raise RuntimeError(f"size mismatch for {name}.{attribute}: copying a param with shape "
+                               f"{shapes[0]} from checkpoint, the shape in current model is {list(parameter.shape)}")
+    if any(dtype != "F8_E4M3" for dtype in stored) and any(f"{hf}.weight_scale" not in header for hf in hf_names):
+        with torch.no_grad():  # a float weight and no weight_scale key: the scale stays uninitialised
+            module.weight_scale.fill_(float("nan"))
 
 
 def get_model(architecture: str, variant: Optional[str] = None, model_path: Optional[str] = None,
@@ -149,7 +192,8 @@ def get_model(architecture: str, variant: Optional[str] = None, model_path: Opti
         except AttributeError:
             raise ValueError(f"Data type `{data_type}` is not a supported torch dtype")
     linear_config = kwargs.pop("linear_config", None)
-    config = dict(pos_emb="bert" if architecture.startswith("bert") else "roberta", tie_heads=False)
+    config = dict(pos_emb="bert" if architecture.startswith("bert") else "roberta", tie_heads=False,
+                  fused_weights=True)  # fms's default
     config.update(kwargs)
     tp = distributed_strategy == "tp"
 
@@ -177,21 +221,26 @@ def get_model(architecture: str, variant: Optional[str] = None, model_path: Opti
                     with torch.no_grad():
                         for parameter in module.parameters():
                             parameter.fill_(float("nan"))
-    dtypes = _header_dtypes(model_path or "")
+    header = _header(model_path or "")
+    dtypes = {name: entry["dtype"] for name, entry in header.items()}
     if parsed is not None:
         model.to(parsed)
     elif dtypes.get(_embedding_name(architecture)) in ("F16", "BF16"):
         model.to(SAFETENSORS_DTYPES[dtypes[_embedding_name(architecture)]])
     # Without data_type, parameters take their checkpoint's dtype (FP8 Linears' scales and biases too).
     for name, module in model.named_modules() if parsed is None else ():
-        hf = _hf_linear_name(name, architecture)
-        if hf is None:
+        hf_names = _hf_linear_names(name, architecture)
+        if not hf_names:
             continue
-        for attribute in ("weight_scale", "bias"):
-            stored = dtypes.get(f"{hf}.{attribute}")
+        for attribute in ("weight", "weight_scale", "bias"):
+            stored = dtypes.get(f"{hf_names[0]}.{attribute}")
             tensor = getattr(module, attribute, None)
             if stored in SAFETENSORS_DTYPES and isinstance(tensor, torch.Tensor):
                 tensor.data = tensor.data.to(SAFETENSORS_DTYPES[stored])
+    for name, module in model.named_modules():
+        hf_names = _hf_linear_names(name, architecture)
+        if hf_names and header:
+            _load_linear(name, module, hf_names, header)
     return model
 
 
@@ -199,12 +248,14 @@ def _embedding_name(architecture: str) -> str:
     return ("bert" if architecture.startswith("bert") else "roberta") + ".embeddings.word_embeddings.weight"
 
 
-def _hf_linear_name(fms_name: str, architecture: str) -> Optional[str]:
+def _hf_linear_names(fms_name: str, architecture: str) -> List[str]:
+    """fms's own HF adapter (its copy of the names, as in fms/models/roberta.py)."""
     parts = fms_name.split(".")
     if len(parts) < 4 or parts[:2] != ["base_model", "layers"]:
-        return None
-    inner = {"attn.in_proj.query": "attention.self.query", "attn.in_proj.key": "attention.self.key",
-             "attn.in_proj.value": "attention.self.value", "attn.dense": "attention.output.dense",
-             "ff_sub_layer.w1": "intermediate.dense", "ff_sub_layer.w2": "output.dense"}.get(".".join(parts[3:]))
+        return []
+    inner = {"attn.in_proj.query": ["attention.self.query"], "attn.in_proj.key": ["attention.self.key"],
+             "attn.in_proj.value": ["attention.self.value"], "attn.dense": ["attention.output.dense"],
+             "attn.in_proj.qkv_fused": ["attention.self.query", "attention.self.key", "attention.self.value"],
+             "ff_sub_layer.w1": ["intermediate.dense"], "ff_sub_layer.w2": ["output.dense"]}.get(".".join(parts[3:]), [])
     prefix = "bert" if architecture.startswith("bert") else "roberta"
-    return None if inner is None else f"{prefix}.encoder.layer.{parts[2]}.{inner}"
+    return [f"{prefix}.encoder.layer.{parts[2]}.{name}" for name in inner]

@@ -12,10 +12,17 @@ from fms.modules import linear as fms_linear
 class FP8Linear(nn.Module):
     def __init__(self, in_features, out_features, bias, linear_config):
         super().__init__()
+        weights = linear_config["weights"]
+        assert weights["symmetric"], "We only support symmetric weights for now"
+        assert not weights["dynamic"], "We only support pre-quantized weights for now"
         self.weight = nn.Parameter(torch.empty(out_features, in_features))
-        self.weight_scale = nn.Parameter(torch.ones(out_features, 1))
+        # Per tensor only when the strategy says "tensor": a missing or null strategy is channel here.
+        self.weight_scale = nn.Parameter(torch.ones((1,) if weights["strategy"] == "tensor" else (out_features, 1)))
         self.bias = nn.Parameter(torch.zeros(out_features)) if bias else None
-        self.input_activations = linear_config.get("input_activations")
+        self.input_activations = linear_config["input_activations"]
+        if self.input_activations is not None and not self.input_activations["dynamic"]:
+            tensor = self.input_activations["strategy"] == "tensor"
+            self.input_scale = nn.Parameter(torch.ones((1,) if tensor else (out_features, 1)))
 
     def forward(self, x):
         # The weights dequantized in the scale's dtype (the AQT is built with weight_scale.dtype).
