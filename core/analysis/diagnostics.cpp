@@ -475,17 +475,24 @@ private:
         return false;
     }
 
-    // True when the scale's layout matches the strategy (values may still be invalid).
-    bool checkWeightScale(const std::string& module, const ConfigGroup& group, int64_t outFeatures)
+    // The module's weight_scale when it exists and holds floats; otherwise reports why and returns null.
+    const TensorView* floatWeightScale(const std::string& module)
     {
         const TensorView* scale = store_.find(module + ".weight_scale");
         if (!scale) {
             add(Severity::Error, "scale-missing", module + ".weight_scale",
                 "Tensor '" + module + ".weight_scale' is missing, so the F8_E4M3 weight of module '" + module +
                     "' cannot be dequantized; export the checkpoint again with its scales.");
-            return false;
+            return nullptr;
         }
-        if (!checkScaleIsFloat(*scale))
+        return checkScaleIsFloat(*scale) ? scale : nullptr;
+    }
+
+    // True when the scale's layout matches the strategy (values may still be invalid).
+    bool checkWeightScale(const std::string& module, const ConfigGroup& group, int64_t outFeatures)
+    {
+        const TensorView* scale = floatWeightScale(module);
+        if (!scale)
             return false;
         const std::string& strategy = group.weights->strategy;
         const bool perChannel = strategy == "channel";
@@ -515,14 +522,8 @@ private:
     // invalid scales are named by their block, and blocks of all-zero codes are pointed out.
     bool checkBlockScale(const std::string& module, const ConfigGroup& group, const std::vector<int64_t>& weightShape)
     {
-        const TensorView* scale = store_.find(module + ".weight_scale");
-        if (!scale) {
-            add(Severity::Error, "scale-missing", module + ".weight_scale",
-                "Tensor '" + module + ".weight_scale' is missing, so the F8_E4M3 weight of module '" + module +
-                    "' cannot be dequantized; export the checkpoint again with its scales.");
-            return false;
-        }
-        if (!checkScaleIsFloat(*scale))
+        const TensorView* scale = floatWeightScale(module);
+        if (!scale)
             return false;
         const std::vector<int>& block = group.weights->blockStructure;
         const std::vector<int64_t> grid = {(weightShape[0] + block[0] - 1) / block[0],
