@@ -10,6 +10,7 @@
 
 #include "analysis/squad_metric.h"
 #include "common/error.h"
+#include "common/option_error.h"
 #include "tasks/fill_mask.h"
 
 namespace scalescope {
@@ -103,7 +104,7 @@ PreparedInput prepareInput(const InferenceBackend& run, const ComparisonInput& i
     const bool isQa = !input.question.empty() || !input.context.empty();
     if (isQa) {
         if (!layout.isQuestionAnswering())
-            throw Error("--question/--context need a RobertaForQuestionAnswering checkpoint or a "
+            throw OptionError(TaskOption::Question, "{option} need a RobertaForQuestionAnswering checkpoint or a "
                         "BertForQuestionAnswering one; " +
                         run.checkpoint().directory() + " is " + architectureName(a.architecture) + ".");
         validateQaOptions(input.qaOptions, layout.specialTokensInPair());
