@@ -120,7 +120,7 @@ void printJson(const json& document)
     std::cout << jsonText(document) << std::endl;
 }
 
-// DESIGN's "nonfinite" (modules whose output held inf/NaN, in execution order) and "first_nonfinite".
+// The JSON's "nonfinite" (modules whose output held inf/NaN, in execution order) and "first_nonfinite".
 void addNonFiniteFields(json& out, const std::vector<ModuleNonFinite>& modules)
 {
     json list = json::array();
