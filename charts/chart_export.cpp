@@ -57,16 +57,6 @@ void appendRow(std::string& csv, const std::vector<std::string>& cells)
     csv += "\r\n";
 }
 
-std::size_t pointCount(const ChartSeries& series)
-{
-    std::size_t count = std::min(series.x.size(), series.y.size());
-    if (series.style == SeriesStyle::Band)
-        count = std::min(count, series.yUpper.size());
-    if (series.style == SeriesStyle::Cells)
-        count = std::min(count, series.z.size());
-    return count;
-}
-
 // A heat map as a table: one row per cell (column, row, value), each cells series in turn.
 std::string cellsCsv(const ChartData& chart)
 {

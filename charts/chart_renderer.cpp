@@ -99,16 +99,6 @@ private:
 
 bool drawableValue(double value, bool logY) { return std::isfinite(value) && (!logY || value > 0.0); }
 
-std::size_t pointCount(const ChartSeries& series)
-{
-    std::size_t count = std::min(series.x.size(), series.y.size());
-    if (series.style == SeriesStyle::Band)
-        count = std::min(count, series.yUpper.size());
-    if (series.style == SeriesStyle::Cells)
-        count = std::min(count, series.z.size());
-    return count;
-}
-
 // A heat map (block scales) fills the axis rect with unit cells instead of plotting values on y.
 bool hasCells(const ChartData& chart)
 {

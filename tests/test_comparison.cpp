@@ -178,7 +178,7 @@ private slots:
         QCOMPARE(linearSqnrChart(result).categories.size(), std::size_t(13)); // 12 encoder + qa_outputs
         QCOMPARE(activationSharesChart(result).series.size(), std::size_t(3));
         // Dynamic per-token scales clip nothing: the row maximum a float step past 448 after the
-        // division is rounding, not clipping (DESIGN.md: |x / s| > 448).
+        // division is rounding, not clipping (|x / s| > 448).
         for (const ActivationStatistics& a : result.activations)
             QCOMPARE(a.clipped, int64_t(0));
         // The amax chart of dynamic scales says that its "range" is the per-token amax itself:

@@ -22,7 +22,7 @@ json minimalConfig()
 
 json designExample()
 {
-    // The example of DESIGN.md, verbatim in content.
+    // A minimal compressed-tensors FP8 config.
     return json::parse(R"({
       "quant_method": "compressed-tensors", "format": "float-quantized",
       "quantization_status": "compressed",
@@ -132,7 +132,7 @@ private slots:
         QVERIFY(findGroupFor(q, "roberta.embeddings.LayerNorm", "LayerNorm") == nullptr);
     }
 
-    // Written from DESIGN.md "Configs as they appear in the wild": a "re:" entry matches as Python's
+    // Written from docs/ARCHITECTURE.md "Configs as they appear in the wild": a "re:" entry matches as Python's
     // re.match does (anchored at the start, open at the end, `$` anchors the end); other entries
     // are an exact module name or a class name.
     void matchesTargets_data()

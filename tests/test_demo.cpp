@@ -71,7 +71,7 @@ struct QuestionRun {
     std::vector<double> logits;
 };
 
-// DESIGN.md's SQNR, 10 log10(sum ref^2 / sum (ref - x)^2), over all the values.
+// SQNR, 10 log10(sum ref^2 / sum (ref - x)^2), over all the values.
 double sqnrDb(const std::vector<double>& reference, const std::vector<double>& values)
 {
     double signal = 0, noise = 0;

@@ -81,6 +81,17 @@ private slots:
         QCOMPARE(error.option(), TaskOption::MaxSeqLen);
         const OptionError inside(TaskOption::DocStride, "The question is too long for {option} 9: {option}.");
         QCOMPARE(inside.messageNaming("X"), std::string("The question is too long for X 9: X."));
+        // Other options by key, and hints in parentheses that only a front end's names spell out.
+        const OptionError several(TaskOption::TargetF1Drop,
+                                  "{option} needs a SQuAD file{(Squad)}; use {TargetSqnr} {not a key}.");
+        QCOMPARE(std::string(several.what()),
+                 std::string("The target F1 drop needs a SQuAD file; use the target SQNR {not a key}."));
+        const auto flag = [](TaskOption option) { return "--" + optionKey(option); };
+        QCOMPARE(several.messageNaming(flag),
+                 std::string("--TargetF1Drop needs a SQuAD file (--Squad); use --TargetSqnr {not a key}."));
+        // Only a sentence that starts with a name gets a capital (not one that starts with a path).
+        const OptionError path(TaskOption::Overwrite, "out already exists; pass {option} to replace it.");
+        QCOMPARE(std::string(path.what()), std::string("out already exists; pass overwrite to replace it."));
     }
 };
 

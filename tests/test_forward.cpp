@@ -299,7 +299,7 @@ private slots:
         for (const LinearInfo& l : model->linears())
             if (l.module == stats->module)
                 staticScale = l.inputScale;
-        // Clipped means |x / s| > 448 beyond float rounding (DESIGN.md): four float steps of 448.
+        // Clipped means |x / s| > 448 beyond float rounding (docs/ARCHITECTURE.md): four float steps of 448.
         float clipBound = 448.0f;
         for (int step = 0; step < 4; ++step)
             clipBound = std::nextafter(clipBound, 1000.0f);

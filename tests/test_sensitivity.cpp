@@ -18,6 +18,7 @@
 #include "model/checkpoint.h"
 #include "engine/encoder_model.h"
 #include "support/fixtures.h"
+#include "support/option_flags.h"
 #include "report/charts.h"
 #include "tasks/compare_runs.h"
 #include "tasks/sensitivity.h"
@@ -276,7 +277,8 @@ private slots:
             runSensitivity(*run, reference.get(), ids, options);
             QFAIL("an F1 target on input ids was accepted");
         } catch (const Error& e) {
-            QVERIFY(std::string(e.what()).find("--target-f1-drop needs a question") != std::string::npos);
+            QVERIFY(testing::asCliMessage(e).find("--target-f1-drop needs a question (--question/--context)") !=
+                    std::string::npos);
         }
     }
 

@@ -39,7 +39,7 @@ struct RunStamp {
     QString referenceFolder; // for Reference::Folder
     RunMode mode = RunMode::Fp8;
     QString device = QStringLiteral("cpu"); // "cpu" or "runner:COMMAND"
-    // The what-if of the run side (DESIGN.md "Precision overrides"): Linears run in float, by exact
+    // The what-if of the run side (docs/ARCHITECTURE.md "Precision overrides"): Linears run in float, by exact
     // module name in layout order, and their short labels ("L3.ffn.in") in the same order. Only the
     // names count for equality; the labels follow from them.
     QStringList floatLinears;

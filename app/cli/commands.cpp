@@ -121,7 +121,7 @@ void printJson(const json& document)
     std::cout << jsonText(document) << std::endl;
 }
 
-// DESIGN's "nonfinite" (modules whose output held inf/NaN, in execution order) and "first_nonfinite".
+// The JSON's "nonfinite" (modules whose output held inf/NaN, in execution order) and "first_nonfinite".
 void addNonFiniteFields(json& out, const std::vector<ModuleNonFinite>& modules)
 {
     json list = json::array();
@@ -692,6 +692,14 @@ std::string flagOf(TaskOption option)
     case TaskOption::Calibration: return "--calibration FILE";
     case TaskOption::BlockSize: return "--block";
     case TaskOption::GroupSize: return "--group-size";
+    case TaskOption::Overwrite: return "--force";
+    case TaskOption::Modules: return "--modules";
+    case TaskOption::Reference: return "--reference DIR";
+    case TaskOption::Granularity: return "--granularity";
+    case TaskOption::TargetSqnr: return "--target-sqnr";
+    case TaskOption::TargetF1Drop: return "--target-f1-drop";
+    case TaskOption::Question: return "--question/--context";
+    case TaskOption::Squad: return "--squad";
     }
     return "an option";
 }
@@ -735,7 +743,7 @@ int run(const std::vector<std::string>& args)
             // The core names the option; here it is the flag that sets it. Exit 1 like every error
             // the core finds (2 stays for what the command line itself gets wrong).
             std::cerr << "scalescope-cli " << command.spec.name << ": "
-                      << terminalSafe(e.messageNaming(flagOf(e.option()))) << "\n";
+                      << terminalSafe(e.messageNaming(flagOf)) << "\n";
             return 1;
         } catch (const Cancelled& e) {
             std::cerr << "scalescope-cli " << command.spec.name << ": " << e.what() << "\n";

@@ -1,5 +1,5 @@
 #pragma once
-// The scalescope-cli commands of DESIGN.md's CLI contract.
+// The scalescope-cli commands (docs/ARCHITECTURE.md "Command line contract").
 #include <string>
 #include <vector>
 

@@ -1,6 +1,6 @@
 #pragma once
 // `scalescope-cli sensitivity` (which Linear or layer breaks the answer) and `keep-float` (write
-// the fixed checkpoint and show before/after), as DESIGN.md's CLI table defines them.
+// the fixed checkpoint and show before/after), as the README's command line lists them.
 #include "arguments.h"
 
 namespace scalescope::cli {

@@ -1,6 +1,6 @@
 #pragma once
 // Per capture point error metrics between a run and its reference: what a point is (from the
-// layout) and DESIGN.md's metrics over real tokens. The comparison task (tasks/compare_runs.h)
+// layout) and docs/ARCHITECTURE.md's metrics over real tokens. The comparison task (tasks/compare_runs.h)
 // runs the two models and uses these.
 #include <string>
 #include <vector>
@@ -28,7 +28,7 @@ const char* captureKindName(CaptureKind kind);
 // sits, from the layout.
 CapturePointMetrics describeCapturePoint(const EncoderLayout& layout, const std::string& name);
 
-// DESIGN.md's metrics of x against reference over real tokens only: [batch, seq, ...] tensors with
+// docs/ARCHITECTURE.md's metrics of x against reference over real tokens only: [batch, seq, ...] tensors with
 // batch == lengths.size() take the first lengths[b] rows of each item, anything else is compared
 // whole. Throws when the sizes differ.
 ErrorMetrics metricsOverRealTokens(const std::vector<int64_t>& shape, const float* x, const FloatTensor& reference,

@@ -1,6 +1,6 @@
 #pragma once
 // Devices behind InferenceBackend: the in-process CPU engine, or a runner process that serves
-// forward passes over the JSON-lines protocol of DESIGN.md ("Runner protocol"), started from a
+// forward passes over the JSON-lines protocol of packaging/runners/PROTOCOL.md, started from a
 // user command line (a local `scalescope-cli runner`, or `ssh aiu-host torchrun ... aiu_runner.py`).
 //
 // RunnerBackend owns: the conversation with the child (device/runner_channel.h: process, pipes,

@@ -1,6 +1,6 @@
 #pragma once
 // FP8 activation kernels of `fp8` mode on plain float rows: quantize-dequantize a Linear's input as
-// DESIGN.md defines it (dynamic per token, per group of channels, dynamic or static per tensor), and the shares of
+// docs/ARCHITECTURE.md defines it (dynamic per token, per group of channels, dynamic or static per tensor), and the shares of
 // clipped, flushed and subnormal values of that input. Torch-free, single-threaded: the GEMMs hold
 // the compute threads (see compute_threads.cpp).
 #include <cstdint>

@@ -202,7 +202,7 @@ bool quantizesInput(const LinearInfo& info, const ForwardContext& context)
 }
 
 // A quantized Linear the overrides run in float, with a reference loaded: it runs the reference's
-// float weights (DESIGN.md "Precision overrides").
+// float weights (docs/ARCHITECTURE.md "Precision overrides").
 bool runsReferenceWeights(const LinearInfo& info, const ForwardContext& context)
 {
     const ForwardOptions& options = context.options;
@@ -375,7 +375,7 @@ struct EncoderGraph::Impl {
 
     // Every module's result passes context.stored(): in fp16 mode the attention scores (before the
     // padding mask, which is not a stored value), probabilities and context, each Linear, the GELU,
-    // each residual sum and each LayerNorm are rounded to half as DESIGN's "Run modes" says.
+    // each residual sum and each LayerNorm are rounded to half as docs/ARCHITECTURE.md "Run modes" says.
     at::Tensor encoderLayer(int index, const at::Tensor& h, const at::Tensor& keyMask, ForwardContext& context) const
     {
         const ModelConfig& c = config();

@@ -1,6 +1,6 @@
 #pragma once
 // An encoder with its head, built from a Checkpoint, that runs forward passes on CPU in the modes
-// of DESIGN.md: `fp8` (quantized Linears quantize their inputs as the plan declares) and `dequant`
+// of docs/ARCHITECTURE.md: `fp8` (quantized Linears quantize their inputs as the plan declares) and `dequant`
 // (dequantized weights, float activations), with per-Linear precision overrides. The `reference`
 // mode is another EncoderModel built from the float checkpoint.
 //

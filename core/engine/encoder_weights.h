@@ -58,7 +58,7 @@ const at::Tensor& fusedQkvWeight(const LayerWeights& layer);
 bool runsFactored(const LinearInfo& info);
 
 // How the engine holds the stored parameters: as the file has them, or rounded to IEEE half as a
-// float16 device stores them (fp16 mode, DESIGN.md "Run modes"): every float tensor, bias and
+// float16 device stores them (fp16 mode, docs/ARCHITECTURE.md "Run modes"): every float tensor, bias and
 // LayerNorm parameter, and the FP8 Linears' weight and input scales (FP8 codes stay exact, and
 // decode(q) * half(scale) is not rounded again).
 enum class StoredPrecision { AsStored, Half };

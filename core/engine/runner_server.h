@@ -1,5 +1,5 @@
 #pragma once
-// The CPU runner: the server side of the runner protocol (DESIGN.md, "Runner protocol") over an
+// The CPU runner: the server side of the runner protocol (packaging/runners/PROTOCOL.md) over an
 // EncoderModel in this process. `scalescope-cli runner` serves it on stdin/stdout.
 //
 // One request per line in, one response per line out (flushed after each), logs on `log`.

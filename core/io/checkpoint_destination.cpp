@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/option_error.h"
 #include "io/atomic_write.h"
 
 namespace scalescope {
@@ -41,29 +42,33 @@ bool isCheckpointFileName(const std::string& name)
            (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
 }
 
-// The sentence refusing to replace destination, or "" when it is a checkpoint folder.
-std::string replaceProblem(const fs::path& destination, const std::string& destinationDir, const std::string& command)
+// Refuses to replace destination unless it is a checkpoint folder.
+void checkIsCheckpointFolder(const fs::path& destination, const std::string& destinationDir, const std::string& command)
 {
+    const std::string onlyCheckpoints = command + " {option} replaces only a checkpoint folder, so ";
     std::error_code ec;
     const fs::file_status status = fs::symlink_status(destination, ec);
     if (fs::is_symlink(status))
-        return destinationDir + " is a symbolic link; " + command + " --force replaces only a checkpoint folder, so remove the link or choose another DST.";
+        throw OptionError(TaskOption::Overwrite, destinationDir + " is a symbolic link; " + onlyCheckpoints +
+                                                     "remove the link or choose another DST.");
     if (!fs::is_directory(status))
-        return destinationDir + " is not a folder; " + command + " --force replaces only a checkpoint folder, so choose another DST.";
+        throw OptionError(TaskOption::Overwrite,
+                          destinationDir + " is not a folder; " + onlyCheckpoints + "choose another DST.");
     bool hasConfig = false;
     for (fs::directory_iterator it(destination, ec), end; !ec && it != end; it.increment(ec)) {
         const std::string name = it->path().filename().string();
         const fs::file_status entry = it->symlink_status(ec);
         if (!fs::is_regular_file(entry) || !isCheckpointFileName(name))
-            return destinationDir + " holds " + name +
-                   ", which is not part of a checkpoint; " + command + " --force replaces only a checkpoint folder, so choose another DST.";
+            throw OptionError(TaskOption::Overwrite, destinationDir + " holds " + name +
+                                                         ", which is not part of a checkpoint; " + onlyCheckpoints +
+                                                         "choose another DST.");
         hasConfig = hasConfig || name == "config.json";
     }
     if (ec)
-        return "Cannot read " + destinationDir + ": " + ec.message() + ".";
+        throw Error("Cannot read " + destinationDir + ": " + ec.message() + ".");
     if (!hasConfig)
-        return destinationDir + " has no config.json, so it is not a checkpoint folder; " + command + " --force replaces only a checkpoint folder, so choose another DST.";
-    return {};
+        throw OptionError(TaskOption::Overwrite, destinationDir + " has no config.json, so it is not a checkpoint folder; " +
+                                                     onlyCheckpoints + "choose another DST.");
 }
 
 // ".DST.old-PID" is the previous destination parked by a replacement that was killed before it
@@ -133,9 +138,8 @@ void checkReplaceable(const CheckpointDestination& d)
     if (!fs::exists(fs::symlink_status(d.destination, ec)))
         return;
     if (!d.overwrite)
-        throw Error(d.destinationDir + " already exists; pass --force to replace it.");
-    if (const std::string problem = replaceProblem(d.destination, d.destinationDir, d.command); !problem.empty())
-        throw Error(problem);
+        throw OptionError(TaskOption::Overwrite, d.destinationDir + " already exists; pass {option} to replace it.");
+    checkIsCheckpointFolder(d.destination, d.destinationDir, d.command);
 }
 
 } // namespace

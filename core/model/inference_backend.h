@@ -69,7 +69,7 @@ struct ForwardOptions {
     std::function<void(const std::string& name, const std::vector<int64_t>& shape, const float* data,
                        const std::string& sameAs)>
         onCapture;
-    // DESIGN's "float" override runs the reference's float weights when a reference is loaded:
+    // The "float" override runs the reference's float weights when a reference is loaded:
     // the float checkpoint whose Linears (weight and bias, same names and shapes) replace the
     // dequantized ones of every Linear the overrides run in float. Null: dequantized weights.
     // Honoured in-process; a runner has no reference and keeps the dequantized weights.
@@ -93,7 +93,7 @@ struct ModuleNonFinite {
     int64_t count = 0;
 };
 
-// A module's output over real tokens against float16's limits (DESIGN's fp16 run mode): the largest
+// A module's output over real tokens against float16's limits (fp16 mode, docs/ARCHITECTURE.md): the largest
 // |value| (inf when one overflowed; NaN left out), and how many non-zero values lie below half's
 // smallest normal (2^-14), where a float16 device loses precision or flushes to zero.
 struct ModuleOutputRange {

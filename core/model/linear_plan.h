@@ -1,7 +1,7 @@
 #pragma once
 // The per-Linear plan: for every Linear of the layout, the quantization_config group that picked it
 // and the rule that did, what the checkpoint stores for it (FP8 codes or float), and how it runs in
-// each mode, with optional precision overrides (DESIGN.md "Precision overrides"). Built once per
+// each mode, with optional precision overrides (docs/ARCHITECTURE.md "Precision overrides"). Built once per
 // checkpoint from the config and the tensor headers; the engine, the runner client, diagnostics,
 // scale statistics, quantize, inspect and the GUI all read it instead of deriving schemes again.
 // Building never throws for a checkpoint that can be inspected: what would stop a run is kept as
@@ -21,7 +21,7 @@ class TensorStore;
 struct ConfigGroup;
 struct GroupMatch;
 
-// DESIGN.md "Run modes": Fp16 is the fp8 run as a float16 device (the AIU) stores it.
+// docs/ARCHITECTURE.md "Run modes": Fp16 is the fp8 run as a float16 device (the AIU) stores it.
 enum class RunMode { Fp8, Dequant, Fp16 };
 const char* runModeName(RunMode mode); // "fp8", "dequant", "fp16"
 // The mode of that name; false for any other text.

@@ -1,7 +1,7 @@
 #pragma once
 // compressed-tensors quantization_config (as llm-compressor writes it): config groups with targets,
 // weight and input-activation schemes, and the ignore list. Answers "which scheme applies to this
-// module" with the loaders' matching rules (DESIGN.md "Configs as they appear in the wild"): a
+// module" with the loaders' matching rules (docs/ARCHITECTURE.md "Configs as they appear in the wild"): a
 // target or ignore entry is a class name, an exact module name, or "re:<regex>" matched as Python's
 // re.match does (anchored at the start of the module name, open at the end unless the pattern says
 // `$`). An ignore entry that matches drops the module; otherwise the most specific target wins

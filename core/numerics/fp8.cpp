@@ -217,7 +217,7 @@ float roundToE4M3(float value)
 
 void quantDequantE4M3(float* values, std::size_t n, float scale)
 {
-    // Division rather than multiplication by 1/scale: DESIGN.md fixes the arithmetic as x / s.
+    // Division rather than multiplication by 1/scale: docs/ARCHITECTURE.md fixes the arithmetic as x / s.
     std::size_t i = 0;
     for (; i + kLanes <= n; i += kLanes) {
         FloatLanes lanes;

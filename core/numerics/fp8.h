@@ -1,5 +1,5 @@
 #pragma once
-// Exact FP8 codecs (DESIGN.md "FP8 numerics").
+// Exact FP8 codecs (docs/ARCHITECTURE.md "FP8 numerics").
 // E4M3FN: 1 sign, 4 exponent bits (bias 7), 3 mantissa bits, subnormals, no infinities,
 // S.1111.111 is NaN, largest finite 448. E5M2: IEEE-like (bias 15), infinities, max 57344.
 // Encoding rounds to nearest, ties to even. Decoding is a 256-entry table.
@@ -9,7 +9,7 @@
 namespace scalescope::fp8 {
 
 constexpr float kE4M3Max = 448.0f;
-// |x / s| above this counts as clipped (DESIGN.md: |x / s| > 448, up to float rounding). A dynamic
+// |x / s| above this counts as clipped (docs/ARCHITECTURE.md: |x / s| > 448, up to float rounding). A dynamic
 // scale s = amax / 448 is itself rounded, so the row's own maximum lands at amax / s = 448.00003
 // (one float step of 448) about as often as at 448, though clamping it changes nothing. Four steps
 // (4 * 2^-15) absorb the two roundings; a static scale that is too small clips far beyond them.

@@ -1,5 +1,5 @@
 #pragma once
-// Error metrics between a run and its reference (DESIGN.md "Per-layer comparison"), accumulated in
+// Error metrics between a run and its reference (docs/ARCHITECTURE.md "Comparison metrics"), accumulated in
 // double precision.
 #include <cstddef>
 #include <cstdint>

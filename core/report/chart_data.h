@@ -1,6 +1,8 @@
 #pragma once
 // A chart described as plain data, so that the core can say what to draw and the UI (QCustomPlot)
 // draws it, on screen or headless into PNG/PDF/SVG. Also the source of each chart's CSV export.
+#include <algorithm>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,17 @@ struct ChartSeries {
     std::string color;                // "#RRGGBB"; empty picks from the palette
     std::vector<double> z = {};       // Cells only: the value of each cell (defaulted: aggregates may omit it)
 };
+
+// The points a series draws and exports: as many as its shortest vector that its style uses.
+inline std::size_t pointCount(const ChartSeries& series)
+{
+    std::size_t count = std::min(series.x.size(), series.y.size());
+    if (series.style == SeriesStyle::Band)
+        count = std::min(count, series.yUpper.size());
+    if (series.style == SeriesStyle::Cells)
+        count = std::min(count, series.z.size());
+    return count;
+}
 
 struct ChartData {
     std::string id;                   // file stem for exports: "layer_sqnr"

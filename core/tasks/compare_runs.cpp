@@ -10,6 +10,7 @@
 
 #include "analysis/squad_metric.h"
 #include "common/error.h"
+#include "common/option_error.h"
 #include "tasks/fill_mask.h"
 
 namespace scalescope {
@@ -103,8 +104,9 @@ PreparedInput prepareInput(const InferenceBackend& run, const ComparisonInput& i
     const bool isQa = !input.question.empty() || !input.context.empty();
     if (isQa) {
         if (!layout.isQuestionAnswering())
-            throw Error(wrongHeadSentence("--question/--context need", HeadKind::QuestionAnswering,
-                                          run.checkpoint().directory(), a.architecture));
+            throw OptionError(TaskOption::Question,
+                              wrongHeadSentence("{option} need", HeadKind::QuestionAnswering,
+                                                run.checkpoint().directory(), a.architecture));
         validateQaOptions(input.qaOptions, layout.specialTokensInPair());
         prepared.windows = buildQaWindows(run.checkpoint().tokenizer(), input.question, input.context, input.qaOptions);
         for (const QaWindow& w : prepared.windows)

@@ -1,6 +1,6 @@
 #pragma once
 // The comparison task: a run (`fp8`) against its reference (`reference` from a float checkpoint,
-// or `dequant` standing in): the metrics of DESIGN.md at every capture point, the FP8 activation
+// or `dequant` standing in): the metrics of docs/ARCHITECTURE.md at every capture point, the FP8 activation
 // shares of every quantized Linear, and agreement of the final outputs (QA answers or fill-mask
 // distributions).
 #include <map>
@@ -31,7 +31,7 @@ struct ComparisonInput {
     // The reference side's mode: dequant (a float checkpoint runs the same either way), or fp8 to
     // compare a device's FP8 run with the in-process CPU emulation of the same checkpoint.
     RunMode referenceMode = RunMode::Dequant;
-    // Per-Linear what-if precision of the run side (DESIGN.md "Precision overrides").
+    // Per-Linear what-if precision of the run side (docs/ARCHITECTURE.md "Precision overrides").
     PrecisionOverrides runOverrides;
     // The text is a fill-mask request: the model must be a masked LM and the text hold a mask token
     // (otherwise a text is compared at every position).

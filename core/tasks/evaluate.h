@@ -120,7 +120,7 @@ struct EvaluationOptions {
     // the reference when that is the CPU emulation of the same checkpoint.
     RunMode runMode = RunMode::Fp8;
     RunMode referenceMode = RunMode::Dequant;
-    // Per-Linear what-if precision of the run side (DESIGN.md "Precision overrides").
+    // Per-Linear what-if precision of the run side (docs/ARCHITECTURE.md "Precision overrides").
     PrecisionOverrides runOverrides;
 };
 

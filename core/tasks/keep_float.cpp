@@ -10,6 +10,7 @@
 
 #include "analysis/scale_statistics.h"
 #include "common/error.h"
+#include "common/option_error.h"
 #include "common/text_files.h"
 #include "io/checkpoint_destination.h"
 #include "io/safetensors.h"
@@ -34,8 +35,10 @@ void checkModule(const Checkpoint& checkpoint, const std::string& module)
         bool isModule = false;
         for (const TensorView* view : checkpoint.tensors().tensors())
             isModule = isModule || view->name.rfind(module + ".", 0) == 0;
-        throw Error(isModule ? "'" + module + "' is a module of " + dir + " but not a Linear, so it cannot be kept float."
-                             : "'" + module + "' is not a module of " + dir + "; --modules takes exact Linear names.");
+        if (isModule)
+            throw Error("'" + module + "' is a module of " + dir + " but not a Linear, so it cannot be kept float.");
+        throw OptionError(TaskOption::Modules,
+                          "'" + module + "' is not a module of " + dir + "; {option} takes exact Linear names.");
     }
     const LinearInfo* info = checkpoint.plan().find(module);
     if (!info || !info->quantized)
@@ -64,7 +67,8 @@ TensorToWrite floatWeight(const Checkpoint& checkpoint, const Checkpoint* refere
         if (s.module == module)
             values = dequantizedWeight(s, codes);
     if (values.empty())
-        throw Error("keep-float cannot dequantize the weight of '" + module + "' (its scale layout is not per channel or per tensor); give --reference DIR.");
+        throw OptionError(TaskOption::Reference, "keep-float cannot dequantize the weight of '" + module +
+                                                     "' (its scale layout is not per channel or per tensor); give {option}.");
     return makeFloatTensor(out.name, Dtype::F32, codes.shape, values.data());
 }
 
@@ -134,7 +138,7 @@ KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& d
                           const KeepFloatOptions& options, const Progress& progress)
 {
     if (options.modules.empty())
-        throw Error("--modules names no Linear; give the exact names of the Linears to keep float.");
+        throw OptionError(TaskOption::Modules, "{option} names no Linear; give the exact names of the Linears to keep float.");
     std::shared_ptr<const Checkpoint> checkpoint = Checkpoint::open(checkpointDir);
     if (!checkpoint->config().quantization)
         throw Error(checkpointDir + " has no quantization config, so it is not an FP8 checkpoint to fix.");

@@ -89,6 +89,133 @@ std::string contextSubstring(const std::string& context, int startCodePoint, int
     return end > begin ? context.substr(begin, end - begin) : std::string();
 }
 
+// The null answer's logits: those of the window least sure there is no answer.
+struct NullLogits {
+    bool have = false;
+    float start = 0;
+    float end = 0;
+    float score() const { return start + end; }
+};
+
+using SpansByCharSpan = std::map<std::pair<int, int>, SpanCandidate>;
+
+// Every window's candidate spans (the n best starts by the n best ends that lie in the context and
+// cover characters), keyed by their character span, and the null answer's logits.
+SpansByCharSpan collectSpans(const std::vector<QaWindow>& windows, const std::vector<std::vector<float>>& startLogits,
+                             const std::vector<std::vector<float>>& endLogits, const QaOptions& options,
+                             NullLogits& null) {
+    // Overlapping windows see the same context span; the answer keeps its best-scoring sighting.
+    SpansByCharSpan bestByCharSpan;
+    for (std::size_t w = 0; w < windows.size(); ++w) {
+        const Encoding& encoding = windows[w].encoding;
+        const auto& starts = startLogits[w];
+        const auto& ends = endLogits[w];
+        if (encoding.ids.empty())
+            continue;
+
+        // The lowest null score over windows: the window most confident that an answer exists
+        // decides how strongly the null answer competes.
+        const float windowNullScore = starts[0] + ends[0];
+        if (!null.have || windowNullScore < null.start + null.end) {
+            null.have = true;
+            null.start = starts[0];
+            null.end = ends[0];
+        }
+
+        const std::vector<int> startCandidates = topIndices(starts, options.nBest);
+        const std::vector<int> endCandidates = topIndices(ends, options.nBest);
+        for (int s : startCandidates) {
+            if (encoding.sequenceIds[s] != 1)
+                continue;
+            for (int e : endCandidates) {
+                if (encoding.sequenceIds[e] != 1 || e < s || e - s + 1 > options.maxAnswerLen)
+                    continue;
+                const int charStart = encoding.offsets[s].first;
+                const int charEnd = encoding.offsets[e].second;
+                // A span that covers no characters (whitespace-only tokens) would read as the
+                // null answer; it is not a span answer.
+                if (charEnd <= charStart)
+                    continue;
+                SpanCandidate candidate{charStart, charEnd, starts[s] + ends[e], starts[s], ends[e], static_cast<int>(w)};
+                auto [it, inserted] = bestByCharSpan.emplace(std::make_pair(charStart, charEnd), candidate);
+                if (!inserted && candidate.score > it->second.score)
+                    it->second = candidate;
+            }
+        }
+    }
+    return bestByCharSpan;
+}
+
+// The `nBest` best spans, best first.
+std::vector<SpanCandidate> rankSpans(const SpansByCharSpan& bestByCharSpan, int nBest) {
+    std::vector<SpanCandidate> spans;
+    spans.reserve(bestByCharSpan.size());
+    for (const auto& entry : bestByCharSpan)
+        spans.push_back(entry.second);
+    // Ties by position keep the order independent of the map and sort implementations.
+    std::sort(spans.begin(), spans.end(), [](const SpanCandidate& a, const SpanCandidate& b) {
+        if (a.score != b.score)
+            return a.score > b.score;
+        if (a.start != b.start)
+            return a.start < b.start;
+        return a.end < b.end;
+    });
+    if (spans.size() > static_cast<std::size_t>(nBest))
+        spans.resize(static_cast<std::size_t>(nBest));
+    return spans;
+}
+
+// The answers: the null answer first when it competes and wins, then the spans, each scored by a
+// softmax over the spans (and the null answer when it competes), at most `topK`.
+std::vector<QaAnswer> scoreAnswers(const std::vector<SpanCandidate>& spans, const NullLogits& null,
+                                   const std::string& context, const QaOptions& options) {
+    const bool nullCompetes = options.nullThreshold.has_value() && null.have;
+    if (spans.empty() && !nullCompetes)
+        return {};
+
+    const float nullScore = null.score();
+    float maxScore = spans.empty() ? nullScore : spans.front().score;
+    if (nullCompetes)
+        maxScore = std::max(maxScore, nullScore);
+    double denominator = 0;
+    for (const auto& span : spans)
+        denominator += std::exp(static_cast<double>(span.score) - maxScore);
+    if (nullCompetes)
+        denominator += std::exp(static_cast<double>(nullScore) - maxScore);
+
+    std::vector<QaAnswer> answers;
+    answers.reserve(spans.size() + 1);
+    const float nullMargin = !nullCompetes ? std::numeric_limits<float>::quiet_NaN()
+        : spans.empty()                    ? std::numeric_limits<float>::infinity()
+                                           : nullScore - spans.front().score;
+    const bool nullWins = nullCompetes && nullMargin > *options.nullThreshold;
+    if (nullWins) {
+        QaAnswer answer;
+        answer.score = static_cast<float>(std::exp(static_cast<double>(nullScore) - maxScore) / denominator);
+        answer.startLogit = null.start;
+        answer.endLogit = null.end;
+        answer.window = -1;
+        answer.isNull = true;
+        answer.nullMargin = nullMargin;
+        answers.push_back(std::move(answer));
+    }
+    for (const auto& span : spans) {
+        QaAnswer answer;
+        answer.text = contextSubstring(context, span.start, span.end);
+        answer.score = static_cast<float>(std::exp(static_cast<double>(span.score) - maxScore) / denominator);
+        answer.start = span.start;
+        answer.end = span.end;
+        answer.startLogit = span.startLogit;
+        answer.endLogit = span.endLogit;
+        answer.window = span.window;
+        answer.nullMargin = nullMargin;
+        answers.push_back(std::move(answer));
+    }
+    if (answers.size() > static_cast<std::size_t>(options.topK))
+        answers.resize(static_cast<std::size_t>(options.topK));
+    return answers;
+}
+
 } // namespace
 
 void validateQaOptions(const QaOptions& options, int specialTokensInPair, int64_t modelMaxTokens) {
@@ -163,110 +290,10 @@ std::vector<QaAnswer> postprocessQa(const std::vector<QaWindow>& windows,
     validateLogits(windows, startLogits, "start logits");
     validateLogits(windows, endLogits, "end logits");
 
-    // Overlapping windows see the same context span; the answer keeps its best-scoring sighting.
-    std::map<std::pair<int, int>, SpanCandidate> bestByCharSpan;
-    bool haveNull = false;
-    float nullStartLogit = 0;
-    float nullEndLogit = 0;
-
-    for (std::size_t w = 0; w < windows.size(); ++w) {
-        const Encoding& encoding = windows[w].encoding;
-        const auto& starts = startLogits[w];
-        const auto& ends = endLogits[w];
-        if (encoding.ids.empty())
-            continue;
-
-        // The lowest null score over windows: the window most confident that an answer exists
-        // decides how strongly the null answer competes.
-        const float windowNullScore = starts[0] + ends[0];
-        if (!haveNull || windowNullScore < nullStartLogit + nullEndLogit) {
-            haveNull = true;
-            nullStartLogit = starts[0];
-            nullEndLogit = ends[0];
-        }
-
-        const std::vector<int> startCandidates = topIndices(starts, options.nBest);
-        const std::vector<int> endCandidates = topIndices(ends, options.nBest);
-        for (int s : startCandidates) {
-            if (encoding.sequenceIds[s] != 1)
-                continue;
-            for (int e : endCandidates) {
-                if (encoding.sequenceIds[e] != 1 || e < s || e - s + 1 > options.maxAnswerLen)
-                    continue;
-                const int charStart = encoding.offsets[s].first;
-                const int charEnd = encoding.offsets[e].second;
-                // A span that covers no characters (whitespace-only tokens) would read as the
-                // null answer; it is not a span answer.
-                if (charEnd <= charStart)
-                    continue;
-                SpanCandidate candidate{charStart, charEnd, starts[s] + ends[e], starts[s], ends[e], static_cast<int>(w)};
-                auto [it, inserted] = bestByCharSpan.emplace(std::make_pair(charStart, charEnd), candidate);
-                if (!inserted && candidate.score > it->second.score)
-                    it->second = candidate;
-            }
-        }
-    }
-
-    std::vector<SpanCandidate> spans;
-    spans.reserve(bestByCharSpan.size());
-    for (const auto& entry : bestByCharSpan)
-        spans.push_back(entry.second);
-    // Ties by position keep the order independent of the map and sort implementations.
-    std::sort(spans.begin(), spans.end(), [](const SpanCandidate& a, const SpanCandidate& b) {
-        if (a.score != b.score)
-            return a.score > b.score;
-        if (a.start != b.start)
-            return a.start < b.start;
-        return a.end < b.end;
-    });
-    if (spans.size() > static_cast<std::size_t>(options.nBest))
-        spans.resize(static_cast<std::size_t>(options.nBest));
-
-    const bool nullCompetes = options.nullThreshold.has_value() && haveNull;
-    if (spans.empty() && !nullCompetes)
-        return {};
-
-    const float nullScore = nullStartLogit + nullEndLogit;
-    float maxScore = spans.empty() ? nullScore : spans.front().score;
-    if (nullCompetes)
-        maxScore = std::max(maxScore, nullScore);
-    double denominator = 0;
-    for (const auto& span : spans)
-        denominator += std::exp(static_cast<double>(span.score) - maxScore);
-    if (nullCompetes)
-        denominator += std::exp(static_cast<double>(nullScore) - maxScore);
-
-    std::vector<QaAnswer> answers;
-    answers.reserve(spans.size() + 1);
-    const float nullMargin = !nullCompetes ? std::numeric_limits<float>::quiet_NaN()
-        : spans.empty()                    ? std::numeric_limits<float>::infinity()
-                                           : nullScore - spans.front().score;
-    const bool nullWins = nullCompetes && nullMargin > *options.nullThreshold;
-    if (nullWins) {
-        QaAnswer null;
-        null.score = static_cast<float>(std::exp(static_cast<double>(nullScore) - maxScore) / denominator);
-        null.startLogit = nullStartLogit;
-        null.endLogit = nullEndLogit;
-        null.window = -1;
-        null.isNull = true;
-        null.nullMargin = nullMargin;
-        answers.push_back(std::move(null));
-    }
-    for (const auto& span : spans) {
-        QaAnswer answer;
-        answer.text = contextSubstring(context, span.start, span.end);
-        answer.score = static_cast<float>(std::exp(static_cast<double>(span.score) - maxScore) / denominator);
-        answer.start = span.start;
-        answer.end = span.end;
-        answer.startLogit = span.startLogit;
-        answer.endLogit = span.endLogit;
-        answer.window = span.window;
-        answer.nullMargin = nullMargin;
-        answers.push_back(std::move(answer));
-    }
-    if (answers.size() > static_cast<std::size_t>(options.topK))
-        answers.resize(static_cast<std::size_t>(options.topK));
-    return answers;
+    NullLogits null;
+    const auto bestByCharSpan = collectSpans(windows, startLogits, endLogits, options, null);
+    const std::vector<SpanCandidate> spans = rankSpans(bestByCharSpan, options.nBest);
+    return scoreAnswers(spans, null, context, options);
 }
 
 std::string predictionText(const QaAnswer& answer)

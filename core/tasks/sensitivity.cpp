@@ -9,6 +9,7 @@
 #include "analysis/diagnostics.h"
 #include "analysis/scale_statistics.h"
 #include "common/error.h"
+#include "common/option_error.h"
 #include "tasks/evaluate.h"
 #include "tasks/sensitivity_cause.h"
 
@@ -380,8 +381,9 @@ void buildCases(Sweep& sweep, const InferenceBackend& run, const SensitivityInpu
         return;
     }
     if (!run.checkpoint().layout().isQuestionAnswering())
-        throw Error("--squad needs a question-answering checkpoint; " + run.checkpoint().directory() + " is " +
-                    architectureName(run.config().architecture) + ".");
+        throw OptionError(TaskOption::Squad, "{option} needs a question-answering checkpoint; " +
+                                                 run.checkpoint().directory() + " is " +
+                                                 architectureName(run.config().architecture) + ".");
     result.inputKind = "squad";
     const std::vector<SquadExample>& examples = input.squad->examples;
     const std::size_t count = input.maxSamples ? std::min(input.maxSamples, examples.size()) : examples.size();
@@ -551,17 +553,20 @@ void explainCauses(Sweep& sweep, const InferenceBackend& run, const InferenceBac
 void validate(const SensitivityOptions& options, const SensitivityInput& input, const InferenceBackend& run)
 {
     if (options.granularity != "linear" && options.granularity != "layer")
-        throw Error("--granularity must be linear or layer, not \"" + options.granularity + "\".");
+        throw OptionError(TaskOption::Granularity,
+                          "{option} must be linear or layer, not \"" + options.granularity + "\".");
     if (options.targetSqnrDb && !std::isfinite(*options.targetSqnrDb))
-        throw Error("--target-sqnr must be a finite number of dB.");
+        throw OptionError(TaskOption::TargetSqnr, "{option} must be a finite number of dB.");
     if (options.targetF1Drop && !(*options.targetF1Drop >= 0 && *options.targetF1Drop <= 100))
-        throw Error("--target-f1-drop must be between 0 and 100 F1 points.");
+        throw OptionError(TaskOption::TargetF1Drop, "{option} must be between 0 and 100 F1 points.");
     const bool qa = input.squad || !input.single.question.empty() || !input.single.context.empty();
     if (options.targetF1Drop && !qa)
-        throw Error("--target-f1-drop needs a question (--question/--context) or a SQuAD file (--squad); use --target-sqnr for this input.");
+        throw OptionError(TaskOption::TargetF1Drop, "{option} needs a question{(Question)} or a SQuAD file{(Squad)}; "
+                                                    "use {TargetSqnr} for this input.");
     if (!run.checkpoint().layout().isQuestionAnswering() && qa)
-        throw Error("--question/--context and --squad need a question-answering checkpoint; " +
-                    run.checkpoint().directory() + " is " + architectureName(run.config().architecture) + ".");
+        throw OptionError(TaskOption::Question, "{option} and {Squad} need a question-answering checkpoint; " +
+                                                    run.checkpoint().directory() + " is " +
+                                                    architectureName(run.config().architecture) + ".");
 }
 
 // Runs float_one and fp8_one of every unit; a cancel keeps what finished.

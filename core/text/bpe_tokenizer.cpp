@@ -181,9 +181,8 @@ bool mentionsByteLevel(const nlohmann::json& node)
 // ---- BpeTokenizer ----------------------------------------------------------------------------------
 
 struct BpeTokenizer::Impl {
-    std::unordered_map<std::string, int32_t> tokenToId;
-    std::vector<std::string> idToToken;
-    std::vector<bool> idKnown;
+    // Added tokens may rebind a vocabulary string to another id; the later one wins.
+    Vocabulary vocabulary{Vocabulary::Rebinding::LaterIdWins};
     std::unordered_map<uint64_t, MergeRule> merges;
     std::array<int32_t, 256> byteSymbolIds{};
     std::unordered_set<int64_t> specialIds;
@@ -193,7 +192,6 @@ struct BpeTokenizer::Impl {
     mutable std::unordered_map<std::string, std::vector<PieceToken>> cache;
 
     void setVocabulary(const nlohmann::json& vocab, const std::string& path);
-    void addToken(const std::string& token, int32_t id);
     void addMerge(const std::string& left, const std::string& right, int rank);
     void finish(const std::string& path);
 
@@ -202,7 +200,6 @@ struct BpeTokenizer::Impl {
     void encodeSegment(const std::string& text, const std::vector<CodePoint>& cps,
                        const std::vector<CharClass>& classes, std::size_t begin, std::size_t end,
                        int sequenceId, Encoding& out) const;
-    void checkId(int64_t id) const;
 };
 
 void BpeTokenizer::Impl::setVocabulary(const nlohmann::json& vocab, const std::string& path)
@@ -212,45 +209,31 @@ void BpeTokenizer::Impl::setVocabulary(const nlohmann::json& vocab, const std::s
     if (vocab.size() > kMaxVocabEntries)
         throw Error(path + " has " + std::to_string(vocab.size()) + " vocabulary entries, more than the limit of " +
                     std::to_string(kMaxVocabEntries) + ".");
-    tokenToId.reserve(vocab.size());
+    vocabulary.reserve(vocab.size());
     for (const auto& item : vocab.items())
-        addToken(item.key(), static_cast<int32_t>(requireTokenId(item.value(), item.key(), path)));
-}
-
-void BpeTokenizer::Impl::addToken(const std::string& token, int32_t id)
-{
-    tokenToId[token] = id;
-    if (static_cast<std::size_t>(id) >= idToToken.size()) {
-        idToToken.resize(static_cast<std::size_t>(id) + 1);
-        idKnown.resize(static_cast<std::size_t>(id) + 1, false);
-    }
-    // When two strings share an id, the first one keeps it for decoding.
-    if (!idKnown[static_cast<std::size_t>(id)]) {
-        idToToken[static_cast<std::size_t>(id)] = token;
-        idKnown[static_cast<std::size_t>(id)] = true;
-    }
+        vocabulary.add(item.key(), static_cast<int32_t>(requireTokenId(item.value(), item.key(), path)));
 }
 
 void BpeTokenizer::Impl::addMerge(const std::string& left, const std::string& right, int rank)
 {
-    const auto leftIt = tokenToId.find(left);
-    const auto rightIt = tokenToId.find(right);
-    const auto resultIt = tokenToId.find(left + right);
+    const auto leftId = vocabulary.find(left);
+    const auto rightId = vocabulary.find(right);
+    const auto resultId = vocabulary.find(left + right);
     // A merge the vocabulary cannot express can never produce a token; drop it.
-    if (leftIt == tokenToId.end() || rightIt == tokenToId.end() || resultIt == tokenToId.end())
+    if (!leftId || !rightId || !resultId)
         return;
     // Later duplicates win, as in Hugging Face's and GPT-2's rank tables.
-    merges[pairKey(leftIt->second, rightIt->second)] = MergeRule{rank, resultIt->second};
+    merges[pairKey(*leftId, *rightId)] = MergeRule{rank, *resultId};
 }
 
 void BpeTokenizer::Impl::finish(const std::string& path)
 {
     const auto special = [&](const std::string& token) -> int64_t {
-        const auto it = tokenToId.find(token);
-        if (it == tokenToId.end())
+        const auto id = vocabulary.find(token);
+        if (!id)
             throw Error(path + " lacks the special token " + token + ", which RoBERTa's tokenizer needs.");
-        specialIds.insert(it->second);
-        return it->second;
+        specialIds.insert(*id);
+        return *id;
     };
     bos = special("<s>");
     eos = special("</s>");
@@ -259,8 +242,7 @@ void BpeTokenizer::Impl::finish(const std::string& path)
     mask = special(kMaskToken);
     const ByteMapping& mapping = byteMapping();
     for (int byte = 0; byte < 256; ++byte) {
-        const auto it = tokenToId.find(mapping.byteToSymbol[byte]);
-        byteSymbolIds[byte] = it == tokenToId.end() ? -1 : it->second;
+        byteSymbolIds[byte] = vocabulary.find(mapping.byteToSymbol[byte]).value_or(-1);
     }
 }
 
@@ -397,12 +379,6 @@ void BpeTokenizer::Impl::encodeSegment(const std::string& text, const std::vecto
     }
 }
 
-void BpeTokenizer::Impl::checkId(int64_t id) const
-{
-    if (id < 0 || static_cast<std::size_t>(id) >= idToToken.size() || !idKnown[static_cast<std::size_t>(id)])
-        throw Error("Token id " + std::to_string(id) + " is not in the tokenizer's vocabulary.");
-}
-
 BpeTokenizer::BpeTokenizer() : impl_(std::make_unique<Impl>()) {}
 BpeTokenizer::~BpeTokenizer() = default;
 
@@ -485,12 +461,12 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::loadFromTokenizerJson(const std::str
             if (!entry.is_object() || content == entry.end() || !content->is_string() || id == entry.end())
                 throw Error(path + " has an added token without a string \"content\" and an \"id\".");
             const std::string token = content->get<std::string>();
-            if (impl.tokenToId.size() >= kMaxVocabEntries)
+            if (impl.vocabulary.tokenCount() >= kMaxVocabEntries)
                 throw Error(path + " has more than " + std::to_string(kMaxVocabEntries) + " tokens.");
-            impl.addToken(token, static_cast<int32_t>(requireTokenId(*id, token, path)));
+            impl.vocabulary.add(token, static_cast<int32_t>(requireTokenId(*id, token, path)));
             const auto special = entry.find("special");
             if (special != entry.end() && special->is_boolean() && special->get<bool>())
-                impl.specialIds.insert(impl.tokenToId[token]);
+                impl.specialIds.insert(*impl.vocabulary.find(token));
         }
     }
 
@@ -608,10 +584,9 @@ std::string BpeTokenizer::decode(const std::vector<int64_t>& ids, bool skipSpeci
     const ByteMapping& mapping = byteMapping();
     std::string out;
     for (const int64_t id : ids) {
-        impl_->checkId(id);
+        const std::string& token = impl_->vocabulary.token(id);
         if (skipSpecialTokens && impl_->specialIds.count(id))
             continue;
-        const std::string& token = impl_->idToToken[static_cast<std::size_t>(id)];
         std::size_t pos = 0;
         while (pos < token.size()) {
             char32_t cp = 0;
@@ -635,8 +610,7 @@ std::string BpeTokenizer::decode(const std::vector<int64_t>& ids, bool skipSpeci
 
 std::string BpeTokenizer::tokenString(int64_t id) const
 {
-    impl_->checkId(id);
-    return impl_->idToToken[static_cast<std::size_t>(id)];
+    return impl_->vocabulary.token(id);
 }
 
 std::string BpeTokenizer::tokenText(int64_t id) const
@@ -644,7 +618,7 @@ std::string BpeTokenizer::tokenText(int64_t id) const
     return decode({id}, false);
 }
 
-int64_t BpeTokenizer::vocabSize() const { return static_cast<int64_t>(impl_->idToToken.size()); }
+int64_t BpeTokenizer::vocabSize() const { return impl_->vocabulary.size(); }
 int64_t BpeTokenizer::bosId() const { return impl_->bos; }
 int64_t BpeTokenizer::eosId() const { return impl_->eos; }
 int64_t BpeTokenizer::clsId() const { return impl_->bos; }

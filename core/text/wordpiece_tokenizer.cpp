@@ -208,9 +208,8 @@ void replaceAll(std::string& text, const std::string& from, const std::string& t
 // ---- WordPieceTokenizer --------------------------------------------------------------------------
 
 struct WordPieceTokenizer::Impl {
-    std::unordered_map<std::string, int32_t> tokenToId;
-    std::vector<std::string> idToToken;
-    std::vector<bool> idKnown;
+    // An added token that repeats a vocabulary string keeps the vocabulary's id for lookups.
+    Vocabulary vocabulary{Vocabulary::Rebinding::FirstIdWins};
     std::unordered_set<int64_t> specialIds;
     std::vector<LiteralToken> literals;
     NormalizerOptions normalizer;
@@ -220,7 +219,6 @@ struct WordPieceTokenizer::Impl {
     int64_t cls = 0, sep = 0, pad = 0, unk = 0, mask = 0;
     std::string maskName = "[MASK]";
 
-    void addToken(const std::string& token, int32_t id);
     void addLiteral(const std::string& token, int32_t id, bool lstrip, bool rstrip);
     int64_t requireToken(const std::string& token, const std::string& path) const;
     void finish();
@@ -232,26 +230,12 @@ struct WordPieceTokenizer::Impl {
     void encodeSegment(const std::vector<CodePoint>& cps, std::size_t begin, std::size_t end, int sequenceId,
                        Encoding& out) const;
     Encoding encodeSequence(const std::string& text, int sequenceId) const;
-    void checkId(int64_t id) const;
 
     // Parts of a tokenizer.json, read in loadFromTokenizerJson's order.
     std::string readWordPieceModel(const nlohmann::json& model, const std::string& path); // returns unk
     void readBertNormalizer(const nlohmann::json& root, const std::string& path);
     void readAddedTokens(const nlohmann::json& root, const std::string& path);
 };
-
-void WordPieceTokenizer::Impl::addToken(const std::string& token, int32_t id)
-{
-    tokenToId.emplace(token, id);
-    if (static_cast<std::size_t>(id) >= idToToken.size()) {
-        idToToken.resize(static_cast<std::size_t>(id) + 1);
-        idKnown.resize(static_cast<std::size_t>(id) + 1, false);
-    }
-    if (!idKnown[static_cast<std::size_t>(id)]) {
-        idToToken[static_cast<std::size_t>(id)] = token;
-        idKnown[static_cast<std::size_t>(id)] = true;
-    }
-}
 
 void WordPieceTokenizer::Impl::addLiteral(const std::string& token, int32_t id, bool lstrip, bool rstrip)
 {
@@ -265,15 +249,15 @@ void WordPieceTokenizer::Impl::addLiteral(const std::string& token, int32_t id, 
 
 int64_t WordPieceTokenizer::Impl::requireToken(const std::string& token, const std::string& path) const
 {
-    const auto it = tokenToId.find(token);
-    if (it == tokenToId.end())
+    const auto id = vocabulary.find(token);
+    if (!id)
         throw Error(path + " lacks the special token " + token + ", which BERT's tokenizer needs.");
-    return it->second;
+    return *id;
 }
 
 void WordPieceTokenizer::Impl::finish()
 {
-    for (const auto& [token, id] : tokenToId) {
+    for (const auto& [token, id] : vocabulary.tokens()) {
         (void)id;
         const bool continuation = !prefix.empty() && token.size() > prefix.size() && token.compare(0, prefix.size(), prefix) == 0;
         std::size_t pos = continuation ? prefix.size() : 0;
@@ -382,9 +366,8 @@ void WordPieceTokenizer::Impl::encodeWord(const std::vector<NormalizedChar>& cha
             if (start > 0)
                 candidate = prefix;
             candidate.append(word, byteOfChar[start], byteOfChar[stop] - byteOfChar[start]);
-            const auto it = tokenToId.find(candidate);
-            if (it != tokenToId.end()) {
-                found = it->second;
+            if (const auto id = vocabulary.find(candidate)) {
+                found = *id;
                 break;
             }
             --stop;
@@ -467,12 +450,6 @@ Encoding WordPieceTokenizer::Impl::encodeSequence(const std::string& text, int s
     return out;
 }
 
-void WordPieceTokenizer::Impl::checkId(int64_t id) const
-{
-    if (id < 0 || static_cast<std::size_t>(id) >= idToToken.size() || !idKnown[static_cast<std::size_t>(id)])
-        throw Error("Token id " + std::to_string(id) + " is not in the tokenizer's vocabulary.");
-}
-
 WordPieceTokenizer::WordPieceTokenizer() : impl_(std::make_unique<Impl>()) {}
 WordPieceTokenizer::~WordPieceTokenizer() = default;
 
@@ -534,9 +511,9 @@ std::unique_ptr<WordPieceTokenizer> WordPieceTokenizer::loadFromVocabTxt(const s
         if (!inserted)
             throw Error(vocabTxtPath + " lists the token \"" + token + "\" twice, on lines " +
                         std::to_string(it->second) + " and " + std::to_string(lineNumber) + ".");
-        impl.addToken(token, lineNumber - 1);
+        impl.vocabulary.add(token, lineNumber - 1);
     }
-    if (impl.idToToken.empty())
+    if (impl.vocabulary.empty())
         throw Error(vocabTxtPath + " holds no tokens.");
 
     impl.unk = impl.requireToken(unkName, vocabTxtPath);
@@ -563,7 +540,7 @@ std::string WordPieceTokenizer::Impl::readWordPieceModel(const nlohmann::json& m
         throw Error(path + " has " + std::to_string(vocab->size()) + " vocabulary entries, more than the limit of " +
                     std::to_string(kMaxVocabEntries) + ".");
     for (const auto& item : vocab->items())
-        addToken(item.key(), static_cast<int32_t>(requireTokenId(item.value(), item.key(), path)));
+        vocabulary.add(item.key(), static_cast<int32_t>(requireTokenId(item.value(), item.key(), path)));
 
     const auto modelString = [&](const char* key, const std::string& fallback) {
         const auto it = model.find(key);
@@ -617,11 +594,11 @@ void WordPieceTokenizer::Impl::readAddedTokens(const nlohmann::json& root, const
         if (content == entry.end() || !content->is_string() || content->get<std::string>().empty() || id == entry.end())
             throw Error(path + " has an added token without a non-empty string \"content\" and an \"id\".");
         const std::string token = content->get<std::string>();
-        if (tokenToId.size() >= kMaxVocabEntries)
+        if (vocabulary.tokenCount() >= kMaxVocabEntries)
             throw Error(path + " has more than " + std::to_string(kMaxVocabEntries) + " tokens.");
         const auto tokenId = static_cast<int32_t>(requireTokenId(*id, token, path));
         const std::string where = path + " added token " + token;
-        addToken(token, tokenId);
+        vocabulary.add(token, tokenId);
         addLiteral(token, tokenId, optionalBool(entry, "lstrip", false, where), optionalBool(entry, "rstrip", false, where));
         if (optionalBool(entry, "special", false, where))
             specialIds.insert(tokenId);
@@ -758,10 +735,10 @@ std::string WordPieceTokenizer::decode(const std::vector<int64_t>& ids, bool ski
     std::string out;
     bool first = true;
     for (const int64_t id : ids) {
-        impl_->checkId(id);
+        const std::string& token = impl_->vocabulary.token(id);
         if (skipSpecialTokens && impl_->specialIds.count(id))
             continue;
-        std::string piece = impl_->idToToken[static_cast<std::size_t>(id)];
+        std::string piece = token;
         if (!first) {
             if (!impl_->prefix.empty() && piece.compare(0, impl_->prefix.size(), impl_->prefix) == 0)
                 piece.erase(0, impl_->prefix.size());
@@ -779,13 +756,12 @@ std::string WordPieceTokenizer::decode(const std::vector<int64_t>& ids, bool ski
 
 std::string WordPieceTokenizer::tokenString(int64_t id) const
 {
-    impl_->checkId(id);
-    return impl_->idToToken[static_cast<std::size_t>(id)];
+    return impl_->vocabulary.token(id);
 }
 
 std::string WordPieceTokenizer::tokenText(int64_t id) const { return decode({id}, false); }
 
-int64_t WordPieceTokenizer::vocabSize() const { return static_cast<int64_t>(impl_->idToToken.size()); }
+int64_t WordPieceTokenizer::vocabSize() const { return impl_->vocabulary.size(); }
 int64_t WordPieceTokenizer::clsId() const { return impl_->cls; }
 int64_t WordPieceTokenizer::sepId() const { return impl_->sep; }
 int64_t WordPieceTokenizer::padId() const { return impl_->pad; }

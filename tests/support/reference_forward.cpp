@@ -534,7 +534,7 @@ private:
     }
 
     std::string mode_;
-    bool half_ = false; // fp16 mode (DESIGN.md "Run modes")
+    bool half_ = false; // fp16 mode (docs/ARCHITECTURE.md "Run modes")
     std::string family_;
     std::string configPath_;
     nlohmann::json config_;

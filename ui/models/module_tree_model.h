@@ -8,7 +8,7 @@
 // Roles as in tensor_table_model.h: SortRole (natural-order key for names, doubles for counts) and
 // SubjectRole (the full dotted name: the tensor's for a tensor, the module path for a module).
 // The last column is the what-if toggle: a quantized Linear's node is checkable there ("run in
-// float", DESIGN.md "Precision overrides"); checking or unchecking it emits floatLinearsEdited with
+// float", docs/ARCHITECTURE.md "Precision overrides"); checking or unchecking it emits floatLinearsEdited with
 // the whole set, which the window hands to the session and echoes back with setFloatLinears.
 #include <QAbstractItemModel>
 #include <QSet>

@@ -2,7 +2,7 @@
 // Model panel: the module tree, the tensor table with scale statistics (both sortable and
 // filterable), and the diagnostics list; clicking a finding selects its tensor in both views.
 // The tree's Float column (and its context menu) toggles "run in float" per quantized Linear: the
-// what-if of DESIGN.md "Precision overrides", applied by the window to every later run.
+// what-if of docs/ARCHITECTURE.md "Precision overrides", applied by the window to every later run.
 #include <QWidget>
 
 #include <memory>
