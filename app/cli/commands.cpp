@@ -654,7 +654,7 @@ std::vector<Command> commands()
         {{"families", 0, {}, {}, {"json"},
           "the encoder family table (classes, layouts, HF and FMS names) as JSON, for the AIU runner"},
          commandFamilies},
-        {{"runner", 0, {}, {}, {}, "serve the runner protocol on stdin/stdout (the CPU runner; see DESIGN.md)"},
+        {{"runner", 0, {}, {}, {}, "serve the runner protocol on stdin/stdout (the CPU runner; packaging/runners/PROTOCOL.md)"},
          [](const Arguments&) {
              RunnerServerOptions options;
              options.name = "ScaleScope CPU runner " SCALESCOPE_VERSION ", " + std::to_string(computeThreads()) + " threads";
@@ -672,7 +672,7 @@ void printUsage(std::ostream& out)
             line += " " + p;
         out << std::left << std::setw(26) << line << c.spec.summary << "\n";
     }
-    out << "\nRun `scalescope-cli <command> --help` for a command's options. See DESIGN.md for the JSON contract.\n";
+    out << "\nRun `scalescope-cli <command> --help` for a command's options. docs/ARCHITECTURE.md describes the JSON contract.\n";
 }
 
 // The flag that sets each option the core names.
