@@ -19,6 +19,7 @@
 #include "models/disagreements_model.h"
 #include "models/value_text.h"
 #include "report/charts.h"
+#include "report_assembly.h"
 #include "settings.h"
 #include "stale_banner.h"
 
@@ -299,6 +300,42 @@ QString EvaluatePanel::nonFiniteText(const EvaluationResult& r, const RunStamp& 
                 .arg(questions.join(QStringLiteral("; ")))
                 .arg(r.nonFiniteQuestions > std::size_t(kListed) ? tr("; ... (all of them in Export)") : QString());
     return text;
+}
+
+namespace {
+
+// The evaluation's inf/NaN over the dataset: how many questions, where it starts, and per question.
+nlohmann::json nonFiniteSummaryJson(const EvaluationResult& evaluation)
+{
+    nlohmann::json starts = nlohmann::json::array(), questions = nlohmann::json::array();
+    for (const NonFiniteStart& start : evaluation.nonFiniteStarts)
+        starts.push_back({{"module", start.module}, {"questions", start.questions}});
+    for (const SkippedExample& e : evaluation.skipped)
+        if (!e.firstNonFinite.empty())
+            questions.push_back({{"id", e.id}, {"first_nonfinite", e.firstNonFinite}});
+    for (const EvaluatedExample& e : evaluation.examples)
+        if (!e.firstNonFinite.empty())
+            questions.push_back({{"id", e.example.id}, {"first_nonfinite", e.firstNonFinite}});
+    return {{"questions", evaluation.nonFiniteQuestions}, {"starts", starts}, {"per_question", questions}};
+}
+
+} // namespace
+
+void EvaluatePanel::takeResult(const PanelResult& result)
+{
+    if (result.evaluation)
+        showResult(result.evaluation, result.stamp);
+}
+
+void EvaluatePanel::addToReport(ReportSection& section, bool runResultCurrent) const
+{
+    if (!runResultCurrent)
+        return;
+    for (const ChartView* chart : charts())
+        section.addChart(chart);
+    section.addTable(QStringLiteral("disagreements"), disagreements_);
+    if (result_)
+        section.summary()["evaluation_nonfinite"] = nonFiniteSummaryJson(*result_);
 }
 
 std::vector<ChartView*> EvaluatePanel::charts() const
