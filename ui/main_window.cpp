@@ -168,11 +168,11 @@ void MainWindow::connectState()
         if (operation == tr("Evaluate"))
             evaluate_->showFailure(message);
     });
-    connect(session_, &WorkbenchSession::progress, this, [this](double fraction, const QString& stage) {
+    connect(session_->jobs(), &JobTracker::progress, this, [this](double fraction, const QString& stage) {
         progress_->setValue(static_cast<int>(fraction * 1000));
         progress_->setFormat(stage + QStringLiteral("  %p%"));
     });
-    connect(session_, &WorkbenchSession::busyChanged, this, [this](bool busy) {
+    connect(session_->jobs(), &JobTracker::busyChanged, this, [this](bool busy) {
         progress_->setVisible(busy);
         cancelButton_->setVisible(busy);
         cancelAction_->setEnabled(busy);
@@ -280,7 +280,7 @@ void MainWindow::createActions()
     cancelAction_ = new QAction(style->standardIcon(QStyle::SP_BrowserStop), tr("&Cancel"), this);
     cancelAction_->setShortcut(QKeySequence(Qt::Key_Escape));
     cancelAction_->setEnabled(false);
-    connect(cancelAction_, &QAction::triggered, session_, &WorkbenchSession::cancel);
+    connect(cancelAction_, &QAction::triggered, session_->jobs(), &JobTracker::cancel);
     auto* quit = new QAction(tr("&Quit"), this);
     quit->setShortcut(QKeySequence::Quit);
     connect(quit, &QAction::triggered, this, &QWidget::close);
@@ -391,7 +391,7 @@ void MainWindow::createStatusBar()
     progress_->hide();
     cancelButton_ = new QPushButton(tr("Cancel"), this);
     cancelButton_->hide();
-    connect(cancelButton_, &QPushButton::clicked, session_, &WorkbenchSession::cancel);
+    connect(cancelButton_, &QPushButton::clicked, session_->jobs(), &JobTracker::cancel);
     statusBar()->addPermanentWidget(progress_);
     statusBar()->addPermanentWidget(cancelButton_);
     floatStatus_ = new QLabel(this);

@@ -4,8 +4,8 @@
 // Fill Mask, Scales, Errors, Evaluate, Sensitivity), which it holds as ResultPanels: a result, a
 // checkpoint switch, a state change, busy and the report reach each of them through one loop.
 // All model work goes through WorkbenchSession (off the GUI thread); the status bar shows device,
-// mode, dtype, load time, progress and a Cancel button. Report contents are assembled by
-// report_assembly.h. Settings and the window layout persist through QSettings.
+// mode, dtype, load time, and the progress and Cancel of its JobTracker. Report contents are
+// assembled by report_assembly.h. Settings and the window layout persist through QSettings.
 #include <QMainWindow>
 
 #include <array>
