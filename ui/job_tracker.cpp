@@ -38,7 +38,8 @@ void JobTracker::reportProgress(double fraction, const QString& stage)
 {
     // Queued even on the GUI thread: a progress callback never re-enters the window's code. With
     // the tracker as context, a report still queued when it is destroyed is dropped.
-    QMetaObject::invokeMethod(this, [this, fraction, stage] { emit progress(fraction, stage); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, fraction, stage] { emit progress(fraction, stage); }, Qt::QueuedConnection);
 }
 
 } // namespace scalescope::ui

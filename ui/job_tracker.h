@@ -25,7 +25,7 @@ public:
         quint64 id;
     };
 
-    explicit JobTracker(QObject* parent = nullptr) : QObject(parent) {}
+    explicit JobTracker(QObject* parent = nullptr) : QObject(parent) { }
 
     // A job of `kind` is submitted: it supersedes any earlier one of that kind.
     Ticket start(Kind kind);

@@ -9,8 +9,8 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QInputDialog>
-#include <QLineEdit>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
@@ -133,17 +133,17 @@ void MainWindow::connectResults()
         showRunTimes(*outcome->comparison);
     });
     connect(session_, &WorkbenchSession::evaluated, this,
-            [this](std::shared_ptr<const EvaluationResult> evaluation, const RunStamp& stamp) {
-                PanelResult result = resultOf(stamp);
-                result.evaluation = std::move(evaluation);
-                showResult(result);
-            });
+        [this](std::shared_ptr<const EvaluationResult> evaluation, const RunStamp& stamp) {
+            PanelResult result = resultOf(stamp);
+            result.evaluation = std::move(evaluation);
+            showResult(result);
+        });
     connect(session_, &WorkbenchSession::sensitivityFinished, this,
-            [this](std::shared_ptr<const SensitivityResult> sweep, const RunStamp& stamp) {
-                PanelResult result = resultOf(stamp);
-                result.sensitivity = std::move(sweep);
-                showResult(result);
-            });
+        [this](std::shared_ptr<const SensitivityResult> sweep, const RunStamp& stamp) {
+            PanelResult result = resultOf(stamp);
+            result.sensitivity = std::move(sweep);
+            showResult(result);
+        });
 }
 
 // Busy, progress, failures and stale results.

@@ -18,7 +18,7 @@ nlohmann::json stampJson(const RunStamp& stamp)
     nlohmann::json json;
     json["checkpoint"] = stamp.checkpoint.toStdString();
     json["reference"] = stamp.referenceKind == RunStamp::Reference::Folder ? stamp.referenceFolder.toStdString()
-                                                                            : stamp.referenceText().toStdString();
+                                                                           : stamp.referenceText().toStdString();
     json["mode"] = runModeName(stamp.mode);
     json["device"] = stamp.device.toStdString();
     json["float_linears"] = nlohmann::json::array();
@@ -32,8 +32,8 @@ nlohmann::json leftOutEntry(const ResultPanel& panel, const RunStamp& now)
 {
     const RunStamp& produced = panel.banner()->resultStamp();
     return {{"result", panel.reportName().toStdString()},
-            {"reason", ("stale: the " + produced.differenceFrom(now) + " changed since it ran").toStdString()},
-            {"produced_by", stampJson(produced)}};
+        {"reason", ("stale: the " + produced.differenceFrom(now) + " changed since it ran").toStdString()},
+        {"produced_by", stampJson(produced)}};
 }
 
 // summary.json has always listed the results it left out in this order, whatever order the panels
@@ -46,7 +46,7 @@ void sortLeftOut(nlohmann::json& leftOut)
         return std::find(kOrder.begin(), kOrder.end(), name) - kOrder.begin();
     };
     std::stable_sort(leftOut.begin(), leftOut.end(),
-                     [&](const nlohmann::json& a, const nlohmann::json& b) { return rank(a) < rank(b); });
+        [&](const nlohmann::json& a, const nlohmann::json& b) { return rank(a) < rank(b); });
 }
 
 } // namespace

@@ -21,7 +21,7 @@ class ResultPanel;
 // chart's title carries the report's stamp.
 class ReportSection {
 public:
-    ReportSection(ReportContents& contents, QString stamp) : contents_(contents), stamp_(std::move(stamp)) {}
+    ReportSection(ReportContents& contents, QString stamp) : contents_(contents), stamp_(std::move(stamp)) { }
 
     // An empty chart is left out.
     void addChart(const ChartView* view);

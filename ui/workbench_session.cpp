@@ -76,17 +76,20 @@ void WorkbenchSession::submit(JobKind kind, const QString& operation,
         } catch (const std::exception& e) {
             error = tr("Internal error: %1").arg(QString::fromUtf8(e.what()));
         }
-        QMetaObject::invokeMethod(self.data(), [this, self, ticket, operation, deliver, error] {
-            if (!self)
-                return;
-            if (jobs_.isCurrent(ticket)) {
-                if (!error.isEmpty())
-                    emit failed(operation, error);
-                else if (deliver)
-                    deliver();
-            }
-            jobs_.finish();
-        }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            self.data(),
+            [this, self, ticket, operation, deliver, error] {
+                if (!self)
+                    return;
+                if (jobs_.isCurrent(ticket)) {
+                    if (!error.isEmpty())
+                        emit failed(operation, error);
+                    else if (deliver)
+                        deliver();
+                }
+                jobs_.finish();
+            },
+            Qt::QueuedConnection);
     };
     worker_.start(std::move(task));
 }

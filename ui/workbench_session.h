@@ -19,15 +19,15 @@
 #include <memory>
 #include <optional>
 
-#include "tasks/compare_runs.h"
 #include "analysis/diagnostics.h"
 #include "analysis/scale_statistics.h"
+#include "job_tracker.h"
 #include "model/encoder_model.h"
+#include "tasks/compare_runs.h"
 #include "tasks/evaluate.h"
-#include "tasks/sensitivity.h"
 #include "tasks/fill_mask.h"
 #include "tasks/question_answering.h"
-#include "job_tracker.h"
+#include "tasks/sensitivity.h"
 
 namespace scalescope::ui {
 

@@ -16,13 +16,13 @@
 #include <QTextBlock>
 #include <QVBoxLayout>
 
-#include "tasks/question_answering.h"
 #include "charts/chart_view.h"
 #include "models/answers_model.h"
 #include "models/probability_bar_delegate.h"
 #include "report/charts.h"
 #include "report_assembly.h"
 #include "stale_banner.h"
+#include "tasks/question_answering.h"
 #include "text/bpe_tokenizer.h" // byteOffsetOfCodePoint
 #include "workbench_session.h"
 

@@ -229,14 +229,14 @@ void ErrorsPanel::addToReport(ReportSection& section, bool runResultCurrent) con
         return;
     auto finite = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
     nlohmann::json& summary = section.summary();
-    summary["final_logits"] = {{"sqnr_db", finite(comparison_->finalLogits.sqnrDb)},
-                               {"cosine", finite(comparison_->finalLogits.cosine)},
-                               {"relative_l2", finite(comparison_->finalLogits.relativeL2)}};
+    summary["final_logits"]
+        = {{"sqnr_db", finite(comparison_->finalLogits.sqnrDb)}, {"cosine", finite(comparison_->finalLogits.cosine)},
+            {"relative_l2", finite(comparison_->finalLogits.relativeL2)}};
     if (comparison_->qa)
         summary["same_best_answer"] = comparison_->qa->sameBestAnswer;
     summary["first_nonfinite"] = comparison_->runNonFinite.empty()
-                                     ? nlohmann::json(nullptr)
-                                     : nlohmann::json(comparison_->runNonFinite.front().module);
+        ? nlohmann::json(nullptr)
+        : nlohmann::json(comparison_->runNonFinite.front().module);
 }
 
 void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparison, const RunStamp& stamp)

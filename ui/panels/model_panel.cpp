@@ -207,7 +207,8 @@ void ModelPanel::addToReport(ReportSection& section, bool /*runResultCurrent*/) 
         return;
     const auto counts = diagnostics_->counts();
     section.summary()["architecture"] = architecture_;
-    section.summary()["diagnostics"] = {{"errors", counts.errors}, {"warnings", counts.warnings}, {"infos", counts.infos}};
+    section.summary()["diagnostics"]
+        = {{"errors", counts.errors}, {"warnings", counts.warnings}, {"infos", counts.infos}};
 }
 
 void ModelPanel::showCheckpoint(const CheckpointInfo& info)

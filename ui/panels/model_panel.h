@@ -31,7 +31,7 @@ public:
     void showCheckpoint(const CheckpointInfo& info);
     // What it shows is the open checkpoint: no run result, no stamp, nothing to clear.
     void takeResult(const PanelResult& result) override;
-    void clearResults(const QString& /*why*/) override {}
+    void clearResults(const QString& /*why*/) override { }
     StaleBanner* banner() const override { return nullptr; }
     QString reportName() const override { return QStringLiteral("model"); }
     // The tensor and diagnostics tables, the architecture and the diagnostics counts.

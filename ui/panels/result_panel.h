@@ -18,8 +18,8 @@ class StaleBanner;
 // A finished job as the window hands it to every panel: whichever outcome it is, with the stamp of
 // the state that produced it. Each panel shows the parts it draws and ignores the rest.
 struct PanelResult {
-    RunStamp stamp;           // unset for an opened checkpoint, which is not a run
-    QString referenceLabel;   // how the window names the reference in result lines
+    RunStamp stamp; // unset for an opened checkpoint, which is not a run
+    QString referenceLabel; // how the window names the reference in result lines
     std::shared_ptr<const CheckpointInfo> checkpoint;
     std::shared_ptr<const AskOutcome> ask;
     std::shared_ptr<const FillMaskOutcome> fillMask;
@@ -46,7 +46,7 @@ public:
     // belongs to the checkpoint goes in (for a panel without a banner, its result counts as current).
     virtual void addToReport(ReportSection& section, bool runResultCurrent) const = 0;
     // A job runs: inputs that would start another are off.
-    virtual void setBusy(bool /*busy*/) {}
+    virtual void setBusy(bool /*busy*/) { }
 
     bool hasResult() const;
     bool isStale() const;

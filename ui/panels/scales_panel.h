@@ -6,9 +6,9 @@
 
 #include <vector>
 
-#include "tasks/compare_runs.h"
 #include "analysis/scale_statistics.h"
 #include "panels/result_panel.h"
+#include "tasks/compare_runs.h"
 
 class QComboBox;
 class QLabel;

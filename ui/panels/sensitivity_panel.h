@@ -36,7 +36,7 @@ public:
     StaleBanner* banner() const override { return nullptr; }
     QString reportName() const override { return QStringLiteral("sensitivity"); }
     // Nothing yet: reports have never held the sweep, and adding it is a change of their contents.
-    void addToReport(ReportSection& /*section*/, bool /*runResultCurrent*/) const override {}
+    void addToReport(ReportSection& /*section*/, bool /*runResultCurrent*/) const override { }
     const SensitivityResult& result() const { return result_; }
     ChartView* chart() const { return chart_; }
     QTableWidget* table() const { return table_; }
