@@ -4,14 +4,13 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
-#include <QDateTime>
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QInputDialog>
-#include <QLineEdit>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
@@ -24,16 +23,9 @@
 #include <QToolBar>
 #include <QToolButton>
 
-#include "charts/chart_view.h"
 #include "common/error.h"
 #include "engine/compute_threads.h"
 #include "engine/fp8_gemm.h"
-#include "models/answers_model.h"
-#include "models/diagnostics_model.h"
-#include "models/disagreements_model.h"
-#include "models/layer_metrics_model.h"
-#include "models/mask_predictions_model.h"
-#include "models/tensor_table_model.h"
 #include "models/value_text.h"
 #include "panels/ask_panel.h"
 #include "panels/errors_panel.h"
@@ -42,8 +34,7 @@
 #include "panels/model_panel.h"
 #include "panels/scales_panel.h"
 #include "panels/sensitivity_panel.h"
-#include "report/result_json.h"
-#include "report_export.h"
+#include "report_assembly.h"
 #include "runner_dialog.h"
 #include "settings.h"
 #include "shell_quote.h"
@@ -88,7 +79,30 @@ void MainWindow::createPanels()
     sensitivity_ = new SensitivityPanel(tabs_);
     tabs_->addTab(sensitivity_, tr("Sensitivity"));
     setCentralWidget(tabs_);
+    // In tab order, which is also the order of their charts and tables in a report.
+    resultPanels_ = {model_, ask_, fillMask_, scales_, errors_, evaluate_, sensitivity_};
+}
 
+PanelResult MainWindow::resultOf(const RunStamp& stamp) const
+{
+    PanelResult result;
+    result.stamp = stamp;
+    result.referenceLabel = referenceLabel_;
+    return result;
+}
+
+void MainWindow::showResult(const PanelResult& result)
+{
+    for (ResultPanel* panel : resultPanels_)
+        panel->takeResult(result);
+}
+
+void MainWindow::showRunTimes(const ComparisonResult& comparison)
+{
+    lastRunMs_ = tr("last forward %1 ms, reference %2 ms")
+                     .arg(comparison.runMs, 0, 'f', 1)
+                     .arg(comparison.referenceMs, 0, 'f', 1);
+    updateStatus();
 }
 
 // What the session delivers: checkpoints, devices, references and the results of runs.
@@ -104,26 +118,32 @@ void MainWindow::connectResults()
         updateStatus();
     });
     connect(session_, &WorkbenchSession::answered, this, [this](std::shared_ptr<const AskOutcome> outcome) {
-        lastAsk_ = outcome;
-        ask_->showOutcome(*outcome, referenceLabel_);
+        PanelResult result = resultOf(outcome->stamp);
+        result.ask = outcome;
+        result.comparison = outcome->comparison;
+        showResult(result);
         warnIfOutsideDemoCorpus(*outcome);
-        errors_->setComparison(outcome->comparison, outcome->stamp);
-        scales_->setComparison(*outcome->comparison, outcome->stamp);
-        lastRunMs_ = tr("last forward %1 ms, reference %2 ms")
-                         .arg(outcome->comparison->runMs, 0, 'f', 1)
-                         .arg(outcome->comparison->referenceMs, 0, 'f', 1);
-        updateStatus();
+        showRunTimes(*outcome->comparison);
     });
     connect(session_, &WorkbenchSession::masksFilled, this, [this](std::shared_ptr<const FillMaskOutcome> outcome) {
-        lastFill_ = outcome;
-        fillMask_->showOutcome(*outcome, referenceLabel_);
-        lastRunMs_ = tr("last forward %1 ms, reference %2 ms")
-                         .arg(outcome->comparison->runMs, 0, 'f', 1)
-                         .arg(outcome->comparison->referenceMs, 0, 'f', 1);
-        updateStatus();
-        errors_->setComparison(outcome->comparison, outcome->stamp);
-        scales_->setComparison(*outcome->comparison, outcome->stamp);
+        PanelResult result = resultOf(outcome->stamp);
+        result.fillMask = outcome;
+        result.comparison = outcome->comparison;
+        showResult(result);
+        showRunTimes(*outcome->comparison);
     });
+    connect(session_, &WorkbenchSession::evaluated, this,
+        [this](std::shared_ptr<const EvaluationResult> evaluation, const RunStamp& stamp) {
+            PanelResult result = resultOf(stamp);
+            result.evaluation = std::move(evaluation);
+            showResult(result);
+        });
+    connect(session_, &WorkbenchSession::sensitivityFinished, this,
+        [this](std::shared_ptr<const SensitivityResult> sweep, const RunStamp& stamp) {
+            PanelResult result = resultOf(stamp);
+            result.sensitivity = std::move(sweep);
+            showResult(result);
+        });
 }
 
 // Busy, progress, failures and stale results.
@@ -136,9 +156,9 @@ void MainWindow::connectState()
     for (StaleBanner* banner : {errors_->banner(), scales_->banner()})
         connect(banner, &StaleBanner::rerunRequested, this, [this] {
             // These views show the last question's or mask's run: rerun whichever it was.
-            if (lastAsk_ && ask_->banner()->hasResult())
+            if (ask_->outcome())
                 rerunAsk();
-            else if (lastFill_)
+            else if (fillMask_->outcome())
                 rerunFill();
         });
     connect(session_, &WorkbenchSession::capturePointReady, this,
@@ -148,21 +168,19 @@ void MainWindow::connectState()
         if (operation == tr("Evaluate"))
             evaluate_->showFailure(message);
     });
-    connect(session_, &WorkbenchSession::progress, this, [this](double fraction, const QString& stage) {
+    connect(session_->jobs(), &JobTracker::progress, this, [this](double fraction, const QString& stage) {
         progress_->setValue(static_cast<int>(fraction * 1000));
         progress_->setFormat(stage + QStringLiteral("  %p%"));
     });
-    connect(session_, &WorkbenchSession::busyChanged, this, [this](bool busy) {
+    connect(session_->jobs(), &JobTracker::busyChanged, this, [this](bool busy) {
         progress_->setVisible(busy);
         cancelButton_->setVisible(busy);
         cancelAction_->setEnabled(busy);
-        ask_->setBusy(busy);
-        fillMask_->setBusy(busy);
-        evaluate_->setBusy(busy);
+        for (ResultPanel* panel : resultPanels_)
+            panel->setBusy(busy);
         if (busy)
             progress_->setValue(0);
     });
-
 }
 
 // What the panels ask the session for.
@@ -179,13 +197,11 @@ void MainWindow::connectRequests()
     connect(model_, &ModelPanel::floatLinearsEdited, this, &MainWindow::setFloatLinears);
     connect(evaluate_, &EvaluatePanel::evaluateRequested, session_, &WorkbenchSession::evaluate);
     connect(session_, &WorkbenchSession::evaluationProgress, evaluate_, &EvaluatePanel::showProgress);
-    connect(session_, &WorkbenchSession::evaluated, evaluate_, &EvaluatePanel::showResult);
     connect(evaluate_, &EvaluatePanel::openInAsk, this, [this](const QString& question, const QString& context) {
         ask_->setInputs(question, context);
         tabs_->setCurrentWidget(ask_);
         session_->ask(question, context, ask_->options());
     });
-
 }
 
 void MainWindow::restoreSettings()
@@ -202,8 +218,8 @@ void MainWindow::restoreSettings()
     if (geometry.isEmpty())
         resize(1280, 820);
     const RunStamp now = session_->currentStamp();
-    for (StaleBanner* banner : {ask_->banner(), fillMask_->banner(), errors_->banner(), scales_->banner(), evaluate_->banner()})
-        banner->setCurrentStamp(now);
+    for (ResultPanel* panel : resultPanels_)
+        panel->setCurrentStamp(now);
     updateStatus();
 }
 
@@ -213,8 +229,6 @@ void MainWindow::connectSensitivity()
 {
     connect(sensitivity_, &SensitivityPanel::sweepRequested, session_, &WorkbenchSession::sensitivity);
     connect(session_, &WorkbenchSession::sensitivityEntry, sensitivity_, &SensitivityPanel::addEntry);
-    connect(session_, &WorkbenchSession::sensitivityFinished, sensitivity_, &SensitivityPanel::showResult);
-    connect(session_, &WorkbenchSession::busyChanged, sensitivity_, &SensitivityPanel::setBusy);
     connect(session_, &WorkbenchSession::failed, this, [this](const QString& operation, const QString& message) {
         if (operation == tr("Sensitivity") || operation == tr("Save fixed checkpoint"))
             sensitivity_->showMessage(message);
@@ -266,7 +280,7 @@ void MainWindow::createActions()
     cancelAction_ = new QAction(style->standardIcon(QStyle::SP_BrowserStop), tr("&Cancel"), this);
     cancelAction_->setShortcut(QKeySequence(Qt::Key_Escape));
     cancelAction_->setEnabled(false);
-    connect(cancelAction_, &QAction::triggered, session_, &WorkbenchSession::cancel);
+    connect(cancelAction_, &QAction::triggered, session_->jobs(), &JobTracker::cancel);
     auto* quit = new QAction(tr("&Quit"), this);
     quit->setShortcut(QKeySequence::Quit);
     connect(quit, &QAction::triggered, this, &QWidget::close);
@@ -377,7 +391,7 @@ void MainWindow::createStatusBar()
     progress_->hide();
     cancelButton_ = new QPushButton(tr("Cancel"), this);
     cancelButton_->hide();
-    connect(cancelButton_, &QPushButton::clicked, session_, &WorkbenchSession::cancel);
+    connect(cancelButton_, &QPushButton::clicked, session_->jobs(), &JobTracker::cancel);
     statusBar()->addPermanentWidget(progress_);
     statusBar()->addPermanentWidget(cancelButton_);
     floatStatus_ = new QLabel(this);
@@ -440,25 +454,11 @@ void MainWindow::onStateChanged()
                             .arg(QFileInfo(now.checkpoint).fileName());
     // Results of another checkpoint say nothing about this one: they go. Results of this one under
     // another reference, mode or device are kept, marked stale, and rerun when that is cheap.
-    auto otherCheckpoint = [&](const StaleBanner* banner) {
-        return banner->hasResult() && banner->resultStamp().checkpoint != now.checkpoint;
-    };
-    if (otherCheckpoint(ask_->banner())) {
-        ask_->clearResults(why);
-        lastAsk_.reset();
+    for (ResultPanel* panel : resultPanels_) {
+        if (panel->hasResult() && panel->banner()->resultStamp().checkpoint != now.checkpoint)
+            panel->clearResults(why);
+        panel->setCurrentStamp(now);
     }
-    if (otherCheckpoint(fillMask_->banner())) {
-        fillMask_->clearResults(why);
-        lastFill_.reset();
-    }
-    if (otherCheckpoint(errors_->banner()))
-        errors_->clearResults(why);
-    if (otherCheckpoint(scales_->banner()))
-        scales_->clearActivations(why);
-    if (otherCheckpoint(evaluate_->banner()))
-        evaluate_->clearResults(why);
-    for (StaleBanner* banner : {ask_->banner(), fillMask_->banner(), errors_->banner(), scales_->banner(), evaluate_->banner()})
-        banner->setCurrentStamp(now);
     if (ask_->banner()->isStale())
         rerunAsk();
     else if (fillMask_->banner()->isStale())
@@ -511,14 +511,14 @@ void MainWindow::warnIfOutsideDemoCorpus(const AskOutcome& outcome)
 
 void MainWindow::rerunAsk()
 {
-    if (lastAsk_)
-        session_->ask(lastAsk_->question, lastAsk_->context, lastAsk_->options);
+    if (const auto last = ask_->outcome())
+        session_->ask(last->question, last->context, last->options);
 }
 
 void MainWindow::rerunFill()
 {
-    if (lastFill_)
-        session_->fillMask(lastFill_->text, lastFill_->topK);
+    if (const auto last = fillMask_->outcome())
+        session_->fillMask(last->text, last->topK);
 }
 
 void MainWindow::setDemoCatalog(const DemoCatalog& catalog)
@@ -615,8 +615,9 @@ void MainWindow::onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info)
     const QString saved = Settings().referenceFor(info_->directory);
     if (saved != session_->referenceDirectory() || referenceLabel_.isEmpty())
         session_->setReference(QFileInfo(saved).isDir() ? saved : QString());
-    model_->showCheckpoint(*info_);
-    scales_->setStatistics(info_->statistics);
+    PanelResult opened;
+    opened.checkpoint = info_;
+    showResult(opened);
     setWindowTitle(tr("ScaleScope - %1").arg(QDir::toNativeSeparators(info_->directory)));
     addRecent(info_->directory);
     const bool isMaskedLm = info_->checkpoint->layout().isMaskedLm();
@@ -711,133 +712,10 @@ void MainWindow::rebuildRecentMenu()
     }
 }
 
-namespace {
-
-nlohmann::json stampJson(const RunStamp& stamp)
-{
-    nlohmann::json json;
-    json["checkpoint"] = stamp.checkpoint.toStdString();
-    json["reference"] = stamp.referenceKind == RunStamp::Reference::Folder ? stamp.referenceFolder.toStdString()
-                                                                            : stamp.referenceText().toStdString();
-    json["mode"] = runModeName(stamp.mode);
-    json["device"] = stamp.device.toStdString();
-    json["float_linears"] = nlohmann::json::array();
-    for (const QString& module : stamp.floatLinears)
-        json["float_linears"].push_back(module.toStdString());
-    return json;
-}
-
-} // namespace
-
-// Which results go into a report: only those produced by the state the report is stamped with.
-struct MainWindow::ReportSelection {
-    bool ask = false, fill = false, errors = false, activations = false, evaluation = false;
-    nlohmann::json leftOut = nlohmann::json::array(); // the stale ones, named with why
-};
-
-MainWindow::ReportSelection MainWindow::currentResults(const RunStamp& now) const
-{
-    ReportSelection selection;
-    // A stale result is named in the summary instead of being passed off as current.
-    auto current = [&](const StaleBanner* banner, const char* what) {
-        if (!banner->hasResult())
-            return false;
-        if (!banner->isStale())
-            return true;
-        selection.leftOut.push_back(
-            {{"result", what},
-             {"reason", ("stale: the " + banner->resultStamp().differenceFrom(now) + " changed since it ran").toStdString()},
-             {"produced_by", stampJson(banner->resultStamp())}});
-        return false;
-    };
-    selection.ask = current(ask_->banner(), "ask");
-    selection.fill = current(fillMask_->banner(), "fill_mask");
-    selection.errors = current(errors_->banner(), "errors");
-    selection.activations = current(scales_->banner(), "activations");
-    selection.evaluation = current(evaluate_->banner(), "evaluation");
-    return selection;
-}
-
-void MainWindow::addReportChartsAndTables(ReportContents& contents, const ReportSelection& selection,
-                                          const QString& stamp) const
-{
-    auto addChart = [&](const ChartView* view) {
-        if (view->chart().series.empty())
-            return;
-        ChartData chart = view->chart();
-        chart.title += " [" + stamp.toStdString() + "]";
-        contents.charts.push_back(std::move(chart));
-    };
-    if (selection.ask)
-        addChart(ask_->logitsChart());
-    if (selection.fill)
-        addChart(fillMask_->chart());
-    const std::vector<ChartView*> scaleCharts = scales_->charts();
-    for (std::size_t i = 0; i < scaleCharts.size(); ++i)
-        if (i < 3 || selection.activations) // the first three are the checkpoint's weights, always current
-            addChart(scaleCharts[i]);
-    if (selection.errors)
-        for (ChartView* v : errors_->charts())
-            addChart(v);
-    if (selection.evaluation)
-        for (ChartView* v : evaluate_->charts())
-            addChart(v);
-    contents.tables = {{QStringLiteral("tensors"), model_->tensorModel()},
-                       {QStringLiteral("diagnostics"), model_->diagnosticsModel()}};
-    if (selection.ask)
-        contents.tables.push_back({QStringLiteral("answers"), ask_->answersModel()});
-    if (selection.fill)
-        contents.tables.push_back({QStringLiteral("mask_predictions"), fillMask_->predictionsModel()});
-    if (selection.errors)
-        contents.tables.push_back({QStringLiteral("layer_metrics"), errors_->metricsModel()});
-    if (selection.evaluation)
-        contents.tables.push_back({QStringLiteral("disagreements"), evaluate_->disagreementsModel()});
-}
-
-nlohmann::json MainWindow::reportSummary(const RunStamp& now, const ReportSelection& selection) const
-{
-    nlohmann::json summary = stampJson(now);
-    summary["app_version"] = QApplication::applicationVersion().toStdString();
-    summary["date"] = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
-    if (info_) {
-        const auto counts = model_->diagnosticsModel()->counts();
-        summary["architecture"] = architectureName(info_->checkpoint->config().architecture);
-        summary["diagnostics"] = {{"errors", counts.errors}, {"warnings", counts.warnings}, {"infos", counts.infos}};
-    }
-    if (selection.ask && lastAsk_) {
-        summary["question"] = lastAsk_->question.toStdString();
-        summary["context"] = lastAsk_->context.toStdString();
-    }
-    if (selection.fill && lastFill_)
-        summary["text"] = lastFill_->text.toStdString();
-    if (const auto comparison = errors_->comparison(); comparison && selection.errors) {
-        summary["final_logits"] = {{"sqnr_db", finiteOrNull(comparison->finalLogits.sqnrDb)},
-                                   {"cosine", finiteOrNull(comparison->finalLogits.cosine)},
-                                   {"relative_l2", finiteOrNull(comparison->finalLogits.relativeL2)}};
-        if (comparison->qa)
-            summary["same_best_answer"] = comparison->qa->sameBestAnswer;
-        summary["first_nonfinite"] = comparison->runNonFinite.empty() ? nlohmann::json(nullptr)
-                                                                      : nlohmann::json(comparison->runNonFinite.front().module);
-    }
-    if (const auto evaluation = evaluate_->result(); evaluation && selection.evaluation)
-        summary["evaluation_nonfinite"] = evaluationNonFiniteJson(*evaluation);
-    summary["left_out"] = selection.leftOut;
-    return summary;
-}
-
 QStringList MainWindow::exportReport(const QString& folder)
 {
-    const RunStamp now = session_->currentStamp();
-    const ReportSelection selection = currentResults(now);
-    ReportContents contents;
-    addReportChartsAndTables(contents, selection, now.describe());
-    nlohmann::json summary = reportSummary(now, selection);
-    std::vector<std::string> ids;
-    for (const ChartData& c : contents.charts)
-        ids.push_back(c.id);
-    summary["charts"] = ids;
-    contents.summary = std::move(summary);
-    lastReportLeftOut_ = static_cast<int>(selection.leftOut.size());
+    const ReportContents contents = assembleReport(resultPanels_, session_->currentStamp());
+    lastReportLeftOut_ = static_cast<int>(contents.summary["left_out"].size());
     return ui::exportReport(contents, folder);
 }
 

@@ -1,17 +1,19 @@
 #pragma once
 // The workbench's main window: opens a checkpoint (menu, toolbar, drag and drop, recent files),
-// chooses the reference, the run mode and the device, and hosts the Model, Ask, Fill Mask, Scales
-// and Errors panels. All model work goes through WorkbenchSession (off the GUI thread); the status
-// bar shows device, mode, dtype, load time, progress and a Cancel button. Settings and the window
-// layout persist through QSettings.
+// chooses the reference, the run mode and the device, and hosts the result panels (Model, Ask,
+// Fill Mask, Scales, Errors, Evaluate, Sensitivity), which it holds as ResultPanels: a result, a
+// checkpoint switch, a state change, busy and the report reach each of them through one loop.
+// All model work goes through WorkbenchSession (off the GUI thread); the status bar shows device,
+// mode, dtype, load time, and the progress and Cancel of its JobTracker. Report contents are
+// assembled by report_assembly.h. Settings and the window layout persist through QSettings.
 #include <QMainWindow>
 
 #include <array>
 #include <memory>
-
-#include <nlohmann/json_fwd.hpp>
+#include <vector>
 
 #include "demo_catalog.h"
+#include "panels/result_panel.h"
 #include "workbench_session.h"
 
 class QAction;
@@ -25,7 +27,6 @@ class QTabWidget;
 namespace scalescope::ui {
 
 class AskPanel;
-struct ReportContents;
 class ErrorsPanel;
 class EvaluatePanel;
 class SensitivityPanel;
@@ -78,12 +79,12 @@ protected:
     void dropEvent(QDropEvent* event) override;
 
 private:
-    struct ReportSelection;
-    ReportSelection currentResults(const RunStamp& now) const;
-    void addReportChartsAndTables(ReportContents& contents, const ReportSelection& selection,
-                                  const QString& stamp) const;
-    nlohmann::json reportSummary(const RunStamp& now, const ReportSelection& selection) const;
     void createPanels();
+    // A result of `stamp`, named with the window's reference label, to fill in and show.
+    PanelResult resultOf(const RunStamp& stamp) const;
+    // Every panel takes the parts of the result it shows.
+    void showResult(const PanelResult& result);
+    void showRunTimes(const ComparisonResult& comparison);
     void connectResults();
     void connectState();
     void connectRequests();
@@ -126,9 +127,6 @@ private:
     QString lastError_;
     int lastReportLeftOut_ = 0;
     DemoCatalog demo_;
-    // The inputs of the last answered question and filled mask, for reruns after a state change.
-    std::shared_ptr<const AskOutcome> lastAsk_;
-    std::shared_ptr<const FillMaskOutcome> lastFill_;
 
     QTabWidget* tabs_ = nullptr;
     ModelPanel* model_ = nullptr;
@@ -138,6 +136,8 @@ private:
     ErrorsPanel* errors_ = nullptr;
     EvaluatePanel* evaluate_ = nullptr;
     SensitivityPanel* sensitivity_ = nullptr;
+    // The panels above, in tab order.
+    std::vector<ResultPanel*> resultPanels_;
 
     QMenu* recentMenu_ = nullptr;
     QMenu* demoMenu_ = nullptr;

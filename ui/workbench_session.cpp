@@ -42,42 +42,26 @@ WorkbenchSession::WorkbenchSession(QObject* parent) : QObject(parent)
 
 WorkbenchSession::~WorkbenchSession()
 {
-    cancel_ = true;
+    jobs_.cancel();
     worker_.clear();
     worker_.waitForDone();
 }
 
 void WorkbenchSession::cancel()
 {
-    if (running_ > 0)
-        cancel_ = true;
-}
-
-void WorkbenchSession::finishJob()
-{
-    if (--running_ == 0) {
-        cancel_ = false;
-        emit busyChanged(false);
-    }
+    jobs_.cancel();
 }
 
 void WorkbenchSession::submit(JobKind kind, const QString& operation,
                               std::function<std::function<void()>(const Progress&)> work)
 {
-    const quint64 id = ++nextId_;
-    latest_[static_cast<int>(kind)] = id;
-    if (running_++ == 0)
-        emit busyChanged(true);
+    const JobTracker::Ticket ticket = jobs_.start(kind);
     QPointer<WorkbenchSession> self(this);
-    auto task = [this, self, id, kind, operation, work = std::move(work)] {
+    auto task = [this, self, ticket, operation, work = std::move(work)] {
         Progress progress;
-        progress.cancel = &cancel_;
-        progress.callback = [self](double fraction, const std::string& stage) {
-            const QString text = QString::fromStdString(stage);
-            QMetaObject::invokeMethod(self.data(), [self, fraction, text] {
-                if (self)
-                    emit self->progress(fraction, text);
-            }, Qt::QueuedConnection);
+        progress.cancel = jobs_.cancelFlag();
+        progress.callback = [this](double fraction, const std::string& stage) {
+            jobs_.reportProgress(fraction, QString::fromStdString(stage));
         };
         std::function<void()> deliver;
         QString error;
@@ -92,18 +76,20 @@ void WorkbenchSession::submit(JobKind kind, const QString& operation,
         } catch (const std::exception& e) {
             error = tr("Internal error: %1").arg(QString::fromUtf8(e.what()));
         }
-        QMetaObject::invokeMethod(self.data(), [this, self, id, kind, operation, deliver, error] {
-            if (!self)
-                return;
-            const bool current = latest_[static_cast<int>(kind)] == id;
-            if (current) {
-                if (!error.isEmpty())
-                    emit failed(operation, error);
-                else if (deliver)
-                    deliver();
-            }
-            finishJob();
-        }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            self.data(),
+            [this, self, ticket, operation, deliver, error] {
+                if (!self)
+                    return;
+                if (jobs_.isCurrent(ticket)) {
+                    if (!error.isEmpty())
+                        emit failed(operation, error);
+                    else if (deliver)
+                        deliver();
+                }
+                jobs_.finish();
+            },
+            Qt::QueuedConnection);
     };
     worker_.start(std::move(task));
 }

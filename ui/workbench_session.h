@@ -3,10 +3,11 @@
 // every model call on one dedicated worker thread (an engine is never used from two threads), and
 // reports results as signals carrying immutable plain structs.
 //
-// Each request gets a job id; a result whose job was superseded by a newer request of the same kind
-// is dropped, so a slow answer never overwrites a newer one. cancel() raises the engine's atomic
-// cancel flag; the running call throws Cancelled at its next check and the session reports it.
-// Progress comes from the worker through queued calls: no processEvents(), no blocking connections.
+// Every request is a job of its JobTracker (jobs()): a result whose job was superseded by a newer
+// request of the same kind is dropped, so a slow answer never overwrites a newer one. cancel()
+// raises the engine's atomic cancel flag; the running call throws Cancelled at its next check and
+// the session reports it. Progress and busy come from jobs() through queued calls: no
+// processEvents(), no blocking connections.
 #include <QObject>
 #include <QString>
 #include <QStringList>
@@ -18,14 +19,15 @@
 #include <memory>
 #include <optional>
 
-#include "tasks/compare_runs.h"
 #include "analysis/diagnostics.h"
 #include "analysis/scale_statistics.h"
 #include "engine/encoder_model.h"
+#include "job_tracker.h"
+#include "tasks/compare_runs.h"
 #include "tasks/evaluate.h"
-#include "tasks/sensitivity.h"
 #include "tasks/fill_mask.h"
 #include "tasks/question_answering.h"
+#include "tasks/sensitivity.h"
 
 namespace scalescope::ui {
 
@@ -157,7 +159,9 @@ public:
     // The state a run asked for now would be stamped with.
     RunStamp currentStamp() const;
 
-    bool busy() const { return running_ > 0; }
+    bool busy() const { return jobs_.busy(); }
+    // Busy, progress and the cancel flag of every job the session runs.
+    JobTracker* jobs() { return &jobs_; }
     QString checkpointDirectory() const { return checkpointDir_; }
     QString referenceDirectory() const { return referenceDir_; }
 
@@ -178,27 +182,21 @@ signals:
     void sensitivityEntry(const scalescope::ui::RunStamp& stamp, std::shared_ptr<const scalescope::SensitivityEntry> entry);
     void sensitivityFinished(std::shared_ptr<const scalescope::SensitivityResult> result, const scalescope::ui::RunStamp& stamp);
     void keptFloat(const QString& dst, const QString& summary);
-    void progress(double fraction, const QString& stage);
     void failed(const QString& operation, const QString& message);
-    void busyChanged(bool busy);
 
 private:
-    enum class JobKind { Open, Reference, Run, Capture, Evaluate, Sensitivity, KeepFloat };
+    using JobKind = JobTracker::Kind;
     // Runs work on the worker thread; deliver runs on the GUI thread unless a newer job of the same
     // kind started meanwhile.
     void submit(JobKind kind, const QString& operation, std::function<std::function<void()>(const Progress&)> work);
-    void finishJob();
     void submitOpen(const QString& dir, const QString& fallbackDevice);
     // On the GUI thread once a checkpoint is open on `usedDevice` (`device` was asked for).
     void deliverOpened(std::shared_ptr<const CheckpointInfo> result, const QString& device, const QString& usedDevice,
                        const QString& deviceError);
 
+    JobTracker jobs_;
     QThreadPool worker_;
-    std::atomic<bool> cancel_{false};
-    std::atomic<int> running_{0};
     std::function<void(const SensitivityEntry&)> sweepEntryObserver_;
-    quint64 latest_[7] = {0, 0, 0, 0, 0, 0, 0};
-    quint64 nextId_ = 0;
     QString checkpointDir_;
     QString referenceDir_;
     // The reference side of the stamp, as the GUI asked for it (the worker only sees copies).

@@ -16,12 +16,13 @@
 #include <QTextBlock>
 #include <QVBoxLayout>
 
-#include "tasks/question_answering.h"
 #include "charts/chart_view.h"
 #include "models/answers_model.h"
 #include "models/probability_bar_delegate.h"
 #include "report/charts.h"
+#include "report_assembly.h"
 #include "stale_banner.h"
+#include "tasks/question_answering.h"
 #include "text/bpe_tokenizer.h" // byteOffsetOfCodePoint
 #include "workbench_session.h"
 
@@ -176,6 +177,7 @@ void AskPanel::setInputs(const QString& question, const QString& context)
 void AskPanel::clearResults(const QString& why)
 {
     showingResult_ = false;
+    outcome_.reset();
     answers_->clear();
     logits_->setChart({});
     context_->setExtraSelections({});
@@ -226,6 +228,26 @@ void AskPanel::requestAsk()
         return;
     }
     emit askRequested(question_->text(), context_->toPlainText(), options());
+}
+
+void AskPanel::takeResult(const PanelResult& result)
+{
+    if (!result.ask)
+        return;
+    outcome_ = result.ask;
+    showOutcome(*result.ask, result.referenceLabel);
+}
+
+void AskPanel::addToReport(ReportSection& section, bool runResultCurrent) const
+{
+    if (!runResultCurrent)
+        return;
+    section.addChart(logits_);
+    section.addTable(QStringLiteral("answers"), answers_);
+    if (outcome_) {
+        section.summary()["question"] = outcome_->question.toStdString();
+        section.summary()["context"] = outcome_->context.toStdString();
+    }
 }
 
 void AskPanel::showOutcome(const AskOutcome& outcome, const QString& referenceLabel)

@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "panels/result_panel.h"
 #include "tasks/question_answering.h"
 
 class QCheckBox;
@@ -25,7 +26,7 @@ class AnswersModel;
 class ChartView;
 class StaleBanner;
 
-class AskPanel : public QWidget {
+class AskPanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
     explicit AskPanel(QWidget* parent = nullptr);
@@ -35,9 +36,14 @@ public:
     QString context() const;
     QaOptions options() const;
     void showOutcome(const AskOutcome& outcome, const QString& referenceLabel);
-    void setBusy(bool busy);
+    // The answered question on screen (its inputs, for a rerun and the report); null when none.
+    std::shared_ptr<const AskOutcome> outcome() const { return outcome_; }
+    void setBusy(bool busy) override;
     // Removes every result (answers, highlights, logits) and says why in the result line.
-    void clearResults(const QString& why);
+    void clearResults(const QString& why) override;
+    void takeResult(const PanelResult& result) override;
+    QString reportName() const override { return QStringLiteral("ask"); }
+    void addToReport(ReportSection& section, bool runResultCurrent) const override;
     // Whether the open checkpoint can answer; reason becomes the Answer button's tooltip.
     void setRunnable(bool runnable, const QString& reason);
 
@@ -48,7 +54,7 @@ public:
     QPushButton* askButton() const { return ask_; }
     QLabel* resultLabel() const { return result_; }
     QTableView* answersView() const { return answersView_; }
-    StaleBanner* banner() const { return banner_; }
+    StaleBanner* banner() const override { return banner_; }
 
 signals:
     void askRequested(const QString& question, const QString& context, const scalescope::QaOptions& options);
@@ -67,6 +73,7 @@ private:
     bool runnable_ = true;
     QString notRunnableReason_;
     bool showingResult_ = false;
+    std::shared_ptr<const AskOutcome> outcome_;
     StaleBanner* banner_ = nullptr;
     QLineEdit* question_ = nullptr;
     QPlainTextEdit* context_ = nullptr;

@@ -14,6 +14,8 @@
 #include "charts/chart_view.h"
 #include "models/layer_metrics_model.h"
 #include "report/charts.h"
+#include "report/result_json.h"
+#include "report_assembly.h"
 #include "stale_banner.h"
 #include "workbench_session.h"
 
@@ -209,6 +211,32 @@ void ErrorsPanel::clearResults(const QString& why)
     drillTitle_->setText(tr("Click a layer or a row to see its error distribution."));
     summary_->setText(why);
     banner_->clearResult();
+}
+
+void ErrorsPanel::takeResult(const PanelResult& result)
+{
+    if (result.comparison)
+        setComparison(result.comparison, result.stamp);
+}
+
+void ErrorsPanel::addToReport(ReportSection& section, bool runResultCurrent) const
+{
+    if (!runResultCurrent)
+        return;
+    for (const ChartView* chart : charts())
+        section.addChart(chart);
+    section.addTable(QStringLiteral("layer_metrics"), metrics_);
+    if (!comparison_)
+        return;
+    nlohmann::json& summary = section.summary();
+    summary["final_logits"] = {{"sqnr_db", finiteOrNull(comparison_->finalLogits.sqnrDb)},
+                               {"cosine", finiteOrNull(comparison_->finalLogits.cosine)},
+                               {"relative_l2", finiteOrNull(comparison_->finalLogits.relativeL2)}};
+    if (comparison_->qa)
+        summary["same_best_answer"] = comparison_->qa->sameBestAnswer;
+    summary["first_nonfinite"] = comparison_->runNonFinite.empty()
+        ? nlohmann::json(nullptr)
+        : nlohmann::json(comparison_->runNonFinite.front().module);
 }
 
 void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparison, const RunStamp& stamp)

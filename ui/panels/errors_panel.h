@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "panels/result_panel.h"
 #include "tasks/compare_runs.h"
 #include "workbench_session.h"
 
@@ -22,7 +23,7 @@ class ChartView;
 class LayerMetricsModel;
 class StaleBanner;
 
-class ErrorsPanel : public QWidget {
+class ErrorsPanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
     explicit ErrorsPanel(QWidget* parent = nullptr);
@@ -30,8 +31,12 @@ public:
     // A new run: its metrics, and the drill-down of the previous run removed.
     void setComparison(std::shared_ptr<const ComparisonResult> comparison, const RunStamp& stamp);
     void showCapturePoint(const CapturePointValues& values);
-    void clearResults(const QString& why);
-    StaleBanner* banner() const { return banner_; }
+    void clearResults(const QString& why) override;
+    void takeResult(const PanelResult& result) override;
+    StaleBanner* banner() const override { return banner_; }
+    QString reportName() const override { return QStringLiteral("errors"); }
+    // The charts and metrics table, and the final logits' metrics in the summary.
+    void addToReport(ReportSection& section, bool runResultCurrent) const override;
     QString summaryText() const;
     // Selects the Linear's output row in the table (scrolled to) and shades it in the per-Linear
     // chart and its layer in the per-layer charts; the per-Linear chart comes to the front. The

@@ -19,6 +19,8 @@
 #include "models/disagreements_model.h"
 #include "models/value_text.h"
 #include "report/charts.h"
+#include "report/result_json.h"
+#include "report_assembly.h"
 #include "settings.h"
 #include "stale_banner.h"
 
@@ -299,6 +301,23 @@ QString EvaluatePanel::nonFiniteText(const EvaluationResult& r, const RunStamp& 
                 .arg(questions.join(QStringLiteral("; ")))
                 .arg(r.nonFiniteQuestions > std::size_t(kListed) ? tr("; ... (all of them in Export)") : QString());
     return text;
+}
+
+void EvaluatePanel::takeResult(const PanelResult& result)
+{
+    if (result.evaluation)
+        showResult(result.evaluation, result.stamp);
+}
+
+void EvaluatePanel::addToReport(ReportSection& section, bool runResultCurrent) const
+{
+    if (!runResultCurrent)
+        return;
+    for (const ChartView* chart : charts())
+        section.addChart(chart);
+    section.addTable(QStringLiteral("disagreements"), disagreements_);
+    if (result_)
+        section.summary()["evaluation_nonfinite"] = evaluationNonFiniteJson(*result_);
 }
 
 std::vector<ChartView*> EvaluatePanel::charts() const

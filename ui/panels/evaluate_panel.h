@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "panels/result_panel.h"
 #include "tasks/evaluate.h"
 #include "workbench_session.h"
 
@@ -25,7 +26,7 @@ class ChartView;
 class DisagreementsModel;
 class StaleBanner;
 
-class EvaluatePanel : public QWidget {
+class EvaluatePanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
     explicit EvaluatePanel(QWidget* parent = nullptr);
@@ -35,11 +36,15 @@ public:
     void showResult(std::shared_ptr<const EvaluationResult> result, const RunStamp& stamp);
     // The evaluation stopped with an error: the summary says so instead of "Evaluating...".
     void showFailure(const QString& message);
-    void setBusy(bool busy);
-    void clearResults(const QString& why);
+    void setBusy(bool busy) override;
+    void clearResults(const QString& why) override;
+    void takeResult(const PanelResult& result) override;
+    QString reportName() const override { return QStringLiteral("evaluation"); }
+    // The charts and disagreements table, and where inf/NaN starts over the dataset in the summary.
+    void addToReport(ReportSection& section, bool runResultCurrent) const override;
     // Whether the open checkpoint can be evaluated; reason becomes the button's tooltip.
     void setRunnable(bool runnable, const QString& reason);
-    StaleBanner* banner() const { return banner_; }
+    StaleBanner* banner() const override { return banner_; }
     // Asks for an evaluation of the file shown, as the Evaluate button does.
     void requestEvaluation();
 

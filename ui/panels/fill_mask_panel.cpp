@@ -15,6 +15,7 @@
 #include "models/mask_predictions_model.h"
 #include "models/probability_bar_delegate.h"
 #include "report/charts.h"
+#include "report_assembly.h"
 #include "stale_banner.h"
 #include "workbench_session.h"
 
@@ -105,6 +106,7 @@ void FillMaskPanel::updateFillEnabled()
 
 void FillMaskPanel::clearResults(const QString& why)
 {
+    outcome_.reset();
     predictions_->clear();
     chart_->setChart({});
     result_->setText(why);
@@ -120,6 +122,24 @@ void FillMaskPanel::requestFill()
         return;
     }
     emit fillRequested(text_->text(), topK_->value());
+}
+
+void FillMaskPanel::takeResult(const PanelResult& result)
+{
+    if (!result.fillMask)
+        return;
+    outcome_ = result.fillMask;
+    showOutcome(*result.fillMask, result.referenceLabel);
+}
+
+void FillMaskPanel::addToReport(ReportSection& section, bool runResultCurrent) const
+{
+    if (!runResultCurrent)
+        return;
+    section.addChart(chart_);
+    section.addTable(QStringLiteral("mask_predictions"), predictions_);
+    if (outcome_)
+        section.summary()["text"] = outcome_->text.toStdString();
 }
 
 void FillMaskPanel::showOutcome(const FillMaskOutcome& outcome, const QString& referenceLabel)

@@ -3,6 +3,10 @@
 // with probability bars, agreement per mask, and a bar chart of the first mask's probabilities.
 #include <QWidget>
 
+#include <memory>
+
+#include "panels/result_panel.h"
+
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -11,12 +15,11 @@ class QTableView;
 
 namespace scalescope::ui {
 
-struct FillMaskOutcome;
 class ChartView;
 class MaskPredictionsModel;
 class StaleBanner;
 
-class FillMaskPanel : public QWidget {
+class FillMaskPanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
     explicit FillMaskPanel(QWidget* parent = nullptr);
@@ -28,11 +31,16 @@ public:
     QString maskToken() const { return maskToken_; }
     QString text() const;
     void showOutcome(const FillMaskOutcome& outcome, const QString& referenceLabel);
-    void setBusy(bool busy);
-    void clearResults(const QString& why);
+    // The filled text on screen (its inputs, for a rerun and the report); null when none.
+    std::shared_ptr<const FillMaskOutcome> outcome() const { return outcome_; }
+    void setBusy(bool busy) override;
+    void clearResults(const QString& why) override;
+    void takeResult(const PanelResult& result) override;
+    QString reportName() const override { return QStringLiteral("fill_mask"); }
+    void addToReport(ReportSection& section, bool runResultCurrent) const override;
     // Whether the open checkpoint can fill masks; reason becomes the Fill button's tooltip.
     void setRunnable(bool runnable, const QString& reason);
-    StaleBanner* banner() const { return banner_; }
+    StaleBanner* banner() const override { return banner_; }
 
     MaskPredictionsModel* predictionsModel() const { return predictions_; }
     ChartView* chart() const { return chart_; }
@@ -49,6 +57,7 @@ private:
     bool runnable_ = true;
     QString notRunnableReason_;
     QString maskToken_;
+    std::shared_ptr<const FillMaskOutcome> outcome_;
     StaleBanner* banner_ = nullptr;
     QLineEdit* text_ = nullptr;
     QSpinBox* topK_ = nullptr;

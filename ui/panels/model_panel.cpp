@@ -14,6 +14,7 @@
 #include "models/module_tree_model.h"
 #include "models/tensor_table_model.h"
 #include "models/value_text.h"
+#include "report_assembly.h"
 #include "workbench_session.h"
 
 namespace scalescope::ui {
@@ -192,9 +193,28 @@ void ModelPanel::setFloatLinears(const QStringList& modules)
     tree_->setFloatLinears(modules);
 }
 
+void ModelPanel::takeResult(const PanelResult& result)
+{
+    if (result.checkpoint)
+        showCheckpoint(*result.checkpoint);
+}
+
+void ModelPanel::addToReport(ReportSection& section, bool /*runResultCurrent*/) const
+{
+    section.addTable(QStringLiteral("tensors"), tensors_);
+    section.addTable(QStringLiteral("diagnostics"), diagnostics_);
+    if (architecture_.empty())
+        return;
+    const auto counts = diagnostics_->counts();
+    section.summary()["architecture"] = architecture_;
+    section.summary()["diagnostics"]
+        = {{"errors", counts.errors}, {"warnings", counts.warnings}, {"infos", counts.infos}};
+}
+
 void ModelPanel::showCheckpoint(const CheckpointInfo& info)
 {
     const ModelConfig& config = info.checkpoint->config();
+    architecture_ = architectureName(config.architecture);
     QString scheme = tr("not quantized (float)");
     if (config.quantization && !config.quantization->groups.empty()) {
         QStringList groups;

@@ -6,6 +6,9 @@
 #include <QWidget>
 
 #include <memory>
+#include <string>
+
+#include "panels/result_panel.h"
 
 class QLineEdit;
 class QPoint;
@@ -16,17 +19,23 @@ class QLabel;
 
 namespace scalescope::ui {
 
-struct CheckpointInfo;
 class DiagnosticsModel;
 class ModuleTreeModel;
 class TensorTableModel;
 
-class ModelPanel : public QWidget {
+class ModelPanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
     explicit ModelPanel(QWidget* parent = nullptr);
 
     void showCheckpoint(const CheckpointInfo& info);
+    // What it shows is the open checkpoint: no run result, no stamp, nothing to clear.
+    void takeResult(const PanelResult& result) override;
+    void clearResults(const QString& /*why*/) override { }
+    StaleBanner* banner() const override { return nullptr; }
+    QString reportName() const override { return QStringLiteral("model"); }
+    // The tensor and diagnostics tables, the architecture and the diagnostics counts.
+    void addToReport(ReportSection& section, bool runResultCurrent) const override;
     // Selects a tensor (or a module's weight) in the tree and the table.
     void selectSubject(const QString& subject);
     // The Linears the tree shows as running in float (the session's set, echoed back).
@@ -62,6 +71,7 @@ private:
     QTableView* diagnosticsView_ = nullptr;
     QLabel* summary_ = nullptr;
     QLabel* diagnosticsSummary_ = nullptr;
+    std::string architecture_; // of the checkpoint shown; empty before the first
 };
 
 } // namespace scalescope::ui

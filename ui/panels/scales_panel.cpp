@@ -10,6 +10,7 @@
 
 #include "charts/chart_view.h"
 #include "report/charts.h"
+#include "report_assembly.h"
 #include "stale_banner.h"
 
 namespace scalescope::ui {
@@ -155,12 +156,29 @@ QString ScalesPanel::selectedLinear() const
     return linear_->currentData().toString();
 }
 
-void ScalesPanel::clearActivations(const QString& why)
+void ScalesPanel::clearResults(const QString& why)
 {
     activationNote_->setText(why);
     activationRange_->setChart({});
     activationShares_->setChart({});
     banner_->clearResult();
+}
+
+void ScalesPanel::takeResult(const PanelResult& result)
+{
+    if (result.checkpoint)
+        setStatistics(result.checkpoint->statistics);
+    if (result.comparison)
+        setComparison(*result.comparison, result.stamp);
+}
+
+void ScalesPanel::addToReport(ReportSection& section, bool runResultCurrent) const
+{
+    for (const ChartView* weights : {ranges_, channels_, exponents_})
+        section.addChart(weights);
+    if (runResultCurrent)
+        for (const ChartView* activations : {activationRange_, activationShares_})
+            section.addChart(activations);
 }
 
 void ScalesPanel::setComparison(const ComparisonResult& comparison, const RunStamp& stamp)

@@ -6,8 +6,9 @@
 
 #include <vector>
 
-#include "tasks/compare_runs.h"
 #include "analysis/scale_statistics.h"
+#include "panels/result_panel.h"
+#include "tasks/compare_runs.h"
 
 class QComboBox;
 class QLabel;
@@ -16,9 +17,8 @@ namespace scalescope::ui {
 
 class ChartView;
 class StaleBanner;
-struct RunStamp;
 
-class ScalesPanel : public QWidget {
+class ScalesPanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
     explicit ScalesPanel(QWidget* parent = nullptr);
@@ -26,8 +26,13 @@ public:
     void setStatistics(std::vector<LinearScaleStatistics> statistics);
     void setComparison(const ComparisonResult& comparison, const RunStamp& stamp);
     // Removes the activation statistics of the last run (the weight statistics stay).
-    void clearActivations(const QString& why);
-    StaleBanner* banner() const { return banner_; }
+    void clearResults(const QString& why) override;
+    // An opened checkpoint's weight statistics, a run's activation statistics.
+    void takeResult(const PanelResult& result) override;
+    StaleBanner* banner() const override { return banner_; }
+    QString reportName() const override { return QStringLiteral("activations"); }
+    // The weight charts always (they are the checkpoint's), the activation charts of a current run.
+    void addToReport(ReportSection& section, bool runResultCurrent) const override;
     void selectLinear(const QString& module);
     QString selectedLinear() const;
 

@@ -110,6 +110,12 @@ void SensitivityPanel::showResult(std::shared_ptr<const SensitivityResult> resul
     redraw();
 }
 
+void SensitivityPanel::takeResult(const PanelResult& result)
+{
+    if (result.sensitivity)
+        showResult(result.sensitivity, result.stamp);
+}
+
 void SensitivityPanel::showMessage(const QString& text) { summary_->setText(text); }
 
 void SensitivityPanel::setBusy(bool busy)

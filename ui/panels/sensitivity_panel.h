@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "panels/result_panel.h"
 #include "tasks/sensitivity.h"
 #include "workbench_session.h"
 
@@ -19,7 +20,7 @@ namespace scalescope::ui {
 
 class ChartView;
 
-class SensitivityPanel : public QWidget {
+class SensitivityPanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
     explicit SensitivityPanel(QWidget* parent = nullptr);
@@ -27,8 +28,15 @@ public:
     void addEntry(const RunStamp& stamp, std::shared_ptr<const SensitivityEntry> entry);
     void showResult(std::shared_ptr<const SensitivityResult> result, const RunStamp& stamp);
     void showMessage(const QString& text);
-    void setBusy(bool busy);
-    void clearResults(const QString& why);
+    void setBusy(bool busy) override;
+    void clearResults(const QString& why) override;
+    void takeResult(const PanelResult& result) override;
+    // The sweep shows its stamp in the chart, not in a banner: the window leaves it on screen
+    // when the state changes.
+    StaleBanner* banner() const override { return nullptr; }
+    QString reportName() const override { return QStringLiteral("sensitivity"); }
+    // Nothing yet: reports have never held the sweep, and adding it is a change of their contents.
+    void addToReport(ReportSection& /*section*/, bool /*runResultCurrent*/) const override { }
     const SensitivityResult& result() const { return result_; }
     ChartView* chart() const { return chart_; }
     QTableWidget* table() const { return table_; }
