@@ -296,6 +296,57 @@ private slots:
         QCOMPARE(vllm.verdict, ConsumerVerdict::Fails);
     }
 
+    void aKvCacheSchemeIsDroppedByTheAiu()
+    {
+        const std::string dir = fp8("kv-cache");
+        editConfig(dir, [](json& c) {
+            c["quantization_config"]["kv_cache_scheme"] = {{"num_bits", 8}, {"type", "float"}, {"strategy", "tensor"},
+                                                           {"dynamic", false}, {"symmetric", true}};
+        });
+        const auto reports = assess(dir);
+        const ConsumerReport& aiu = reportOf(reports, Consumer::Aiu);
+        const ConsumerFinding* f = findingOf(aiu, "aiu-kv-cache-dropped");
+        QVERIFY2(f, describe(reports).c_str());
+        QCOMPARE(f->modules, (std::vector<std::string>{kLayer0 + "attention.self", kLayer1 + "attention.self"}));
+        QCOMPARE(aiu.verdict, ConsumerVerdict::RunsDifferently);
+    }
+
+    void aFloat32KeptWeightInABf16ModelFailsOnTheAiu()
+    {
+        // Both names in ignore, but the kept weight in float32 (what keep-float wrote before issue 26).
+        const std::string module = kLayer1 + "output.dense";
+        Fp8Edits edits;
+        edits.keepFloat = {module, "base_model.layers.1.ff_sub_layer.w2"};
+        const std::string dir = fp8("float32-kept", {}, edits);
+        storeFloatTensorsAs(dir, "BF16");
+        {
+            std::vector<TensorToWrite> tensors;
+            const auto store = TensorStore::openDirectory(dir);
+            for (const TensorView* view : store->tensors()) {
+                if (view->name == module + ".weight") {
+                    tensors.push_back(makeFloatTensor(view->name, Dtype::F32, view->shape, view->toFloat().values.data()));
+                    continue;
+                }
+                TensorToWrite copy{view->name, view->dtype, view->shape, {}};
+                copy.bytes.assign(view->data, view->data + view->byteSize);
+                tensors.push_back(std::move(copy));
+            }
+            writeSafetensors(dir + "/model.safetensors.new", tensors, {{"format", "pt"}});
+        }
+        QVERIFY(QFile::remove(QString::fromStdString(dir + "/model.safetensors")));
+        QVERIFY(QFile::rename(QString::fromStdString(dir + "/model.safetensors.new"),
+                              QString::fromStdString(dir + "/model.safetensors")));
+        const auto reports = assess(dir);
+        const ConsumerReport& aiu = reportOf(reports, Consumer::Aiu);
+        const ConsumerFinding* f = findingOf(aiu, "aiu-kept-float32");
+        QVERIFY2(f, describe(reports).c_str());
+        QCOMPARE(f->modules, std::vector<std::string>{module});
+        QCOMPARE(f->loading, std::string("both"));
+        QVERIFY(!findingOf(aiu, "aiu-float-built-fp8")); // the FMS name is there
+        QCOMPARE(aiu.verdict, ConsumerVerdict::Fails);
+        QCOMPARE(reportOf(reports, Consumer::Vllm).verdict, ConsumerVerdict::AsIntended);
+    }
+
     void keepFloatWritesBf16WeightsUnderBothNames()
     {
         Fp8Scheme scheme;
