@@ -823,8 +823,8 @@ std::optional<std::string> keepFloatRefusal(const Checkpoint& checkpoint, const 
         const std::string who = consumers.vllm && aiuFused ? "vLLM and the AIU's fused loading pack"
                                 : consumers.vllm           ? "vLLM packs"
                                                            : "the AIU's fused loading packs";
-        return "keep-float would leave " + listed(floats[layer]) + " of layer " + std::to_string(layer) +
-               " float without the rest of its q, k and v, which " + who + " into one Linear: keep all three" +
+        return "Keeping " + listed(floats[layer]) + " of " + checkpoint.directory() + " float leaves it without the rest of layer " +
+               std::to_string(layer) + "'s q, k and v, which " + who + " into one Linear: keep all three" +
                (consumers.aiu && !consumers.vllm ? ", or load unfused on the AIU (--unfused)." : ".");
     }
     return std::nullopt;
