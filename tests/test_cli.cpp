@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -462,6 +463,87 @@ private slots:
         QCOMPARE(query["scale_min"].get<float>(), *std::min_element(scales.begin(), scales.end()));
         QVERIFY(out["tensors"].size() > 0);
         QVERIFY(out["schemes"][0]["supported"].get<bool>());
+    }
+
+    void inspectReportsConsumersAndFmsNames()
+    {
+        const json out = runJson({"inspect", q(fp8Dir_), "--json"});
+        QCOMPARE(out["consumers"].size(), std::size_t(3));
+        std::vector<std::string> names;
+        for (const json& consumer : out["consumers"]) {
+            names.push_back(consumer["name"].get<std::string>());
+            QCOMPARE(consumer["verdict"].get<std::string>(), std::string("as intended"));
+            QVERIFY(consumer["findings"].is_array());
+        }
+        QCOMPARE(names, (std::vector<std::string>{"aiu", "vllm", "compressed-tensors"}));
+        QCOMPARE(out["consumers"][0]["loadings"]["fused"].get<std::string>(), std::string("as intended"));
+        const json& query = out["linears"][0];
+        QCOMPARE(query["fms_name"].get<std::string>(), std::string("base_model.layers.0.attn.in_proj.query"));
+        QCOMPARE(query["fms_fused_name"].get<std::string>(), std::string("base_model.layers.0.attn.in_proj.qkv_fused"));
+        QCOMPARE(out["linears"][out["linears"].size() - 1]["fms_name"].get<std::string>(), std::string("qa_head"));
+        bool scaleNamed = false;
+        for (const json& tensor : out["tensors"])
+            if (tensor["name"] == "roberta.encoder.layer.1.intermediate.dense.weight_scale")
+                scaleNamed = tensor["fms_name"] == "base_model.layers.1.ff_sub_layer.w1.weight_scale";
+        QVERIFY(scaleNamed);
+        const CliResult text = runCli({"inspect", q(fp8Dir_)});
+        QCOMPARE(text.exitCode, 0);
+        QVERIFY(text.out.contains("Consumers:\n  aiu: as intended (fused: as intended, unfused: as intended)"));
+    }
+
+    void keepFloatForEveryConsumerOnABf16Checkpoint()
+    {
+        const std::string root = makeTempDir("cli-keep-bf16");
+        const std::string source = root + "/bf16";
+        Fp8Scheme scheme;
+        scheme.scaleDtype = "BF16";
+        writeTinyFp8Checkpoint(floatDir_, source, scheme);
+        storeFloatTensorsAs(source, "BF16");
+
+        // One of q/k/v alone: vLLM packs them, so --consumer vllm refuses with one sentence.
+        const std::string value = "roberta.encoder.layer.0.attention.self.value";
+        const std::string refused = root + "/refused";
+        CliResult r = runCli({"keep-float", q(source), q(refused), "--modules", q(value), "--consumer", "vllm"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.trimmed().count('\n') == 0 && r.err.contains("keep all three"), qPrintable(r.err));
+        QVERIFY(!QFileInfo::exists(q(refused)));
+        r = runCli({"keep-float", q(source), q(refused), "--modules", q(value), "--consumer", "gpu"});
+        QCOMPARE(r.exitCode, 2);
+
+        const std::string module = "roberta.encoder.layer.0.intermediate.dense";
+        const std::string kept = root + "/kept";
+        const json doc = runJson({"keep-float", q(source), q(kept), "--modules", q(module), "--reference", q(floatDir_),
+                                  "--input-ids", q(ids_), "--json"});
+        QCOMPARE(doc["weight_dtype"].get<std::string>(), std::string("BF16"));
+        QVERIFY(doc["after"]["sqnr_db"].is_number());
+        const auto ignore = doc["ignore"].get<std::vector<std::string>>();
+        for (const std::string& name : {module, std::string("base_model.layers.0.ff_sub_layer.w1")})
+            QVERIFY2(std::find(ignore.begin(), ignore.end(), name) != ignore.end(), name.c_str());
+        // The kept weight is the float reference rounded to bf16 (the test's own rounding).
+        const auto written = TensorStore::openDirectory(kept);
+        QCOMPARE(written->require(module + ".weight").dtype, Dtype::BF16);
+        const std::vector<float> keptValues = written->require(module + ".weight").toFloat().values;
+        const std::vector<float> reference = readTensor(floatDir_ + "/model.safetensors", module + ".weight");
+        QCOMPARE(keptValues.size(), reference.size());
+        for (std::size_t i = 0; i < reference.size(); ++i) {
+            uint32_t bits = 0;
+            std::memcpy(&bits, &reference[i], 4);
+            bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+            float rounded = 0;
+            std::memcpy(&rounded, &bits, 4);
+            QCOMPARE(keptValues[i], rounded);
+        }
+        const json inspected = runJson({"inspect", q(kept), "--json"});
+        for (const json& consumer : inspected["consumers"])
+            QVERIFY2(consumer["verdict"] == "as intended", consumer.dump().c_str());
+
+        // --consumer aiu --unfused allows value alone; the fused loading then fails, and says so.
+        const std::string unfused = root + "/unfused";
+        r = runCli({"keep-float", q(source), q(unfused), "--modules", q(value), "--consumer", "aiu", "--unfused"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const json aiu = runJson({"inspect", q(unfused), "--json"})["consumers"][0];
+        QCOMPARE(aiu["loadings"]["unfused"].get<std::string>(), std::string("as intended"));
+        QCOMPARE(aiu["loadings"]["fused"].get<std::string>(), std::string("fails"));
     }
 
     void compareWritesPlotsInEveryFormat_data()

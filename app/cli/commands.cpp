@@ -31,6 +31,8 @@
 #include "engine/runner_server.h"
 #include "evaluate_command.h"
 #include "sensitivity_command.h"
+#include "keep_float_command.h"
+#include "analysis/consumers.h"
 #include "report/result_json.h"
 #include "charts/chart_export.h"
 #include "plot_files.h"
@@ -424,6 +426,26 @@ void printFindings(const std::vector<Finding>& findings)
                   << shown(f.message) << "\n";
 }
 
+// inspect's "Consumers" section: each consumer's verdict, then its errors and warnings (infos are in --json).
+void printConsumers(const std::vector<ConsumerReport>& reports)
+{
+    std::cout << "\nConsumers:\n";
+    for (const ConsumerReport& report : reports) {
+        std::cout << "  " << consumerName(report.consumer) << ": " << verdictName(report.verdict);
+        for (std::size_t i = 0; i < report.loadings.size(); ++i)
+            std::cout << (i == 0 ? " (" : ", ") << aiuLoadingName(report.loadings[i].first) << ": "
+                      << verdictName(report.loadings[i].second) << (i + 1 == report.loadings.size() ? ")" : "");
+        std::cout << "\n";
+        for (const ConsumerFinding& f : report.findings) {
+            if (f.severity == Severity::Info)
+                continue;
+            std::cout << "    [" << severityName(f.severity) << "] " << f.code
+                      << (f.loading.empty() || f.loading == "both" ? "" : " (" + f.loading + ")") << ": "
+                      << shown(f.message) << (f.fix.empty() ? "" : " Fix: " + shown(f.fix)) << "\n";
+        }
+    }
+}
+
 std::string formatDb(double db)
 {
     std::ostringstream out;
@@ -515,6 +537,7 @@ int commandInspect(const Arguments& args)
     }
     std::cout << "\n";
     printFindings(findings);
+    printConsumers(assessConsumers(*checkpoint));
     if (document.contains("plots"))
         std::cout << "\nWrote " << document["plots"].size() << " files to " << *args.value("plots") << ".\n";
     return 0;
@@ -648,9 +671,10 @@ std::vector<Command> commands()
          commandSensitivity},
         {{"keep-float", 2, {"CKPT", "DST"},
           {"modules", "reference", "question", "context", "text", "input-ids", "max-seq-len", "doc-stride",
-           "max-answer-len", "null-threshold", "top-k"},
-          {"force", "json"}, "write a copy with these Linears float and listed in ignore; print before/after SQNR"},
-         commandKeepFloat},
+           "max-answer-len", "null-threshold", "top-k", "consumer"},
+          {"force", "json", "unfused"},
+          "write a copy with these Linears float for every consumer (HF and FMS names in ignore); print before/after SQNR"},
+         commandKeepFloatForConsumers},
         {{"families", 0, {}, {}, {"json"},
           "the encoder family table (classes, layouts, HF and FMS names) as JSON, for the AIU runner"},
          commandFamilies},

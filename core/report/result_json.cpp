@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "analysis/consumers.h"
 #include "common/text_files.h"
 #include "model/quantization_config.h"
 #include "numerics/half.h"
@@ -74,6 +75,45 @@ json scaleStatisticsJson(const LinearScaleStatistics& s)
     return out;
 }
 
+json consumersJson(const std::vector<ConsumerReport>& reports)
+{
+    json out = json::array();
+    for (const ConsumerReport& report : reports) {
+        json findings = json::array();
+        for (const ConsumerFinding& f : report.findings) {
+            json finding = {{"consumer", consumerName(f.consumer)}, {"code", f.code},
+                            {"severity", severityName(f.severity)}, {"modules", f.modules},
+                            {"message", f.message}, {"fix", f.fix}};
+            if (!f.loading.empty())
+                finding["loading"] = f.loading;
+            findings.push_back(finding);
+        }
+        json entry = {{"name", consumerName(report.consumer)}, {"verdict", verdictName(report.verdict)}};
+        if (!report.loadings.empty()) {
+            entry["loadings"] = json::object();
+            for (const auto& [loading, verdict] : report.loadings)
+                entry["loadings"][aiuLoadingName(loading)] = verdictName(verdict);
+        }
+        entry["findings"] = findings;
+        out.push_back(entry);
+    }
+    return out;
+}
+
+namespace {
+
+// The FMS (fms) names of a Linear, or of a tensor of one ("<fms>.weight_scale"): nulls otherwise.
+void addFmsNames(json& entry, const EncoderLayout& layout, const std::string& module, const std::string& suffix = "")
+{
+    const std::string fms = layout.fmsName(module, false);
+    if (fms.empty())
+        return;
+    entry["fms_name"] = fms + suffix;
+    entry["fms_fused_name"] = layout.fmsName(module, true) + suffix;
+}
+
+} // namespace
+
 json inspectJson(const Checkpoint& checkpoint, const std::vector<LinearScaleStatistics>& statistics,
                  const std::vector<Finding>& findings)
 {
@@ -106,14 +146,23 @@ json inspectJson(const Checkpoint& checkpoint, const std::vector<LinearScaleStat
         out["schemes"] = json::array();
     }
     json tensors = json::array();
-    for (const TensorView* view : checkpoint.tensors().tensors())
-        tensors.push_back({{"name", view->name}, {"dtype", dtypeName(view->dtype)}, {"shape", view->shape}});
+    for (const TensorView* view : checkpoint.tensors().tensors()) {
+        json tensor = {{"name", view->name}, {"dtype", dtypeName(view->dtype)}, {"shape", view->shape}};
+        const std::size_t dot = view->name.rfind('.');
+        if (dot != std::string::npos)
+            addFmsNames(tensor, checkpoint.layout(), view->name.substr(0, dot), view->name.substr(dot));
+        tensors.push_back(tensor);
+    }
     out["tensors"] = tensors;
     json linears = json::array();
-    for (const LinearScaleStatistics& s : statistics)
-        linears.push_back(scaleStatisticsJson(s));
+    for (const LinearScaleStatistics& s : statistics) {
+        json linear = scaleStatisticsJson(s);
+        addFmsNames(linear, checkpoint.layout(), s.module);
+        linears.push_back(linear);
+    }
     out["linears"] = linears;
     out["diagnostics"] = findingsJson(findings);
+    out["consumers"] = consumersJson(assessConsumers(checkpoint));
     int errors = 0, warnings = 0, infos = 0;
     for (const Finding& f : findings)
         (f.severity == Severity::Error ? errors : f.severity == Severity::Warning ? warnings : infos)++;

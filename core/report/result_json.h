@@ -5,6 +5,7 @@
 
 #include "tasks/compare_runs.h"
 #include "tasks/evaluate.h"
+#include "analysis/consumers.h"
 #include "analysis/diagnostics.h"
 #include "analysis/scale_statistics.h"
 #include "model/checkpoint.h"
@@ -20,6 +21,10 @@ std::string jsonText(const nlohmann::json& document, int indent = 2);
 nlohmann::json metricsJson(const ErrorMetrics& metrics);
 nlohmann::json findingsJson(const std::vector<Finding>& findings);
 nlohmann::json scaleStatisticsJson(const LinearScaleStatistics& statistics);
+// inspect's "consumers": [{"name", "verdict", "loadings" (aiu: {"fused", "unfused"}), "findings":
+// [{"consumer", "loading" (aiu), "code", "severity", "modules", "message", "fix"}]}].
+nlohmann::json consumersJson(const std::vector<ConsumerReport>& reports);
+// inspect --json; also each Linear's and each Linear tensor's "fms_name" and "fms_fused_name".
 nlohmann::json inspectJson(const Checkpoint& checkpoint, const std::vector<LinearScaleStatistics>& statistics,
                            const std::vector<Finding>& findings);
 // Per module: "max_abs" ("inf" when it overflowed), "overflows_fp16", "below_half_normal_share".

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/consumers.h"
 #include "analysis/scale_statistics.h"
 #include "common/error.h"
 #include "common/option_error.h"
@@ -45,22 +46,25 @@ void checkModule(const Checkpoint& checkpoint, const std::string& module)
         throw Error("'" + module + "' is not quantized in " + dir + " (its weight is already float), so there is nothing to keep float.");
 }
 
-// The float weight of one Linear: the reference's tensor as it is, or the dequantized codes in float32.
+// The float weight of one Linear in the checkpoint's float dtype: the reference's values, or the
+// dequantized codes, rounded to it (to nearest, ties to even). A kept weight wider than the
+// model's activations is what the AIU cannot run.
 TensorToWrite floatWeight(const Checkpoint& checkpoint, const Checkpoint* reference, const std::string& module,
-                          const std::vector<LinearScaleStatistics>& scales)
+                          const std::vector<LinearScaleStatistics>& scales, Dtype dtype)
 {
     const TensorView& codes = checkpoint.tensors().require(module + ".weight");
-    TensorToWrite out;
-    out.name = module + ".weight";
-    out.shape = codes.shape;
+    const std::string name = module + ".weight";
     if (reference) {
         const TensorView& w = reference->tensors().require(module + ".weight");
         if (!isFloatDtype(w.dtype) || w.shape != codes.shape)
             throw Error("Tensor '" + w.name + "' in " + w.file + " is " + dtypeName(w.dtype) + " " + shapeText(w.shape) +
                         "; keep-float needs a float weight of shape " + shapeText(codes.shape) + ".");
-        out.dtype = w.dtype;
-        out.bytes.assign(w.data, w.data + w.byteSize);
-        return out;
+        if (w.dtype == dtype) {
+            TensorToWrite out{name, dtype, codes.shape, {}};
+            out.bytes.assign(w.data, w.data + w.byteSize);
+            return out;
+        }
+        return makeFloatTensor(name, dtype, codes.shape, w.toFloat().values.data());
     }
     std::vector<float> values;
     for (const LinearScaleStatistics& s : scales)
@@ -69,7 +73,7 @@ TensorToWrite floatWeight(const Checkpoint& checkpoint, const Checkpoint* refere
     if (values.empty())
         throw OptionError(TaskOption::Reference, "keep-float cannot dequantize the weight of '" + module +
                                                      "' (its scale layout is not per channel or per tensor); give {option}.");
-    return makeFloatTensor(out.name, Dtype::F32, codes.shape, values.data());
+    return makeFloatTensor(name, dtype, codes.shape, values.data());
 }
 
 bool dropped(const std::string& name, const std::set<std::string>& modules)
@@ -112,8 +116,8 @@ void writeJson(const fs::path& path, const ordered_json& value)
         throw Error("Cannot write " + path.string() + ".");
 }
 
-// config.json with the modules appended to the quantization config's ignore list.
-ordered_json updatedConfig(const std::string& dir, const std::vector<std::string>& modules, std::vector<std::string>& ignore)
+// config.json with the entries appended to the quantization config's ignore list.
+ordered_json updatedConfig(const std::string& dir, const std::vector<std::string>& entries, std::vector<std::string>& ignore)
 {
     const std::string path = (fs::path(dir) / "config.json").string();
     ordered_json config = ordered_json::parse(readFileToString(path, 64ull << 20));
@@ -124,7 +128,7 @@ ordered_json updatedConfig(const std::string& dir, const std::vector<std::string
     for (const auto& entry : quantization["ignore"])
         if (entry.is_string())
             ignore.push_back(entry.get<std::string>());
-    for (const std::string& m : modules)
+    for (const std::string& m : entries)
         if (std::find(ignore.begin(), ignore.end(), m) == ignore.end()) {
             ignore.push_back(m);
             quantization["ignore"].push_back(m);
@@ -144,6 +148,8 @@ KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& d
         throw Error(checkpointDir + " has no quantization config, so it is not an FP8 checkpoint to fix.");
     for (const std::string& m : options.modules)
         checkModule(*checkpoint, m);
+    if (const auto refusal = keepFloatRefusal(*checkpoint, options.modules, options.consumers))
+        throw Error(*refusal);
     std::shared_ptr<const Checkpoint> reference;
     std::vector<std::pair<std::string, std::string>> inputs = {{checkpointDir, "the source checkpoint"}};
     if (!options.referenceDir.empty()) {
@@ -155,17 +161,18 @@ KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& d
 
     KeepFloatResult result;
     result.weightSource = reference ? "reference (" + options.referenceDir + ")" : "dequantized";
+    result.weightDtype = checkpointFloatDtype(*checkpoint);
     const std::vector<LinearScaleStatistics> scales = computeScaleStatistics(*checkpoint);
     std::map<std::string, TensorToWrite> weights;
     std::set<std::string> shards; // files that hold a tensor of a kept Linear
     const std::set<std::string> modules(options.modules.begin(), options.modules.end());
     for (const std::string& m : modules) {
-        weights[m + ".weight"] = floatWeight(*checkpoint, reference.get(), m, scales);
+        weights[m + ".weight"] = floatWeight(*checkpoint, reference.get(), m, scales, result.weightDtype);
         for (const TensorView* view : checkpoint->tensors().tensors())
             if (view->name == m + ".weight" || dropped(view->name, modules))
                 shards.insert(view->file);
     }
-    const ordered_json config = updatedConfig(checkpointDir, options.modules, result.ignore);
+    const ordered_json config = updatedConfig(checkpointDir, keepFloatIgnoreNames(*checkpoint, options.modules), result.ignore);
     progress.throwIfCancelled();
     checkpoint->tensors().checkUnchanged();
 

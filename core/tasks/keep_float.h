@@ -1,13 +1,19 @@
 #pragma once
 // keep-float: a copy of an FP8 checkpoint where the named Linears are float (the reference's float
-// weights when a reference is given, else the checkpoint's dequantized weights in float32) and
-// listed by exact name in the quantization config's `ignore`. Their weight_scale and input_scale
-// go; every other file and tensor is copied byte for byte (a shard that holds none of their
-// tensors is copied as a file). The destination rules are core/io/checkpoint_destination's.
-// Torch-free. Errors: scalescope::Error, one sentence, before anything is written.
+// weights when a reference is given, else the checkpoint's dequantized weights), stored in the
+// checkpoint's float dtype (a bf16 or fp16 model stays 16-bit, rounded to nearest even) and
+// listed in the quantization config's `ignore` for every consumer: by Hugging Face name and by FMS
+// name (and a layer's qkv_fused name when its q, k and v all end up float), as
+// analysis/consumers.h keepFloatIgnoreNames() says. A set a chosen consumer cannot load (one of
+// q/k/v alone for vLLM or the AIU's fused loading) is refused with keepFloatRefusal()'s sentence.
+// Their weight_scale and input_scale go; every other file and tensor is copied byte for byte (a
+// shard that holds none of their tensors is copied as a file). The destination rules are
+// core/io/checkpoint_destination's. Torch-free. Errors: scalescope::Error, one sentence, before
+// anything is written.
 #include <string>
 #include <vector>
 
+#include "analysis/consumers.h"
 #include "common/progress.h"
 
 namespace scalescope {
@@ -16,12 +22,14 @@ struct KeepFloatOptions {
     std::vector<std::string> modules; // exact Linear names
     std::string referenceDir;         // "" = dequantized weights
     bool overwrite = false;
+    KeepFloatConsumers consumers;     // whom the copy must load as intended (default: AIU fused and vLLM)
 };
 
 struct KeepFloatResult {
     std::vector<std::string> ignore;          // the new ignore list as written
     std::vector<std::string> rewrittenFiles;  // files of the copy that differ from the source's
     std::string weightSource;                 // "reference (DIR)" or "dequantized"
+    Dtype weightDtype = Dtype::F32;           // the dtype the kept weights were written in
 };
 
 KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& destinationDir,

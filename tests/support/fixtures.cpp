@@ -562,6 +562,29 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
             copyFile(joinPath(floatDir, file), joinPath(fp8Dir, file));
 }
 
+void storeFloatTensorsAs(const std::string& dir, const std::string& dtype)
+{
+    const Dtype target = scaleDtypeOf(dtype);
+    std::vector<TensorToWrite> tensors;
+    {
+        const std::unique_ptr<TensorStore> store = TensorStore::openDirectory(dir);
+        for (const TensorView* view : store->tensors()) {
+            if (view->dtype == Dtype::F32) {
+                tensors.push_back(makeFloatTensor(view->name, target, view->shape, view->toFloat().values.data()));
+                continue;
+            }
+            TensorToWrite copy{view->name, view->dtype, view->shape, {}};
+            copy.bytes.assign(view->data, view->data + view->byteSize);
+            tensors.push_back(std::move(copy));
+        }
+    }
+    writeSafetensors(joinPath(dir, "model.safetensors"), tensors, {{"format", "pt"}});
+    const std::string configPath = joinPath(dir, "config.json");
+    nlohmann::ordered_json config = nlohmann::ordered_json::parse(readFileToString(configPath));
+    config["torch_dtype"] = target == Dtype::BF16 ? "bfloat16" : target == Dtype::F16 ? "float16" : "float32";
+    writeTextFile(configPath, config.dump(2) + "\n");
+}
+
 std::string makeTempDir(const std::string& prefix)
 {
     QTemporaryDir dir(QDir::tempPath() + "/" + QString::fromStdString(prefix) + "-XXXXXX");

@@ -78,6 +78,11 @@ void scaleLinearRow(const std::string& floatDir, const std::string& module, int6
 void plantOutputPeak(const std::string& floatDir, const std::string& module, const std::vector<int64_t>& ids,
                      float peak = 100000.0f);
 
+// Rewrites every F32 tensor of a checkpoint (model.safetensors) in `dtype` ("BF16" or "F16", rounded
+// to nearest even) and declares that dtype in config.json (torch_dtype "bfloat16" or "float16"): a
+// 16-bit model from a float32 fixture. FP8 codes and other dtypes stay as they are.
+void storeFloatTensorsAs(const std::string& dir, const std::string& dtype);
+
 // A fresh temporary folder under QDir::tempPath(), removed by the caller's QTemporaryDir if desired.
 std::string makeTempDir(const std::string& prefix);
 

@@ -1,0 +1,123 @@
+#include "keep_float_command.h"
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/text_files.h"
+#include "engine/encoder_model.h"
+#include "report/result_json.h"
+#include "tasks/compare_runs.h"
+#include "tasks/keep_float.h"
+
+namespace scalescope::cli {
+namespace {
+
+using json = nlohmann::json;
+
+std::vector<std::string> splitList(const std::string& text)
+{
+    std::vector<std::string> out;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        const std::size_t first = item.find_first_not_of(" \t");
+        if (first != std::string::npos)
+            out.push_back(item.substr(first, item.find_last_not_of(" \t") - first + 1));
+    }
+    return out;
+}
+
+std::string db(double value)
+{
+    if (std::isnan(value))
+        return "n/a";
+    if (std::isinf(value))
+        return value > 0 ? "inf" : "-inf";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", value);
+    return text;
+}
+
+// --consumer aiu|vllm|all (default all) and --unfused (the AIU loads with fused_weights=False).
+KeepFloatConsumers readConsumers(const Arguments& args)
+{
+    const std::string consumer = args.value("consumer", "all");
+    if (consumer != "aiu" && consumer != "vllm" && consumer != "all")
+        throw UsageError{"--consumer must be aiu, vllm or all, not \"" + consumer + "\"."};
+    KeepFloatConsumers consumers;
+    consumers.aiu = consumer != "vllm";
+    consumers.vllm = consumer != "aiu";
+    consumers.aiuUnfused = args.flag("unfused");
+    return consumers;
+}
+
+} // namespace
+
+int commandKeepFloatForConsumers(const Arguments& args)
+{
+    const std::string checkpointDir = args.positionals()[0];
+    const std::string destinationDir = args.positionals()[1];
+    ComparisonInput input;
+    if (readComparisonInput(args, input) > 1)
+        throw UsageError{"keep-float takes at most one of --question/--context, --text or --input-ids for its rerun."};
+    KeepFloatOptions options;
+    options.modules = splitList(args.required("modules"));
+    options.referenceDir = args.value("reference", "");
+    options.overwrite = args.flag("force");
+    options.consumers = readConsumers(args);
+    if (options.modules.empty())
+        throw UsageError{"--modules names no Linear; give exact Linear names separated by commas."};
+    const KeepFloatResult written = keepFloat(checkpointDir, destinationDir, options);
+
+    // Before and after against the same yardstick (the reference, or the source's dequant run);
+    // "after" is the checkpoint as written, loaded back from DST.
+    std::unique_ptr<EncoderModel> before = EncoderModel::load(checkpointDir);
+    std::unique_ptr<EncoderModel> after = EncoderModel::load(destinationDir);
+    std::unique_ptr<EncoderModel> reference;
+    if (!options.referenceDir.empty())
+        reference = EncoderModel::load(options.referenceDir);
+    if (input.question.empty() && input.text.empty() && input.inputIds.empty())
+        input.text = "The quick brown fox jumps over the lazy dog.";
+    const ComparisonResult b = compareRuns(*before, reference.get(), input);
+    const ComparisonResult a = compareRuns(*after, reference ? reference.get() : before.get(), input);
+
+    json document = {{"checkpoint", checkpointDir},
+                     {"destination", destinationDir},
+                     {"modules", options.modules},
+                     {"weights", written.weightSource},
+                     {"weight_dtype", dtypeName(written.weightDtype)},
+                     {"consumer", args.value("consumer", "all")},
+                     {"unfused", options.consumers.aiuUnfused},
+                     {"ignore", written.ignore},
+                     {"rewritten_files", written.rewrittenFiles},
+                     {"reference", reference ? json(options.referenceDir) : json(nullptr)},
+                     {"before", {{"sqnr_db", finiteOrNull(b.finalLogits.sqnrDb)}}},
+                     {"after", {{"sqnr_db", finiteOrNull(a.finalLogits.sqnrDb)}}},
+                     {"recipe", llmCompressorRecipe(written.ignore)}};
+    if (b.qa && !b.qa->windows.empty()) {
+        document["before"]["agrees"] = b.qa->sameBestAnswer;
+        document["after"]["agrees"] = a.qa->sameBestAnswer;
+    }
+    if (args.flag("json")) {
+        std::cout << jsonText(document) << std::endl;
+        return 0;
+    }
+    std::cout << "Wrote " << terminalSafe(destinationDir) << ": " << options.modules.size() << " Linear(s) float ("
+              << terminalSafe(written.weightSource) << " weights in " << dtypeName(written.weightDtype)
+              << ", listed by HF and FMS name); rewritten:";
+    for (const std::string& f : written.rewrittenFiles)
+        std::cout << " " << terminalSafe(f);
+    std::cout << "; every other file copied unchanged.\n";
+    std::cout << "Final SQNR vs " << (reference ? "the reference" : "the source's dequant run") << ": before "
+              << db(b.finalLogits.sqnrDb) << " dB, after " << db(a.finalLogits.sqnrDb) << " dB\n\n"
+              << llmCompressorRecipe(written.ignore);
+    return 0;
+}
+
+} // namespace scalescope::cli

@@ -1,0 +1,82 @@
+#pragma once
+// Whether the runtimes that serve a checkpoint load it as intended: for each consumer (the AIU's
+// fms + fms_mo, vLLM, compressed-tensors under transformers), a verdict and the findings behind it,
+// one per rule of DESIGN.md "How each consumer loads a checkpoint". This file is the one place
+// those rules live in C++: inspect reports them, keep-float asks keepFloatRefusal() and writes
+// keepFloatIgnoreNames(), and the Model panel can show ConsumerReport as it is.
+//
+// The AIU loads q, k and v either fused into one Linear (fms's default fused_weights=True) or
+// unfused (aiu-fms-testing-utils' encoder path, --unfuse_weights). Every AIU finding is tagged with
+// the loading it holds for ("fused", "unfused" or "both"); the AIU report carries a verdict per
+// loading, and its overall verdict is the worse of the two.
+//
+// Reads the parsed QuantizationConfig and LinearPlan (compressed-tensors' matching, as the engine
+// resolves it), the tensor headers, and the raw config keys where the AIU reads them raw
+// (quantization_status, group_0, keys it indexes directly). No LibTorch; never throws for a
+// checkpoint that opened.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/diagnostics.h"
+#include "io/safetensors.h"
+#include "model/checkpoint.h"
+
+namespace scalescope {
+
+enum class Consumer { Aiu, Vllm, CompressedTensors };
+const char* consumerName(Consumer consumer); // "aiu", "vllm", "compressed-tensors"
+
+// Error findings make a consumer fail, warnings make it run differently, infos change nothing.
+enum class ConsumerVerdict { AsIntended, RunsDifferently, Fails };
+const char* verdictName(ConsumerVerdict verdict); // "as intended", "runs differently", "fails"
+
+enum class AiuLoading { Fused, Unfused };
+const char* aiuLoadingName(AiuLoading loading); // "fused", "unfused"
+
+struct ConsumerFinding {
+    Consumer consumer = Consumer::Aiu;
+    std::string loading;              // AIU: "fused", "unfused" or "both"; "" for other consumers
+    std::string code;                 // stable, e.g. "aiu-float-built-fp8" (list in consumers.cpp)
+    Severity severity = Severity::Info;
+    std::vector<std::string> modules; // Hugging Face names of the Linears (or tensors) it touches
+    std::string message;              // one sentence: what the consumer does
+    std::string fix;                  // one sentence: what to change ("" for a harmless note)
+};
+
+struct ConsumerReport {
+    Consumer consumer = Consumer::Aiu;
+    ConsumerVerdict verdict = ConsumerVerdict::AsIntended;
+    // AIU only: the verdict of each loading (fused, unfused); empty for the others.
+    std::vector<std::pair<AiuLoading, ConsumerVerdict>> loadings;
+    std::vector<ConsumerFinding> findings;
+};
+
+// The verdict a set of findings gives (the worst severity among them).
+ConsumerVerdict verdictOf(const std::vector<ConsumerFinding>& findings);
+
+// AIU, vLLM, compressed-tensors, in that order.
+std::vector<ConsumerReport> assessConsumers(const Checkpoint& checkpoint);
+
+// The float dtype the checkpoint keeps its float tensors in (the word embeddings' dtype, else the
+// config's torch_dtype/dtype): what a Linear kept float must be stored in.
+Dtype checkpointFloatDtype(const Checkpoint& checkpoint);
+
+// For whom keep-float writes a checkpoint.
+struct KeepFloatConsumers {
+    bool aiu = true;
+    bool vllm = true;
+    bool aiuUnfused = false; // the AIU loads with fused_weights=False
+};
+
+// The one sentence that refuses keeping `modules` float (on top of the Linears already stored
+// float) for those consumers, or nullopt: one of q, k, v of a layer float without the others, for
+// vLLM (it packs them into one Linear) or for the AIU loading fused.
+std::optional<std::string> keepFloatRefusal(const Checkpoint& checkpoint, const std::vector<std::string>& modules,
+                                            const KeepFloatConsumers& consumers);
+
+// The ignore entries that keep these Linears float for every consumer: each HF name and its FMS
+// name, and a layer's qkv_fused name when q, k and v of that layer all end up float.
+std::vector<std::string> keepFloatIgnoreNames(const Checkpoint& checkpoint, const std::vector<std::string>& modules);
+
+} // namespace scalescope
