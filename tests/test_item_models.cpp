@@ -24,6 +24,7 @@
 #include "io/safetensors.h"
 #include "model/checkpoint.h"
 #include "models/answers_model.h"
+#include "models/consumers_model.h"
 #include "models/diagnostics_model.h"
 #include "models/layer_metrics_model.h"
 #include "models/mask_predictions_model.h"
@@ -243,6 +244,7 @@ class TestItemModels : public QObject {
     Q_OBJECT
 
 private slots:
+    void consumersTableListsFindingsPerLoading();
     void tensorTableFormatsCells_data();
     void tensorTableFormatsCells();
     void tensorTableLeavesFloatLinearsEmpty();
@@ -282,6 +284,49 @@ private slots:
     void delegateLeavesCellsWithoutProbabilityAlone();
     void delegatePaintsSelectedCells();
 };
+
+// ---- ConsumersModel ----
+
+// One row per finding (an AIU finding names the loading and that loading's verdict), one row for a
+// consumer without findings, the first Linear as the subject, and the verdicts in one line.
+void TestItemModels::consumersTableListsFindingsPerLoading()
+{
+    ConsumerReport aiu;
+    aiu.consumer = Consumer::Aiu;
+    aiu.verdict = ConsumerVerdict::Fails;
+    aiu.loadings = {{AiuLoading::Fused, ConsumerVerdict::Fails}, {AiuLoading::Unfused, ConsumerVerdict::AsIntended}};
+    ConsumerFinding fused;
+    fused.consumer = Consumer::Aiu;
+    fused.loading = "fused";
+    fused.code = "aiu-fused-tensor-scales";
+    fused.severity = Severity::Error;
+    fused.modules = {kQuery, kKey};
+    fused.message = "The per-tensor scales concatenate to shape [3].";
+    fused.fix = "Load unfused.";
+    aiu.findings = {fused};
+    ConsumerReport vllm;
+    vllm.consumer = Consumer::Vllm;
+
+    QObject owner;
+    ConsumersModel model;
+    QSortFilterProxyModel* proxy = checkedProxy(&model, &owner);
+    model.setReports({aiu, vllm});
+    QCOMPARE(proxy->rowCount(), 2);
+    QCOMPARE(text(model, 0, ConsumersModel::ConsumerColumn), QStringLiteral("aiu (fused)"));
+    QCOMPARE(text(model, 0, ConsumersModel::VerdictColumn), QStringLiteral("fails"));
+    QCOMPARE(text(model, 0, ConsumersModel::ModulesColumn), QString::fromStdString(kQuery + ", " + kKey));
+    QCOMPARE(text(model, 0, ConsumersModel::FixColumn), QStringLiteral("Load unfused."));
+    QCOMPARE(model.data(model.index(0, 0), kSubjectRole).toString(), QString::fromStdString(kQuery));
+    QCOMPARE(text(model, 1, ConsumersModel::ConsumerColumn), QStringLiteral("vllm"));
+    QCOMPARE(text(model, 1, ConsumersModel::VerdictColumn), QStringLiteral("as intended"));
+    QCOMPARE(text(model, 1, ConsumersModel::FindingColumn), QStringLiteral("Loads as intended."));
+    QVERIFY(!model.data(model.index(1, 0), kSubjectRole).isValid());
+    QCOMPARE(model.summary(), QStringLiteral("aiu: fails (fused), as intended (unfused) \u00b7 vllm: as intended"));
+    QCOMPARE(model.worstVerdict(), ConsumerVerdict::Fails);
+    model.clear();
+    QCOMPARE(model.rowCount(), 0);
+    QCOMPARE(model.worstVerdict(), ConsumerVerdict::AsIntended);
+}
 
 // ---- TensorTableModel ----
 

@@ -259,6 +259,7 @@ void WorkbenchSession::submitOpen(const QString& dir, const QString& fallbackDev
         }
         info->statistics = computeScaleStatistics(*info->checkpoint);
         info->findings = diagnoseCheckpoint(*info->checkpoint, info->statistics);
+        info->consumers = assessConsumers(*info->checkpoint);
         progress.throwIfCancelled();
         // The checkpoint is open already; the device only runs it (opened once, not twice).
         // Several lines are a pool of devices (see BackendPool).

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 
+#include "analysis/consumers.h"
 #include "analysis/diagnostics.h"
 #include "analysis/scale_statistics.h"
 #include "engine/encoder_model.h"
@@ -77,6 +78,7 @@ struct CheckpointInfo {
     std::shared_ptr<const Checkpoint> checkpoint;
     std::vector<LinearScaleStatistics> statistics;
     std::vector<Finding> findings;
+    std::vector<ConsumerReport> consumers; // what the AIU stack, vLLM and transformers will do with it
     std::vector<LinearInfo> linears;
     bool runnable = true;      // false when the engine refused it (findings say why)
     QString loadError;         // the engine's sentence when not runnable

@@ -6,10 +6,12 @@
 #include <QLineEdit>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTreeView>
 #include <QVBoxLayout>
 
+#include "models/consumers_model.h"
 #include "models/diagnostics_model.h"
 #include "models/module_tree_model.h"
 #include "models/tensor_table_model.h"
@@ -46,6 +48,7 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent)
     tensors_ = new TensorTableModel(this);
     tree_ = new ModuleTreeModel(this);
     diagnostics_ = new DiagnosticsModel(this);
+    consumers_ = new ConsumersModel(this);
     tensorProxy_ = makeProxy(tensors_, this, TensorTableModel::SortRole);
     treeProxy_ = makeProxy(tree_, this, ModuleTreeModel::SortRole);
     treeProxy_->setRecursiveFilteringEnabled(true);
@@ -59,6 +62,10 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent)
     QWidget* treeBox = createTree();
     QWidget* tableBox = createTensorTable();
     QWidget* diagnosticsBox = createDiagnostics();
+    findingsTabs_ = new QTabWidget(this);
+    findingsTabs_->setObjectName(QStringLiteral("modelFindingsTabs"));
+    findingsTabs_->addTab(diagnosticsBox, tr("Diagnostics"));
+    findingsTabs_->addTab(createConsumers(), tr("Consumers"));
     auto* top = new QSplitter(Qt::Horizontal, this);
     top->setObjectName(QStringLiteral("modelTopSplitter"));
     top->addWidget(treeBox);
@@ -69,7 +76,7 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent)
     auto* vertical = new QSplitter(Qt::Vertical, this);
     vertical->setObjectName(QStringLiteral("modelSplitter"));
     vertical->addWidget(top);
-    vertical->addWidget(diagnosticsBox);
+    vertical->addWidget(findingsTabs_);
     vertical->setStretchFactor(0, 3);
     vertical->setStretchFactor(1, 1);
 
@@ -145,6 +152,31 @@ QWidget* ModelPanel::createDiagnostics()
     return diagnosticsBox;
 }
 
+// What the AIU stack, vLLM and transformers will do with the checkpoint: the verdicts in one line
+// above the findings, each finding clickable like a diagnostic.
+QWidget* ModelPanel::createConsumers()
+{
+    consumersView_ = new QTableView(this);
+    consumersView_->setObjectName(QStringLiteral("consumersView"));
+    consumersView_->setModel(consumers_);
+    consumersView_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    consumersView_->verticalHeader()->hide();
+    consumersView_->horizontalHeader()->setStretchLastSection(true);
+    consumersView_->setWordWrap(true);
+    connect(consumersView_, &QTableView::clicked, this, [this](const QModelIndex& index) {
+        selectSubject(index.data(ConsumersModel::SubjectRole).toString());
+    });
+    consumersSummary_ = new QLabel(this);
+    consumersSummary_->setObjectName(QStringLiteral("consumersSummary"));
+    consumersSummary_->setWordWrap(true);
+    auto* box = new QWidget(this);
+    auto* layout = new QVBoxLayout(box);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(consumersSummary_);
+    layout->addWidget(consumersView_);
+    return box;
+}
+
 // A finding or a tree row selects its tensor; a weight row names its Linear to the other panels.
 void ModelPanel::connectSelection()
 {
@@ -203,12 +235,17 @@ void ModelPanel::addToReport(ReportSection& section, bool /*runResultCurrent*/) 
 {
     section.addTable(QStringLiteral("tensors"), tensors_);
     section.addTable(QStringLiteral("diagnostics"), diagnostics_);
+    section.addTable(QStringLiteral("consumers"), consumers_);
     if (architecture_.empty())
         return;
     const auto counts = diagnostics_->counts();
     section.summary()["architecture"] = architecture_;
     section.summary()["diagnostics"]
         = {{"errors", counts.errors}, {"warnings", counts.warnings}, {"infos", counts.infos}};
+    nlohmann::json consumers = nlohmann::json::object();
+    for (const ConsumerReport& report : consumers_->reports())
+        consumers[consumerName(report.consumer)] = verdictName(report.verdict);
+    section.summary()["consumers"] = consumers;
 }
 
 void ModelPanel::showCheckpoint(const CheckpointInfo& info)
@@ -242,6 +279,13 @@ void ModelPanel::showCheckpoint(const CheckpointInfo& info)
     tree_->setQuantizedLinears(quantized);
     tensors_->setTensors(std::move(rows), info.statistics);
     diagnostics_->setFindings(info.findings);
+    consumers_->setReports(info.consumers);
+    const bool consumerTrouble = consumers_->worstVerdict() != ConsumerVerdict::AsIntended;
+    findingsTabs_->setTabText(1, consumerTrouble ? tr("Consumers (%1)").arg(verdictName(consumers_->worstVerdict()))
+                                                 : tr("Consumers"));
+    findingsTabs_->setTabToolTip(1, consumers_->summary());
+    consumersSummary_->setText(tr("How each runtime loads this checkpoint: %1").arg(consumers_->summary()));
+    consumersView_->resizeColumnsToContents();
     const auto counts = diagnostics_->counts();
     diagnosticsSummary_->setText(tr("Diagnostics: %1, %2, %3")
                                      .arg(countText(counts.errors, tr("error"), tr("errors")),

@@ -1,6 +1,7 @@
 #pragma once
 // Model panel: the module tree, the tensor table with scale statistics (both sortable and
-// filterable), and the diagnostics list; clicking a finding selects its tensor in both views.
+// filterable), the diagnostics list and what each runtime (AIU, vLLM, compressed-tensors) will do
+// with the checkpoint; clicking a finding selects its tensor or Linear in both views.
 // The tree's Float column (and its context menu) toggles "run in float" per quantized Linear: the
 // what-if of docs/ARCHITECTURE.md "Precision overrides", applied by the window to every later run.
 #include <QWidget>
@@ -16,9 +17,11 @@ class QSortFilterProxyModel;
 class QTableView;
 class QTreeView;
 class QLabel;
+class QTabWidget;
 
 namespace scalescope::ui {
 
+class ConsumersModel;
 class DiagnosticsModel;
 class ModuleTreeModel;
 class TensorTableModel;
@@ -43,6 +46,8 @@ public:
 
     TensorTableModel* tensorModel() const { return tensors_; }
     DiagnosticsModel* diagnosticsModel() const { return diagnostics_; }
+    ConsumersModel* consumersModel() const { return consumers_; }
+    QTableView* consumersView() const { return consumersView_; }
     QTableView* tensorView() const { return tensorView_; }
     QTableView* diagnosticsView() const { return diagnosticsView_; }
     QTreeView* treeView() const { return treeView_; }
@@ -57,20 +62,25 @@ private:
     QWidget* createTree();
     QWidget* createTensorTable();
     QWidget* createDiagnostics();
+    QWidget* createConsumers();
     void connectSelection();
     void showTreeMenu(const QPoint& position);
 
     TensorTableModel* tensors_ = nullptr;
     ModuleTreeModel* tree_ = nullptr;
     DiagnosticsModel* diagnostics_ = nullptr;
+    ConsumersModel* consumers_ = nullptr;
     QSortFilterProxyModel* tensorProxy_ = nullptr;
     QSortFilterProxyModel* treeProxy_ = nullptr;
     QSortFilterProxyModel* diagnosticsProxy_ = nullptr;
     QTableView* tensorView_ = nullptr;
     QTreeView* treeView_ = nullptr;
     QTableView* diagnosticsView_ = nullptr;
+    QTableView* consumersView_ = nullptr;
+    QTabWidget* findingsTabs_ = nullptr;
     QLabel* summary_ = nullptr;
     QLabel* diagnosticsSummary_ = nullptr;
+    QLabel* consumersSummary_ = nullptr;
     std::string architecture_; // of the checkpoint shown; empty before the first
 };
 
