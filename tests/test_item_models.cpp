@@ -385,7 +385,8 @@ void TestItemModels::tensorTableFormatsCells()
     QCOMPARE(model.data(index).toString(), display);
     QCOMPARE(model.data(index, Qt::ToolTipRole).toString(), tooltip);
     QCOMPARE(model.data(index, kSubjectRole).toString(), tensor);
-    const bool numeric = column >= TensorTableModel::ElementsColumn && column != TensorTableModel::GroupColumn;
+    const bool numeric = column >= TensorTableModel::ElementsColumn && column != TensorTableModel::GroupColumn &&
+                         column != TensorTableModel::FmsNameColumn;
     QCOMPARE(isRightAligned(model, index), numeric);
     if (!display.isEmpty() && numeric)
         QCOMPARE(model.data(index, kSortRole).userType(), int(QMetaType::Double));
@@ -516,6 +517,13 @@ void TestItemModels::tensorTableRowsFromCheckpoint()
     QVERIFY(scale);
     QCOMPARE(scale->dtype, std::string("F32"));
     QCOMPARE(scale->shape, (std::vector<int64_t>{hidden, 1}));
+    // The AIU stack's names (fms's RoBERTa adapter), unfused and with its default fused q/k/v.
+    QCOMPARE(weight->fmsName, std::string("base_model.layers.0.attn.in_proj.query"));
+    QCOMPARE(weight->fmsFusedName, std::string("base_model.layers.0.attn.in_proj.qkv_fused"));
+    QVERIFY(scale->fmsName.empty());
+    const TensorRow* head = find("qa_outputs.weight");
+    QVERIFY(head);
+    QCOMPARE(head->fmsName, std::string("qa_head"));
 
     QObject owner;
     TensorTableModel model;
@@ -534,6 +542,9 @@ void TestItemModels::tensorTableRowsFromCheckpoint()
     const int qaWeight = model.rowForName(QStringLiteral("qa_outputs.weight"));
     QVERIFY(qaWeight >= 0);
     QVERIFY(text(model, qaWeight, TensorTableModel::ScaleMinColumn).isEmpty());
+    QCOMPARE(text(model, row, TensorTableModel::FmsNameColumn), QStringLiteral("base_model.layers.0.attn.in_proj.query"));
+    QVERIFY(model.data(model.index(row, TensorTableModel::FmsNameColumn), Qt::ToolTipRole).toString().contains("qkv_fused"));
+    QCOMPARE(text(model, qaWeight, TensorTableModel::FmsNameColumn), QStringLiteral("qa_head"));
 }
 
 // ---- ModuleTreeModel ----

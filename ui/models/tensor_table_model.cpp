@@ -29,7 +29,8 @@ int64_t elementCount(const std::vector<int64_t>& shape)
 
 bool isNumericColumn(int column)
 {
-    return column >= TensorTableModel::ElementsColumn && column != TensorTableModel::GroupColumn;
+    return column >= TensorTableModel::ElementsColumn && column != TensorTableModel::GroupColumn &&
+           column != TensorTableModel::FmsNameColumn;
 }
 
 // An int, not Qt::Alignment: Qt 6.4's delegates read the role with toInt().
@@ -44,9 +45,19 @@ TensorTableModel::TensorTableModel(QObject* parent) : QAbstractTableModel(parent
 
 std::vector<TensorRow> TensorTableModel::rowsFrom(const Checkpoint& checkpoint)
 {
+    const EncoderLayout& layout = checkpoint.layout();
+    const std::string weightSuffix = ".weight";
     std::vector<TensorRow> rows;
-    for (const TensorView* view : checkpoint.tensors().tensors())
-        rows.push_back({view->name, dtypeName(view->dtype), view->shape});
+    for (const TensorView* view : checkpoint.tensors().tensors()) {
+        TensorRow row{view->name, dtypeName(view->dtype), view->shape, {}, {}};
+        const std::size_t size = view->name.size();
+        if (size > weightSuffix.size() && view->name.compare(size - weightSuffix.size(), weightSuffix.size(), weightSuffix) == 0) {
+            const std::string module = view->name.substr(0, size - weightSuffix.size());
+            row.fmsName = layout.fmsName(module);
+            row.fmsFusedName = layout.fmsName(module, true);
+        }
+        rows.push_back(std::move(row));
+    }
     return rows;
 }
 
@@ -146,6 +157,8 @@ QVariant TensorTableModel::display(int row, int column) const
         return QString::number(elementCount(tensor.shape));
     case GroupColumn:
         return linearOfRow_[row] < 0 ? QVariant() : QString::fromStdString(statistics_[linearOfRow_[row]].rule);
+    case FmsNameColumn:
+        return tensor.fmsName.empty() ? QVariant() : QString::fromStdString(tensor.fmsName);
     default:
         break;
     }
@@ -175,6 +188,13 @@ QVariant TensorTableModel::exact(int row, int column) const
             return QVariant();
         return tr("Linear %1: %2").arg(QString::fromStdString(statistics_[linearOfRow_[row]].module),
                                        QString::fromStdString(statistics_[linearOfRow_[row]].rule));
+    case FmsNameColumn:
+        if (rows_[row].fmsName.empty())
+            return QVariant();
+        return rows_[row].fmsFusedName == rows_[row].fmsName
+                   ? tr("%1 in fms (fused or unfused q/k/v)").arg(QString::fromStdString(rows_[row].fmsName))
+                   : tr("%1 in fms with unfused q/k/v; %2 with fms's default fused q/k/v")
+                         .arg(QString::fromStdString(rows_[row].fmsName), QString::fromStdString(rows_[row].fmsFusedName));
     case ShapeColumn:
         return tr("%1 elements").arg(elementCount(rows_[row].shape));
     case ElementsColumn:
@@ -250,6 +270,7 @@ QVariant TensorTableModel::headerData(int section, Qt::Orientation orientation, 
         case ShapeColumn: return tr("Shape");
         case ElementsColumn: return tr("Elements");
         case GroupColumn: return tr("Config group (rule)");
+        case FmsNameColumn: return tr("FMS name");
         case ScaleMinColumn: return tr("Scale min");
         case ScaleMedianColumn: return tr("Scale median");
         case ScaleMaxColumn: return tr("Scale max");

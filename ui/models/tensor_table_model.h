@@ -1,7 +1,8 @@
 #pragma once
 // The checkpoint's tensors as a flat table: name, dtype, shape, element count, on the
 // `<module>.weight` row of every Linear the quantization_config group that picked it and the rule
-// that did (or the ignore entry), and on the rows of quantized Linears their scale statistics.
+// that did (or the ignore entry) and its FMS name (what the AIU stack calls it, from the family
+// table), and on the rows of quantized Linears their scale statistics.
 //
 // Roles shared by every ScaleScope item model (same numbers in each, so a view or proxy can use any):
 //   Qt::DisplayRole  formatted text; Qt::ToolTipRole the exact value (shortest round-trip text);
@@ -25,6 +26,8 @@ struct TensorRow {
     std::string name;
     std::string dtype;           // safetensors dtype name, "F8_E4M3"
     std::vector<int64_t> shape;
+    std::string fmsName;      // on a Linear's weight row: base_model.layers.3.ff_sub_layer.w1
+    std::string fmsFusedName; // the same under fms's fused q/k/v (qkv_fused)
 };
 
 class TensorTableModel : public QAbstractTableModel {
@@ -36,6 +39,7 @@ public:
         ShapeColumn,
         ElementsColumn,
         GroupColumn,
+        FmsNameColumn,
         ScaleMinColumn,
         ScaleMedianColumn,
         ScaleMaxColumn,
