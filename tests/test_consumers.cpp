@@ -387,6 +387,26 @@ private slots:
         QCOMPARE(TensorStore::openDirectory(root_ + "/bf16-kept-deq")->require(module + ".weight").dtype, Dtype::BF16);
     }
 
+    // An earlier fix that named its float Linear by HF name only (the AIU builds it FP8) is repaired
+    // by the next keep-float: every float encoder Linear gets its FMS name too.
+    void keepFloatRepairsAnHfOnlyEarlierFix()
+    {
+        const std::string old = kLayer1 + "intermediate.dense";
+        Fp8Edits edits;
+        edits.keepFloat = {old};
+        const std::string source = fp8("hf-named-earlier-fix", {}, edits);
+        QCOMPARE(reportOf(assess(source), Consumer::Aiu).verdict, ConsumerVerdict::Fails);
+        KeepFloatOptions options;
+        options.modules = {kLayer0 + "output.dense"};
+        const std::string dst = root_ + "/hf-named-repaired";
+        const KeepFloatResult result = keepFloat(source, dst, options);
+        for (const std::string& name : {old, std::string("base_model.layers.1.ff_sub_layer.w1"), kLayer0 + "output.dense",
+                                        std::string("base_model.layers.0.ff_sub_layer.w2")})
+            QVERIFY2(std::find(result.ignore.begin(), result.ignore.end(), name) != result.ignore.end(), name.c_str());
+        const auto reports = assess(dst);
+        QVERIFY2(allAsIntended(reports), describe(reports).c_str());
+    }
+
     void keepFloatOfAllOfQkvAddsTheFusedName()
     {
         const std::string source = fp8("qkv-source");

@@ -136,6 +136,17 @@ ordered_json updatedConfig(const std::string& dir, const std::vector<std::string
     return config;
 }
 
+// The Linears to keep plus the encoder Linears already stored float: an earlier fix that listed
+// them by HF name only is repaired, so that every consumer keeps all of them float.
+std::vector<std::string> everyFloatEncoderLinear(const Checkpoint& checkpoint, std::vector<std::string> modules)
+{
+    for (const LinearInfo& linear : checkpoint.plan().linears())
+        if (!linear.quantized && checkpoint.layout().isEncoderLinear(linear.module) &&
+            std::find(modules.begin(), modules.end(), linear.module) == modules.end())
+            modules.push_back(linear.module);
+    return modules;
+}
+
 } // namespace
 
 KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& destinationDir,
@@ -172,7 +183,9 @@ KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& d
             if (view->name == m + ".weight" || dropped(view->name, modules))
                 shards.insert(view->file);
     }
-    const ordered_json config = updatedConfig(checkpointDir, keepFloatIgnoreNames(*checkpoint, options.modules), result.ignore);
+    const ordered_json config =
+        updatedConfig(checkpointDir, keepFloatIgnoreNames(*checkpoint, everyFloatEncoderLinear(*checkpoint, options.modules)),
+                      result.ignore);
     progress.throwIfCancelled();
     checkpoint->tensors().checkUnchanged();
 
