@@ -8,6 +8,9 @@
 // whose config ignores the Linear.
 #include <QtTest>
 
+#include <QComboBox>
+#include <QTableWidget>
+
 #include <atomic>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +33,7 @@
 #include "main_window.h"
 #include "model/checkpoint.h"
 #include "engine/encoder_model.h"
+#include "models/consumers_model.h"
 #include "models/layer_metrics_model.h"
 #include "models/module_tree_model.h"
 #include "models/tensor_table_model.h"
@@ -76,15 +80,17 @@ QModelIndex floatCell(ModelPanel* panel, const QString& module)
 
 class TestSensitivityGui : public QObject {
     Q_OBJECT
-    std::string float_, defect_, mlmFloat_, mlmFp8_;
+    std::string float_, defect_, mlmFloat_, mlmFp8_, hfOnlyFix_;
 
     bool idle(MainWindow& window) { return QTest::qWaitFor([&] { return !window.session()->busy(); }, 60000); }
 
     // Opens the defect with its float reference and asks the question: the state every test starts from.
-    Outcome openAndAsk(MainWindow& window)
+    Outcome openAndAsk(MainWindow& window) { return openAndAsk(window, defect_); }
+
+    Outcome openAndAsk(MainWindow& window, const std::string& checkpoint)
     {
         QSignalSpy ready(&window, &MainWindow::checkpointReady);
-        window.openCheckpoint(QString::fromStdString(defect_));
+        window.openCheckpoint(QString::fromStdString(checkpoint));
         if (!ready.wait(60000))
             return nullptr;
         QSignalSpy reference(window.session(), &WorkbenchSession::referenceChanged);
@@ -148,6 +154,33 @@ private slots:
         writeTinyFloatCheckpoint(mlmFloat_, spec);
         mlmFp8_ = root + "/mlm-fp8";
         writeTinyFp8Checkpoint(mlmFloat_, mlmFp8_, {"channel", "token", "F32"});
+        // An earlier fix as keep-float used to write it: a Linear float, listed by its HF name only,
+        // which the AIU stack builds as FP8 with an uninitialised scale.
+        Fp8Edits hfOnly;
+        hfOnly.keepFloat = {"roberta.encoder.layer.1.intermediate.dense"};
+        hfOnlyFix_ = root + "/hf-only-fix";
+        writeTinyFp8Checkpoint(float_, hfOnlyFix_, {"channel", "token", "F32"}, {0, 5, 6, 7, 8, 9, 2}, hfOnly);
+    }
+
+    // Saves the sweep's suggestion through the save dialog, answered as a user would; the folder.
+    bool saveSuggestion(MainWindow& window, const QString& dst)
+    {
+        // The save dialog is modal: answer it from the event loop it runs, by typing the whole path
+        // into its file name box (selectFile() of a path in another folder lands asynchronously).
+        QTimer answerDialog;
+        connect(&answerDialog, &QTimer::timeout, this, [&] {
+            auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
+            auto* name = dialog ? dialog->findChild<QLineEdit*>("fileNameEdit") : nullptr;
+            if (!name)
+                return;
+            answerDialog.stop();
+            name->setText(dst);
+            static_cast<QDialog*>(dialog)->accept(); // QFileDialog::accept is protected
+        });
+        answerDialog.start(20);
+        QSignalSpy kept(window.session(), &WorkbenchSession::keptFloat);
+        QTest::mouseClick(window.sensitivityPanel()->saveButton(), Qt::LeftButton);
+        return kept.wait(60000) && kept.takeFirst().at(0).toString() == dst;
     }
 
     void sweepFillsBarsAsItRunsAndRanksTheDefectFirst()
@@ -449,29 +482,60 @@ private slots:
         QVERIFY(sweep(window));
         QTemporaryDir parent;
         const QString dst = parent.filePath("fixed");
-        // The save dialog is modal: answer it from the event loop it runs, as a user would, by
-        // typing the whole path into its file name box (selectFile() of a path in another folder
-        // lands asynchronously, through the dialog's file system model, and raced the accept).
-        QTimer answerDialog;
-        connect(&answerDialog, &QTimer::timeout, this, [&] {
-            auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
-            auto* name = dialog ? dialog->findChild<QLineEdit*>("fileNameEdit") : nullptr;
-            if (!name)
-                return;
-            answerDialog.stop();
-            name->setText(dst);
-            static_cast<QDialog*>(dialog)->accept(); // QFileDialog::accept is protected
-        });
-        answerDialog.start(20);
-        QSignalSpy kept(window.session(), &WorkbenchSession::keptFloat);
-        QTest::mouseClick(window.sensitivityPanel()->saveButton(), Qt::LeftButton);
-        QVERIFY(kept.wait(60000));
-        QCOMPARE(kept.takeFirst().at(0).toString(), dst);
+        QVERIFY(saveSuggestion(window, dst));
         const json config = readJson(dst + "/config.json");
         QVERIFY(config.is_object());
         const json& ignore = config["quantization_config"]["ignore"];
         QVERIFY(std::find(ignore.begin(), ignore.end(), kDefect.toStdString()) != ignore.end());
         QVERIFY(QFileInfo(dst + "/model.safetensors").isFile());
+        // Listed for the AIU stack too, by its FMS name.
+        QVERIFY(std::find(ignore.begin(), ignore.end(), "base_model.layers.0.ff_sub_layer.w1") != ignore.end());
+    }
+
+    // From a consumer problem to a checkpoint every runtime loads as intended, on one screen: the
+    // Consumers tab flags the earlier HF-only fix, a sweep and Save Fixed Checkpoint write the fix,
+    // and the written checkpoint opened in the window shows every consumer "as intended".
+    void savedFixLoadsAsIntendedForEveryConsumer()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndAsk(window, hfOnlyFix_));
+        ModelPanel* model = window.modelPanel();
+        QCOMPARE(model->consumersModel()->worstVerdict(), ConsumerVerdict::Fails);
+        QVERIFY2(model->consumersModel()->summary().startsWith("aiu: fails"), qPrintable(model->consumersModel()->summary()));
+        // Clicking the finding selects the Linear the AIU would mis-build.
+        const int row = [&] {
+            for (int r = 0; r < model->consumersModel()->rowCount(); ++r)
+                if (model->consumersModel()->index(r, ConsumersModel::ModulesColumn).data().toString().contains("layer.1.intermediate"))
+                    return r;
+            return -1;
+        }();
+        QVERIFY(row >= 0);
+        window.tabs()->setCurrentWidget(model);
+        model->findChild<QTabWidget*>(QStringLiteral("modelFindingsTabs"))->setCurrentIndex(1);
+        QTableView* consumersView = model->consumersView();
+        const QRect cell = consumersView->visualRect(consumersView->model()->index(row, ConsumersModel::ModulesColumn));
+        QTest::mouseClick(consumersView->viewport(), Qt::LeftButton, {}, cell.center());
+        const QModelIndex selected = model->tensorView()->currentIndex();
+        QCOMPARE(selected.siblingAtColumn(TensorTableModel::NameColumn).data().toString(),
+                 QStringLiteral("roberta.encoder.layer.1.intermediate.dense.weight"));
+        // Per unit, so that what is kept float loads on fused q/k/v too; keep the top-ranked unit.
+        auto* granularity = window.sensitivityPanel()->findChild<QComboBox*>();
+        QVERIFY(granularity && granularity->findData(QStringLiteral("unit")) >= 0);
+        granularity->setCurrentIndex(granularity->findData(QStringLiteral("unit")));
+        QVERIFY(sweep(window));
+        auto* table = window.sensitivityPanel()->findChild<QTableWidget*>();
+        QVERIFY(table && table->rowCount() > 0);
+        table->selectRow(0);
+        QTemporaryDir parent;
+        const QString dst = parent.filePath("fixed-for-every-consumer");
+        QVERIFY(saveSuggestion(window, dst));
+        QSignalSpy ready(&window, &MainWindow::checkpointReady);
+        window.openCheckpoint(dst);
+        QVERIFY(ready.wait(60000));
+        QVERIFY(idle(window));
+        QCOMPARE(model->consumersModel()->worstVerdict(), ConsumerVerdict::AsIntended);
+        QVERIFY2(!model->consumersModel()->summary().contains("fails"), qPrintable(model->consumersModel()->summary()));
     }
 };
 
