@@ -9,6 +9,7 @@
 
 #include "analysis/diagnostics.h"
 #include "analysis/scale_statistics.h"
+#include "common/error.h"
 #include "common/text_files.h"
 #include "engine/encoder_model.h"
 #include "io/safetensors.h"
