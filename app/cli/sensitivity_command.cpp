@@ -111,6 +111,11 @@ json sensitivityJson(const SensitivityResult& r)
                      {"complete", r.complete}};
     if (r.suggestedMetrics)
         document["suggested_float_metrics"] = sensitivityMetricsJson(*r.suggestedMetrics, r.inputKind);
+    if (r.suggestionValidity) {
+        document["suggestion_valid_for"] = r.suggestionValidity->consumers;
+        document["suggestion_split_units"] = r.suggestionValidity->splitUnits;
+        document["suggestion_validity"] = r.suggestionValidity->sentence;
+    }
     if (r.inputKind == "squad")
         document["reference_scores"] = sensitivityMetricsJson(r.reference, r.inputKind);
     if (!r.complete)
@@ -146,6 +151,12 @@ void printSensitivity(const SensitivityResult& r)
     for (const std::string& m : r.suggestedFloat)
         std::cout << " " << m;
     std::cout << (r.suggestedFloat.empty() ? " (none)" : "") << "\n" << terminalSafe(r.suggestionNote) << "\n";
+    if (r.suggestionValidity) {
+        std::cout << "Valid for:";
+        for (std::size_t i = 0; i < r.suggestionValidity->consumers.size(); ++i)
+            std::cout << (i ? ", " : " ") << r.suggestionValidity->consumers[i];
+        std::cout << "\n" << r.suggestionValidity->sentence << "\n";
+    }
     for (const SensitivityEntry& e : r.entries)
         if (e.cause && !e.cause->explanation.empty() && e.cause->beyondFloor)
             std::cout << e.module << ": " << terminalSafe(e.cause->explanation) << "\n";
@@ -166,8 +177,8 @@ int commandSensitivity(const Arguments& args)
         throw UsageError{"--max-samples applies only with --squad."};
     SensitivityOptions options;
     options.granularity = args.value("granularity", "linear");
-    if (options.granularity != "linear" && options.granularity != "layer")
-        throw UsageError{"--granularity must be linear or layer, not \"" + options.granularity + "\"."};
+    if (const std::string problem = granularityProblem(options.granularity); !problem.empty())
+        throw UsageError{problem};
     if (auto t = args.floatValue("target-sqnr"))
         options.targetSqnrDb = *t;
     if (auto t = args.floatValue("target-f1-drop"))
