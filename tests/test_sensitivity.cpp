@@ -385,6 +385,10 @@ private slots:
         QCOMPARE(plain.exitCode, 0);
         QVERIFY2(plain.out.contains("Valid for: aiu unfused, compressed-tensors\nValid only for the AIU with unfused"),
                  qPrintable(plain.out));
+        // Per unit, the planted Linear's cause is still explained: the q/k/v unit has none of its own.
+        const CliResult plainUnit = runCli(text + QStringList{"--granularity", "unit"});
+        QCOMPARE(plainUnit.exitCode, 0);
+        QVERIFY2(plainUnit.out.contains(q(kValueDefect) + ": The static input scale"), qPrintable(plainUnit.out));
     }
 
     void squadSubsetScoresAgainstTheGoldAnswers()

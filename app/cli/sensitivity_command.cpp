@@ -1,5 +1,6 @@
 #include "sensitivity_command.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
@@ -157,9 +158,13 @@ void printSensitivity(const SensitivityResult& r)
             std::cout << (i ? ", " : " ") << r.suggestionValidity->consumers[i];
         std::cout << "\n" << r.suggestionValidity->sentence << "\n";
     }
+    // In rank order, each unit's Linears whose error is beyond FP8 rounding (a unit of three or a
+    // layer carries no cause of its own).
     for (const SensitivityEntry& e : r.entries)
-        if (e.cause && !e.cause->explanation.empty() && e.cause->beyondFloor)
-            std::cout << e.module << ": " << terminalSafe(e.cause->explanation) << "\n";
+        for (const SensitivityCause& c : r.causes)
+            if (std::find(e.linears.begin(), e.linears.end(), c.module) != e.linears.end() && !c.explanation.empty() &&
+                c.beyondFloor)
+                std::cout << c.module << ": " << terminalSafe(c.explanation) << "\n";
 }
 
 } // namespace
