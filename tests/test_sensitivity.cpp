@@ -2,8 +2,12 @@
 // Linear's static input_scale 64x too small, so its input clips. The sweep must rank it first and
 // say it clips, suggest exactly it, and keep-float must bring the final SQNR back to that of the
 // checkpoint where the Linear was float from the start. Bad input gets one sentence and no output.
+// Per unit (issue 26) q, k and v of a layer are one unit on RoBERTa and BERT, each unit's numbers
+// are those of an independent run with the same overrides, and the result says which consumers can
+// load the suggestion: a linear one that keeps a planted value Linear float alone splits q/k/v.
 #include <QtTest>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -31,6 +35,7 @@ using json = nlohmann::json;
 namespace {
 
 const std::string kDefect = "roberta.encoder.layer.0.intermediate.dense";
+const std::string kValueDefect = "roberta.encoder.layer.0.attention.self.value";
 const std::string kQuestion = "what is the capital of France ?";
 const std::string kContext = "Paris is the capital of France . the cat sat on the mat . a dog sat on the cat";
 
@@ -99,7 +104,7 @@ ComparisonInput qaInput()
 class TestSensitivity : public QObject {
     Q_OBJECT
 
-    std::string root_, float_, defect_, fixed_;
+    std::string root_, float_, defect_, fixed_, valueDefect_, bertFloat_, bertFp8_;
 
     double finalSqnr(const std::string& dir)
     {
@@ -139,6 +144,16 @@ private slots:
         floatFromStart.keepFloat = {kDefect};
         fixed_ = root_ + "/fixed";
         writeTinyFp8Checkpoint(float_, fixed_, scheme, ids, floatFromStart);
+        Fp8Edits valuePlanted;
+        valuePlanted.inputScaleFactors[kValueDefect] = 1.0f / 64.0f;
+        valueDefect_ = root_ + "/value-defect";
+        writeTinyFp8Checkpoint(float_, valueDefect_, scheme, ids, valuePlanted);
+        TinyModelSpec bert = spec;
+        bert.architecture = "BertForQuestionAnswering";
+        bertFloat_ = root_ + "/bert-float";
+        writeTinyFloatCheckpoint(bertFloat_, bert);
+        bertFp8_ = root_ + "/bert-fp8";
+        writeTinyFp8Checkpoint(bertFloat_, bertFp8_, {"channel", "token", "F32"});
     }
 
     void plantedDefectIsRankedFirstExplainedAndSuggested()
@@ -174,6 +189,9 @@ private slots:
         QVERIFY(r.suggestionReached);
         QCOMPARE(r.suggestedFloat, std::vector<std::string>{kDefect});
         QVERIFY(r.suggestedMetrics && r.suggestedMetrics->sqnrDb >= *options.targetSqnrDb);
+        // An FFN Linear alone splits nothing a runtime fuses: every consumer can load it.
+        QVERIFY(r.suggestionValidity && r.suggestionValidity->splitUnits.empty());
+        QCOMPARE(r.suggestionValidity->consumers.size(), std::size_t(4));
 
         // The chart: rank order, short labels, gain over the baseline and loss against all float.
         const ChartData chart = sensitivityChart(r);
@@ -234,6 +252,144 @@ private slots:
         QVERIFY(r.entries.front().floatOne.sqnrDb > r.entries.back().floatOne.sqnrDb);
         QVERIFY(!r.entries.front().cause); // causes are per Linear
         QCOMPARE(r.causes.size(), std::size_t(12));
+    }
+
+    void unitGranularitySweepsQkvTogether_data()
+    {
+        QTest::addColumn<QString>("fp8");
+        QTest::addColumn<QString>("reference");
+        QTest::newRow("roberta") << q(defect_) << q(float_);
+        QTest::newRow("bert") << q(bertFp8_) << q(bertFloat_);
+    }
+
+    // Four units per layer (q/k/v, attention output, FFN in, FFN out), named from the layout, and
+    // each unit's float_one and fp8_one are an independent compareRuns with those overrides, bit for bit.
+    void unitGranularitySweepsQkvTogether()
+    {
+        QFETCH(QString, fp8);
+        QFETCH(QString, reference);
+        auto run = EncoderModel::load(fp8.toStdString());
+        auto floatModel = EncoderModel::load(reference.toStdString());
+        SensitivityInput input;
+        input.single = qaInput();
+        SensitivityOptions options;
+        options.granularity = "unit";
+        options.targetSqnrDb = 200; // out of reach for a few prefixes: the search verifies several
+        const SensitivityResult r = runSensitivity(*run, floatModel.get(), input, options);
+        QVERIFY(r.complete);
+        QCOMPARE(r.granularity, std::string("unit"));
+        const EncoderLayout& layout = run->checkpoint().layout();
+        const int layers = int(run->config().numLayers);
+        QCOMPARE(r.entries.size(), std::size_t(4 * layers));
+        for (int layer = 0; layer < layers; ++layer) {
+            const std::vector<std::string> qkv = {layout.encoderLinear(layer, LinearRole::Query)->module,
+                                                  layout.encoderLinear(layer, LinearRole::Key)->module,
+                                                  layout.encoderLinear(layer, LinearRole::Value)->module};
+            int units = 0;
+            for (const SensitivityEntry& e : r.entries) {
+                if (layout.layerOf(e.linears.front()) != layer)
+                    continue;
+                ++units;
+                if (e.linears.size() == 1) {
+                    QCOMPARE(e.module, e.linears.front());
+                    QVERIFY(e.cause);
+                    continue;
+                }
+                QCOMPARE(e.linears, qkv);
+                QCOMPARE(e.module, layout.attentionModule(layer));
+                QCOMPARE(e.label, "L" + std::to_string(layer) + ".qkv");
+                QVERIFY(!e.cause);
+            }
+            QCOMPARE(units, 4);
+        }
+        for (const SensitivityEntry& e : r.entries) {
+            ComparisonInput alone = qaInput();
+            for (const std::string& m : e.linears)
+                alone.runOverrides.modules[m] = Precision::Float;
+            const ComparisonResult kept = compareRuns(*run, floatModel.get(), alone);
+            QCOMPARE(e.floatOne.sqnrDb, kept.finalLogits.sqnrDb);
+            QCOMPARE(e.floatOne.agrees, kept.qa->sameBestAnswer);
+            QCOMPARE(e.floatOne.answer, kept.qa->runAnswer.text);
+            alone.runOverrides.othersFloat = true;
+            for (const std::string& m : e.linears)
+                alone.runOverrides.modules[m] = Precision::Fp8;
+            const ComparisonResult fp8Only = compareRuns(*run, floatModel.get(), alone);
+            QCOMPARE(e.fp8One.sqnrDb, fp8Only.finalLogits.sqnrDb);
+            QCOMPARE(e.fp8One.agrees, fp8Only.qa->sameBestAnswer);
+        }
+        // A unit suggestion never splits q/k/v, and says every consumer can load it.
+        QVERIFY(r.suggestionValidity);
+        QVERIFY(r.suggestionValidity->splitUnits.empty());
+        QCOMPARE(r.suggestionValidity->consumers.size(), std::size_t(4));
+        bool keepsAttention = false;
+        for (int layer = 0; layer < layers; ++layer) {
+            std::size_t kept = 0;
+            for (LinearRole role : {LinearRole::Query, LinearRole::Key, LinearRole::Value})
+                kept += std::count(r.suggestedFloat.begin(), r.suggestedFloat.end(), layout.encoderLinear(layer, role)->module);
+            QVERIFY2(kept == 0 || kept == 3, qPrintable(QString("layer %1 keeps %2 of q/k/v").arg(layer).arg(kept)));
+            keepsAttention = keepsAttention || kept == 3;
+        }
+        QVERIFY2(keepsAttention, "the suggestion must hold a q/k/v unit for the check to mean something");
+        for (const SensitivityResult::VerifiedPrefix& prefix : r.verifiedPrefixes)
+            QVERIFY(prefix.floatLinears > 0);
+    }
+
+    // The planted value Linear: per Linear it is suggested alone, which splits L0's q/k/v (only the
+    // unfused AIU path and compressed-tensors honour that); per unit the suggestion keeps all three.
+    void suggestionSaysWhichConsumersCanLoadIt()
+    {
+        double valueFloat = 0;
+        {
+            auto run = EncoderModel::load(valueDefect_);
+            auto reference = EncoderModel::load(float_);
+            ComparisonInput alone = qaInput();
+            alone.runOverrides.modules[kValueDefect] = Precision::Float;
+            valueFloat = compareRuns(*run, reference.get(), alone).finalLogits.sqnrDb;
+        }
+        const QString target = QString::number(valueFloat - 1.0, 'f', 3);
+        const QStringList common = {"sensitivity", q(valueDefect_), "--reference", q(float_), "--question", q(kQuestion),
+                                    "--context", q(kContext), "--target-sqnr", target, "--json"};
+        const CliResult linear = runCli(common + QStringList{"--granularity", "linear"});
+        QVERIFY2(linear.exitCode == 0, qPrintable(linear.err));
+        const json perLinear = json::parse(linear.out.toStdString());
+        QCOMPARE(perLinear["suggested_float"], json::array({kValueDefect}));
+        QCOMPARE(perLinear["suggestion_valid_for"], json::array({"aiu unfused", "compressed-tensors"}));
+        QCOMPARE(perLinear["suggestion_split_units"], json::array({"L0.qkv"}));
+        const std::string sentence = perLinear["suggestion_validity"].get<std::string>();
+        QVERIFY2(sentence.find("Valid only for the AIU with unfused q/k/v") != std::string::npos &&
+                     sentence.find("L0.qkv (float: L0.v; FP8: L0.q, L0.k)") != std::string::npos,
+                 sentence.c_str());
+        // The existing keys are all still there.
+        for (const char* key : {"input", "granularity", "reference_label", "samples", "baseline", "all_float", "entries",
+                                "causes", "target", "suggested_float", "target_reached", "suggestion_note",
+                                "verified_prefixes", "forwards", "complete", "suggested_float_metrics", "checkpoint"})
+            QVERIFY2(perLinear.contains(key), key);
+
+        const CliResult unit = runCli(common + QStringList{"--granularity", "unit"});
+        QVERIFY2(unit.exitCode == 0, qPrintable(unit.err));
+        const json perUnit = json::parse(unit.out.toStdString());
+        QCOMPARE(perUnit["granularity"], json("unit"));
+        QCOMPARE(perUnit["entries"].size(), std::size_t(8));
+        QCOMPARE(perUnit["entries"][0]["module"], json("roberta.encoder.layer.0.attention.self"));
+        QCOMPARE(perUnit["entries"][0]["label"], json("L0.qkv"));
+        const json qkv = json::array({"roberta.encoder.layer.0.attention.self.query",
+                                      "roberta.encoder.layer.0.attention.self.key", kValueDefect});
+        QCOMPARE(perUnit["entries"][0]["linears"], qkv);
+        QCOMPARE(perUnit["suggested_float"], qkv);
+        QCOMPARE(perUnit["suggestion_valid_for"], json::array({"aiu fused", "aiu unfused", "vllm", "compressed-tensors"}));
+        QVERIFY(perUnit["suggestion_split_units"].empty());
+
+        // The text output says the same.
+        QStringList text = common;
+        text.removeAll("--json");
+        const CliResult plain = runCli(text + QStringList{"--granularity", "linear"});
+        QCOMPARE(plain.exitCode, 0);
+        QVERIFY2(plain.out.contains("Valid for: aiu unfused, compressed-tensors\nValid only for the AIU with unfused"),
+                 qPrintable(plain.out));
+        // Per unit, the planted Linear's cause is still explained: the q/k/v unit has none of its own.
+        const CliResult plainUnit = runCli(text + QStringList{"--granularity", "unit"});
+        QCOMPARE(plainUnit.exitCode, 0);
+        QVERIFY2(plainUnit.out.contains(q(kValueDefect) + ": The static input scale"), qPrintable(plainUnit.out));
     }
 
     void squadSubsetScoresAgainstTheGoldAnswers()
@@ -365,7 +521,17 @@ private slots:
         CliResult r = runCli({"sensitivity", ckpt, "--question", q(kQuestion), "--context", q(kContext),
                               "--granularity", "nonsense"});
         QCOMPARE(r.exitCode, 2);
-        QVERIFY(oneSentence(r, "--granularity must be linear or layer, not \"nonsense\""));
+        QVERIFY(oneSentence(r, "--granularity must be linear, unit or layer, not \"nonsense\""));
+        // The sweep itself says the same sentence.
+        try {
+            SensitivityOptions options;
+            options.granularity = "nonsense";
+            sweep(options);
+            QFAIL("a nonsense granularity was accepted");
+        } catch (const Error& e) {
+            QCOMPARE(std::string(e.what()), granularityProblem("nonsense"));
+            QVERIFY(r.err.contains(q(e.what())));
+        }
 
         const std::string dst = root_ + "/never";
         r = runCli({"keep-float", ckpt, q(dst), "--modules", "roberta.encoder.layer.9.output.dense"});

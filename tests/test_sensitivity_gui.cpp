@@ -5,7 +5,8 @@
 // toggling the Linear to float in the Model tree reruns the question with the same logits as an
 // independent in-process run with that override (and the status bar, the stamps and the report
 // say so), clearing restores the baseline bit for bit, and Save Fixed Checkpoint writes a folder
-// whose config ignores the Linear.
+// whose config ignores the Linear. The granularity box offers (and starts at) "per unit": a q/k/v
+// row saves all three Linears, and the line under the suggestion names the consumers.
 #include <QtTest>
 
 #include <QComboBox>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include <QAbstractItemModel>
+#include <QComboBox>
 #include <QFileDialog>
 #include <QLabel>
 #include <QLineEdit>
@@ -105,14 +107,40 @@ class TestSensitivityGui : public QObject {
         return answered.takeFirst().at(0).value<Outcome>();
     }
 
-    Sweep sweep(MainWindow& window)
+    // Runs the sweep from the panel at that granularity ("" leaves the box as it is).
+    Sweep sweep(MainWindow& window, const QString& granularity = QStringLiteral("linear"))
     {
         window.tabs()->setCurrentWidget(window.sensitivityPanel());
+        QComboBox* box = window.sensitivityPanel()->granularityBox();
+        if (!granularity.isEmpty())
+            box->setCurrentIndex(box->findData(granularity));
         QSignalSpy finished(window.session(), &WorkbenchSession::sensitivityFinished);
         QTest::mouseClick(window.sensitivityPanel()->runButton(), Qt::LeftButton);
         if (!finished.wait(120000) || !idle(window))
             return nullptr;
         return finished.takeFirst().at(0).value<Sweep>();
+    }
+
+    // Clicks Save Fixed Checkpoint and answers its dialog with dst; true once the folder is written.
+    bool saveFixedCheckpoint(MainWindow& window, const QString& dst)
+    {
+        // The save dialog is modal: answer it from the event loop it runs, as a user would, by
+        // typing the whole path into its file name box (selectFile() of a path in another folder
+        // lands asynchronously, through the dialog's file system model, and raced the accept).
+        QTimer answerDialog;
+        connect(&answerDialog, &QTimer::timeout, this, [&] {
+            auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
+            auto* name = dialog ? dialog->findChild<QLineEdit*>("fileNameEdit") : nullptr;
+            if (!name)
+                return;
+            answerDialog.stop();
+            name->setText(dst);
+            static_cast<QDialog*>(dialog)->accept(); // QFileDialog::accept is protected
+        });
+        answerDialog.start(20);
+        QSignalSpy kept(window.session(), &WorkbenchSession::keptFloat);
+        QTest::mouseClick(window.sensitivityPanel()->saveButton(), Qt::LeftButton);
+        return kept.wait(60000) && kept.takeFirst().at(0).toString() == dst;
     }
 
     // The question answered in-process with these Linears float: the independent run the GUI's
@@ -160,27 +188,6 @@ private slots:
         hfOnly.keepFloat = {"roberta.encoder.layer.1.intermediate.dense"};
         hfOnlyFix_ = root + "/hf-only-fix";
         writeTinyFp8Checkpoint(float_, hfOnlyFix_, {"channel", "token", "F32"}, {0, 5, 6, 7, 8, 9, 2}, hfOnly);
-    }
-
-    // Saves the sweep's suggestion through the save dialog, answered as a user would; the folder.
-    bool saveSuggestion(MainWindow& window, const QString& dst)
-    {
-        // The save dialog is modal: answer it from the event loop it runs, by typing the whole path
-        // into its file name box (selectFile() of a path in another folder lands asynchronously).
-        QTimer answerDialog;
-        connect(&answerDialog, &QTimer::timeout, this, [&] {
-            auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
-            auto* name = dialog ? dialog->findChild<QLineEdit*>("fileNameEdit") : nullptr;
-            if (!name)
-                return;
-            answerDialog.stop();
-            name->setText(dst);
-            static_cast<QDialog*>(dialog)->accept(); // QFileDialog::accept is protected
-        });
-        answerDialog.start(20);
-        QSignalSpy kept(window.session(), &WorkbenchSession::keptFloat);
-        QTest::mouseClick(window.sensitivityPanel()->saveButton(), Qt::LeftButton);
-        return kept.wait(60000) && kept.takeFirst().at(0).toString() == dst;
     }
 
     void sweepFillsBarsAsItRunsAndRanksTheDefectFirst()
@@ -482,7 +489,7 @@ private slots:
         QVERIFY(sweep(window));
         QTemporaryDir parent;
         const QString dst = parent.filePath("fixed");
-        QVERIFY(saveSuggestion(window, dst));
+        QVERIFY(saveFixedCheckpoint(window, dst));
         const json config = readJson(dst + "/config.json");
         QVERIFY(config.is_object());
         const json& ignore = config["quantization_config"]["ignore"];
@@ -529,13 +536,51 @@ private slots:
         table->selectRow(0);
         QTemporaryDir parent;
         const QString dst = parent.filePath("fixed-for-every-consumer");
-        QVERIFY(saveSuggestion(window, dst));
+        QVERIFY(saveFixedCheckpoint(window, dst));
         QSignalSpy ready(&window, &MainWindow::checkpointReady);
         window.openCheckpoint(dst);
         QVERIFY(ready.wait(60000));
         QVERIFY(idle(window));
         QCOMPARE(model->consumersModel()->worstVerdict(), ConsumerVerdict::AsIntended);
         QVERIFY2(!model->consumersModel()->summary().contains("fails"), qPrintable(model->consumersModel()->summary()));
+    }
+
+    // Per unit is offered and is where the box starts; saving a q/k/v row writes all three Linears.
+    void unitSweepSavesAllOfQkv()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndAsk(window));
+        SensitivityPanel* panel = window.sensitivityPanel();
+        QComboBox* box = panel->granularityBox();
+        const int unit = box->findData(QStringLiteral("unit"));
+        QVERIFY(unit >= 0);
+        QCOMPARE(box->itemText(unit), QStringLiteral("per unit (q/k/v together)"));
+        QCOMPARE(box->currentIndex(), unit);
+        const Sweep result = sweep(window, QString());
+        QVERIFY(result);
+        QCOMPARE(result->granularity, std::string("unit"));
+        QCOMPARE(result->entries.size(), std::size_t(8)); // 2 layers x 4 units
+        QVERIFY(!panel->validityLabel()->isHidden());
+        QVERIFY2(panel->validityLabel()->text().contains("Valid for every consumer"), qPrintable(panel->validityLabel()->text()));
+
+        const QString attention = QStringLiteral("roberta.encoder.layer.0.attention.self");
+        int row = -1;
+        for (int r = 0; r < panel->table()->rowCount(); ++r)
+            if (panel->table()->item(r, 1)->text() == attention)
+                row = r;
+        QVERIFY(row >= 0);
+        panel->table()->selectRow(row);
+        QTemporaryDir parent;
+        const QString dst = parent.filePath("qkv-float");
+        QVERIFY(saveFixedCheckpoint(window, dst));
+        const json config = readJson(dst + "/config.json");
+        QVERIFY(config.is_object());
+        const json& ignore = config["quantization_config"]["ignore"];
+        for (const char* role : {"query", "key", "value"}) {
+            const std::string module = (attention + "." + role).toStdString();
+            QVERIFY2(std::find(ignore.begin(), ignore.end(), module) != ignore.end(), module.c_str());
+        }
     }
 };
 

@@ -135,7 +135,7 @@ public:
     // nullThreshold applies to SQuAD 2.0 files (QaOptions::nullThreshold; 0 is the official rule)
     // and is ignored for SQuAD 1.1, whose questions all have answers.
     void evaluate(const QString& squadFile, int maxSamples, double nullThreshold = 0.0);
-    // Sensitivity sweep (linear or layer) on the last question's or mask's input; entries arrive
+    // Sensitivity sweep (linear, unit or layer) on the last question's or mask's input; entries arrive
     // live through sensitivityEntry, a cancel keeps what finished.
     void sensitivity(const QString& granularity);
     // Called on the worker thread as each sweep entry finishes, before the next one starts (the

@@ -1,5 +1,6 @@
 #include "sensitivity_command.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
@@ -10,13 +11,13 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/option_error.h"
 #include "common/text_files.h"
 #include "engine/open_backend.h"
 #include "report/result_json.h"
 #include "engine/encoder_model.h"
 #include "plot_files.h"
 #include "report/charts.h"
-#include "tasks/keep_float.h"
 #include "tasks/sensitivity.h"
 #include "tasks/squad_dataset.h"
 
@@ -111,6 +112,11 @@ json sensitivityJson(const SensitivityResult& r)
                      {"complete", r.complete}};
     if (r.suggestedMetrics)
         document["suggested_float_metrics"] = sensitivityMetricsJson(*r.suggestedMetrics, r.inputKind);
+    if (r.suggestionValidity) {
+        document["suggestion_valid_for"] = r.suggestionValidity->consumers;
+        document["suggestion_split_units"] = r.suggestionValidity->splitUnits;
+        document["suggestion_validity"] = r.suggestionValidity->sentence;
+    }
     if (r.inputKind == "squad")
         document["reference_scores"] = sensitivityMetricsJson(r.reference, r.inputKind);
     if (!r.complete)
@@ -146,9 +152,19 @@ void printSensitivity(const SensitivityResult& r)
     for (const std::string& m : r.suggestedFloat)
         std::cout << " " << m;
     std::cout << (r.suggestedFloat.empty() ? " (none)" : "") << "\n" << terminalSafe(r.suggestionNote) << "\n";
+    if (r.suggestionValidity) {
+        std::cout << "Valid for:";
+        for (std::size_t i = 0; i < r.suggestionValidity->consumers.size(); ++i)
+            std::cout << (i ? ", " : " ") << r.suggestionValidity->consumers[i];
+        std::cout << "\n" << r.suggestionValidity->sentence << "\n";
+    }
+    // In rank order, each unit's Linears whose error is beyond FP8 rounding (a unit of three or a
+    // layer carries no cause of its own).
     for (const SensitivityEntry& e : r.entries)
-        if (e.cause && !e.cause->explanation.empty() && e.cause->beyondFloor)
-            std::cout << e.module << ": " << terminalSafe(e.cause->explanation) << "\n";
+        for (const SensitivityCause& c : r.causes)
+            if (std::find(e.linears.begin(), e.linears.end(), c.module) != e.linears.end() && !c.explanation.empty() &&
+                c.beyondFloor)
+                std::cout << c.module << ": " << terminalSafe(c.explanation) << "\n";
 }
 
 } // namespace
@@ -166,8 +182,8 @@ int commandSensitivity(const Arguments& args)
         throw UsageError{"--max-samples applies only with --squad."};
     SensitivityOptions options;
     options.granularity = args.value("granularity", "linear");
-    if (options.granularity != "linear" && options.granularity != "layer")
-        throw UsageError{"--granularity must be linear or layer, not \"" + options.granularity + "\"."};
+    if (const std::string problem = granularityProblem(options.granularity); !problem.empty())
+        throw UsageError{OptionError(TaskOption::Granularity, problem).messageNaming("--granularity")};
     if (auto t = args.floatValue("target-sqnr"))
         options.targetSqnrDb = *t;
     if (auto t = args.floatValue("target-f1-drop"))
@@ -212,61 +228,6 @@ int commandSensitivity(const Arguments& args)
         std::cerr << "scalescope-cli sensitivity: " << result.stoppedReason << "\n";
         return 1;
     }
-    return 0;
-}
-
-int commandKeepFloat(const Arguments& args)
-{
-    const std::string checkpointDir = args.positionals()[0];
-    const std::string destinationDir = args.positionals()[1];
-    ComparisonInput input;
-    if (readComparisonInput(args, input) > 1)
-        throw UsageError{"keep-float takes at most one of --question/--context, --text or --input-ids for its rerun."};
-    KeepFloatOptions options;
-    options.modules = splitList(args.required("modules"));
-    options.referenceDir = args.value("reference", "");
-    options.overwrite = args.flag("force");
-    if (options.modules.empty())
-        throw UsageError{"--modules names no Linear; give exact Linear names separated by commas."};
-    const KeepFloatResult written = keepFloat(checkpointDir, destinationDir, options);
-
-    // Before and after against the same yardstick: the reference, or the source's dequant run.
-    std::unique_ptr<EncoderModel> before = EncoderModel::load(checkpointDir);
-    std::unique_ptr<EncoderModel> after = EncoderModel::load(destinationDir);
-    std::unique_ptr<EncoderModel> reference;
-    if (!options.referenceDir.empty())
-        reference = EncoderModel::load(options.referenceDir);
-    if (input.question.empty() && input.text.empty() && input.inputIds.empty())
-        input.text = "The quick brown fox jumps over the lazy dog.";
-    const ComparisonResult b = compareRuns(*before, reference.get(), input);
-    const ComparisonResult a = compareRuns(*after, reference ? reference.get() : before.get(), input);
-
-    json document = {{"checkpoint", checkpointDir},
-                     {"destination", destinationDir},
-                     {"modules", options.modules},
-                     {"weights", written.weightSource},
-                     {"ignore", written.ignore},
-                     {"rewritten_files", written.rewrittenFiles},
-                     {"reference", reference ? json(options.referenceDir) : json(nullptr)},
-                     {"before", {{"sqnr_db", finiteOrNull(b.finalLogits.sqnrDb)}}},
-                     {"after", {{"sqnr_db", finiteOrNull(a.finalLogits.sqnrDb)}}},
-                     {"recipe", llmCompressorRecipe(written.ignore)}};
-    if (b.qa && !b.qa->windows.empty()) {
-        document["before"]["agrees"] = b.qa->sameBestAnswer;
-        document["after"]["agrees"] = a.qa->sameBestAnswer;
-    }
-    if (args.flag("json")) {
-        std::cout << jsonText(document) << std::endl;
-        return 0;
-    }
-    std::cout << "Wrote " << terminalSafe(destinationDir) << ": " << options.modules.size()
-              << " Linear(s) float (" << terminalSafe(written.weightSource) << " weights); rewritten:";
-    for (const std::string& f : written.rewrittenFiles)
-        std::cout << " " << terminalSafe(f);
-    std::cout << "; every other file copied unchanged.\n";
-    std::cout << "Final SQNR vs " << (reference ? "the reference" : "the source's dequant run") << ": before "
-              << db(b.finalLogits.sqnrDb) << " dB, after " << db(a.finalLogits.sqnrDb) << " dB\n\n"
-              << llmCompressorRecipe(written.ignore);
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "model/quantization_config.h"
+#include "model/runtime_units.h"
 
 // Finding codes (stable; tests and filters rely on them). Severity error = the consumer fails,
 // warning = it runs differently, info = a note that changes nothing.
@@ -60,6 +61,15 @@ bool isQkv(LinearRole role)
 }
 
 // "a", "a and b", "a, b and 3 more": module lists inside one sentence.
+// Every name: "a, b and c".
+std::string joinedWith(const std::vector<std::string>& items, const std::string& last)
+{
+    std::string text;
+    for (std::size_t i = 0; i < items.size(); ++i)
+        text += (i == 0 ? "" : i + 1 == items.size() ? last : ", ") + items[i];
+    return text;
+}
+
 std::string listed(const std::vector<std::string>& names)
 {
     if (names.empty())
@@ -735,24 +745,16 @@ ConsumerReport assessCompressedTensors(const Checkpoint& checkpoint)
 }
 
 // Per layer, the q/k/v Linears that end up float once `modules` are kept float.
-std::vector<std::vector<std::string>> floatQkvByLayer(const Checkpoint& checkpoint, const std::vector<std::string>& modules)
+// Each fused unit (q, k, v) with its Linears float after keeping `modules`: kept, or stored float.
+std::vector<FusedUnitFloat> fusedUnitsAfterKeeping(const Checkpoint& checkpoint, const std::vector<std::string>& modules)
 {
-    const EncoderLayout& layout = checkpoint.layout();
-    std::vector<std::vector<std::string>> out;
-    for (int layer = 0; layer < checkpoint.config().numLayers; ++layer) {
-        std::vector<std::string> floats;
-        for (LinearRole role : {LinearRole::Query, LinearRole::Key, LinearRole::Value}) {
-            const LayoutLinear* linear = layout.encoderLinear(layer, role);
-            if (!linear)
-                continue;
-            const TensorView* weight = checkpoint.tensors().find(linear->module + ".weight");
-            const bool kept = std::find(modules.begin(), modules.end(), linear->module) != modules.end();
-            if (kept || (weight && !isFp8(weight->dtype)))
-                floats.push_back(linear->module);
-        }
-        out.push_back(floats);
+    std::set<std::string> floatAfter(modules.begin(), modules.end());
+    for (const LayoutLinear& linear : checkpoint.layout().linears()) {
+        const TensorView* weight = checkpoint.tensors().find(linear.module + ".weight");
+        if (weight && !isFp8(weight->dtype))
+            floatAfter.insert(linear.module);
     }
-    return out;
+    return fusedUnitsFloat(checkpoint.layout(), floatAfter);
 }
 
 } // namespace
@@ -816,15 +818,15 @@ std::optional<std::string> keepFloatRefusal(const Checkpoint& checkpoint, const 
     const bool aiuFused = consumers.aiu && !consumers.aiuUnfused;
     if (!consumers.vllm && !aiuFused)
         return std::nullopt;
-    const std::vector<std::vector<std::string>> floats = floatQkvByLayer(checkpoint, modules);
-    for (std::size_t layer = 0; layer < floats.size(); ++layer) {
-        if (floats[layer].empty() || floats[layer].size() == 3)
+    for (const FusedUnitFloat& fused : fusedUnitsAfterKeeping(checkpoint, modules)) {
+        if (!fused.split())
             continue;
         const std::string who = consumers.vllm && aiuFused ? "vLLM and the AIU's fused loading pack"
                                 : consumers.vllm           ? "vLLM packs"
                                                            : "the AIU's fused loading packs";
-        return "Keeping " + listed(floats[layer]) + " of " + checkpoint.directory() + " float leaves it without the rest of layer " +
-               std::to_string(layer) + "'s q, k and v, which " + who + " into one Linear: keep all three" +
+        return "Keeping " + joinedWith(fused.floatLinears, " and ") + " of " + checkpoint.directory() + " float leaves it without the rest of " +
+               fused.unit.label + " (" + joinedWith(fused.unit.linears, " and ") + "), which " + who + " into one Linear: keep all " +
+               (fused.unit.linears.size() == 3 ? std::string("three") : std::to_string(fused.unit.linears.size())) +
                (consumers.aiu && !consumers.vllm ? ", or load unfused on the AIU (--unfused)." : ".");
     }
     return std::nullopt;
@@ -842,15 +844,42 @@ std::vector<std::string> keepFloatIgnoreNames(const Checkpoint& checkpoint, cons
         add(module);
         add(layout.fmsName(module, false));
     }
-    const std::vector<std::vector<std::string>> floats = floatQkvByLayer(checkpoint, modules);
-    for (std::size_t layer = 0; layer < floats.size(); ++layer) {
-        const bool anyKeptHere = std::any_of(floats[layer].begin(), floats[layer].end(), [&](const std::string& m) {
+    for (const FusedUnitFloat& fused : fusedUnitsAfterKeeping(checkpoint, modules)) {
+        const bool anyKeptHere = std::any_of(fused.floatLinears.begin(), fused.floatLinears.end(), [&](const std::string& m) {
             return std::find(modules.begin(), modules.end(), m) != modules.end();
         });
-        if (floats[layer].size() == 3 && anyKeptHere)
-            add(layout.fmsName(floats[layer][0], true));
+        if (fused.whole() && anyKeptHere)
+            add(layout.fmsName(fused.unit.linears.front(), true));
     }
     return names;
+}
+
+KeepFloatValidity keepFloatValidity(const EncoderLayout& layout, const std::vector<LinearInfo>& linears,
+                                    const std::vector<std::string>& keptFloat)
+{
+    std::set<std::string> floatAfter(keptFloat.begin(), keptFloat.end());
+    for (const LinearInfo& linear : linears)
+        if (!linear.quantized)
+            floatAfter.insert(linear.module);
+    KeepFloatValidity validity;
+    std::vector<std::string> splits;
+    for (const FusedUnitFloat& fused : fusedUnitsFloat(layout, floatAfter))
+        if (fused.split()) {
+            validity.splitUnits.push_back(fused.unit.label);
+            splits.push_back(splitUnitText(layout, fused));
+        }
+    if (splits.empty()) {
+        validity.consumers = {kConsumerAiuFused, kConsumerAiuUnfused, kConsumerVllm, kConsumerCompressedTensors};
+        validity.sentence = "Valid for every consumer (AIU with fused or unfused q/k/v, vLLM, compressed-tensors): "
+                            "no Linear that a runtime fuses is kept float without its partners.";
+        return validity;
+    }
+    validity.consumers = {kConsumerAiuUnfused, kConsumerCompressedTensors};
+    validity.sentence = "Valid only for the AIU with unfused q/k/v (fused_weights=False, --unfuse_weights) and "
+                        "compressed-tensors/transformers: it splits " + joinedWith(splits, " and ") +
+                        ", which fms's fused q/k/v Linear cannot hold and vLLM refuses (q, k, v in different "
+                        "schemes); a sweep per unit (--granularity unit) keeps them together.";
+    return validity;
 }
 
 } // namespace scalescope

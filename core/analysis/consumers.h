@@ -21,6 +21,7 @@
 #include "analysis/diagnostics.h"
 #include "io/safetensors.h"
 #include "model/checkpoint.h"
+#include "model/linear_plan.h"
 
 namespace scalescope {
 
@@ -74,6 +75,26 @@ struct KeepFloatConsumers {
 // vLLM (it packs them into one Linear) or for the AIU loading fused.
 std::optional<std::string> keepFloatRefusal(const Checkpoint& checkpoint, const std::vector<std::string>& modules,
                                             const KeepFloatConsumers& consumers);
+
+// Who can load a keep-float set as intended, named for the sweep's suggestion: "aiu fused" (fms's
+// default fused_weights=True), "aiu unfused", "vllm", "compressed-tensors" (and transformers).
+inline const char* const kConsumerAiuFused = "aiu fused";
+inline const char* const kConsumerAiuUnfused = "aiu unfused";
+inline const char* const kConsumerVllm = "vllm";
+inline const char* const kConsumerCompressedTensors = "compressed-tensors";
+
+struct KeepFloatValidity {
+    std::vector<std::string> consumers;  // who can honour the set, from the four above
+    std::vector<std::string> splitUnits; // labels of the fused units the set splits ("L0.qkv")
+    std::string sentence;                // says which consumers and why
+};
+
+// Who can load the checkpoint that keeps `keptFloat` float as intended: a fused unit
+// (model/runtime_units.h) whose Linears end up part float, part FP8 (counting Linears already
+// float in the checkpoint, from `linears`) is a split that only the unfused AIU path and
+// compressed-tensors honour. The same rule keepFloatRefusal() applies.
+KeepFloatValidity keepFloatValidity(const EncoderLayout& layout, const std::vector<LinearInfo>& linears,
+                                    const std::vector<std::string>& keptFloat);
 
 // The ignore entries that keep these Linears float for every consumer: each HF name and its FMS
 // name, and a layer's qkv_fused name when q, k and v of that layer all end up float.

@@ -532,7 +532,9 @@ ChartData sensitivityChart(const SensitivityResult& result)
     ChartData chart;
     chart.id = "sensitivity";
     chart.title = "Which Linear breaks the answer (" + result.granularity + " sweep vs " + result.referenceLabel + ")";
-    chart.xLabel = result.granularity == "layer" ? "encoder layer (rank order)" : "Linear module (rank order)";
+    chart.xLabel = result.granularity == "layer"  ? "encoder layer (rank order)"
+                   : result.granularity == "unit" ? "Linear or q/k/v unit (rank order)"
+                                                  : "Linear module (rank order)";
     chart.yLabel = "final logits SQNR (dB)";
     ChartSeries gain{"gain when kept float", SeriesStyle::Bars, {}, {}, {}, "#009E73"};
     // Lost against the all-float run when that is finite; against a dequant stand-in the all-float

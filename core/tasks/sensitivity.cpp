@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "analysis/diagnostics.h"
 #include "analysis/scale_statistics.h"
@@ -333,9 +334,9 @@ private:
     }
 };
 
-// The units of the sweep: every quantized Linear, or every encoder layer's quantized Linears
-// (a quantized head Linear stays its own unit).
-std::vector<SensitivityEntry> sweepUnits(const InferenceBackend& run, const std::string& granularity)
+// Every quantized Linear, or every encoder layer's quantized Linears (a quantized head Linear
+// stays its own unit).
+std::vector<SensitivityEntry> linearOrLayerUnits(const InferenceBackend& run, bool perLayer)
 {
     const EncoderLayout& layout = run.checkpoint().layout();
     std::vector<SensitivityEntry> units;
@@ -343,12 +344,38 @@ std::vector<SensitivityEntry> sweepUnits(const InferenceBackend& run, const std:
         if (!l.quantized)
             continue;
         const int layer = layout.layerOf(l.module);
-        const std::string name = granularity == "layer" && layer >= 0 ? layout.layerModule(layer) : l.module;
+        const std::string name = perLayer && layer >= 0 ? layout.layerModule(layer) : l.module;
         if (units.empty() || units.back().module != name)
             units.push_back({name, name == l.module ? layout.shortLabel(name) : "L" + std::to_string(layer), {}, 0, {}, {},
                              std::nullopt});
         units.back().linears.push_back(l.module);
     }
+    return units;
+}
+
+// The runtime units (q/k/v together) holding a quantized Linear, with only their quantized Linears.
+std::vector<SensitivityEntry> runtimeUnitEntries(const InferenceBackend& run)
+{
+    std::set<std::string> quantized;
+    for (const LinearInfo& l : run.linears())
+        if (l.quantized)
+            quantized.insert(l.module);
+    std::vector<SensitivityEntry> units;
+    for (const RuntimeUnit& unit : runtimeUnits(run.checkpoint().layout())) {
+        SensitivityEntry entry{unit.module, unit.label, {}, 0, {}, {}, std::nullopt};
+        for (const std::string& module : unit.linears)
+            if (quantized.count(module))
+                entry.linears.push_back(module);
+        if (!entry.linears.empty())
+            units.push_back(std::move(entry));
+    }
+    return units;
+}
+
+std::vector<SensitivityEntry> sweepUnits(const InferenceBackend& run, const std::string& granularity)
+{
+    std::vector<SensitivityEntry> units =
+        granularity == "unit" ? runtimeUnitEntries(run) : linearOrLayerUnits(run, granularity == "layer");
     if (units.empty())
         throw Error(run.checkpoint().directory() + " has no quantized Linear, so there is nothing to sweep.");
     return units;
@@ -552,9 +579,8 @@ void explainCauses(Sweep& sweep, const InferenceBackend& run, const InferenceBac
 
 void validate(const SensitivityOptions& options, const SensitivityInput& input, const InferenceBackend& run)
 {
-    if (options.granularity != "linear" && options.granularity != "layer")
-        throw OptionError(TaskOption::Granularity,
-                          "{option} must be linear or layer, not \"" + options.granularity + "\".");
+    if (const std::string problem = granularityProblem(options.granularity); !problem.empty())
+        throw OptionError(TaskOption::Granularity, problem);
     if (options.targetSqnrDb && !std::isfinite(*options.targetSqnrDb))
         throw OptionError(TaskOption::TargetSqnr, "{option} must be a finite number of dB.");
     if (options.targetF1Drop && !(*options.targetF1Drop >= 0 && *options.targetF1Drop <= 100))
@@ -592,6 +618,23 @@ void sweepEntries(Sweep& sweep, std::vector<SensitivityEntry> units, const Sensi
 
 } // namespace
 
+const std::vector<std::string>& sensitivityGranularities()
+{
+    static const std::vector<std::string> granularities{"linear", "unit", "layer"};
+    return granularities;
+}
+
+std::string granularityProblem(const std::string& granularity)
+{
+    const std::vector<std::string>& known = sensitivityGranularities();
+    if (std::find(known.begin(), known.end(), granularity) != known.end())
+        return {};
+    std::string choices;
+    for (std::size_t i = 0; i < known.size(); ++i)
+        choices += (i == 0 ? "" : i + 1 == known.size() ? " or " : ", ") + known[i];
+    return "{option} must be " + choices + ", not \"" + granularity + "\".";
+}
+
 SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* reference, const SensitivityInput& input,
                                  const SensitivityOptions& options, const Progress& progress)
 {
@@ -616,6 +659,7 @@ SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* refere
     if (result.complete) {
         try {
             suggest(sweep, result, target);
+            result.suggestionValidity = keepFloatValidity(run.checkpoint().layout(), run.linears(), result.suggestedFloat);
         } catch (const Cancelled&) {
             result.complete = false;
             result.stoppedReason = "Cancelled while verifying the suggestion; the entries are complete.";

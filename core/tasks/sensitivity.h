@@ -1,5 +1,8 @@
 #pragma once
-// The sensitivity sweep (issue 15): which quantized Linear (or encoder layer) breaks the answer.
+// The sensitivity sweep (issue 15): which quantized Linear (or runtime unit, or encoder layer)
+// breaks the answer. A unit (issue 26) is what a runtime can keep float: q, k and v of a layer
+// together, every other Linear alone (model/runtime_units.h); the result says which consumers can
+// honour its suggestion.
 // For one input (question/context, a masked text, input ids) or a SQuAD subset, every unit is run
 // twice with precision overrides (model/linear_plan.h): kept float alone (`float_one`: only it runs
 // float) and in FP8 alone (`fp8_one`: everything else float). Both are measured on the final
@@ -21,6 +24,8 @@
 
 #include "model/inference_backend.h"
 #include "tasks/compare_runs.h"
+#include "analysis/consumers.h"
+#include "model/runtime_units.h"
 #include "tasks/sensitivity_cause.h"
 #include "tasks/squad_dataset.h"
 
@@ -46,13 +51,14 @@ struct SensitivityMetrics {
 };
 
 struct SensitivityEntry {
-    std::string module;               // the Linear, or the encoder layer (roberta.encoder.layer.3)
-    std::string label;                // short label for charts: "L3.ffn.in", "L3"
+    std::string module;               // the Linear, the unit (roberta.encoder.layer.3.attention.self)
+                                      // or the encoder layer (roberta.encoder.layer.3)
+    std::string label;                // short label for charts: "L3.ffn.in", "L3.qkv", "L3"
     std::vector<std::string> linears; // the quantized Linears the unit overrides
     int rank = 0;                     // 1 = keeping it float helps most; 0 until ranked
     SensitivityMetrics floatOne;      // only this unit float
     SensitivityMetrics fp8One;        // only this unit FP8
-    std::optional<SensitivityCause> cause; // linear granularity
+    std::optional<SensitivityCause> cause; // an entry of one Linear
 };
 
 struct SensitivityInput {
@@ -62,7 +68,7 @@ struct SensitivityInput {
 };
 
 struct SensitivityOptions {
-    std::string granularity = "linear";   // linear | layer
+    std::string granularity = "linear";   // one of sensitivityGranularities()
     std::optional<double> targetSqnrDb;   // suggestion target: final SQNR at least this
     std::optional<double> targetF1Drop;   // suggestion target: F1 (percent) within this of the reference
     RunMode runMode = RunMode::Fp8;       // the run side's mode (fp16: the sweep on the AIU's fp16 twin)
@@ -93,11 +99,19 @@ struct SensitivityResult {
     std::vector<VerifiedPrefix> verifiedPrefixes;
     bool suggestionReached = false;
     std::string suggestionNote;            // says how it was found, or why the target is unreachable
+    // Which consumers can load the checkpoint that keeps suggestedFloat float; set with the suggestion.
+    std::optional<KeepFloatValidity> suggestionValidity;
     std::size_t forwards = 0;              // forward passes of the run side (reference excluded)
     bool complete = true;
     std::string stoppedReason;
 };
 
+// The granularities in the order a user reads them: linear, unit, layer.
+const std::vector<std::string>& sensitivityGranularities();
+// The message template for a granularity that is none of them ("{option} must be linear, unit or
+// layer, not \"x\"."; OptionError names the option), "" for a valid one: the CLI's usage check
+// and the sweep's own say the same.
+std::string granularityProblem(const std::string& granularity);
 
 // reference may be null: then `run` in dequant mode is the reference and the result says so.
 SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* reference, const SensitivityInput& input,

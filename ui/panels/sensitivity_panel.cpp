@@ -32,7 +32,12 @@ SensitivityPanel::SensitivityPanel(QWidget* parent) : QWidget(parent)
 {
     granularity_ = new QComboBox(this);
     granularity_->addItem(tr("per Linear"), QStringLiteral("linear"));
+    granularity_->addItem(tr("per unit (q/k/v together)"), QStringLiteral("unit"));
     granularity_->addItem(tr("per layer"), QStringLiteral("layer"));
+    // Save Fixed Checkpoint writes what the sweep suggests: per unit, that loads on every runtime
+    // (fms's fused q/k/v and vLLM cannot keep one of q, k, v float alone).
+    granularity_->setCurrentIndex(granularity_->findData(QStringLiteral("unit")));
+    granularity_->setToolTip(tr("Per unit keeps q, k and v of a layer together, as fms's fused Linear and vLLM need"));
     run_ = new QPushButton(tr("Run Sweep"), this);
     run_->setToolTip(tr("Runs the last question or mask with each Linear (or layer) kept float alone and alone in FP8"));
     save_ = new QPushButton(tr("Save Fixed Checkpoint..."), this);
@@ -47,6 +52,10 @@ SensitivityPanel::SensitivityPanel(QWidget* parent) : QWidget(parent)
     summary_ = new QLabel(tr("Ask a question or fill a mask, then run the sweep to see which Linear breaks the answer."), this);
     summary_->setWordWrap(true);
     summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    validity_ = new QLabel(this);
+    validity_->setWordWrap(true);
+    validity_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    validity_->hide();
     chart_ = new ChartView(this);
     chart_->setPlaceholder(tr("Ranked bars appear here as the sweep runs."));
     table_ = new QTableWidget(0, 6, this);
@@ -63,6 +72,7 @@ SensitivityPanel::SensitivityPanel(QWidget* parent) : QWidget(parent)
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(bar);
     layout->addWidget(summary_);
+    layout->addWidget(validity_);
     layout->addWidget(splitter, 1);
 
     connect(run_, &QPushButton::clicked, this, [this] {
@@ -107,6 +117,7 @@ void SensitivityPanel::showResult(std::shared_ptr<const SensitivityResult> resul
         text += tr(" Suggested float: %1.").arg(names.join(QStringLiteral(", ")));
     }
     summary_->setText(text);
+    showValidity();
     redraw();
 }
 
@@ -114,6 +125,14 @@ void SensitivityPanel::takeResult(const PanelResult& result)
 {
     if (result.sensitivity)
         showResult(result.sensitivity, result.stamp);
+}
+
+void SensitivityPanel::showValidity()
+{
+    const std::optional<KeepFloatValidity>& validity = result_.suggestionValidity;
+    validity_->setVisible(validity.has_value());
+    if (validity)
+        validity_->setText(QString::fromStdString(validity->sentence));
 }
 
 void SensitivityPanel::showMessage(const QString& text) { summary_->setText(text); }
@@ -128,6 +147,7 @@ void SensitivityPanel::clearResults(const QString& why)
 {
     result_ = {};
     summary_->setText(why);
+    showValidity();
     chart_->setPlaceholder(tr("Ranked bars appear here as the sweep runs."));
     table_->setRowCount(0);
     save_->setEnabled(false);

@@ -2,7 +2,8 @@
 // Sensitivity panel: runs the sweep (tasks/sensitivity.h) on the last question's or mask's input,
 // draws the ranked bars (SQNR gained when each Linear or layer is kept float, lost when it alone
 // runs FP8) as the entries arrive, keeps what finished on Cancel, lists the suggestion and the
-// cause labels, and writes the fixed checkpoint with keep-float. Clicking a bar selects the Linear.
+// cause labels with which consumers can load the suggestion, and writes the fixed checkpoint with
+// keep-float (a unit's row or suggestion gives all its Linears). Clicking a bar selects the Linear.
 #include <QWidget>
 
 #include <memory>
@@ -43,6 +44,7 @@ public:
     QPushButton* runButton() const { return run_; }
     QPushButton* saveButton() const { return save_; }
     QComboBox* granularityBox() const { return granularity_; }
+    QLabel* validityLabel() const { return validity_; } // which consumers can load the suggestion
 
 signals:
     void sweepRequested(const QString& granularity);
@@ -52,6 +54,7 @@ signals:
 
 private:
     void redraw();
+    void showValidity();
     void fillTable();
     QStringList modulesToKeep() const;
 
@@ -59,6 +62,7 @@ private:
     QPushButton* run_ = nullptr;
     QPushButton* save_ = nullptr;
     QLabel* summary_ = nullptr;
+    QLabel* validity_ = nullptr;
     ChartView* chart_ = nullptr;
     QTableWidget* table_ = nullptr;
     SensitivityResult result_;
