@@ -827,7 +827,7 @@ std::optional<std::string> keepFloatRefusal(const Checkpoint& checkpoint, const 
         return "Keeping " + joinedWith(fused.floatLinears, " and ") + " of " + checkpoint.directory() + " float leaves it without the rest of " +
                fused.unit.label + " (" + joinedWith(fused.unit.linears, " and ") + "), which " + who + " into one Linear: keep all " +
                (fused.unit.linears.size() == 3 ? std::string("three") : std::to_string(fused.unit.linears.size())) +
-               (consumers.aiu && !consumers.vllm ? ", or load unfused on the AIU (--unfused)." : ".");
+               (consumers.aiu && !consumers.vllm ? ", or load unfused on the AIU." : ".");
     }
     return std::nullopt;
 }
@@ -878,7 +878,7 @@ KeepFloatValidity keepFloatValidity(const EncoderLayout& layout, const std::vect
     validity.sentence = "Valid only for the AIU with unfused q/k/v (fused_weights=False, --unfuse_weights) and "
                         "compressed-tensors/transformers: it splits " + joinedWith(splits, " and ") +
                         ", which fms's fused q/k/v Linear cannot hold and vLLM refuses (q, k, v in different "
-                        "schemes); a sweep per unit (--granularity unit) keeps them together.";
+                        "schemes); a sweep per unit (q, k and v together) keeps them together.";
     return validity;
 }
 
