@@ -878,7 +878,7 @@ KeepFloatValidity keepFloatValidity(const EncoderLayout& layout, const std::vect
     validity.sentence = "Valid only for the AIU with unfused q/k/v (fused_weights=False, --unfuse_weights) and "
                         "compressed-tensors/transformers: it splits " + joinedWith(splits, " and ") +
                         ", which fms's fused q/k/v Linear cannot hold and vLLM refuses (q, k, v in different "
-                        "schemes); a sweep per unit (q, k and v together) keeps them together.";
+                        "schemes); a sweep per unit keeps q, k and v together.";
     return validity;
 }
 
