@@ -158,6 +158,19 @@ std::vector<DeviceSpec> deviceOptions(const Arguments& args)
     return devices;
 }
 
+std::vector<std::string> parseNameList(const std::string& text)
+{
+    std::vector<std::string> out;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        const std::size_t first = item.find_first_not_of(" \t");
+        if (first != std::string::npos)
+            out.push_back(item.substr(first, item.find_last_not_of(" \t") - first + 1));
+    }
+    return out;
+}
+
 std::vector<int64_t> parseIdList(const std::string& text, const std::string& option)
 {
     const std::string example = option == "input-ids" ? " like 0,31414,232,2" : " like 0,0,0,1,1";

@@ -62,6 +62,8 @@ std::vector<DeviceSpec> deviceOptions(const Arguments& args);
 
 // Comma-separated token ids of --OPTION ("0,31414,232,2"); a usage error names the bad entry.
 std::vector<int64_t> parseIdList(const std::string& text, const std::string& option);
+// "a, b,c" -> {"a", "b", "c"}: comma-separated names (--modules), blanks around each dropped.
+std::vector<std::string> parseNameList(const std::string& text);
 // Several sequences separated by ';' ("0,5,2;0,7,8,2"), padded into one batch by the model.
 std::vector<std::vector<int64_t>> parseIdBatch(const std::string& text, const std::string& option = "input-ids");
 

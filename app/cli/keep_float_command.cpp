@@ -14,35 +14,12 @@
 #include "report/result_json.h"
 #include "tasks/compare_runs.h"
 #include "tasks/keep_float.h"
+#include "text_output.h"
 
 namespace scalescope::cli {
 namespace {
 
 using json = nlohmann::json;
-
-std::vector<std::string> splitList(const std::string& text)
-{
-    std::vector<std::string> out;
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, ',')) {
-        const std::size_t first = item.find_first_not_of(" \t");
-        if (first != std::string::npos)
-            out.push_back(item.substr(first, item.find_last_not_of(" \t") - first + 1));
-    }
-    return out;
-}
-
-std::string db(double value)
-{
-    if (std::isnan(value))
-        return "n/a";
-    if (std::isinf(value))
-        return value > 0 ? "inf" : "-inf";
-    char text[32];
-    std::snprintf(text, sizeof text, "%.2f", value);
-    return text;
-}
 
 // --consumer aiu|vllm|all (default all) and --unfused (the AIU loads with fused_weights=False).
 KeepFloatConsumers readConsumers(const Arguments& args)
@@ -67,7 +44,7 @@ int commandKeepFloatForConsumers(const Arguments& args)
     if (readComparisonInput(args, input) > 1)
         throw UsageError{"keep-float takes at most one of --question/--context, --text or --input-ids for its rerun."};
     KeepFloatOptions options;
-    options.modules = splitList(args.required("modules"));
+    options.modules = parseNameList(args.required("modules"));
     options.referenceDir = args.value("reference", "");
     options.overwrite = args.flag("force");
     options.consumers = readConsumers(args);
@@ -115,7 +92,7 @@ int commandKeepFloatForConsumers(const Arguments& args)
         std::cout << " " << terminalSafe(f);
     std::cout << "; every other file copied unchanged.\n";
     std::cout << "Final SQNR vs " << (reference ? "the reference" : "the source's dequant run") << ": before "
-              << db(b.finalLogits.sqnrDb) << " dB, after " << db(a.finalLogits.sqnrDb) << " dB\n\n"
+              << decibelText(b.finalLogits.sqnrDb) << " dB, after " << decibelText(a.finalLogits.sqnrDb) << " dB\n\n"
               << llmCompressorRecipe(written.ignore);
     return 0;
 }

@@ -17,6 +17,7 @@
 #include "report/result_json.h"
 #include "engine/encoder_model.h"
 #include "plot_files.h"
+#include "text_output.h"
 #include "report/charts.h"
 #include "tasks/sensitivity.h"
 #include "tasks/squad_dataset.h"
@@ -25,17 +26,6 @@ namespace scalescope::cli {
 namespace {
 
 using json = nlohmann::json;
-
-std::vector<std::string> splitList(const std::string& text)
-{
-    std::vector<std::string> out;
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, ','))
-        if (item.find_first_not_of(" \t") != std::string::npos)
-            out.push_back(item.substr(item.find_first_not_of(" \t"), item.find_last_not_of(" \t") - item.find_first_not_of(" \t") + 1));
-    return out;
-}
 
 json sensitivityMetricsJson(const SensitivityMetrics& m, const std::string& kind)
 {
@@ -124,29 +114,18 @@ json sensitivityJson(const SensitivityResult& r)
     return document;
 }
 
-std::string db(double value)
-{
-    if (std::isnan(value))
-        return "n/a";
-    if (std::isinf(value))
-        return value > 0 ? "inf" : "-inf";
-    char text[32];
-    std::snprintf(text, sizeof text, "%.2f", value);
-    return text;
-}
-
 void printSensitivity(const SensitivityResult& r)
 {
     std::cout << "Sensitivity (" << r.granularity << ") of the FP8 run vs " << terminalSafe(r.referenceLabel) << ", "
               << r.inputKind << " input" << (r.inputKind == "squad" ? ", " + std::to_string(r.samples) + " questions" : "")
               << ", " << r.forwards << " forward passes\n";
-    std::cout << "Baseline: final SQNR " << db(r.baseline.sqnrDb) << " dB, " << (r.baseline.agrees ? "agrees" : "differs")
-              << (r.inputKind == "squad" ? ", F1 " + db(r.baseline.f1) : std::string()) << "\n\n";
+    std::cout << "Baseline: final SQNR " << decibelText(r.baseline.sqnrDb) << " dB, " << (r.baseline.agrees ? "agrees" : "differs")
+              << (r.inputKind == "squad" ? ", F1 " + decibelText(r.baseline.f1) : std::string()) << "\n\n";
     std::cout << std::left << std::setw(6) << "rank" << std::setw(56) << "module" << std::right << std::setw(12)
               << "float_one" << std::setw(12) << "fp8_one" << "  cause\n";
     for (const SensitivityEntry& e : r.entries)
         std::cout << std::left << std::setw(6) << e.rank << std::setw(56) << e.module << std::right << std::setw(12)
-                  << db(e.floatOne.sqnrDb) << std::setw(12) << db(e.fp8One.sqnrDb) << "  "
+                  << decibelText(e.floatOne.sqnrDb) << std::setw(12) << decibelText(e.fp8One.sqnrDb) << "  "
                   << (e.cause ? e.cause->label : std::string()) << "\n";
     std::cout << "\nTarget: " << r.target << "\nSuggested float:";
     for (const std::string& m : r.suggestedFloat)

@@ -4,6 +4,7 @@
 #include <functional>
 #include <set>
 
+#include "common/text_files.h"
 #include "model/quantization_config.h"
 #include "model/runtime_units.h"
 
@@ -61,15 +62,6 @@ bool isQkv(LinearRole role)
 }
 
 // "a", "a and b", "a, b and 3 more": module lists inside one sentence.
-// Every name: "a, b and c".
-std::string joinedWith(const std::vector<std::string>& items, const std::string& last)
-{
-    std::string text;
-    for (std::size_t i = 0; i < items.size(); ++i)
-        text += (i == 0 ? "" : i + 1 == items.size() ? last : ", ") + items[i];
-    return text;
-}
-
 std::string listed(const std::vector<std::string>& names)
 {
     if (names.empty())
@@ -824,8 +816,8 @@ std::optional<std::string> keepFloatRefusal(const Checkpoint& checkpoint, const 
         const std::string who = consumers.vllm && aiuFused ? "vLLM and the AIU's fused loading pack"
                                 : consumers.vllm           ? "vLLM packs"
                                                            : "the AIU's fused loading packs";
-        return "Keeping " + joinedWith(fused.floatLinears, " and ") + " of " + checkpoint.directory() + " float leaves it without the rest of " +
-               fused.unit.label + " (" + joinedWith(fused.unit.linears, " and ") + "), which " + who + " into one Linear: keep all " +
+        return "Keeping " + joinedWords(fused.floatLinears, " and ") + " of " + checkpoint.directory() + " float leaves it without the rest of " +
+               fused.unit.label + " (" + joinedWords(fused.unit.linears, " and ") + "), which " + who + " into one Linear: keep all " +
                (fused.unit.linears.size() == 3 ? std::string("three") : std::to_string(fused.unit.linears.size())) +
                (consumers.aiu && !consumers.vllm ? ", or load unfused on the AIU." : ".");
     }
@@ -876,7 +868,7 @@ KeepFloatValidity keepFloatValidity(const EncoderLayout& layout, const std::vect
     }
     validity.consumers = {kConsumerAiuUnfused, kConsumerCompressedTensors};
     validity.sentence = "Valid only for the AIU with unfused q/k/v (fused_weights=False, --unfuse_weights) and "
-                        "compressed-tensors/transformers: it splits " + joinedWith(splits, " and ") +
+                        "compressed-tensors/transformers: it splits " + joinedWords(splits, " and ") +
                         ", which fms's fused q/k/v Linear cannot hold and vLLM refuses (q, k, v in different "
                         "schemes); a sweep per unit keeps q, k and v together.";
     return validity;

@@ -178,6 +178,14 @@ std::string terminalSafe(const std::string& text, bool keepNewlines)
     return out;
 }
 
+std::string joinedWords(const std::vector<std::string>& items, const std::string& lastJoin)
+{
+    std::string text;
+    for (std::size_t i = 0; i < items.size(); ++i)
+        text += (i == 0 ? "" : i + 1 == items.size() ? lastJoin : ", ") + items[i];
+    return text;
+}
+
 bool fileExists(const std::string& path)
 {
     struct stat info {};

@@ -2,6 +2,7 @@
 // Whole-file reads with errors that name the file.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,8 @@ nlohmann::json withValidUtf8(const nlohmann::json& value);
 // text safe to print on a terminal: control characters (C0, DEL, C1; escape sequences start with
 // them) and invalid UTF-8 bytes are written as "\xNN". Newlines are kept when keepNewlines.
 std::string terminalSafe(const std::string& text, bool keepNewlines = false);
+// Items in a sentence: "a", "a and b", "a, b and c" (lastJoin " or " for choices).
+std::string joinedWords(const std::vector<std::string>& items, const std::string& lastJoin = " and ");
 bool fileExists(const std::string& path);
 bool directoryExists(const std::string& path);
 std::string joinPath(const std::string& dir, const std::string& name);

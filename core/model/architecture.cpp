@@ -4,6 +4,7 @@
 #include <deque>
 
 #include "common/error.h"
+#include "common/text_files.h"
 
 namespace scalescope {
 
@@ -116,14 +117,6 @@ FamilyRegistry& registry()
     return instance;
 }
 
-std::string listed(const std::vector<std::string>& names, const std::string& lastJoin)
-{
-    std::string text;
-    for (std::size_t i = 0; i < names.size(); ++i)
-        text += (i == 0 ? "" : i + 1 == names.size() ? lastJoin : ", ") + names[i];
-    return text;
-}
-
 } // namespace
 
 const std::vector<const EncoderFamily*>& encoderFamilies() { return registry().order; }
@@ -138,7 +131,7 @@ std::string supportedArchitecturesText()
     for (const EncoderFamily* family : encoderFamilies())
         for (const ModelClass& modelClass : family->classes)
             names.push_back(modelClass.name);
-    return listed(names, " or ");
+    return joinedWords(names, " or ");
 }
 
 std::string architecturesWithHeadText(HeadKind head)
@@ -150,7 +143,7 @@ std::string architecturesWithHeadText(HeadKind head)
                 names.push_back(modelClass.name);
     if (names.size() == 2)
         return "a " + names[0] + " checkpoint or a " + names[1] + " one";
-    return "a " + listed(names, " or ") + " checkpoint";
+    return "a " + joinedWords(names, " or ") + " checkpoint";
 }
 
 std::string wrongHeadSentence(const std::string& subjectAndVerb, HeadKind needed, const std::string& who,

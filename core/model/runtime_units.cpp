@@ -1,5 +1,7 @@
 #include "model/runtime_units.h"
 
+#include "common/text_files.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -49,14 +51,6 @@ std::string fusedLabel(const EncoderLayout& layout, const RuntimeUnit& unit)
     return label;
 }
 
-std::string joined(const std::vector<std::string>& items, const std::string& last)
-{
-    std::string text;
-    for (std::size_t i = 0; i < items.size(); ++i)
-        text += (i == 0 ? "" : i + 1 == items.size() ? last : ", ") + items[i];
-    return text;
-}
-
 } // namespace
 
 std::vector<RuntimeUnit> runtimeUnits(const EncoderLayout& layout)
@@ -98,7 +92,7 @@ std::string splitUnitText(const EncoderLayout& layout, const FusedUnitFloat& spl
     for (const std::string& module : split.unit.linears)
         (std::find(split.floatLinears.begin(), split.floatLinears.end(), module) != split.floatLinears.end() ? kept : fp8)
             .push_back(layout.shortLabel(module));
-    return split.unit.label + " (float: " + joined(kept, ", ") + "; FP8: " + joined(fp8, ", ") + ")";
+    return split.unit.label + " (float: " + joinedWords(kept, ", ") + "; FP8: " + joinedWords(fp8, ", ") + ")";
 }
 
 } // namespace scalescope

@@ -11,6 +11,7 @@
 #include "analysis/scale_statistics.h"
 #include "common/error.h"
 #include "common/option_error.h"
+#include "common/text_files.h"
 #include "tasks/evaluate.h"
 #include "tasks/sensitivity_cause.h"
 
@@ -629,10 +630,7 @@ std::string granularityProblem(const std::string& granularity)
     const std::vector<std::string>& known = sensitivityGranularities();
     if (std::find(known.begin(), known.end(), granularity) != known.end())
         return {};
-    std::string choices;
-    for (std::size_t i = 0; i < known.size(); ++i)
-        choices += (i == 0 ? "" : i + 1 == known.size() ? " or " : ", ") + known[i];
-    return "{option} must be " + choices + ", not \"" + granularity + "\".";
+    return "{option} must be " + joinedWords(known, " or ") + ", not \"" + granularity + "\".";
 }
 
 SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* reference, const SensitivityInput& input,
