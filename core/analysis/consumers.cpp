@@ -56,9 +56,22 @@ bool isFp8(Dtype dtype)
     return dtype == Dtype::F8_E4M3 || dtype == Dtype::F8_E5M2;
 }
 
-bool isQkv(LinearRole role)
+// A Linear that fms fuses with others (q, k, v: they share one fused FMS name in the family table).
+bool isFused(const LayoutLinear& linear)
 {
-    return role == LinearRole::Query || role == LinearRole::Key || role == LinearRole::Value;
+    return linear.fmsFusedName != linear.fmsName;
+}
+
+// Each fused unit (q, k, v) with its Linears float after keeping `modules`: kept, or stored float.
+std::vector<FusedUnitFloat> fusedUnitsAfterKeeping(const Checkpoint& checkpoint, const std::vector<std::string>& modules)
+{
+    std::set<std::string> floatAfter(modules.begin(), modules.end());
+    for (const LayoutLinear& linear : checkpoint.layout().linears()) {
+        const TensorView* weight = checkpoint.tensors().find(linear.module + ".weight");
+        if (weight && !isFp8(weight->dtype))
+            floatAfter.insert(linear.module);
+    }
+    return fusedUnitsFloat(checkpoint.layout(), floatAfter);
 }
 
 // "a", "a and b", "a, b and 3 more": module lists inside one sentence.
@@ -380,25 +393,15 @@ private:
         return weight && isFp8(weight->dtype);
     }
 
-    // Layers whose q, k and v are stored partly float, partly FP8.
+    // Layers whose fused q, k and v are stored partly float, partly FP8, and those float ones.
     std::vector<std::string> qkvKeptAlone(std::vector<int>& layers) const
     {
         std::vector<std::string> alone;
-        for (int layer = 0; layer < checkpoint_.config().numLayers; ++layer) {
-            std::vector<std::string> floats;
-            int fp8 = 0;
-            for (LinearRole role : {LinearRole::Query, LinearRole::Key, LinearRole::Value})
-                if (const LayoutLinear* linear = layout_.encoderLinear(layer, role)) {
-                    if (storedFp8(linear->module))
-                        ++fp8;
-                    else
-                        floats.push_back(linear->module);
-                }
-            if (fp8 > 0 && !floats.empty()) {
-                layers.push_back(layer);
-                alone.insert(alone.end(), floats.begin(), floats.end());
+        for (const FusedUnitFloat& fused : fusedUnitsAfterKeeping(checkpoint_, {}))
+            if (fused.split()) {
+                layers.push_back(layout_.findLinear(fused.unit.linears.front())->layer);
+                alone.insert(alone.end(), fused.floatLinears.begin(), fused.floatLinears.end());
             }
-        }
         return alone;
     }
 
@@ -410,7 +413,7 @@ private:
         if (!alone.empty())
             list_.add("fused", "aiu-qkv-kept-alone", Severity::Error, alone,
                       "With fused q/k/v (fms's default) q, k and v of a layer are one Linear (" +
-                          layout_.encoderLinear(mixedLayers[0], LinearRole::Query)->fmsFusedName + "), but only " +
+                          layout_.fmsName(alone.front(), true) + "), but only " +
                           listed(alone) + " is stored float, so the fused Linear cannot load.",
                       "Keep q, k and v of the layer float together, or load unfused (fused_weights=False, "
                       "aiu-fms-testing-utils --unfuse_weights).");
@@ -418,7 +421,7 @@ private:
             return;
         std::vector<std::string> perTensor;
         for (const LayoutLinear& linear : layout_.linears())
-            if (isQkv(linear.role) && storedFp8(linear.module))
+            if (isFused(linear) && storedFp8(linear.module))
                 perTensor.push_back(linear.module);
         if (!perTensor.empty())
             list_.add("fused", "aiu-qkv-per-tensor-scales", Severity::Error, perTensor,
@@ -440,7 +443,7 @@ private:
             for (const LayoutLinear& linear : layout_.linears()) {
                 if (linear.layer < 0)
                     continue; // heads: checkHeadsAndPooler
-                if (loading == AiuLoading::Fused && isQkv(linear.role) && mixedLayers_.count(linear.layer))
+                if (loading == AiuLoading::Fused && isFused(linear) && mixedLayers_.count(linear.layer))
                     continue; // aiu-qkv-kept-alone
                 const TensorView* weight = checkpoint_.tensors().find(linear.module + ".weight");
                 if (!weight)
@@ -660,19 +663,17 @@ ConsumerReport assessVllm(const Checkpoint& checkpoint)
                           compareStoredAndBuilt(checkpoint, [&](const LayoutLinear& l) { return vllmGroup(l.module) != nullptr; }));
 
     std::vector<std::string> differ;
-    for (int layer = 0; layer < checkpoint.config().numLayers; ++layer) {
-        std::vector<const ConfigGroup*> groups;
-        std::vector<std::string> names;
-        for (LinearRole role : {LinearRole::Query, LinearRole::Key, LinearRole::Value})
-            if (const LayoutLinear* linear = layout.encoderLinear(layer, role)) {
-                groups.push_back(vllmGroup(linear->module));
-                names.push_back(linear->module);
-            }
+    for (const RuntimeUnit& unit : runtimeUnits(layout)) {
+        if (!unit.fused())
+            continue;
+        const ConfigGroup* first = vllmGroup(unit.linears.front());
         bool same = true;
-        for (const ConfigGroup* g : groups)
-            same = same && ((g == nullptr) == (groups[0] == nullptr)) && (!g || sameScheme(*g, *groups[0]));
+        for (const std::string& module : unit.linears) {
+            const ConfigGroup* g = vllmGroup(module);
+            same = same && ((g == nullptr) == (first == nullptr)) && (!g || sameScheme(*g, *first));
+        }
         if (!same)
-            differ.insert(differ.end(), names.begin(), names.end());
+            differ.insert(differ.end(), unit.linears.begin(), unit.linears.end());
     }
     if (!differ.empty())
         list.add("", "vllm-qkv-schemes-differ", Severity::Error, differ,
@@ -737,17 +738,6 @@ ConsumerReport assessCompressedTensors(const Checkpoint& checkpoint)
 }
 
 // Per layer, the q/k/v Linears that end up float once `modules` are kept float.
-// Each fused unit (q, k, v) with its Linears float after keeping `modules`: kept, or stored float.
-std::vector<FusedUnitFloat> fusedUnitsAfterKeeping(const Checkpoint& checkpoint, const std::vector<std::string>& modules)
-{
-    std::set<std::string> floatAfter(modules.begin(), modules.end());
-    for (const LayoutLinear& linear : checkpoint.layout().linears()) {
-        const TensorView* weight = checkpoint.tensors().find(linear.module + ".weight");
-        if (weight && !isFp8(weight->dtype))
-            floatAfter.insert(linear.module);
-    }
-    return fusedUnitsFloat(checkpoint.layout(), floatAfter);
-}
 
 } // namespace
 
