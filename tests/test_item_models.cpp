@@ -122,11 +122,13 @@ LinearScaleStatistics quantizedStatistics(const std::string& module, float scale
 std::vector<TensorRow> layerZeroRows()
 {
     return {
-        {kQuery + ".weight", "F8_E4M3", {768, 768}},
-        {kQuery + ".weight_scale", "F32", {768, 1}},
-        {kQuery + ".bias", "F32", {768}},
-        {kKey + ".weight", "F32", {768, 768}},
-        {"roberta.embeddings.word_embeddings.weight", "F32", {50265, 768}},
+        {kQuery + ".weight", "F8_E4M3", {768, 768}, "base_model.layers.0.attn.in_proj.query",
+         "base_model.layers.0.attn.in_proj.qkv_fused"},
+        {kQuery + ".weight_scale", "F32", {768, 1}, "", ""},
+        {kQuery + ".bias", "F32", {768}, "", ""},
+        {kKey + ".weight", "F32", {768, 768}, "base_model.layers.0.attn.in_proj.key",
+         "base_model.layers.0.attn.in_proj.qkv_fused"},
+        {"roberta.embeddings.word_embeddings.weight", "F32", {50265, 768}, "", ""},
     };
 }
 
