@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/scale_statistics.h"
@@ -23,6 +24,12 @@ namespace scalescope::ui {
 
 // One tensor as the model needs it; plain data so it can be built off the GUI thread.
 struct TensorRow {
+    TensorRow() = default;
+    TensorRow(std::string tensor, std::string type, std::vector<int64_t> dims, std::string fms = {}, std::string fmsFused = {})
+        : name(std::move(tensor)), dtype(std::move(type)), shape(std::move(dims)), fmsName(std::move(fms)),
+          fmsFusedName(std::move(fmsFused))
+    {
+    }
     std::string name;
     std::string dtype;           // safetensors dtype name, "F8_E4M3"
     std::vector<int64_t> shape;
