@@ -51,20 +51,6 @@ void sortLeftOut(nlohmann::json& leftOut)
 
 } // namespace
 
-void ReportSection::addChart(const ChartView* view)
-{
-    if (view->chart().series.empty())
-        return;
-    ChartData chart = view->chart();
-    chart.title += " [" + stamp_.toStdString() + "]";
-    contents_.charts.push_back(std::move(chart));
-}
-
-void ReportSection::addTable(const QString& stem, const QAbstractItemModel* model)
-{
-    contents_.tables.push_back({stem, model});
-}
-
 ReportContents assembleReport(const std::vector<ResultPanel*>& panels, const RunStamp& now)
 {
     ReportContents contents;

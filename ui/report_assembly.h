@@ -8,31 +8,12 @@
 #include <vector>
 
 #include "report_export.h"
+#include "report_section.h"
 #include "workbench_session.h"
-
-class QAbstractItemModel;
 
 namespace scalescope::ui {
 
-class ChartView;
 class ResultPanel;
-
-// One panel's share of a report. Charts and tables keep the order the panels add them in; every
-// chart's title carries the report's stamp.
-class ReportSection {
-public:
-    ReportSection(ReportContents& contents, QString stamp) : contents_(contents), stamp_(std::move(stamp)) { }
-
-    // An empty chart is left out.
-    void addChart(const ChartView* view);
-    // Written as <stem>.csv; an empty table is left out by the writer.
-    void addTable(const QString& stem, const QAbstractItemModel* model);
-    nlohmann::json& summary() { return contents_.summary; }
-
-private:
-    ReportContents& contents_;
-    QString stamp_;
-};
 
 // The report of these panels (in the order their charts and tables appear) for the state `now`.
 // summary["left_out"] lists the stale results.

@@ -20,7 +20,7 @@
 #include "models/answers_model.h"
 #include "models/probability_bar_delegate.h"
 #include "report/charts.h"
-#include "report_assembly.h"
+#include "report_section.h"
 #include "stale_banner.h"
 #include "tasks/question_answering.h"
 #include "text/bpe_tokenizer.h" // byteOffsetOfCodePoint

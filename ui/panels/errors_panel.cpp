@@ -15,7 +15,7 @@
 #include "models/layer_metrics_model.h"
 #include "report/charts.h"
 #include "report/result_json.h"
-#include "report_assembly.h"
+#include "report_section.h"
 #include "stale_banner.h"
 #include "workbench_session.h"
 

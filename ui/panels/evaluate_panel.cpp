@@ -20,7 +20,7 @@
 #include "models/value_text.h"
 #include "report/charts.h"
 #include "report/result_json.h"
-#include "report_assembly.h"
+#include "report_section.h"
 #include "settings.h"
 #include "stale_banner.h"
 

@@ -15,7 +15,7 @@
 #include "models/mask_predictions_model.h"
 #include "models/probability_bar_delegate.h"
 #include "report/charts.h"
-#include "report_assembly.h"
+#include "report_section.h"
 #include "stale_banner.h"
 #include "workbench_session.h"
 

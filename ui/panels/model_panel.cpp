@@ -16,7 +16,7 @@
 #include "models/module_tree_model.h"
 #include "models/tensor_table_model.h"
 #include "models/value_text.h"
-#include "report_assembly.h"
+#include "report_section.h"
 #include "workbench_session.h"
 
 namespace scalescope::ui {

@@ -10,7 +10,7 @@
 
 #include "charts/chart_view.h"
 #include "report/charts.h"
-#include "report_assembly.h"
+#include "report_section.h"
 #include "stale_banner.h"
 
 namespace scalescope::ui {
