@@ -315,16 +315,29 @@ void TestItemModels::consumersTableListsFindingsPerLoading()
     model.setReports({aiu, vllm});
     QCOMPARE(proxy->rowCount(), 2);
     QCOMPARE(text(model, 0, ConsumersModel::ConsumerColumn), QStringLiteral("aiu (fused)"));
-    QCOMPARE(text(model, 0, ConsumersModel::VerdictColumn), QStringLiteral("fails"));
-    QCOMPARE(text(model, 0, ConsumersModel::ModulesColumn), QString::fromStdString(kQuery + ", " + kKey));
+    QCOMPARE(text(model, 0, ConsumersModel::EffectColumn), QStringLiteral("fails"));
+    QCOMPARE(text(model, 0, ConsumersModel::ModulesColumn), QString::fromStdString(kQuery + " and 1 more"));
+    QCOMPARE(model.data(model.index(0, ConsumersModel::ModulesColumn), Qt::ToolTipRole).toString(),
+             QString::fromStdString(kQuery + ", " + kKey));
+    QCOMPARE(text(model, 0, ConsumersModel::AllModulesColumn), QString::fromStdString(kQuery + ", " + kKey));
+    // Exports write the effect in words (a double sort key would be written as a number).
+    QCOMPARE(model.data(model.index(0, ConsumersModel::EffectColumn), kSortRole).typeId(), QMetaType::QString);
     QCOMPARE(text(model, 0, ConsumersModel::FixColumn), QStringLiteral("Load unfused."));
     QCOMPARE(model.data(model.index(0, 0), kSubjectRole).toString(), QString::fromStdString(kQuery));
     QCOMPARE(text(model, 1, ConsumersModel::ConsumerColumn), QStringLiteral("vllm"));
-    QCOMPARE(text(model, 1, ConsumersModel::VerdictColumn), QStringLiteral("as intended"));
+    QCOMPARE(text(model, 1, ConsumersModel::EffectColumn), QStringLiteral("as intended"));
     QCOMPARE(text(model, 1, ConsumersModel::FindingColumn), QStringLiteral("Loads as intended."));
     QVERIFY(!model.data(model.index(1, 0), kSubjectRole).isValid());
     QCOMPARE(model.summary(), QStringLiteral("aiu: fails (fused), as intended (unfused) \u00b7 vllm: as intended"));
     QCOMPARE(model.worstVerdict(), ConsumerVerdict::Fails);
+    // A note changes nothing: its effect says so, whatever the consumer's verdict.
+    ConsumerFinding note = fused;
+    note.loading = "both";
+    note.severity = Severity::Info;
+    aiu.findings = {fused, note};
+    model.setReports({aiu});
+    QCOMPARE(text(model, 1, ConsumersModel::ConsumerColumn), QStringLiteral("aiu (fused and unfused)"));
+    QCOMPARE(text(model, 1, ConsumersModel::EffectColumn), QStringLiteral("note"));
     model.clear();
     QCOMPARE(model.rowCount(), 0);
     QCOMPARE(model.worstVerdict(), ConsumerVerdict::AsIntended);

@@ -43,6 +43,12 @@ QString html(const std::string& text)
 
 QString summaryValue(const nlohmann::json& value)
 {
+    if (value.is_object()) { // {"aiu": "fails", ...} reads as "aiu: fails; ..."
+        QStringList parts;
+        for (const auto& [key, item] : value.items())
+            parts << QString::fromStdString(key).toHtmlEscaped() + QStringLiteral(": ") + summaryValue(item);
+        return parts.join(QStringLiteral("; "));
+    }
     return value.is_string() ? QString::fromStdString(value.get<std::string>()).toHtmlEscaped()
                              : QString::fromStdString(value.dump()).toHtmlEscaped();
 }
@@ -56,8 +62,8 @@ std::string indexHtml(const ReportContents& contents)
         "margin-bottom:1.5em}td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}th{background:#eee}"
         "img{max-width:100%;border:1px solid #ddd}.stamp td:first-child{font-weight:bold}"
         ".left{color:#8a5a00}</style></head><body>\n<h1>ScaleScope report</h1>\n<table class=\"stamp\">\n");
-    for (const char* key : {"checkpoint", "reference", "mode", "device", "float_linears", "architecture", "question", "context", "text",
-                            "app_version", "date"})
+    for (const char* key : {"checkpoint", "reference", "mode", "device", "float_linears", "architecture", "consumers",
+                            "question", "context", "text", "app_version", "date"})
         if (contents.summary.contains(key))
             page += QStringLiteral("<tr><td>%1</td><td>%2</td></tr>\n")
                         .arg(QString::fromLatin1(key), summaryValue(contents.summary[key]));

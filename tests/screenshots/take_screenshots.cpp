@@ -247,7 +247,8 @@ int main(int argc, char** argv)
 
     window.tabs()->setCurrentWidget(window.sensitivityPanel());
     QSignalSpy swept(session, &WorkbenchSession::sensitivityFinished);
-    emit window.sensitivityPanel()->sweepRequested(QStringLiteral("linear"));
+    // As a user runs it: the granularity box as the window opens it (per unit).
+    window.sensitivityPanel()->runButton()->click();
     waitFor(swept, 600000);
     waitIdle(session);
     shoot(window, out + "/05b-sensitivity.png");
@@ -279,6 +280,13 @@ int main(int argc, char** argv)
         shoot(window, out + "/08-switch-errors-after-open-b.png");
         window.tabs()->setCurrentWidget(window.evaluatePanel());
         shoot(window, out + "/09-switch-evaluate-after-open-b.png");
+        // What each runtime will do with B (the per-tensor demo: the AIU's fused q/k/v cannot load it).
+        window.tabs()->setCurrentWidget(window.modelPanel());
+        if (auto* findings = window.modelPanel()->findChild<QTabWidget*>(QStringLiteral("modelFindingsTabs")))
+            findings->setCurrentIndex(1);
+        shoot(window, out + "/09b-model-consumers-after-open-b.png");
+        if (auto* findings = window.modelPanel()->findChild<QTabWidget*>(QStringLiteral("modelFindingsTabs")))
+            findings->setCurrentIndex(0);
 
         window.tabs()->setCurrentWidget(window.askPanel());
         answered.clear();

@@ -2,7 +2,6 @@
 
 #include <QStringList>
 
-#include "models/diagnostics_model.h"
 
 namespace scalescope::ui {
 namespace {
@@ -17,14 +16,24 @@ int verdictRank(ConsumerVerdict verdict)
     return 3;
 }
 
-// The AIU report's verdict for the loading a finding holds for ("both": the report's own).
-ConsumerVerdict loadingVerdict(const ConsumerReport& report, const std::string& loading)
+// What a finding does to its consumer: an error makes it fail, a warning run differently.
+ConsumerVerdict effectOf(const ConsumerFinding* finding)
 {
-    for (const auto& [which, verdict] : report.loadings)
-        if (aiuLoadingName(which) == loading)
-            return verdict;
-    return report.verdict;
+    if (!finding || finding->severity == Severity::Info)
+        return ConsumerVerdict::AsIntended;
+    return finding->severity == Severity::Error ? ConsumerVerdict::Fails : ConsumerVerdict::RunsDifferently;
 }
+
+// Every Linear a finding touches, separated by commas.
+QString allModules(const ConsumerFinding* finding)
+{
+    QStringList modules;
+    if (finding)
+        for (const std::string& module : finding->modules)
+            modules << QString::fromStdString(module);
+    return modules.join(QStringLiteral(", "));
+}
+
 
 } // namespace
 
@@ -96,33 +105,30 @@ QString ConsumersModel::consumerText(const Row& row) const
                                           : tr("%1 (%2)").arg(name, QString::fromStdString(row.finding->loading));
 }
 
-QString ConsumersModel::verdictText(const Row& row) const
-{
-    const ConsumerVerdict verdict =
-        row.finding && !row.finding->loading.empty() ? loadingVerdict(*row.report, row.finding->loading) : row.report->verdict;
-    return QString::fromUtf8(verdictName(verdict));
-}
 
 QVariant ConsumersModel::display(const Row& row, int column) const
 {
     switch (column) {
     case ConsumerColumn: return consumerText(row);
-    case VerdictColumn: return verdictText(row);
-    case SeverityColumn: return row.finding ? DiagnosticsModel::severityText(row.finding->severity) : QVariant();
-    case ModulesColumn: {
+    case EffectColumn:
         if (!row.finding)
+            return QString::fromUtf8(verdictName(ConsumerVerdict::AsIntended));
+        return row.finding->severity == Severity::Info ? tr("note") : QString::fromUtf8(verdictName(effectOf(row.finding)));
+    case ModulesColumn: {
+        if (!row.finding || row.finding->modules.empty())
             return QVariant();
-        QStringList modules;
-        for (const std::string& module : row.finding->modules)
-            modules << QString::fromStdString(module);
-        return modules.join(QStringLiteral(", "));
+        const QString first = QString::fromStdString(row.finding->modules.front());
+        const auto more = row.finding->modules.size() - 1;
+        return more == 0 ? first : tr("%1 and %2 more").arg(first).arg(more);
     }
+    case AllModulesColumn: return row.finding ? QVariant(allModules(row.finding)) : QVariant();
     case FindingColumn:
         return row.finding ? QString::fromStdString(row.finding->message) : tr("Loads as intended.");
     case FixColumn: return row.finding ? QString::fromStdString(row.finding->fix) : QVariant();
     default: return QVariant();
     }
 }
+
 
 QVariant ConsumersModel::data(const QModelIndex& index, int role) const
 {
@@ -131,19 +137,14 @@ QVariant ConsumersModel::data(const QModelIndex& index, int role) const
     const Row& row = rows_[index.row()];
     switch (role) {
     case Qt::DisplayRole:
-    case Qt::ToolTipRole:
         return display(row, index.column());
+    case Qt::ToolTipRole:
+        return index.column() == ModulesColumn ? QVariant(allModules(row.finding)) : display(row, index.column());
     case Qt::TextAlignmentRole:
         return int(Qt::AlignLeft | Qt::AlignVCenter);
     case SortRole:
-        if (index.column() == VerdictColumn) {
-            const ConsumerVerdict verdict = row.finding && !row.finding->loading.empty()
-                                                ? loadingVerdict(*row.report, row.finding->loading)
-                                                : row.report->verdict;
-            return double(verdictRank(verdict));
-        }
-        if (index.column() == SeverityColumn)
-            return row.finding ? QVariant(double(DiagnosticsModel::severityRank(row.finding->severity))) : QVariant();
+        if (index.column() == EffectColumn) // a text key: exports write the words, not the rank
+            return QString::number(verdictRank(effectOf(row.finding)) * 2 + (row.finding ? 0 : 1));
         return display(row, index.column());
     case SubjectRole:
         if (!row.finding || row.finding->modules.empty())
@@ -159,17 +160,18 @@ QVariant ConsumersModel::headerData(int section, Qt::Orientation orientation, in
     if (orientation == Qt::Horizontal && role == Qt::DisplayRole) {
         switch (section) {
         case ConsumerColumn: return tr("Consumer");
-        case VerdictColumn: return tr("Verdict");
-        case SeverityColumn: return tr("Severity");
+        case EffectColumn: return tr("Effect");
         case ModulesColumn: return tr("Linears");
+        case AllModulesColumn: return tr("All Linears");
         case FindingColumn: return tr("What it does");
         case FixColumn: return tr("Fix");
         default: break;
         }
     }
-    if (orientation == Qt::Horizontal && role == Qt::ToolTipRole && section == VerdictColumn)
-        return tr("as intended / runs differently (a Linear changes scheme or precision) / fails; for the AIU, "
-                  "per loading: fused q/k/v (fms's default) or unfused (aiu-fms-testing-utils' encoders)");
+    if (orientation == Qt::Horizontal && role == Qt::ToolTipRole && section == EffectColumn)
+        return tr("What the finding does to its consumer: fails, runs differently (a Linear changes scheme or "
+                  "precision), or a note that changes nothing; for the AIU per loading: fused q/k/v (fms's "
+                  "default) or unfused (aiu-fms-testing-utils' encoders)");
     return QAbstractTableModel::headerData(section, orientation, role);
 }
 

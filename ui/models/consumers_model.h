@@ -1,8 +1,9 @@
 #pragma once
 // What each runtime will do with the checkpoint (core/analysis/consumers.h) as a table, one row per
-// finding: Consumer (with the AIU loading it holds for), Verdict (the consumer's, or the loading's
-// for the AIU), Severity, Linears, Finding, Fix. A consumer without findings gets one row that says
-// it loads as intended. Roles as in tensor_table_model.h; SubjectRole is the first Linear the
+// finding: Consumer (with the AIU loading it holds for), Effect (what the finding does to that
+// consumer: fails, runs differently, or a note), Finding, Fix, Linears (the first, and how many
+// more; all of them in the tooltip). A consumer without findings gets one row that says it loads as
+// intended; the consumers' verdicts are summary(). Roles as in tensor_table_model.h; SubjectRole is the first Linear the
 // finding touches, so a click selects it in the tree and the tensor table.
 #include <QAbstractTableModel>
 
@@ -15,7 +16,8 @@ namespace scalescope::ui {
 class ConsumersModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { ConsumerColumn, VerdictColumn, SeverityColumn, ModulesColumn, FindingColumn, FixColumn, ColumnCount };
+    // AllModulesColumn lists every Linear (for exports; the view hides it).
+    enum Column { ConsumerColumn, EffectColumn, FindingColumn, FixColumn, ModulesColumn, AllModulesColumn, ColumnCount };
     enum Role { SortRole = Qt::UserRole + 1, SubjectRole = Qt::UserRole + 2 };
 
     explicit ConsumersModel(QObject* parent = nullptr);
@@ -40,7 +42,6 @@ private:
         const ConsumerFinding* finding = nullptr; // null: the consumer has no findings
     };
     QString consumerText(const Row& row) const;
-    QString verdictText(const Row& row) const;
     QVariant display(const Row& row, int column) const;
 
     std::vector<ConsumerReport> reports_;

@@ -161,8 +161,17 @@ QWidget* ModelPanel::createConsumers()
     consumersView_->setModel(consumers_);
     consumersView_->setSelectionBehavior(QAbstractItemView::SelectRows);
     consumersView_->verticalHeader()->hide();
-    consumersView_->horizontalHeader()->setStretchLastSection(true);
     consumersView_->setWordWrap(true);
+    // The sentences get the width and wrap; consumer and effect are short, the Linears abridged.
+    QHeaderView* header = consumersView_->horizontalHeader();
+    header->setSectionResizeMode(ConsumersModel::ConsumerColumn, QHeaderView::ResizeToContents);
+    header->setSectionResizeMode(ConsumersModel::EffectColumn, QHeaderView::ResizeToContents);
+    header->setSectionResizeMode(ConsumersModel::FindingColumn, QHeaderView::Stretch);
+    header->setSectionResizeMode(ConsumersModel::FixColumn, QHeaderView::Stretch);
+    header->setSectionResizeMode(ConsumersModel::ModulesColumn, QHeaderView::Interactive);
+    header->resizeSection(ConsumersModel::ModulesColumn, 260);
+    consumersView_->setColumnHidden(ConsumersModel::AllModulesColumn, true);
+    consumersView_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     connect(consumersView_, &QTableView::clicked, this, [this](const QModelIndex& index) {
         selectSubject(index.data(ConsumersModel::SubjectRole).toString());
     });
@@ -285,7 +294,6 @@ void ModelPanel::showCheckpoint(const CheckpointInfo& info)
                                                  : tr("Consumers"));
     findingsTabs_->setTabToolTip(1, consumers_->summary());
     consumersSummary_->setText(tr("How each runtime loads this checkpoint: %1").arg(consumers_->summary()));
-    consumersView_->resizeColumnsToContents();
     const auto counts = diagnostics_->counts();
     diagnosticsSummary_->setText(tr("Diagnostics: %1, %2, %3")
                                      .arg(countText(counts.errors, tr("error"), tr("errors")),
