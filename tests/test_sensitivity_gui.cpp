@@ -545,6 +545,51 @@ private slots:
         QVERIFY2(!model->consumersModel()->summary().contains("fails"), qPrintable(model->consumersModel()->summary()));
     }
 
+    // Issue 27: a sweep says nothing about another checkpoint. Opening one clears it as every other
+    // result panel is cleared (saving would otherwise keep the previous model's Linears float).
+    void openingAnotherCheckpointClearsTheSweep()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndAsk(window));
+        QVERIFY(sweep(window));
+        SensitivityPanel* panel = window.sensitivityPanel();
+        QVERIFY(panel->table()->rowCount() > 0);
+        QVERIFY(panel->saveButton()->isEnabled());
+
+        QSignalSpy ready(&window, &MainWindow::checkpointReady);
+        window.openCheckpoint(QString::fromStdString(mlmFp8_));
+        QVERIFY(ready.wait(60000));
+        QVERIFY(idle(window));
+        QCOMPARE(panel->table()->rowCount(), 0);
+        QVERIFY(panel->chart()->chart().series.empty());
+        QCOMPARE(panel->chart()->plot()->plottableCount(), 0);
+        QVERIFY(!panel->saveButton()->isEnabled());
+        QStringList shown;
+        for (const QLabel* label : panel->findChildren<QLabel*>())
+            if (label->isVisibleTo(panel))
+                shown << label->text();
+        const QString text = shown.join(QLatin1Char('\n'));
+        QVERIFY2(!text.contains(kDefect) && !text.contains("L0.ffn.in"), qPrintable(text));
+        QVERIFY2(text.contains("the results of the previous checkpoint were cleared"), qPrintable(text));
+    }
+
+    // Another mode over the same checkpoint keeps the sweep (its Linears are still this model's),
+    // marked stale as the Evaluate panel's result is.
+    void anotherModeMarksTheSweepStale()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndAsk(window));
+        QVERIFY(sweep(window));
+        SensitivityPanel* panel = window.sensitivityPanel();
+        QVERIFY(!panel->banner()->isStale());
+        window.modeBox()->setCurrentIndex(1); // Dequant
+        QVERIFY(idle(window));
+        QVERIFY(panel->banner()->isStale());
+        QVERIFY(panel->table()->rowCount() > 0);
+    }
+
     // Per unit is offered and is where the box starts; saving a q/k/v row writes all three Linears.
     void unitSweepSavesAllOfQkv()
     {

@@ -13,6 +13,7 @@
 
 #include "charts/chart_view.h"
 #include "report/charts.h"
+#include "stale_banner.h"
 
 namespace scalescope::ui {
 namespace {
@@ -69,16 +70,16 @@ SensitivityPanel::SensitivityPanel(QWidget* parent) : QWidget(parent)
     splitter->addWidget(table_);
     splitter->setStretchFactor(0, 3); // the bars are the point; the table scrolls
     splitter->setStretchFactor(1, 2);
+    banner_ = new StaleBanner(this);
     auto* layout = new QVBoxLayout(this);
+    layout->addWidget(banner_);
     layout->addLayout(bar);
     layout->addWidget(summary_);
     layout->addWidget(validity_);
     layout->addWidget(splitter, 1);
 
-    connect(run_, &QPushButton::clicked, this, [this] {
-        clearResults(tr("Sweeping..."));
-        emit sweepRequested(granularity_->currentData().toString());
-    });
+    connect(run_, &QPushButton::clicked, this, &SensitivityPanel::requestSweep);
+    connect(banner_, &StaleBanner::rerunRequested, this, &SensitivityPanel::requestSweep);
     connect(save_, &QPushButton::clicked, this, [this] { emit keepFloatRequested(modulesToKeep()); });
     connect(chart_, &ChartView::categoryClicked, this, [this](int index) {
         if (index >= 0 && std::size_t(index) < result_.entries.size()) {
@@ -92,9 +93,18 @@ SensitivityPanel::SensitivityPanel(QWidget* parent) : QWidget(parent)
     });
 }
 
+void SensitivityPanel::requestSweep()
+{
+    if (!run_->isEnabled())
+        return;
+    clearResults(tr("Sweeping..."));
+    emit sweepRequested(granularity_->currentData().toString());
+}
+
 void SensitivityPanel::addEntry(const RunStamp& stamp, std::shared_ptr<const SensitivityEntry> entry)
 {
     stamp_ = stamp;
+    banner_->setResultStamp(stamp); // a cancelled sweep keeps what finished, so it is a result too
     result_.entries.push_back(*entry);
     summary_->setText(tr("%1 entries finished...").arg(result_.entries.size()));
     redraw();
@@ -103,6 +113,7 @@ void SensitivityPanel::addEntry(const RunStamp& stamp, std::shared_ptr<const Sen
 void SensitivityPanel::showResult(std::shared_ptr<const SensitivityResult> result, const RunStamp& stamp)
 {
     stamp_ = stamp;
+    banner_->setResultStamp(stamp);
     result_ = *result;
     QString text = tr("Baseline final SQNR %1 dB (%2) vs %3. Target: %4. ")
                        .arg(db(result_.baseline.sqnrDb))
@@ -148,9 +159,10 @@ void SensitivityPanel::clearResults(const QString& why)
     result_ = {};
     summary_->setText(why);
     showValidity();
-    chart_->setPlaceholder(tr("Ranked bars appear here as the sweep runs."));
+    chart_->setChart({});
     table_->setRowCount(0);
     save_->setEnabled(false);
+    banner_->clearResult();
 }
 
 void SensitivityPanel::redraw()

@@ -32,9 +32,10 @@ public:
     void setBusy(bool busy) override;
     void clearResults(const QString& why) override;
     void takeResult(const PanelResult& result) override;
-    // The sweep shows its stamp in the chart, not in a banner: the window leaves it on screen
-    // when the state changes.
-    StaleBanner* banner() const override { return nullptr; }
+    // Holds the sweep's stamp, so the window clears the sweep when another checkpoint opens (its
+    // modules would be the previous model's) and marks it stale when the mode, reference, device or
+    // float Linears change.
+    StaleBanner* banner() const override { return banner_; }
     QString reportName() const override { return QStringLiteral("sensitivity"); }
     // Nothing yet: reports have never held the sweep, and adding it is a change of their contents.
     void addToReport(ReportSection& /*section*/, bool /*runResultCurrent*/) const override { }
@@ -57,6 +58,7 @@ private:
     void showValidity();
     void fillTable();
     QStringList modulesToKeep() const;
+    void requestSweep();
 
     QComboBox* granularity_ = nullptr;
     QPushButton* run_ = nullptr;
@@ -65,6 +67,7 @@ private:
     QLabel* validity_ = nullptr;
     ChartView* chart_ = nullptr;
     QTableWidget* table_ = nullptr;
+    StaleBanner* banner_ = nullptr;
     SensitivityResult result_;
     RunStamp stamp_;
 };
