@@ -6,6 +6,9 @@
 // a failed device switch goes back, the keyboard moves through the Ask panel, and a checkpoint that
 // cannot run is opened for inspection only.
 #include <QtTest>
+#include <QAction>
+#include <QMenuBar>
+#include <QMenu>
 
 #include <nlohmann/json.hpp>
 
@@ -225,6 +228,69 @@ private slots:
         const auto charts = window.errorsPanel()->charts();
         QVERIFY(!charts.at(4)->chart().series.empty()); // histogram
         QVERIFY(!charts.at(5)->chart().series.empty()); // scatter
+    }
+
+    // Issue 27 item 7: every run from the Run menu and its key, Alt+digit to a panel, and the
+    // reference menus tick the choice in use (not a cancelled one).
+    void keyboardRunsPanelsAndTicksTheReference()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        window.activateWindow();
+        QVERIFY(openAndWait(window, qaFp8_));
+        QVERIFY(QTest::qWaitFor([&] { return !window.session()->busy(); }, 30000));
+        auto menuTitled = [&](const QString& title) -> QMenu* {
+            for (QMenu* menu : window.menuBar()->findChildren<QMenu*>())
+                if (menu->title() == title)
+                    return menu;
+            return nullptr;
+        };
+        QMenu* run = menuTitled(tr("&Run"));
+        QVERIFY(run);
+        QStringList runs;
+        for (QAction* action : run->actions())
+            if (!action->isSeparator())
+                runs << action->text() + "=" + action->shortcut().toString();
+        QCOMPARE(runs, QStringList({"&Answer Question=F5", "&Fill Mask=F6", "&Evaluate SQuAD File=F7",
+                                    "&Sensitivity Sweep=F8", "&Cancel=Esc"}));
+
+        // Alt+digit selects the panel of that tab, whichever widget has the focus.
+        window.askPanel()->questionEdit()->setFocus();
+        QTest::keyClick(&window, Qt::Key_6, Qt::AltModifier);
+        QCOMPARE(window.tabs()->currentWidget(), static_cast<QWidget*>(window.evaluatePanel()));
+        QTest::keyClick(&window, Qt::Key_1, Qt::AltModifier);
+        QCOMPARE(window.tabs()->currentWidget(), static_cast<QWidget*>(window.modelPanel()));
+
+        // F5 answers from any panel: it shows Ask and presses its button.
+        window.askPanel()->setInputs("where is the cat ?", kContext);
+        QSignalSpy answered(window.session(), &WorkbenchSession::answered);
+        QTest::keyClick(&window, Qt::Key_F5);
+        QVERIFY(answered.wait(30000));
+        QCOMPARE(window.tabs()->currentWidget(), static_cast<QWidget*>(window.askPanel()));
+
+        // The ticked reference follows the session: dequantized weights, then the folder.
+        QMenu* file = menuTitled(tr("&File"));
+        QVERIFY(file);
+        auto ticked = [&] {
+            QStringList checked;
+            for (QAction* action : file->actions())
+                if (action->isCheckable() && action->isChecked())
+                    checked << action->text();
+            return checked;
+        };
+        QCOMPARE(ticked().size(), 1); // the remembered reference of this checkpoint, whichever it is
+        QAction* dequant = nullptr;
+        for (QAction* action : file->actions())
+            if (action->text() == "Use &Dequantized Weights as Reference")
+                dequant = action;
+        QVERIFY(dequant);
+        QSignalSpy changed(window.session(), &WorkbenchSession::referenceChanged);
+        dequant->trigger();
+        QVERIFY(changed.wait(30000));
+        QCOMPARE(ticked(), QStringList{"Use &Dequantized Weights as Reference"});
+        QVERIFY(setReferenceAndWait(window, qaFloat_));
+        QCOMPARE(ticked(), QStringList{"&Reference Checkpoint..."});
     }
 
     void fillsMask()

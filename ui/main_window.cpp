@@ -1,6 +1,7 @@
 #include "main_window.h"
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
@@ -265,7 +266,7 @@ void MainWindow::createActions()
     open->setShortcut(QKeySequence::Open);
     open->setToolTip(tr("Open a checkpoint folder (config.json, model.safetensors, tokenizer)"));
     connect(open, &QAction::triggered, this, &MainWindow::chooseCheckpoint);
-    auto* reference = new QAction(tr("Choose &Reference Checkpoint..."), this);
+    auto* reference = new QAction(tr("&Reference Checkpoint..."), this);
     reference->setToolTip(tr("The float checkpoint the FP8 model is compared with"));
     connect(reference, &QAction::triggered, this, &MainWindow::chooseReference);
     auto* dequant = new QAction(tr("Use &Dequantized Weights as Reference"), this);
@@ -274,6 +275,17 @@ void MainWindow::createActions()
     emulation->setToolTip(tr("For checking a runner device: compares the device's run with the exact FP8 emulation "
                              "of the same checkpoint on this CPU, so only the device's own departure shows"));
     connect(emulation, &QAction::triggered, session_, &WorkbenchSession::setCpuEmulationReference);
+    // The three reference choices are exclusive and the menus tick the current one; a cancelled
+    // folder dialog changes nothing, so the ticks follow the session, not the clicks.
+    referenceChoices_ = {reference, dequant, emulation};
+    auto* choices = new QActionGroup(this);
+    for (QAction* choice : referenceChoices_) {
+        choice->setCheckable(true);
+        choices->addAction(choice);
+        connect(choice, &QAction::triggered, this, &MainWindow::tickReferenceChoice);
+    }
+    connect(session_, &WorkbenchSession::referenceChanged, this, &MainWindow::tickReferenceChoice);
+    tickReferenceChoice();
     exportReportAction_ = new QAction(style->standardIcon(QStyle::SP_DialogSaveButton), tr("&Export Report..."), this);
     exportReportAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
     connect(exportReportAction_, &QAction::triggered, this, &MainWindow::chooseReportFolder);
@@ -296,8 +308,8 @@ void MainWindow::createActions()
     file->addAction(exportReportAction_);
     file->addSeparator();
     file->addAction(quit);
-    QMenu* run = menuBar()->addMenu(tr("&Run"));
-    run->addAction(cancelAction_);
+    addRunMenu();
+    addViewMenu();
     demoMenu_ = menuBar()->addMenu(tr("&Demo"));
     demoMenu_->menuAction()->setVisible(false); // filled by the application when demos are installed
     QMenu* help = menuBar()->addMenu(tr("&Help"));
@@ -312,6 +324,60 @@ void MainWindow::createActions()
 
     createToolbar({open, reference, dequant, emulation});
     createStatusBar();
+}
+
+// The tick on the reference in use. A click ticks its action at once, but the reference changes only
+// when the session's job finishes (and not at all when the folder dialog is cancelled): every
+// click and every change re-ticks what the session holds.
+void MainWindow::tickReferenceChoice()
+{
+    const RunStamp::Reference kind = session_->currentStamp().referenceKind;
+    const int current = kind == RunStamp::Reference::Folder ? 0 : kind == RunStamp::Reference::CpuEmulation ? 2 : 1;
+    referenceChoices_[std::size_t(current)]->setChecked(true);
+}
+
+// Every run the panels start, from the keyboard too: each action presses its panel's button (so it
+// runs only when the button would) after showing the panel.
+void MainWindow::addRunMenu()
+{
+    QMenu* run = menuBar()->addMenu(tr("&Run"));
+    const struct {
+        QString text;
+        QKeySequence key;
+        QWidget* panel;
+        QPushButton* button;
+    } runs[] = {
+        {tr("&Answer Question"), QKeySequence(Qt::Key_F5), ask_, ask_->askButton()},
+        {tr("&Fill Mask"), QKeySequence(Qt::Key_F6), fillMask_, fillMask_->fillButton()},
+        {tr("&Evaluate SQuAD File"), QKeySequence(Qt::Key_F7), evaluate_, evaluate_->evaluateButton()},
+        {tr("&Sensitivity Sweep"), QKeySequence(Qt::Key_F8), sensitivity_, sensitivity_->runButton()},
+    };
+    for (const auto& entry : runs) {
+        QAction* action = run->addAction(entry.text);
+        action->setShortcut(entry.key);
+        QWidget* panel = entry.panel;
+        QPushButton* button = entry.button;
+        connect(action, &QAction::triggered, this, [this, panel, button] {
+            tabs_->setCurrentWidget(panel);
+            if (button->isEnabled())
+                button->click();
+        });
+        // The menu shows what can run now.
+        connect(run, &QMenu::aboutToShow, action, [action, button] { action->setEnabled(button->isEnabled()); });
+    }
+    run->addSeparator();
+    run->addAction(cancelAction_);
+}
+
+// Alt+1 ... Alt+7: straight to a panel, whichever widget has the focus.
+void MainWindow::addViewMenu()
+{
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    for (int i = 0; i < tabs_->count(); ++i) {
+        QAction* action = view->addAction(tabs_->tabText(i).remove(QLatin1Char('&')));
+        action->setShortcut(QKeySequence(Qt::ALT | Qt::Key(Qt::Key_1 + i)));
+        connect(action, &QAction::triggered, this, [this, i] { tabs_->setCurrentIndex(i); });
+    }
 }
 
 // Open, the Reference menu, the Mode and Device boxes, Cancel and Export: `actions` are Open and

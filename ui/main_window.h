@@ -90,6 +90,9 @@ private:
     void connectRequests();
     void restoreSettings();
     void createActions();
+    void addRunMenu();
+    void addViewMenu();
+    void tickReferenceChoice();
     void createToolbar(const std::array<QAction*, 4>& actions);
     void createStatusBar();
     void connectSensitivity();
@@ -142,6 +145,7 @@ private:
     QMenu* recentMenu_ = nullptr;
     QMenu* demoMenu_ = nullptr;
     QAction* cancelAction_ = nullptr;
+    std::array<QAction*, 3> referenceChoices_{}; // a folder, dequantized weights, the CPU emulation
     QAction* exportReportAction_ = nullptr;
     QComboBox* mode_ = nullptr;
     QComboBox* device_ = nullptr;
