@@ -836,16 +836,12 @@ std::vector<std::string> keepFloatIgnoreNames(const Checkpoint& checkpoint, cons
     return names;
 }
 
-KeepFloatValidity keepFloatValidity(const EncoderLayout& layout, const std::vector<LinearInfo>& linears,
-                                    const std::vector<std::string>& keptFloat)
+KeepFloatValidity keepFloatValidity(const Checkpoint& checkpoint, const std::vector<std::string>& keptFloat)
 {
-    std::set<std::string> floatAfter(keptFloat.begin(), keptFloat.end());
-    for (const LinearInfo& linear : linears)
-        if (!linear.quantized)
-            floatAfter.insert(linear.module);
+    const EncoderLayout& layout = checkpoint.layout();
     KeepFloatValidity validity;
     std::vector<std::string> splits;
-    for (const FusedUnitFloat& fused : fusedUnitsFloat(layout, floatAfter))
+    for (const FusedUnitFloat& fused : fusedUnitsAfterKeeping(checkpoint, keptFloat))
         if (fused.split()) {
             validity.splitUnits.push_back(fused.unit.label);
             splits.push_back(splitUnitText(layout, fused));

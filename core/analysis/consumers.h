@@ -21,7 +21,6 @@
 #include "analysis/diagnostics.h"
 #include "io/safetensors.h"
 #include "model/checkpoint.h"
-#include "model/linear_plan.h"
 
 namespace scalescope {
 
@@ -91,10 +90,9 @@ struct KeepFloatValidity {
 
 // Who can load the checkpoint that keeps `keptFloat` float as intended: a fused unit
 // (model/runtime_units.h) whose Linears end up part float, part FP8 (counting Linears already
-// float in the checkpoint, from `linears`) is a split that only the unfused AIU path and
-// compressed-tensors honour. The same rule keepFloatRefusal() applies.
-KeepFloatValidity keepFloatValidity(const EncoderLayout& layout, const std::vector<LinearInfo>& linears,
-                                    const std::vector<std::string>& keptFloat);
+// stored float) is a split that only the unfused AIU path and compressed-tensors honour. The same
+// rule, on the same count, keepFloatRefusal() applies.
+KeepFloatValidity keepFloatValidity(const Checkpoint& checkpoint, const std::vector<std::string>& keptFloat);
 
 // The ignore entries that keep these Linears float for every consumer: each HF name and its FMS
 // name, and a layer's qkv_fused name when q, k and v of that layer all end up float.

@@ -657,7 +657,7 @@ SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* refere
     if (result.complete) {
         try {
             suggest(sweep, result, target);
-            result.suggestionValidity = keepFloatValidity(run.checkpoint().layout(), run.linears(), result.suggestedFloat);
+            result.suggestionValidity = keepFloatValidity(run.checkpoint(), result.suggestedFloat);
         } catch (const Cancelled&) {
             result.complete = false;
             result.stoppedReason = "Cancelled while verifying the suggestion; the entries are complete.";
