@@ -276,12 +276,20 @@ bool bandBounds(const ChartSeries& series, std::size_t i, const Geometry& geomet
     return true;
 }
 
+// What a tooltip shows of a value: 4 significant digits (exports keep every digit).
+QString shownValue(double value)
+{
+    if (!std::isfinite(value))
+        return QString::fromStdString(formatChartValue(value));
+    return QString::number(value, 'g', 4);
+}
+
 QString categoryOrX(const ChartData& chart, double x)
 {
     if (isCategorical(chart) && std::isfinite(x) && x >= 0.0 && x == std::floor(x) &&
         x < static_cast<double>(chart.categories.size()))
         return QString::fromStdString(chart.categories[static_cast<std::size_t>(x)]);
-    return QString::fromStdString(formatChartValue(x));
+    return shownValue(x);
 }
 
 QString pointText(const ChartData& chart, std::size_t s, std::size_t i)
@@ -295,14 +303,14 @@ QString pointText(const ChartData& chart, std::size_t s, std::size_t i)
     text += QStringLiteral("\n%1: %2").arg(xName, categoryOrX(chart, series.x[i]));
     if (series.style == SeriesStyle::Cells)
         text += QStringLiteral("\n%1: %2\nvalue: %3")
-                    .arg(yName, QString::fromStdString(formatChartValue(series.y[i])),
-                         QString::fromStdString(formatChartValue(series.z[i])));
+                    .arg(yName, shownValue(series.y[i]),
+                         shownValue(series.z[i]));
     else if (series.style == SeriesStyle::Band)
         text += QStringLiteral("\n%1 min: %2\n%1 max: %3")
-                    .arg(yName, QString::fromStdString(formatChartValue(series.y[i])),
-                         QString::fromStdString(formatChartValue(series.yUpper[i])));
+                    .arg(yName, shownValue(series.y[i]),
+                         shownValue(series.yUpper[i]));
     else
-        text += QStringLiteral("\n%1: %2").arg(yName, QString::fromStdString(formatChartValue(series.y[i])));
+        text += QStringLiteral("\n%1: %2").arg(yName, shownValue(series.y[i]));
     return text;
 }
 
@@ -608,6 +616,42 @@ void drawSeries(QCustomPlot& plot, const ChartData& chart, const Geometry& geome
     }
 }
 
+// Behind the grid, full width, clipped to the axis rect: a bound past the axis is simply cut.
+void drawValueBands(QCustomPlot& plot, const ChartData& chart)
+{
+    for (const ValueBand& band : chart.valueBands) {
+        QColor color(QString::fromStdString(band.color));
+        color.setAlpha(28);
+        auto* rect = new QCPItemRect(&plot);
+        rect->setLayer(QStringLiteral("background"));
+        rect->setClipToAxisRect(true);
+        for (QCPItemPosition* corner : {rect->topLeft, rect->bottomRight}) {
+            corner->setTypeX(QCPItemPosition::ptAxisRectRatio);
+            corner->setTypeY(QCPItemPosition::ptPlotCoords);
+        }
+        rect->topLeft->setCoords(0.0, band.upper);
+        rect->bottomRight->setCoords(1.0, band.lower);
+        rect->setPen(Qt::NoPen);
+        rect->setBrush(color);
+        if (band.label.empty())
+            continue;
+        // The label sits at the band's lower edge on the left, where bars rarely reach.
+        auto* text = new QCPItemText(&plot);
+        text->setLayer(QStringLiteral("background"));
+        text->setClipToAxisRect(true);
+        text->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
+        text->position->setTypeY(QCPItemPosition::ptPlotCoords);
+        text->position->setCoords(0.005, band.lower);
+        text->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+        text->setText(QString::fromStdString(band.label));
+        color.setAlpha(255);
+        text->setColor(color);
+        QFont font = plot.font();
+        font.setPointSizeF(font.pointSizeF() * 0.85);
+        text->setFont(font);
+    }
+}
+
 void drawMarkers(QCustomPlot& plot, const ChartData& chart)
 {
     const QColor markerColor(0x44, 0x44, 0x44);
@@ -846,6 +890,7 @@ void renderChart(QCustomPlot& plot, const ChartData& chart)
     clearPreviousChart(plot);
     const Geometry geometry = computeGeometry(chart);
     setUpAxes(plot, chart, geometry);
+    drawValueBands(plot, chart);
     drawSeries(plot, chart, geometry);
     drawMarkers(plot, chart);
     addTitleAndLegend(plot, chart);

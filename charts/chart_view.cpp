@@ -1,5 +1,6 @@
 #include "charts/chart_view.h"
 
+#include <QAbstractScrollArea>
 #include <QApplication>
 #include <QClipboard>
 #include <QFileDialog>
@@ -10,6 +11,8 @@
 #include <QStackedWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <QScrollBar>
+#include <QWheelEvent>
 
 #include <algorithm>
 #include <cmath>
@@ -21,12 +24,33 @@
 
 namespace scalescope::ui {
 
+bool ChartView::eventFilter(QObject* watched, QEvent* event)
+{
+    if (watched != plot_ || event->type() != QEvent::Wheel)
+        return QWidget::eventFilter(watched, event);
+    auto* wheel = static_cast<QWheelEvent*>(event);
+    if (wheel->modifiers() & Qt::ControlModifier)
+        return false; // QCustomPlot zooms (iRangeZoom)
+    // Handed to the nearest scroll area around the chart, as if the chart were not there.
+    for (QWidget* ancestor = parentWidget(); ancestor; ancestor = ancestor->parentWidget())
+        if (auto* area = qobject_cast<QAbstractScrollArea*>(ancestor)) {
+            QScrollBar* bar = wheel->angleDelta().x() != 0 && wheel->angleDelta().y() == 0
+                                  ? area->horizontalScrollBar()
+                                  : area->verticalScrollBar();
+            QCoreApplication::sendEvent(bar, event);
+            break;
+        }
+    return true;
+}
+
 ChartView::ChartView(QWidget* parent) : QWidget(parent)
 {
     plot_ = new QCustomPlot(this);
     // Small enough that two charts side by side and three stacked fit a 1024x640 window; the
     // panels put charts in splitters, so users give them room when they want it.
     plot_->setMinimumSize(200, 110);
+    // The wheel scrolls the page the chart sits in; Ctrl+wheel zooms the chart (eventFilter).
+    plot_->installEventFilter(this);
 
     placeholder_ = new QLabel(tr("No data yet."), this);
     placeholder_->setAlignment(Qt::AlignCenter);

@@ -43,6 +43,10 @@ public:
     // is not drawn.
     std::optional<QPoint> barPixel(int series, int category) const;
 
+protected:
+    // Plain wheel: the page scrolls; Ctrl+wheel: the chart zooms.
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
 signals:
     // Index into chart().categories (or the x value rounded, for numeric charts).
     void categoryClicked(int index);

@@ -625,7 +625,8 @@ private slots:
         QTest::addColumn<double>("y");
         QTest::addColumn<QStringList>("expected");
         // Bars: 4 categories, two series side by side; left half of a slot is fp8, right half reference.
-        QTest::newRow("left bar of layer 0") << 0 << -0.15 << 0.1 << QStringList{"fp8", "layer 0", "0.3333333333333333"};
+        // Tooltips show 4 significant digits (the CSV keeps every digit, see above).
+        QTest::newRow("left bar of layer 0") << 0 << -0.15 << 0.1 << QStringList{"fp8", "layer 0", "SQNR (dB): 0.3333"};
         QTest::newRow("right bar of layer 1") << 0 << 1.15 << 5.0 << QStringList{"reference", "layer 1", "18.75"};
         QTest::newRow("above a bar") << 0 << 0.85 << 20.6 << QStringList{"fp8", "layer 1", "20.5"};
         QTest::newRow("far from all") << 0 << 2.0 << 60.0 << QStringList{};
@@ -658,6 +659,7 @@ private slots:
         }
         for (const QString& part : expected)
             QVERIFY2(text.contains(part), qPrintable(QStringLiteral("'%1' not in '%2'").arg(part, text)));
+        QVERIFY2(!text.contains(QLatin1String("33333")), qPrintable(text)); // 4 significant digits, not 16
         // One point only: the other series is not named.
         if (kind == 0)
             QVERIFY(!(text.contains("fp8") && text.contains("reference")));

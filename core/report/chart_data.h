@@ -34,6 +34,15 @@ inline std::size_t pointCount(const ChartSeries& series)
     return count;
 }
 
+// A horizontal stretch of the value axis shaded behind the series, e.g. the good, fair and poor
+// ranges of an SQNR (analysis/verdict.h); a bound beyond the axis is drawn at the axis' edge.
+struct ValueBand {
+    double lower = 0;
+    double upper = 0;
+    std::string label;                // "good (>= 30 dB)"
+    std::string color;                // "#RRGGBB", drawn translucent
+};
+
 struct ChartData {
     std::string id;                   // file stem for exports: "layer_sqnr"
     std::string title;
@@ -44,6 +53,7 @@ struct ChartData {
     std::vector<ChartSeries> series;
     std::vector<std::pair<double, std::string>> horizontalMarkers; // y value and label (e.g. 448)
     std::vector<std::pair<double, std::string>> verticalMarkers = {}; // x value (category index) and label
+    std::vector<ValueBand> valueBands = {}; // drawn behind everything, on screen and in exports
 };
 
 } // namespace scalescope

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "analysis/verdict.h"
 #include "numerics/half.h"
 
 namespace scalescope {
@@ -190,6 +191,23 @@ ChartData exponentHistogramChart(const LinearScaleStatistics& linear)
 
 namespace {
 
+// SQNR axes are shaded by the verdict's bands (analysis/verdict.h), so a bar reads as good or poor
+// without the user knowing the thresholds.
+void addSqnrBands(ChartData& chart)
+{
+    const VerdictThresholds& t = verdictThresholds();
+    const auto dB = [](double v) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%g dB", v);
+        return std::string(text);
+    };
+    chart.valueBands = {
+        {t.goodSqnrDb, 1e6, "good (>= " + dB(t.goodSqnrDb) + ")", gradeColor(Grade::Good)},
+        {t.poorSqnrDb, t.goodSqnrDb, "fair", gradeColor(Grade::Fair)},
+        {-1e6, t.poorSqnrDb, "poor (< " + dB(t.poorSqnrDb) + ")", gradeColor(Grade::Poor)},
+    };
+}
+
 // One value per layer output (embeddings first), for the per-layer charts.
 ChartData perLayerChart(const ComparisonResult& comparison, const std::string& id, const std::string& what,
                         const std::string& yLabel, ChartSeries series, double (*value)(const ErrorMetrics&))
@@ -213,9 +231,11 @@ ChartData perLayerChart(const ComparisonResult& comparison, const std::string& i
 
 ChartData layerSqnrChart(const ComparisonResult& comparison)
 {
-    return perLayerChart(comparison, "layer_sqnr", "SQNR of each layer's output", "SQNR (dB)",
-                         {"SQNR", SeriesStyle::Bars, {}, {}, {}, "#0072B2"},
-                         [](const ErrorMetrics& m) { return m.sqnrDb; });
+    ChartData chart = perLayerChart(comparison, "layer_sqnr", "SQNR of each layer's output", "SQNR (dB)",
+                                    {"SQNR", SeriesStyle::Bars, {}, {}, {}, "#0072B2"},
+                                    [](const ErrorMetrics& m) { return m.sqnrDb; });
+    addSqnrBands(chart);
+    return chart;
 }
 
 ChartData layerCosineChart(const ComparisonResult& comparison)
@@ -251,6 +271,7 @@ ChartData linearSqnrChart(const ComparisonResult& comparison)
     }
     noteInfinite(chart, bars);
     chart.series = {bars};
+    addSqnrBands(chart);
     return chart;
 }
 
