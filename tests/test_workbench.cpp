@@ -38,6 +38,9 @@
 #include "charts/chart_view.h"
 #include "engine/compute_threads.h"
 #include "main_window.h"
+#include "panels/linear_inspector.h"
+#include "panels/triage_panel.h"
+#include <QDockWidget>
 #include "models/answers_model.h"
 #include "models/diagnostics_model.h"
 #include "models/layer_metrics_model.h"
@@ -257,10 +260,18 @@ private slots:
 
         // Alt+digit selects the panel of that tab, whichever widget has the focus.
         window.askPanel()->questionEdit()->setFocus();
-        QTest::keyClick(&window, Qt::Key_6, Qt::AltModifier);
+        QTest::keyClick(&window, Qt::Key_7, Qt::AltModifier);
         QCOMPARE(window.tabs()->currentWidget(), static_cast<QWidget*>(window.evaluatePanel()));
-        QTest::keyClick(&window, Qt::Key_1, Qt::AltModifier);
+        QTest::keyClick(&window, Qt::Key_2, Qt::AltModifier);
         QCOMPARE(window.tabs()->currentWidget(), static_cast<QWidget*>(window.modelPanel()));
+        QTest::keyClick(&window, Qt::Key_1, Qt::AltModifier);
+        QCOMPARE(window.tabs()->currentWidget(), static_cast<QWidget*>(window.triagePanel()));
+        // Alt+9 hides and shows the Linear inspector.
+        QVERIFY(window.inspectorDock()->isVisible());
+        QTest::keyClick(&window, Qt::Key_9, Qt::AltModifier);
+        QVERIFY(!window.inspectorDock()->isVisible());
+        QTest::keyClick(&window, Qt::Key_9, Qt::AltModifier);
+        QVERIFY(window.inspectorDock()->isVisible());
 
         // F5 answers from any panel: it shows Ask and presses its button.
         window.askPanel()->setInputs("where is the cat ?", kContext);
@@ -918,7 +929,7 @@ private slots:
             MainWindow window;
             window.show();
             QVERIFY(openAndWait(window, qaFp8_));
-            window.tabs()->setCurrentIndex(3);
+            window.tabs()->setCurrentWidget(window.scalesPanel());
             // Tall enough for the Scales charts' minimum heights (below them the panel scrolls).
             window.resize(1400, 1500);
             QTest::qWait(50);
@@ -928,7 +939,7 @@ private slots:
         MainWindow again;
         again.show();
         QVERIFY(QTest::qWaitForWindowExposed(&again));
-        QCOMPARE(again.tabs()->currentIndex(), 3);
+        QCOMPARE(again.tabs()->currentWidget(), static_cast<QWidget*>(again.scalesPanel()));
         // Splitter positions come back (proportions: the new window lays out at its own size).
         const QList<int> sizes = again.findChild<QSplitter*>("scalesSplitter")->sizes();
         QCOMPARE(sizes.size(), 3);

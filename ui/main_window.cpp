@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
+#include <QDockWidget>
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QFileDialog>
@@ -16,6 +17,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
+#include <QScreen>
 #include <QPushButton>
 #include <QSplitter>
 #include <QStatusBar>
@@ -31,6 +33,9 @@
 #include "panels/ask_panel.h"
 #include "panels/errors_panel.h"
 #include "panels/evaluate_panel.h"
+#include "linear_selection.h"
+#include "panels/linear_inspector.h"
+#include "panels/triage_panel.h"
 #include "panels/fill_mask_panel.h"
 #include "panels/model_panel.h"
 #include "panels/scales_panel.h"
@@ -56,6 +61,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     createPanels();
     createActions();
     connectSensitivity();
+    connectSelection();
+    connectTriage();
     connectResults();
     connectState();
     connectRequests();
@@ -65,12 +72,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
 void MainWindow::createPanels()
 {
     tabs_ = new QTabWidget(this);
+    triage_ = new TriagePanel(tabs_);
     model_ = new ModelPanel(tabs_);
     ask_ = new AskPanel(tabs_);
     fillMask_ = new FillMaskPanel(tabs_);
     scales_ = new ScalesPanel(tabs_);
     errors_ = new ErrorsPanel(tabs_);
     evaluate_ = new EvaluatePanel(tabs_);
+    tabs_->addTab(triage_, tr("Triage"));
     tabs_->addTab(model_, tr("Model"));
     tabs_->addTab(ask_, tr("Ask"));
     tabs_->addTab(fillMask_, tr("Fill Mask"));
@@ -80,8 +89,20 @@ void MainWindow::createPanels()
     sensitivity_ = new SensitivityPanel(tabs_);
     tabs_->addTab(sensitivity_, tr("Sensitivity"));
     setCentralWidget(tabs_);
-    // In tab order, which is also the order of their charts and tables in a report.
-    resultPanels_ = {model_, ask_, fillMask_, scales_, errors_, evaluate_, sensitivity_};
+    // In tab order, which is also the order of their charts and tables in a report: the verdict first.
+    resultPanels_ = {triage_, model_, ask_, fillMask_, scales_, errors_, evaluate_, sensitivity_};
+    // A splitter dragged to the end hides a chart for good, with no hint how to get it back.
+    for (QSplitter* splitter : findChildren<QSplitter*>())
+        splitter->setChildrenCollapsible(false);
+
+    selection_ = new LinearSelection(this);
+    inspector_ = new LinearInspector(this);
+    inspectorDock_ = new QDockWidget(tr("Linear Inspector"), this);
+    inspectorDock_->setObjectName(QStringLiteral("inspectorDock"));
+    inspectorDock_->setWidget(inspector_);
+    inspectorDock_->setAllowedAreas(Qt::LeftDockWidgetArea | Qt::RightDockWidgetArea | Qt::BottomDockWidgetArea);
+    addDockWidget(Qt::RightDockWidgetArea, inspectorDock_);
+    resizeDocks({inspectorDock_}, {330}, Qt::Horizontal);
 }
 
 PanelResult MainWindow::resultOf(const RunStamp& stamp) const
@@ -96,6 +117,7 @@ void MainWindow::showResult(const PanelResult& result)
 {
     for (ResultPanel* panel : resultPanels_)
         panel->takeResult(result);
+    inspector_->takeResult(result);
 }
 
 void MainWindow::showRunTimes(const ComparisonResult& comparison)
@@ -194,7 +216,6 @@ void MainWindow::connectRequests()
     connect(fillMask_, &FillMaskPanel::fillRequested, this,
             [this](const QString& text, int topK) { session_->fillMask(text, topK); });
     connect(errors_, &ErrorsPanel::capturePointRequested, session_, &WorkbenchSession::capturePoint);
-    connect(model_, &ModelPanel::linearSelected, scales_, &ScalesPanel::selectLinear);
     connect(model_, &ModelPanel::floatLinearsEdited, this, &MainWindow::setFloatLinears);
     connect(evaluate_, &EvaluatePanel::evaluateRequested, session_, &WorkbenchSession::evaluate);
     connect(session_, &WorkbenchSession::evaluationProgress, evaluate_, &EvaluatePanel::showProgress);
@@ -217,7 +238,7 @@ void MainWindow::restoreSettings()
     // Runner devices are not restarted silently at start-up; the in-process CPU is the default.
     device_->setCurrentIndex(0);
     if (geometry.isEmpty())
-        resize(1280, 820);
+        fitToScreen();
     const RunStamp now = session_->currentStamp();
     for (ResultPanel* panel : resultPanels_)
         panel->setCurrentStamp(now);
@@ -236,11 +257,90 @@ void MainWindow::connectSensitivity()
     });
     connect(session_, &WorkbenchSession::keptFloat, sensitivity_,
             [this](const QString&, const QString& summary) { sensitivity_->showMessage(summary); });
-    // A bar or row selects its Linear in the Model tree, the Errors and the Scales panels.
-    connect(sensitivity_, &SensitivityPanel::linearSelected, model_, &ModelPanel::selectSubject);
-    connect(sensitivity_, &SensitivityPanel::linearSelected, errors_, &ErrorsPanel::selectLinear);
-    connect(sensitivity_, &SensitivityPanel::linearSelected, scales_, &ScalesPanel::selectLinear);
     connect(sensitivity_, &SensitivityPanel::keepFloatRequested, this, &MainWindow::saveFixedCheckpoint);
+}
+
+void MainWindow::connectSelection()
+{
+    LinearSelection* selection = selection_;
+    auto select = [selection](const QString& module) { selection->select(module); };
+    connect(model_, &ModelPanel::linearSelected, selection, select);
+    connect(scales_, &ScalesPanel::linearSelected, selection, select);
+    connect(errors_, &ErrorsPanel::linearSelected, selection, select);
+    connect(sensitivity_, &SensitivityPanel::linearSelected, selection, select);
+    connect(triage_, &TriagePanel::linearSelected, selection, select);
+    connect(selection, &LinearSelection::selected, this, [this](const QString& module) {
+        if (module.isEmpty()) {
+            inspector_->showLinear(module);
+            return;
+        }
+        model_->selectSubject(module);
+        scales_->selectLinear(module);
+        errors_->selectLinear(module);
+        sensitivity_->selectLinear(module);
+        triage_->selectLinear(module);
+        inspector_->showLinear(module);
+    });
+    connect(inspector_, &LinearInspector::floatToggled, this, &MainWindow::setLinearFloat);
+    connect(inspector_, &LinearInspector::showScalesRequested, this,
+            [this](const QString& module) { showLinearIn(scales_, module); });
+    connect(inspector_, &LinearInspector::showErrorsRequested, this,
+            [this](const QString& module) { showLinearIn(errors_, module); });
+}
+
+// The triage card's buttons press what the user would press elsewhere.
+void MainWindow::connectTriage()
+{
+    connect(triage_, &TriagePanel::runInFloatRequested, this, [this](const QString& module) { setLinearFloat(module, true); });
+    connect(triage_, &TriagePanel::showScalesRequested, this, [this](const QString& module) { showLinearIn(scales_, module); });
+    connect(triage_, &TriagePanel::showErrorsRequested, this, [this](const QString& module) { showLinearIn(errors_, module); });
+    connect(triage_, &TriagePanel::answerRequested, this, [this] {
+        QPushButton* button = tabs_->isTabEnabled(tabs_->indexOf(ask_)) ? ask_->askButton() : fillMask_->fillButton();
+        if (button->isEnabled())
+            button->click();
+        else // nothing to run yet: the input is the user's to type
+            tabs_->setCurrentWidget(tabs_->isTabEnabled(tabs_->indexOf(ask_)) ? static_cast<QWidget*>(ask_) : fillMask_);
+    });
+    connect(triage_, &TriagePanel::sweepRequested, this, [this] {
+        if (sensitivity_->runButton()->isEnabled())
+            sensitivity_->runButton()->click();
+    });
+    connect(triage_, &TriagePanel::evaluateRequested, this, [this] {
+        tabs_->setCurrentWidget(evaluate_);
+        if (evaluate_->evaluateButton()->isEnabled())
+            evaluate_->evaluateButton()->click();
+    });
+    connect(triage_, &TriagePanel::saveFixedRequested, this, &MainWindow::saveFixedCheckpoint);
+}
+
+void MainWindow::setLinearFloat(const QString& module, bool inFloat)
+{
+    QStringList modules = session_->floatLinears();
+    modules.removeAll(module);
+    if (inFloat)
+        modules << module;
+    setFloatLinears(modules);
+}
+
+void MainWindow::showLinearIn(QWidget* panel, const QString& module)
+{
+    selection_->select(module);
+    tabs_->setCurrentWidget(panel);
+}
+
+void MainWindow::fitToScreen()
+{
+    const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen();
+    QSize size(1280, 820);
+    if (screen) {
+        const QRect available = screen->availableGeometry();
+        // The frame (title bar, borders) comes on top of the size: leave room for it.
+        size = size.boundedTo(QSize(available.width() * 92 / 100, available.height() * 92 / 100));
+        resize(size);
+        move(available.center() - QPoint(width() / 2, height() / 2));
+        return;
+    }
+    resize(size);
 }
 
 void MainWindow::saveFixedCheckpoint(const QStringList& modules)
@@ -369,7 +469,8 @@ void MainWindow::addRunMenu()
     run->addAction(cancelAction_);
 }
 
-// Alt+1 ... Alt+7: straight to a panel, whichever widget has the focus.
+// Alt+1 ... Alt+8: straight to a panel, whichever widget has the focus; Alt+9 shows or hides the
+// Linear inspector.
 void MainWindow::addViewMenu()
 {
     QMenu* view = menuBar()->addMenu(tr("&View"));
@@ -378,6 +479,10 @@ void MainWindow::addViewMenu()
         action->setShortcut(QKeySequence(Qt::ALT | Qt::Key(Qt::Key_1 + i)));
         connect(action, &QAction::triggered, this, [this, i] { tabs_->setCurrentIndex(i); });
     }
+    view->addSeparator();
+    QAction* inspector = inspectorDock_->toggleViewAction();
+    inspector->setShortcut(QKeySequence(Qt::ALT | Qt::Key_9));
+    view->addAction(inspector);
 }
 
 // Open, the Reference menu, the Mode and Device boxes, Cancel and Export: `actions` are Open and
@@ -525,6 +630,8 @@ void MainWindow::onStateChanged()
             panel->clearResults(why);
         panel->setCurrentStamp(now);
     }
+    inspector_->setCurrentStamp(now);
+    inspector_->setFloatLinears(now.floatLinears);
     if (ask_->banner()->isStale())
         rerunAsk();
     else if (fillMask_->banner()->isStale())
@@ -683,6 +790,7 @@ void MainWindow::onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info)
         session_->setReference(QFileInfo(saved).isDir() ? saved : QString());
     PanelResult opened;
     opened.checkpoint = info_;
+    selection_->clear();
     showResult(opened);
     setWindowTitle(tr("ScaleScope - %1").arg(QDir::toNativeSeparators(info_->directory)));
     addRecent(info_->directory);
@@ -709,6 +817,8 @@ void MainWindow::onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info)
     } else {
         statusBar()->showMessage(tr("Opened %1").arg(info_->directory), 5000);
     }
+    // Triage is where a checkpoint is judged: it comes to the front on every open.
+    tabs_->setCurrentWidget(triage_);
     updateStatus();
     emit checkpointReady(info_->directory);
 }

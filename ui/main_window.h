@@ -1,10 +1,11 @@
 #pragma once
 // The workbench's main window: opens a checkpoint (menu, toolbar, drag and drop, recent files),
-// chooses the reference, the run mode and the device, and hosts the result panels (Model, Ask,
-// Fill Mask, Scales, Errors, Evaluate, Sensitivity), which it holds as ResultPanels: a result, a
+// chooses the reference, the run mode and the device, and hosts the result panels (Triage, Model,
+// Ask, Fill Mask, Scales, Errors, Evaluate, Sensitivity), which it holds as ResultPanels: a result, a
 // checkpoint switch, a state change, busy and the report reach each of them through one loop.
 // All model work goes through WorkbenchSession (off the GUI thread); the status bar shows device,
-// mode, dtype, load time, and the progress and Cancel of its JobTracker. Report contents are
+// mode, dtype, load time, and the progress and Cancel of its JobTracker. The Linear the user selects
+// anywhere is one LinearSelection that every view and the Linear inspector dock follow. Report contents are
 // assembled by report_assembly.h. Settings and the window layout persist through QSettings.
 #include <QMainWindow>
 
@@ -18,6 +19,7 @@
 
 class QAction;
 class QComboBox;
+class QDockWidget;
 class QLabel;
 class QMenu;
 class QProgressBar;
@@ -28,6 +30,9 @@ namespace scalescope::ui {
 
 class AskPanel;
 class ErrorsPanel;
+class LinearInspector;
+class LinearSelection;
+class TriagePanel;
 class EvaluatePanel;
 class SensitivityPanel;
 class FillMaskPanel;
@@ -58,6 +63,10 @@ public:
     ErrorsPanel* errorsPanel() const { return errors_; }
     EvaluatePanel* evaluatePanel() const { return evaluate_; }
     SensitivityPanel* sensitivityPanel() const { return sensitivity_; }
+    TriagePanel* triagePanel() const { return triage_; }
+    LinearInspector* inspector() const { return inspector_; }
+    QDockWidget* inspectorDock() const { return inspectorDock_; }
+    LinearSelection* selection() const { return selection_; }
     QTabWidget* tabs() const { return tabs_; }
     QString lastError() const { return lastError_; }
     QMenu* demoMenu() const { return demoMenu_; }
@@ -96,6 +105,14 @@ private:
     void createToolbar(const std::array<QAction*, 4>& actions);
     void createStatusBar();
     void connectSensitivity();
+    // Every view that shows Linears selects through selection_ and follows it.
+    void connectSelection();
+    void connectTriage();
+    // Runs `module` in float from now on, or in FP8 again, keeping the other overrides.
+    void setLinearFloat(const QString& module, bool inFloat);
+    void showLinearIn(QWidget* panel, const QString& module);
+    // The first size: 1280x820, or 92 % of a smaller screen's available area.
+    void fitToScreen();
     void saveFixedCheckpoint(const QStringList& modules);
     void chooseCheckpoint();
     void chooseReference();
@@ -132,6 +149,7 @@ private:
     DemoCatalog demo_;
 
     QTabWidget* tabs_ = nullptr;
+    TriagePanel* triage_ = nullptr;
     ModelPanel* model_ = nullptr;
     AskPanel* ask_ = nullptr;
     FillMaskPanel* fillMask_ = nullptr;
@@ -141,6 +159,9 @@ private:
     SensitivityPanel* sensitivity_ = nullptr;
     // The panels above, in tab order.
     std::vector<ResultPanel*> resultPanels_;
+    LinearSelection* selection_ = nullptr;
+    LinearInspector* inspector_ = nullptr;
+    QDockWidget* inspectorDock_ = nullptr;
 
     QMenu* recentMenu_ = nullptr;
     QMenu* demoMenu_ = nullptr;

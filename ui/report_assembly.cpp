@@ -58,16 +58,22 @@ ReportContents assembleReport(const std::vector<ResultPanel*>& panels, const Run
     contents.summary["app_version"] = QApplication::applicationVersion().toStdString();
     contents.summary["date"] = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
     nlohmann::json leftOut = nlohmann::json::array();
+    // What the report cannot hold because it never ran in this state: named, so an empty report
+    // says why it is empty.
+    nlohmann::json notRun = nlohmann::json::array();
     ReportSection section(contents, now.describe());
     for (const ResultPanel* panel : panels) {
         const bool stale = panel->isStale();
         if (stale)
             leftOut.push_back(leftOutEntry(*panel, now));
+        if (panel->banner() && !panel->hasResult())
+            notRun.push_back({{"result", panel->reportName().toStdString()}, {"reason", panel->notRunReason().toStdString()}});
         const bool current = panel->banner() ? panel->hasResult() && !stale : true;
         panel->addToReport(section, current);
     }
     sortLeftOut(leftOut);
     contents.summary["left_out"] = leftOut;
+    contents.summary["not_run"] = notRun;
     std::vector<std::string> ids;
     for (const ChartData& chart : contents.charts)
         ids.push_back(chart.id);

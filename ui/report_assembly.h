@@ -1,7 +1,7 @@
 #pragma once
 // What File > Export Report puts in a report: the state it is stamped with, each result panel's
-// charts, tables and summary keys when its result belongs to that state, and the stale results it
-// left out, named in summary.json with why. report_export.h then writes what this assembles to a
+// charts, tables and summary keys when its result belongs to that state, the stale results it
+// left out (summary.json's left_out) and the results that never ran (not_run), each with why. report_export.h then writes what this assembles to a
 // folder; this file decides the contents, that one the files.
 #include <QString>
 
@@ -16,7 +16,7 @@ namespace scalescope::ui {
 class ResultPanel;
 
 // The report of these panels (in the order their charts and tables appear) for the state `now`.
-// summary["left_out"] lists the stale results.
+// summary["left_out"] lists the stale results, summary["not_run"] the panels without a result.
 ReportContents assembleReport(const std::vector<ResultPanel*>& panels, const RunStamp& now);
 
 } // namespace scalescope::ui

@@ -53,6 +53,41 @@ QString summaryValue(const nlohmann::json& value)
                              : QString::fromStdString(value.dump()).toHtmlEscaped();
 }
 
+// The triage verdict the page opens with (summary["verdict"], written by the Triage panel).
+QString verdictHtml(const nlohmann::json& summary)
+{
+    if (!summary.contains("verdict") || !summary["verdict"].is_object())
+        return {};
+    const nlohmann::json& verdict = summary["verdict"];
+    QString box = QStringLiteral("<div class=\"verdict\">");
+    if (verdict.value("grade", nlohmann::json()).is_string()) {
+        const QString grade = QString::fromStdString(verdict["grade"].get<std::string>()).toHtmlEscaped();
+        box += QStringLiteral("<h2>Verdict: <span class=\"%1\">%1</span></h2><ul>").arg(grade);
+    } else {
+        box += QStringLiteral("<h2>No verdict: nothing ran in this state</h2><ul>");
+    }
+    if (verdict.contains("final_sqnr_db"))
+        box += QStringLiteral("<li>final output SQNR: %1 dB</li>").arg(summaryValue(verdict["final_sqnr_db"]));
+    if (verdict.contains("answers_agree"))
+        box += QStringLiteral("<li>answers agree with the reference: %1</li>")
+                   .arg(verdict["answers_agree"].get<bool>() ? QStringLiteral("yes") : QStringLiteral("no"));
+    if (verdict.contains("f1_drop_points"))
+        box += QStringLiteral("<li>F1 drop against the reference: %1 points</li>").arg(summaryValue(verdict["f1_drop_points"]));
+    if (verdict.contains("next_step"))
+        box += QStringLiteral("<li>next: %1</li>").arg(summaryValue(verdict["next_step"]));
+    box += QStringLiteral("</ul>");
+    if (verdict.contains("suspects") && !verdict["suspects"].empty()) {
+        box += QStringLiteral("<p>Suspects:</p><ol>");
+        for (const auto& suspect : verdict["suspects"])
+            box += QStringLiteral("<li><b>%1</b> (%2): %3</li>")
+                       .arg(summaryValue(suspect.value("label", nlohmann::json())),
+                            summaryValue(suspect.value("module", nlohmann::json())),
+                            summaryValue(suspect.value("why", nlohmann::json())));
+        box += QStringLiteral("</ol>");
+    }
+    return box + QStringLiteral("</div>\n");
+}
+
 // One self-contained page (relative links to the PNGs next to it) that opens from the file system.
 std::string indexHtml(const ReportContents& contents)
 {
@@ -61,7 +96,10 @@ std::string indexHtml(const ReportContents& contents)
         "<style>body{font-family:sans-serif;margin:1.5em;max-width:1200px}table{border-collapse:collapse;"
         "margin-bottom:1.5em}td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}th{background:#eee}"
         "img{max-width:100%;border:1px solid #ddd}.stamp td:first-child{font-weight:bold}"
-        ".left{color:#8a5a00}</style></head><body>\n<h1>ScaleScope report</h1>\n<table class=\"stamp\">\n");
+        ".left{color:#8a5a00}.verdict{border:2px solid #888;padding:.5em 1em;margin-bottom:1em}"
+        ".good{color:#1b7837}.fair{color:#b35806}.poor{color:#b2182b}</style></head><body>\n<h1>ScaleScope report</h1>\n");
+    page += verdictHtml(contents.summary);
+    page += QStringLiteral("<table class=\"stamp\">\n");
     for (const char* key : {"checkpoint", "reference", "mode", "device", "float_linears", "architecture", "consumers",
                             "question", "context", "text", "app_version", "date"})
         if (contents.summary.contains(key))
@@ -71,6 +109,14 @@ std::string indexHtml(const ReportContents& contents)
     if (contents.summary.contains("left_out") && !contents.summary["left_out"].empty()) {
         page += QStringLiteral("<p class=\"left\">Left out because they do not belong to the state above:</p><ul class=\"left\">\n");
         for (const auto& entry : contents.summary["left_out"])
+            page += QStringLiteral("<li>%1: %2</li>\n")
+                        .arg(summaryValue(entry.value("result", nlohmann::json())),
+                             summaryValue(entry.value("reason", nlohmann::json())));
+        page += QStringLiteral("</ul>\n");
+    }
+    if (contents.summary.contains("not_run") && !contents.summary["not_run"].empty()) {
+        page += QStringLiteral("<p class=\"left\">Not in this report because they did not run in the state above:</p><ul class=\"left\">\n");
+        for (const auto& entry : contents.summary["not_run"])
             page += QStringLiteral("<li>%1: %2</li>\n")
                         .arg(summaryValue(entry.value("result", nlohmann::json())),
                              summaryValue(entry.value("reason", nlohmann::json())));

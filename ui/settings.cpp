@@ -15,7 +15,7 @@ QByteArray Settings::windowGeometry() const { return settings_.value(QStringLite
 void Settings::setWindowGeometry(const QByteArray& geometry) { settings_.setValue(QStringLiteral("window/geometry"), geometry); }
 QByteArray Settings::windowState() const { return settings_.value(QStringLiteral("window/state")).toByteArray(); }
 void Settings::setWindowState(const QByteArray& state) { settings_.setValue(QStringLiteral("window/state"), state); }
-int Settings::currentTab() const { return settings_.value(QStringLiteral("window/tab"), 1).toInt(); }
+int Settings::currentTab() const { return settings_.value(QStringLiteral("window/tab"), 0).toInt(); } // Triage
 void Settings::setCurrentTab(int index) { settings_.setValue(QStringLiteral("window/tab"), index); }
 
 QByteArray Settings::splitterState(const QString& splitter) const

@@ -40,6 +40,8 @@
 #include "panels/model_panel.h"
 #include "panels/scales_panel.h"
 #include "panels/sensitivity_panel.h"
+#include "panels/triage_panel.h"
+#include <QTableWidget>
 #include "stale_banner.h"
 #include "support/fixtures.h"
 
@@ -177,9 +179,16 @@ int main(int argc, char** argv)
         bert ? DemoCatalog() : loadDemoCatalog(findDemoFolder(QStringLiteral(SCALESCOPE_DEMO_DIR)));
     MainWindow window;
     window.setDemoCatalog(demo);
+    // First start: the window at the size it picks for this screen.
+    window.show();
+    QTest::qWaitForWindowExposed(&window);
+    QTest::qWait(200);
+    std::printf("first start: %dx%d at %d,%d on a %dx%d screen\n", window.frameGeometry().width(),
+                window.frameGeometry().height(), window.frameGeometry().x(), window.frameGeometry().y(),
+                window.screen()->availableGeometry().width(), window.screen()->availableGeometry().height());
+    shoot(window, out + "/00-first-start.png");
     window.move(0, 0);
     window.resize(size);
-    window.show();
     std::printf("window %dx%d (minimum size hint %dx%d)\n", window.width(), window.height(),
                 window.minimumSizeHint().width(), window.minimumSizeHint().height());
     WorkbenchSession* session = window.session();
@@ -234,6 +243,8 @@ int main(int argc, char** argv)
         return 1;
     waitIdle(session);
     shoot(window, out + "/02-ask.png");
+    window.tabs()->setCurrentWidget(window.triagePanel());
+    shoot(window, out + "/02b-triage.png");
 
     window.tabs()->setCurrentWidget(window.scalesPanel());
     shoot(window, out + "/04-scales.png");
@@ -252,6 +263,13 @@ int main(int argc, char** argv)
     waitFor(swept, 600000);
     waitIdle(session);
     shoot(window, out + "/05b-sensitivity.png");
+    window.tabs()->setCurrentWidget(window.triagePanel());
+    shoot(window, out + "/05c-triage-after-sweep.png");
+    // The first suspect, as a click on its row selects it: the inspector shows it.
+    if (window.triagePanel()->suspectsTable()->rowCount() > 0)
+        window.triagePanel()->suspectsTable()->setCurrentCell(0, 1);
+    QTest::qWait(100);
+    shoot(window, out + "/05d-inspector.png");
     whatIf(window, out);
 
     const QString squad = QStringLiteral(SCALESCOPE_SHARED_DATA) + "/squad/squad2-dev-sample.json";

@@ -43,6 +43,7 @@ public:
     void clearResults(const QString& why) override;
     void takeResult(const PanelResult& result) override;
     QString reportName() const override { return QStringLiteral("ask"); }
+    QString notRunReason() const override { return QStringLiteral("no question answered yet"); }
     void addToReport(ReportSection& section, bool runResultCurrent) const override;
     // Whether the open checkpoint can answer; reason becomes the Answer button's tooltip.
     void setRunnable(bool runnable, const QString& reason);

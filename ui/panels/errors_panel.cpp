@@ -114,8 +114,13 @@ void ErrorsPanel::connectClicks()
 {
     connect(outputsOnly_, &QCheckBox::toggled, metrics_, &LayerMetricsModel::setOutputsOnly);
     connect(view_, &QTableView::clicked, this, [this](const QModelIndex& index) {
-        const QModelIndex name = index.siblingAtColumn(0);
-        emit capturePointRequested(name.data(Qt::DisplayRole).toString());
+        const QString name = index.siblingAtColumn(0).data(Qt::DisplayRole).toString();
+        if (comparison_)
+            for (const CapturePointMetrics& p : comparison_->points)
+                if (p.name == name.toStdString() &&
+                    (p.kind == CaptureKind::LinearInput || p.kind == CaptureKind::LinearOutput))
+                    emit linearSelected(QString::fromStdString(p.module));
+        emit capturePointRequested(name);
     });
     // Layer charts: category i is the i-th layer-output point (embeddings first).
     auto layerPoint = [this](int category) -> QString {
@@ -145,8 +150,10 @@ void ErrorsPanel::connectClicks()
             return;
         int seen = 0;
         for (const CapturePointMetrics& p : comparison_->points)
-            if (p.kind == CaptureKind::LinearOutput && seen++ == category)
+            if (p.kind == CaptureKind::LinearOutput && seen++ == category) {
+                emit linearSelected(QString::fromStdString(p.module));
                 emit capturePointRequested(QString::fromStdString(p.name));
+            }
     });
 }
 

@@ -35,6 +35,7 @@ public:
     void takeResult(const PanelResult& result) override;
     StaleBanner* banner() const override { return banner_; }
     QString reportName() const override { return QStringLiteral("errors"); }
+    QString notRunReason() const override { return QStringLiteral("no run yet: the errors come from answering a question or filling a mask"); }
     // The charts and metrics table, and the final logits' metrics in the summary.
     void addToReport(ReportSection& section, bool runResultCurrent) const override;
     QString summaryText() const;
@@ -53,6 +54,8 @@ public:
 
 signals:
     void capturePointRequested(const QString& name);
+    // The user clicked a Linear's bar or its row.
+    void linearSelected(const QString& module);
 
 private:
     void createTable();

@@ -40,6 +40,7 @@ public:
     void clearResults(const QString& why) override;
     void takeResult(const PanelResult& result) override;
     QString reportName() const override { return QStringLiteral("evaluation"); }
+    QString notRunReason() const override { return QStringLiteral("no SQuAD file evaluated yet"); }
     // The charts and disagreements table, and where inf/NaN starts over the dataset in the summary.
     void addToReport(ReportSection& section, bool runResultCurrent) const override;
     // Whether the open checkpoint can be evaluated; reason becomes the button's tooltip.

@@ -37,6 +37,7 @@ public:
     void clearResults(const QString& why) override;
     void takeResult(const PanelResult& result) override;
     QString reportName() const override { return QStringLiteral("fill_mask"); }
+    QString notRunReason() const override { return QStringLiteral("no mask filled yet"); }
     void addToReport(ReportSection& section, bool runResultCurrent) const override;
     // Whether the open checkpoint can fill masks; reason becomes the Fill button's tooltip.
     void setRunnable(bool runnable, const QString& reason);

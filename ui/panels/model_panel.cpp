@@ -126,7 +126,8 @@ QWidget* ModelPanel::createTensorTable()
     auto* tableBox = new QWidget(this);
     auto* tableLayout = new QVBoxLayout(tableBox);
     tableLayout->setContentsMargins(0, 0, 0, 0);
-    tableLayout->addWidget(makeFilter(tr("Filter tensors by name"), tensorProxy_, tableBox));
+    tensorFilter_ = makeFilter(tr("Filter tensors by name"), tensorProxy_, tableBox);
+    tableLayout->addWidget(tensorFilter_);
     tableLayout->addWidget(tensorView_);
 
     return tableBox;
@@ -192,17 +193,24 @@ void ModelPanel::connectSelection()
     connect(diagnosticsView_, &QTableView::clicked, this, [this](const QModelIndex& index) {
         selectSubject(index.data(DiagnosticsModel::SubjectRole).toString());
     });
+    // A module in the tree narrows the table to its tensors; a tensor is selected in the table.
     connect(treeView_, &QTreeView::clicked, this, [this](const QModelIndex& index) {
         const QString subject = index.data(ModuleTreeModel::SubjectRole).toString();
         const int row = tensors_->rowForName(subject);
-        if (row >= 0)
-            tensorView_->selectRow(tensorProxy_->mapFromSource(tensors_->index(row, 0)).row());
+        if (row < 0) {
+            filterTensorsTo(subject);
+            if (linears_.contains(subject))
+                emit linearSelected(subject);
+            return;
+        }
+        tensorView_->selectRow(tensorProxy_->mapFromSource(tensors_->index(row, 0)).row());
     });
     connect(tensorView_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             [this](const QModelIndex& current) {
                 const QString name = current.data(TensorTableModel::SubjectRole).toString();
-                if (name.endsWith(QLatin1String(".weight")))
-                    emit linearSelected(name.chopped(7));
+                const QString module = name.section(QLatin1Char('.'), 0, -2);
+                if (linears_.contains(module))
+                    emit linearSelected(module);
             });
 }
 
@@ -282,9 +290,13 @@ void ModelPanel::showCheckpoint(const CheckpointInfo& info)
     auto rows = TensorTableModel::rowsFrom(*info.checkpoint);
     tree_->setTensors(rows);
     QStringList quantized;
-    for (const LinearInfo& linear : info.linears)
+    linears_.clear();
+    for (const LinearInfo& linear : info.linears) {
+        linears_ << QString::fromStdString(linear.module);
         if (linear.quantized)
             quantized << QString::fromStdString(linear.module);
+    }
+    tensorFilter_->clear();
     tree_->setQuantizedLinears(quantized);
     tensors_->setTensors(std::move(rows), info.statistics);
     diagnostics_->setFindings(info.findings);
@@ -309,18 +321,30 @@ void ModelPanel::showCheckpoint(const CheckpointInfo& info)
         treeView_->resizeColumnToContents(column);
 }
 
+void ModelPanel::filterTensorsTo(const QString& module)
+{
+    // The trailing dot keeps layer.1 from matching layer.10; the filter box shows it, so the user
+    // sees why the table is short and clears it there.
+    tensorFilter_->setText(module.isEmpty() ? QString() : module + QLatin1Char('.'));
+}
+
 void ModelPanel::selectSubject(const QString& subject)
 {
-    int row = tensors_->rowForName(subject);
-    if (row < 0)
-        row = tensors_->rowForName(subject + QStringLiteral(".weight"));
-    if (row >= 0) {
-        const QModelIndex index = tensorProxy_->mapFromSource(tensors_->index(row, 0));
-        if (!index.isValid()) { // filtered out: show everything again
-            tensorProxy_->setFilterFixedString(QString());
+    // The table follows the tree: it narrows to the module's tensors (a tensor's module, or the
+    // module named), then the tensor (or the module's weight) is selected. When a row of this
+    // module is current already (the user clicked it), the table stays as it is.
+    const QString current = tensorView_->currentIndex().data(TensorTableModel::SubjectRole).toString();
+    if (current.isEmpty() || current.section(QLatin1Char('.'), 0, -2) != subject) {
+        int row = tensors_->rowForName(subject);
+        const bool isTensor = row >= 0;
+        if (!isTensor)
+            row = tensors_->rowForName(subject + QStringLiteral(".weight"));
+        if (row >= 0) {
+            filterTensorsTo(isTensor ? subject.section(QLatin1Char('.'), 0, -2) : subject);
+            const QModelIndex index = tensorProxy_->mapFromSource(tensors_->index(row, 0));
+            tensorView_->selectRow(index.row());
+            tensorView_->scrollTo(index);
         }
-        tensorView_->selectRow(tensorProxy_->mapFromSource(tensors_->index(row, 0)).row());
-        tensorView_->scrollTo(tensorProxy_->mapFromSource(tensors_->index(row, 0)));
     }
     const QModelIndex treeIndex = treeProxy_->mapFromSource(tree_->indexForName(subject));
     if (treeIndex.isValid()) {

@@ -41,6 +41,9 @@ public:
     void addToReport(ReportSection& section, bool runResultCurrent) const override;
     // Selects a tensor (or a module's weight) in the tree and the table.
     void selectSubject(const QString& subject);
+    // The tensor table shows this module's tensors only (the tree's selection); empty: all.
+    void filterTensorsTo(const QString& module);
+    QLineEdit* tensorFilter() const { return tensorFilter_; }
     // The Linears the tree shows as running in float (the session's set, echoed back).
     void setFloatLinears(const QStringList& modules);
 
@@ -81,6 +84,8 @@ private:
     QLabel* summary_ = nullptr;
     QLabel* diagnosticsSummary_ = nullptr;
     QLabel* consumersSummary_ = nullptr;
+    QLineEdit* tensorFilter_ = nullptr;
+    QStringList linears_; // every Linear of the checkpoint shown (quantized or not)
     std::string architecture_; // of the checkpoint shown; empty before the first
 };
 

@@ -18,6 +18,7 @@ void ResultPanel::setCurrentStamp(const RunStamp& now)
 {
     if (StaleBanner* strip = banner())
         strip->setCurrentStamp(now);
+    currentStampChanged(now);
 }
 
 } // namespace scalescope::ui

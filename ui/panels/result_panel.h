@@ -45,6 +45,9 @@ public:
     // Adds the panel's charts, tables and summary keys. Without a current run result only what
     // belongs to the checkpoint goes in (for a panel without a banner, its result counts as current).
     virtual void addToReport(ReportSection& section, bool runResultCurrent) const = 0;
+    // Why a report holds no run result of this panel when it has none ("no question answered yet"),
+    // for summary.json's not_run and the report page.
+    virtual QString notRunReason() const { return QStringLiteral("nothing ran yet"); }
     // A job runs: inputs that would start another are off.
     virtual void setBusy(bool /*busy*/) { }
 
@@ -52,6 +55,11 @@ public:
     bool isStale() const;
     // The state of the window is now `now`: a result made in another one turns stale.
     void setCurrentStamp(const RunStamp& now);
+
+protected:
+    // After setCurrentStamp, for a panel that reads more than its banner's stamp (the triage card
+    // holds parts of several runs).
+    virtual void currentStampChanged(const RunStamp& /*now*/) { }
 };
 
 } // namespace scalescope::ui

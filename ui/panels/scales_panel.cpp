@@ -82,9 +82,12 @@ ScalesPanel::ScalesPanel(QWidget* parent) : QWidget(parent)
 
     connect(linear_, qOverload<int>(&QComboBox::currentIndexChanged), this, &ScalesPanel::showLinear);
     connect(ranges_, &ChartView::categoryClicked, this, [this](int category) {
-        if (category >= 0 && category < linear_->count())
+        if (category >= 0 && category < linear_->count()) {
             linear_->setCurrentIndex(category);
+            emit linearSelected(selectedLinear());
+        }
     });
+    connect(linear_, qOverload<int>(&QComboBox::activated), this, [this] { emit linearSelected(selectedLinear()); });
 }
 
 void ScalesPanel::setStatistics(std::vector<LinearScaleStatistics> statistics)

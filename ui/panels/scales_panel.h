@@ -31,6 +31,7 @@ public:
     void takeResult(const PanelResult& result) override;
     StaleBanner* banner() const override { return banner_; }
     QString reportName() const override { return QStringLiteral("activations"); }
+    QString notRunReason() const override { return QStringLiteral("no run yet: activation statistics come from answering a question or filling a mask"); }
     // The weight charts always (they are the checkpoint's), the activation charts of a current run.
     void addToReport(ReportSection& section, bool runResultCurrent) const override;
     void selectLinear(const QString& module);
@@ -38,6 +39,10 @@ public:
 
     std::vector<ChartView*> charts() const;
     ChartView* rangesView() const { return ranges_; }
+
+signals:
+    // The user picked a Linear (the box or a bar of the range chart).
+    void linearSelected(const QString& module);
 
 private:
     void showLinear(int index);

@@ -1,5 +1,7 @@
 #include "panels/sensitivity_panel.h"
 
+#include <algorithm>
+
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -13,6 +15,7 @@
 
 #include "charts/chart_view.h"
 #include "report/charts.h"
+#include "report_section.h"
 #include "stale_banner.h"
 
 namespace scalescope::ui {
@@ -91,6 +94,39 @@ SensitivityPanel::SensitivityPanel(QWidget* parent) : QWidget(parent)
         if (row >= 0 && std::size_t(row) < result_.entries.size())
             emit linearSelected(QString::fromStdString(result_.entries[std::size_t(row)].linears.front()));
     });
+}
+
+void SensitivityPanel::addToReport(ReportSection& section, bool runResultCurrent) const
+{
+    if (!runResultCurrent || result_.entries.empty())
+        return;
+    section.addChart(chart_);
+    section.addTable(QStringLiteral("sensitivity"), table_->model());
+    nlohmann::json suggested = nlohmann::json::array();
+    for (const std::string& module : result_.suggestedFloat)
+        suggested.push_back(module);
+    section.summary()["sensitivity"] = {{"granularity", result_.granularity},
+                                        {"entries", result_.entries.size()},
+                                        {"complete", result_.complete},
+                                        {"target", result_.target},
+                                        {"suggested_float", suggested},
+                                        {"suggestion_reached", result_.suggestionReached},
+                                        {"suggestion_note", result_.suggestionNote}};
+}
+
+void SensitivityPanel::selectLinear(const QString& module)
+{
+    const std::string name = module.toStdString();
+    for (std::size_t i = 0; i < result_.entries.size(); ++i) {
+        const SensitivityEntry& entry = result_.entries[i];
+        if (entry.module == name || std::find(entry.linears.begin(), entry.linears.end(), name) != entry.linears.end()) {
+            chart_->highlightCategory(int(i));
+            const QSignalBlocker blocker(table_);
+            table_->selectRow(int(i));
+            return;
+        }
+    }
+    chart_->highlightCategory(-1);
 }
 
 void SensitivityPanel::requestSweep()

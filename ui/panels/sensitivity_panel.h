@@ -37,8 +37,9 @@ public:
     // float Linears change.
     StaleBanner* banner() const override { return banner_; }
     QString reportName() const override { return QStringLiteral("sensitivity"); }
-    // Nothing yet: reports have never held the sweep, and adding it is a change of their contents.
-    void addToReport(ReportSection& /*section*/, bool /*runResultCurrent*/) const override { }
+    QString notRunReason() const override { return QStringLiteral("no sensitivity sweep run yet"); }
+    // The sweep chart and table, and summary["sensitivity"]: granularity, target, the suggestion.
+    void addToReport(ReportSection& section, bool runResultCurrent) const override;
     const SensitivityResult& result() const { return result_; }
     ChartView* chart() const { return chart_; }
     QTableWidget* table() const { return table_; }
@@ -46,6 +47,8 @@ public:
     QPushButton* saveButton() const { return save_; }
     QComboBox* granularityBox() const { return granularity_; }
     QLabel* validityLabel() const { return validity_; } // which consumers can load the suggestion
+    // Shades the entry that holds this Linear (its own, or its unit's) and selects its row; emits nothing.
+    void selectLinear(const QString& module);
 
 signals:
     void sweepRequested(const QString& granularity);
