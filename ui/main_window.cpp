@@ -328,19 +328,21 @@ void MainWindow::showLinearIn(QWidget* panel, const QString& module)
     tabs_->setCurrentWidget(panel);
 }
 
+QSize MainWindow::firstWindowSize(const QSize& available)
+{
+    return QSize(1280, 820).boundedTo(QSize(available.width() * 92 / 100, available.height() * 92 / 100));
+}
+
 void MainWindow::fitToScreen()
 {
     const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen();
-    QSize size(1280, 820);
-    if (screen) {
-        const QRect available = screen->availableGeometry();
-        // The frame (title bar, borders) comes on top of the size: leave room for it.
-        size = size.boundedTo(QSize(available.width() * 92 / 100, available.height() * 92 / 100));
-        resize(size);
-        move(available.center() - QPoint(width() / 2, height() / 2));
+    if (!screen) {
+        resize(1280, 820);
         return;
     }
-    resize(size);
+    const QRect available = screen->availableGeometry();
+    resize(firstWindowSize(available.size()));
+    move(available.center() - QPoint(width() / 2, height() / 2));
 }
 
 void MainWindow::saveFixedCheckpoint(const QStringList& modules)

@@ -77,6 +77,9 @@ public:
     QPushButton* clearFloatButton() const { return clearFloat_; }
     // Asks for the AIU runner's command line (RunnerDialog) and switches to it.
     void chooseAiuRunner();
+    // The size of the first window on a screen with this available area: 1280x820, or 92 % of a
+    // smaller screen's width and height (the frame comes on top).
+    static QSize firstWindowSize(const QSize& available);
 
 signals:
     void checkpointReady(const QString& dir);
@@ -111,7 +114,7 @@ private:
     // Runs `module` in float from now on, or in FP8 again, keeping the other overrides.
     void setLinearFloat(const QString& module, bool inFloat);
     void showLinearIn(QWidget* panel, const QString& module);
-    // The first size: 1280x820, or 92 % of a smaller screen's available area.
+    // The first geometry: firstWindowSize, centred on the screen.
     void fitToScreen();
     void saveFixedCheckpoint(const QStringList& modules);
     void chooseCheckpoint();

@@ -45,8 +45,10 @@ void StaleBanner::setCurrentStamp(const RunStamp& stamp)
 void StaleBanner::refresh()
 {
     setVisible(hasResult_);
-    if (!hasResult_)
+    if (!hasResult_) {
+        label_->clear(); // no stamp of a result that is gone may come back into view
         return;
+    }
     if (isStale()) {
         // Colours chosen to read as a warning on light and dark palettes alike.
         setStyleSheet(QStringLiteral("#staleBanner { background: #fff3cd; border: 1px solid #e0b252; } "

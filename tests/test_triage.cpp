@@ -1,0 +1,465 @@
+// The path from "accuracy dropped" to "this Linear" (issue 27), driven as a user would on tiny
+// checkpoints made here: the first window fits a laptop screen; the Triage tab grades the run by
+// the thresholds of analysis/verdict.h (checked against a hand computation of the grade), ranks a
+// planted defect (one Linear's static input scale 64x too small) first after a sweep and saves the
+// fixed checkpoint from its own button in three clicks; a click on a sweep bar selects that Linear
+// in every view and the inspector; the report opens with the verdict, holds the sweep and names
+// what it left out and what never ran; and the checkpoint-switch sequence RoBERTa QA -> BERT QA ->
+// RoBERTa QA -> RoBERTa MLM, each with an answer and a sweep, leaves nothing of the previous model
+// in any label, table, chart or field of the window.
+#include <QtTest>
+
+#include <QAbstractItemModel>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QScreen>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTreeView>
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+#include <qcustomplot.h>
+
+#include "analysis/verdict.h"
+#include "charts/chart_view.h"
+#include "engine/compute_threads.h"
+#include "linear_selection.h"
+#include "main_window.h"
+#include "model/checkpoint.h"
+#include "models/tensor_table_model.h"
+#include "models/module_tree_model.h"
+#include "panels/ask_panel.h"
+#include "panels/errors_panel.h"
+#include "panels/fill_mask_panel.h"
+#include "panels/linear_inspector.h"
+#include "panels/model_panel.h"
+#include "panels/scales_panel.h"
+#include "panels/sensitivity_panel.h"
+#include "panels/triage_panel.h"
+#include "stale_banner.h"
+#include "support/fixtures.h"
+#include "tasks/question_answering.h"
+
+using namespace scalescope;
+using namespace scalescope::ui;
+using namespace scalescope::testing;
+using json = nlohmann::json;
+
+namespace {
+
+const QString kDefect = QStringLiteral("roberta.encoder.layer.0.intermediate.dense");
+const char* kQuestion = "what is the capital of France ?";
+const char* kContext = "Paris is the capital of France . the cat sat on the mat . a dog sat on the cat";
+
+json readJson(const QString& path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return nullptr;
+    return json::parse(file.readAll().toStdString());
+}
+
+// The grade as analysis/verdict.h states the rule, computed here on its own: good at 30 dB or
+// more, poor below 20 dB, fair between; disagreeing answers are poor whatever the SQNR.
+QString expectedGrade(double sqnrDb, bool agree)
+{
+    if (!agree || std::isnan(sqnrDb) || sqnrDb < 20.0)
+        return QStringLiteral("poor");
+    return sqnrDb >= 30.0 ? QStringLiteral("good") : QStringLiteral("fair");
+}
+
+// Every text the window shows: labels, line edits, every cell of every item model (trees
+// recursively), chart titles, categories and series names. What belongs to a previous model
+// would be found here.
+QStringList shownTexts(QWidget& window)
+{
+    QStringList texts;
+    for (QLabel* label : window.findChildren<QLabel*>())
+        texts << label->text();
+    for (QLineEdit* edit : window.findChildren<QLineEdit*>())
+        texts << edit->text();
+    for (QAbstractItemModel* model : window.findChildren<QAbstractItemModel*>()) {
+        std::function<void(const QModelIndex&)> walk = [&](const QModelIndex& parent) {
+            for (int r = 0; r < model->rowCount(parent); ++r)
+                for (int c = 0; c < model->columnCount(parent); ++c) {
+                    const QModelIndex index = model->index(r, c, parent);
+                    texts << index.data(Qt::DisplayRole).toString() << index.data(Qt::ToolTipRole).toString();
+                    if (c == 0 && model->hasChildren(index))
+                        walk(index);
+                }
+        };
+        walk({});
+    }
+    for (ChartView* view : window.findChildren<ChartView*>()) {
+        texts << QString::fromStdString(view->chart().title);
+        for (const std::string& category : view->chart().categories)
+            texts << QString::fromStdString(category);
+        for (const ChartSeries& series : view->chart().series)
+            texts << QString::fromStdString(series.name);
+    }
+    return texts;
+}
+
+QStringList containing(const QStringList& texts, const QString& needle)
+{
+    QStringList found;
+    for (const QString& text : texts)
+        if (text.contains(needle))
+            found << text.left(160);
+    return found;
+}
+
+} // namespace
+
+class TestTriage : public QObject {
+    Q_OBJECT
+    std::string float_, defect_, bertFloat_, bertFp8_, mlmFloat_, mlmFp8_, robertaFp8_;
+
+    bool idle(MainWindow& window) { return QTest::qWaitFor([&] { return !window.session()->busy(); }, 120000); }
+
+    bool open(MainWindow& window, const std::string& checkpoint, const std::string& reference)
+    {
+        QSignalSpy ready(&window, &MainWindow::checkpointReady);
+        window.openCheckpoint(QString::fromStdString(checkpoint));
+        if (!ready.wait(60000))
+            return false;
+        QSignalSpy changed(window.session(), &WorkbenchSession::referenceChanged);
+        window.setReference(QString::fromStdString(reference));
+        return changed.wait(60000) && idle(window);
+    }
+
+    bool ask(MainWindow& window)
+    {
+        window.askPanel()->setInputs(kQuestion, kContext);
+        QSignalSpy answered(window.session(), &WorkbenchSession::answered);
+        QTest::mouseClick(window.askPanel()->askButton(), Qt::LeftButton);
+        return answered.wait(60000) && idle(window);
+    }
+
+    bool fill(MainWindow& window)
+    {
+        window.fillMaskPanel()->setText(QStringLiteral("the cat <mask> on the mat"));
+        QSignalSpy filled(window.session(), &WorkbenchSession::masksFilled);
+        QTest::mouseClick(window.fillMaskPanel()->fillButton(), Qt::LeftButton);
+        return filled.wait(60000) && idle(window);
+    }
+
+    bool sweep(MainWindow& window, const QString& granularity = QStringLiteral("linear"))
+    {
+        QComboBox* box = window.sensitivityPanel()->granularityBox();
+        box->setCurrentIndex(box->findData(granularity));
+        QSignalSpy finished(window.session(), &WorkbenchSession::sensitivityFinished);
+        QTest::mouseClick(window.sensitivityPanel()->runButton(), Qt::LeftButton);
+        return finished.wait(240000) && idle(window);
+    }
+
+private slots:
+    void initTestCase()
+    {
+        QStandardPaths::setTestModeEnabled(true);
+        QSettings().clear();
+        setComputeThreads(2);
+        const std::string root = makeTempDir("triage");
+        // Distinct folder names: a leftover of one model is found by its name.
+        float_ = root + "/alpha-float";
+        TinyModelSpec spec;
+        spec.seed = 4242;
+        writeTinyFloatCheckpoint(float_, spec);
+        const auto checkpoint = Checkpoint::open(float_);
+        const std::vector<int64_t> ids =
+            buildQaWindows(checkpoint->tokenizer(), kQuestion, kContext, {}).front().encoding.ids;
+        Fp8Scheme scheme;
+        scheme.activations = "tensor";
+        Fp8Edits planted;
+        planted.inputScaleFactors[kDefect.toStdString()] = 1.0f / 64.0f;
+        defect_ = root + "/alpha-defect";
+        writeTinyFp8Checkpoint(float_, defect_, scheme, ids, planted);
+        robertaFp8_ = root + "/charlie-roberta-fp8";
+        writeTinyFp8Checkpoint(float_, robertaFp8_, {"channel", "token", "F32"});
+        spec.architecture = "BertForQuestionAnswering";
+        bertFloat_ = root + "/bravo-bert-float";
+        writeTinyFloatCheckpoint(bertFloat_, spec);
+        bertFp8_ = root + "/bravo-bert-fp8";
+        writeTinyFp8Checkpoint(bertFloat_, bertFp8_, {"channel", "token", "F32"});
+        spec.architecture = "RobertaForMaskedLM";
+        mlmFloat_ = root + "/delta-mlm-float";
+        writeTinyFloatCheckpoint(mlmFloat_, spec);
+        mlmFp8_ = root + "/delta-mlm-fp8";
+        writeTinyFp8Checkpoint(mlmFloat_, mlmFp8_, {"channel", "token", "F32"});
+    }
+
+    void firstWindowFitsALaptopScreen()
+    {
+        // A 1366x768 screen less a 32-pixel panel: the window and everything it insists on fit.
+        const QSize laptop(1366, 768 - 32);
+        const QSize first = MainWindow::firstWindowSize(laptop);
+        QVERIFY(first.width() <= laptop.width() && first.height() <= laptop.height());
+        QCOMPARE(MainWindow::firstWindowSize(QSize(2560, 1440)), QSize(1280, 820)); // a large screen: as before
+        MainWindow window;
+        QVERIFY2(window.minimumSizeHint().width() <= first.width() && window.minimumSizeHint().height() <= first.height(),
+                 qPrintable(QStringLiteral("minimum %1x%2").arg(window.minimumSizeHint().width()).arg(window.minimumSizeHint().height())));
+        // And on the screen this test runs on, the first window lies inside its available area.
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        const QRect available = window.screen()->availableGeometry();
+        if (qgetenv("QT_QPA_PLATFORM").startsWith("offscreen"))
+            QCOMPARE(available.size(), QSize(1366, 768));
+        QVERIFY2(available.contains(window.geometry()),
+                 qPrintable(QStringLiteral("%1x%2+%3+%4 on %5x%6").arg(window.width()).arg(window.height())
+                                .arg(window.x()).arg(window.y()).arg(available.width()).arg(available.height())));
+        QCOMPARE(window.tabs()->currentWidget(), static_cast<QWidget*>(window.triagePanel()));
+    }
+
+    void triageGradesRanksAndSavesTheFixInThreeClicks()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(open(window, defect_, float_));
+        TriagePanel* triage = window.triagePanel();
+        QCOMPARE(window.tabs()->currentWidget(), static_cast<QWidget*>(triage));
+        QVERIFY(triage->verdictLabel()->text().contains("No verdict"));
+        QCOMPARE(triage->nextStep(), TriagePanel::NextStep::Answer);
+
+        QSignalSpy answered(window.session(), &WorkbenchSession::answered);
+        window.askPanel()->setInputs(kQuestion, kContext);
+        window.tabs()->setCurrentWidget(triage);
+        QTest::mouseClick(triage->nextStepButton(), Qt::LeftButton); // answers the input on the Ask tab
+        QVERIFY(answered.wait(60000));
+        QVERIFY(idle(window));
+        const auto outcome = answered.takeFirst().at(0).value<std::shared_ptr<const AskOutcome>>();
+        const double sqnr = outcome->comparison->finalLogits.sqnrDb;
+        const bool agree = outcome->comparison->qa->sameBestAnswer;
+        QCOMPARE(triage->overallGrade(), expectedGrade(sqnr, agree));
+        QVERIFY2(triage->verdictLabel()->text().contains(QString::number(sqnr, 'g', 4)),
+                 qPrintable(triage->verdictLabel()->text()));
+        // Without a sweep the suspects are the Linears with the lowest output SQNR, worst first.
+        const QStringList before = triage->suspects();
+        QVERIFY(!before.isEmpty());
+        double previous = -INFINITY;
+        for (const QString& module : before.mid(0, 3)) {
+            for (const CapturePointMetrics& p : outcome->comparison->points)
+                if (p.kind == CaptureKind::LinearOutput && p.module == module.toStdString()) {
+                    QVERIFY(p.metrics.sqnrDb >= previous);
+                    previous = p.metrics.sqnrDb;
+                }
+        }
+        QVERIFY2(triage->nextStep() == TriagePanel::NextStep::Sweep, qPrintable(triage->nextStepLabel()->text()));
+
+        // Click 1: the sweep, from Triage. The planted defect comes first.
+        window.sensitivityPanel()->granularityBox()->setCurrentIndex(
+            window.sensitivityPanel()->granularityBox()->findData(QStringLiteral("linear")));
+        QSignalSpy swept(window.session(), &WorkbenchSession::sensitivityFinished);
+        QTest::mouseClick(triage->nextStepButton(), Qt::LeftButton);
+        QVERIFY(swept.wait(240000));
+        QVERIFY(idle(window));
+        QCOMPARE(triage->suspects().value(0), kDefect);
+        QCOMPARE(triage->nextStep(), TriagePanel::NextStep::SaveFixed);
+        QVERIFY(triage->nextStepLabel()->text().contains(kDefect));
+
+        // Click 2: Save Fixed Checkpoint...; click 3: Save in the dialog (answered as a user types).
+        QTemporaryDir parent;
+        const QString dst = parent.filePath("fixed");
+        QTimer answerDialog;
+        connect(&answerDialog, &QTimer::timeout, this, [&] {
+            auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
+            auto* name = dialog ? dialog->findChild<QLineEdit*>("fileNameEdit") : nullptr;
+            if (!name)
+                return;
+            answerDialog.stop();
+            name->setText(dst);
+            static_cast<QDialog*>(dialog)->accept();
+        });
+        answerDialog.start(20);
+        QSignalSpy kept(window.session(), &WorkbenchSession::keptFloat);
+        QTest::mouseClick(triage->nextStepButton(), Qt::LeftButton);
+        QVERIFY(kept.wait(60000));
+        QCOMPARE(kept.takeFirst().at(0).toString(), dst);
+        const json config = readJson(dst + "/config.json");
+        const std::string ignore = config["quantization_config"]["ignore"].dump();
+        QVERIFY2(ignore.find(kDefect.toStdString()) != std::string::npos, ignore.c_str());
+    }
+
+    void sweepBarSelectsTheLinearEverywhere()
+    {
+        MainWindow window;
+        window.resize(1366, 768);
+        window.show();
+        QVERIFY(open(window, defect_, float_));
+        QVERIFY(ask(window));
+        window.tabs()->setCurrentWidget(window.sensitivityPanel());
+        QVERIFY(sweep(window));
+        const SensitivityResult& result = window.sensitivityPanel()->result();
+        int category = -1;
+        for (std::size_t i = 0; i < result.entries.size(); ++i)
+            if (result.entries[i].module == kDefect.toStdString())
+                category = int(i);
+        QVERIFY(category >= 0);
+        // A click on the defect's bar as a user makes it.
+        ChartView* chart = window.sensitivityPanel()->chart();
+        const auto pixel = chart->barPixel(0, category);
+        QVERIFY(pixel);
+        QTest::mouseClick(chart->plot(), Qt::LeftButton, {}, *pixel);
+        QTRY_COMPARE(window.selection()->current(), kDefect);
+
+        // The Model tree and the tensor table (narrowed to the Linear's tensors, its weight selected).
+        ModelPanel* model = window.modelPanel();
+        QCOMPARE(model->treeView()->currentIndex().data(ModuleTreeModel::SubjectRole).toString(), kDefect);
+        QCOMPARE(model->tensorFilter()->text(), kDefect + ".");
+        QAbstractItemModel* tensors = model->tensorView()->model();
+        QVERIFY(tensors->rowCount() > 0);
+        for (int r = 0; r < tensors->rowCount(); ++r)
+            QVERIFY(tensors->index(r, 0).data(TensorTableModel::SubjectRole).toString().startsWith(kDefect + "."));
+        QCOMPARE(model->tensorView()->currentIndex().data(TensorTableModel::SubjectRole).toString(), kDefect + ".weight");
+        // Scales, Errors, Triage and the inspector.
+        QCOMPARE(window.scalesPanel()->selectedLinear(), kDefect);
+        QVERIFY(window.errorsPanel()->metricsView()->currentIndex().siblingAtColumn(0).data().toString().startsWith(kDefect));
+        QCOMPARE(window.triagePanel()->suspectsTable()->currentRow(), window.triagePanel()->suspects().indexOf(kDefect));
+        QCOMPARE(window.inspector()->linear(), kDefect);
+        const QString details = window.inspector()->details()->text();
+        QVERIFY2(details.contains("Rank") && details.contains("Static input scale") && details.contains("Input clipped"),
+                 qPrintable(details));
+        QVERIFY(!window.inspector()->scalesChart()->chart().series.empty());
+        // The inspector's Float toggle is the what-if: the question reruns with the Linear float.
+        QSignalSpy answered(window.session(), &WorkbenchSession::answered);
+        // On the box itself (a check box takes clicks on its box and text, not the empty width after them).
+        QCheckBox* toggle = window.inspector()->floatToggle();
+        QTest::mouseClick(toggle, Qt::LeftButton, {}, QPoint(8, toggle->height() / 2));
+        QVERIFY(answered.wait(60000));
+        QVERIFY(idle(window));
+        QCOMPARE(window.session()->floatLinears(), QStringList({kDefect}));
+        QVERIFY(window.inspector()->floatToggle()->isChecked());
+    }
+
+    void reportOpensWithTheVerdictAndListsWhatItLeftOut()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(open(window, defect_, float_));
+        // Nothing ran: the report says why it holds no results.
+        QTemporaryDir empty;
+        window.exportReport(empty.path());
+        const json none = readJson(empty.filePath("summary.json"));
+        QVERIFY(none["verdict"]["grade"].is_null());
+        QStringList notRun;
+        for (const json& entry : none["not_run"])
+            notRun << QString::fromStdString(entry["result"].get<std::string>() + ": " + entry["reason"].get<std::string>());
+        QVERIFY2(notRun.contains("ask: no question answered yet") && notRun.contains("sensitivity: no sensitivity sweep run yet"),
+                 qPrintable(notRun.join("; ")));
+
+        QVERIFY(ask(window));
+        QVERIFY(sweep(window));
+        QTemporaryDir dir;
+        const QStringList files = window.exportReport(dir.path());
+        const json summary = readJson(dir.filePath("summary.json"));
+        QCOMPARE(QString::fromStdString(summary["verdict"]["grade"].get<std::string>()), window.triagePanel()->overallGrade());
+        QCOMPARE(summary["verdict"]["suspects"][0]["module"].get<std::string>(), kDefect.toStdString());
+        QCOMPARE(summary["sensitivity"]["granularity"].get<std::string>(), std::string("linear"));
+        QVERIFY(summary["sensitivity"]["suggested_float"].dump().find(kDefect.toStdString()) != std::string::npos);
+        QVERIFY(files.contains(dir.filePath("sensitivity.csv")));
+        bool sweepChart = false;
+        for (const json& id : summary["charts"])
+            sweepChart = sweepChart || id.get<std::string>().find("sensitivity") != std::string::npos;
+        QVERIFY2(sweepChart, summary["charts"].dump().c_str());
+        QFile index(dir.filePath("index.html"));
+        QVERIFY(index.open(QIODevice::ReadOnly));
+        const QString page = QString::fromUtf8(index.readAll());
+        // The verdict comes before the stamp table and every chart.
+        QVERIFY(page.indexOf("Verdict:") >= 0 && page.indexOf("Verdict:") < page.indexOf("class=\"stamp\"") &&
+                page.indexOf("Verdict:") < page.indexOf("<img"));
+        QVERIFY(page.contains("Not in this report because they did not run"));
+
+        // Another mode: the sweep and the answer are stale, left out with the reason.
+        window.modeBox()->setCurrentIndex(window.modeBox()->findData(QStringLiteral("dequant")));
+        QTemporaryDir stale;
+        window.exportReport(stale.path());
+        const json later = readJson(stale.filePath("summary.json"));
+        QString sweepReason;
+        for (const json& entry : later["left_out"])
+            if (entry["result"] == "sensitivity")
+                sweepReason = QString::fromStdString(entry["reason"].get<std::string>());
+        QVERIFY2(sweepReason.contains("mode"), qPrintable(QString::fromStdString(later["left_out"].dump())));
+        QVERIFY(!later.contains("sensitivity"));
+        QVERIFY(idle(window));
+    }
+
+    // RoBERTa QA -> BERT QA -> RoBERTa QA -> RoBERTa MLM, each answered (or filled) and swept: after
+    // each open and after each sweep, nothing the window shows belongs to the model before.
+    void switchSequenceLeavesNothingOfThePreviousModel()
+    {
+        MainWindow window;
+        window.resize(1366, 768);
+        window.show();
+        struct Step {
+            std::string checkpoint, reference;
+            bool maskedLm;
+            QStringList foreign; // strings only the previous model's results would contain
+        };
+        const std::vector<Step> steps = {
+            {robertaFp8_, float_, false, {}},
+            {bertFp8_, bertFloat_, false, {"charlie-roberta-fp8", "roberta.encoder"}},
+            {robertaFp8_, float_, false, {"bravo-bert", "bert.encoder"}},
+            // (qa_outputs alone is in the MLM's own config: the fixture's ignore list names it.)
+            {mlmFp8_, mlmFloat_, true, {"charlie-roberta-fp8", "qa_outputs.output", "qa_outputs.input"}},
+        };
+        for (const Step& step : steps) {
+            QVERIFY(open(window, step.checkpoint, step.reference));
+            auto check = [&](const char* when) {
+                const QStringList texts = shownTexts(window);
+                for (const QString& foreign : step.foreign) {
+                    const QStringList found = containing(texts, foreign);
+                    QVERIFY2(found.isEmpty(), qPrintable(QStringLiteral("%1 %2: \"%3\" still shown in: %4")
+                                                             .arg(when, QString::fromStdString(step.checkpoint), foreign,
+                                                                  found.join(" | "))));
+                }
+                QVERIFY(!window.sensitivityPanel()->isStale());
+                QVERIFY(!window.sensitivityPanel()->saveButton()->isEnabled() ||
+                        window.sensitivityPanel()->banner()->resultStamp().checkpoint == QString::fromStdString(step.checkpoint));
+            };
+            check("after opening");
+            if (QTest::currentTestFailed())
+                return;
+            QVERIFY(step.maskedLm ? fill(window) : ask(window));
+            window.tabs()->setCurrentWidget(window.sensitivityPanel());
+            QVERIFY(sweep(window, QStringLiteral("unit")));
+            QVERIFY(!window.sensitivityPanel()->result().entries.empty());
+            for (const SensitivityEntry& entry : window.sensitivityPanel()->result().entries)
+                QVERIFY(entry.module.rfind(step.checkpoint == bertFp8_ ? "roberta." : "bert.", 0) != 0);
+            check("after the sweep");
+            if (QTest::currentTestFailed())
+                return;
+            // The triage card holds this model's sweep.
+            QVERIFY(!window.triagePanel()->suspects().isEmpty());
+        }
+    }
+};
+
+// Under the offscreen platform the screen is a laptop's, 1366x768 (its configfile option), so the
+// window is laid out and placed as on the smallest screen the workbench is meant for.
+int main(int argc, char** argv)
+{
+    const QByteArray platform = qgetenv("QT_QPA_PLATFORM");
+    QTemporaryDir configDir;
+    if (platform == "offscreen" && configDir.isValid()) {
+        const QString config = configDir.filePath("screens.json");
+        QFile file(config);
+        if (file.open(QIODevice::WriteOnly)) {
+            file.write(R"({"screens": [{"name": "laptop", "x": 0, "y": 0, "width": 1366, "height": 768,
+                           "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]})");
+            file.close();
+            qputenv("QT_QPA_PLATFORM", "offscreen:configfile=" + config.toLocal8Bit());
+        }
+    }
+    QApplication app(argc, argv);
+    QTEST_SET_MAIN_SOURCE_PATH
+    TestTriage test;
+    return QTest::qExec(&test, argc, argv);
+}
+#include "test_triage.moc"
