@@ -193,7 +193,8 @@ void MainWindow::connectState()
     });
     connect(session_->jobs(), &JobTracker::progress, this, [this](double fraction, const QString& stage) {
         progress_->setValue(static_cast<int>(fraction * 1000));
-        progress_->setFormat(stage + QStringLiteral("  %p%"));
+        // %p% is the share of the job's work, which the stage's own counts need not equal.
+        progress_->setFormat(tr("%1 (%2 of the work)").arg(stage, QStringLiteral("%p%")));
     });
     connect(session_->jobs(), &JobTracker::busyChanged, this, [this](bool busy) {
         progress_->setVisible(busy);
@@ -218,6 +219,7 @@ void MainWindow::connectRequests()
     connect(errors_, &ErrorsPanel::capturePointRequested, session_, &WorkbenchSession::capturePoint);
     connect(model_, &ModelPanel::floatLinearsEdited, this, &MainWindow::setFloatLinears);
     connect(evaluate_, &EvaluatePanel::evaluateRequested, session_, &WorkbenchSession::evaluate);
+    connect(evaluate_, &EvaluatePanel::evaluateRequested, this, &MainWindow::warnIfDemoEvaluatesOtherText);
     connect(session_, &WorkbenchSession::evaluationProgress, evaluate_, &EvaluatePanel::showProgress);
     connect(evaluate_, &EvaluatePanel::openInAsk, this, [this](const QString& question, const QString& context) {
         ask_->setInputs(question, context);
@@ -559,7 +561,7 @@ void MainWindow::createStatusBar()
     referenceStatus_ = new QLabel(this);
     progress_ = new QProgressBar(this);
     progress_->setRange(0, 1000);
-    progress_->setMaximumWidth(260);
+    progress_->setMaximumWidth(420);
     progress_->setTextVisible(true);
     progress_->hide();
     cancelButton_ = new QPushButton(tr("Cancel"), this);
@@ -671,10 +673,7 @@ void MainWindow::updateFloatStatus()
 
 void MainWindow::warnIfOutsideDemoCorpus(const AskOutcome& outcome)
 {
-    bool demoCheckpoint = false;
-    for (const DemoCheckpoint& demo : demo_.checkpoints)
-        demoCheckpoint = demoCheckpoint || QFileInfo(demo.directory) == QFileInfo(outcome.stamp.checkpoint);
-    if (!demoCheckpoint)
+    if (!isDemoCheckpoint(outcome.stamp.checkpoint))
         return;
     for (const DemoPassage& passage : demo_.passages)
         if (passage.context.trimmed() == outcome.context.trimmed())
@@ -682,6 +681,24 @@ void MainWindow::warnIfOutsideDemoCorpus(const AskOutcome& outcome)
     ask_->resultLabel()->setText(ask_->resultLabel()->text() +
                                  tr("<br><span style='color:#8a5a00'>The demo models were trained on the demo passages "
                                     "only (Demo &gt; Passages): about other text their answers mean nothing.</span>"));
+}
+
+bool MainWindow::isDemoCheckpoint(const QString& dir) const
+{
+    for (const DemoCheckpoint& demo : demo_.checkpoints)
+        if (QFileInfo(demo.directory) == QFileInfo(dir))
+            return true;
+    return false;
+}
+
+void MainWindow::warnIfDemoEvaluatesOtherText(const QString& squadFile)
+{
+    const bool demoCorpus = QFileInfo(squadFile) == QFileInfo(demo_.folder + QStringLiteral("/corpus/questions.json"));
+    evaluate_->setWarning(isDemoCheckpoint(session_->checkpointDirectory()) && !demoCorpus
+                              ? tr("The demo models were trained on the demo corpus only: on this SQuAD file their "
+                                   "answers, EM and F1 mean nothing. FP8 against the reference still shows the "
+                                   "quantization error.")
+                              : QString());
 }
 
 void MainWindow::rerunAsk()
@@ -793,6 +810,7 @@ void MainWindow::onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info)
     PanelResult opened;
     opened.checkpoint = info_;
     selection_->clear();
+    evaluate_->setWarning(QString());
     showResult(opened);
     setWindowTitle(tr("ScaleScope - %1").arg(QDir::toNativeSeparators(info_->directory)));
     addRecent(info_->directory);

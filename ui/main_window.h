@@ -131,6 +131,9 @@ private:
     // A one-line note when a demo checkpoint answered a passage it was not trained on.
     void warnIfOutsideDemoCorpus(const AskOutcome& outcome);
     void rerunFill();
+    bool isDemoCheckpoint(const QString& dir) const;
+    // The Evaluate tab warns when a demo checkpoint evaluates a file other than the demo corpus.
+    void warnIfDemoEvaluatesOtherText(const QString& squadFile);
     // The Model tree's "run in float" toggles: the session runs these Linears in float from now on
     // (results made otherwise turn stale and the last input reruns; with no result yet, the
     // current tab's input runs).

@@ -353,8 +353,10 @@ private:
         for (const PendingQuestion& q : pending_)
             underWay += double(q.windowsDone) / double(std::max<std::size_t>(1, q.windows.size()));
         progress_.report(kAnsweringShare * (double(done) + underWay) / double(std::max<std::size_t>(1, update.total)),
-            "Evaluating " + std::to_string(done) + "/" + std::to_string(update.total) + " questions, "
-                + std::to_string(windowsDone_) + " windows");
+            // The bar counts work (questions done plus the windows of those under way); the words
+            // name what each count is, so "150 of 265" next to 86 % reads as what it is.
+            "Evaluating: " + std::to_string(done) + " of " + std::to_string(update.total) + " questions answered, "
+                + std::to_string(windowsDone_) + (windowsDone_ == 1 ? " window" : " windows") + " run");
         if (options_.onUpdate)
             options_.onUpdate(update);
     }

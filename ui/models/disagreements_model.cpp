@@ -15,10 +15,11 @@ QString answerText(const QaAnswer& answer)
 
 DisagreementsModel::DisagreementsModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void DisagreementsModel::setResult(std::shared_ptr<const EvaluationResult> result)
+void DisagreementsModel::setResult(std::shared_ptr<const EvaluationResult> result, const QString& runName)
 {
     beginResetModel();
     result_ = std::move(result);
+    runName_ = runName;
     rows_.clear();
     if (result_)
         for (std::size_t i = 0; i < result_->examples.size(); ++i)
@@ -123,13 +124,13 @@ QVariant DisagreementsModel::headerData(int section, Qt::Orientation orientation
     case IdColumn: return tr("ID");
     case QuestionColumn: return tr("Question");
     case GoldColumn: return tr("Gold answers");
-    case RunAnswerColumn: return tr("FP8 answer");
+    case RunAnswerColumn: return tr("%1 answer").arg(runName_);
     case ReferenceAnswerColumn: return tr("Reference answer");
-    case RunF1Column: return tr("FP8 F1 (%)");
+    case RunF1Column: return tr("%1 F1 (%)").arg(runName_);
     case ReferenceF1Column: return tr("Reference F1 (%)");
     case LogitsSqnrColumn: return tr("Logits SQNR (dB)");
     case RunNullMarginColumn:
-        return tr("FP8 null - span");
+        return tr("%1 null - span").arg(runName_);
     case ReferenceNullMarginColumn:
         return tr("Ref. null - span");
     default: return {};

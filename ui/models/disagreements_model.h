@@ -33,7 +33,8 @@ public:
 
     explicit DisagreementsModel(QObject* parent = nullptr);
 
-    void setResult(std::shared_ptr<const EvaluationResult> result);
+    // runName names the run side in the column titles ("FP8", "FP16 twin", "Dequant").
+    void setResult(std::shared_ptr<const EvaluationResult> result, const QString& runName = QStringLiteral("FP8"));
     const EvaluatedExample* exampleAt(int row) const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
@@ -44,6 +45,7 @@ public:
 private:
     std::shared_ptr<const EvaluationResult> result_;
     std::vector<std::size_t> rows_; // indices into result_->examples that disagree
+    QString runName_ = QStringLiteral("FP8");
 };
 
 } // namespace scalescope::ui

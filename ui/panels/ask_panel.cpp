@@ -1,5 +1,7 @@
 #include "panels/ask_panel.h"
 
+#include <algorithm>
+
 #include <QCheckBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
@@ -12,6 +14,7 @@
 #include <QShortcut>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QScrollBar>
 #include <QTableView>
 #include <QTextBlock>
 #include <QVBoxLayout>
@@ -100,8 +103,14 @@ void AskPanel::createResults()
     answersView_->verticalHeader()->hide();
     answersView_->setSelectionBehavior(QAbstractItemView::SelectRows);
     answersView_->setItemDelegate(new ProbabilityBarDelegate(answersView_));
+    // The answers share the width the numbers leave (and wrap), so the side-by-side table never
+    // needs a horizontal scroll bar; the numbers are sized to their contents in showOutcome.
     answersView_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
-    answersView_->horizontalHeader()->setStretchLastSection(true);
+    for (int column : {int(AnswersModel::RunAnswerColumn), int(AnswersModel::ReferenceAnswerColumn)})
+        answersView_->horizontalHeader()->setSectionResizeMode(column, QHeaderView::Stretch);
+    answersView_->horizontalHeader()->setStretchLastSection(false);
+    answersView_->setWordWrap(true);
+    answersView_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     // Tab leaves the table (arrow keys move within it).
     answersView_->setTabKeyNavigation(false);
 
@@ -255,6 +264,12 @@ void AskPanel::showOutcome(const AskOutcome& outcome, const QString& referenceLa
     answers_->setRunLabel(outcome.stamp.modeName());
     answers_->setAnswers(outcome.runAnswers, outcome.referenceAnswers, true);
     answersView_->resizeColumnsToContents();
+    // Score bars fill their cell in proportion: both score columns get one width (one scale).
+    const int scoreWidth = std::max(answersView_->columnWidth(AnswersModel::RunScoreColumn),
+                                    answersView_->columnWidth(AnswersModel::ReferenceScoreColumn));
+    for (int column : {int(AnswersModel::RunScoreColumn), int(AnswersModel::ReferenceScoreColumn)})
+        answersView_->setColumnWidth(column, scoreWidth);
+    answersView_->horizontalScrollBar()->setValue(0);
     banner_->setResultStamp(outcome.stamp);
     showingResult_ = true;
 

@@ -16,6 +16,7 @@
 #include "report/charts.h"
 #include "report/result_json.h"
 #include "report_section.h"
+#include "frozen_column_table.h"
 #include "stale_banner.h"
 #include "workbench_session.h"
 
@@ -40,8 +41,10 @@ void ErrorsPanel::createTable()
     proxy_ = new QSortFilterProxyModel(this);
     proxy_->setSourceModel(metrics_);
     proxy_->setSortRole(LayerMetricsModel::SortRole);
-    view_ = new QTableView(this);
+    view_ = new FrozenColumnTableView(this); // the capture point stays beside its metrics
     view_->setModel(proxy_);
+    // SQNR, the number a row is read for, comes right after the frozen name.
+    view_->horizontalHeader()->moveSection(view_->horizontalHeader()->visualIndex(LayerMetricsModel::SqnrColumn), 1);
     view_->setSortingEnabled(true);
     view_->setSelectionBehavior(QAbstractItemView::SelectRows);
     view_->setSelectionMode(QAbstractItemView::SingleSelection);

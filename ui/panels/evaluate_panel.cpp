@@ -113,11 +113,17 @@ EvaluatePanel::EvaluatePanel(QWidget* parent) : QWidget(parent)
     emptyNote_ = new QLabel(this);
     emptyNote_->setWordWrap(true);
     emptyNote_->hide();
+    warning_ = new QLabel(this);
+    warning_->setObjectName(QStringLiteral("evaluateWarning"));
+    warning_->setWordWrap(true);
+    warning_->setStyleSheet(QStringLiteral("#evaluateWarning { color: #8a5a00; }"));
+    warning_->hide();
     banner_ = new StaleBanner(this);
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(banner_);
     layout->addLayout(row);
     layout->addWidget(summary_);
+    layout->addWidget(warning_);
     layout->addWidget(emptyNote_);
     layout->addWidget(splitter, 1);
 
@@ -214,6 +220,27 @@ void EvaluatePanel::sizeColumns()
         const int contents = std::max(cells, header->sectionSizeHint(column));
         view_->setColumnWidth(column, std::min(contents, kWidestColumn));
     }
+    // The question is what a row is about: it keeps at least kQuestionWidth where it can, the
+    // others give way in proportion, never below their header's text.
+    constexpr int kQuestionWidth = 260;
+    int others = 0;
+    for (int column = 0; column < DisagreementsModel::ColumnCount; ++column)
+        if (column != DisagreementsModel::QuestionColumn && !view_->isColumnHidden(column))
+            others += view_->columnWidth(column);
+    const int room = view_->viewport()->width() - kQuestionWidth;
+    if (others <= room || others <= 0 || room <= 0)
+        return;
+    const double factor = double(room) / double(others);
+    for (int column = 0; column < DisagreementsModel::ColumnCount; ++column)
+        if (column != DisagreementsModel::QuestionColumn && !view_->isColumnHidden(column))
+            view_->setColumnWidth(column, std::max(std::min(header->sectionSizeHint(column), view_->columnWidth(column)),
+                                                   int(view_->columnWidth(column) * factor)));
+}
+
+void EvaluatePanel::setWarning(const QString& text)
+{
+    warning_->setText(text);
+    warning_->setVisible(!text.isEmpty());
 }
 
 void EvaluatePanel::showResult(std::shared_ptr<const EvaluationResult> result, const RunStamp& stamp)
@@ -221,7 +248,7 @@ void EvaluatePanel::showResult(std::shared_ptr<const EvaluationResult> result, c
     evaluating_ = false;
     result_ = std::move(result);
     const EvaluationResult& r = *result_;
-    disagreements_->setResult(result_);
+    disagreements_->setResult(result_, stamp.modeName());
     banner_->setResultStamp(stamp);
     const std::size_t differ = r.examples.size() - r.agreeing;
     emptyNote_->setVisible(differ == 0 && !r.examples.empty());
@@ -246,13 +273,14 @@ void EvaluatePanel::showResult(std::shared_ptr<const EvaluationResult> result, c
                        .arg(differ)
                        .arg(stamp.modeName());
     if (r.runScores.hasAnsTotal > 0 && r.runScores.noAnsTotal > 0)
-        text += tr("<br>HasAns (%1): FP8 F1 %2, reference F1 %3. NoAns (%4): FP8 %5, reference %6.")
+        text += tr("<br>HasAns (%1): %7 F1 %2, reference F1 %3. NoAns (%4): %7 %5, reference %6.")
                     .arg(r.runScores.hasAnsTotal)
                     .arg(r.runScores.hasAnsF1, 0, 'f', 2)
                     .arg(r.referenceScores.hasAnsF1, 0, 'f', 2)
                     .arg(r.runScores.noAnsTotal)
                     .arg(r.runScores.noAnsF1, 0, 'f', 2)
-                    .arg(r.referenceScores.noAnsF1, 0, 'f', 2);
+                    .arg(r.referenceScores.noAnsF1, 0, 'f', 2)
+                    .arg(stamp.modeName());
     if (r.qa.nullThreshold)
         text += tr("<br>No answer where the null score minus the best span's exceeds %1 (null threshold; per "
                    "question in the table's last two columns).")

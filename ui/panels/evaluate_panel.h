@@ -34,6 +34,9 @@ public:
     void setSquadFile(const QString& path);
     void showProgress(int done, int total, double questionsPerSecond, int windowsDone);
     void showResult(std::shared_ptr<const EvaluationResult> result, const RunStamp& stamp);
+    // A warning above the results (the demo models know only their own corpus); empty hides it.
+    void setWarning(const QString& text);
+    QLabel* warningLabel() const { return warning_; }
     // The evaluation stopped with an error: the summary says so instead of "Evaluating...".
     void showFailure(const QString& message);
     void setBusy(bool busy) override;
@@ -78,6 +81,7 @@ private:
     ChartView* sqnr_ = nullptr;
     std::shared_ptr<const EvaluationResult> result_;
     QLabel* emptyNote_ = nullptr;
+    QLabel* warning_ = nullptr;
     StaleBanner* banner_ = nullptr;
     bool busy_ = false;
     bool runnable_ = true;

@@ -1,5 +1,7 @@
 #include "panels/fill_mask_panel.h"
 
+#include <algorithm>
+
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -162,6 +164,12 @@ void FillMaskPanel::showOutcome(const FillMaskOutcome& outcome, const QString& r
     predictions_->setRunLabel(mode);
     predictions_->setPredictions(outcome.run, outcome.reference, true, positions);
     view_->resizeColumnsToContents();
+    // The bars fill their cell in proportion to the probability: both probability columns get one
+    // width, so equal probabilities draw equal bars on both sides.
+    const int probabilityWidth = std::max(view_->columnWidth(MaskPredictionsModel::RunProbabilityColumn),
+                                          view_->columnWidth(MaskPredictionsModel::ReferenceProbabilityColumn));
+    for (int column : {int(MaskPredictionsModel::RunProbabilityColumn), int(MaskPredictionsModel::ReferenceProbabilityColumn)})
+        view_->setColumnWidth(column, probabilityWidth);
     result_->setText(tr("%1 vs %2: %3").arg(mode, referenceLabel.toHtmlEscaped(), summary.join(QStringLiteral("; "))));
     banner_->setResultStamp(outcome.stamp);
 

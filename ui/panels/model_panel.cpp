@@ -1,5 +1,7 @@
 #include "panels/model_panel.h"
 
+#include <algorithm>
+
 #include <QHeaderView>
 #include <QLabel>
 #include <QMenu>
@@ -11,6 +13,7 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 
+#include "frozen_column_table.h"
 #include "models/consumers_model.h"
 #include "models/diagnostics_model.h"
 #include "models/module_tree_model.h"
@@ -99,6 +102,8 @@ QWidget* ModelPanel::createTree()
     treeView_->header()->setStretchLastSection(false);
     treeView_->header()->setSectionResizeMode(QHeaderView::Interactive);
     treeView_->header()->setMinimumSectionSize(40);
+    // The what-if toggle sits beside the name: on a narrow window the counts scroll away, it does not.
+    treeView_->header()->moveSection(treeView_->header()->visualIndex(ModuleTreeModel::FloatColumn), 1);
     treeView_->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(treeView_, &QTreeView::customContextMenuRequested, this, &ModelPanel::showTreeMenu);
     connect(tree_, &ModuleTreeModel::floatLinearsEdited, this, &ModelPanel::floatLinearsEdited);
@@ -114,14 +119,16 @@ QWidget* ModelPanel::createTree()
 // The tensor table with its filter.
 QWidget* ModelPanel::createTensorTable()
 {
-    tensorView_ = new QTableView(this);
+    // The tensor's name stays beside its statistics however far the table scrolls sideways.
+    tensorView_ = new FrozenColumnTableView(this);
     tensorView_->setModel(tensorProxy_);
     tensorView_->setSortingEnabled(true);
     tensorView_->sortByColumn(TensorTableModel::NameColumn, Qt::AscendingOrder);
     tensorView_->setSelectionBehavior(QAbstractItemView::SelectRows);
     tensorView_->setSelectionMode(QAbstractItemView::SingleSelection);
     tensorView_->verticalHeader()->hide();
-    tensorView_->horizontalHeader()->setSectionResizeMode(TensorTableModel::NameColumn, QHeaderView::Stretch);
+    tensorView_->horizontalHeader()->setSectionResizeMode(TensorTableModel::NameColumn, QHeaderView::Interactive);
+    tensorView_->setTextElideMode(Qt::ElideMiddle);
     tensorView_->setWordWrap(false);
     auto* tableBox = new QWidget(this);
     auto* tableLayout = new QVBoxLayout(tableBox);
@@ -312,6 +319,8 @@ void ModelPanel::showCheckpoint(const CheckpointInfo& info)
                                          countText(counts.warnings, tr("warning"), tr("warnings")),
                                          countText(counts.infos, tr("note"), tr("notes"))));
     tensorView_->resizeColumnsToContents();
+    // Long names are elided in the middle (layer index and role stay); the tooltip has all of it.
+    tensorView_->setColumnWidth(TensorTableModel::NameColumn, std::min(tensorView_->columnWidth(TensorTableModel::NameColumn), 330));
     diagnosticsView_->resizeColumnToContents(0);
     diagnosticsView_->resizeColumnToContents(1);
     diagnosticsView_->resizeColumnToContents(2);
