@@ -641,7 +641,8 @@ void drawValueBands(QCustomPlot& plot, const ChartData& chart)
         text->setClipToAxisRect(true);
         text->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
         text->position->setTypeY(QCPItemPosition::ptPlotCoords);
-        text->position->setCoords(0.005, band.lower);
+        // A band open downwards (poor: below 20 dB) is labelled at the axis floor, where it shows.
+        text->position->setCoords(0.005, std::max(band.lower, plot.yAxis->range().lower));
         text->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
         text->setText(QString::fromStdString(band.label));
         color.setAlpha(255);

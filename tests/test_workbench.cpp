@@ -266,12 +266,12 @@ private slots:
         QCOMPARE(window.tabs()->currentWidget(), static_cast<QWidget*>(window.modelPanel()));
         QTest::keyClick(&window, Qt::Key_1, Qt::AltModifier);
         QCOMPARE(window.tabs()->currentWidget(), static_cast<QWidget*>(window.triagePanel()));
-        // Alt+9 hides and shows the Linear inspector.
-        QVERIFY(window.inspectorDock()->isVisible());
+        // Alt+9 shows and hides the Linear inspector (hidden at first on a narrow screen).
+        const bool shown = window.inspectorDock()->isVisible();
         QTest::keyClick(&window, Qt::Key_9, Qt::AltModifier);
-        QVERIFY(!window.inspectorDock()->isVisible());
+        QCOMPARE(window.inspectorDock()->isVisible(), !shown);
         QTest::keyClick(&window, Qt::Key_9, Qt::AltModifier);
-        QVERIFY(window.inspectorDock()->isVisible());
+        QCOMPARE(window.inspectorDock()->isVisible(), shown);
 
         // F5 answers from any panel: it shows Ask and presses its button.
         window.askPanel()->setInputs("where is the cat ?", kContext);

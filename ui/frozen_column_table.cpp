@@ -10,6 +10,8 @@ FrozenColumnTableView::FrozenColumnTableView(QWidget* parent) : QTableView(paren
     frozen_ = new QTableView(this);
     frozen_->setObjectName(QStringLiteral("frozenColumn"));
     frozen_->setFocusPolicy(Qt::NoFocus);
+    frozen_->setWordWrap(false); // rows keep the main view's heights; long names are elided
+    frozen_->setTextElideMode(Qt::ElideMiddle);
     frozen_->verticalHeader()->hide();
     frozen_->horizontalHeader()->setSectionResizeMode(QHeaderView::Fixed);
     frozen_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);

@@ -101,6 +101,8 @@ void MainWindow::createPanels()
     inspectorDock_->setObjectName(QStringLiteral("inspectorDock"));
     inspectorDock_->setWidget(inspector_);
     inspectorDock_->setAllowedAreas(Qt::LeftDockWidgetArea | Qt::RightDockWidgetArea | Qt::BottomDockWidgetArea);
+    // Narrower than this its numbers wrap into a column of fragments.
+    inspectorDock_->setMinimumWidth(280);
     addDockWidget(Qt::RightDockWidgetArea, inspectorDock_);
     resizeDocks({inspectorDock_}, {330}, Qt::Horizontal);
 }
@@ -345,6 +347,10 @@ void MainWindow::fitToScreen()
     const QRect available = screen->availableGeometry();
     resize(firstWindowSize(available.size()));
     move(available.center() - QPoint(width() / 2, height() / 2));
+    // Below 1200 pixels the inspector would take a third of the width: it starts hidden there
+    // (View > Linear Inspector, Alt+9, brings it).
+    if (width() < 1200)
+        inspectorDock_->hide();
 }
 
 void MainWindow::saveFixedCheckpoint(const QStringList& modules)

@@ -41,6 +41,7 @@
 #include "panels/scales_panel.h"
 #include "panels/sensitivity_panel.h"
 #include "panels/triage_panel.h"
+#include <QDockWidget>
 #include <QTableWidget>
 #include "stale_banner.h"
 #include "support/fixtures.h"
@@ -265,7 +266,9 @@ int main(int argc, char** argv)
     shoot(window, out + "/05b-sensitivity.png");
     window.tabs()->setCurrentWidget(window.triagePanel());
     shoot(window, out + "/05c-triage-after-sweep.png");
-    // The first suspect, as a click on its row selects it: the inspector shows it.
+    // The first suspect, as a click on its row selects it: the inspector shows it (brought up as
+    // View > Linear Inspector does where a narrow first window started without it).
+    window.inspectorDock()->show();
     if (window.triagePanel()->suspectsTable()->rowCount() > 0)
         window.triagePanel()->suspectsTable()->setCurrentCell(0, 1);
     QTest::qWait(100);
