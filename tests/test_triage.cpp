@@ -38,6 +38,7 @@
 #include "models/module_tree_model.h"
 #include "panels/ask_panel.h"
 #include "panels/errors_panel.h"
+#include "panels/evaluate_panel.h"
 #include "panels/fill_mask_panel.h"
 #include "panels/linear_inspector.h"
 #include "panels/model_panel.h"
@@ -388,6 +389,30 @@ private slots:
         QVERIFY2(sweepReason.contains("mode"), qPrintable(QString::fromStdString(later["left_out"].dump())));
         QVERIFY(!later.contains("sensitivity"));
         QVERIFY(idle(window));
+    }
+
+    // An evaluation that failed on one checkpoint says nothing about the next one opened.
+    void evaluateMessagesGoWithTheirCheckpoint()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(open(window, robertaFp8_, float_));
+        QTemporaryDir dir;
+        const QString broken = dir.filePath("broken-squad.json");
+        QFile file(broken);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("{\"data\": 7}");
+        file.close();
+        window.evaluatePanel()->setSquadFile(broken);
+        QSignalSpy failed(window.session(), &WorkbenchSession::failed);
+        QTest::mouseClick(window.evaluatePanel()->evaluateButton(), Qt::LeftButton);
+        QVERIFY(failed.wait(30000));
+        QVERIFY(idle(window));
+        QVERIFY2(window.evaluatePanel()->summaryLabel()->text().contains("broken-squad.json"),
+                 qPrintable(window.evaluatePanel()->summaryLabel()->text()));
+        QVERIFY(open(window, bertFp8_, bertFloat_));
+        const QString after = window.evaluatePanel()->summaryLabel()->text();
+        QVERIFY2(!after.contains("broken-squad.json") && after.contains("bravo-bert-fp8"), qPrintable(after));
     }
 
     // RoBERTa QA -> BERT QA -> RoBERTa QA -> RoBERTa MLM, each answered (or filled) and swept: after

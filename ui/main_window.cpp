@@ -635,9 +635,16 @@ void MainWindow::onStateChanged()
                             .arg(QFileInfo(now.checkpoint).fileName());
     // Results of another checkpoint say nothing about this one: they go. Results of this one under
     // another reference, mode or device are kept, marked stale, and rerun when that is cheap.
+    // A panel with no result may still hold a message about the previous checkpoint (a failed
+    // evaluation, a cancelled sweep): it is replaced too.
+    const bool anotherCheckpoint = now.checkpoint != shownCheckpoint_;
+    shownCheckpoint_ = now.checkpoint;
+    const QString fresh = tr("Opened %1: nothing has run on it yet.").arg(QFileInfo(now.checkpoint).fileName());
     for (ResultPanel* panel : resultPanels_) {
         if (panel->hasResult() && panel->banner()->resultStamp().checkpoint != now.checkpoint)
             panel->clearResults(why);
+        else if (anotherCheckpoint && panel->banner() && !panel->hasResult())
+            panel->clearResults(fresh);
         panel->setCurrentStamp(now);
     }
     inspector_->setCurrentStamp(now);

@@ -151,6 +151,7 @@ private:
     QString deviceName_;
     QString lastRunMs_;
     QString lastError_;
+    QString shownCheckpoint_; // the checkpoint the panels' results and messages are about
     int lastReportLeftOut_ = 0;
     DemoCatalog demo_;
 
