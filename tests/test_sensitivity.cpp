@@ -28,6 +28,10 @@
 #include "tasks/compare_runs.h"
 #include "tasks/sensitivity.h"
 #include "tasks/squad_dataset.h"
+#include "tasks/sensitivity_cause.h"
+#include "numerics/fp8.h"
+
+#include <random>
 
 using namespace scalescope;
 using namespace scalescope::testing;
@@ -204,6 +208,117 @@ private slots:
         QCOMPARE(chart.series.at(1).y.front(), std::isfinite(r.allFloat.sqnrDb)
                                                    ? r.allFloat.sqnrDb - r.entries.front().fp8One.sqnrDb
                                                    : r.entries.front().fp8One.sqnrDb);
+    }
+
+    // The cause labels (sensitivity_cause) name what differs: the same Linear with its input scale
+    // too small, far too large, or fine; weight-only FP8; a weight scale that clips. Built from
+    // its own tensors, as the sweep measures them (32 sampled rows of a 64-wide input).
+    void causeLabelsDifferWhenTheCausesDo_data()
+    {
+        QTest::addColumn<int>("activations");
+        QTest::addColumn<double>("staticScaleFactor"); // static input_scale = factor x amax / 448
+        QTest::addColumn<double>("weightClippedShare");
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("label");
+        QTest::newRow("dynamic, healthy") << int(ActivationQuantization::DynamicPerToken) << 1.0 << 0.0 << "rounding"
+                                          << "FP8 rounding, weights and activations alike";
+        QTest::newRow("static, calibrated") << int(ActivationQuantization::StaticPerTensor) << 1.0 << 0.0 << "rounding"
+                                            << "FP8 rounding, weights and activations alike";
+        QTest::newRow("static, 64x too small") << int(ActivationQuantization::StaticPerTensor) << 1.0 / 64 << 0.0
+                                               << "input-clipping" << "beyond FP8 rounding: input clipping (input scale too small)";
+        // The flushed values are the small ones, so the output is barely worse: a finding, not beyond rounding.
+        QTest::newRow("static, 4096x too large") << int(ActivationQuantization::StaticPerTensor) << 4096.0 << 0.0
+                                                 << "input-flush" << "FP8 rounding, with input flushed to zero (input scale too large)";
+        QTest::newRow("weight-only FP8") << int(ActivationQuantization::None) << 1.0 << 0.0 << "weight-rounding"
+                                         << "FP8 rounding of the weights (input float)";
+        QTest::newRow("weight scale clips") << int(ActivationQuantization::DynamicPerToken) << 1.0 << 0.05 << "weight-clipping"
+                                            << "FP8 rounding, with weight clipping (weight scale too small)";
+    }
+    void causeLabelsDifferWhenTheCausesDo()
+    {
+        QFETCH(int, activations);
+        QFETCH(double, staticScaleFactor);
+        QFETCH(double, weightClippedShare);
+        QFETCH(QString, kind);
+        QFETCH(QString, label);
+        constexpr int64_t rows = 32, in = 64, out = 16;
+        std::mt19937 random(7);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        LinearInputSample sample;
+        sample.rows = rows;
+        sample.features = in;
+        for (int64_t i = 0; i < rows * in; ++i)
+            sample.values.push_back(normal(random));
+        std::vector<float> weight;
+        for (int64_t i = 0; i < out * in; ++i)
+            weight.push_back(0.05f * normal(random));
+        // Per-channel amax weight scales, the codes as a checkpoint stores them.
+        LinearScaleStatistics scales;
+        scales.module = "roberta.encoder.layer.1.output.dense";
+        scales.outFeatures = out;
+        scales.inFeatures = in;
+        scales.quantized = true;
+        scales.clippedShare = weightClippedShare;
+        std::vector<uint8_t> codes(std::size_t(out * in));
+        for (int64_t o = 0; o < out; ++o) {
+            float amax = 0;
+            for (int64_t i = 0; i < in; ++i)
+                amax = std::max(amax, std::fabs(weight[std::size_t(o * in + i)]));
+            scales.channelScales.push_back(amax / fp8::kE4M3Max);
+            fp8::quantizeE4M3(weight.data() + o * in, std::size_t(in), scales.channelScales.back(), codes.data() + o * in);
+        }
+        TensorView codeView;
+        codeView.name = scales.module + ".weight";
+        codeView.dtype = Dtype::F8_E4M3;
+        codeView.shape = {out, in};
+        codeView.data = codes.data();
+        codeView.byteSize = codes.size();
+        TensorView floatView;
+        floatView.name = codeView.name;
+        floatView.dtype = Dtype::F32;
+        floatView.shape = {out, in};
+        floatView.data = reinterpret_cast<const uint8_t*>(weight.data());
+        floatView.byteSize = weight.size() * sizeof(float);
+        LinearInfo info;
+        info.module = scales.module;
+        info.inFeatures = in;
+        info.outFeatures = out;
+        info.quantized = true;
+        info.weightStrategy = "channel";
+        info.activations = ActivationQuantization(activations);
+        float amax = 0;
+        for (float v : sample.values)
+            amax = std::max(amax, std::fabs(v));
+        // What the engine counts on the input (activation statistics), for the scale the run uses.
+        ActivationStatistics stats;
+        stats.module = info.module;
+        stats.amax = amax;
+        stats.elements = rows * in;
+        if (info.activations == ActivationQuantization::StaticPerTensor)
+            info.inputScale = stats.inputScale = float(staticScaleFactor) * amax / fp8::kE4M3Max;
+        for (int64_t r = 0; r < rows; ++r) {
+            float rowMax = 0;
+            for (int64_t i = 0; i < in; ++i)
+                rowMax = std::max(rowMax, std::fabs(sample.values[std::size_t(r * in + i)]));
+            const float scale = info.inputScale > 0 ? info.inputScale : rowMax / fp8::kE4M3Max;
+            for (int64_t i = 0; i < in; ++i) {
+                const float x = sample.values[std::size_t(r * in + i)];
+                stats.clipped += std::fabs(x / scale) > fp8::kE4M3ClipThreshold ? 1 : 0;
+                stats.flushedToZero += x != 0 && fp8::roundToE4M3(std::clamp(x / scale, -448.0f, 448.0f)) == 0 ? 1 : 0;
+            }
+        }
+        LinearCauseInputs inputs;
+        inputs.info = &info;
+        inputs.scales = &scales;
+        inputs.activations = info.activations == ActivationQuantization::None ? nullptr : &stats;
+        inputs.sample = &sample;
+        inputs.codes = &codeView;
+        inputs.referenceWeight = &floatView;
+        const SensitivityCause cause = explainLinear(inputs);
+        qInfo("%s: weight only %.2f dB, input only %.2f dB (per token %.2f), floor %.2f, isolated %.2f", cause.label.c_str(),
+              cause.weightOnlySqnrDb, cause.inputOnlySqnrDb, cause.inputPerTokenSqnrDb, cause.floorSqnrDb, cause.isolatedSqnrDb);
+        QCOMPARE(QString::fromStdString(cause.kind), kind);
+        QCOMPARE(QString::fromStdString(cause.label), label);
     }
 
     // Runs that depart from the baseline (or the all-float run) only from layer L on start there

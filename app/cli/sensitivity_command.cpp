@@ -57,7 +57,11 @@ json causeJson(const SensitivityCause& c)
             {"weight_underflow_share", c.weightUnderflowShare},
             {"fp8_floor_sqnr_db", finiteOrNull(c.floorSqnrDb)},
             {"isolated_sqnr_db", finiteOrNull(c.isolatedSqnrDb)},
-            {"beyond_fp8_rounding", c.beyondFloor}};
+            {"beyond_fp8_rounding", c.beyondFloor},
+            {"kind", c.kind},
+            {"weight_only_sqnr_db", finiteOrNull(c.weightOnlySqnrDb)},
+            {"input_only_sqnr_db", finiteOrNull(c.inputOnlySqnrDb)},
+            {"input_per_token_sqnr_db", finiteOrNull(c.inputPerTokenSqnrDb)}};
 }
 
 json sensitivityJson(const SensitivityResult& r)
