@@ -287,6 +287,11 @@ QString categoryOrX(const ChartData& chart, double x)
 QString pointText(const ChartData& chart, std::size_t s, std::size_t i)
 {
     const ChartSeries& series = chart.series[s];
+    auto formatChartValue = [&chart](double value) {
+        if (chart.tooltipDigits <= 0 || !std::isfinite(value))
+            return ui::formatChartValue(value);
+        return QString::number(value, 'g', chart.tooltipDigits).toStdString();
+    };
     const QString xName = !chart.xLabel.empty() ? QString::fromStdString(chart.xLabel)
                           : isCategorical(chart)  ? QStringLiteral("category")
                                                   : QStringLiteral("x");

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -198,16 +199,132 @@ private slots:
         QVERIFY(r.suggestionValidity && r.suggestionValidity->splitUnits.empty());
         QCOMPARE(r.suggestionValidity->consumers.size(), std::size_t(4));
 
-        // The chart: rank order, short labels, gain over the baseline and loss against all float.
+        // The planted defect stands out: it ties with nothing, and the spread is estimated.
+        QVERIFY2(r.spread.estimated, r.spread.method.c_str());
+        QCOMPARE(r.entries.front().tieRank, 0);
+        QVERIFY(r.entries.front().recoveredDb > r.entries.at(1).recoveredDb + r.spread.db);
+        QVERIFY(r.suggestedTied.empty());
+
+        // The two measures, in dB of the final SQNR: recovered kept float (over the all-FP8 run)
+        // and lost alone in FP8 (its error alone as a share of the all-FP8 error). Every Linear
+        // kept float runs the reference's own weights, so the all-float run is the reference, and
+        // "all-float SQNR - fp8_one SQNR" would be infinite for every entry: the loss alone is
+        // measured against the all-FP8 run instead, and is finite.
+        QVERIFY2(r.allFloat.sqnrDb > 100, qPrintable(QString::number(r.allFloat.sqnrDb)));
+        for (const SensitivityEntry& e : r.entries) {
+            QCOMPARE(e.recoveredDb, e.floatOne.sqnrDb - r.baseline.sqnrDb);
+            QCOMPARE(e.lostAloneDb, sensitivityLostAloneDb(e.fp8One, r.baseline, r.allFloat));
+            QVERIFY(e.sweep && e.sweep->baseline.sqnrDb == r.baseline.sqnrDb);
+        }
+        const SensitivityEntry& top = r.entries.front();
+        QVERIFY2(std::isfinite(top.lostAloneDb) && top.lostAloneDb > 3.0, qPrintable(QString::number(top.lostAloneDb)));
+        // The chart: rank order, short labels, the same two measures, a title without holes.
         const ChartData chart = sensitivityChart(r);
         QCOMPARE(chart.categories.front(), std::string("L0.ffn.in"));
-        QCOMPARE(chart.series.at(0).y.front(), r.entries.front().floatOne.sqnrDb - r.baseline.sqnrDb);
-        // Every Linear kept float runs the reference's own weights: the all-float run is the
-        // reference, so the second series is each Linear's SQNR alone in FP8, not a loss.
-        QVERIFY2(r.allFloat.sqnrDb > 100, qPrintable(QString::number(r.allFloat.sqnrDb)));
-        QCOMPARE(chart.series.at(1).y.front(), std::isfinite(r.allFloat.sqnrDb)
-                                                   ? r.allFloat.sqnrDb - r.entries.front().fp8One.sqnrDb
-                                                   : r.entries.front().fp8One.sqnrDb);
+        QCOMPARE(chart.series.at(0).y.front(), top.recoveredDb);
+        QCOMPARE(chart.series.at(1).y.front(), top.lostAloneDb);
+        QCOMPARE(chart.series.at(0).name, std::string("dB recovered when kept float"));
+        QCOMPARE(chart.series.at(1).name, std::string("dB lost when alone in FP8"));
+        QCOMPARE(chart.tooltipDigits, 4);
+        QVERIFY2(chart.title.find("per Linear, FP8 vs reference float; target: final SQNR >= ") != std::string::npos,
+                 chart.title.c_str());
+    }
+
+    // The lost-alone measure: its error's share of the all-FP8 error, in dB of SQNR.
+    void lostAloneIsTheShareOfTheWholeError()
+    {
+        SensitivityMetrics baseline, allFloat, alone;
+        baseline.sqnrDb = 20; // noise 1e-2
+        allFloat.sqnrDb = std::numeric_limits<double>::infinity();
+        alone.sqnrDb = 23.010299956639813; // noise 0.5e-2: half of the whole error
+        QVERIFY(std::fabs(sensitivityLostAloneDb(alone, baseline, allFloat) - 3.010299956639812) < 1e-9);
+        alone.sqnrDb = 19; // worse alone than all of FP8 together
+        QVERIFY(std::isinf(sensitivityLostAloneDb(alone, baseline, allFloat)));
+        alone.sqnrDb = std::numeric_limits<double>::infinity(); // adds nothing
+        QCOMPARE(sensitivityLostAloneDb(alone, baseline, allFloat), 0.0);
+        // An all-float run that is not exact (the fp16 twin): only what the entry adds counts.
+        allFloat.sqnrDb = 30;                 // noise 1e-3
+        alone.sqnrDb = -10 * std::log10(6e-3); // adds 5e-3
+        QVERIFY(std::fabs(sensitivityLostAloneDb(alone, baseline, allFloat) - 3.010299956639812) < 1e-9);
+        alone.sqnrDb = std::numeric_limits<double>::quiet_NaN();
+        QVERIFY(std::isnan(sensitivityLostAloneDb(alone, baseline, allFloat)));
+    }
+
+    // Ties: entries whose dB recovered are within the spread are one group, ranked by its leader;
+    // the suggestion takes a tie group whole or not at all, and a live (partial) result ranks and
+    // groups exactly as the finished one.
+    void nearTiesAreShownAsTies()
+    {
+        auto info = std::make_shared<SensitivitySweepInfo>();
+        info->inputKind = "qa";
+        info->granularity = "linear";
+        info->referenceLabel = "reference (/tmp/some/float)";
+        info->target = "the answer agrees with the reference";
+        info->baseline.sqnrDb = 40;
+        info->allFloat.sqnrDb = std::numeric_limits<double>::infinity();
+        // recovered, lost alone: gaps 0.1, 0.1, 0.2, 0.1, 0.1 -> median 0.1 -> spread 2 x 1.4826 x 0.1.
+        const std::vector<std::pair<double, double>> measures = {{0.486, 0.386}, {0.480, 0.38}, {3.0, 2.8}, {0.05, 0.15},
+                                                                 {-0.2, -0.1}};
+        std::vector<SensitivityEntry> entries;
+        for (std::size_t i = 0; i < measures.size(); ++i) {
+            SensitivityEntry e;
+            e.module = "roberta.encoder.layer." + std::to_string(i) + ".output.dense";
+            e.linears = {e.module};
+            e.floatOne.sqnrDb = info->baseline.sqnrDb + measures[i].first;
+            e.recoveredDb = measures[i].first;
+            e.lostAloneDb = measures[i].second;
+            e.sweep = info;
+            entries.push_back(e);
+        }
+        const SensitivityResult r = partialSensitivityResult(*info, entries);
+        QVERIFY(r.spread.estimated);
+        QCOMPARE(r.spread.basis, std::size_t(5));
+        QVERIFY(std::fabs(r.spread.db - 2 * 1.4826 * 0.1) < 1e-9);
+        QCOMPARE(r.entries.at(0).module, entries[2].module);
+        QCOMPARE(r.entries.at(0).tieRank, 0); // 3.0 dB: alone
+        QCOMPARE(r.entries.at(1).tieRank, 2); // 0.486 and 0.480 tie (within 0.297)
+        QCOMPARE(r.entries.at(2).tieRank, 2);
+        QCOMPARE(r.entries.at(3).tieRank, 4); // 0.05 is 0.436 below 0.486: a group of its own, led by it,
+        QCOMPARE(r.entries.at(4).tieRank, 4); // with -0.2 (0.25 below 0.05)
+        QCOMPARE(r.granularity, std::string("linear"));
+        QCOMPARE(r.target, info->target);
+        const ChartData chart = sensitivityChart(r);
+        QCOMPARE(chart.series.at(0).y, (std::vector<double>{3.0, 0.486, 0.480, 0.05, -0.2}));
+        QCOMPARE(chart.horizontalMarkers.size(), std::size_t(1));
+        // Too few entries: not estimated, nothing tied.
+        entries.resize(2);
+        const SensitivityResult few = partialSensitivityResult(*info, entries);
+        QVERIFY(!few.spread.estimated);
+        QVERIFY(few.spread.method.find("Not estimated") != std::string::npos);
+        for (const SensitivityEntry& e : few.entries)
+            QCOMPARE(e.tieRank, 0);
+    }
+
+    // A cancelled sweep still names its target and reference: nothing on screen has empty parts.
+    void titlesHaveNoEmptyParts()
+    {
+        const ChartData empty = sensitivityChart(SensitivityResult{});
+        QCOMPARE(empty.title, std::string("Final logits SQNR recovered and lost"));
+        std::atomic<bool> cancel{false};
+        Progress progress;
+        progress.cancel = &cancel;
+        SensitivityOptions options;
+        options.granularity = "unit";
+        options.onEntry = [&](const SensitivityEntry& e) {
+            QVERIFY(e.sweep);
+            QCOMPARE(e.sweep->granularity, std::string("unit"));
+            QCOMPARE(e.sweep->target, std::string("the answer agrees with the reference"));
+            cancel = true;
+        };
+        const SensitivityResult r = sweep(options, progress);
+        QVERIFY(!r.complete);
+        QCOMPARE(r.target, std::string("the answer agrees with the reference"));
+        const std::string title = sensitivityChart(r).title;
+        QVERIFY2(title.find("()") == std::string::npos && title.find("( ") == std::string::npos &&
+                     title.find(" vs )") == std::string::npos && title.find(": .") == std::string::npos,
+                 title.c_str());
+        QVERIFY2(title.find("per unit (q/k/v together), FP8 vs reference float; target: the answer agrees") != std::string::npos,
+                 title.c_str());
     }
 
     // The cause labels (sensitivity_cause) name what differs: the same Linear with its input scale
@@ -332,6 +449,7 @@ private slots:
         input.single = qaInput();
         SensitivityOptions options;
         options.targetSqnrDb = 200; // unreachable: the suggestion search verifies many prefixes too
+        options.spreadDb = 0;       // one Linear per prefix: no tie groups
         const SensitivityResult resumed = runSensitivity(*run, reference.get(), input, options);
         FullRunsOnly full(*run);
         const SensitivityResult whole = runSensitivity(full, reference.get(), input, options);
@@ -480,6 +598,14 @@ private slots:
                                 "causes", "target", "suggested_float", "target_reached", "suggestion_note",
                                 "verified_prefixes", "forwards", "complete", "suggested_float_metrics", "checkpoint"})
             QVERIFY2(perLinear.contains(key), key);
+        // ... and the new ones beside them (issue 27): the spread, the ties, both measures per entry.
+        for (const char* key : {"spread", "suggested_float_count", "suggested_tied", "mode"})
+            QVERIFY2(perLinear.contains(key), key);
+        QCOMPARE(perLinear["suggested_float_count"].get<std::size_t>(), perLinear["suggested_float"].size());
+        QVERIFY(perLinear["spread"].contains("method") && perLinear["spread"].contains("db"));
+        for (const char* key : {"recovered_db", "lost_alone_db", "tie_rank", "sqnr_gain_db", "sqnr_loss_db"})
+            QVERIFY2(perLinear["entries"][0].contains(key), key);
+        QCOMPARE(perLinear["entries"][0]["recovered_db"].get<double>(), perLinear["entries"][0]["sqnr_gain_db"].get<double>());
 
         const CliResult unit = runCli(common + QStringList{"--granularity", "unit"});
         QVERIFY2(unit.exitCode == 0, qPrintable(unit.err));

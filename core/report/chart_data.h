@@ -44,6 +44,9 @@ struct ChartData {
     std::vector<ChartSeries> series;
     std::vector<std::pair<double, std::string>> horizontalMarkers; // y value and label (e.g. 448)
     std::vector<std::pair<double, std::string>> verticalMarkers = {}; // x value (category index) and label
+    // Significant digits of the values in hover tooltips; 0 = the shortest text that reads back as
+    // the same double. Exports (CSV) always carry the exact value.
+    int tooltipDigits = 0;
 };
 
 } // namespace scalescope
