@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,10 @@
 #include "tasks/compare_runs.h"
 #include "tasks/sensitivity.h"
 #include "tasks/squad_dataset.h"
+#include "tasks/sensitivity_cause.h"
+#include "numerics/fp8.h"
+
+#include <random>
 
 using namespace scalescope;
 using namespace scalescope::testing;
@@ -194,16 +199,242 @@ private slots:
         QVERIFY(r.suggestionValidity && r.suggestionValidity->splitUnits.empty());
         QCOMPARE(r.suggestionValidity->consumers.size(), std::size_t(4));
 
-        // The chart: rank order, short labels, gain over the baseline and loss against all float.
+        // The planted defect stands out: it ties with nothing, and the spread is estimated.
+        QVERIFY2(r.spread.estimated, r.spread.method.c_str());
+        QCOMPARE(r.entries.front().tieRank, 0);
+        QVERIFY(r.entries.front().recoveredDb > r.entries.at(1).recoveredDb + r.spread.db);
+        QVERIFY(r.suggestedTied.empty());
+
+        // The two measures, in dB of the final SQNR: recovered kept float (over the all-FP8 run)
+        // and lost alone in FP8 (its error alone as a share of the all-FP8 error). Every Linear
+        // kept float runs the reference's own weights, so the all-float run is the reference, and
+        // "all-float SQNR - fp8_one SQNR" would be infinite for every entry: the loss alone is
+        // measured against the all-FP8 run instead, and is finite.
+        QVERIFY2(r.allFloat.sqnrDb > 100, qPrintable(QString::number(r.allFloat.sqnrDb)));
+        for (const SensitivityEntry& e : r.entries) {
+            QCOMPARE(e.recoveredDb, e.floatOne.sqnrDb - r.baseline.sqnrDb);
+            QCOMPARE(e.lostAloneDb, sensitivityLostAloneDb(e.fp8One, r.baseline, r.allFloat));
+            QVERIFY(e.sweep && e.sweep->baseline.sqnrDb == r.baseline.sqnrDb);
+        }
+        const SensitivityEntry& top = r.entries.front();
+        QVERIFY2(std::isfinite(top.lostAloneDb) && top.lostAloneDb > 3.0, qPrintable(QString::number(top.lostAloneDb)));
+        // The chart: rank order, short labels, the same two measures, a title without holes.
         const ChartData chart = sensitivityChart(r);
         QCOMPARE(chart.categories.front(), std::string("L0.ffn.in"));
-        QCOMPARE(chart.series.at(0).y.front(), r.entries.front().floatOne.sqnrDb - r.baseline.sqnrDb);
-        // Every Linear kept float runs the reference's own weights: the all-float run is the
-        // reference, so the second series is each Linear's SQNR alone in FP8, not a loss.
-        QVERIFY2(r.allFloat.sqnrDb > 100, qPrintable(QString::number(r.allFloat.sqnrDb)));
-        QCOMPARE(chart.series.at(1).y.front(), std::isfinite(r.allFloat.sqnrDb)
-                                                   ? r.allFloat.sqnrDb - r.entries.front().fp8One.sqnrDb
-                                                   : r.entries.front().fp8One.sqnrDb);
+        QCOMPARE(chart.series.at(0).y.front(), top.recoveredDb);
+        QCOMPARE(chart.series.at(1).y.front(), top.lostAloneDb);
+        QCOMPARE(chart.series.at(0).name, std::string("dB recovered when kept float"));
+        QCOMPARE(chart.series.at(1).name, std::string("dB lost when alone in FP8"));
+        QVERIFY2(chart.title.find("per Linear, FP8 vs reference float; target: final SQNR >= ") != std::string::npos,
+                 chart.title.c_str());
+    }
+
+    // The lost-alone measure: its error's share of the all-FP8 error, in dB of SQNR.
+    void lostAloneIsTheShareOfTheWholeError()
+    {
+        SensitivityMetrics baseline, allFloat, alone;
+        baseline.sqnrDb = 20; // noise 1e-2
+        allFloat.sqnrDb = std::numeric_limits<double>::infinity();
+        alone.sqnrDb = 23.010299956639813; // noise 0.5e-2: half of the whole error
+        QVERIFY(std::fabs(sensitivityLostAloneDb(alone, baseline, allFloat) - 3.010299956639812) < 1e-9);
+        alone.sqnrDb = 19; // worse alone than all of FP8 together
+        QVERIFY(std::isinf(sensitivityLostAloneDb(alone, baseline, allFloat)));
+        alone.sqnrDb = std::numeric_limits<double>::infinity(); // adds nothing
+        QCOMPARE(sensitivityLostAloneDb(alone, baseline, allFloat), 0.0);
+        // An all-float run that is not exact (the fp16 twin): only what the entry adds counts.
+        allFloat.sqnrDb = 30;                 // noise 1e-3
+        alone.sqnrDb = -10 * std::log10(6e-3); // adds 5e-3
+        QVERIFY(std::fabs(sensitivityLostAloneDb(alone, baseline, allFloat) - 3.010299956639812) < 1e-9);
+        alone.sqnrDb = std::numeric_limits<double>::quiet_NaN();
+        QVERIFY(std::isnan(sensitivityLostAloneDb(alone, baseline, allFloat)));
+    }
+
+    // Ties: entries whose dB recovered are within the spread are one group, ranked by its leader;
+    // the suggestion takes a tie group whole or not at all, and a live (partial) result ranks and
+    // groups exactly as the finished one.
+    void nearTiesAreShownAsTies()
+    {
+        auto info = std::make_shared<SensitivitySweepInfo>();
+        info->inputKind = "qa";
+        info->granularity = "linear";
+        info->referenceLabel = "reference (/tmp/some/float)";
+        info->target = "the answer agrees with the reference";
+        info->baseline.sqnrDb = 40;
+        info->allFloat.sqnrDb = std::numeric_limits<double>::infinity();
+        // recovered, lost alone: gaps 0.1, 0.1, 0.2, 0.1, 0.1 -> median 0.1 -> spread 2 x 1.4826 x 0.1.
+        const std::vector<std::pair<double, double>> measures = {{0.486, 0.386}, {0.480, 0.38}, {3.0, 2.8}, {0.05, 0.15},
+                                                                 {-0.2, -0.1}};
+        std::vector<SensitivityEntry> entries;
+        for (std::size_t i = 0; i < measures.size(); ++i) {
+            SensitivityEntry e;
+            e.module = "roberta.encoder.layer." + std::to_string(i) + ".output.dense";
+            e.linears = {e.module};
+            e.floatOne.sqnrDb = info->baseline.sqnrDb + measures[i].first;
+            e.recoveredDb = measures[i].first;
+            e.lostAloneDb = measures[i].second;
+            e.sweep = info;
+            entries.push_back(e);
+        }
+        const SensitivityResult r = partialSensitivityResult(*info, entries);
+        QVERIFY(r.spread.estimated);
+        QCOMPARE(r.spread.basis, std::size_t(5));
+        QVERIFY(std::fabs(r.spread.db - 2 * 1.4826 * 0.1) < 1e-9);
+        QCOMPARE(r.entries.at(0).module, entries[2].module);
+        QCOMPARE(r.entries.at(0).tieRank, 0); // 3.0 dB: alone
+        QCOMPARE(r.entries.at(1).tieRank, 2); // 0.486 and 0.480 tie (within 0.297)
+        QCOMPARE(r.entries.at(2).tieRank, 2);
+        QCOMPARE(r.entries.at(3).tieRank, 4); // 0.05 is 0.436 below 0.486: a group of its own, led by it,
+        QCOMPARE(r.entries.at(4).tieRank, 4); // with -0.2 (0.25 below 0.05)
+        QCOMPARE(r.granularity, std::string("linear"));
+        QCOMPARE(r.target, info->target);
+        const ChartData chart = sensitivityChart(r);
+        QCOMPARE(chart.series.at(0).y, (std::vector<double>{3.0, 0.486, 0.480, 0.05, -0.2}));
+        QCOMPARE(chart.horizontalMarkers.size(), std::size_t(1));
+        // Too few entries: not estimated, nothing tied.
+        entries.resize(2);
+        const SensitivityResult few = partialSensitivityResult(*info, entries);
+        QVERIFY(!few.spread.estimated);
+        QVERIFY(few.spread.method.find("Not estimated") != std::string::npos);
+        for (const SensitivityEntry& e : few.entries)
+            QCOMPARE(e.tieRank, 0);
+    }
+
+    // A cancelled sweep still names its target and reference: nothing on screen has empty parts.
+    void titlesHaveNoEmptyParts()
+    {
+        const ChartData empty = sensitivityChart(SensitivityResult{});
+        QCOMPARE(empty.title, std::string("Final logits SQNR recovered and lost"));
+        std::atomic<bool> cancel{false};
+        Progress progress;
+        progress.cancel = &cancel;
+        SensitivityOptions options;
+        options.granularity = "unit";
+        options.onEntry = [&](const SensitivityEntry& e) {
+            QVERIFY(e.sweep);
+            QCOMPARE(e.sweep->granularity, std::string("unit"));
+            QCOMPARE(e.sweep->target, std::string("the answer agrees with the reference"));
+            cancel = true;
+        };
+        const SensitivityResult r = sweep(options, progress);
+        QVERIFY(!r.complete);
+        QCOMPARE(r.target, std::string("the answer agrees with the reference"));
+        const std::string title = sensitivityChart(r).title;
+        QVERIFY2(title.find("()") == std::string::npos && title.find("( ") == std::string::npos &&
+                     title.find(" vs )") == std::string::npos && title.find(": .") == std::string::npos,
+                 title.c_str());
+        QVERIFY2(title.find("per unit (q/k/v together), FP8 vs reference float; target: the answer agrees") != std::string::npos,
+                 title.c_str());
+    }
+
+    // The cause labels (sensitivity_cause) name what differs: the same Linear with its input scale
+    // too small, far too large, or fine; weight-only FP8; a weight scale that clips. Built from
+    // its own tensors, as the sweep measures them (32 sampled rows of a 64-wide input).
+    void causeLabelsDifferWhenTheCausesDo_data()
+    {
+        QTest::addColumn<int>("activations");
+        QTest::addColumn<double>("staticScaleFactor"); // static input_scale = factor x amax / 448
+        QTest::addColumn<double>("weightClippedShare");
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("label");
+        QTest::newRow("dynamic, healthy") << int(ActivationQuantization::DynamicPerToken) << 1.0 << 0.0 << "rounding"
+                                          << "FP8 rounding, weights and activations alike";
+        QTest::newRow("static, calibrated") << int(ActivationQuantization::StaticPerTensor) << 1.0 << 0.0 << "rounding"
+                                            << "FP8 rounding, weights and activations alike";
+        QTest::newRow("static, 64x too small") << int(ActivationQuantization::StaticPerTensor) << 1.0 / 64 << 0.0
+                                               << "input-clipping" << "beyond FP8 rounding: input clipping (input scale too small)";
+        // The flushed values are the small ones, so the output is barely worse: a finding, not beyond rounding.
+        QTest::newRow("static, 4096x too large") << int(ActivationQuantization::StaticPerTensor) << 4096.0 << 0.0
+                                                 << "input-flush" << "FP8 rounding, with input flushed to zero (input scale too large)";
+        QTest::newRow("weight-only FP8") << int(ActivationQuantization::None) << 1.0 << 0.0 << "weight-rounding"
+                                         << "FP8 rounding of the weights (input float)";
+        QTest::newRow("weight scale clips") << int(ActivationQuantization::DynamicPerToken) << 1.0 << 0.05 << "weight-clipping"
+                                            << "FP8 rounding, with weight clipping (weight scale too small)";
+    }
+    void causeLabelsDifferWhenTheCausesDo()
+    {
+        QFETCH(int, activations);
+        QFETCH(double, staticScaleFactor);
+        QFETCH(double, weightClippedShare);
+        QFETCH(QString, kind);
+        QFETCH(QString, label);
+        constexpr int64_t rows = 32, in = 64, out = 16;
+        std::mt19937 random(7);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        LinearInputSample sample;
+        sample.rows = rows;
+        sample.features = in;
+        for (int64_t i = 0; i < rows * in; ++i)
+            sample.values.push_back(normal(random));
+        std::vector<float> weight;
+        for (int64_t i = 0; i < out * in; ++i)
+            weight.push_back(0.05f * normal(random));
+        // Per-channel amax weight scales, the codes as a checkpoint stores them.
+        LinearScaleStatistics scales;
+        scales.module = "roberta.encoder.layer.1.output.dense";
+        scales.outFeatures = out;
+        scales.inFeatures = in;
+        scales.quantized = true;
+        scales.clippedShare = weightClippedShare;
+        std::vector<uint8_t> codes(std::size_t(out * in));
+        for (int64_t o = 0; o < out; ++o) {
+            float amax = 0;
+            for (int64_t i = 0; i < in; ++i)
+                amax = std::max(amax, std::fabs(weight[std::size_t(o * in + i)]));
+            scales.channelScales.push_back(amax / fp8::kE4M3Max);
+            fp8::quantizeE4M3(weight.data() + o * in, std::size_t(in), scales.channelScales.back(), codes.data() + o * in);
+        }
+        TensorView codeView;
+        codeView.name = scales.module + ".weight";
+        codeView.dtype = Dtype::F8_E4M3;
+        codeView.shape = {out, in};
+        codeView.data = codes.data();
+        codeView.byteSize = codes.size();
+        TensorView floatView;
+        floatView.name = codeView.name;
+        floatView.dtype = Dtype::F32;
+        floatView.shape = {out, in};
+        floatView.data = reinterpret_cast<const uint8_t*>(weight.data());
+        floatView.byteSize = weight.size() * sizeof(float);
+        LinearInfo info;
+        info.module = scales.module;
+        info.inFeatures = in;
+        info.outFeatures = out;
+        info.quantized = true;
+        info.weightStrategy = "channel";
+        info.activations = ActivationQuantization(activations);
+        float amax = 0;
+        for (float v : sample.values)
+            amax = std::max(amax, std::fabs(v));
+        // What the engine counts on the input (activation statistics), for the scale the run uses.
+        ActivationStatistics stats;
+        stats.module = info.module;
+        stats.amax = amax;
+        stats.elements = rows * in;
+        if (info.activations == ActivationQuantization::StaticPerTensor)
+            info.inputScale = stats.inputScale = float(staticScaleFactor) * amax / fp8::kE4M3Max;
+        for (int64_t r = 0; r < rows; ++r) {
+            float rowMax = 0;
+            for (int64_t i = 0; i < in; ++i)
+                rowMax = std::max(rowMax, std::fabs(sample.values[std::size_t(r * in + i)]));
+            const float scale = info.inputScale > 0 ? info.inputScale : rowMax / fp8::kE4M3Max;
+            for (int64_t i = 0; i < in; ++i) {
+                const float x = sample.values[std::size_t(r * in + i)];
+                stats.clipped += std::fabs(x / scale) > fp8::kE4M3ClipThreshold ? 1 : 0;
+                stats.flushedToZero += x != 0 && fp8::roundToE4M3(std::clamp(x / scale, -448.0f, 448.0f)) == 0 ? 1 : 0;
+            }
+        }
+        LinearCauseInputs inputs;
+        inputs.info = &info;
+        inputs.scales = &scales;
+        inputs.activations = info.activations == ActivationQuantization::None ? nullptr : &stats;
+        inputs.sample = &sample;
+        inputs.codes = &codeView;
+        inputs.referenceWeight = &floatView;
+        const SensitivityCause cause = explainLinear(inputs);
+        qInfo("%s: weight only %.2f dB, input only %.2f dB (per token %.2f), floor %.2f, isolated %.2f", cause.label.c_str(),
+              cause.weightOnlySqnrDb, cause.inputOnlySqnrDb, cause.inputPerTokenSqnrDb, cause.floorSqnrDb, cause.isolatedSqnrDb);
+        QCOMPARE(QString::fromStdString(cause.kind), kind);
+        QCOMPARE(QString::fromStdString(cause.label), label);
     }
 
     // Runs that depart from the baseline (or the all-float run) only from layer L on start there
@@ -217,6 +448,7 @@ private slots:
         input.single = qaInput();
         SensitivityOptions options;
         options.targetSqnrDb = 200; // unreachable: the suggestion search verifies many prefixes too
+        options.spreadDb = 0;       // one Linear per prefix: no tie groups
         const SensitivityResult resumed = runSensitivity(*run, reference.get(), input, options);
         FullRunsOnly full(*run);
         const SensitivityResult whole = runSensitivity(full, reference.get(), input, options);
@@ -365,6 +597,14 @@ private slots:
                                 "causes", "target", "suggested_float", "target_reached", "suggestion_note",
                                 "verified_prefixes", "forwards", "complete", "suggested_float_metrics", "checkpoint"})
             QVERIFY2(perLinear.contains(key), key);
+        // ... and the new ones beside them (issue 27): the spread, the ties, both measures per entry.
+        for (const char* key : {"spread", "suggested_float_count", "suggested_tied", "mode"})
+            QVERIFY2(perLinear.contains(key), key);
+        QCOMPARE(perLinear["suggested_float_count"].get<std::size_t>(), perLinear["suggested_float"].size());
+        QVERIFY(perLinear["spread"].contains("method") && perLinear["spread"].contains("db"));
+        for (const char* key : {"recovered_db", "lost_alone_db", "tie_rank", "sqnr_gain_db", "sqnr_loss_db"})
+            QVERIFY2(perLinear["entries"][0].contains(key), key);
+        QCOMPARE(perLinear["entries"][0]["recovered_db"].get<double>(), perLinear["entries"][0]["sqnr_gain_db"].get<double>());
 
         const CliResult unit = runCli(common + QStringList{"--granularity", "unit"});
         QVERIFY2(unit.exitCode == 0, qPrintable(unit.err));

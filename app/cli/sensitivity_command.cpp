@@ -57,7 +57,11 @@ json causeJson(const SensitivityCause& c)
             {"weight_underflow_share", c.weightUnderflowShare},
             {"fp8_floor_sqnr_db", finiteOrNull(c.floorSqnrDb)},
             {"isolated_sqnr_db", finiteOrNull(c.isolatedSqnrDb)},
-            {"beyond_fp8_rounding", c.beyondFloor}};
+            {"beyond_fp8_rounding", c.beyondFloor},
+            {"kind", c.kind},
+            {"weight_only_sqnr_db", finiteOrNull(c.weightOnlySqnrDb)},
+            {"input_only_sqnr_db", finiteOrNull(c.inputOnlySqnrDb)},
+            {"input_per_token_sqnr_db", finiteOrNull(c.inputPerTokenSqnrDb)}};
 }
 
 json sensitivityJson(const SensitivityResult& r)
@@ -71,7 +75,14 @@ json sensitivityJson(const SensitivityResult& r)
                       {"float_one", sensitivityMetricsJson(e.floatOne, r.inputKind)},
                       {"fp8_one", sensitivityMetricsJson(e.fp8One, r.inputKind)},
                       {"sqnr_gain_db", finiteOrNull(e.floatOne.sqnrDb - r.baseline.sqnrDb)},
-                      {"sqnr_loss_db", finiteOrNull(r.allFloat.sqnrDb - e.fp8One.sqnrDb)}};
+                      {"sqnr_loss_db", finiteOrNull(r.allFloat.sqnrDb - e.fp8One.sqnrDb)},
+                      // The two measures the chart draws (sensitivity.h); null when infinite or
+                      // not measurable, with the infinite case said by the flag beside it.
+                      {"recovered_db", finiteOrNull(e.recoveredDb)},
+                      {"recovered_infinite", std::isinf(e.recoveredDb)},
+                      {"lost_alone_db", finiteOrNull(e.lostAloneDb)},
+                      {"lost_alone_infinite", std::isinf(e.lostAloneDb)},
+                      {"tie_rank", e.tieRank ? json(e.tieRank) : json(nullptr)}};
         if (e.cause)
             entry["cause"] = causeJson(*e.cause);
         entries.push_back(entry);
@@ -95,6 +106,14 @@ json sensitivityJson(const SensitivityResult& r)
                      {"causes", causes},
                      {"target", r.target},
                      {"suggested_float", r.suggestedFloat},
+                     {"suggested_float_count", r.suggestedFloat.size()},
+                     {"suggested_tied", r.suggestedTied},
+                     {"mode", runModeName(r.runMode)},
+                     {"spread", {{"estimated", r.spread.estimated},
+                                 {"db", r.spread.estimated ? json(r.spread.db) : json(nullptr)},
+                                 {"f1_points", r.inputKind == "squad" ? json(r.spread.f1Points) : json(nullptr)},
+                                 {"basis", r.spread.basis},
+                                 {"method", r.spread.method}}},
                      {"target_reached", r.suggestionReached},
                      {"suggestion_note", r.suggestionNote},
                      {"verified_prefixes", verified},
@@ -121,15 +140,20 @@ void printSensitivity(const SensitivityResult& r)
               << ", " << r.forwards << " forward passes\n";
     std::cout << "Baseline: final SQNR " << decibelText(r.baseline.sqnrDb) << " dB, " << (r.baseline.agrees ? "agrees" : "differs")
               << (r.inputKind == "squad" ? ", F1 " + decibelText(r.baseline.f1) : std::string()) << "\n\n";
+    std::cout << "Spread: " << terminalSafe(r.spread.method) << "\n\n";
+    // "=3": ties with rank 3 (within the spread), so its place among those is not meaningful.
     std::cout << std::left << std::setw(6) << "rank" << std::setw(56) << "module" << std::right << std::setw(12)
-              << "float_one" << std::setw(12) << "fp8_one" << "  cause\n";
+              << "float_one" << std::setw(12) << "fp8_one" << std::setw(11) << "recovered" << std::setw(11) << "lost alone"
+              << "  cause\n";
     for (const SensitivityEntry& e : r.entries)
-        std::cout << std::left << std::setw(6) << e.rank << std::setw(56) << e.module << std::right << std::setw(12)
-                  << decibelText(e.floatOne.sqnrDb) << std::setw(12) << decibelText(e.fp8One.sqnrDb) << "  "
-                  << (e.cause ? e.cause->label : std::string()) << "\n";
-    std::cout << "\nTarget: " << r.target << "\nSuggested float:";
+        std::cout << std::left << std::setw(6) << (e.tieRank ? "=" + std::to_string(e.tieRank) : std::to_string(e.rank))
+                  << std::setw(56) << e.module << std::right << std::setw(12) << decibelText(e.floatOne.sqnrDb)
+                  << std::setw(12) << decibelText(e.fp8One.sqnrDb) << std::setw(11) << decibelText(e.recoveredDb)
+                  << std::setw(11) << decibelText(e.lostAloneDb) << "  " << (e.cause ? e.cause->label : std::string()) << "\n";
+    std::cout << "\nTarget: " << r.target << "\nSuggested float (" << r.suggestedFloat.size() << "):";
     for (const std::string& m : r.suggestedFloat)
-        std::cout << " " << m;
+        std::cout << "\n  " << m
+                  << (std::find(r.suggestedTied.begin(), r.suggestedTied.end(), m) != r.suggestedTied.end() ? "  (tied)" : "");
     std::cout << (r.suggestedFloat.empty() ? " (none)" : "") << "\n" << terminalSafe(r.suggestionNote) << "\n";
     if (r.suggestionValidity) {
         std::cout << "Valid for:";

@@ -548,30 +548,104 @@ int widestScaleSpread(const std::vector<LinearScaleStatistics>& statistics)
     return best;
 }
 
+namespace {
+
+std::string granularityNoun(const std::string& granularity)
+{
+    if (granularity == "linear")
+        return "Linear";
+    if (granularity == "unit")
+        return "unit (q/k/v together)";
+    if (granularity == "layer")
+        return "layer";
+    return {};
+}
+
+// "reference (DIR)" as the folder's own name: the full path is the stamp's business.
+std::string sweepReferenceName(const SensitivityResult& result)
+{
+    if (result.referenceIsStandIn)
+        return "dequant (stand-in reference)";
+    const std::string& label = result.referenceLabel;
+    const std::string prefix = "reference (";
+    if (label.rfind(prefix, 0) == 0 && label.size() > prefix.size() + 1 && label.back() == ')') {
+        std::string dir = label.substr(prefix.size(), label.size() - prefix.size() - 1);
+        while (dir.size() > 1 && (dir.back() == '/' || dir.back() == '\\'))
+            dir.pop_back();
+        const std::size_t slash = dir.find_last_of("/\\");
+        return "reference " + (slash == std::string::npos ? dir : dir.substr(slash + 1));
+    }
+    return label;
+}
+
+std::string twoDecimals(double value)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", value);
+    return text;
+}
+
+} // namespace
+
+std::string sensitivityChartTitle(const SensitivityResult& result)
+{
+    std::string title = "Final logits SQNR recovered and lost";
+    const std::string noun = granularityNoun(result.granularity);
+    if (!noun.empty())
+        title += " per " + noun;
+    const std::string reference = sweepReferenceName(result);
+    if (!reference.empty())
+        title += ", " + std::string(result.runMode == RunMode::Fp16 ? "FP16 twin" : "FP8") + " vs " + reference;
+    if (!result.target.empty())
+        title += "; target: " + result.target;
+    return title;
+}
+
 ChartData sensitivityChart(const SensitivityResult& result)
 {
     ChartData chart;
     chart.id = "sensitivity";
-    chart.title = "Which Linear breaks the answer (" + result.granularity + " sweep vs " + result.referenceLabel + ")";
+    chart.title = sensitivityChartTitle(result);
     chart.xLabel = result.granularity == "layer"  ? "encoder layer (rank order)"
                    : result.granularity == "unit" ? "Linear or q/k/v unit (rank order)"
                                                   : "Linear module (rank order)";
-    chart.yLabel = "final logits SQNR (dB)";
-    ChartSeries gain{"gain when kept float", SeriesStyle::Bars, {}, {}, {}, "#009E73"};
-    // Lost against the all-float run when that is finite; against a dequant stand-in the all-float
-    // run is exact, so the unit's own SQNR is drawn instead.
-    const bool lossAvailable = std::isfinite(result.allFloat.sqnrDb);
-    ChartSeries alone{lossAvailable ? "loss when alone in FP8" : "SQNR when alone in FP8", SeriesStyle::Bars, {}, {}, {}, "#D55E00"};
-    auto finiteOrZero = [](double v) { return std::isfinite(v) ? v : 0.0; };
+    chart.yLabel = "dB of final logits SQNR";
+    ChartSeries recovered{"dB recovered when kept float", SeriesStyle::Bars, {}, {}, {}, "#009E73"};
+    ChartSeries lost{"dB lost when alone in FP8", SeriesStyle::Bars, {}, {}, {}, "#D55E00"};
+    double tallest = 0;
+    for (const SensitivityEntry& e : result.entries)
+        for (double v : {e.recoveredDb, e.lostAloneDb})
+            if (std::isfinite(v))
+                tallest = std::max(tallest, v);
+    if (!(tallest > 0))
+        tallest = 1;
+    bool recoveredCapped = false, lostCapped = false;
+    auto drawn = [tallest](double v, bool& capped) {
+        if (std::isinf(v) && v > 0) {
+            capped = true;
+            return tallest;
+        }
+        return std::isfinite(v) ? v : 0.0;
+    };
     for (const SensitivityEntry& e : result.entries) {
         const double x = double(chart.categories.size());
         chart.categories.push_back(e.label.empty() ? e.module : e.label);
-        gain.x.push_back(x);
-        gain.y.push_back(finiteOrZero(e.floatOne.sqnrDb - result.baseline.sqnrDb));
-        alone.x.push_back(x);
-        alone.y.push_back(finiteOrZero(lossAvailable ? result.allFloat.sqnrDb - e.fp8One.sqnrDb : e.fp8One.sqnrDb));
+        recovered.x.push_back(x);
+        recovered.y.push_back(drawn(e.recoveredDb, recoveredCapped));
+        lost.x.push_back(x);
+        lost.y.push_back(drawn(e.lostAloneDb, lostCapped));
     }
-    chart.series = {gain, alone};
+    if (recoveredCapped)
+        recovered.name += " (exact: drawn at the top)";
+    if (lostCapped)
+        lost.name += " (as bad as all FP8: drawn at the top)";
+    chart.series = {recovered, lost};
+    if (!result.entries.empty() && result.spread.estimated && std::isfinite(result.entries.front().recoveredDb)) {
+        const SensitivityEntry& top = result.entries.front();
+        const std::string what = top.tieRank ? "ties with rank 1 above this line" : "nothing else within the spread";
+        chart.horizontalMarkers.push_back(
+            {top.recoveredDb - result.spread.db, what + " (spread +-" + twoDecimals(result.spread.db) + " dB)"});
+    }
     return chart;
 }
 

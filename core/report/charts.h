@@ -58,9 +58,14 @@ ChartData maskProbabilitiesChart(const std::vector<std::string>& tokens, const s
 ChartData evaluationScoresChart(const EvaluationResult& result);
 ChartData agreementSqnrChart(const EvaluationResult& result, int bins = 24);
 
-// Sensitivity sweep, in rank order: final SQNR gained when the unit alone is kept float, and lost
-// (against the all-float run's) when it alone runs FP8. Infinite values are drawn at 0.
+// Sensitivity sweep, in rank order, one bar pair per entry in dB of the final logits' SQNR: "dB
+// recovered when kept float" (entry.recoveredDb) and "dB lost when alone in FP8"
+// (entry.lostAloneDb), the same while the sweep runs (a partialSensitivityResult) and when it is
+// done. An infinite measure is drawn as tall as the tallest finite bar and the legend says so; a
+// dashed line marks the spread below the top entry (entries above it tie with it). The title
+// names the granularity, the run, the reference and the target, and leaves out what is unknown.
 ChartData sensitivityChart(const SensitivityResult& result);
+std::string sensitivityChartTitle(const SensitivityResult& result);
 
 // The Linear with the widest spread of channel scales (the one worth looking at first); -1 if none.
 int widestScaleSpread(const std::vector<LinearScaleStatistics>& statistics);

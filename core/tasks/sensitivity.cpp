@@ -346,9 +346,12 @@ std::vector<SensitivityEntry> linearOrLayerUnits(const InferenceBackend& run, bo
             continue;
         const int layer = layout.layerOf(l.module);
         const std::string name = perLayer && layer >= 0 ? layout.layerModule(layer) : l.module;
-        if (units.empty() || units.back().module != name)
-            units.push_back({name, name == l.module ? layout.shortLabel(name) : "L" + std::to_string(layer), {}, 0, {}, {},
-                             std::nullopt});
+        if (units.empty() || units.back().module != name) {
+            SensitivityEntry unit;
+            unit.module = name;
+            unit.label = name == l.module ? layout.shortLabel(name) : "L" + std::to_string(layer);
+            units.push_back(std::move(unit));
+        }
         units.back().linears.push_back(l.module);
     }
     return units;
@@ -363,7 +366,9 @@ std::vector<SensitivityEntry> runtimeUnitEntries(const InferenceBackend& run)
             quantized.insert(l.module);
     std::vector<SensitivityEntry> units;
     for (const RuntimeUnit& unit : runtimeUnits(run.checkpoint().layout())) {
-        SensitivityEntry entry{unit.module, unit.label, {}, 0, {}, {}, std::nullopt};
+        SensitivityEntry entry;
+        entry.module = unit.module;
+        entry.label = unit.label;
         for (const std::string& module : unit.linears)
             if (quantized.count(module))
                 entry.linears.push_back(module);
@@ -443,8 +448,9 @@ double orLowest(double value)
     return std::isnan(value) ? -std::numeric_limits<double>::infinity() : value;
 }
 
-// Most helpful to keep float first: SQuAD by F1 kept float, otherwise by final SQNR kept float;
-// ties go to the unit whose FP8 alone hurts most.
+// Most helpful to keep float first: SQuAD by F1 kept float, otherwise by final SQNR kept float
+// (the same order as dB recovered: the baseline is common to all); ties go to the unit whose FP8
+// alone hurts most.
 void rankEntries(std::vector<SensitivityEntry>& entries, bool squad)
 {
     std::stable_sort(entries.begin(), entries.end(), [squad](const SensitivityEntry& a, const SensitivityEntry& b) {
@@ -457,6 +463,62 @@ void rankEntries(std::vector<SensitivityEntry>& entries, bool squad)
     });
     for (std::size_t i = 0; i < entries.size(); ++i)
         entries[i].rank = int(i + 1);
+}
+
+// Two entries the sweep cannot tell apart: their dB recovered (and, on SQuAD, their F1 kept
+// float) within the spread. Two infinite recoveries (both make the output exact) tie too.
+bool tied(const SensitivityEntry& a, const SensitivityEntry& b, const SensitivitySpread& spread, bool squad)
+{
+    if (!spread.estimated || std::isnan(a.recoveredDb) || std::isnan(b.recoveredDb))
+        return false;
+    if (squad && std::fabs(a.floatOne.f1 - b.floatOne.f1) > spread.f1Points + 1e-9)
+        return false;
+    if (std::isinf(a.recoveredDb) || std::isinf(b.recoveredDb))
+        return a.recoveredDb == b.recoveredDb;
+    return std::fabs(a.recoveredDb - b.recoveredDb) <= spread.db;
+}
+
+// Tie groups over the ranking: each group is led by its best-ranked entry and holds the entries
+// after it that tie with that leader (not chained through each other, so a long run of small steps
+// does not become one group). Returns the groups as [first, last) index ranges; marks tieRank.
+std::vector<std::pair<std::size_t, std::size_t>> groupTies(std::vector<SensitivityEntry>& entries,
+                                                            const SensitivitySpread& spread, bool squad)
+{
+    std::vector<std::pair<std::size_t, std::size_t>> groups;
+    for (std::size_t first = 0; first < entries.size();) {
+        std::size_t last = first + 1;
+        while (last < entries.size() && tied(entries[first], entries[last], spread, squad))
+            ++last;
+        for (std::size_t i = first; i < last; ++i)
+            entries[i].tieRank = last - first > 1 ? entries[first].rank : 0;
+        groups.emplace_back(first, last);
+        first = last;
+    }
+    return groups;
+}
+
+void copyInfo(const SensitivitySweepInfo& info, SensitivityResult& result)
+{
+    result.inputKind = info.inputKind;
+    result.granularity = info.granularity;
+    result.referenceLabel = info.referenceLabel;
+    result.referenceIsStandIn = info.referenceIsStandIn;
+    result.runMode = info.runMode;
+    result.target = info.target;
+    result.samples = info.samples;
+    result.baseline = info.baseline;
+    result.allFloat = info.allFloat;
+    result.reference = info.reference;
+}
+
+// Ranks the entries, estimates the spread on them and marks the ties: the one order the finished
+// sweep and a live one both use.
+std::vector<std::pair<std::size_t, std::size_t>> rankAndGroup(const SensitivitySweepInfo& info, SensitivityResult& result)
+{
+    const bool squad = info.inputKind == "squad";
+    rankEntries(result.entries, squad);
+    result.spread = estimateSensitivitySpread(result.entries, info);
+    return groupTies(result.entries, result.spread, squad);
 }
 
 struct Target {
@@ -510,41 +572,74 @@ std::string metricText(const SensitivityMetrics& m, const Target& target)
     return text;
 }
 
-// The smallest prefix of the ranking that meets the target, each candidate verified by a run.
-void suggest(Sweep& sweep, SensitivityResult& result, const Target& target)
+std::string linearsText(std::size_t count)
 {
-    result.target = target.text();
+    return std::to_string(count) + (count == 1 ? " Linear" : " Linears");
+}
+
+// What the ties in a suggestion mean, "" without ties.
+std::string tiesNote(const SensitivityResult& result, const std::vector<std::pair<std::size_t, std::size_t>>& groups)
+{
+    if (result.suggestedTied.empty())
+        return {};
+    std::string note = " " + linearsText(result.suggestedTied.size()) + " of it come from entries that tie within the spread (" +
+                       "+-" + formatNumber(result.spread.db) + " dB of dB recovered), so they are kept together: the sweep "
+                       "cannot tell which of them matters, and does not pick among them.";
+    const auto& [first, last] = groups.front();
+    if (last - first > 1 && 2 * (last - first) >= result.entries.size())
+        note += " No entry stands out: ranks 1-" + std::to_string(last - first) + " of " +
+                std::to_string(result.entries.size()) + " tie, so the FP8 error is spread over the model rather than "
+                "caused by one " + (result.granularity == "layer" ? "layer." : "Linear.");
+    return note;
+}
+
+// The smallest run of whole tie groups from the top of the ranking that meets the target, each
+// candidate verified by a run. A tie group is added whole, never in part: its entries are within
+// the spread of each other, so any order among them is noise and picking some of them would be a
+// guess dressed as a finding.
+void suggest(Sweep& sweep, SensitivityResult& result, const Target& target,
+             const std::vector<std::pair<std::size_t, std::size_t>>& groups)
+{
     if (target.met(result.baseline)) {
         result.suggestionReached = true;
         result.suggestedMetrics = result.baseline;
         result.suggestionNote = "The FP8 run already meets the target (" + result.target + "); no Linear needs to stay float.";
         return;
     }
-    std::vector<std::string> prefix, bestPrefix;
+    std::vector<std::string> prefix, tiedInPrefix, bestPrefix, bestTied;
     std::optional<SensitivityMetrics> best;
-    for (const SensitivityEntry& entry : result.entries) {
-        prefix.insert(prefix.end(), entry.linears.begin(), entry.linears.end());
+    for (const auto& [first, last] : groups) {
+        std::vector<std::string> added;
+        for (std::size_t i = first; i < last; ++i)
+            added.insert(added.end(), result.entries[i].linears.begin(), result.entries[i].linears.end());
+        prefix.insert(prefix.end(), added.begin(), added.end());
+        if (last - first > 1)
+            tiedInPrefix.insert(tiedInPrefix.end(), added.begin(), added.end());
         const SensitivityMetrics m = sweep.measureNextPrefix(overridesFor(prefix, Precision::Float, false),
-                                                             overridesFor(entry.linears, Precision::Float, false),
+                                                             overridesFor(added, Precision::Float, false),
                                                              "Verifying " + std::to_string(prefix.size()) + " float");
         result.verifiedPrefixes.push_back({prefix.size(), m});
         if (!best || target.better(m, *best)) {
             best = m;
             bestPrefix = prefix;
+            bestTied = tiedInPrefix;
         }
         if (target.met(m)) {
             result.suggestedFloat = prefix;
+            result.suggestedTied = tiedInPrefix;
             result.suggestedMetrics = m;
             result.suggestionReached = true;
-            result.suggestionNote = "Keeping these " + std::to_string(prefix.size()) + " Linear(s) float meets the target (" +
-                                    result.target + ") in a verified run: " + metricText(m, target) + ".";
+            result.suggestionNote = "Verified: with these " + linearsText(prefix.size()) + " float, " + metricText(m, target) +
+                                    ", which meets the target (" + result.target + ")." + tiesNote(result, groups);
             return;
         }
     }
     result.suggestedFloat = bestPrefix;
+    result.suggestedTied = bestTied;
     result.suggestedMetrics = best;
     result.suggestionNote = "No prefix of the ranking reaches the target (" + result.target + "); the best found keeps " +
-                            std::to_string(bestPrefix.size()) + " Linear(s) float: " + metricText(*best, target) + ".";
+                            linearsText(bestPrefix.size()) + " float: " + metricText(*best, target) + "." +
+                            tiesNote(result, groups);
 }
 
 void explainCauses(Sweep& sweep, const InferenceBackend& run, const InferenceBackend* reference, SensitivityResult& result)
@@ -584,6 +679,8 @@ void validate(const SensitivityOptions& options, const SensitivityInput& input, 
         throw OptionError(TaskOption::Granularity, problem);
     if (options.targetSqnrDb && !std::isfinite(*options.targetSqnrDb))
         throw OptionError(TaskOption::TargetSqnr, "{option} must be a finite number of dB.");
+    if (options.spreadDb && !(*options.spreadDb >= 0 && std::isfinite(*options.spreadDb)))
+        throw Error("The stated spread must be a finite number of dB, 0 or more.");
     if (options.targetF1Drop && !(*options.targetF1Drop >= 0 && *options.targetF1Drop <= 100))
         throw OptionError(TaskOption::TargetF1Drop, "{option} must be between 0 and 100 F1 points.");
     const bool qa = input.squad || !input.single.question.empty() || !input.single.context.empty();
@@ -598,13 +695,16 @@ void validate(const SensitivityOptions& options, const SensitivityInput& input, 
 
 // Runs float_one and fp8_one of every unit; a cancel keeps what finished.
 void sweepEntries(Sweep& sweep, std::vector<SensitivityEntry> units, const SensitivityOptions& options,
-                  SensitivityResult& result)
+                  const std::shared_ptr<const SensitivitySweepInfo>& info, SensitivityResult& result)
 {
     for (SensitivityEntry& unit : units) {
         try {
             const std::string& label = unit.module;
             unit.floatOne = sweep.measure(overridesFor(unit.linears, Precision::Float, false), "Kept float: " + label);
             unit.fp8One = sweep.measure(overridesFor(unit.linears, Precision::Fp8, true), "FP8 alone: " + label);
+            unit.recoveredDb = unit.floatOne.sqnrDb - info->baseline.sqnrDb;
+            unit.lostAloneDb = sensitivityLostAloneDb(unit.fp8One, info->baseline, info->allFloat);
+            unit.sweep = info;
         } catch (const Cancelled&) {
             result.complete = false;
             result.stoppedReason = "Cancelled after " + std::to_string(result.entries.size()) + " of " +
@@ -633,6 +733,87 @@ std::string granularityProblem(const std::string& granularity)
     return "{option} must be " + joinedWords(known, " or ") + ", not \"" + granularity + "\".";
 }
 
+double sensitivityLostAloneDb(const SensitivityMetrics& fp8One, const SensitivityMetrics& baseline,
+                              const SensitivityMetrics& allFloat)
+{
+    // Noise power relative to the reference's signal; an exact run (+inf dB) has none.
+    auto noise = [](double sqnrDb) { return std::pow(10.0, -sqnrDb / 10.0); };
+    if (std::isnan(fp8One.sqnrDb) || std::isnan(baseline.sqnrDb) || std::isnan(allFloat.sqnrDb))
+        return std::numeric_limits<double>::quiet_NaN();
+    const double whole = noise(baseline.sqnrDb);
+    const double alone = noise(fp8One.sqnrDb) - noise(allFloat.sqnrDb);
+    if (!(alone > 0) || !(whole > 0))
+        return 0.0;
+    if (alone >= whole)
+        return std::numeric_limits<double>::infinity();
+    return -10.0 * std::log10(1.0 - alone / whole);
+}
+
+// The spread. The sweep is deterministic: the same run twice gives the same numbers bit for bit,
+// so "run to run" cannot be measured by repeating a run. What varies is which roundings happen to
+// meet: keeping one Linear float changes every rounding downstream of it, and the errors of the
+// others partly cancel or add by chance (this is why some entries "recover" a negative number of
+// dB: no Linear's FP8 error helps in expectation, yet keeping one float can lower the final SQNR).
+// Each entry is measured twice, independently: dB recovered (only it float, the others' errors
+// around it) and dB lost alone (only it FP8, nothing to interact with). Were the errors simply
+// additive the two would agree (sensitivityLostAloneDb); their gap is the chance part, the size of
+// what any one measurement can be off by. So the spread is twice a robust standard deviation of
+// that gap over the entries, 2 x 1.4826 x median |recovered - lost alone| (the median, so that
+// the one entry that matters, whose gap can be large when its error dominates, does not widen it):
+// about 1.4 standard deviations of the difference of two entries' dB recovered, so two entries
+// closer than it are not told apart. SQuAD adds one question's F1 (100 / questions): one
+// borderline answer flipping is within what rounding changes.
+SensitivitySpread estimateSensitivitySpread(const std::vector<SensitivityEntry>& entries, const SensitivitySweepInfo& info)
+{
+    constexpr std::size_t kMinimumBasis = 3;
+    constexpr double kMadToSigma = 1.4826; // a normal distribution's standard deviation per median absolute deviation
+    SensitivitySpread spread;
+    if (info.statedSpreadDb) {
+        spread.estimated = *info.statedSpreadDb > 0;
+        spread.db = std::max(0.0, *info.statedSpreadDb);
+        spread.method = spread.estimated ? "+-" + formatNumber(spread.db) + " dB, as stated (not estimated)."
+                                         : "No ties: a spread of 0 dB was stated.";
+        return spread;
+    }
+    std::vector<double> gaps;
+    for (const SensitivityEntry& e : entries)
+        if (std::isfinite(e.recoveredDb) && std::isfinite(e.lostAloneDb))
+            gaps.push_back(std::fabs(e.recoveredDb - e.lostAloneDb));
+    spread.basis = gaps.size();
+    if (info.inputKind == "squad")
+        spread.f1Points = 100.0 / double(std::max<std::size_t>(1, info.samples));
+    if (gaps.size() < kMinimumBasis) {
+        spread.method = "Not estimated: " + std::to_string(gaps.size()) + " of " + std::to_string(entries.size()) +
+                        " entries have both measures finite, and the spread needs at least " +
+                        std::to_string(kMinimumBasis) + "; no tie is claimed.";
+        return spread;
+    }
+    std::nth_element(gaps.begin(), gaps.begin() + std::ptrdiff_t(gaps.size() / 2), gaps.end());
+    double median = gaps[gaps.size() / 2];
+    if (gaps.size() % 2 == 0) {
+        const double below = *std::max_element(gaps.begin(), gaps.begin() + std::ptrdiff_t(gaps.size() / 2));
+        median = (median + below) / 2;
+    }
+    spread.estimated = true;
+    spread.db = 2.0 * kMadToSigma * median;
+    spread.method = "+-" + formatNumber(spread.db) + " dB: twice the robust standard deviation (1.4826 x median) of the gap "
+                    "between each entry's dB recovered kept float and dB lost alone in FP8, over " +
+                    std::to_string(gaps.size()) + " entries; the two would agree if FP8 errors simply added, so the gap "
+                    "is how much a measure owes to how this run's roundings happen to interact." +
+                    (info.inputKind == "squad" ? " F1 within " + formatNumber(spread.f1Points) + " points (one question) ties too." : "");
+    return spread;
+}
+
+SensitivityResult partialSensitivityResult(const SensitivitySweepInfo& info, std::vector<SensitivityEntry> entries)
+{
+    SensitivityResult result;
+    copyInfo(info, result);
+    result.entries = std::move(entries);
+    result.complete = false;
+    rankAndGroup(info, result); // causes come after the last entry: a live result has none yet
+    return result;
+}
+
 SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* reference, const SensitivityInput& input,
                                  const SensitivityOptions& options, const Progress& progress)
 {
@@ -650,13 +831,27 @@ SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* refere
     PrecisionOverrides allFloat;
     allFloat.othersFloat = true;
     result.allFloat = sweep.measure(allFloat, "All float");
-    sweepEntries(sweep, std::move(units), options, result);
-    rankEntries(result.entries, result.inputKind == "squad");
+    const Target target{options.targetSqnrDb, options.targetF1Drop, result.inputKind == "squad", result.reference.f1};
+    result.runMode = options.runMode;
+    result.target = target.text();
+    auto info = std::make_shared<SensitivitySweepInfo>();
+    info->inputKind = result.inputKind;
+    info->granularity = result.granularity;
+    info->referenceLabel = result.referenceLabel;
+    info->referenceIsStandIn = result.referenceIsStandIn;
+    info->runMode = result.runMode;
+    info->target = result.target;
+    info->statedSpreadDb = options.spreadDb;
+    info->samples = result.samples;
+    info->baseline = result.baseline;
+    info->allFloat = result.allFloat;
+    info->reference = result.reference;
+    sweepEntries(sweep, std::move(units), options, info, result);
+    const auto groups = rankAndGroup(*info, result);
     explainCauses(sweep, run, reference, result);
-    Target target{options.targetSqnrDb, options.targetF1Drop, result.inputKind == "squad", result.reference.f1};
     if (result.complete) {
         try {
-            suggest(sweep, result, target);
+            suggest(sweep, result, target, groups);
             result.suggestionValidity = keepFloatValidity(run.checkpoint(), result.suggestedFloat);
         } catch (const Cancelled&) {
             result.complete = false;

@@ -18,6 +18,8 @@
 // the finished entries with complete == false.
 #include <cstddef>
 #include <functional>
+#include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +52,32 @@ struct SensitivityMetrics {
     double agreement = 0;
 };
 
+// What every entry of one sweep is measured against, known before the first entry finishes: live
+// entries carry it, so a GUI draws them with the same measures and title as the finished result.
+struct SensitivitySweepInfo {
+    std::string inputKind;                // "qa", "fill-mask", "forward" or "squad"
+    std::string granularity;              // "linear", "unit" or "layer"
+    std::string referenceLabel;           // "reference (DIR)" or "dequant"
+    bool referenceIsStandIn = false;
+    RunMode runMode = RunMode::Fp8;       // the run side: fp8, or the fp16 twin
+    std::string target;                   // "the answer agrees with the reference", "final SQNR >= 30.00 dB", ...
+    std::optional<double> statedSpreadDb; // SensitivityOptions::spreadDb
+    std::size_t samples = 1;
+    SensitivityMetrics baseline;          // the all-FP8 run
+    SensitivityMetrics allFloat;          // every quantized Linear float
+    SensitivityMetrics reference;         // SQuAD: the reference's own scores
+};
+
+// How far apart two entries' "dB recovered" must be before the sweep calls one of them the more
+// important (estimateSensitivitySpread). Entries closer than that are a tie.
+struct SensitivitySpread {
+    bool estimated = false;   // false: too few entries to tell; no tie is claimed
+    double db = 0;            // recovered dB within this of each other: a tie
+    double f1Points = 0;      // SQuAD: F1 within this (one question's worth) too
+    std::size_t basis = 0;    // the entries the estimate rests on
+    std::string method;       // one sentence: how it was estimated
+};
+
 struct SensitivityEntry {
     std::string module;               // the Linear, the unit (roberta.encoder.layer.3.attention.self)
                                       // or the encoder layer (roberta.encoder.layer.3)
@@ -59,6 +87,15 @@ struct SensitivityEntry {
     SensitivityMetrics floatOne;      // only this unit float
     SensitivityMetrics fp8One;        // only this unit FP8
     std::optional<SensitivityCause> cause; // an entry of one Linear
+    // The two measures of the entry, in dB of the final logits' SQNR against the reference, set as
+    // the entry finishes (the same live and when done). +inf: kept float the output is exact, or
+    // alone in FP8 it is as bad as the whole FP8 run; NaN: not measurable.
+    double recoveredDb = std::numeric_limits<double>::quiet_NaN(); // float_one's SQNR - the all-FP8 run's
+    double lostAloneDb = std::numeric_limits<double>::quiet_NaN(); // sensitivityLostAloneDb(fp8_one)
+    // Rank of the first entry of its tie group when it ties with others (within the spread); 0 when
+    // it stands alone. Set when the entries are ranked.
+    int tieRank = 0;
+    std::shared_ptr<const SensitivitySweepInfo> sweep; // what it was measured against
 };
 
 struct SensitivityInput {
@@ -72,6 +109,9 @@ struct SensitivityOptions {
     std::optional<double> targetSqnrDb;   // suggestion target: final SQNR at least this
     std::optional<double> targetF1Drop;   // suggestion target: F1 (percent) within this of the reference
     RunMode runMode = RunMode::Fp8;       // the run side's mode (fp16: the sweep on the AIU's fp16 twin)
+    // A stated tie tolerance in dB instead of the estimate (estimateSensitivitySpread); 0 claims no
+    // ties, so every entry is its own step of the suggestion.
+    std::optional<double> spreadDb;
     // Called after each finished entry (on the calling thread), so a GUI can fill in live.
     std::function<void(const SensitivityEntry&)> onEntry;
 };
@@ -88,7 +128,12 @@ struct SensitivityResult {
     std::vector<SensitivityEntry> entries; // ranked (rank order) when complete, else in model order
     std::vector<SensitivityCause> causes;  // every quantized Linear, model order
     std::string target;                    // "answer agrees", "SQNR >= 30 dB", ...
+    RunMode runMode = RunMode::Fp8;
+    SensitivitySpread spread;              // estimated on the entries (live: on those finished)
     std::vector<std::string> suggestedFloat; // Linear names
+    // The suggested Linears that come from a tie group: the sweep cannot tell them apart, so the
+    // suggestion takes all of the group or none of it (it never picks among them).
+    std::vector<std::string> suggestedTied;
     std::optional<SensitivityMetrics> suggestedMetrics; // the verified run of that prefix
     // Every prefix of the ranking the suggestion search verified, in order: how the final output
     // recovers as more Linears stay float.
@@ -112,6 +157,24 @@ const std::vector<std::string>& sensitivityGranularities();
 // layer, not \"x\"."; OptionError names the option), "" for a valid one: the CLI's usage check
 // and the sweep's own say the same.
 std::string granularityProblem(const std::string& granularity);
+
+// The dB the all-FP8 run loses to one entry, judged from the run where only that entry is FP8
+// (fp8One): its error alone, N = noise(fp8One) - noise(allFloat), as a share of the all-FP8 run's
+// noise B, is worth 10 log10(B / (B - N)) dB of SQNR (noise = 10^(-SQNR / 10), relative to the
+// reference's signal). Were FP8 errors simply additive this would equal the dB recovered when the
+// entry alone is kept float; it stays finite where the all-float run is exact (where "all-float
+// SQNR minus fp8_one SQNR" is infinite for every entry). 0 when the entry alone adds no error,
+// +inf when alone it is at least as bad as the whole FP8 run.
+double sensitivityLostAloneDb(const SensitivityMetrics& fp8One, const SensitivityMetrics& baseline,
+                              const SensitivityMetrics& allFloat);
+
+// The run-to-run spread of "dB recovered" (see the definition in sensitivity.cpp), from the entries'
+// own two measures; not estimated from fewer than three entries.
+SensitivitySpread estimateSensitivitySpread(const std::vector<SensitivityEntry>& entries, const SensitivitySweepInfo& info);
+
+// The result so far of a sweep that is still running: its info and the entries finished, ranked,
+// with the spread and the ties, exactly as the finished result ranks them (no suggestion yet).
+SensitivityResult partialSensitivityResult(const SensitivitySweepInfo& info, std::vector<SensitivityEntry> entries);
 
 // reference may be null: then `run` in dequant mode is the reference and the result says so.
 SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* reference, const SensitivityInput& input,

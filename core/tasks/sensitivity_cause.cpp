@@ -84,7 +84,7 @@ std::vector<float> actualInput(const LinearInfo& info, const LinearInputSample& 
     }
 }
 
-// Floor and isolated SQNR of the Linear's output on the sampled rows.
+// Floor, isolated, weight-only and input-only SQNR of the Linear's output on the sampled rows.
 void measureFloor(const LinearCauseInputs& inputs, const TensorView& codes, SensitivityCause& cause)
 {
     const LinearInfo& info = *inputs.info;
@@ -97,11 +97,19 @@ void measureFloor(const LinearCauseInputs& inputs, const TensorView& codes, Sens
     if (inputs.referenceWeight && inputs.referenceWeight->numel() == out * in && isFloatDtype(inputs.referenceWeight->dtype))
         truth = inputs.referenceWeight->toFloat().values;
     const std::vector<float> exact = product(sample.values, sample.rows, truth, out, in);
-    const std::vector<float> floor =
-        product(roundRows(sample.values, sample.rows, in), sample.rows, roundRows(truth, out, in), out, in);
-    const std::vector<float> isolated = product(actualInput(info, sample), sample.rows, deq, out, in);
-    cause.floorSqnrDb = computeErrorMetrics(floor, exact).sqnrDb;
-    cause.isolatedSqnrDb = computeErrorMetrics(isolated, exact).sqnrDb;
+    const std::vector<float> perTokenInput = roundRows(sample.values, sample.rows, in);
+    const std::vector<float> floor = product(perTokenInput, sample.rows, roundRows(truth, out, in), out, in);
+    const std::vector<float> input = actualInput(info, sample);
+    auto sqnr = [&exact](const std::vector<float>& y) { return computeErrorMetrics(y, exact).sqnrDb; };
+    cause.floorSqnrDb = sqnr(floor);
+    cause.isolatedSqnrDb = sqnr(product(input, sample.rows, deq, out, in));
+    cause.weightOnlySqnrDb = sqnr(product(sample.values, sample.rows, deq, out, in));
+    cause.inputOnlySqnrDb = info.activations == ActivationQuantization::None
+                                ? std::numeric_limits<double>::infinity()
+                                : sqnr(product(input, sample.rows, truth, out, in));
+    cause.inputPerTokenSqnrDb = info.activations == ActivationQuantization::StaticPerTensor
+                                    ? sqnr(product(perTokenInput, sample.rows, truth, out, in))
+                                    : cause.inputOnlySqnrDb;
     // Both infinite (exact) or both equal: not beyond.
     cause.beyondFloor = std::isfinite(cause.isolatedSqnrDb) && cause.isolatedSqnrDb < cause.floorSqnrDb - kBeyondFloorDb;
 }
@@ -120,24 +128,72 @@ const Finding* findingFor(const LinearCauseInputs& inputs, const std::string& co
     return nullptr;
 }
 
-// The strongest measured reason, and a sentence for it (a diagnostic's own when one names it).
-void chooseReason(const LinearCauseInputs& inputs, SensitivityCause& cause, std::string& reason)
+std::string decibels(double value)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f dB", value);
+    return text;
+}
+
+// A scale problem measured on the Linear's own tensors (clipping, flushing, underflow, a static
+// scale far wider than the rows need), strongest first, with a sentence for it (a diagnostic's own
+// when one names it). Each names what is wrong with which scale, so two Linears with different
+// problems never share a label. Returns false when there is none.
+bool chooseReason(const LinearCauseInputs& inputs, SensitivityCause& cause, std::string& reason)
 {
     const std::string& m = inputs.info->module;
-    auto pick = [&](const char* name, const char* code, const std::string& sentence) {
+    auto pick = [&](const char* kind, const char* name, const char* code, const std::string& sentence) {
+        cause.kind = kind;
         reason = name;
         const Finding* f = findingFor(inputs, code);
         cause.explanation = f ? f->message : sentence;
+        return true;
     };
     if (cause.inputClippedShare > 1e-3)
-        pick("input clipping", "clip",
-             percent(cause.inputClippedShare) + " of " + m + "'s input exceeds 448 times its input scale and is clipped.");
-    else if (cause.weightClippedShare > 0.01)
-        pick("weight clipping", "clip", percent(cause.weightClippedShare) + " of " + m + "'s weight codes sit at +-448 beyond what an amax scale puts there.");
-    else if (cause.inputFlushedShare > 0.01)
-        pick("input underflow", "flush", percent(cause.inputFlushedShare) + " of " + m + "'s non-zero input flushes to zero.");
-    else if (cause.weightUnderflowShare > 0.25)
-        pick("weight underflow", "underflow", percent(cause.weightUnderflowShare) + " of " + m + "'s weight codes are zero or subnormal.");
+        return pick("input-clipping", "input clipping (input scale too small)", "clip",
+                    percent(cause.inputClippedShare) + " of " + m + "'s input exceeds 448 times its input scale and is clipped.");
+    if (cause.weightClippedShare > 0.01)
+        return pick("weight-clipping", "weight clipping (weight scale too small)", "clip",
+                    percent(cause.weightClippedShare) + " of " + m + "'s weight codes sit at +-448 beyond what an amax scale puts there.");
+    if (cause.inputFlushedShare > 0.01)
+        return pick("input-flush", "input flushed to zero (input scale too large)", "flush",
+                    percent(cause.inputFlushedShare) + " of " + m + "'s non-zero input flushes to zero.");
+    if (cause.weightUnderflowShare > 0.25)
+        return pick("weight-underflow", "weight underflow (weight scale too large)", "underflow",
+                    percent(cause.weightUnderflowShare) + " of " + m + "'s weight codes are zero or subnormal.");
+    if (std::isfinite(cause.inputPerTokenSqnrDb) && cause.inputPerTokenSqnrDb - cause.inputOnlySqnrDb > kAlikeDb)
+        return pick("coarse-static-scale", "coarse static input scale (too large for these rows)", "coarse-static-scale",
+                    "With its static input scale " + m + "'s input is " +
+                        decibels(cause.inputPerTokenSqnrDb - cause.inputOnlySqnrDb) +
+                        " noisier than with a per-token scale: the scale is much wider than these rows need.");
+    return false;
+}
+
+// Plain E4M3 rounding: which side of the product it comes from, weights or activations.
+void roundingKind(SensitivityCause& cause)
+{
+    const double w = cause.weightOnlySqnrDb, x = cause.inputOnlySqnrDb;
+    if (std::isnan(w) || std::isnan(x)) {
+        cause.kind = "unmeasured";
+        return;
+    }
+    if (!cause.inputQuantized || x - w > kAlikeDb)
+        cause.kind = "weight-rounding"; // a higher SQNR is the smaller error
+    else if (w - x > kAlikeDb)
+        cause.kind = "activation-rounding";
+    else
+        cause.kind = "rounding";
+}
+
+std::string roundingLabel(const SensitivityCause& cause)
+{
+    if (cause.kind == "weight-rounding")
+        return cause.inputQuantized ? "FP8 rounding, mostly the weights" : "FP8 rounding of the weights (input float)";
+    if (cause.kind == "activation-rounding")
+        return "FP8 rounding, mostly the activations";
+    if (cause.kind == "rounding")
+        return "FP8 rounding, weights and activations alike";
+    return "FP8 rounding (not measured on its input)";
 }
 
 } // namespace
@@ -182,7 +238,9 @@ SensitivityCause explainLinear(const LinearCauseInputs& inputs)
 {
     SensitivityCause cause;
     cause.module = inputs.info->module;
-    cause.floorSqnrDb = cause.isolatedSqnrDb = std::numeric_limits<double>::quiet_NaN();
+    const double unmeasured = std::numeric_limits<double>::quiet_NaN();
+    cause.floorSqnrDb = cause.isolatedSqnrDb = unmeasured;
+    cause.weightOnlySqnrDb = cause.inputOnlySqnrDb = cause.inputPerTokenSqnrDb = unmeasured;
     if (const ActivationStatistics* a = inputs.activations) {
         cause.inputQuantized = true;
         cause.inputClippedShare = share(a->clipped, a->elements);
@@ -196,11 +254,16 @@ SensitivityCause explainLinear(const LinearCauseInputs& inputs)
     if (inputs.sample && inputs.scales && inputs.codes)
         measureFloor(inputs, *inputs.codes, cause);
     std::string reason;
-    chooseReason(inputs, cause, reason);
+    const bool hasReason = chooseReason(inputs, cause, reason);
+    if (!hasReason)
+        roundingKind(cause);
     if (cause.beyondFloor)
-        cause.label = "beyond FP8 rounding: look at its scales" + (reason.empty() ? std::string() : " (" + reason + ")");
+        cause.label = "beyond FP8 rounding: " + (hasReason                              ? reason
+                                                 : cause.kind == "weight-rounding"     ? std::string("look at its weight scale")
+                                                 : cause.kind == "activation-rounding" ? std::string("look at its input scale")
+                                                                                       : std::string("look at its scales"));
     else
-        cause.label = reason.empty() ? "FP8 rounding" : "FP8 rounding, with " + reason;
+        cause.label = hasReason ? "FP8 rounding, with " + reason : roundingLabel(cause);
     return cause;
 }
 

@@ -29,10 +29,27 @@ struct SensitivityCause {
     // own scales and scheme; both against the float product (reference weight when given).
     double floorSqnrDb = 0;
     double isolatedSqnrDb = 0;
+    // The isolated error split in two, on the same rows: only the weight as the checkpoint stores
+    // it (input exact), and only the input as the checkpoint quantizes it (weight exact). Which
+    // one is larger says whether the weights' or the activations' FP8 costs this Linear more.
+    double weightOnlySqnrDb = 0;
+    double inputOnlySqnrDb = 0;
+    // Static activations: the input-only SQNR had each row used its own amax scale instead (what
+    // the floor assumes); far above inputOnlySqnrDb means the static scale is much wider than the
+    // rows need (a scale too large: the values use few of E4M3's codes).
+    double inputPerTokenSqnrDb = 0;
     bool beyondFloor = false;         // isolated is more than kBeyondFloorDb below the floor
-    std::string label;                // "FP8 rounding", "beyond FP8 rounding: look at its scales (input clipping)", ...
+    // What the label says, as a stable code: "input-clipping", "weight-clipping", "input-flush",
+    // "weight-underflow", "coarse-static-scale", "weight-rounding", "activation-rounding",
+    // "rounding" (weights and activations alike), "unmeasured" (no sample or no weight layout).
+    std::string kind;
+    std::string label;                // "FP8 rounding, mostly the weights", "beyond FP8 rounding: input clipping (input scale too small)", ...
     std::string explanation;          // the diagnostic sentence that explains it, "" when none
 };
+
+// Within this many dB the weight-only and input-only errors count as alike (a factor of two in
+// noise power).
+constexpr double kAlikeDb = 3.0;
 
 // Rows of a Linear's input as the baseline FP8 run saw it (before its own quantization).
 struct LinearInputSample {

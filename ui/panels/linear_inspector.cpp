@@ -262,8 +262,10 @@ QString LinearInspector::sweepSection() const
     if (entry->module != module)
         rows += row(tr("Swept as"), QString::fromStdString(entry->label).toHtmlEscaped());
     rows += row(tr("Rank"), entry->rank > 0 ? tr("%1 of %2").arg(entry->rank).arg(sweep_->entries.size()) : tr("not ranked (sweep incomplete)"));
-    rows += row(tr("Recovered when kept float"), tr("%1 dB").arg(shown(entry->floatOne.sqnrDb - sweep_->baseline.sqnrDb)));
-    rows += row(tr("Lost when alone in FP8"), tr("%1 dB").arg(shown(sweep_->allFloat.sqnrDb - entry->fp8One.sqnrDb)));
+    rows += row(tr("Recovered when kept float"), tr("%1 dB").arg(shown(entry->recoveredDb)));
+    rows += row(tr("Lost when alone in FP8"), tr("%1 dB").arg(shown(entry->lostAloneDb)));
+    if (entry->tieRank > 0)
+        rows += row(tr("Tie"), tr("with rank %1, within the spread of %2 dB").arg(entry->tieRank).arg(shown(sweep_->spread.db)));
     if (entry->cause)
         rows += row(tr("Cause"), QString::fromStdString(entry->cause->label).toHtmlEscaped());
     return section(tr("Sensitivity"), rows, staleNote(sweepStamp_));

@@ -309,9 +309,11 @@ std::vector<TriagePanel::Suspect> TriagePanel::rankSuspects() const
         for (const SensitivityEntry& entry : sweep_->entries) {
             if (suspects.size() == kShownSuspects)
                 break;
-            const double recovered = entry.floatOne.sqnrDb - sweep_->baseline.sqnrDb;
-            QString why = tr("kept float, the final SQNR gains %1 dB; alone in FP8 it costs %2 dB")
-                              .arg(shown(recovered), shown(sweep_->allFloat.sqnrDb - entry.fp8One.sqnrDb));
+            // The sweep's own two measures (tasks/sensitivity.h), as its chart draws them.
+            QString why = tr("kept float, the final SQNR gains %1 dB; alone in FP8 it loses %2 dB")
+                              .arg(shown(entry.recoveredDb), shown(entry.lostAloneDb));
+            if (entry.tieRank > 0)
+                why += tr(" (a tie with rank %1: within the sweep's spread)").arg(entry.tieRank);
             if (entry.cause && !entry.cause->label.empty())
                 why += QStringLiteral("; ") + QString::fromStdString(entry.cause->label);
             const std::string module = entry.linears.size() == 1 ? entry.linears.front() : entry.module;
