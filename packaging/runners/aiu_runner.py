@@ -50,10 +50,11 @@ import importlib
 import json
 import os
 import re
-import secrets
 import shutil
 import struct
+import stat
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -420,6 +421,39 @@ def runner_cache_folder(environment: Optional[Dict[str, str]] = None) -> str:
         return environment["SCALESCOPE_RUNNER_CACHE"]
     base = environment.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "scalescope-runner")
+
+
+def private_cache_folder(folder: str, create: bool) -> bool:
+    """Makes sure the cache folder is this user's own and writable by nobody else: what is in it is
+    loaded without being hashed again. Creates it (0700) when asked; False when it does not exist
+    and create is false. Raises RequestError naming the folder otherwise."""
+    try:
+        info = os.stat(folder)
+    except FileNotFoundError:
+        if not create:
+            return False
+        try:
+            parent = os.path.dirname(os.path.abspath(folder))
+            os.makedirs(parent, exist_ok=True)  # the parents as the user's umask makes them
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(folder, 0o700)
+            info = os.stat(folder)
+        except OSError as error:
+            raise RequestError(f"Cannot create the runner's cache folder {folder}: {error.strerror or error}.")
+    except OSError as error:
+        raise RequestError(f"Cannot use the runner's cache folder {folder}: {error.strerror or error}.")
+    if not stat.S_ISDIR(info.st_mode):
+        raise RequestError(f"The runner's cache folder {folder} is not a folder.")
+    if info.st_uid != os.geteuid():
+        raise RequestError(f"The runner's cache folder {folder} belongs to another user (uid {info.st_uid}); the "
+                           "runner loads what is in it without hashing it again, so it uses a folder of its own user "
+                           "only (set SCALESCOPE_RUNNER_CACHE).")
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise RequestError(f"The runner's cache folder {folder} can be written by other users (mode "
+                           f"{stat.S_IMODE(info.st_mode):04o}); the runner loads what is in it without hashing it "
+                           "again, so make it private (chmod 700) or set SCALESCOPE_RUNNER_CACHE to a folder of "
+                           "your own.")
+    return True
 
 
 def manifest_text(files: Sequence[Tuple[str, int, str]]) -> str:
@@ -1468,7 +1502,9 @@ class RunnerServer:
         return os.path.join(self.cache_folder, checkpoint_hash)
 
     def _has_checkpoint(self, request: Dict[str, Any]) -> Dict[str, Any]:
-        return {"cached": os.path.isdir(self._cached_folder(_hex_field(request, "hash")))}
+        checkpoint_hash = _hex_field(request, "hash")
+        return {"cached": private_cache_folder(self.cache_folder, create=False)
+                and os.path.isdir(self._cached_folder(checkpoint_hash))}
 
     def _upload(self, request: Dict[str, Any], payload: Optional[Payload]) -> Dict[str, Any]:
         if payload is None:
@@ -1479,12 +1515,15 @@ class RunnerServer:
         if not plain_file_name(name):
             raise RequestError(f"The upload's file name {json.dumps(name)[:80]} is not a plain file name "
                                "(no /, no leading dot, no spaces).")
+        private_cache_folder(self.cache_folder, create=True)
         if checkpoint_hash not in self._uploads:
-            os.makedirs(self.cache_folder, exist_ok=True)
-            # One folder per session: two runners on one host may upload the same checkpoint.
-            folder = os.path.join(self.cache_folder,
-                                  f"{checkpoint_hash}.partial-{os.getpid()}-{secrets.token_hex(4)}")
-            os.makedirs(folder)
+            # One private folder per session (0700): two runners on one host may upload the same
+            # checkpoint, and nothing else may write into what this session will publish.
+            try:
+                folder = tempfile.mkdtemp(prefix=f"{checkpoint_hash}.partial-", dir=self.cache_folder)
+            except OSError as error:
+                raise RequestError(f"Cannot create an upload folder in the runner's cache folder {self.cache_folder}: "
+                                   f"{error.strerror or error}.")
             self._uploads[checkpoint_hash] = (folder, {})
         folder, received = self._uploads[checkpoint_hash]
         received.pop(name, None)
@@ -1492,7 +1531,8 @@ class RunnerServer:
         digest = hashlib.sha256()
         done, reported = 0, time.monotonic()
         try:
-            with open(incoming, "wb") as file:
+            with os.fdopen(os.open(incoming, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0),
+                                   0o600), "wb") as file:
                 while payload.remaining:
                     block = payload.read(1 << 20)
                     digest.update(block)
@@ -1568,7 +1608,7 @@ class RunnerServer:
         if "hash" in request:
             checkpoint_hash = _hex_field(request, "hash")
             checkpoint = self._cached_folder(checkpoint_hash)
-            if not os.path.isdir(checkpoint):
+            if not private_cache_folder(self.cache_folder, create=False) or not os.path.isdir(checkpoint):
                 raise RequestError(f"Checkpoint {checkpoint_hash} is not in this runner's cache; upload it first.")
         else:
             checkpoint = request.get("checkpoint")

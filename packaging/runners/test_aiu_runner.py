@@ -589,6 +589,106 @@ class Bounds(ServerTestCase):
         self.assertEqual(os.listdir(os.path.join(self.root, "c")), [])
 
 
+class TrustBoundary(ServerTestCase):
+    """Issue 30: what the runner accepts from a peer it cannot trust (PROTOCOL.md "What the runner
+    trusts"), the same cases as tests/test_runner_boundary.cpp holds the CPU runner to."""
+
+    def setUp(self):
+        super().setUp()
+        self.cache = os.path.join(self.root, "cache")
+        with open(os.path.join(self.qa, "config.json"), "w", encoding="utf-8") as file:
+            json.dump({"architectures": [QA_ARCHITECTURE], "num_hidden_layers": 4, "vocab_size": 50,
+                       "max_position_embeddings": 20, "pad_token_id": 1}, file)
+        with open(os.path.join(self.qa, "model.safetensors"), "wb") as file:
+            file.write(bytes(range(256)) * 40)
+        self.manifest = manifest_of(self.qa)
+        self.hash = hash_of(self.manifest)
+
+    def server_on(self, cache: str, adapter: Optional[FakeAdapter] = None) -> RunnerServer:
+        server = RunnerServer(adapter or FakeAdapter(), self.log, cache_folder=cache, heartbeat_seconds=0)
+        self.assertEqual(server.handle({"id": 0, "op": "hello", "protocols": [1, 2]})["protocol"], 2)
+        return server
+
+    def serve(self, server: RunnerServer, data: bytes):
+        out = io.BytesIO()
+        status = server.serve(io.BytesIO(data), out)
+        return status, read_responses(out.getvalue())
+
+    @staticmethod
+    def upload(request_id: int, checkpoint_hash: str, name: str, data: bytes) -> bytes:
+        request = dict(id=request_id, op="upload", hash=checkpoint_hash, name=name,
+                       sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
+        return json.dumps(request).encode() + b"\n" + data
+
+    def uploads_and_commit(self, first_id: int, replaced: Optional[Dict[str, bytes]] = None) -> bytes:
+        stream = b""
+        for number, entry in enumerate(self.manifest):
+            with open(os.path.join(self.qa, entry["name"]), "rb") as file:
+                data = file.read()
+            data = (replaced or {}).get(entry["name"], data)
+            stream += self.upload(first_id + number, self.hash, entry["name"], data)
+        commit = dict(id=first_id + len(self.manifest), op="commit_checkpoint", hash=self.hash, files=self.manifest)
+        return stream + json.dumps(commit).encode() + b"\n"
+
+    # -- the cache --
+
+    def test_commit_of_other_bytes_under_a_genuine_hash_is_refused(self):
+        with open(os.path.join(self.qa, "config.json"), "rb") as file:
+            genuine = file.read()
+        forged = genuine.replace(b'"num_hidden_layers": 4', b'"num_hidden_layers": 1')
+        self.assertNotEqual(forged, genuine)
+        self.assertEqual(len(forged), len(genuine))
+        commit_id = 1 + len(self.manifest)
+        _, answers = self.serve(self.server_on(self.cache), self.uploads_and_commit(1, {"config.json": forged}))
+        commit = {a["id"]: a for a in answers}[commit_id]
+        self.assertFalse(commit["ok"], commit)
+        self.assertIn("config.json", commit["error"])
+        self.assertFalse(os.path.exists(os.path.join(self.cache, self.hash)))
+        # A later session uploads the genuine files, and loads the genuine model.
+        adapter = FakeAdapter()
+        later = self.server_on(self.cache, adapter)
+        self.assertFalse(later.handle({"id": 1, "op": "has_checkpoint", "hash": self.hash})["cached"])
+        _, answers = self.serve(later, self.uploads_and_commit(2) + json.dumps(
+            {"id": 50, "op": "load", "hash": self.hash}).encode() + b"\n")
+        self.assertTrue(all(a["ok"] for a in answers), answers)
+        self.assertEqual(adapter.num_layers, 4)
+        self.assertEqual(manifest_of(os.path.join(self.cache, self.hash)), self.manifest)
+
+    def test_commit_publishes_only_the_manifests_files(self):
+        stream = self.upload(1, self.hash, "planted.sh", b"#!/bin/sh\nrm -rf ~\n") + self.uploads_and_commit(2)
+        _, answers = self.serve(self.server_on(self.cache), stream)
+        self.assertTrue(all(a["ok"] for a in answers), answers)
+        published = []
+        for folder, folders, files in os.walk(self.cache):
+            published += [os.path.relpath(os.path.join(folder, name), self.cache) for name in folders + files]
+        self.assertEqual(sorted(published), sorted([self.hash] + [os.path.join(self.hash, f["name"])
+                                                                   for f in self.manifest]))
+
+    def test_default_cache_is_private(self):
+        self.assertEqual(aiu_runner.runner_cache_folder({"XDG_CACHE_HOME": "/x"}), "/x/scalescope-runner")
+        self.assertEqual(aiu_runner.runner_cache_folder({"SCALESCOPE_RUNNER_CACHE": "/y"}), "/y")
+        _, answers = self.serve(self.server_on(self.cache), self.uploads_and_commit(1))
+        self.assertTrue(all(a["ok"] for a in answers), answers)
+        self.assertEqual(os.stat(self.cache).st_mode & 0o7777, 0o700)
+        self.assertEqual(os.stat(os.path.join(self.cache, self.hash)).st_mode & 0o7777, 0o700)
+        for entry in self.manifest:
+            self.assertEqual(os.stat(os.path.join(self.cache, self.hash, entry["name"])).st_mode & 0o077, 0)
+
+    def test_cache_writable_by_others_is_refused(self):
+        os.makedirs(self.cache)
+        os.chmod(self.cache, 0o777)
+        stream = (self.upload(1, self.hash, "config.json", b'{"id":2,"op":"shutdown"}\n')
+                  + json.dumps({"id": 3, "op": "has_checkpoint", "hash": self.hash}).encode() + b"\n"
+                  + b'{"id":4,"op":"hello"}\n')
+        status, answers = self.serve(self.server_on(self.cache), stream)
+        self.assertEqual([a["id"] for a in answers], [1, 3, 4])
+        for answer in answers[:2]:
+            self.assertIn(self.cache, answer["error"])
+            self.assertIn("other users", answer["error"])
+        self.assertTrue(answers[2]["ok"])
+        self.assertEqual(os.listdir(self.cache), [])
+
+
 class SlowAdapter(FakeAdapter):
     """Loads for a while, reporting a stage, as a compile warm-up does."""
 
