@@ -64,6 +64,13 @@ PROTOCOL_VERSIONS = (1, 2)
 PROTOCOL_VERSION = max(PROTOCOL_VERSIONS)
 MAX_JSON_DEPTH = 64
 MAX_LINE_BYTES = 64 * 1024 * 1024
+# What one line may hold (PROTOCOL.md): values (numbers, strings, literals, arrays, objects) and
+# arrays or objects among them, counted before the line is parsed, so a line of 20 million empty
+# objects is refused instead of becoming gigabytes of dicts. A forward of 4,096 rows of 512 tokens
+# with its mask and token types holds 6.3 Mi values.
+MAX_JSON_VALUES = 8 << 20
+MAX_JSON_CONTAINERS = 1 << 20
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 class RequestError(Exception):
@@ -71,8 +78,9 @@ class RequestError(Exception):
 
 
 class StopReading(Exception):
-    """The input can no longer be trusted to be framed (too long, too deep, short payload): the
-    runner answers once and stops reading from this peer."""
+    """The input can no longer be trusted to be framed (a line that cannot be read, a "bytes" that
+    is not a byte count, a short payload): the runner answers once and stops reading from this
+    peer, so that nothing a payload holds is ever read as a request."""
 
 
 def unexpected_failure(error: BaseException) -> str:
@@ -374,6 +382,19 @@ def json_nesting_depth(text: str, limit: int) -> int:
         else:
             depth -= 1
     return deepest
+
+
+# A JSON string, escapes included: removed before counting what is outside strings.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+def json_value_counts(text: str) -> Tuple[int, int]:
+    """(values, arrays and objects) of a JSON text, counted outside strings without parsing: every
+    value but the first follows a comma or opens an array or object (an empty one counts twice).
+    Linear time; the counts run at C speed."""
+    bare = _JSON_STRING.sub("", text)
+    containers = bare.count("[") + bare.count("{")
+    return containers + bare.count(",") + 1, containers
 
 
 def _refuse_constant(name: str):
@@ -1329,16 +1350,21 @@ class TorchCollective(Collective):
 
 
 def _int_rows(value: Any, field: str) -> List[List[int]]:
-    message = f'"{field}" must be a list of lists of non-negative integers.'
+    """Rows of non-negative integers within 64 bits; a refusal quotes the value as written."""
+    message = f'"{field}" must be a list of lists of non-negative integers'
     if not isinstance(value, list):
-        raise RequestError(message)
+        raise RequestError(message + ".")
     rows = []
     for row in value:
         if not isinstance(row, list):
-            raise RequestError(message)
+            raise RequestError(message + ".")
         for item in row:
-            if isinstance(item, bool) or not isinstance(item, int) or item < 0:
-                raise RequestError(message)
+            if isinstance(item, bool) or not isinstance(item, int):
+                raise RequestError(f"{message}, not {json.dumps(item)[:40]}.")
+            if not INT64_MIN <= item <= INT64_MAX:
+                raise RequestError(f'"{field}" holds the integer {item}, outside the 64-bit range.')
+            if item < 0:
+                raise RequestError(f"{message}, not {item}.")
         rows.append(row)
     return rows
 
@@ -1707,8 +1733,9 @@ class RunnerServer:
             pairs = _int_rows(request["logit_positions"], "logit_positions")
             if any(len(pair) != 2 for pair in pairs):
                 raise RequestError('"logit_positions" must hold [row, position] pairs.')
-            if any(row >= len(input_ids) or position >= seq for row, position in pairs):
-                raise RequestError("A logit position is outside the input.")
+            for row, position in pairs:
+                if row >= len(input_ids) or position >= seq:
+                    raise RequestError(f"Logit position ({row}, {position}) is outside the input.")
             if not is_question_answering(adapter.architecture):
                 positions = [(row, position) for row, position in pairs]
 
@@ -1751,11 +1778,12 @@ class RunnerServer:
                 raw = source.readline(self.max_line_bytes + 1)
                 if not raw:
                     break
+                self._request_id = None
                 try:
                     self._serve_line(raw, source)
                 except StopReading as stop:
                     self._log(f"stopped reading: {stop}")
-                    self._emit({"id": None, "ok": False, "error": sentence(str(stop))})
+                    self._emit({"id": self._request_id, "ok": False, "error": sentence(str(stop))})
                     status = 1
                     break
         finally:
@@ -1772,20 +1800,29 @@ class RunnerServer:
         text = body.decode("utf-8", errors="replace").strip()
         if not text:
             return
+        # A line that cannot be read may have announced a payload: what follows could be its bytes,
+        # so the runner stops reading rather than parse them as requests.
         if json_nesting_depth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
             raise StopReading(f"A request nests JSON deeper than {MAX_JSON_DEPTH} levels; the runner stops "
                               "reading this input.")
+        values, containers = json_value_counts(text)
+        if containers > MAX_JSON_CONTAINERS:
+            raise StopReading(f"A request holds more than {MAX_JSON_CONTAINERS} arrays or objects; the runner stops "
+                              "reading this input.")
+        if values > MAX_JSON_VALUES:
+            raise StopReading(f"A request holds more than {MAX_JSON_VALUES} values; the runner stops reading this "
+                              "input.")
         try:
             request = json.loads(text, parse_constant=_refuse_constant)
         except (ValueError, RecursionError) as error:
-            self._emit({"id": None, "ok": False, "error": sentence(f"The request is not valid JSON ({error})")})
-            return
+            raise StopReading(f"The request is not valid JSON ({error}); the runner stops reading this input.")
         payload = None
         if isinstance(request, dict) and "bytes" in request:
+            self._request_id = request.get("id")
             size = request["bytes"]
-            if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-                raise StopReading('A request announces "bytes" that are not a byte count; the runner stops '
-                                  "reading this input.")
+            if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= INT64_MAX:
+                raise StopReading(f'"bytes" must be a byte count (a non-negative integer), not {json.dumps(size)[:40]}; '
+                                  "the runner stops reading this input.")
             payload = Payload(source, size)
         response = self.handle(request, payload)
         if payload is not None:

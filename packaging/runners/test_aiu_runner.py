@@ -334,17 +334,17 @@ class MalformedRequests(ServerTestCase):
                 self.assertFalse(os.path.exists(self.output()))
 
     def test_not_json(self):
-        out = io.BytesIO()
-        self.server.serve(io.BytesIO(b'{"id":1,"op":\n' + b"\xff\xfe garbage\n" + b'{"id":NaN,"op":"hello"}\n'
-                                     + b'{"id":2,"op":"hello"}\n'), out)
-        answers = lines_of(out)
-        self.assertEqual(len(answers), 4)
-        self.assertIn("NaN is not a JSON number", answers[2]["error"])
-        answers = answers[:2] + answers[3:]
-        for answer in answers[:2]:
-            self.assertEqual((answer["id"], answer["ok"]), (None, False))
-            self.assertIn("not valid JSON", answer["error"])
-        self.assertTrue(answers[2]["ok"])
+        # A line that is not JSON may have announced a payload: one answer, then nothing is read.
+        for line, phrase in ((b'{"id":1,"op":', "not valid JSON"), (b"\xff\xfe garbage", "not valid JSON"),
+                             (b'{"id":NaN,"op":"hello"}', "NaN is not a JSON number")):
+            with self.subTest(line):
+                out = io.BytesIO()
+                status = RunnerServer(FakeAdapter(), self.log).serve(io.BytesIO(line + b'\n{"id":2,"op":"hello"}\n'), out)
+                answers = lines_of(out)
+                self.assertEqual(status, 1)
+                self.assertEqual(len(answers), 1)
+                self.assertEqual((answers[0]["id"], answers[0]["ok"]), (None, False))
+                self.assertIn(phrase, answers[0]["error"])
 
     def test_adapter_failure_is_reported_and_serving_goes_on(self):
         self.load()
@@ -579,7 +579,8 @@ class Bounds(ServerTestCase):
         server.handle({"id": 0, "op": "hello", "protocols": [2]})
         status, answers = self.serve(b'{"id":1,"op":"upload","bytes":-4}\n{"id":2,"op":"hello"}\n', server)
         self.assertEqual((status, len(answers)), (1, 1))
-        self.assertIn('"bytes" that are not a byte count', answers[0]["error"])
+        self.assertIn('"bytes" must be a byte count (a non-negative integer), not -4', answers[0]["error"])
+        self.assertEqual(answers[0]["id"], 1)
         server = RunnerServer(FakeAdapter(), self.log, cache_folder=os.path.join(self.root, "c"))
         server.handle({"id": 0, "op": "hello", "protocols": [2]})
         request = {"id": 1, "op": "upload", "hash": "a" * 64, "name": "x", "sha256": "b" * 64, "bytes": 10}
@@ -687,6 +688,65 @@ class TrustBoundary(ServerTestCase):
             self.assertIn("other users", answer["error"])
         self.assertTrue(answers[2]["ok"])
         self.assertEqual(os.listdir(self.cache), [])
+
+    # -- framing --
+
+    def test_a_bad_byte_count_stops_reading(self):
+        for count in ('"26"', "-26", "26.5", "true", "null", str(2 ** 64 + 26), str(2 ** 63)):
+            with self.subTest(count):
+                bad = ('{"id":1,"op":"upload","hash":"%s","name":"config.json","sha256":"%s","bytes":%s}\n'
+                       % ("a" * 64, "b" * 64, count)).encode()
+                status, answers = self.serve(self.server_on(self.cache),
+                                             bad + b'{"id":2,"op":"shutdown"}\n{"id":3,"op":"hello"}\n')
+                self.assertEqual((status, [a["id"] for a in answers]), (1, [1]))
+                self.assertIn("byte count", answers[0]["error"])
+                self.assertIn("stops reading", answers[0]["error"])
+
+    def test_an_unreadable_line_stops_reading(self):
+        cases = [(b'{"id":2,"op":', "not valid JSON"), (b'{"id":2,"op":"upload","bytes":24', "not valid JSON"),
+                 (b'{"id":NaN,"op":"hello"}', "NaN is not a JSON number"),
+                 (b'{"id":2,"op":"hello","x":' + b"[" * 100 + b"]" * 100 + b"}", "64 levels"),
+                 (b'{"id":2,"op":"hello","x":[0' + b",0" * (8 << 20) + b"]}", "8388608 values"),
+                 (b'{"id":2,"op":"hello","x":[{}' + b",{}" * ((1 << 20) + 1) + b"]}", "1048576 arrays or objects")]
+        for line, phrase in cases:
+            with self.subTest(phrase):
+                status, answers = self.serve(self.server_on(self.cache),
+                                             line + b'\n{"id":3,"op":"shutdown"}\n{"id":4,"op":"hello"}\n')
+                self.assertEqual(status, 1)
+                self.assertEqual(len(answers), 1, answers)
+                self.assertEqual((answers[0]["id"], answers[0]["ok"]), (None, False))
+                self.assertIn(phrase, answers[0]["error"])
+                self.assertIn("stops reading", answers[0]["error"])
+
+    def test_an_unusable_cache_still_consumes_the_payload(self):
+        parent = os.path.join(self.root, "a-file")
+        with open(parent, "w", encoding="utf-8") as file:
+            file.write("not a folder")
+        cache = os.path.join(parent, "cache")
+        stream = (self.upload(1, "c" * 64, "config.json", b'{"id":2,"op":"shutdown"}\n')
+                  + b'{"id":3,"op":"hello","protocols":[1,2]}\n')
+        status, answers = self.serve(self.server_on(cache), stream)
+        self.assertEqual((status, [a["id"] for a in answers]), (0, [1, 3]))
+        self.assertIn(cache, answers[0]["error"])
+        self.assertNotIn("\n", answers[0]["error"])
+        self.assertTrue(answers[1]["ok"])
+
+    def test_integers_are_range_checked_as_64_bit(self):
+        cases = [("logit_positions", [[0, 2 ** 32 + 1]], str(2 ** 32 + 1)),
+                 ("logit_positions", [[2 ** 32, 1]], str(2 ** 32)),
+                 ("logit_positions", [[0, 2 ** 63]], str(2 ** 63)),
+                 ("input_ids", [[0, 2 ** 64 + 5, 2]], str(2 ** 64 + 5)),
+                 ("input_ids", [[0, -2 ** 63 - 1, 2]], str(-2 ** 63 - 1)),
+                 ("token_type_ids", [[0, 2 ** 64, 0]], str(2 ** 64))]
+        self.load(self.mlm)
+        for field, value, phrase in cases:
+            with self.subTest(field=field, value=phrase):
+                request = {"id": 3, "op": "forward", "input_ids": [[0, 5, 2]], "output": self.output()}
+                request[field] = value
+                answer = self.server.handle(request)
+                self.assertFalse(answer["ok"], answer)
+                self.assertIn(phrase, answer["error"])
+        self.assertEqual(self.adapter.forwards, [])
 
 
 class SlowAdapter(FakeAdapter):
@@ -976,13 +1036,13 @@ class Program(unittest.TestCase):
                 json.dumps({"id": 1, "op": "hello"}),
                 json.dumps({"id": 2, "op": "load", "checkpoint": qa, "mode": "dequant"}),
                 json.dumps({"id": 3, "op": "forward", "input_ids": [[0, 4, 2]], "output": out}),
-                "this is not json",
-                json.dumps({"id": 4, "op": "shutdown"}),
+                json.dumps({"id": 4, "op": "launch"}),
+                json.dumps({"id": 5, "op": "shutdown"}),
             ], "--device-type", "cpu")
             self.assertEqual(result.returncode, 0, result.stderr)
             answers = [json.loads(line) for line in result.stdout.splitlines()]
-            self.assertEqual([(a["id"], a["ok"]) for a in answers], [(1, True), (2, True), (3, True), (None, False)] +
-                             [(4, True)])
+            self.assertEqual([(a["id"], a["ok"]) for a in answers], [(1, True), (2, True), (3, True), (4, False)] +
+                             [(5, True)])
             self.assertIn("noise from a library on stdout", result.stderr)
             self.assertIn("noise from C code on fd 1", result.stderr)
             _, tensors, _ = read_safetensors(out)
