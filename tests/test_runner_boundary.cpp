@@ -1,9 +1,11 @@
 // The runner as a trust boundary (issue 30): what a runner accepts from a peer it cannot trust
 // (packaging/runners/PROTOCOL.md).
 //
-// Real `scalescope-cli runner` processes are fed hand-made byte streams: a commit of other bytes
-// under a genuine checkpoint hash, files the manifest does not list, the cache folder's
-// permissions, and a payload whose request fails in a way other than a refusal.
+// Real `scalescope-cli runner` processes are driven with hand-made byte streams: a
+// commit of other bytes under a genuine checkpoint hash, files the manifest does not list, the
+// cache folder's permissions, framing errors (a bad "bytes", a line that cannot be read, a
+// payload whose request fails in any way), the line limit (measured in process, where the bytes
+// read can be counted) and integers beyond 64 bits.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -192,6 +194,30 @@ void compareTensorsBitwise(const std::vector<NamedTensor>& ours, const std::vect
 
 EncoderInputs twoRows() { return {{{0, 40, 41, 42, 43, 44, 2}, {0, 50, 51, 2}}, {{1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1}}, {}, {}}; }
 
+// A stream of `size` bytes of 'x' and no newline, counting what the reader took.
+class EndlessLine : public std::streambuf {
+public:
+    explicit EndlessLine(uint64_t size) : left_(size), chunk_(1 << 16, 'x') {}
+    uint64_t consumed() const { return served_ - static_cast<uint64_t>(egptr() - gptr()); }
+
+protected:
+    int_type underflow() override
+    {
+        if (left_ == 0)
+            return traits_type::eof();
+        const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(left_, chunk_.size()));
+        left_ -= n;
+        served_ += n;
+        setg(chunk_.data(), chunk_.data(), chunk_.data() + n);
+        return traits_type::to_int_type(*gptr());
+    }
+
+private:
+    uint64_t left_;
+    uint64_t served_ = 0;
+    std::string chunk_;
+};
+
 } // namespace
 
 class TestRunnerBoundary : public QObject {
@@ -331,6 +357,71 @@ private slots:
 
     // ---- framing ----------------------------------------------------------------------------------
 
+    void badByteCountStopsReading_data()
+    {
+        QTest::addColumn<QString>("bytes");
+        QTest::newRow("string") << "\"26\"";
+        QTest::newRow("negative") << "-26";
+        QTest::newRow("fraction") << "26.5";
+        QTest::newRow("exponent") << "2.6e1";
+        QTest::newRow("boolean") << "true";
+        QTest::newRow("null") << "null";
+        QTest::newRow("beyond 64 bits") << "18446744073709551642";
+    }
+    // After a "bytes" that is not a byte count the runner answers once and reads nothing more: the
+    // bytes that follow (here a shutdown and a hello) are never parsed as requests.
+    void badByteCountStopsReading()
+    {
+        QFETCH(QString, bytes);
+        const std::string cache = makeTempDir("cache-bytes") + "/cache";
+        const QByteArray bad = "{\"id\":2,\"op\":\"upload\",\"hash\":\"" + QByteArray(64, 'a') +
+                               "\",\"name\":\"config.json\",\"sha256\":\"" + QByteArray(64, 'b') +
+                               "\",\"bytes\":" + bytes.toUtf8() + "}\n";
+        const Session session = runRunner(helloV2() + bad + line({{"id", 3}, {"op", "shutdown"}}) +
+                                              line({{"id", 4}, {"op", "hello"}}),
+                                          environmentWithCache(cache));
+        QVERIFY2(session.finished, session.log.c_str());
+        QCOMPARE(session.ids(), (std::vector<json>{1, 2}));
+        const std::string error = errorOf(session.byId(2));
+        QVERIFY2(error.find("byte count") != std::string::npos && error.find("stops reading") != std::string::npos,
+                 error.c_str());
+        QCOMPARE(session.exitCode, 1);
+    }
+
+    void unreadableLineStopsReading_data()
+    {
+        QTest::addColumn<QByteArray>("request");
+        QTest::addColumn<QString>("phrase");
+        QTest::newRow("not json") << QByteArray("{\"id\":2,\"op\":") << "not valid JSON";
+        QTest::newRow("truncated upload") << QByteArray("{\"id\":2,\"op\":\"upload\",\"bytes\":24") << "not valid JSON";
+        QTest::newRow("invalid utf-8") << QByteArray("{\"id\":2,\"op\":\"hello\",\"x\":\"\xff\xfe\"}") << "not valid JSON";
+        QTest::newRow("deep") << ("{\"id\":2,\"op\":\"hello\",\"x\":" + QByteArray(100000, '[') + QByteArray(100000, ']') + "}")
+                              << "64 levels";
+        QByteArray values = "{\"id\":2,\"op\":\"hello\",\"x\":[0";
+        values += QByteArray(",0").repeated(8 << 20);
+        QTest::newRow("too many values") << values + "]}" << "8388608 values";
+        QByteArray containers = "{\"id\":2,\"op\":\"hello\",\"x\":[{}";
+        containers += QByteArray(",{}").repeated((1 << 20) + 1);
+        QTest::newRow("too many objects") << containers + "]}" << "1048576 arrays or objects";
+    }
+    // A line the runner cannot read might have announced a payload it cannot see, so the runner
+    // answers it once (id null) and stops reading: the shutdown after it is never run.
+    void unreadableLineStopsReading()
+    {
+        QFETCH(QByteArray, request);
+        QFETCH(QString, phrase);
+        const Session session = runRunner(request + "\n" + line({{"id", 3}, {"op", "shutdown"}}) +
+                                              line({{"id", 4}, {"op", "hello"}}),
+                                          environmentWithCache(makeTempDir("cache-unreadable") + "/cache"));
+        QVERIFY2(session.finished, session.log.c_str());
+        QCOMPARE(session.responses.size(), std::size_t(1));
+        QCOMPARE(session.responses[0]["id"], json(nullptr));
+        const std::string error = errorOf(&session.responses[0]);
+        QVERIFY2(error.find(phrase.toStdString()) != std::string::npos && error.find("stops reading") != std::string::npos,
+                 error.c_str());
+        QCOMPARE(session.exitCode, 1);
+    }
+
     // The cache folder cannot be created (its parent is a file, as a read-only disk would refuse
     // it): the upload is refused naming the folder, its payload is read and dropped, and the
     // payload's own text (a shutdown request) is never run.
@@ -350,6 +441,85 @@ private slots:
         QVERIFY2(error.back() == '.' && error.find('\n') == std::string::npos, error.c_str());
         QVERIFY(okOf(session.byId(4)));
         QCOMPARE(session.exitCode, 0);
+    }
+
+    // PROTOCOL.md's 64 MiB per line is enforced while reading: 200 MB without a newline are not
+    // buffered, the runner answers once after at most the limit and stops.
+    void lineLimitIsEnforcedWhileReading()
+    {
+        EndlessLine source(200ull << 20);
+        std::istream in(&source);
+        std::ostringstream out, log;
+        serveRunner(in, out, log);
+        QVERIFY2(source.consumed() <= (64ull << 20) + (1 << 16), qPrintable(QString::number(source.consumed())));
+        const std::string answers = out.str();
+        QCOMPARE(std::count(answers.begin(), answers.end(), '\n'), 1);
+        const json answer = json::parse(answers);
+        QCOMPARE(answer["id"], json(nullptr));
+        QVERIFY2(answer["error"].get<std::string>().find("64 MiB") != std::string::npos, answers.c_str());
+    }
+
+    // The same through a process: a line one byte over the limit is refused, the hello after it
+    // is not read; a line at the limit is served.
+    void longLineThroughAProcess()
+    {
+        const std::string cache = makeTempDir("cache-long") + "/cache";
+        QByteArray atLimit = "{\"id\":2,\"op\":\"hello\",\"pad\":\"";
+        atLimit += QByteArray((64 << 20) - atLimit.size() - 2, 'x') + "\"}";
+        QCOMPARE(atLimit.size(), qsizetype(64 << 20));
+        Session session = runRunner(atLimit + "\n" + line({{"id", 3}, {"op", "hello"}}), environmentWithCache(cache));
+        QCOMPARE(session.ids(), (std::vector<json>{2, 3}));
+        QByteArray overLimit = atLimit;
+        overLimit.insert(30, 'x');
+        session = runRunner(overLimit + "\n" + line({{"id", 3}, {"op", "hello"}}), environmentWithCache(cache));
+        QCOMPARE(session.ids(), (std::vector<json>{nullptr}));
+        QVERIFY2(errorOf(&session.responses[0]).find("longer than 64 MiB") != std::string::npos,
+                 session.responses[0].dump().c_str());
+        QCOMPARE(session.exitCode, 1);
+    }
+
+    void integersAreRangeCheckedAs64Bit_data()
+    {
+        QTest::addColumn<QString>("field");
+        QTest::addColumn<QString>("phrase");
+        QTest::newRow("logit position past 2^32") << "\"logit_positions\":[[0,4294967297]]" << "4294967297";
+        QTest::newRow("logit row past 2^32") << "\"logit_positions\":[[4294967296,1]]" << "4294967296";
+        QTest::newRow("logit position past 2^63") << "\"logit_positions\":[[0,9223372036854775808]]"
+                                                  << "9223372036854775808";
+        QTest::newRow("logit position past 2^64") << "\"logit_positions\":[[0,18446744073709551617]]"
+                                                  << "18446744073709551617";
+        QTest::newRow("token id past 2^64") << "\"input_ids\":[[0,18446744073709551621,2]]" << "18446744073709551621";
+        QTest::newRow("negative beyond 64 bits") << "\"input_ids\":[[0,-9223372036854775809,2]]"
+                                                 << "-9223372036854775809";
+    }
+    // Every integer the runner reads is a 64-bit value checked against its range, and a refusal
+    // quotes it as the request wrote it: position 2^32 + 1 is not position 1.
+    void integersAreRangeCheckedAs64Bit()
+    {
+        QFETCH(QString, field);
+        QFETCH(QString, phrase);
+        json forward = {{"id", 3}, {"op", "forward"}, {"input_ids", {{0, 5, 2}}}, {"attention_mask", {{1, 1, 1}}},
+                        {"output", fixtures().root + "/range.safetensors"}};
+        std::string text = forward.dump();
+        const std::string key = field.toStdString().substr(0, field.indexOf(':'));
+        const std::size_t at = text.find(key + ":");
+        if (at != std::string::npos) { // replace the default field
+            const std::size_t end = text.find("]]", at) + 2;
+            text.replace(at, end - at, field.toStdString());
+        } else {
+            text.insert(text.size() - 1, "," + field.toStdString());
+        }
+        const Session session =
+            runRunner(line({{"id", 1}, {"op", "hello"}}) +
+                          line({{"id", 2}, {"op", "load"}, {"checkpoint", fixtures().fp8Mlm}, {"mode", "fp8"}}) +
+                          QByteArray::fromStdString(text) + "\n" + line({{"id", 4}, {"op", "hello"}}),
+                      environmentWithCache(fixtures().root + "/unused-cache"));
+        QVERIFY2(session.finished, session.log.c_str());
+        QVERIFY2(okOf(session.byId(2)), session.log.c_str());
+        const json* answer = session.byId(3);
+        QVERIFY2(answer && !okOf(answer), answer ? answer->dump().c_str() : text.c_str());
+        QVERIFY2(errorOf(answer).find(phrase.toStdString()) != std::string::npos, errorOf(answer).c_str());
+        QVERIFY(okOf(session.byId(4)));
     }
 };
 

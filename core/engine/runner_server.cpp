@@ -20,6 +20,7 @@
 #include "device/checkpoint_manifest.h"
 #include "device/forward_summary.h"
 #include "device/runner_backend.h"
+#include "device/runner_protocol.h"
 #include "engine/compute_threads.h"
 #include "engine/encoder_model.h"
 #include "engine/runner_cache.h"
@@ -29,6 +30,11 @@ namespace scalescope {
 namespace {
 
 using json = nlohmann::json;
+
+std::string abbreviated(const std::string& text, std::size_t limit)
+{
+    return text.size() <= limit ? text : text.substr(0, limit - 3) + "...";
+}
 
 std::string canonicalFolder(const std::string& dir)
 {
@@ -45,20 +51,25 @@ const json& requireField(const json& request, const char* field, const std::stri
     return *it;
 }
 
+// A list of rows of non-negative 64-bit integers. A refusal quotes the value as the request wrote
+// it (integers beyond 64 bits never get here: the line check refuses them first).
 std::vector<std::vector<int64_t>> intMatrix(const json& value, const char* field)
 {
-    const std::string expected = std::string("\"") + field + "\" must be a list of lists of non-negative integers.";
+    const std::string expected = std::string("\"") + field + "\" must be a list of lists of non-negative integers";
     if (!value.is_array())
-        throw Error(expected);
+        throw Error(expected + ".");
     std::vector<std::vector<int64_t>> rows;
     for (const json& row : value) {
         if (!row.is_array())
-            throw Error(expected);
+            throw Error(expected + ".");
         std::vector<int64_t> values;
         values.reserve(row.size());
         for (const json& v : row) {
-            if (!v.is_number_integer() || v.get<int64_t>() < 0)
-                throw Error(expected);
+            const bool inRange = v.is_number_unsigned()
+                                     ? v.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max())
+                                     : v.is_number_integer() && v.get<int64_t>() >= 0;
+            if (!inRange)
+                throw Error(expected + ", not " + abbreviated(v.dump(), 40) + ".");
             values.push_back(v.get<int64_t>());
         }
         rows.push_back(std::move(values));
@@ -345,9 +356,16 @@ private:
         if (request.contains("attention_mask") && !request["attention_mask"].is_null())
             inputs.attentionMask = intMatrix(request["attention_mask"], "attention_mask");
         if (request.contains("logit_positions") && !request["logit_positions"].is_null()) {
+            std::size_t longest = 0;
+            for (const auto& row : inputs.inputIds)
+                longest = std::max(longest, row.size());
             for (const std::vector<int64_t>& pair : intMatrix(request["logit_positions"], "logit_positions")) {
                 if (pair.size() != 2)
                     throw Error("\"logit_positions\" must hold [row, position] pairs.");
+                // Checked as 64-bit values before they narrow to int: 2^32 + 1 is not position 1.
+                if (uint64_t(pair[0]) >= inputs.inputIds.size() || uint64_t(pair[1]) >= longest)
+                    throw Error("Logit position (" + std::to_string(pair[0]) + ", " + std::to_string(pair[1]) +
+                                ") is outside the input.");
                 inputs.logitPositions.emplace_back(static_cast<int>(pair[0]), static_cast<int>(pair[1]));
             }
         }
@@ -429,64 +447,57 @@ void respond(std::ostream& out, json response)
 
 } // namespace
 
-namespace {
-
-// Parses one request line; nullopt-like empty object with an error response already sent otherwise.
-bool parseRequest(const std::string& line, std::ostream& out, std::ostream& log, json& request)
-{
-    if (jsonNestingExceeded(line.data(), line.data() + line.size(), 64) >= 0) {
-        respond(out, {{"id", nullptr}, {"ok", false}, {"error", "The request nests JSON more than 64 levels deep."}});
-        return false;
-    }
-    try {
-        request = json::parse(line);
-    } catch (const json::parse_error& e) {
-        log << "scalescope runner: a request is not JSON: " << e.what() << std::endl;
-        respond(out, {{"id", nullptr}, {"ok", false},
-                      {"error", "The request is not valid JSON (byte " + std::to_string(e.byte) + ")."}});
-        return false;
-    } catch (const json::exception& e) { // e.g. a number beyond double range
-        log << "scalescope runner: a request is not usable JSON: " << e.what() << std::endl;
-        respond(out, {{"id", nullptr}, {"ok", false}, {"error", "The request holds a number out of range."}});
-        return false;
-    }
-    if (!request.is_object()) {
-        respond(out, {{"id", nullptr}, {"ok", false}, {"error", "The request is not a JSON object."}});
-        return false;
-    }
-    return true;
-}
-
-} // namespace
-
 int serveRunner(std::istream& in, std::ostream& out, std::ostream& log, const RunnerServerOptions& options)
 {
     Server server(out, log, options);
+    // PROTOCOL.md: input that may have lost the framing (a line that cannot be read, a "bytes" that
+    // is not a byte count, a payload cut short) gets one answer, and nothing more is read from it:
+    // whatever follows could be a payload's bytes, never to be run as requests.
+    const auto stopReading = [&](const json& id, const std::string& sentence) {
+        log << "scalescope runner: stopped reading: " << sentence << std::endl;
+        respond(out, {{"id", id}, {"ok", false}, {"error", sentence}});
+        return 1;
+    };
     std::string line;
-    while (std::getline(in, line)) {
-        if (!line.empty() && line.back() == '\r')
-            line.pop_back();
+    while (true) {
+        const LineRead read = readProtocolLine(in, line);
+        if (read == LineRead::EndOfInput)
+            return 0;
+        if (read == LineRead::TooLong)
+            return stopReading(nullptr, "A request line is longer than 64 MiB; the runner stops reading this input.");
         if (line.find_first_not_of(" \t") == std::string::npos)
             continue;
+        const ProtocolLineCheck check = checkProtocolLine(line);
+        if (!check.refusal.empty())
+            return stopReading(nullptr, "The request " + check.refusal + "; the runner stops reading this input.");
         json request;
-        if (!parseRequest(line, out, log, request))
+        try {
+            request = json::parse(line);
+        } catch (const json::parse_error& e) {
+            return stopReading(nullptr, "The request is not valid JSON (byte " + std::to_string(e.byte) +
+                                            "); the runner stops reading this input.");
+        } catch (const json::exception&) { // e.g. a number beyond double's range
+            return stopReading(nullptr, "The request holds a number out of range; the runner stops reading this input.");
+        }
+        if (!request.is_object()) { // nothing in it can announce a payload
+            respond(out, {{"id", nullptr}, {"ok", false}, {"error", "The request is not a JSON object."}});
             continue;
+        }
         const json id = request.contains("id") ? request["id"] : json(nullptr);
         std::optional<uint64_t> payload;
         if (const auto bytes = request.find("bytes"); bytes != request.end()) {
-            if (!bytes->is_number_unsigned()) {
-                respond(out, {{"id", id}, {"ok", false}, {"error", "\"bytes\" must be a byte count."}});
-                continue;
-            }
+            if (!bytes->is_number_unsigned() || bytes->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+                return stopReading(id, "\"bytes\" must be a byte count (a non-negative integer), not " +
+                                           abbreviated(bytes->dump(), 40) + "; the runner stops reading this input.");
             payload = bytes->get<uint64_t>();
         }
         server.setCurrentId(id);
         bool framingLost = false;
-        json response = server.answer(request, payload, "", in, framingLost);
+        json response = server.answer(request, payload, check.integerOutOfRange, in, framingLost);
         response["id"] = id;
         respond(out, response);
         if (framingLost)
-            return 0;
+            return 1;
         if (!server.payload_.empty() && response.value("ok", false)) {
             out.write(server.payload_.data(), static_cast<std::streamsize>(server.payload_.size()));
             out.flush();
@@ -496,7 +507,6 @@ int serveRunner(std::istream& in, std::ostream& out, std::ostream& log, const Ru
         if (op != request.end() && *op == "shutdown" && response.value("ok", false))
             return 0;
     }
-    return 0;
 }
 
 } // namespace scalescope
