@@ -1,11 +1,12 @@
 // The runner as a trust boundary (issue 30): what a runner accepts from a peer it cannot trust
-// (packaging/runners/PROTOCOL.md).
+// (packaging/runners/PROTOCOL.md), and what the client does about a runner that never answers.
 //
-// Real `scalescope-cli runner` processes are driven with hand-made byte streams: a
+// The runner side drives real `scalescope-cli runner` processes with hand-made byte streams: a
 // commit of other bytes under a genuine checkpoint hash, files the manifest does not list, the
 // cache folder's permissions, framing errors (a bad "bytes", a line that cannot be read, a
 // payload whose request fails in any way), the line limit (measured in process, where the bytes
-// read can be counted) and integers beyond 64 bits.
+// read can be counted) and integers beyond 64 bits. The client side starts runner scripts that
+// report progress forever and never answer: the request's overall deadline ends them.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,10 +50,32 @@ std::string shellQuote(const std::string& text)
     return quoted + "'";
 }
 
+// hello and load answer at once (protocol 1); a forward gets a progress line every 0.2 s for 30 s
+// and never an answer, then the script exits.
+const char* kProgressForeverRunner = R"(#!/bin/sh
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"op":"hello"'*) printf '{"id":%s,"ok":true,"protocol":1,"device":"cpu","name":"stuck"}\n' "$id" ;;
+    *'"op":"load"'*) printf '{"id":%s,"ok":true}\n' "$id" ;;
+    *'"op":"forward"'*)
+      i=0
+      while [ $i -lt 150 ]; do
+        printf '{"id":%s,"progress":0.5,"stage":"Compiling for AIU"}\n' "$id"
+        sleep 0.2
+        i=$((i + 1))
+      done
+      exit 0 ;;
+    *'"op":"shutdown"'*) printf '{"id":%s,"ok":true}\n' "$id"; exit 0 ;;
+  esac
+done
+)";
+
 struct Fixtures {
     std::string root;
     std::string fp8Qa; // 4 encoder layers
     std::string fp8Mlm;
+    std::string progressScript;
 };
 
 Fixtures& fixtures()
@@ -240,6 +263,8 @@ private slots:
         writeTinyFloatCheckpoint(f.root + "/float-mlm", mlm);
         f.fp8Mlm = f.root + "/fp8-mlm";
         writeTinyFp8Checkpoint(f.root + "/float-mlm", f.fp8Mlm, {"channel", "token", "F32"});
+        f.progressScript = f.root + "/progress-forever.sh";
+        std::ofstream(f.progressScript) << kProgressForeverRunner;
     }
 
     void cleanupTestCase() { QDir(QString::fromStdString(fixtures().root)).removeRecursively(); }
@@ -520,6 +545,93 @@ private slots:
         QVERIFY2(answer && !okOf(answer), answer ? answer->dump().c_str() : text.c_str());
         QVERIFY2(errorOf(answer).find(phrase.toStdString()) != std::string::npos, errorOf(answer).c_str());
         QVERIFY(okOf(session.byId(4)));
+    }
+
+    // ---- the client: an overall deadline per request --------------------------------------------
+
+    // A runner that repeats a progress line and never answers: each line restarts the 2 s idle
+    // timeout, but the forward's 3 s deadline does not move. One error, naming the runner and the
+    // request, and the progress reached the caller on the way.
+    void progressDoesNotPostponeTheDeadline()
+    {
+        RunnerOptions options;
+        options.forwardTimeout = std::chrono::milliseconds(2000);
+        options.deadlines["forward"] = std::chrono::milliseconds(3000);
+        std::vector<std::string> lines;
+        options.onProgressLine = [&](const RunnerProgressLine& progress) { lines.push_back(progress.stage); };
+        auto runner = RunnerBackend::start("sh " + shellQuote(fixtures().progressScript), fixtures().fp8Qa, options);
+        std::vector<std::string> stages;
+        Progress progress;
+        progress.callback = [&](double, const std::string& stage) { stages.push_back(stage); };
+        const auto started = std::chrono::steady_clock::now();
+        std::string message;
+        try {
+            runner->forward(twoRows(), {}, progress);
+            QFAIL("a forward that never answers returned");
+        } catch (const Error& e) {
+            message = e.what();
+        }
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        QVERIFY2(seconds >= 2.9 && seconds < 8, qPrintable(QString::number(seconds)));
+        QVERIFY2(message.rfind("The runner \"sh ", 0) == 0, message.c_str());
+        QVERIFY2(message.find("did not finish the forward request within its 3 s deadline") != std::string::npos,
+                 message.c_str());
+        QVERIFY2(message.find("Compiling for AIU") != std::string::npos, message.c_str());
+        QVERIFY2(message.back() == '.' && message.find('\n') == std::string::npos, message.c_str());
+        QVERIFY(std::count(stages.begin(), stages.end(), "Compiling for AIU") >= 5);
+        QVERIFY(std::count(lines.begin(), lines.end(), "Compiling for AIU") >= 5);
+        QVERIFY(!runner->isRunning());
+    }
+
+    // SCALESCOPE_RUNNER_DEADLINES sets the deadlines (seconds per request kind); a value that is
+    // not one is refused with a sentence naming the variable.
+    void deadlinesComeFromTheEnvironment()
+    {
+        qputenv("SCALESCOPE_RUNNER_DEADLINES", "load=600, forward=1.5");
+        const auto restore = qScopeGuard([] { qunsetenv("SCALESCOPE_RUNNER_DEADLINES"); });
+        auto runner = RunnerBackend::start("sh " + shellQuote(fixtures().progressScript), fixtures().fp8Qa);
+        const auto started = std::chrono::steady_clock::now();
+        try {
+            runner->forward(twoRows(), {});
+            QFAIL("a forward that never answers returned");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("within its 1.5 s deadline") != std::string::npos, e.what());
+            QVERIFY2(std::string(e.what()).find("SCALESCOPE_RUNNER_DEADLINES") != std::string::npos, e.what());
+        }
+        QVERIFY(std::chrono::steady_clock::now() - started < std::chrono::seconds(6));
+        for (const char* bad : {"forward", "forward=soon", "forward=-3", "compile=10", "forward=0"}) {
+            qputenv("SCALESCOPE_RUNNER_DEADLINES", bad);
+            try {
+                RunnerBackend::start("sh " + shellQuote(fixtures().progressScript), fixtures().fp8Qa);
+                QFAIL(qPrintable(QString("SCALESCOPE_RUNNER_DEADLINES=%1 was accepted").arg(bad)));
+            } catch (const Error& e) {
+                QVERIFY2(std::string(e.what()).rfind("SCALESCOPE_RUNNER_DEADLINES", 0) == 0, e.what());
+                QVERIFY2(std::string(e.what()).find(bad) != std::string::npos, e.what());
+            }
+        }
+    }
+
+    // The CLI prints the runner's progress on stderr while it waits, and ends at the deadline with
+    // one sentence and exit code 1 instead of waiting forever.
+    void cliPrintsRunnerProgressAndTheDeadline()
+    {
+        QProcess cli;
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert("SCALESCOPE_RUNNER_DEADLINES", "forward=2");
+        cli.setProcessEnvironment(environment);
+        const auto started = std::chrono::steady_clock::now();
+        cli.start(QStringLiteral(SCALESCOPE_CLI),
+                  {"forward", QString::fromStdString(fixtures().fp8Qa), "--input-ids", "0,5,2", "--output",
+                   QString::fromStdString(fixtures().root + "/cli-deadline.safetensors"), "--device",
+                   QString::fromStdString("runner:sh " + shellQuote(fixtures().progressScript))});
+        QVERIFY(cli.waitForFinished(60000));
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        const QString log = QString::fromUtf8(cli.readAllStandardError());
+        QCOMPARE(cli.exitCode(), 1);
+        QVERIFY2(seconds < 15, qPrintable(log));
+        QVERIFY2(log.contains("Compiling for AIU (50 %)"), qPrintable(log));
+        QVERIFY2(log.contains("did not finish the forward request within its 2 s deadline"), qPrintable(log));
+        QVERIFY(!QFileInfo::exists(QString::fromStdString(fixtures().root + "/cli-deadline.safetensors")));
     }
 };
 
