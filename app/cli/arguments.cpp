@@ -4,8 +4,11 @@
 #include "common/text_files.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <sstream>
 
 namespace scalescope::cli {
@@ -133,6 +136,31 @@ DeviceSpec deviceOption(const Arguments& args)
     } catch (const Error& e) {
         throw UsageError{std::string("--device: ") + e.what()};
     }
+}
+
+RunnerOptions cliRunnerOptions()
+{
+    RunnerOptions options;
+    // Each new stage or percentage, and the same line again at most every 10 s (a runner repeats
+    // its latest progress line as a heartbeat).
+    struct Printed {
+        std::string text;
+        std::chrono::steady_clock::time_point at;
+    };
+    auto printed = std::make_shared<Printed>();
+    options.onProgressLine = [printed](const RunnerProgressLine& line) {
+        const int percent = static_cast<int>(std::lround(std::fmin(std::fmax(line.fraction, 0.0), 1.0) * 100.0));
+        const std::string text =
+            terminalSafe(line.runner + ", " + line.request + ": " + line.stage + " (" + std::to_string(percent) + " %)");
+        const auto now = std::chrono::steady_clock::now();
+        if (text == printed->text && now - printed->at < std::chrono::seconds(10))
+            return;
+        printed->text = text;
+        printed->at = now;
+        std::fprintf(stderr, "scalescope-cli: %s\n", text.c_str());
+        std::fflush(stderr);
+    };
+    return options;
 }
 
 std::vector<DeviceSpec> deviceOptions(const Arguments& args)

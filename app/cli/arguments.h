@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "device/device_spec.h"
+#include "device/runner_backend.h"
 #include "tasks/compare_runs.h"
 
 namespace scalescope::cli {
@@ -53,6 +54,9 @@ private:
 // whatever the command.
 // Given more than once, it is a usage error here: only evaluate spreads work over several devices.
 DeviceSpec deviceOption(const Arguments& args);
+// The options of every runner the CLI starts: the runner's progress lines are printed on stderr, so
+// a long load (an AIU runner compiles for minutes) is seen to be working.
+RunnerOptions cliRunnerOptions();
 // compare's, evaluate's and sensitivity's --mode: the run side's mode, fp8 (default), dequant or fp16
 // (the reference is the other side, so "reference" is not one). UsageError otherwise.
 RunMode comparedRunMode(const Arguments& args);

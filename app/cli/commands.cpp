@@ -75,7 +75,7 @@ RunSelection selectRun(const Arguments& args, const std::string& checkpointDir)
     auto open = [&](RunMode mode) -> std::unique_ptr<InferenceBackend> {
         if (device.isCpu())
             return EncoderModel::load(checkpointDir);
-        RunnerOptions options;
+        RunnerOptions options = cliRunnerOptions();
         options.initialMode = mode; // spares the runner a reload on the first forward
         return RunnerBackend::start(device, Checkpoint::open(checkpointDir), options);
     };
@@ -592,7 +592,7 @@ int commandCompare(const Arguments& args)
     // The run goes to --device; a float reference runs in-process on CPU (the yardstick). Without
     // --reference, dequant on the same device stands in.
     input.runMode = comparedRunMode(args);
-    std::unique_ptr<InferenceBackend> run = openBackend(deviceOption(args), Checkpoint::open(checkpointDir));
+    std::unique_ptr<InferenceBackend> run = openBackend(deviceOption(args), Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
     std::unique_ptr<EncoderModel> reference;
     if (auto dir = args.value("reference"))
         reference = EncoderModel::load(*dir);

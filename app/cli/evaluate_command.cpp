@@ -265,7 +265,7 @@ int commandEvaluate(const Arguments& args)
     const SquadDataset dataset = readSquadFile(squadPath);
     // The run goes to --device (several make a pool that splits each batch); a float reference runs in-process on CPU. Without --reference the
     // run alternates fp8 and dequant per batch on the device (the AIU runner keeps both loaded).
-    std::unique_ptr<InferenceBackend> run = openBackends(deviceOptions(args), Checkpoint::open(checkpointDir));
+    std::unique_ptr<InferenceBackend> run = openBackends(deviceOptions(args), Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
     std::unique_ptr<EncoderModel> reference;
     if (!referenceDir.empty())
         reference = EncoderModel::load(referenceDir);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/text_files.h"
 #include "device/checkpoint_manifest.h"
 #include "device/forward_summary.h"
 #include "device/runner_channel.h"
@@ -124,6 +125,58 @@ uint64_t largestForwardBytes(const ModelConfig& c, const EncoderInputs& inputs, 
 
 } // namespace
 
+const std::vector<std::string>& runnerRequestKinds()
+{
+    static const std::vector<std::string> kinds = {"hello", "has_checkpoint", "upload", "commit_checkpoint", "load",
+                                                   "forward"};
+    return kinds;
+}
+
+std::chrono::milliseconds defaultRunnerDeadline(const std::string& request)
+{
+    using std::chrono::minutes;
+    if (request == "upload")
+        return minutes(60);
+    if (request == "load")
+        return minutes(120);
+    if (request == "forward")
+        return minutes(30);
+    return minutes(5);
+}
+
+std::map<std::string, std::chrono::milliseconds> runnerDeadlinesFromEnvironment()
+{
+    std::map<std::string, std::chrono::milliseconds> deadlines;
+    const char* value = std::getenv("SCALESCOPE_RUNNER_DEADLINES");
+    if (!value || !*value)
+        return deadlines;
+    const std::string text = value;
+    const auto trimmed = [](const std::string& s) {
+        const std::size_t first = s.find_first_not_of(" \t");
+        return first == std::string::npos ? std::string() : s.substr(first, s.find_last_not_of(" \t") - first + 1);
+    };
+    for (std::size_t from = 0; from <= text.size();) {
+        const std::size_t end = std::min(text.find(',', from), text.size());
+        const std::string item = trimmed(text.substr(from, end - from));
+        from = end + 1;
+        if (item.empty())
+            continue;
+        const std::size_t equals = item.find('=');
+        const std::string kind = trimmed(item.substr(0, equals));
+        const std::string seconds = equals == std::string::npos ? std::string() : trimmed(item.substr(equals + 1));
+        char* parsedEnd = nullptr;
+        const double number = seconds.empty() ? 0.0 : std::strtod(seconds.c_str(), &parsedEnd);
+        const auto& kinds = runnerRequestKinds();
+        if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end() || seconds.empty() ||
+            parsedEnd != seconds.c_str() + seconds.size() || !(number > 0) || number > 1e7)
+            throw Error("SCALESCOPE_RUNNER_DEADLINES=\"" + abbreviatedText(text, 200) + "\": \"" +
+                        abbreviatedText(item, 80) + "\" is not KIND=SECONDS with a positive number of seconds (the kinds are " +
+                        joinedWords(kinds) + ").");
+        deadlines[kind] = std::chrono::milliseconds(static_cast<int64_t>(std::llround(number * 1000.0)));
+    }
+    return deadlines;
+}
+
 struct RunnerBackend::Impl {
     DeviceSpec device;
     RunnerOptions options;
@@ -138,6 +191,7 @@ struct RunnerBackend::Impl {
     std::string runnerDevice;
     std::string name;
     std::unique_ptr<CheckpointManifest> manifest; // protocol 2: computed once, on first need
+    std::map<std::string, std::chrono::milliseconds> deadlines; // every kind, resolved at start
 
     ~Impl()
     {
@@ -167,8 +221,11 @@ struct RunnerBackend::Impl {
                                   const Progress& progress, const OutgoingPayload* payload = nullptr,
                                   uint64_t maxResponseBytes = 0)
     {
+        const auto deadline = deadlines.find(requestName);
         try {
-            return channel->exchange(std::move(request), requestName, timeout, progress, payload, maxResponseBytes);
+            return channel->exchange(std::move(request), requestName, timeout,
+                                     deadline != deadlines.end() ? deadline->second : timeout, progress, payload,
+                                     maxResponseBytes);
         } catch (...) {
             loaded = false; // a failed exchange stopped the child
             throw;
@@ -391,6 +448,14 @@ std::unique_ptr<RunnerBackend> RunnerBackend::start(const DeviceSpec& device,
     m.device = device;
     m.options = options;
     m.checkpoint = std::move(checkpoint);
+    const std::map<std::string, std::chrono::milliseconds> fromEnvironment = runnerDeadlinesFromEnvironment();
+    for (const std::string& kind : runnerRequestKinds()) {
+        const auto given = options.deadlines.find(kind);
+        const auto set = fromEnvironment.find(kind);
+        m.deadlines[kind] = given != options.deadlines.end() ? given->second
+                            : set != fromEnvironment.end()   ? set->second
+                                                             : defaultRunnerDeadline(kind);
+    }
     std::error_code error;
     const std::string& checkpointDir = m.checkpoint->directory();
     const std::filesystem::path absolute = std::filesystem::absolute(checkpointDir, error);
@@ -404,7 +469,8 @@ std::unique_ptr<RunnerBackend> RunnerBackend::start(const DeviceSpec& device,
     if (!::mkdtemp(pattern.data()))
         throw Error("Cannot create the runner's exchange folder in " + parent + ": " + std::strerror(errno) + ".");
     m.exchangeDir = pattern;
-    m.channel = std::make_unique<RunnerChannel>(device, options.stderrLinesKept, options.onLogLine);
+    m.channel = std::make_unique<RunnerChannel>(device, options.stderrLinesKept, options.onLogLine,
+                                                options.onProgressLine);
 
     m.ensureReady(options.initialMode, progress);
     progress.report(1.0, "Runner ready");

@@ -23,6 +23,7 @@
 // linearInputAmax are in-process features and are ignored here (the result's lists stay empty).
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,11 +39,36 @@ namespace scalescope {
 constexpr int kRunnerProtocolVersion = 1;
 constexpr int kRunnerProtocolLatest = 2;
 
+// One progress line of a runner (packaging/runners/PROTOCOL.md): which runner, during which
+// request, how far and at what stage.
+struct RunnerProgressLine {
+    std::string runner;  // the runner "COMMAND"
+    std::string request; // "load", "forward", ...
+    double fraction = 0;
+    std::string stage;
+};
+
+// The request kinds that have a deadline of their own ("shutdown" has shutdownTimeout).
+const std::vector<std::string>& runnerRequestKinds();
+// The built-in deadline of a request kind: hello, has_checkpoint and commit_checkpoint 5 min, an
+// upload (one file) 1 h, load 2 h (an AIU runner compiles every shape it serves while it loads),
+// forward 30 min.
+std::chrono::milliseconds defaultRunnerDeadline(const std::string& request);
+// $SCALESCOPE_RUNNER_DEADLINES ("load=3600,forward=120": seconds per request kind, comma-separated)
+// as a map; empty when unset. Throws scalescope::Error naming the variable and the item at fault.
+std::map<std::string, std::chrono::milliseconds> runnerDeadlinesFromEnvironment();
+
 struct RunnerOptions {
+    // Idle timeouts: how long the runner may stay silent. Every progress line restarts them.
     // The child gets this long to start and answer hello (ssh and torchrun take a while).
     std::chrono::milliseconds helloTimeout{60000};
     std::chrono::milliseconds loadTimeout{120000};
     std::chrono::milliseconds forwardTimeout{60000};
+    // Overall deadlines by request kind (runnerRequestKinds()): however many progress lines the
+    // runner sends, a request that is not answered by then fails with one sentence naming the
+    // runner and the request. A kind missing here takes $SCALESCOPE_RUNNER_DEADLINES, else its
+    // defaultRunnerDeadline().
+    std::map<std::string, std::chrono::milliseconds> deadlines;
     // How long the destructor waits for the runner to exit after shutdown before stopping it.
     std::chrono::milliseconds shutdownTimeout{5000};
     // Where the private exchange folder is created. Empty: $SCALESCOPE_RUNNER_EXCHANGE_DIR, else
@@ -53,6 +79,8 @@ struct RunnerOptions {
     RunMode initialMode = RunMode::Fp8;
     // Called with every stderr line of the runner, on the calling thread, while a request is pending.
     std::function<void(const std::string& line)> onLogLine;
+    // Called with every progress line of the runner, on the calling thread (the CLI prints them).
+    std::function<void(const RunnerProgressLine&)> onProgressLine;
     // How many of the runner's last stderr lines are kept for messages.
     std::size_t stderrLinesKept = 8;
 };

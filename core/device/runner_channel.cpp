@@ -12,7 +12,9 @@
 
 #include "common/error.h"
 #include "common/text_files.h"
+#include "device/runner_backend.h"
 #include "device/runner_process.h"
+#include "device/runner_protocol.h"
 
 namespace scalescope {
 namespace {
@@ -76,9 +78,10 @@ struct RunnerChannel::Pending {
 };
 
 RunnerChannel::RunnerChannel(DeviceSpec device, std::size_t stderrLinesKept,
-                             std::function<void(const std::string&)> onLogLine)
+                             std::function<void(const std::string&)> onLogLine,
+                             std::function<void(const RunnerProgressLine&)> onProgressLine)
     : device_(std::move(device)), stderrLinesKept_(std::max<std::size_t>(1, stderrLinesKept)),
-      onLogLine_(std::move(onLogLine))
+      onLogLine_(std::move(onLogLine)), onProgressLine_(std::move(onProgressLine))
 {
 }
 
@@ -270,8 +273,9 @@ bool RunnerChannel::pump(Pending& pending, Clock::time_point deadline)
 }
 
 RunnerChannel::Reply RunnerChannel::exchange(json request, const std::string& requestName,
-                                             std::chrono::milliseconds idleTimeout, const Progress& progress,
-                                             const OutgoingPayload* payload, uint64_t maxResponseBytes)
+                                             std::chrono::milliseconds idleTimeout, std::chrono::milliseconds deadline,
+                                             const Progress& progress, const OutgoingPayload* payload,
+                                             uint64_t maxResponseBytes)
 {
     if (!process_)
         throw Error(label() + " is not running.");
@@ -294,13 +298,20 @@ RunnerChannel::Reply RunnerChannel::exchange(json request, const std::string& re
         throw Error("The " + requestName + " request for " + runnerText() + " holds a path that is not valid UTF-8.");
     }
     const auto started = Clock::now();
-    auto deadline = started + idleTimeout;
+    auto idleUntil = started + idleTimeout;
+    // The overall deadline: progress lines restart the idle timeout, never this.
+    const auto finishBy = started + deadline;
+    std::string lastProgress;
     Reply reply;
     bool awaitingPayload = false;
     uint64_t payloadSize = 0;
     while (true) {
         if (progress.cancelled())
             failCancelled();
+        if (Clock::now() >= finishBy)
+            fail(label() + " did not finish the " + requestName + " request within its " + secondsText(deadline) +
+                 " deadline" + (lastProgress.empty() ? std::string(" (") : " (its last progress: " + lastProgress + "; ") +
+                 "SCALESCOPE_RUNNER_DEADLINES sets the deadlines)");
         if (awaitingPayload) {
             if (stdoutBuffer_.size() >= payloadSize) {
                 reply.payload = stdoutBuffer_.substr(0, static_cast<std::size_t>(payloadSize));
@@ -311,11 +322,18 @@ RunnerChannel::Reply RunnerChannel::exchange(json request, const std::string& re
         } else if (std::string answer; takeLine(answer)) {
             json message = checkAnswer(answer, id, requestName);
             if (!message.contains("ok")) { // a progress line: the runner is working, not stuck
-                deadline = Clock::now() + idleTimeout;
-                const auto fraction = message.find("progress");
-                const auto stage = message.find("stage");
-                progress.report(fraction != message.end() && fraction->is_number() ? fraction->get<double>() : 0.0,
-                                stage != message.end() && stage->is_string() ? stage->get<std::string>() : requestName);
+                idleUntil = Clock::now() + idleTimeout;
+                const auto fractionField = message.find("progress");
+                const auto stageField = message.find("stage");
+                const double fraction =
+                    fractionField != message.end() && fractionField->is_number() ? fractionField->get<double>() : 0.0;
+                const std::string stage = abbreviatedText(
+                    stageField != message.end() && stageField->is_string() ? stageField->get<std::string>() : requestName,
+                    200);
+                progress.report(fraction, stage);
+                if (onProgressLine_)
+                    onProgressLine_({runnerText(), requestName, fraction, stage});
+                lastProgress = stage + ", " + std::to_string(static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * 100))) + " %";
                 continue;
             }
             if (pending.writing())
@@ -337,10 +355,10 @@ RunnerChannel::Reply RunnerChannel::exchange(json request, const std::string& re
         if (!awaitingPayload && stdoutBuffer_.size() > kMaxResponseLine)
             fail(label() + " wrote more than 16 MB on stdout without a line break during the " + requestName +
                  " request");
-        if (Clock::now() >= deadline)
+        if (Clock::now() >= idleUntil)
             fail(label() + " did not answer the " + requestName + " request within " + secondsText(idleTimeout));
-        if (pump(pending, deadline) && (pending.writing() || awaitingPayload))
-            deadline = std::max(deadline, Clock::now() + std::min(idleTimeout, std::chrono::milliseconds(60000)));
+        if (pump(pending, std::min(idleUntil, finishBy)) && (pending.writing() || awaitingPayload))
+            idleUntil = std::max(idleUntil, Clock::now() + std::min(idleTimeout, std::chrono::milliseconds(60000)));
     }
 }
 
@@ -349,6 +367,9 @@ json RunnerChannel::checkAnswer(const std::string& answer, int64_t id, const std
     if (jsonNestingExceeded(answer.data(), answer.data() + answer.size(), kMaxProtocolDepth) >= 0)
         fail(label() + " answered the " + requestName + " request with JSON nested more than " +
              std::to_string(kMaxProtocolDepth) + " levels deep");
+    // Bounded before it is parsed: a 16 MB line of empty objects would become gigabytes.
+    if (const ProtocolLineCheck check = checkProtocolLine(answer); !check.refusal.empty())
+        fail(label() + " answered the " + requestName + " request with a line that " + check.refusal);
     json response;
     try {
         response = json::parse(answer);

@@ -6,7 +6,8 @@
 // Threading: one owner thread; it starts none. While a request is pending it polls the child's
 // stdin, stdout and stderr together in short slices, so the child never blocks on a full stderr
 // pipe, a large upload never deadlocks against a chatty child, and the cancel flag is seen within
-// ~50 ms. Each request has an idle timeout that every progress line restarts.
+// ~50 ms. Each request has an idle timeout that every progress line restarts, and an overall
+// deadline that nothing moves.
 // Errors: every failure (timeout, cancel, the child exiting, an answer that is not the protocol,
 // ok:false) stops the child and throws scalescope::Error (Cancelled for the cancel flag) with one
 // sentence that names the runner and, when it wrote any, its last stderr line.
@@ -25,6 +26,7 @@
 namespace scalescope {
 
 class RunnerProcess;
+struct RunnerProgressLine;
 
 // Bytes that follow a request line: a whole file, streamed in chunks (a checkpoint upload).
 struct OutgoingPayload {
@@ -34,7 +36,8 @@ struct OutgoingPayload {
 
 class RunnerChannel {
 public:
-    RunnerChannel(DeviceSpec device, std::size_t stderrLinesKept, std::function<void(const std::string&)> onLogLine);
+    RunnerChannel(DeviceSpec device, std::size_t stderrLinesKept, std::function<void(const std::string&)> onLogLine,
+                  std::function<void(const RunnerProgressLine&)> onProgressLine = nullptr);
     ~RunnerChannel();
 
     void start();
@@ -48,11 +51,13 @@ public:
         nlohmann::json response;
         std::string payload; // the bytes a response announced with "bytes"
     };
-    // Sends the request (its "id" is set here) and the payload, and waits for the response.
-    // A response payload larger than maxResponseBytes is refused before it is read.
+    // Sends the request (its "id" is set here) and the payload, and waits for the response: at most
+    // idleTimeout without a sign of life (a progress line, bytes moving), at most `deadline` in all.
+    // Progress lines go to `progress` and to the channel's onProgressLine. A response payload larger
+    // than maxResponseBytes is refused before it is read.
     Reply exchange(nlohmann::json request, const std::string& requestName, std::chrono::milliseconds idleTimeout,
-                   const Progress& progress, const OutgoingPayload* payload = nullptr,
-                   uint64_t maxResponseBytes = 0);
+                   std::chrono::milliseconds deadline, const Progress& progress,
+                   const OutgoingPayload* payload = nullptr, uint64_t maxResponseBytes = 0);
 
     // Stops the child and throws: the one exit for every failure of a request.
     [[noreturn]] void fail(const std::string& what);
@@ -62,7 +67,11 @@ public:
     const std::deque<std::string>& recentLogLines() const { return stderrLines_; }
     double lastRoundTripMs() const { return lastRoundTripMs_; }
     void setLastRoundTripMs(double ms) { lastRoundTripMs_ = ms; }
-    void clearLogCallback() { onLogLine_ = nullptr; }
+    void clearLogCallback()
+    {
+        onLogLine_ = nullptr;
+        onProgressLine_ = nullptr;
+    }
 
 private:
     struct Pending;
@@ -78,6 +87,7 @@ private:
     DeviceSpec device_;
     std::size_t stderrLinesKept_;
     std::function<void(const std::string&)> onLogLine_;
+    std::function<void(const RunnerProgressLine&)> onProgressLine_;
     std::unique_ptr<RunnerProcess> process_;
     int64_t nextId_ = 1;
     std::string stdoutBuffer_;

@@ -8,6 +8,8 @@
 #include <vector>
 #include <filesystem>
 #include <iostream>
+#include <limits>
+#include <optional>
 #include <memory>
 #include <set>
 
@@ -18,15 +20,21 @@
 #include "device/checkpoint_manifest.h"
 #include "device/forward_summary.h"
 #include "device/runner_backend.h"
+#include "device/runner_protocol.h"
 #include "engine/compute_threads.h"
-#include "io/safetensors.h"
-#include "io/sha256.h"
 #include "engine/encoder_model.h"
+#include "engine/runner_cache.h"
+#include "io/safetensors.h"
 
 namespace scalescope {
 namespace {
 
 using json = nlohmann::json;
+
+std::string abbreviated(const std::string& text, std::size_t limit)
+{
+    return text.size() <= limit ? text : text.substr(0, limit - 3) + "...";
+}
 
 std::string canonicalFolder(const std::string& dir)
 {
@@ -43,20 +51,25 @@ const json& requireField(const json& request, const char* field, const std::stri
     return *it;
 }
 
+// A list of rows of non-negative 64-bit integers. A refusal quotes the value as the request wrote
+// it (integers beyond 64 bits never get here: the line check refuses them first).
 std::vector<std::vector<int64_t>> intMatrix(const json& value, const char* field)
 {
-    const std::string expected = std::string("\"") + field + "\" must be a list of lists of non-negative integers.";
+    const std::string expected = std::string("\"") + field + "\" must be a list of lists of non-negative integers";
     if (!value.is_array())
-        throw Error(expected);
+        throw Error(expected + ".");
     std::vector<std::vector<int64_t>> rows;
     for (const json& row : value) {
         if (!row.is_array())
-            throw Error(expected);
+            throw Error(expected + ".");
         std::vector<int64_t> values;
         values.reserve(row.size());
         for (const json& v : row) {
-            if (!v.is_number_integer() || v.get<int64_t>() < 0)
-                throw Error(expected);
+            const bool inRange = v.is_number_unsigned()
+                                     ? v.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max())
+                                     : v.is_number_integer() && v.get<int64_t>() >= 0;
+            if (!inRange)
+                throw Error(expected + ", not " + abbreviated(v.dump(), 40) + ".");
             values.push_back(v.get<int64_t>());
         }
         rows.push_back(std::move(values));
@@ -64,7 +77,7 @@ std::vector<std::vector<int64_t>> intMatrix(const json& value, const char* field
     return rows;
 }
 
-// PROTOCOL.md: where received checkpoints are kept, one folder per hash.
+// PROTOCOL.md: where received checkpoints are kept, one folder per hash; always the user's own.
 std::string defaultCacheFolder()
 {
     if (const char* dir = std::getenv("SCALESCOPE_RUNNER_CACHE"); dir && *dir)
@@ -73,7 +86,7 @@ std::string defaultCacheFolder()
         return std::string(xdg) + "/scalescope-runner";
     if (const char* home = std::getenv("HOME"); home && *home)
         return std::string(home) + "/.cache/scalescope-runner";
-    return "/tmp/scalescope-runner-cache";
+    return "/tmp/scalescope-runner-" + std::to_string(::geteuid());
 }
 
 bool isHash(const std::string& text)
@@ -107,40 +120,108 @@ PrecisionOverrides parseOverrides(const json& value)
     return overrides;
 }
 
-// Reads exactly `size` bytes that follow a request line into `file` (or discards them when file is
-// empty), so that the stream stays in step even when the request is refused.
-void receivePayload(std::istream& in, uint64_t size, const std::string& file)
+// Reads the `size` bytes that follow a request line to their end, into `incoming` when there is
+// one and nowhere otherwise, so the stream stays framed whatever became of the request. Returns
+// how many bytes were missing when the input ended first (0 when all arrived).
+uint64_t receivePayload(std::istream& in, uint64_t size, RunnerCache::Incoming* incoming)
 {
-    std::ofstream out;
-    if (!file.empty())
-        out.open(file, std::ios::binary | std::ios::trunc);
-    std::vector<char> buffer(1 << 20);
+    std::vector<char> buffer(static_cast<std::size_t>(std::min<uint64_t>(size, 1u << 20)));
     while (size > 0) {
         const auto chunk = static_cast<std::streamsize>(std::min<uint64_t>(size, buffer.size()));
         in.read(buffer.data(), chunk);
-        if (in.gcount() != chunk)
-            throw Error("The input ended inside a payload.");
-        if (out.is_open())
-            out.write(buffer.data(), chunk);
-        size -= static_cast<uint64_t>(chunk);
+        const auto got = static_cast<uint64_t>(in.gcount());
+        if (incoming && got > 0)
+            incoming->write(buffer.data(), static_cast<std::size_t>(got));
+        size -= got;
+        if (got < static_cast<uint64_t>(chunk))
+            return size;
     }
-    if (out.is_open()) {
-        out.close();
-        if (!out)
-            throw Error("Cannot write " + file + ".");
+    return 0;
+}
+
+// What a failure of any kind says to the client: one sentence.
+std::string failureSentence(const std::exception_ptr& failure)
+{
+    try {
+        std::rethrow_exception(failure);
+    } catch (const Error& e) {
+        return e.what();
+    } catch (const std::bad_alloc&) {
+        return "The runner ran out of memory.";
+    } catch (const std::exception& e) {
+        std::string what = e.what();
+        while (!what.empty() && (what.back() == '.' || what.back() == '\n'))
+            what.pop_back();
+        return "Internal error: " + what + ".";
+    } catch (...) {
+        return "Internal error of an unknown kind.";
     }
 }
 
 class Server {
 public:
     Server(std::ostream& out, std::ostream& log, RunnerServerOptions options)
-        : out_(out), log_(log), options_(std::move(options))
+        : out_(out), log_(log), options_(std::move(options)),
+          cache_(options_.cacheFolder.empty() ? defaultCacheFolder() : options_.cacheFolder)
     {
-        cache_ = options_.cacheFolder.empty() ? defaultCacheFolder() : options_.cacheFolder;
     }
 
-    // The request's payload (its "bytes") is in `payloadFile` when the op takes one.
-    json handle(const std::string& op, const json& request, const std::string& payloadFile)
+    // Answers one request read from a line (its "bytes", when it has them, already checked to be a
+    // byte count). The payload is read to its end whatever becomes of the request, whichever way
+    // it fails (PROTOCOL.md): into the cache for an upload, nowhere otherwise. Only input that ends
+    // inside the payload loses the framing; then framingLost is set.
+    json answer(const json& request, std::optional<uint64_t> payload, const std::string& integerOutOfRange,
+                std::istream& in, bool& framingLost)
+    {
+        std::string op = "request";
+        std::string refusal;
+        std::unique_ptr<RunnerCache::Incoming> incoming;
+        try {
+            const auto field = request.find("op");
+            if (field == request.end() || !field->is_string())
+                throw Error("The request has no \"op\" string.");
+            op = field->get<std::string>();
+            if (!integerOutOfRange.empty())
+                throw Error("The " + op + " request holds the integer " + integerOutOfRange +
+                            ", outside the 64-bit range.");
+            if (payload && op != "upload")
+                throw Error("A " + op + " request carries no payload (\"bytes\").");
+            if (op == "upload")
+                incoming = prepareUpload(request, payload.has_value());
+        } catch (...) {
+            refusal = failureSentence(std::current_exception());
+        }
+        if (payload) {
+            if (const uint64_t missing = receivePayload(in, *payload, incoming.get())) {
+                framingLost = true;
+                return failure(op, "The input ended " + std::to_string(missing) + " bytes before the end of a " +
+                                       std::to_string(*payload) + "-byte payload; the runner stops reading this input.");
+            }
+        }
+        if (!refusal.empty())
+            return failure(op, refusal);
+        try {
+            json response = handle(op, request, incoming.get());
+            response["ok"] = true;
+            return response;
+        } catch (...) {
+            return failure(op, failureSentence(std::current_exception()));
+        }
+    }
+
+    void setCurrentId(const json& id) { currentId_ = id; }
+
+    // The bytes the last response announced, sent right after it; emptied then.
+    std::string payload_;
+
+private:
+    json failure(const std::string& op, const std::string& sentence)
+    {
+        log_ << "scalescope runner: " << op << " failed: " << sentence << std::endl;
+        return {{"ok", false}, {"error", sentence}};
+    }
+
+    json handle(const std::string& op, const json& request, RunnerCache::Incoming* incoming)
     {
         if (op == "hello")
             return hello(request);
@@ -149,11 +230,14 @@ public:
         if (op == "forward")
             return forward(request);
         if (op == "has_checkpoint" || op == "upload" || op == "commit_checkpoint") {
-            if (protocol_ < 2)
-                throw Error("The " + op + " request needs protocol 2; say so in hello's \"protocols\".");
+            requireProtocol2(op);
             if (op == "has_checkpoint")
-                return {{"cached", std::filesystem::is_directory(cache_ + "/" + requireHash(request, op))}};
-            return op == "upload" ? upload(request, payloadFile) : commit(request);
+                return {{"cached", cache_.has(requireHash(request, op))}};
+            if (op == "upload") {
+                cache_.finish(*incoming);
+                return json::object();
+            }
+            return commit(request);
         }
         if (op == "shutdown")
             return json::object();
@@ -161,45 +245,28 @@ public:
                     "commit_checkpoint or shutdown.");
     }
 
-    // Where an upload's bytes go before handle() checks them: the hash's partial folder.
-    std::string payloadTarget(const std::string& op, const json& request)
+    void requireProtocol2(const std::string& op) const
     {
-        if (op != "upload")
-            return "";
-        const std::string hash = requireHash(request, op);
-        const json& name = requireField(request, "name", op);
+        if (protocol_ < 2)
+            throw Error("The " + op + " request needs protocol 2; say so in hello's \"protocols\".");
+    }
+
+    // Where an upload's bytes go while they arrive: the hash's staging folder in the cache.
+    std::unique_ptr<RunnerCache::Incoming> prepareUpload(const json& request, bool hasPayload)
+    {
+        requireProtocol2("upload");
+        const std::string hash = requireHash(request, "upload");
+        const json& name = requireField(request, "name", "upload");
         if (!name.is_string() || !isSafeManifestName(name.get<std::string>()))
             throw Error("The upload request's \"name\" must be a plain file name.");
-        if (protocol_ < 2)
-            throw Error("The upload request needs protocol 2; say so in hello's \"protocols\".");
-        const std::string partial = partialFolder(hash);
-        std::filesystem::create_directories(partial);
-        return partial + "/" + name.get<std::string>();
+        const json& sha = requireField(request, "sha256", "upload");
+        if (!sha.is_string() || !isHash(sha.get<std::string>()))
+            throw Error("The upload request's \"sha256\" must be 64 lower-case hex digits.");
+        if (!hasPayload)
+            throw Error("The upload request announces no \"bytes\".");
+        return cache_.receive(hash, name.get<std::string>(), sha.get<std::string>());
     }
 
-    void setCurrentId(const json& id) { currentId_ = id; }
-
-    // This session's unfinished uploads go: they never look like a complete checkpoint.
-    ~Server()
-    {
-        for (const std::string& folder : partialFolders_) {
-            std::error_code ignored;
-            std::filesystem::remove_all(folder, ignored);
-        }
-    }
-
-private:
-    // Runners on one host share the cache, so each session uploads into a folder of its own.
-    std::string partialFolder(const std::string& hash)
-    {
-        const std::string folder = cache_ + "/" + hash + ".partial-" + std::to_string(::getpid());
-        partialFolders_.insert(folder);
-        return folder;
-    }
-
-public:
-
-private:
     json hello(const json& request)
     {
         const std::string name = options_.name.empty()
@@ -214,54 +281,12 @@ private:
         return {{"protocol", protocol_}, {"device", "cpu"}, {"name", name}};
     }
 
-    json upload(const json& request, const std::string& file)
-    {
-        const json& sha = requireField(request, "sha256", "upload");
-        if (!sha.is_string() || !isHash(sha.get<std::string>()))
-            throw Error("The upload request's \"sha256\" must be 64 lower-case hex digits.");
-        const std::string received = sha256OfFile(file);
-        if (received != sha.get<std::string>()) {
-            std::error_code ignored;
-            std::filesystem::remove(file, ignored);
-            throw Error("The upload of " + request["name"].get<std::string>() +
-                        " arrived damaged: its SHA-256 is " + received + ", not " + sha.get<std::string>() + ".");
-        }
-        return json::object();
-    }
-
     json commit(const json& request)
     {
         const std::string hash = requireHash(request, "commit_checkpoint");
         const json& files = requireField(request, "files", "commit_checkpoint");
-        if (!files.is_array() || files.empty())
-            throw Error("The commit_checkpoint request's \"files\" must list the uploaded files.");
-        const std::string partial = partialFolder(hash);
-        std::vector<ManifestFile> manifest;
-        for (const json& entry : files) {
-            if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string() ||
-                !entry.contains("size") || !entry["size"].is_number_unsigned() || !entry.contains("sha256") ||
-                !entry["sha256"].is_string())
-                throw Error("Each entry of \"files\" must have a name, a size and a sha256.");
-            ManifestFile file{entry["name"].get<std::string>(), "", entry["size"].get<uint64_t>(),
-                              entry["sha256"].get<std::string>()};
-            if (!isSafeManifestName(file.name))
-                throw Error("The file name \"" + file.name + "\" is not a plain file name.");
-            std::error_code error;
-            const uint64_t size = std::filesystem::file_size(partial + "/" + file.name, error);
-            if (error || size != file.size)
-                throw Error("The file " + file.name + " of checkpoint " + hash + " was not uploaded whole.");
-            manifest.push_back(std::move(file));
-        }
-        if (manifestHash(manifest) != hash)
-            throw Error("The files listed do not make up checkpoint " + hash + ".");
-        std::error_code error;
-        std::filesystem::rename(partial, cache_ + "/" + hash, error);
-        if (error && !std::filesystem::is_directory(cache_ + "/" + hash))
-            throw Error("Cannot store checkpoint " + hash + " in " + cache_ + ": " + error.message() + ".");
-        // Another session committed the same checkpoint first: keep theirs.
-        std::filesystem::remove_all(partial, error);
-        partialFolders_.erase(partial);
-        log_ << "scalescope runner: received checkpoint " << hash << " (" << manifest.size() << " files)" << std::endl;
+        cache_.commit(hash, files);
+        log_ << "scalescope runner: received checkpoint " << hash << " (" << files.size() << " files)" << std::endl;
         return json::object();
     }
 
@@ -284,13 +309,8 @@ private:
 
     std::string checkpointFolder(const json& request)
     {
-        if (request.contains("hash")) {
-            const std::string hash = requireHash(request, "load");
-            const std::string dir = cache_ + "/" + hash;
-            if (!std::filesystem::is_directory(dir))
-                throw Error("This runner has no checkpoint " + hash + "; upload it first.");
-            return dir;
-        }
+        if (request.contains("hash"))
+            return cache_.published(requireHash(request, "load"));
         const json& checkpoint = requireField(request, "checkpoint", "load");
         if (!checkpoint.is_string() || checkpoint.get<std::string>().empty())
             throw Error("The load request's \"checkpoint\" must be a folder path.");
@@ -336,9 +356,16 @@ private:
         if (request.contains("attention_mask") && !request["attention_mask"].is_null())
             inputs.attentionMask = intMatrix(request["attention_mask"], "attention_mask");
         if (request.contains("logit_positions") && !request["logit_positions"].is_null()) {
+            std::size_t longest = 0;
+            for (const auto& row : inputs.inputIds)
+                longest = std::max(longest, row.size());
             for (const std::vector<int64_t>& pair : intMatrix(request["logit_positions"], "logit_positions")) {
                 if (pair.size() != 2)
                     throw Error("\"logit_positions\" must hold [row, position] pairs.");
+                // Checked as 64-bit values before they narrow to int: 2^32 + 1 is not position 1.
+                if (uint64_t(pair[0]) >= inputs.inputIds.size() || uint64_t(pair[1]) >= longest)
+                    throw Error("Logit position (" + std::to_string(pair[0]) + ", " + std::to_string(pair[1]) +
+                                ") is outside the input.");
                 inputs.logitPositions.emplace_back(static_cast<int>(pair[0]), static_cast<int>(pair[1]));
             }
         }
@@ -395,26 +422,15 @@ private:
             answer["output"] = output;
             return answer;
         }
-        std::filesystem::create_directories(cache_);
-        const std::string blob = cache_ + "/.forward-" + std::to_string(::getpid()) + ".safetensors";
-        writeSafetensors(blob, tensors, metadata);
-        payload_ = readFileToString(blob, 1ull << 40);
-        std::error_code ignored;
-        std::filesystem::remove(blob, ignored);
+        payload_ = safetensorsBytes(tensors, metadata); // in-band: nothing is written on this host
         answer["bytes"] = payload_.size();
         return answer;
     }
 
-public:
-    // The bytes the last response announced, sent right after it; emptied then.
-    std::string payload_;
-
-private:
     std::ostream& out_;
     std::ostream& log_;
     RunnerServerOptions options_;
-    std::string cache_;
-    std::set<std::string> partialFolders_;
+    RunnerCache cache_;
     int protocol_ = kRunnerProtocolVersion;
     json currentId_;
     std::chrono::steady_clock::time_point lastProgress_{};
@@ -431,98 +447,66 @@ void respond(std::ostream& out, json response)
 
 } // namespace
 
-namespace {
-
-// Parses one request line; nullopt-like empty object with an error response already sent otherwise.
-bool parseRequest(const std::string& line, std::ostream& out, std::ostream& log, json& request)
-{
-    if (jsonNestingExceeded(line.data(), line.data() + line.size(), 64) >= 0) {
-        respond(out, {{"id", nullptr}, {"ok", false}, {"error", "The request nests JSON more than 64 levels deep."}});
-        return false;
-    }
-    try {
-        request = json::parse(line);
-    } catch (const json::parse_error& e) {
-        log << "scalescope runner: a request is not JSON: " << e.what() << std::endl;
-        respond(out, {{"id", nullptr}, {"ok", false},
-                      {"error", "The request is not valid JSON (byte " + std::to_string(e.byte) + ")."}});
-        return false;
-    } catch (const json::exception& e) { // e.g. a number beyond double range
-        log << "scalescope runner: a request is not usable JSON: " << e.what() << std::endl;
-        respond(out, {{"id", nullptr}, {"ok", false}, {"error", "The request holds a number out of range."}});
-        return false;
-    }
-    if (!request.is_object()) {
-        respond(out, {{"id", nullptr}, {"ok", false}, {"error", "The request is not a JSON object."}});
-        return false;
-    }
-    return true;
-}
-
-json handleSafely(Server& server, const std::string& op, const json& request, std::istream& in, std::ostream& log)
-{
-    try {
-        // A payload is read whole even when the request is refused, so the stream stays in step.
-        std::string target;
-        std::string refusal;
-        try {
-            target = server.payloadTarget(op, request);
-        } catch (const Error& e) {
-            refusal = e.what();
-        }
-        if (const auto bytes = request.find("bytes"); bytes != request.end()) {
-            if (!bytes->is_number_unsigned())
-                throw Error("\"bytes\" must be a byte count.");
-            receivePayload(in, bytes->get<uint64_t>(), target);
-        }
-        if (!refusal.empty())
-            throw Error(refusal);
-        json response = server.handle(op, request, target);
-        response["ok"] = true;
-        return response;
-    } catch (const Error& e) {
-        log << "scalescope runner: " << op << " failed: " << e.what() << std::endl;
-        return {{"ok", false}, {"error", e.what()}};
-    } catch (const std::bad_alloc&) {
-        return {{"ok", false}, {"error", "The runner ran out of memory."}};
-    } catch (const std::exception& e) {
-        return {{"ok", false}, {"error", std::string("Internal error: ") + e.what() + "."}};
-    }
-}
-
-} // namespace
-
 int serveRunner(std::istream& in, std::ostream& out, std::ostream& log, const RunnerServerOptions& options)
 {
     Server server(out, log, options);
+    // PROTOCOL.md: input that may have lost the framing (a line that cannot be read, a "bytes" that
+    // is not a byte count, a payload cut short) gets one answer, and nothing more is read from it:
+    // whatever follows could be a payload's bytes, never to be run as requests.
+    const auto stopReading = [&](const json& id, const std::string& sentence) {
+        log << "scalescope runner: stopped reading: " << sentence << std::endl;
+        respond(out, {{"id", id}, {"ok", false}, {"error", sentence}});
+        return 1;
+    };
     std::string line;
-    while (std::getline(in, line)) {
-        if (!line.empty() && line.back() == '\r')
-            line.pop_back();
+    while (true) {
+        const LineRead read = readProtocolLine(in, line);
+        if (read == LineRead::EndOfInput)
+            return 0;
+        if (read == LineRead::TooLong)
+            return stopReading(nullptr, "A request line is longer than 64 MiB; the runner stops reading this input.");
         if (line.find_first_not_of(" \t") == std::string::npos)
             continue;
+        const ProtocolLineCheck check = checkProtocolLine(line);
+        if (!check.refusal.empty())
+            return stopReading(nullptr, "The request " + check.refusal + "; the runner stops reading this input.");
         json request;
-        if (!parseRequest(line, out, log, request))
-            continue;
-        const json id = request.contains("id") ? request["id"] : json(nullptr);
-        const auto op = request.find("op");
-        if (op == request.end() || !op->is_string()) {
-            respond(out, {{"id", id}, {"ok", false}, {"error", "The request has no \"op\" string."}});
+        try {
+            request = json::parse(line);
+        } catch (const json::parse_error& e) {
+            return stopReading(nullptr, "The request is not valid JSON (byte " + std::to_string(e.byte) +
+                                            "); the runner stops reading this input.");
+        } catch (const json::exception&) { // e.g. a number beyond double's range
+            return stopReading(nullptr, "The request holds a number out of range; the runner stops reading this input.");
+        }
+        if (!request.is_object()) { // nothing in it can announce a payload
+            respond(out, {{"id", nullptr}, {"ok", false}, {"error", "The request is not a JSON object."}});
             continue;
         }
+        const json id = request.contains("id") ? request["id"] : json(nullptr);
+        std::optional<uint64_t> payload;
+        if (const auto bytes = request.find("bytes"); bytes != request.end()) {
+            if (!bytes->is_number_unsigned() || bytes->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+                return stopReading(id, "\"bytes\" must be a byte count (a non-negative integer), not " +
+                                           abbreviated(bytes->dump(), 40) + "; the runner stops reading this input.");
+            payload = bytes->get<uint64_t>();
+        }
         server.setCurrentId(id);
-        json response = handleSafely(server, op->get<std::string>(), request, in, log);
+        bool framingLost = false;
+        json response = server.answer(request, payload, check.integerOutOfRange, in, framingLost);
         response["id"] = id;
         respond(out, response);
+        if (framingLost)
+            return 1;
         if (!server.payload_.empty() && response.value("ok", false)) {
             out.write(server.payload_.data(), static_cast<std::streamsize>(server.payload_.size()));
             out.flush();
         }
         server.payload_.clear();
-        if (op->get<std::string>() == "shutdown")
+        const auto op = request.find("op");
+        if (op != request.end() && *op == "shutdown" && response.value("ok", false))
             return 0;
     }
-    return 0;
 }
 
 } // namespace scalescope

@@ -16,9 +16,13 @@
 // `capture` is a list of capture point or module names (or the string "all"); `logit_positions` is
 // an optional list of [row, position] pairs for MaskedLM heads (logits only at those positions),
 // an extension of the protocol that runners may ignore only for QA models.
-// A request that is not valid JSON, lacks a field or names something unknown gets
-// {"id":..,"ok":false,"error":"one sentence"} and serving goes on. End of input ends serving.
-// Threading: runs on the calling thread until the end of input or shutdown.
+// A request that lacks a field, names something unknown or fails in any way gets
+// {"id":..,"ok":false,"error":"one sentence"} and serving goes on; a payload it announced is read
+// to its end first. Input that may have lost the framing (a line longer than 64 MiB or beyond the
+// protocol's other bounds, a line that is not JSON, a "bytes" that is not a byte count, input that
+// ends inside a payload) gets one such answer and serving ends: nothing after it is read.
+// Checkpoints received by hash are kept and verified by RunnerCache (engine/runner_cache.h).
+// Threading: runs on the calling thread until the end of input, shutdown or a framing error.
 #include <iosfwd>
 #include <string>
 
@@ -28,11 +32,13 @@ struct RunnerServerOptions {
     // Reported by hello as the runner's name; empty gives "ScaleScope CPU runner, N threads".
     std::string name;
     // Where checkpoints received by hash are kept (protocol 2). Empty: $SCALESCOPE_RUNNER_CACHE,
-    // else $XDG_CACHE_HOME/scalescope-runner, else ~/.cache/scalescope-runner.
+    // else $XDG_CACHE_HOME/scalescope-runner, else ~/.cache/scalescope-runner, else
+    // /tmp/scalescope-runner-UID: always a folder of the runner's user, created 0700.
     std::string cacheFolder;
 };
 
-// Serves until end of input or a shutdown request; returns the process exit code (0).
+// Serves until end of input or a shutdown request (returns 0), or until input that lost the
+// framing (returns 1); the result is the process exit code.
 int serveRunner(std::istream& in, std::ostream& out, std::ostream& log, const RunnerServerOptions& options = {});
 
 } // namespace scalescope

@@ -720,8 +720,12 @@ TensorToWrite makeFloatTensor(const std::string& name, Dtype dtype, const std::v
     return tensor;
 }
 
-void writeSafetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
-                      const std::map<std::string, std::string>& metadata)
+namespace {
+
+// The 8 length bytes and the header of a safetensors file of these tensors; `what` names the file
+// in errors.
+std::string safetensorsPreamble(const std::string& what, const std::vector<TensorToWrite>& tensors,
+                                const std::map<std::string, std::string>& metadata)
 {
     // ordered_json keeps the tensors in the caller's order, which readers report as header order.
     nlohmann::ordered_json header = nlohmann::ordered_json::object();
@@ -735,15 +739,15 @@ void writeSafetensors(const std::string& path, const std::vector<TensorToWrite>&
     uint64_t offset = 0;
     for (const TensorToWrite& tensor : tensors) {
         if (tensor.name == "__metadata__" || tensor.name.empty())
-            throw Error("Cannot write " + path + ": '" + tensor.name + "' is not a valid tensor name.");
+            throw Error("Cannot write " + what + ": '" + tensor.name + "' is not a valid tensor name.");
         if (!names.insert(tensor.name).second)
-            throw Error("Cannot write " + path + ": tensor '" + tensor.name + "' appears twice.");
+            throw Error("Cannot write " + what + ": tensor '" + tensor.name + "' appears twice.");
         uint64_t expectedBytes = 0;
         if (!tensorByteSize(tensor.shape, tensor.dtype, &expectedBytes))
-            throw Error("Cannot write " + path + ": tensor '" + tensor.name + "' has an invalid shape " +
+            throw Error("Cannot write " + what + ": tensor '" + tensor.name + "' has an invalid shape " +
                         shapeText(tensor.shape) + ".");
         if (expectedBytes != tensor.bytes.size())
-            throw Error("Cannot write " + path + ": tensor '" + tensor.name + "' has " +
+            throw Error("Cannot write " + what + ": tensor '" + tensor.name + "' has " +
                         std::to_string(tensor.bytes.size()) + " bytes, but shape " + shapeText(tensor.shape) +
                         " of " + dtypeName(tensor.dtype) + " needs " + std::to_string(expectedBytes) + ".");
         nlohmann::ordered_json entry = nlohmann::ordered_json::object();
@@ -758,19 +762,35 @@ void writeSafetensors(const std::string& path, const std::vector<TensorToWrite>&
     // Padding to 8 bytes puts the data section (file offset 8 + header length) at an 8-byte
     // boundary of the page-aligned mapping. Trailing spaces are valid JSON whitespace.
     headerText.append((8 - headerText.size() % 8) % 8, ' ');
-    uint8_t lengthBytes[8];
+    std::string preamble(8, '\0');
     uint64_t headerLength = headerText.size();
-    for (uint8_t& byte : lengthBytes) {
-        byte = static_cast<uint8_t>(headerLength & 0xFF);
+    for (char& byte : preamble) {
+        byte = static_cast<char>(headerLength & 0xFF);
         headerLength >>= 8;
     }
+    return preamble + headerText;
+}
+
+} // namespace
+
+std::string safetensorsBytes(const std::vector<TensorToWrite>& tensors, const std::map<std::string, std::string>& metadata)
+{
+    std::string bytes = safetensorsPreamble("a safetensors blob", tensors, metadata);
+    for (const TensorToWrite& tensor : tensors)
+        bytes.append(reinterpret_cast<const char*>(tensor.bytes.data()), tensor.bytes.size());
+    return bytes;
+}
+
+void writeSafetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                      const std::map<std::string, std::string>& metadata)
+{
+    const std::string preamble = safetensorsPreamble(path, tensors, metadata);
 
     writeFileAtomically(path, [&](const std::string& temporaryPath) {
         std::FILE* out = std::fopen(temporaryPath.c_str(), "wb");
         if (!out)
             throw Error("Cannot write " + path + ": " + std::strerror(errno) + ".");
-        bool ok = std::fwrite(lengthBytes, 1, sizeof lengthBytes, out) == sizeof lengthBytes &&
-                  std::fwrite(headerText.data(), 1, headerText.size(), out) == headerText.size();
+        bool ok = std::fwrite(preamble.data(), 1, preamble.size(), out) == preamble.size();
         for (const TensorToWrite& tensor : tensors) {
             if (!ok)
                 break;

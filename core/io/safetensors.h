@@ -118,5 +118,8 @@ TensorToWrite makeFloatTensor(const std::string& name, Dtype dtype, const std::v
 // that is renamed into place when complete, so a failure never leaves a partial file.
 void writeSafetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
+// The same file's bytes, in memory (a runner's in-band answer).
+std::string safetensorsBytes(const std::vector<TensorToWrite>& tensors,
+                             const std::map<std::string, std::string>& metadata = {});
 
 } // namespace scalescope

@@ -50,10 +50,11 @@ import importlib
 import json
 import os
 import re
-import secrets
 import shutil
 import struct
+import stat
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -63,6 +64,13 @@ PROTOCOL_VERSIONS = (1, 2)
 PROTOCOL_VERSION = max(PROTOCOL_VERSIONS)
 MAX_JSON_DEPTH = 64
 MAX_LINE_BYTES = 64 * 1024 * 1024
+# What one line may hold (PROTOCOL.md): values (numbers, strings, literals, arrays, objects) and
+# arrays or objects among them, counted before the line is parsed, so a line of 20 million empty
+# objects is refused instead of becoming gigabytes of dicts. A forward of 4,096 rows of 512 tokens
+# with its mask and token types holds 6.3 Mi values.
+MAX_JSON_VALUES = 8 << 20
+MAX_JSON_CONTAINERS = 1 << 20
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 class RequestError(Exception):
@@ -70,8 +78,9 @@ class RequestError(Exception):
 
 
 class StopReading(Exception):
-    """The input can no longer be trusted to be framed (too long, too deep, short payload): the
-    runner answers once and stops reading from this peer."""
+    """The input can no longer be trusted to be framed (a line that cannot be read, a "bytes" that
+    is not a byte count, a short payload): the runner answers once and stops reading from this
+    peer, so that nothing a payload holds is ever read as a request."""
 
 
 def unexpected_failure(error: BaseException) -> str:
@@ -375,6 +384,19 @@ def json_nesting_depth(text: str, limit: int) -> int:
     return deepest
 
 
+# A JSON string, escapes included: removed before counting what is outside strings.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+def json_value_counts(text: str) -> Tuple[int, int]:
+    """(values, arrays and objects) of a JSON text, counted outside strings without parsing: every
+    value but the first follows a comma or opens an array or object (an empty one counts twice).
+    Linear time; the counts run at C speed."""
+    bare = _JSON_STRING.sub("", text)
+    containers = bare.count("[") + bare.count("{")
+    return containers + bare.count(",") + 1, containers
+
+
 def _refuse_constant(name: str):
     # NaN and Infinity are not JSON; echoed back in an "id" they would break the client's parser.
     raise ValueError(f"{name} is not a JSON number")
@@ -420,6 +442,39 @@ def runner_cache_folder(environment: Optional[Dict[str, str]] = None) -> str:
         return environment["SCALESCOPE_RUNNER_CACHE"]
     base = environment.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "scalescope-runner")
+
+
+def private_cache_folder(folder: str, create: bool) -> bool:
+    """Makes sure the cache folder is this user's own and writable by nobody else: what is in it is
+    loaded without being hashed again. Creates it (0700) when asked; False when it does not exist
+    and create is false. Raises RequestError naming the folder otherwise."""
+    try:
+        info = os.stat(folder)
+    except FileNotFoundError:
+        if not create:
+            return False
+        try:
+            parent = os.path.dirname(os.path.abspath(folder))
+            os.makedirs(parent, exist_ok=True)  # the parents as the user's umask makes them
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(folder, 0o700)
+            info = os.stat(folder)
+        except OSError as error:
+            raise RequestError(f"Cannot create the runner's cache folder {folder}: {error.strerror or error}.")
+    except OSError as error:
+        raise RequestError(f"Cannot use the runner's cache folder {folder}: {error.strerror or error}.")
+    if not stat.S_ISDIR(info.st_mode):
+        raise RequestError(f"The runner's cache folder {folder} is not a folder.")
+    if info.st_uid != os.geteuid():
+        raise RequestError(f"The runner's cache folder {folder} belongs to another user (uid {info.st_uid}); the "
+                           "runner loads what is in it without hashing it again, so it uses a folder of its own user "
+                           "only (set SCALESCOPE_RUNNER_CACHE).")
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise RequestError(f"The runner's cache folder {folder} can be written by other users (mode "
+                           f"{stat.S_IMODE(info.st_mode):04o}); the runner loads what is in it without hashing it "
+                           "again, so make it private (chmod 700) or set SCALESCOPE_RUNNER_CACHE to a folder of "
+                           "your own.")
+    return True
 
 
 def manifest_text(files: Sequence[Tuple[str, int, str]]) -> str:
@@ -1295,16 +1350,21 @@ class TorchCollective(Collective):
 
 
 def _int_rows(value: Any, field: str) -> List[List[int]]:
-    message = f'"{field}" must be a list of lists of non-negative integers.'
+    """Rows of non-negative integers within 64 bits; a refusal quotes the value as written."""
+    message = f'"{field}" must be a list of lists of non-negative integers'
     if not isinstance(value, list):
-        raise RequestError(message)
+        raise RequestError(message + ".")
     rows = []
     for row in value:
         if not isinstance(row, list):
-            raise RequestError(message)
+            raise RequestError(message + ".")
         for item in row:
-            if isinstance(item, bool) or not isinstance(item, int) or item < 0:
-                raise RequestError(message)
+            if isinstance(item, bool) or not isinstance(item, int):
+                raise RequestError(f"{message}, not {json.dumps(item)[:40]}.")
+            if not INT64_MIN <= item <= INT64_MAX:
+                raise RequestError(f'"{field}" holds the integer {item}, outside the 64-bit range.')
+            if item < 0:
+                raise RequestError(f"{message}, not {item}.")
         rows.append(row)
     return rows
 
@@ -1468,7 +1528,9 @@ class RunnerServer:
         return os.path.join(self.cache_folder, checkpoint_hash)
 
     def _has_checkpoint(self, request: Dict[str, Any]) -> Dict[str, Any]:
-        return {"cached": os.path.isdir(self._cached_folder(_hex_field(request, "hash")))}
+        checkpoint_hash = _hex_field(request, "hash")
+        return {"cached": private_cache_folder(self.cache_folder, create=False)
+                and os.path.isdir(self._cached_folder(checkpoint_hash))}
 
     def _upload(self, request: Dict[str, Any], payload: Optional[Payload]) -> Dict[str, Any]:
         if payload is None:
@@ -1479,12 +1541,15 @@ class RunnerServer:
         if not plain_file_name(name):
             raise RequestError(f"The upload's file name {json.dumps(name)[:80]} is not a plain file name "
                                "(no /, no leading dot, no spaces).")
+        private_cache_folder(self.cache_folder, create=True)
         if checkpoint_hash not in self._uploads:
-            os.makedirs(self.cache_folder, exist_ok=True)
-            # One folder per session: two runners on one host may upload the same checkpoint.
-            folder = os.path.join(self.cache_folder,
-                                  f"{checkpoint_hash}.partial-{os.getpid()}-{secrets.token_hex(4)}")
-            os.makedirs(folder)
+            # One private folder per session (0700): two runners on one host may upload the same
+            # checkpoint, and nothing else may write into what this session will publish.
+            try:
+                folder = tempfile.mkdtemp(prefix=f"{checkpoint_hash}.partial-", dir=self.cache_folder)
+            except OSError as error:
+                raise RequestError(f"Cannot create an upload folder in the runner's cache folder {self.cache_folder}: "
+                                   f"{error.strerror or error}.")
             self._uploads[checkpoint_hash] = (folder, {})
         folder, received = self._uploads[checkpoint_hash]
         received.pop(name, None)
@@ -1492,7 +1557,8 @@ class RunnerServer:
         digest = hashlib.sha256()
         done, reported = 0, time.monotonic()
         try:
-            with open(incoming, "wb") as file:
+            with os.fdopen(os.open(incoming, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0),
+                                   0o600), "wb") as file:
                 while payload.remaining:
                     block = payload.read(1 << 20)
                     digest.update(block)
@@ -1568,7 +1634,7 @@ class RunnerServer:
         if "hash" in request:
             checkpoint_hash = _hex_field(request, "hash")
             checkpoint = self._cached_folder(checkpoint_hash)
-            if not os.path.isdir(checkpoint):
+            if not private_cache_folder(self.cache_folder, create=False) or not os.path.isdir(checkpoint):
                 raise RequestError(f"Checkpoint {checkpoint_hash} is not in this runner's cache; upload it first.")
         else:
             checkpoint = request.get("checkpoint")
@@ -1667,8 +1733,9 @@ class RunnerServer:
             pairs = _int_rows(request["logit_positions"], "logit_positions")
             if any(len(pair) != 2 for pair in pairs):
                 raise RequestError('"logit_positions" must hold [row, position] pairs.')
-            if any(row >= len(input_ids) or position >= seq for row, position in pairs):
-                raise RequestError("A logit position is outside the input.")
+            for row, position in pairs:
+                if row >= len(input_ids) or position >= seq:
+                    raise RequestError(f"Logit position ({row}, {position}) is outside the input.")
             if not is_question_answering(adapter.architecture):
                 positions = [(row, position) for row, position in pairs]
 
@@ -1711,11 +1778,12 @@ class RunnerServer:
                 raw = source.readline(self.max_line_bytes + 1)
                 if not raw:
                     break
+                self._request_id = None
                 try:
                     self._serve_line(raw, source)
                 except StopReading as stop:
                     self._log(f"stopped reading: {stop}")
-                    self._emit({"id": None, "ok": False, "error": sentence(str(stop))})
+                    self._emit({"id": self._request_id, "ok": False, "error": sentence(str(stop))})
                     status = 1
                     break
         finally:
@@ -1732,20 +1800,29 @@ class RunnerServer:
         text = body.decode("utf-8", errors="replace").strip()
         if not text:
             return
+        # A line that cannot be read may have announced a payload: what follows could be its bytes,
+        # so the runner stops reading rather than parse them as requests.
         if json_nesting_depth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
             raise StopReading(f"A request nests JSON deeper than {MAX_JSON_DEPTH} levels; the runner stops "
                               "reading this input.")
+        values, containers = json_value_counts(text)
+        if containers > MAX_JSON_CONTAINERS:
+            raise StopReading(f"A request holds more than {MAX_JSON_CONTAINERS} arrays or objects; the runner stops "
+                              "reading this input.")
+        if values > MAX_JSON_VALUES:
+            raise StopReading(f"A request holds more than {MAX_JSON_VALUES} values; the runner stops reading this "
+                              "input.")
         try:
             request = json.loads(text, parse_constant=_refuse_constant)
         except (ValueError, RecursionError) as error:
-            self._emit({"id": None, "ok": False, "error": sentence(f"The request is not valid JSON ({error})")})
-            return
+            raise StopReading(f"The request is not valid JSON ({error}); the runner stops reading this input.")
         payload = None
         if isinstance(request, dict) and "bytes" in request:
+            self._request_id = request.get("id")
             size = request["bytes"]
-            if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-                raise StopReading('A request announces "bytes" that are not a byte count; the runner stops '
-                                  "reading this input.")
+            if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= INT64_MAX:
+                raise StopReading(f'"bytes" must be a byte count (a non-negative integer), not {json.dumps(size)[:40]}; '
+                                  "the runner stops reading this input.")
             payload = Payload(source, size)
         response = self.handle(request, payload)
         if payload is not None:

@@ -334,17 +334,17 @@ class MalformedRequests(ServerTestCase):
                 self.assertFalse(os.path.exists(self.output()))
 
     def test_not_json(self):
-        out = io.BytesIO()
-        self.server.serve(io.BytesIO(b'{"id":1,"op":\n' + b"\xff\xfe garbage\n" + b'{"id":NaN,"op":"hello"}\n'
-                                     + b'{"id":2,"op":"hello"}\n'), out)
-        answers = lines_of(out)
-        self.assertEqual(len(answers), 4)
-        self.assertIn("NaN is not a JSON number", answers[2]["error"])
-        answers = answers[:2] + answers[3:]
-        for answer in answers[:2]:
-            self.assertEqual((answer["id"], answer["ok"]), (None, False))
-            self.assertIn("not valid JSON", answer["error"])
-        self.assertTrue(answers[2]["ok"])
+        # A line that is not JSON may have announced a payload: one answer, then nothing is read.
+        for line, phrase in ((b'{"id":1,"op":', "not valid JSON"), (b"\xff\xfe garbage", "not valid JSON"),
+                             (b'{"id":NaN,"op":"hello"}', "NaN is not a JSON number")):
+            with self.subTest(line):
+                out = io.BytesIO()
+                status = RunnerServer(FakeAdapter(), self.log).serve(io.BytesIO(line + b'\n{"id":2,"op":"hello"}\n'), out)
+                answers = lines_of(out)
+                self.assertEqual(status, 1)
+                self.assertEqual(len(answers), 1)
+                self.assertEqual((answers[0]["id"], answers[0]["ok"]), (None, False))
+                self.assertIn(phrase, answers[0]["error"])
 
     def test_adapter_failure_is_reported_and_serving_goes_on(self):
         self.load()
@@ -579,7 +579,8 @@ class Bounds(ServerTestCase):
         server.handle({"id": 0, "op": "hello", "protocols": [2]})
         status, answers = self.serve(b'{"id":1,"op":"upload","bytes":-4}\n{"id":2,"op":"hello"}\n', server)
         self.assertEqual((status, len(answers)), (1, 1))
-        self.assertIn('"bytes" that are not a byte count', answers[0]["error"])
+        self.assertIn('"bytes" must be a byte count (a non-negative integer), not -4', answers[0]["error"])
+        self.assertEqual(answers[0]["id"], 1)
         server = RunnerServer(FakeAdapter(), self.log, cache_folder=os.path.join(self.root, "c"))
         server.handle({"id": 0, "op": "hello", "protocols": [2]})
         request = {"id": 1, "op": "upload", "hash": "a" * 64, "name": "x", "sha256": "b" * 64, "bytes": 10}
@@ -587,6 +588,165 @@ class Bounds(ServerTestCase):
         self.assertEqual(status, 1)
         self.assertIn("ended 5 bytes before the end of a 10-byte payload", answers[-1]["error"])
         self.assertEqual(os.listdir(os.path.join(self.root, "c")), [])
+
+
+class TrustBoundary(ServerTestCase):
+    """Issue 30: what the runner accepts from a peer it cannot trust (PROTOCOL.md "What the runner
+    trusts"), the same cases as tests/test_runner_boundary.cpp holds the CPU runner to."""
+
+    def setUp(self):
+        super().setUp()
+        self.cache = os.path.join(self.root, "cache")
+        with open(os.path.join(self.qa, "config.json"), "w", encoding="utf-8") as file:
+            json.dump({"architectures": [QA_ARCHITECTURE], "num_hidden_layers": 4, "vocab_size": 50,
+                       "max_position_embeddings": 20, "pad_token_id": 1}, file)
+        with open(os.path.join(self.qa, "model.safetensors"), "wb") as file:
+            file.write(bytes(range(256)) * 40)
+        self.manifest = manifest_of(self.qa)
+        self.hash = hash_of(self.manifest)
+
+    def server_on(self, cache: str, adapter: Optional[FakeAdapter] = None) -> RunnerServer:
+        server = RunnerServer(adapter or FakeAdapter(), self.log, cache_folder=cache, heartbeat_seconds=0)
+        self.assertEqual(server.handle({"id": 0, "op": "hello", "protocols": [1, 2]})["protocol"], 2)
+        return server
+
+    def serve(self, server: RunnerServer, data: bytes):
+        out = io.BytesIO()
+        status = server.serve(io.BytesIO(data), out)
+        return status, read_responses(out.getvalue())
+
+    @staticmethod
+    def upload(request_id: int, checkpoint_hash: str, name: str, data: bytes) -> bytes:
+        request = dict(id=request_id, op="upload", hash=checkpoint_hash, name=name,
+                       sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
+        return json.dumps(request).encode() + b"\n" + data
+
+    def uploads_and_commit(self, first_id: int, replaced: Optional[Dict[str, bytes]] = None) -> bytes:
+        stream = b""
+        for number, entry in enumerate(self.manifest):
+            with open(os.path.join(self.qa, entry["name"]), "rb") as file:
+                data = file.read()
+            data = (replaced or {}).get(entry["name"], data)
+            stream += self.upload(first_id + number, self.hash, entry["name"], data)
+        commit = dict(id=first_id + len(self.manifest), op="commit_checkpoint", hash=self.hash, files=self.manifest)
+        return stream + json.dumps(commit).encode() + b"\n"
+
+    # -- the cache --
+
+    def test_commit_of_other_bytes_under_a_genuine_hash_is_refused(self):
+        with open(os.path.join(self.qa, "config.json"), "rb") as file:
+            genuine = file.read()
+        forged = genuine.replace(b'"num_hidden_layers": 4', b'"num_hidden_layers": 1')
+        self.assertNotEqual(forged, genuine)
+        self.assertEqual(len(forged), len(genuine))
+        commit_id = 1 + len(self.manifest)
+        _, answers = self.serve(self.server_on(self.cache), self.uploads_and_commit(1, {"config.json": forged}))
+        commit = {a["id"]: a for a in answers}[commit_id]
+        self.assertFalse(commit["ok"], commit)
+        self.assertIn("config.json", commit["error"])
+        self.assertFalse(os.path.exists(os.path.join(self.cache, self.hash)))
+        # A later session uploads the genuine files, and loads the genuine model.
+        adapter = FakeAdapter()
+        later = self.server_on(self.cache, adapter)
+        self.assertFalse(later.handle({"id": 1, "op": "has_checkpoint", "hash": self.hash})["cached"])
+        _, answers = self.serve(later, self.uploads_and_commit(2) + json.dumps(
+            {"id": 50, "op": "load", "hash": self.hash}).encode() + b"\n")
+        self.assertTrue(all(a["ok"] for a in answers), answers)
+        self.assertEqual(adapter.num_layers, 4)
+        self.assertEqual(manifest_of(os.path.join(self.cache, self.hash)), self.manifest)
+
+    def test_commit_publishes_only_the_manifests_files(self):
+        stream = self.upload(1, self.hash, "planted.sh", b"#!/bin/sh\nrm -rf ~\n") + self.uploads_and_commit(2)
+        _, answers = self.serve(self.server_on(self.cache), stream)
+        self.assertTrue(all(a["ok"] for a in answers), answers)
+        published = []
+        for folder, folders, files in os.walk(self.cache):
+            published += [os.path.relpath(os.path.join(folder, name), self.cache) for name in folders + files]
+        self.assertEqual(sorted(published), sorted([self.hash] + [os.path.join(self.hash, f["name"])
+                                                                   for f in self.manifest]))
+
+    def test_default_cache_is_private(self):
+        self.assertEqual(aiu_runner.runner_cache_folder({"XDG_CACHE_HOME": "/x"}), "/x/scalescope-runner")
+        self.assertEqual(aiu_runner.runner_cache_folder({"SCALESCOPE_RUNNER_CACHE": "/y"}), "/y")
+        _, answers = self.serve(self.server_on(self.cache), self.uploads_and_commit(1))
+        self.assertTrue(all(a["ok"] for a in answers), answers)
+        self.assertEqual(os.stat(self.cache).st_mode & 0o7777, 0o700)
+        self.assertEqual(os.stat(os.path.join(self.cache, self.hash)).st_mode & 0o7777, 0o700)
+        for entry in self.manifest:
+            self.assertEqual(os.stat(os.path.join(self.cache, self.hash, entry["name"])).st_mode & 0o077, 0)
+
+    def test_cache_writable_by_others_is_refused(self):
+        os.makedirs(self.cache)
+        os.chmod(self.cache, 0o777)
+        stream = (self.upload(1, self.hash, "config.json", b'{"id":2,"op":"shutdown"}\n')
+                  + json.dumps({"id": 3, "op": "has_checkpoint", "hash": self.hash}).encode() + b"\n"
+                  + b'{"id":4,"op":"hello"}\n')
+        status, answers = self.serve(self.server_on(self.cache), stream)
+        self.assertEqual([a["id"] for a in answers], [1, 3, 4])
+        for answer in answers[:2]:
+            self.assertIn(self.cache, answer["error"])
+            self.assertIn("other users", answer["error"])
+        self.assertTrue(answers[2]["ok"])
+        self.assertEqual(os.listdir(self.cache), [])
+
+    # -- framing --
+
+    def test_a_bad_byte_count_stops_reading(self):
+        for count in ('"26"', "-26", "26.5", "true", "null", str(2 ** 64 + 26), str(2 ** 63)):
+            with self.subTest(count):
+                bad = ('{"id":1,"op":"upload","hash":"%s","name":"config.json","sha256":"%s","bytes":%s}\n'
+                       % ("a" * 64, "b" * 64, count)).encode()
+                status, answers = self.serve(self.server_on(self.cache),
+                                             bad + b'{"id":2,"op":"shutdown"}\n{"id":3,"op":"hello"}\n')
+                self.assertEqual((status, [a["id"] for a in answers]), (1, [1]))
+                self.assertIn("byte count", answers[0]["error"])
+                self.assertIn("stops reading", answers[0]["error"])
+
+    def test_an_unreadable_line_stops_reading(self):
+        cases = [(b'{"id":2,"op":', "not valid JSON"), (b'{"id":2,"op":"upload","bytes":24', "not valid JSON"),
+                 (b'{"id":NaN,"op":"hello"}', "NaN is not a JSON number"),
+                 (b'{"id":2,"op":"hello","x":' + b"[" * 100 + b"]" * 100 + b"}", "64 levels"),
+                 (b'{"id":2,"op":"hello","x":[0' + b",0" * (8 << 20) + b"]}", "8388608 values"),
+                 (b'{"id":2,"op":"hello","x":[{}' + b",{}" * ((1 << 20) + 1) + b"]}", "1048576 arrays or objects")]
+        for line, phrase in cases:
+            with self.subTest(phrase):
+                status, answers = self.serve(self.server_on(self.cache),
+                                             line + b'\n{"id":3,"op":"shutdown"}\n{"id":4,"op":"hello"}\n')
+                self.assertEqual(status, 1)
+                self.assertEqual(len(answers), 1, answers)
+                self.assertEqual((answers[0]["id"], answers[0]["ok"]), (None, False))
+                self.assertIn(phrase, answers[0]["error"])
+                self.assertIn("stops reading", answers[0]["error"])
+
+    def test_an_unusable_cache_still_consumes_the_payload(self):
+        parent = os.path.join(self.root, "a-file")
+        with open(parent, "w", encoding="utf-8") as file:
+            file.write("not a folder")
+        cache = os.path.join(parent, "cache")
+        stream = (self.upload(1, "c" * 64, "config.json", b'{"id":2,"op":"shutdown"}\n')
+                  + b'{"id":3,"op":"hello","protocols":[1,2]}\n')
+        status, answers = self.serve(self.server_on(cache), stream)
+        self.assertEqual((status, [a["id"] for a in answers]), (0, [1, 3]))
+        self.assertIn(cache, answers[0]["error"])
+        self.assertNotIn("\n", answers[0]["error"])
+        self.assertTrue(answers[1]["ok"])
+
+    def test_integers_are_range_checked_as_64_bit(self):
+        cases = [("logit_positions", [[0, 2 ** 32 + 1]], str(2 ** 32 + 1)),
+                 ("logit_positions", [[2 ** 32, 1]], str(2 ** 32)),
+                 ("logit_positions", [[0, 2 ** 63]], str(2 ** 63)),
+                 ("input_ids", [[0, 2 ** 64 + 5, 2]], str(2 ** 64 + 5)),
+                 ("input_ids", [[0, -2 ** 63 - 1, 2]], str(-2 ** 63 - 1)),
+                 ("token_type_ids", [[0, 2 ** 64, 0]], str(2 ** 64))]
+        self.load(self.mlm)
+        for field, value, phrase in cases:
+            with self.subTest(field=field, value=phrase):
+                request = {"id": 3, "op": "forward", "input_ids": [[0, 5, 2]], "output": self.output()}
+                request[field] = value
+                answer = self.server.handle(request)
+                self.assertFalse(answer["ok"], answer)
+                self.assertIn(phrase, answer["error"])
+        self.assertEqual(self.adapter.forwards, [])
 
 
 class SlowAdapter(FakeAdapter):
@@ -876,13 +1036,13 @@ class Program(unittest.TestCase):
                 json.dumps({"id": 1, "op": "hello"}),
                 json.dumps({"id": 2, "op": "load", "checkpoint": qa, "mode": "dequant"}),
                 json.dumps({"id": 3, "op": "forward", "input_ids": [[0, 4, 2]], "output": out}),
-                "this is not json",
-                json.dumps({"id": 4, "op": "shutdown"}),
+                json.dumps({"id": 4, "op": "launch"}),
+                json.dumps({"id": 5, "op": "shutdown"}),
             ], "--device-type", "cpu")
             self.assertEqual(result.returncode, 0, result.stderr)
             answers = [json.loads(line) for line in result.stdout.splitlines()]
-            self.assertEqual([(a["id"], a["ok"]) for a in answers], [(1, True), (2, True), (3, True), (None, False)] +
-                             [(4, True)])
+            self.assertEqual([(a["id"], a["ok"]) for a in answers], [(1, True), (2, True), (3, True), (4, False)] +
+                             [(5, True)])
             self.assertIn("noise from a library on stdout", result.stderr)
             self.assertIn("noise from C code on fd 1", result.stderr)
             _, tensors, _ = read_safetensors(out)
