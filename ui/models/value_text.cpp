@@ -9,6 +9,13 @@ QString fixedText(double value, int decimals)
     return std::isfinite(value) ? QString::number(value, 'f', decimals) : exactText(value);
 }
 
+QString significantText(double value)
+{
+    if (!std::isfinite(value))
+        return std::isnan(value) ? QStringLiteral("NaN") : value > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+    return QString::number(value, 'g', 4);
+}
+
 QString scientificText(double value)
 {
     return std::isfinite(value) ? QString::asprintf("%.3e", value) : exactText(value);

@@ -26,6 +26,8 @@ QString exactText(T value)
 
 QString fixedText(double value, int decimals);     // "12.35"; non-finite as exactText
 QString scientificText(double value);              // "1.235e-04"
+// Four significant digits, what a person compares on a card ("46.69", "0.006154"); "NaN", "inf".
+QString significantText(double value);
 QString percentText(double share);                 // share 0.1234 -> "12.34"
 QString probabilityText(float probability);        // four decimals, tiny ones scientific
 QString shapeText(const std::vector<int64_t>& shape); // "[768, 768]"

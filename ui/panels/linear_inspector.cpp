@@ -18,14 +18,6 @@
 namespace scalescope::ui {
 namespace {
 
-// Four significant digits: what a person compares; the tables and exports keep every digit.
-QString shown(double value)
-{
-    if (!std::isfinite(value))
-        return std::isnan(value) ? QStringLiteral("NaN") : value > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-    return QString::number(value, 'g', 4);
-}
-
 QString percent(double share)
 {
     return QString::number(100.0 * share, 'g', 3) + QStringLiteral(" %");
@@ -48,7 +40,7 @@ QString section(const QString& title, const QString& rows, const QString& note =
 QString graded(double sqnrDb)
 {
     return QStringLiteral("<span style='color:%1'>%2 dB (%3)</span>")
-        .arg(QString::fromLatin1(gradeColor(gradeSqnr(sqnrDb))), shown(sqnrDb),
+        .arg(QString::fromLatin1(gradeColor(gradeSqnr(sqnrDb))), significantText(sqnrDb),
              QString::fromLatin1(gradeName(gradeSqnr(sqnrDb))));
 }
 
@@ -205,13 +197,13 @@ QString LinearInspector::schemeSection() const
     rows += row(tr("Config rule"), QString::fromStdString(s->rule.empty() ? std::string("none") : s->rule).toHtmlEscaped());
     if (s->quantized) {
         rows += row(tr("Weight scales"), tr("%1 .. %2 (median %3, ratio %4), %5")
-                                               .arg(shown(s->scaleMin), shown(s->scaleMax), shown(s->scaleMedian),
-                                                    shown(s->scaleRatio), QString::fromStdString(s->scaleDtype)));
+                                               .arg(significantText(s->scaleMin), significantText(s->scaleMax), significantText(s->scaleMedian),
+                                                    significantText(s->scaleRatio), QString::fromStdString(s->scaleDtype)));
         rows += row(tr("Weight codes"), tr("%1 at +-448, %2 zero or subnormal")
                                               .arg(percent(s->clippedShare), percent(s->underflowShare)));
     }
     if (s->inputScale)
-        rows += row(tr("Static input scale"), shown(*s->inputScale));
+        rows += row(tr("Static input scale"), significantText(*s->inputScale));
     return section(tr("Scheme"), rows);
 }
 
@@ -227,14 +219,14 @@ QString LinearInspector::runSection() const
     if (const auto* a = findIf(comparison_->activations, [&](const ActivationStatistics& x) { return x.module == module; });
         a && a->elements > 0) {
         const double n = double(a->elements);
-        rows += row(tr("Input amax / scale"), tr("%1 / %2 (%3 x 448)").arg(shown(a->amax), shown(a->inputScale),
-                                                                          shown(a->inputScale > 0 ? a->amax / (448.0 * a->inputScale) : 0.0)));
+        rows += row(tr("Input amax / scale"), tr("%1 / %2 (%3 x 448)").arg(significantText(a->amax), significantText(a->inputScale),
+                                                                          significantText(a->inputScale > 0 ? a->amax / (448.0 * a->inputScale) : 0.0)));
         rows += row(tr("Input clipped"), percent(double(a->clipped) / n));
         rows += row(tr("Input flushed to zero"), percent(double(a->flushedToZero) / n));
         rows += row(tr("Input subnormal"), percent(double(a->subnormal) / n));
     }
     if (const auto* r = findIf(comparison_->outputRanges, [&](const ModuleOutputRange& x) { return x.module == module; })) {
-        rows += row(tr("FP16 headroom"), tr("max |out| %1 = %2 of 65504").arg(shown(r->maxAbs), percent(r->maxAbs / 65504.0)));
+        rows += row(tr("FP16 headroom"), tr("max |out| %1 = %2 of 65504").arg(significantText(r->maxAbs), percent(r->maxAbs / 65504.0)));
         if (r->elements > 0)
             rows += row(tr("Below half's normal range"), percent(double(r->belowHalfNormal) / double(r->elements)));
     }
@@ -262,10 +254,10 @@ QString LinearInspector::sweepSection() const
     if (entry->module != module)
         rows += row(tr("Swept as"), QString::fromStdString(entry->label).toHtmlEscaped());
     rows += row(tr("Rank"), entry->rank > 0 ? tr("%1 of %2").arg(entry->rank).arg(sweep_->entries.size()) : tr("not ranked (sweep incomplete)"));
-    rows += row(tr("Recovered when kept float"), tr("%1 dB").arg(shown(entry->recoveredDb)));
-    rows += row(tr("Lost when alone in FP8"), tr("%1 dB").arg(shown(entry->lostAloneDb)));
+    rows += row(tr("Recovered when kept float"), tr("%1 dB").arg(significantText(entry->recoveredDb)));
+    rows += row(tr("Lost when alone in FP8"), tr("%1 dB").arg(significantText(entry->lostAloneDb)));
     if (entry->tieRank > 0)
-        rows += row(tr("Tie"), tr("with rank %1, within the spread of %2 dB").arg(entry->tieRank).arg(shown(sweep_->spread.db)));
+        rows += row(tr("Tie"), tr("with rank %1, within the spread of %2 dB").arg(entry->tieRank).arg(significantText(sweep_->spread.db)));
     if (entry->cause)
         rows += row(tr("Cause"), QString::fromStdString(entry->cause->label).toHtmlEscaped());
     return section(tr("Sensitivity"), rows, staleNote(sweepStamp_));

@@ -23,13 +23,6 @@ namespace {
 
 constexpr std::size_t kShownSuspects = 8;
 
-QString shown(double value)
-{
-    if (!std::isfinite(value))
-        return std::isnan(value) ? QStringLiteral("NaN") : value > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-    return QString::number(value, 'g', 4);
-}
-
 QString coloured(Grade grade, const QString& text)
 {
     return QStringLiteral("<span style='color:%1; font-weight:bold'>%2</span>")
@@ -245,7 +238,7 @@ QString TriagePanel::verdictText() const
     if (comparison_) {
         const double sqnr = finalSqnr();
         text += tr("Final output SQNR: %1 &nbsp;<small>(good at %2 dB or more, poor below %3 dB)</small>%4<br>")
-                    .arg(coloured(gradeSqnr(sqnr), tr("%1 dB, %2").arg(shown(sqnr), gradeWord(gradeSqnr(sqnr)))))
+                    .arg(coloured(gradeSqnr(sqnr), tr("%1 dB, %2").arg(significantText(sqnr), gradeWord(gradeSqnr(sqnr)))))
                     .arg(t.goodSqnrDb)
                     .arg(t.poorSqnrDb)
                     .arg(staleNote(comparisonStamp_));
@@ -270,9 +263,9 @@ QString TriagePanel::verdictText() const
         text += tr("Evaluation of %1 questions: EM %2 (reference %3), F1 %4 (reference %5): %6 "
                    "&nbsp;<small>(good within %7 points, poor beyond %8)</small>%9<br>")
                     .arg(evaluation_->examples.size())
-                    .arg(shown(evaluation_->runScores.exact), shown(evaluation_->referenceScores.exact),
-                         shown(evaluation_->runScores.f1), shown(evaluation_->referenceScores.f1))
-                    .arg(coloured(gradeF1Drop(drop), tr("F1 %1 %2 points").arg(drop >= 0 ? tr("down") : tr("up"), shown(std::abs(drop)))))
+                    .arg(significantText(evaluation_->runScores.exact), significantText(evaluation_->referenceScores.exact),
+                         significantText(evaluation_->runScores.f1), significantText(evaluation_->referenceScores.f1))
+                    .arg(coloured(gradeF1Drop(drop), tr("F1 %1 %2 points").arg(drop >= 0 ? tr("down") : tr("up"), significantText(std::abs(drop)))))
                     .arg(t.goodF1Drop)
                     .arg(t.poorF1Drop)
                     .arg(staleNote(evaluationStamp_));
@@ -311,7 +304,7 @@ std::vector<TriagePanel::Suspect> TriagePanel::rankSuspects() const
                 break;
             // The sweep's own two measures (tasks/sensitivity.h), as its chart draws them.
             QString why = tr("kept float, the final SQNR gains %1 dB; alone in FP8 it loses %2 dB")
-                              .arg(shown(entry.recoveredDb), shown(entry.lostAloneDb));
+                              .arg(significantText(entry.recoveredDb), significantText(entry.lostAloneDb));
             if (entry.tieRank > 0)
                 why += tr(" (a tie with rank %1: within the sweep's spread)").arg(entry.tieRank);
             if (entry.cause && !entry.cause->label.empty())
@@ -330,7 +323,7 @@ std::vector<TriagePanel::Suspect> TriagePanel::rankSuspects() const
         for (std::size_t i = 0; i < outputs.size() && i < 5; ++i)
             suspects.push_back({QString::fromStdString(outputs[i]->module), QString::fromStdString(outputs[i]->label),
                                 tr("its output's SQNR is %1 dB (%2), among the lowest of the Linears")
-                                    .arg(shown(outputs[i]->metrics.sqnrDb), gradeWord(gradeSqnr(outputs[i]->metrics.sqnrDb)))});
+                                    .arg(significantText(outputs[i]->metrics.sqnrDb), gradeWord(gradeSqnr(outputs[i]->metrics.sqnrDb)))});
     }
     auto addFindings = [&](const std::vector<Finding>& findings) {
         for (const Finding& f : findings) {
@@ -485,7 +478,7 @@ void TriagePanel::addToReport(ReportSection& section, bool /*runResultCurrent*/)
     const QString grade = overallGrade();
     verdict["grade"] = grade.isEmpty() ? nlohmann::json() : nlohmann::json(grade.toStdString());
     if (comparison_ && isCurrent(comparisonStamp_)) {
-        verdict["final_sqnr_db"] = std::isfinite(finalSqnr()) ? nlohmann::json(finalSqnr()) : nlohmann::json(shown(finalSqnr()).toStdString());
+        verdict["final_sqnr_db"] = std::isfinite(finalSqnr()) ? nlohmann::json(finalSqnr()) : nlohmann::json(significantText(finalSqnr()).toStdString());
         verdict["answers_agree"] = answersAgree(*comparison_);
     }
     if (evaluation_ && isCurrent(evaluationStamp_) && !evaluation_->examples.empty())
