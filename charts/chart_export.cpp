@@ -38,7 +38,7 @@ bool drawPng(QCustomPlot& plot, QBuffer& out, const QSize& size)
     QImage image = plot.toPixmap(size.width(), size.height()).toImage();
     if (image.isNull())
         return false;
-    const int dotsPerMeter = qRound(96 / 0.0254);
+    const int dotsPerMeter = static_cast<int>(96 / 0.0254); // truncated, as QCustomPlot does
     image.setDotsPerMeterX(dotsPerMeter);
     image.setDotsPerMeterY(dotsPerMeter);
     return image.save(&out, "PNG");

@@ -122,8 +122,8 @@ private slots:
     }
 
     // A sweep removes what a writer on this host and in this PID namespace left when it died, and
-    // what any writer left untouched for a day; never what another container is still writing,
-    // and never a name it did not make.
+    // what a writer elsewhere left untouched for a day; never what another container is still
+    // writing, never what a live writer here holds, and never a name it did not make.
     void staleSweepRemovesOnlyAbandonedTemporaries()
     {
         const std::string dir = makeTempDir("outputs-stale");
@@ -147,6 +147,7 @@ private slots:
         QVERIFY(QDir().mkpath(q(deadHereFolder)));
         writeAll(deadHereFolder + "/model.safetensors", "partial");
         writeAll(liveHere, "a writer that still runs");
+        makeOld(liveHere); // however long it has been quiet
         writeAll(writingElsewhere, "being written in another container");
         QVERIFY(QDir().mkpath(q(buildingElsewhere)));
         writeAll(buildingElsewhere + "/model.safetensors", "a file written just now");

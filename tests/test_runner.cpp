@@ -14,7 +14,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -880,7 +882,7 @@ private slots:
 
     // What a client killed without a chance to clean up (kill -9) left is removed by the next
     // client starting in the same parent folder, but only when it is this host's and its owner is
-    // gone, or when nothing in it changed for a day: the parent may be shared with other hosts.
+    // gone: the parent may be shared with other hosts, whose pids mean nothing here.
     void staleExchangeFoldersOfThisHostAreRemoved()
     {
         const std::string folder = makeTempDir("runner-stale");
@@ -897,6 +899,11 @@ private slots:
             QVERIFY(QDir().mkpath(QString::fromStdString(dir)));
             std::ofstream(dir + "/forward-1.safetensors") << "bytes";
         }
+        // Idle for two days: a session elsewhere may well be; its folder is not taken by age.
+        const timespec twoDaysAgo{::time(nullptr) - 2 * 24 * 3600, 0};
+        const timespec times[2] = {twoDaysAgo, twoDaysAgo};
+        for (const std::string& path : {otherHost + "/forward-1.safetensors", otherHost})
+            QCOMPARE(::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW), 0);
         auto next = RunnerBackend::start(cliRunnerCommand(), fixtures().fp8Qa, [&] {
             RunnerOptions options;
             options.exchangeParent = folder;

@@ -48,9 +48,9 @@ std::string defaultExchangeParent()
 
 constexpr const char* kExchangePrefix = "scalescope-runner-";
 
-// Exchange folders are named "scalescope-runner-OWNER-XXXXXX" (io/temporary_owner.h): one its
-// owner abandoned (kill -9, a crash) is removed by the next client that starts in the same parent
-// folder, which other hosts may share (SCALESCOPE_RUNNER_EXCHANGE_DIR).
+// Exchange folders are named "scalescope-runner-OWNER-XXXXXX" (io/temporary_owner.h): one whose
+// owner on this host is gone (kill -9, a crash) is removed by the next client that starts in the
+// same parent folder, which other hosts may share (SCALESCOPE_RUNNER_EXCHANGE_DIR).
 void removeStaleExchangeFolders(const std::string& parent)
 {
     std::error_code error;
@@ -63,7 +63,7 @@ void removeStaleExchangeFolders(const std::string& parent)
             continue;
         const std::optional<TemporaryOwner> owner =
             parseTemporaryOwner(std::string_view(name).substr(prefix, name.size() - prefix - mkdtempSuffix));
-        if (owner && temporaryIsAbandoned(*owner, entry.path().string()))
+        if (owner && ownerIsGoneHere(*owner)) // never by age: a live session may sit idle for days
             std::filesystem::remove_all(entry.path(), error);
     }
 }

@@ -75,7 +75,7 @@ void checkIsCheckpointFolder(const fs::path& destination, const std::string& des
 }
 
 // ".DST.old-OWNER" is the previous destination parked by a replacement that was killed before it
-// finished (only on file systems without an atomic exchange): when its owner abandoned it
+// finished (only on file systems without an atomic exchange): when its owner is gone
 // (io/temporary_owner.h) it is put back when DST is missing, and removed otherwise.
 void recoverParkedDestinations(const fs::path& destination)
 {
@@ -86,7 +86,7 @@ void recoverParkedDestinations(const fs::path& destination)
         if (name.rfind(prefix, 0) != 0)
             continue;
         const std::optional<TemporaryOwner> owner = parseTemporaryOwner(std::string_view(name).substr(prefix.size()));
-        if (!owner || !temporaryIsAbandoned(*owner, it->path().string()))
+        if (!owner || !ownerIsGoneHere(*owner)) // never by age: it holds the user's checkpoint
             continue;
         std::error_code step;
         if (!fs::exists(fs::symlink_status(destination, step)))

@@ -112,12 +112,15 @@ bool processIsGone(long pid)
     return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
+bool ownerIsGoneHere(const TemporaryOwner& owner)
+{
+    return owner.host == thisHostTag() && owner.pid != static_cast<long>(::getpid()) && processIsGone(owner.pid);
+}
+
 bool temporaryIsAbandoned(const TemporaryOwner& owner, const std::string& path)
 {
-    if (owner.host == thisHostTag() && owner.pid == static_cast<long>(::getpid()))
-        return false; // this process's own, in use
-    if (owner.host == thisHostTag() && processIsGone(owner.pid))
-        return true;
+    if (owner.host == thisHostTag())
+        return ownerIsGoneHere(owner);
     const long long modified = newestModification(path);
     if (modified < 0)
         return false;

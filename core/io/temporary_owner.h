@@ -9,8 +9,11 @@
 // second container writing into a shared folder has pids this one cannot see, so "no such process"
 // here says nothing about that writer. So a leftover is removed only when
 //   - it carries this HOST and its PID no longer runs (a writer here that was killed), or
-//   - nothing in it was modified for kAbandonedTemporaryAge (any HOST: a writer elsewhere that
-//     died, or a pid here that was reused). A live writer keeps modifying what it writes.
+//   - it carries another HOST and nothing in it was modified for kAbandonedTemporaryAge (a writer
+//     elsewhere that died; a live writer keeps modifying what it writes). This applies only to
+//     what is written continuously (a file's temporary, a checkpoint folder being built): a runner
+//     client's exchange folder may sit idle for days, and a parked destination is the user's
+//     previous checkpoint, so those are left to their own host.
 // A name without a well-formed OWNER was not made by this program and is never removed (a user's
 // ".notes.tmp-424243-1" or ".photos.partial-424242").
 #include <chrono>
@@ -35,8 +38,12 @@ std::string temporaryOwnerTag();
 // Exactly "HOST-PID" with a 16-digit lower-case hex HOST and a positive decimal PID, or nullopt.
 std::optional<TemporaryOwner> parseTemporaryOwner(std::string_view text);
 
-// Whether the temporary at path, named with owner, was left behind and may be removed (the rule
-// above). For a folder, its age is that of the newest of the folder and what it holds.
+// Whether owner is a process of this host and PID namespace, other than this one, that no longer
+// runs: the first rule above, the only one for exchange folders and parked destinations.
+bool ownerIsGoneHere(const TemporaryOwner& owner);
+// Whether the temporary at path (a file's, or a checkpoint folder being built), named with owner,
+// was left behind and may be removed: both rules above. For a folder, its age is that of the
+// newest of the folder and what it holds.
 bool temporaryIsAbandoned(const TemporaryOwner& owner, const std::string& path);
 
 // True when no process with this pid exists in this PID namespace.
