@@ -1,7 +1,9 @@
 #include "charts/chart_export.h"
 
 #include <QApplication>
-#include <QFileInfo>
+#include <QBuffer>
+#include <QPageLayout>
+#include <QPdfWriter>
 #include <QSvgGenerator>
 #include <QThread>
 
@@ -30,10 +32,44 @@ std::string lowerCase(std::string text)
     return text;
 }
 
-bool writeSvg(QCustomPlot& plot, const QString& file, const QSize& size, const QString& title)
+// QCustomPlot::saveRastered without the file: the pixmap, at 96 dots per inch, as PNG.
+bool drawPng(QCustomPlot& plot, QBuffer& out, const QSize& size)
+{
+    QImage image = plot.toPixmap(size.width(), size.height()).toImage();
+    if (image.isNull())
+        return false;
+    const int dotsPerMeter = static_cast<int>(96 / 0.0254); // truncated, as QCustomPlot does
+    image.setDotsPerMeterX(dotsPerMeter);
+    image.setDotsPerMeterY(dotsPerMeter);
+    return image.save(&out, "PNG");
+}
+
+// QCustomPlot::savePdf without the file (it ignores whether QPainter::end() could write): one page
+// of exactly the chart's size in points, no margins, vector drawing, cosmetic pens allowed.
+bool drawPdf(QCustomPlot& plot, QBuffer& out, const QSize& size, const QString& title)
+{
+    QPdfWriter writer(&out);
+    writer.setCreator(QStringLiteral("ScaleScope"));
+    writer.setTitle(title);
+    // The screen's dots per inch, so that text takes the same share of the chart as on screen.
+    writer.setResolution(96);
+    QPageLayout layout(QPageSize(size, QString(), QPageSize::ExactMatch), QPageLayout::Portrait, QMarginsF(0, 0, 0, 0));
+    layout.setMode(QPageLayout::FullPageMode);
+    writer.setPageLayout(layout);
+    QCPPainter painter;
+    if (!painter.begin(&writer))
+        return false;
+    painter.setMode(QCPPainter::pmVectorized);
+    painter.setMode(QCPPainter::pmNoCaching);
+    painter.setWindow(QRect(QPoint(0, 0), size));
+    plot.toPainter(&painter, size.width(), size.height());
+    return painter.end();
+}
+
+bool drawSvg(QCustomPlot& plot, QBuffer& out, const QSize& size, const QString& title)
 {
     QSvgGenerator generator;
-    generator.setFileName(file);
+    generator.setOutputDevice(&out);
     generator.setSize(size);
     generator.setViewBox(QRect(QPoint(0, 0), size));
     // At the CSS 96 dpi a browser opens the drawing at the requested pixel size.
@@ -105,42 +141,47 @@ std::string chartFormatExtension(ChartFormat format)
     return "png";
 }
 
-void exportChartImage(const ChartData& chart, const QString& path, ChartFormat format, QSize size)
+std::string chartImageBytes(const ChartData& chart, ChartFormat format, QSize size, const std::string& shownPath)
 {
-    const std::string target = path.toStdString();
     if (size.width() < 1 || size.height() < 1 || size.width() > kMaxImageSide || size.height() > kMaxImageSide)
-        throw Error("Cannot write " + target + ": the image size " + std::to_string(size.width()) + "x" +
+        throw Error("Cannot write " + shownPath + ": the image size " + std::to_string(size.width()) + "x" +
                     std::to_string(size.height()) + " is outside 1.." + std::to_string(kMaxImageSide) + " pixels.");
     // QCustomPlot is a QWidget: creating one without a QApplication, or off its thread, aborts.
     QCoreApplication* application = QCoreApplication::instance();
     if (!qobject_cast<QApplication*>(application))
-        throw Error("Cannot draw " + target + ": drawing charts needs a QApplication and none exists.");
+        throw Error("Cannot draw " + shownPath + ": drawing charts needs a QApplication and none exists.");
     if (QThread::currentThread() != application->thread())
-        throw Error("Cannot draw " + target + ": charts can only be drawn on the GUI thread.");
+        throw Error("Cannot draw " + shownPath + ": charts can only be drawn on the GUI thread.");
 
     QCustomPlot plot;
     plot.resize(size);
     renderChart(plot, chart);
     const QString title = QString::fromStdString(chart.title);
-    writeFileAtomically(target, [&](const std::string& temporaryPath) {
-        const QString file = QString::fromStdString(temporaryPath);
-        bool written = false;
-        switch (format) {
-        case ChartFormat::Png:
-            written = plot.savePng(file, size.width(), size.height());
-            break;
-        case ChartFormat::Pdf:
-            written = plot.savePdf(file, size.width(), size.height(), QCP::epAllowCosmetic,
-                                   QStringLiteral("ScaleScope"), title);
-            break;
-        case ChartFormat::Svg:
-            written = writeSvg(plot, file, size, title);
-            break;
-        }
-        if (!written || QFileInfo(file).size() == 0)
-            throw Error("Cannot write " + target + ": the " + chartFormatExtension(format) +
-                        " file could not be created or written.");
-    });
+    QByteArray bytes;
+    QBuffer out(&bytes);
+    out.open(QIODevice::WriteOnly);
+    bool drawn = false;
+    switch (format) {
+    case ChartFormat::Png:
+        drawn = drawPng(plot, out, size);
+        break;
+    case ChartFormat::Pdf:
+        drawn = drawPdf(plot, out, size, title);
+        break;
+    case ChartFormat::Svg:
+        drawn = drawSvg(plot, out, size, title);
+        break;
+    }
+    out.close();
+    if (!drawn || bytes.isEmpty())
+        throw Error("Cannot write " + shownPath + ": the " + chartFormatExtension(format) + " image could not be drawn.");
+    return bytes.toStdString();
+}
+
+void exportChartImage(const ChartData& chart, const QString& path, ChartFormat format, QSize size)
+{
+    const std::string target = path.toStdString();
+    writeBytesAtomically(target, chartImageBytes(chart, format, size, target));
 }
 
 std::string chartCsv(const ChartData& chart)

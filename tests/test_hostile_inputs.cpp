@@ -1,5 +1,7 @@
 // Hostile inputs beyond parser fuzzing (issue 20): outputs that are not regular files, quantize
-// --force on folders it must not destroy, stale temporaries of killed writers, nesting deep enough
+// --force on folders it must not destroy, a parked destination of a killed writer (the rule for
+// stale temporaries is tests/test_outputs.cpp's), plots on a full disk and into a folder another
+// run is writing (issue 30 item 3), nesting deep enough
 // to overflow a recursive parser, a mapped checkpoint rewritten in place, NaN and infinity in
 // weights and outputs, bytes that are not UTF-8 in JSON, terminal escapes and spreadsheet formulas.
 // Device nodes, FIFOs, sockets and links are made privately in temporary folders; nothing here
@@ -10,8 +12,11 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -25,6 +30,8 @@
 #include "common/error.h"
 #include "common/text_files.h"
 #include "io/atomic_write.h"
+#include "io/output_folder.h"
+#include "io/temporary_owner.h"
 #include "io/safetensors.h"
 #include "model/quantization_config.h"
 #include "report/csv.h"
@@ -136,6 +143,20 @@ class TestHostileInputs : public QObject {
     std::string floatDir_;
     std::string mlmDir_;
     std::string ids_ = "0,280,281,100,290,77,45,2";
+    std::string fp8Dir_;
+
+    // The FP8 version of floatDir_, made on first use.
+    const std::string& fp8Dir()
+    {
+        if (fp8Dir_.empty()) {
+            const std::string dir = makeTempDir("hostile-fp8") + "/model";
+            const CliResult r = runCli({"quantize", q(floatDir_), q(dir)});
+            if (r.exitCode != 0)
+                qFatal("quantize failed: %s", qPrintable(r.err));
+            fp8Dir_ = dir;
+        }
+        return fp8Dir_;
+    }
 
 private slots:
     void initTestCase()
@@ -219,26 +240,57 @@ private slots:
         QVERIFY(!QFile::exists(q(dir + "/nowhere")));
     }
 
-    void staleTemporariesOfDeadWritersAreRemoved()
-    {
-        const std::string dir = makeTempDir("hostile-stale");
-        const long dead = deadPid();
-        const std::string staleFile = dir + "/.out.csv.tmp-" + std::to_string(dead) + "-3";
-        const std::string staleFolder = dir + "/.model.partial-" + std::to_string(dead);
-        const std::string liveFile = dir + "/.out.csv.tmp-" + std::to_string(::getppid()) + "-1";
-        const std::string unrelated = dir + "/.notes.tmp-keep";
-        writeAll(staleFile, std::string(4096, 'x'));
-        QVERIFY(QDir().mkpath(q(staleFolder)));
-        writeAll(staleFolder + "/model.safetensors", "partial");
-        writeAll(liveFile, "a writer that still runs");
-        writeAll(unrelated, "not ours");
+    // ---- issue 30 item 3: plot files ------------------------------------------------------------
 
-        writeBytesAtomically(dir + "/other.txt", "new");
-        QVERIFY(!QFile::exists(q(staleFile)));
-        QVERIFY(!QFileInfo::exists(q(staleFolder)));
-        QVERIFY(QFile::exists(q(liveFile)));
-        QVERIFY(QFile::exists(q(unrelated)));
-        QCOMPARE(readAll(dir + "/other.txt"), std::string("new"));
+    // A disk that fills up while --plots writes: QCustomPlot's own save reported success and the
+    // truncated PNG was renamed into place. RLIMIT_FSIZE in the CLI's process (SIGXFSZ ignored, so
+    // write() fails with EFBIG) refuses every byte past 16 KB, as a full disk refuses them.
+    void plotsOnAFullDiskLeaveNoTruncatedImage()
+    {
+        const std::string plots = makeTempDir("hostile-fsize") + "/plots";
+        QProcess process;
+        process.setChildProcessModifier([] {
+            ::signal(SIGXFSZ, SIG_IGN);
+            const rlimit limit{16 * 1024, 16 * 1024};
+            ::setrlimit(RLIMIT_FSIZE, &limit);
+        });
+        process.start(QStringLiteral(SCALESCOPE_CLI), {"compare", q(fp8Dir()), "--reference", q(floatDir_), "--input-ids",
+                                                       q(ids_), "--plots", q(plots), "--format", "png"});
+        QVERIFY(process.waitForFinished(300000));
+        const QString err = QString::fromUtf8(process.readAllStandardError());
+        QCOMPARE(process.exitStatus(), QProcess::NormalExit);
+        QVERIFY2(process.exitCode() == 1 && err.contains("File too large"), qPrintable(err));
+        const QStringList left = QDir(q(plots)).entryList(QDir::Hidden | QDir::Files | QDir::NoDotAndDotDot);
+        for (const QString& name : left) {
+            QVERIFY2(!name.startsWith('.'), qPrintable(name)); // no temporary, no lock file
+            if (!name.endsWith(".png"))
+                continue;
+            // A whole PNG ends with its IEND chunk.
+            const std::string bytes = readAll(plots + "/" + name.toStdString());
+            QVERIFY2(bytes.size() > 12 && bytes.compare(bytes.size() - 8, 4, "IEND") == 0,
+                     qPrintable(name + " is truncated at " + QString::number(bytes.size()) + " bytes"));
+        }
+    }
+
+    // Two runs into one --plots folder at once: the folder is reserved before any file is checked
+    // or written, so the second run is refused while the first one writes (held here by the test).
+    void plotsIntoAFolderBeingWrittenAreRefused()
+    {
+        const std::string plots = makeTempDir("hostile-reserved") + "/plots";
+        QVERIFY(QDir().mkpath(q(plots)));
+        const QStringList args = {"compare", q(fp8Dir()), "--reference", q(floatDir_), "--input-ids", q(ids_),
+                                  "--plots", q(plots), "--format", "svg"};
+        std::optional<FolderReservation> firstRun(std::in_place, plots);
+        const CliResult refused = runCli(args);
+        QVERIFY2(refused.exitCode == 1 && refused.err.contains("another ScaleScope run is writing there"),
+                 qPrintable(refused.err));
+        QCOMPARE(QDir(q(plots)).entryList(QDir::Hidden | QDir::AllEntries | QDir::NoDotAndDotDot),
+                 QStringList{".scalescope-writing.lock"});
+        firstRun.reset();
+        const CliResult after = runCli(args);
+        QVERIFY2(after.exitCode == 0, qPrintable(after.err));
+        const QStringList written = QDir(q(plots)).entryList(QDir::Hidden | QDir::AllEntries | QDir::NoDotAndDotDot);
+        QVERIFY2(written.contains("compare.json") && !written.join(',').contains(".scalescope"), qPrintable(written.join(',')));
     }
 
     // ---- item 2: quantize --force ------------------------------------------------------------
@@ -307,7 +359,7 @@ private slots:
         const std::string destination = root + "/fp8";
         QVERIFY(runCli({"quantize", q(floatDir_), q(destination)}).exitCode == 0);
         const std::string config = readAll(destination + "/config.json");
-        const std::string parked = root + "/.fp8.old-" + std::to_string(deadPid());
+        const std::string parked = root + "/.fp8.old-" + thisHostTag() + "-" + std::to_string(deadPid());
         QVERIFY(QDir().rename(q(destination), q(parked)));
         const CliResult r = runCli({"quantize", q(floatDir_), q(destination)});
         QCOMPARE(r.exitCode, 1);

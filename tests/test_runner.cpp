@@ -14,7 +14,10 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <atomic>
@@ -36,6 +39,7 @@
 #include "engine/runner_server.h"
 #include "engine/compute_threads.h"
 #include "io/safetensors.h"
+#include "io/temporary_owner.h"
 #include "engine/encoder_model.h"
 #include "support/fixtures.h"
 #include "tasks/answer_question.h"
@@ -870,14 +874,46 @@ private slots:
         QVERIFY(cli.waitForFinished(10000));
         QCOMPARE(cli.exitStatus(), QProcess::CrashExit); // died of the signal, as a killed program does
         QTRY_VERIFY_WITH_TIMEOUT(::kill(pid, 0) != 0, 15000); // generous: a loaded machine is slow to reap
-        // The folder the killed client left is removed by the next client starting there.
+        // The client removed its exchange folder before it died (issue 30 item 3).
+        const QStringList left =
+            QDir(QString::fromStdString(folder)).entryList({"scalescope-runner-*"}, QDir::Dirs | QDir::Hidden);
+        QVERIFY2(left.isEmpty(), qPrintable(left.join(',')));
+    }
+
+    // What a client killed without a chance to clean up (kill -9) left is removed by the next
+    // client starting in the same parent folder, but only when it is this host's and its owner is
+    // gone: the parent may be shared with other hosts, whose pids mean nothing here.
+    void staleExchangeFoldersOfThisHostAreRemoved()
+    {
+        const std::string folder = makeTempDir("runner-stale");
+        const pid_t child = ::fork();
+        if (child == 0)
+            ::_exit(0);
+        ::waitpid(child, nullptr, 0);
+        const std::string dead = std::to_string(child);
+        const std::string elsewhere = thisHostTag() == "0123456789abcdef" ? "fedcba9876543210" : "0123456789abcdef";
+        const std::string killedHere = folder + "/scalescope-runner-" + thisHostTag() + "-" + dead + "-a1b2c3";
+        const std::string otherHost = folder + "/scalescope-runner-" + elsewhere + "-" + dead + "-d4e5f6";
+        const std::string oldFormat = folder + "/scalescope-runner-" + dead + "-g7h8i9";
+        for (const std::string& dir : {killedHere, otherHost, oldFormat}) {
+            QVERIFY(QDir().mkpath(QString::fromStdString(dir)));
+            std::ofstream(dir + "/forward-1.safetensors") << "bytes";
+        }
+        // Idle for two days: a session elsewhere may well be; its folder is not taken by age.
+        const timespec twoDaysAgo{::time(nullptr) - 2 * 24 * 3600, 0};
+        const timespec times[2] = {twoDaysAgo, twoDaysAgo};
+        for (const std::string& path : {otherHost + "/forward-1.safetensors", otherHost})
+            QCOMPARE(::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW), 0);
         auto next = RunnerBackend::start(cliRunnerCommand(), fixtures().fp8Qa, [&] {
             RunnerOptions options;
             options.exchangeParent = folder;
             return options;
         }());
+        QVERIFY(!QFileInfo::exists(QString::fromStdString(killedHere)));
+        QVERIFY(QFileInfo::exists(QString::fromStdString(otherHost + "/forward-1.safetensors")));
+        QVERIFY(QFileInfo::exists(QString::fromStdString(oldFormat + "/forward-1.safetensors")));
         const QStringList left = QDir(QString::fromStdString(folder)).entryList({"scalescope-runner-*"}, QDir::Dirs);
-        QCOMPARE(left.size(), 1); // only the new client's own
+        QCOMPARE(left.size(), 3); // the new client's own, and the two that are not this host's
     }
 
     // ---- the Python AIU runner's protocol side ------------------------------------------------

@@ -6,7 +6,7 @@
 #include "charts/chart_export.h"
 #include "charts/chart_renderer.h"
 #include "common/error.h"
-#include "io/atomic_write.h"
+#include "io/output_folder.h"
 #include "report/csv.h"
 
 namespace scalescope::ui {
@@ -152,32 +152,29 @@ std::string indexHtml(const ReportContents& contents)
 
 QStringList exportReport(const ReportContents& contents, const QString& folder)
 {
-    if (!QDir().mkpath(folder))
-        throw Error("Cannot create the report folder " + folder.toStdString() + ".");
     const QDir dir(folder);
-    QStringList written;
+    std::vector<OutputFile> files;
     for (const ChartData& chart : contents.charts) {
         if (chart.series.empty())
             continue;
-        const QString stem = dir.filePath(QString::fromStdString(chart.id));
-        exportChartImage(chart, stem + ".png", ChartFormat::Png);
-        exportChartImage(chart, stem + ".svg", ChartFormat::Svg);
-        exportChartCsv(chart, (stem + ".csv").toStdString());
-        written << stem + ".png" << stem + ".svg" << stem + ".csv";
+        for (const ChartFormat format : {ChartFormat::Png, ChartFormat::Svg}) {
+            const std::string name = chart.id + "." + chartFormatExtension(format);
+            const std::string shown = dir.filePath(QString::fromStdString(name)).toStdString();
+            files.push_back({name, [&chart, format, shown] { return chartImageBytes(chart, format, QSize(1200, 700), shown); }});
+        }
+        files.push_back({chart.id + ".csv", [&chart] { return chartCsv(chart); }});
     }
     for (const auto& [name, model] : contents.tables) {
         if (!model || model->rowCount() == 0)
             continue;
-        const QString path = dir.filePath(name + ".csv");
-        writeBytesAtomically(path.toStdString(), tableCsv(*model));
-        written << path;
+        const QAbstractItemModel* table = model;
+        files.push_back({(name + ".csv").toStdString(), [table] { return tableCsv(*table); }});
     }
-    const QString summary = dir.filePath(QStringLiteral("summary.json"));
-    writeBytesAtomically(summary.toStdString(), contents.summary.dump(2) + "\n");
-    written << summary;
-    const QString index = dir.filePath(QStringLiteral("index.html"));
-    writeBytesAtomically(index.toStdString(), indexHtml(contents));
-    written << index;
+    files.push_back({"summary.json", [&contents] { return contents.summary.dump(2) + "\n"; }});
+    files.push_back({"index.html", [&contents] { return indexHtml(contents); }});
+    QStringList written;
+    for (const std::string& path : writeOutputFolder(folder.toStdString(), files, true))
+        written << QString::fromStdString(path);
     return written;
 }
 

@@ -21,7 +21,8 @@ struct ReportContents {
     nlohmann::json summary;
 };
 
-// Returns the files written. Throws scalescope::Error naming the file that could not be written.
+// Returns the files written. The folder is reserved for this export while it writes
+// (io/output_folder.h). Throws scalescope::Error naming the folder or file that could not be written.
 QStringList exportReport(const ReportContents& contents, const QString& folder);
 
 // A table model as RFC 4180 CSV: the header, then every row; cells are the display text, except

@@ -2,12 +2,11 @@
 
 #include <QApplication>
 
-#include <filesystem>
 #include <memory>
 
 #include "charts/chart_export.h"
-#include "common/error.h"
-#include "io/atomic_write.h"
+#include "common/text_files.h"
+#include "io/output_folder.h"
 #include "report/result_json.h"
 
 namespace scalescope::cli {
@@ -33,34 +32,19 @@ std::vector<std::string> writePlotFiles(const std::vector<ChartData>& charts, co
                                         const std::string& format, const nlohmann::json& numbers,
                                         const std::string& jsonName, bool overwrite)
 {
-    namespace fs = std::filesystem;
     const ui::ChartFormat chartFormat = ui::parseChartFormat(format);
     const std::string extension = ui::chartFormatExtension(chartFormat);
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (!fs::is_directory(dir))
-        throw Error("Cannot create the plots folder " + dir + ".");
-
-    std::vector<std::string> files;
+    std::vector<OutputFile> files;
     for (const ChartData& chart : charts) {
-        files.push_back((fs::path(dir) / (chart.id + "." + extension)).string());
-        files.push_back((fs::path(dir) / (chart.id + ".csv")).string());
+        const std::string image = chart.id + "." + extension;
+        files.push_back({image, [&chart, chartFormat, image, dir] {
+                             ensureApplication();
+                             return ui::chartImageBytes(chart, chartFormat, QSize(1200, 700), joinPath(dir, image));
+                         }});
+        files.push_back({chart.id + ".csv", [&chart] { return ui::chartCsv(chart); }});
     }
-    files.push_back((fs::path(dir) / (jsonName + ".json")).string());
-    for (const std::string& file : files) {
-        if (!overwrite && fs::exists(fs::symlink_status(file, ec)))
-            throw Error(file + " already exists; pass --force to overwrite the plots.");
-        if (const std::string problem = outputTargetProblem(file); !problem.empty())
-            throw Error(problem);
-    }
-
-    ensureApplication();
-    for (const ChartData& chart : charts) {
-        ui::exportChartImage(chart, QString::fromStdString((fs::path(dir) / (chart.id + "." + extension)).string()), chartFormat);
-        ui::exportChartCsv(chart, (fs::path(dir) / (chart.id + ".csv")).string());
-    }
-    writeBytesAtomically(files.back(), jsonText(numbers) + "\n");
-    return files;
+    files.push_back({jsonName + ".json", [&numbers] { return jsonText(numbers) + "\n"; }});
+    return writeOutputFolder(dir, files, overwrite);
 }
 
 } // namespace scalescope::cli

@@ -10,8 +10,8 @@
 
 namespace scalescope::cli {
 
-// Returns the files written. Refuses (before writing anything) when one of them exists and
-// overwrite is false.
+// Returns the files written. Goes through io/output_folder.h: the folder is reserved for this run,
+// and it refuses (before writing anything) when one of the files exists and overwrite is false.
 std::vector<std::string> writePlotFiles(const std::vector<ChartData>& charts, const std::string& dir,
                                         const std::string& format, const nlohmann::json& numbers,
                                         const std::string& jsonName, bool overwrite);

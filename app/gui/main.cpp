@@ -4,11 +4,16 @@
 #include <QStatusBar>
 
 #include "main_window.h"
+#include "device/runner_process.h"
 #include "engine/compute_threads.h"
 #include "engine/encoder_model.h"
+#include "io/interrupt_cleanup.h"
 
 int main(int argc, char** argv)
 {
+    // SIGINT, SIGTERM or SIGHUP (a closed terminal, a logout) stops the runners and removes the
+    // temporaries of outputs being written and the runners' exchange folders, as in the CLI.
+    scalescope::installInterruptCleanup(scalescope::stopAllRunnerProcessesFromSignalHandler);
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("ScaleScope"));
     QApplication::setOrganizationName(QStringLiteral("ScaleScope"));

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -19,7 +20,9 @@
 #include "device/forward_summary.h"
 #include "device/runner_channel.h"
 #include "model/forward_inputs.h"
+#include "io/interrupt_cleanup.h"
 #include "io/safetensors.h"
+#include "io/temporary_owner.h"
 
 namespace scalescope {
 namespace {
@@ -43,18 +46,24 @@ std::string defaultExchangeParent()
     return "/tmp";
 }
 
-// Exchange folders carry their owner's pid: one whose owner died (kill -9, a signal) is removed by
-// the next client that starts in the same parent folder.
+constexpr const char* kExchangePrefix = "scalescope-runner-";
+
+// Exchange folders are named "scalescope-runner-OWNER-XXXXXX" (io/temporary_owner.h): one whose
+// owner on this host is gone (kill -9, a crash) is removed by the next client that starts in the
+// same parent folder, which other hosts may share (SCALESCOPE_RUNNER_EXCHANGE_DIR).
 void removeStaleExchangeFolders(const std::string& parent)
 {
     std::error_code error;
     for (const auto& entry : std::filesystem::directory_iterator(parent, error)) {
         const std::string name = entry.path().filename().string();
-        const std::string prefix = "scalescope-runner-";
-        if (name.compare(0, prefix.size(), prefix) != 0 || !entry.is_directory(error))
+        const std::size_t prefix = std::strlen(kExchangePrefix);
+        const std::size_t mkdtempSuffix = 7; // "-XXXXXX"
+        if (name.compare(0, prefix, kExchangePrefix) != 0 || name.size() <= prefix + mkdtempSuffix ||
+            name[name.size() - mkdtempSuffix] != '-' || !entry.is_directory(error))
             continue;
-        const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
-        if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+        const std::optional<TemporaryOwner> owner =
+            parseTemporaryOwner(std::string_view(name).substr(prefix, name.size() - prefix - mkdtempSuffix));
+        if (owner && ownerIsGoneHere(*owner)) // never by age: a live session may sit idle for days
             std::filesystem::remove_all(entry.path(), error);
     }
 }
@@ -183,6 +192,7 @@ struct RunnerBackend::Impl {
     std::shared_ptr<const Checkpoint> checkpoint;
     std::string checkpointPath; // absolute, as sent to a protocol-1 runner
     std::string exchangeDir;
+    std::unique_ptr<InterruptCleanup> exchangeCleanup; // SIGINT or SIGTERM removes exchangeDir
     std::unique_ptr<RunnerChannel> channel;
     bool loaded = false;
     RunMode loadedMode = RunMode::Fp8;
@@ -465,10 +475,11 @@ std::unique_ptr<RunnerBackend> RunnerBackend::start(const DeviceSpec& device,
 
     const std::string parent = options.exchangeParent.empty() ? defaultExchangeParent() : options.exchangeParent;
     removeStaleExchangeFolders(parent);
-    std::string pattern = parent + "/scalescope-runner-" + std::to_string(::getpid()) + "-XXXXXX";
+    std::string pattern = parent + "/" + kExchangePrefix + temporaryOwnerTag() + "-XXXXXX";
     if (!::mkdtemp(pattern.data()))
         throw Error("Cannot create the runner's exchange folder in " + parent + ": " + std::strerror(errno) + ".");
     m.exchangeDir = pattern;
+    m.exchangeCleanup = std::make_unique<InterruptCleanup>(m.exchangeDir, TemporaryKind::Folder);
     m.channel = std::make_unique<RunnerChannel>(device, options.stderrLinesKept, options.onLogLine,
                                                 options.onProgressLine);
 

@@ -5,7 +5,8 @@
 //
 // RunnerBackend owns: the conversation with the child (device/runner_channel.h: process, pipes,
 // framing, timeouts), a private exchange folder for the safetensors files (removed on
-// destruction), and the checkpoint opened locally for the config, the tokenizer and the plan (no
+// destruction, and by SIGINT or SIGTERM where the program installed io/interrupt_cleanup.h's
+// handler), and the checkpoint opened locally for the config, the tokenizer and the plan (no
 // weights are decoded here). With protocol 2 nothing is shared: the checkpoint is uploaded once
 // (device/checkpoint_manifest.h) and tensors come back in-band.
 // Threading: like every backend, not to be used from two threads at once. It starts no threads:

@@ -272,17 +272,10 @@ bool RunnerChannel::pump(Pending& pending, Clock::time_point deadline)
     return true;
 }
 
-RunnerChannel::Reply RunnerChannel::exchange(json request, const std::string& requestName,
-                                             std::chrono::milliseconds idleTimeout, std::chrono::milliseconds deadline,
-                                             const Progress& progress, const OutgoingPayload* payload,
-                                             uint64_t maxResponseBytes)
+int64_t RunnerChannel::prepareRequest(json& request, Pending& pending, const OutgoingPayload* payload)
 {
-    if (!process_)
-        throw Error(label() + " is not running.");
     const int64_t id = nextId_++;
     request["id"] = id;
-    Pending pending;
-    pending.requestName = requestName;
     if (payload) {
         request["bytes"] = payload->size;
         pending.payloadFd = ::open(payload->filePath.c_str(), O_RDONLY | O_CLOEXEC);
@@ -295,8 +288,45 @@ RunnerChannel::Reply RunnerChannel::exchange(json request, const std::string& re
         pending.line = request.dump() + "\n";
     } catch (const json::exception&) {
         // Only strings we were given can be at fault: paths that are not UTF-8.
-        throw Error("The " + requestName + " request for " + runnerText() + " holds a path that is not valid UTF-8.");
+        throw Error("The " + pending.requestName + " request for " + runnerText() +
+                    " holds a path that is not valid UTF-8.");
     }
+    return id;
+}
+
+std::string RunnerChannel::reportProgressLine(const json& message, const std::string& requestName,
+                                              const Progress& progress)
+{
+    const auto fractionField = message.find("progress");
+    const auto stageField = message.find("stage");
+    const double fraction =
+        fractionField != message.end() && fractionField->is_number() ? fractionField->get<double>() : 0.0;
+    const std::string stage = abbreviatedText(
+        stageField != message.end() && stageField->is_string() ? stageField->get<std::string>() : requestName, 200);
+    progress.report(fraction, stage);
+    if (onProgressLine_)
+        onProgressLine_({runnerText(), requestName, fraction, stage});
+    return stage + ", " + std::to_string(static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * 100))) + " %";
+}
+
+void RunnerChannel::failDeadline(const std::string& requestName, std::chrono::milliseconds deadline,
+                                 const std::string& lastProgress)
+{
+    fail(label() + " did not finish the " + requestName + " request within its " + secondsText(deadline) +
+         " deadline" + (lastProgress.empty() ? std::string(" (") : " (its last progress: " + lastProgress + "; ") +
+         "SCALESCOPE_RUNNER_DEADLINES sets the deadlines)");
+}
+
+RunnerChannel::Reply RunnerChannel::exchange(json request, const std::string& requestName,
+                                             std::chrono::milliseconds idleTimeout, std::chrono::milliseconds deadline,
+                                             const Progress& progress, const OutgoingPayload* payload,
+                                             uint64_t maxResponseBytes)
+{
+    if (!process_)
+        throw Error(label() + " is not running.");
+    Pending pending;
+    pending.requestName = requestName;
+    const int64_t id = prepareRequest(request, pending, payload);
     const auto started = Clock::now();
     auto idleUntil = started + idleTimeout;
     // The overall deadline: progress lines restart the idle timeout, never this.
@@ -309,9 +339,7 @@ RunnerChannel::Reply RunnerChannel::exchange(json request, const std::string& re
         if (progress.cancelled())
             failCancelled();
         if (Clock::now() >= finishBy)
-            fail(label() + " did not finish the " + requestName + " request within its " + secondsText(deadline) +
-                 " deadline" + (lastProgress.empty() ? std::string(" (") : " (its last progress: " + lastProgress + "; ") +
-                 "SCALESCOPE_RUNNER_DEADLINES sets the deadlines)");
+            failDeadline(requestName, deadline, lastProgress);
         if (awaitingPayload) {
             if (stdoutBuffer_.size() >= payloadSize) {
                 reply.payload = stdoutBuffer_.substr(0, static_cast<std::size_t>(payloadSize));
@@ -323,17 +351,7 @@ RunnerChannel::Reply RunnerChannel::exchange(json request, const std::string& re
             json message = checkAnswer(answer, id, requestName);
             if (!message.contains("ok")) { // a progress line: the runner is working, not stuck
                 idleUntil = Clock::now() + idleTimeout;
-                const auto fractionField = message.find("progress");
-                const auto stageField = message.find("stage");
-                const double fraction =
-                    fractionField != message.end() && fractionField->is_number() ? fractionField->get<double>() : 0.0;
-                const std::string stage = abbreviatedText(
-                    stageField != message.end() && stageField->is_string() ? stageField->get<std::string>() : requestName,
-                    200);
-                progress.report(fraction, stage);
-                if (onProgressLine_)
-                    onProgressLine_({runnerText(), requestName, fraction, stage});
-                lastProgress = stage + ", " + std::to_string(static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * 100))) + " %";
+                lastProgress = reportProgressLine(message, requestName, progress);
                 continue;
             }
             if (pending.writing())

@@ -82,6 +82,13 @@ private:
     [[noreturn]] void failCancelled();
     bool takeLine(std::string& line);
     bool pump(Pending& pending, std::chrono::steady_clock::time_point deadline);
+    // exchange()'s steps: the request's id, line and payload file; a progress line reported (returns
+    // it as the deadline's message quotes it); the overall deadline passed.
+    int64_t prepareRequest(nlohmann::json& request, Pending& pending, const OutgoingPayload* payload);
+    std::string reportProgressLine(const nlohmann::json& message, const std::string& requestName,
+                                   const Progress& progress);
+    [[noreturn]] void failDeadline(const std::string& requestName, std::chrono::milliseconds deadline,
+                                   const std::string& lastProgress);
     nlohmann::json checkAnswer(const std::string& answer, int64_t id, const std::string& requestName);
 
     DeviceSpec device_;

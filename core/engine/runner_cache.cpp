@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "device/checkpoint_manifest.h"
+#include "io/interrupt_cleanup.h"
 
 namespace scalescope {
 namespace {
@@ -134,6 +135,7 @@ std::unique_ptr<RunnerCache::Incoming> RunnerCache::receive(const std::string& h
                         std::strerror(error) + ".");
         }
         staging.folder = pattern;
+        staging.removedOnInterrupt = std::make_shared<InterruptCleanup>(pattern, TemporaryKind::Folder);
     }
     staging.files.erase(name); // a file sent again replaces what came before
     std::unique_ptr<Incoming> incoming(new Incoming());

@@ -4,7 +4,7 @@
 // bytes that arrived are the checkpoint the hash names.
 //
 // Owns this session's staging folders (<cache>/<hash>.partial-XXXXXX, mode 0700, removed when the
-// cache object goes) and what arrived in them: each file's size and the SHA-256 of its bytes,
+// cache object goes, or by SIGINT or SIGTERM: io/interrupt_cleanup.h) and what arrived in them: each file's size and the SHA-256 of its bytes,
 // computed while they were received. commit() publishes a staging folder by renaming it to
 // <cache>/<hash> only when every file its manifest lists arrived with that size and digest and the
 // manifest hashes to <hash> (checkpoint_manifest's rule); files the manifest does not list are
@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/interrupt_cleanup.h"
 #include "io/sha256.h"
 
 namespace scalescope {
@@ -72,6 +73,7 @@ private:
     struct Staging {
         std::string folder;
         std::map<std::string, Received> files;
+        std::shared_ptr<const InterruptCleanup> removedOnInterrupt; // by SIGINT or SIGTERM
     };
     // False when the folder does not exist and create is false; throws when it cannot be used.
     bool ensureFolder(bool create);

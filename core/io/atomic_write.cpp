@@ -1,6 +1,7 @@
 // The temporary file sits in the destination's folder because rename() is only atomic within one
-// file system. Its name starts with a dot and carries the pid and a counter so that concurrent
-// writers (threads or processes) never share a temporary file.
+// file system. Its name starts with a dot and carries its owner (host, PID namespace and pid:
+// io/temporary_owner.h) and a counter, so that concurrent writers (threads, processes, containers
+// sharing the folder) never share a temporary file and a sweep removes only abandoned ones.
 #include "io/atomic_write.h"
 
 #include <atomic>
@@ -8,26 +9,34 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <vector>
 #include <dirent.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/text_files.h"
+#include "io/interrupt_cleanup.h"
+#include "io/temporary_owner.h"
 
 namespace scalescope {
 namespace {
 
 std::atomic<unsigned long> temporaryCounter{0};
 
+// A file name has at most 255 bytes; the temporary's own parts (".", ".tmp-", OWNER, "-N") take
+// at most 54 of them, so a long NAME is shortened in the temporary's name only.
+constexpr std::size_t kMaxNameInTemporary = 255 - 54;
+
 std::string temporaryPathFor(const std::string& path)
 {
     const std::size_t slash = path.find_last_of('/');
     const std::string folder = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
     const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-    return folder + "." + name + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(++temporaryCounter);
+    return folder + "." + name.substr(0, kMaxNameInTemporary) + ".tmp-" + temporaryOwnerTag() + "-" +
+           std::to_string(++temporaryCounter);
 }
 
 bool pathExists(const std::string& path)
@@ -42,15 +51,19 @@ std::string alreadyExistsMessage(const std::string& path)
 }
 
 // Flushes the finished temporary file to disk before it replaces anything, so a crash right after
-// the rename cannot leave an empty file under the final name. Best effort: a file system that
-// cannot sync still gets the file.
-void syncFile(const std::string& path)
+// the rename cannot leave an empty file under the final name, and a disk that filled up while the
+// writer's buffers were flushed is an error here rather than a truncated file under the final
+// name. A file system that cannot sync at all (EINVAL) still gets the file.
+void syncFile(const std::string& path, const std::string& shownPath)
 {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return;
-    (void)::fsync(fd);
+        throw Error("Cannot write " + shownPath + ": " + std::strerror(errno) + ".");
+    const int synced = ::fsync(fd);
+    const int syncError = errno;
     ::close(fd);
+    if (synced != 0 && syncError != EINVAL && syncError != EROFS)
+        throw Error("Cannot write " + shownPath + ": " + std::strerror(syncError) + ".");
 }
 
 // What sits at path when it is not a regular file, or null when it is one or nothing is there.
@@ -77,37 +90,27 @@ bool allDigits(const std::string& text)
     return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
 }
 
-// The pid in a temporary's name: ".NAME.tmp-PID-N" or ".NAME.partial-PID" (".NAME.old-PID" is
-// handled by the quantize command, which knows whether it still holds the only copy).
-long temporaryOwner(const std::string& name)
+// The owner in a temporary's name: ".NAME.tmp-OWNER-N" or ".NAME.partial-OWNER" (".NAME.old-OWNER"
+// is handled by the quantize command, which knows whether it still holds the only copy).
+std::optional<TemporaryOwner> ownerInName(const std::string& name)
 {
     if (name.size() < 2 || name[0] != '.')
-        return -1;
+        return std::nullopt;
     const std::size_t tmp = name.rfind(".tmp-");
     if (tmp != std::string::npos && tmp > 0) {
         const std::string rest = name.substr(tmp + 5);
-        const std::size_t dash = rest.find('-');
-        if (dash != std::string::npos && allDigits(rest.substr(0, dash)) && allDigits(rest.substr(dash + 1)) &&
-            dash <= 9)
-            return std::stol(rest.substr(0, dash));
+        const std::size_t dash = rest.rfind('-');
+        if (dash != std::string::npos && allDigits(rest.substr(dash + 1)))
+            if (auto owner = parseTemporaryOwner(std::string_view(rest).substr(0, dash)))
+                return owner;
     }
     const std::size_t partial = name.rfind(".partial-");
-    if (partial != std::string::npos && partial > 0) {
-        const std::string rest = name.substr(partial + 9);
-        if (allDigits(rest) && rest.size() <= 9)
-            return std::stol(rest);
-    }
-    return -1;
+    if (partial != std::string::npos && partial > 0)
+        return parseTemporaryOwner(std::string_view(name).substr(partial + 9));
+    return std::nullopt;
 }
 
 } // namespace
-
-bool processIsGone(long pid)
-{
-    if (pid <= 0)
-        return false;
-    return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
-}
 
 std::string outputTargetProblem(const std::string& path)
 {
@@ -127,14 +130,14 @@ void removeStaleTemporaries(const std::string& folder)
         const std::string name = entry->d_name;
         if (name == "." || name == "..")
             continue;
-        const long owner = temporaryOwner(name);
-        if (owner > 0 && owner != static_cast<long>(::getpid()) && processIsGone(owner))
+        const std::optional<TemporaryOwner> owner = ownerInName(name);
+        if (owner && temporaryIsAbandoned(*owner, folder.empty() ? name : joinPath(folder, name)))
             stale.push_back(name);
     }
     ::closedir(dir);
     std::error_code ignored;
     for (const std::string& name : stale) {
-        const std::string path = folder.empty() ? name : (folder.back() == '/' ? folder + name : folder + "/" + name);
+        const std::string path = folder.empty() ? name : joinPath(folder, name);
         struct stat info {};
         if (::lstat(path.c_str(), &info) != 0)
             continue;
@@ -160,15 +163,16 @@ void writeFileAtomically(const std::string& path, const std::function<void(const
     }
 
     const std::string temporaryPath = temporaryPathFor(path);
+    const InterruptCleanup removedOnInterrupt(temporaryPath, TemporaryKind::File);
     try {
         write(temporaryPath);
+        if (!pathExists(temporaryPath))
+            throw Error("Cannot write " + path + ": the writer produced no file.");
+        syncFile(temporaryPath, path);
     } catch (...) {
         std::remove(temporaryPath.c_str());
         throw;
     }
-    if (!pathExists(temporaryPath))
-        throw Error("Cannot write " + path + ": the writer produced no file.");
-    syncFile(temporaryPath);
 
     if (!overwrite) {
         // link() fails when the destination exists, which closes the window between the check
@@ -200,30 +204,32 @@ void writeFileAtomically(const std::string& path, const std::function<void(const
     }
 }
 
+void writeNewFile(const std::string& path, const std::string& bytes, const std::string& shownPath)
+{
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0)
+        throw Error("Cannot write " + shownPath + ": " + std::strerror(errno) + ".");
+    auto fail = [&](int error) {
+        ::close(fd);
+        throw Error("Cannot write " + shownPath + ": " + std::strerror(error) + ".");
+    };
+    std::size_t written = 0;
+    while (written < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            fail(n < 0 ? errno : EIO);
+        written += static_cast<std::size_t>(n);
+    }
+    if (::close(fd) != 0)
+        throw Error("Cannot write " + shownPath + ": " + std::strerror(errno) + ".");
+}
+
 void writeBytesAtomically(const std::string& path, const std::string& bytes, bool overwrite)
 {
     writeFileAtomically(
-        path,
-        [&](const std::string& temporaryPath) {
-            const int fd = ::open(temporaryPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-            if (fd < 0)
-                throw Error("Cannot write " + path + ": " + std::strerror(errno) + ".");
-            std::size_t written = 0;
-            while (written < bytes.size()) {
-                const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-                if (n < 0 && errno == EINTR)
-                    continue;
-                if (n <= 0) {
-                    const int writeError = n < 0 ? errno : EIO;
-                    ::close(fd);
-                    throw Error("Cannot write " + path + ": " + std::strerror(writeError) + ".");
-                }
-                written += static_cast<std::size_t>(n);
-            }
-            if (::close(fd) != 0)
-                throw Error("Cannot write " + path + ": " + std::strerror(errno) + ".");
-        },
-        overwrite);
+        path, [&](const std::string& temporaryPath) { writeNewFile(temporaryPath, bytes, path); }, overwrite);
 }
 
 } // namespace scalescope

@@ -1,6 +1,7 @@
 #include "io/checkpoint_destination.h"
 
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <fcntl.h>
 #include <stdio.h>
@@ -9,6 +10,8 @@
 #include "common/error.h"
 #include "common/option_error.h"
 #include "io/atomic_write.h"
+#include "io/interrupt_cleanup.h"
+#include "io/temporary_owner.h"
 
 namespace scalescope {
 namespace {
@@ -71,9 +74,9 @@ void checkIsCheckpointFolder(const fs::path& destination, const std::string& des
                                                      onlyCheckpoints + "choose another DST.");
 }
 
-// ".DST.old-PID" is the previous destination parked by a replacement that was killed before it
-// finished (only on file systems without an atomic exchange): it is put back when DST is missing,
-// and removed otherwise.
+// ".DST.old-OWNER" is the previous destination parked by a replacement that was killed before it
+// finished (only on file systems without an atomic exchange): when its owner is gone
+// (io/temporary_owner.h) it is put back when DST is missing, and removed otherwise.
 void recoverParkedDestinations(const fs::path& destination)
 {
     std::error_code ec;
@@ -82,9 +85,8 @@ void recoverParkedDestinations(const fs::path& destination)
         const std::string name = it->path().filename().string();
         if (name.rfind(prefix, 0) != 0)
             continue;
-        const std::string pid = name.substr(prefix.size());
-        if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos ||
-            !processIsGone(std::stol(pid)))
+        const std::optional<TemporaryOwner> owner = parseTemporaryOwner(std::string_view(name).substr(prefix.size()));
+        if (!owner || !ownerIsGoneHere(*owner)) // never by age: it holds the user's checkpoint
             continue;
         std::error_code step;
         if (!fs::exists(fs::symlink_status(destination, step)))
@@ -105,7 +107,7 @@ void replaceDestination(const fs::path& temporary, const fs::path& destination)
         return;
     }
     const fs::path old = destination.parent_path() /
-                         ("." + destination.filename().string() + ".old-" + std::to_string(::getpid()));
+                         ("." + destination.filename().string() + ".old-" + temporaryOwnerTag());
     fs::rename(destination, old);
     fs::rename(temporary, destination);
     std::error_code ec;
@@ -162,7 +164,7 @@ CheckpointDestination prepareCheckpointDestination(const std::string& destinatio
     d.overwrite = overwrite;
     d.destination = destination.string();
     d.temporary = (destination.parent_path() /
-                   ("." + destination.filename().string() + ".partial-" + std::to_string(::getpid()))).string();
+                   ("." + destination.filename().string() + ".partial-" + temporaryOwnerTag())).string();
     checkReplaceable(d);
     removeStaleTemporaries(destination.parent_path().string());
     return d;
@@ -175,6 +177,9 @@ void writeCheckpointFolder(const CheckpointDestination& d,
     const fs::path temporary = d.temporary;
     const fs::path destination = d.destination;
     fs::remove_all(temporary, ec);
+    // The checkpoint being built is removed by SIGINT or SIGTERM; the destination is untouched
+    // until the last step.
+    const InterruptCleanup removedOnInterrupt(d.temporary, TemporaryKind::Folder);
     try {
         fs::create_directory(temporary);
         fill(temporary.string());

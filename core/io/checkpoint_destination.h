@@ -3,8 +3,9 @@
 // the destination may not be, contain or sit inside any input (links resolved); an existing
 // destination is replaced only with overwrite and only when it is a checkpoint folder (made of
 // checkpoint files, with a config.json); the new folder is built in a temporary sibling
-// (".NAME.partial-PID") and renamed into place when complete, swapped atomically with the old one
-// where the file system can, so a kill at any moment leaves the old or the new checkpoint.
+// (".NAME.partial-OWNER", io/temporary_owner.h) and renamed into place when complete, swapped
+// atomically with the old one where the file system can, so a kill at any moment leaves the old or
+// the new checkpoint, and SIGINT or SIGTERM leaves no temporary (io/interrupt_cleanup.h).
 // Errors: scalescope::Error, one sentence naming the destination; nothing is written on error.
 #include <functional>
 #include <string>
