@@ -86,6 +86,7 @@ SensitivityPanel::SensitivityPanel(QWidget* parent) : QWidget(parent)
     table_->horizontalHeaderItem(TieColumn)->setToolTip(
         tr("=N: within the run-to-run spread of rank N, so the sweep cannot tell which of them matters more"));
     table_->horizontalHeader()->setStretchLastSection(true);
+    table_->verticalHeader()->hide(); // the rank column numbers the rows; a second count would read as another rank
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     table_->setSelectionBehavior(QAbstractItemView::SelectRows);
     auto* splitter = new QSplitter(Qt::Vertical, this);
