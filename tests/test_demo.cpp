@@ -5,7 +5,10 @@
 // model's as when the checkpoints were made),
 // the fill-mask model puts the held-out word in its top 5 for at least half of the mask sentences,
 // and every measured number stays within 0.02 of resources/demo/expectations.json, which the
-// CLI measured when the checkpoints were made.
+// CLI measured when the checkpoints were made. qa-fp8-defect (qa-fp8-static with one input scale
+// 64x too small) is what its Demo menu label promises, a defect to find: its logits are graded
+// poor, a per-unit sweep ranks the planted Linear first with nothing tied to it and suggests
+// keeping exactly it float, and the static-scale-clipping diagnostic names it and nothing else.
 #include <QtTest>
 
 
@@ -18,11 +21,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/diagnostics.h"
 #include "analysis/squad_metric.h"
+#include "analysis/verdict.h"
 #include "engine/compute_threads.h"
 #include "engine/encoder_model.h"
 #include "tasks/answer_question.h"
+#include "tasks/compare_runs.h"
 #include "tasks/fill_mask.h"
+#include "tasks/sensitivity.h"
 
 using namespace scalescope;
 
@@ -60,6 +67,8 @@ struct MaskSentence {
 };
 
 constexpr double kTolerance = 0.02;
+// The Linear whose static input scale make_demo.sh --defect divides by 64.
+const std::string kPlantedDefect = "roberta.encoder.layer.2.attention.output.dense";
 // The CLI that measured the SQNR and this test run the same engine; only the summation order of
 // the GEMM path may differ.
 constexpr double kSqnrToleranceDb = 0.1;
@@ -186,6 +195,8 @@ private slots:
                                 << int(ActivationQuantization::DynamicPerToken);
         QTest::newRow("qa-fp8-static") << "qa-fp8-static" << "RobertaForQuestionAnswering" << "tensor"
                                        << int(ActivationQuantization::StaticPerTensor);
+        QTest::newRow("qa-fp8-defect") << "qa-fp8-defect" << "RobertaForQuestionAnswering" << "tensor"
+                                       << int(ActivationQuantization::StaticPerTensor);
         QTest::newRow("mlm-float") << "mlm-float" << "RobertaForMaskedLM" << "" << int(ActivationQuantization::None);
         QTest::newRow("mlm-fp8") << "mlm-fp8" << "RobertaForMaskedLM" << "channel"
                                  << int(ActivationQuantization::DynamicPerToken);
@@ -266,6 +277,9 @@ private slots:
         // Static per-tensor scales are coarser; the demo shows that difference, so no floor here.
         QTest::newRow("qa-fp8-static per-tensor") << "qa-fp8-static"
                                                   << "qa-float" << 0.0;
+        // The planted defect costs answers: no floor, the recorded numbers hold it.
+        QTest::newRow("qa-fp8-defect planted defect") << "qa-fp8-defect"
+                                                      << "qa-float" << 0.0;
         QTest::newRow("bert-qa-fp8 per-channel, dynamic per-token") << "bert-qa-fp8"
                                                                     << "bert-qa-float" << 0.9;
     }
@@ -305,6 +319,56 @@ private slots:
             QVERIFY2(std::fabs(sqnr - recorded) <= kSqnrToleranceDb,
                 qPrintable(QString("logits SQNR %1 dB, expectations.json says %2 dB").arg(sqnr).arg(recorded)));
         }
+    }
+
+    void defectDemoIsPoorAndTheSweepFindsThePlantedLinear()
+    {
+        // The verdict over every demo question: the logits' SQNR against the float model's.
+        const QuestionRun& floatModel = floatRun("qa-float");
+        const QuestionRun defect = runQuestions("qa-fp8-defect", RunMode::Fp8);
+        QCOMPARE(defect.logits.size(), floatModel.logits.size());
+        const double sqnr = sqnrDb(floatModel.logits, defect.logits);
+        qInfo("qa-fp8-defect: logits SQNR %.2f dB over %zu questions", sqnr, questions_.size());
+        QCOMPARE(gradeSqnr(sqnr), Grade::Poor);
+
+        // The GUI's sweep on the first demo question (what Demo > ... opens with): per unit, aiming
+        // at the verdict's good threshold.
+        auto run = EncoderModel::load(demo_ + "/qa-fp8-defect");
+        auto reference = EncoderModel::load(demo_ + "/qa-float");
+        SensitivityInput input;
+        input.single.question = questions_.front().question;
+        input.single.context = questions_.front().context;
+        SensitivityOptions options;
+        options.granularity = "unit";
+        options.targetSqnrDb = verdictThresholds().goodSqnrDb;
+        const SensitivityResult sweep = runSensitivity(*run, reference.get(), input, options);
+        QVERIFY(sweep.complete);
+        QCOMPARE(gradeSqnr(sweep.baseline.sqnrDb), Grade::Poor);
+        const SensitivityEntry& top = sweep.entries.front();
+        qInfo("qa-fp8-defect sweep: baseline %.2f dB; rank 1 %s recovers %.2f dB (rank 2 %s: %.2f dB, spread %.2f dB); "
+              "suggestion %zu Linear(s), verified %.2f dB",
+              sweep.baseline.sqnrDb, top.label.c_str(), top.recoveredDb, sweep.entries.at(1).label.c_str(),
+              sweep.entries.at(1).recoveredDb, sweep.spread.db, sweep.suggestedFloat.size(),
+              sweep.suggestedMetrics ? sweep.suggestedMetrics->sqnrDb : NAN);
+        QCOMPARE(top.linears, std::vector<std::string>{kPlantedDefect});
+        QCOMPARE(top.tieRank, 0);
+        QVERIFY(sweep.suggestionReached);
+        QCOMPARE(sweep.suggestedFloat, std::vector<std::string>{kPlantedDefect});
+        QVERIFY(top.cause.has_value());
+        qInfo("cause: %s", top.cause->label.c_str());
+
+        // Inspect's diagnostic on the same input: the planted Linear's input clips, and no other's.
+        ComparisonInput compare;
+        compare.question = input.single.question;
+        compare.context = input.single.context;
+        const ComparisonResult comparison = compareRuns(*run, reference.get(), compare);
+        std::vector<std::string> clipping;
+        for (const Finding& f : comparison.findings)
+            if (f.code == "static-scale-clipping") {
+                clipping.push_back(f.subject);
+                qInfo("%s", f.message.c_str());
+            }
+        QCOMPARE(clipping, std::vector<std::string>{kPlantedDefect});
     }
 
     void fillMaskFindsTheHeldOutWord_data()

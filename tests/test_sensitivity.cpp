@@ -28,6 +28,7 @@
 #include "report/charts.h"
 #include "tasks/compare_runs.h"
 #include "tasks/sensitivity.h"
+#include "tasks/sensitivity_words.h"
 #include "tasks/squad_dataset.h"
 #include "tasks/sensitivity_cause.h"
 #include "numerics/fp8.h"
@@ -289,6 +290,13 @@ private slots:
         QCOMPARE(r.target, info->target);
         const ChartData chart = sensitivityChart(r);
         QCOMPARE(chart.series.at(0).y, (std::vector<double>{3.0, 0.486, 0.480, 0.05, -0.2}));
+        // A tie says so on its bar's label (and so in the tooltip): "=N", tied with rank N.
+        QCOMPARE(chart.categories.at(0), entries[2].module);
+        QCOMPARE(chart.categories.at(1), entries[0].module + " =2");
+        QCOMPARE(chart.categories.at(2), entries[1].module + " =2");
+        QCOMPARE(chart.categories.at(4), entries[4].module + " =4");
+        QCOMPARE(sensitivityTieMark(r.entries.at(0)), std::string());
+        QCOMPARE(sensitivityTieMark(r.entries.at(3)), std::string("=4"));
         QCOMPARE(chart.horizontalMarkers.size(), std::size_t(1));
         // Too few entries: not estimated, nothing tied.
         entries.resize(2);

@@ -47,7 +47,9 @@
 #include "panels/sensitivity_panel.h"
 #include "stale_banner.h"
 #include "support/fixtures.h"
+#include "analysis/verdict.h"
 #include "tasks/compare_runs.h"
+#include "tasks/sensitivity_words.h"
 
 using namespace scalescope;
 using namespace scalescope::ui;
@@ -196,11 +198,29 @@ private slots:
         window.show();
         QVERIFY(openAndAsk(window));
         SensitivityPanel* panel = window.sensitivityPanel();
-        // Recorded after the panel has taken each entry (it connected first): bars and rows so far.
+        // Recorded after the panel has taken each entry (it connected first): bars and rows so far,
+        // and whether the live chart already means what the finished one does: the same two
+        // series, a title that names the target, the bars in rank order of dB recovered.
         std::vector<std::size_t> bars, rows;
+        QStringList liveProblems;
         connect(window.session(), &WorkbenchSession::sensitivityEntry, this, [&] {
-            bars.push_back(panel->chart()->chart().categories.size());
+            const ChartData& live = panel->chart()->chart();
+            bars.push_back(live.categories.size());
             rows.push_back(std::size_t(panel->table()->rowCount()));
+            if (live.series.size() != 2 || live.series[0].name.rfind(kRecoveredMeasure, 0) != 0 ||
+                live.series[1].name.rfind(kLostAloneMeasure, 0) != 0)
+                liveProblems << QStringLiteral("series other than the two measures");
+            if (live.title.find("; target: ") == std::string::npos || live.title.find(" vs )") != std::string::npos)
+                liveProblems << QString::fromStdString(live.title);
+            const SensitivityResult& shown = panel->result();
+            for (std::size_t i = 0; i < shown.entries.size(); ++i) {
+                if (live.series[0].y[i] != shown.entries[i].recoveredDb && std::isfinite(shown.entries[i].recoveredDb))
+                    liveProblems << QStringLiteral("bar %1 is not its entry's dB recovered").arg(i);
+                if (i > 0 && shown.entries[i].rank <= shown.entries[i - 1].rank)
+                    liveProblems << QStringLiteral("live entries not in rank order");
+            }
+            if (panel->summaryLabel()->text().contains(": .") || panel->summaryLabel()->text().contains("Target: ."))
+                liveProblems << panel->summaryLabel()->text();
         });
         const Sweep result = sweep(window);
         QVERIFY(result);
@@ -212,10 +232,32 @@ private slots:
             QCOMPARE(bars[i], i + 1);
             QCOMPARE(rows[i], i + 1);
         }
+        QVERIFY2(liveProblems.isEmpty(), qPrintable(liveProblems.join("; ")));
         QCOMPARE(QString::fromStdString(result->entries.front().module), kDefect);
-        QCOMPARE(panel->chart()->chart().categories.front(), std::string("L0.ffn.in"));
-        QCOMPARE(panel->table()->item(0, 1)->text(), kDefect);
+        QCOMPARE(result->entries.front().tieRank, 0);
+        const ChartData& done = panel->chart()->chart();
+        QCOMPARE(done.categories.front(), std::string("L0.ffn.in"));
+        QCOMPARE(panel->table()->item(0, SensitivityPanel::ModuleColumn)->text(), kDefect);
+        QCOMPARE(panel->table()->horizontalHeaderItem(SensitivityPanel::RecoveredColumn)->text(), QString(kRecoveredMeasure));
+        QCOMPARE(panel->table()->horizontalHeaderItem(SensitivityPanel::LostAloneColumn)->text(), QString(kLostAloneMeasure));
+        // Ties are marked where the entry is shown: "=N" on its bar's label (so in its tooltip too)
+        // and in the table's tie column; an entry that stands alone carries no mark.
+        int ties = 0;
+        for (std::size_t i = 0; i < result->entries.size(); ++i) {
+            const SensitivityEntry& e = result->entries[i];
+            const QString mark = e.tieRank > 0 ? QStringLiteral("=%1").arg(e.tieRank) : QString();
+            ties += e.tieRank > 0;
+            QCOMPARE(panel->table()->item(int(i), SensitivityPanel::TieColumn)->text(), mark);
+            QCOMPARE(QString::fromStdString(done.categories[i]).endsWith(" " + mark), e.tieRank > 0);
+            QCOMPARE(done.series[0].y[i], e.recoveredDb);
+        }
+        qInfo("%d of %zu entries tie (spread %.3f dB)", ties, result->entries.size(), result->spread.db);
+        // The target is where the verdict turns good, and the suggestion a counted list.
+        QCOMPARE(result->target, "final SQNR >= " + QString::number(verdictThresholds().goodSqnrDb, 'f', 2).toStdString() + " dB");
         QCOMPARE(result->suggestedFloat, std::vector<std::string>{kDefect.toStdString()});
+        const QString summary = panel->summaryLabel()->text();
+        QVERIFY2(summary.contains("<b>Keep 1 Linear float</b>") && summary.contains("<li>" + kDefect + " (L0.ffn.in)</li>"),
+                 qPrintable(summary));
     }
 
     void cancelKeepsWhatFinished()
@@ -246,6 +288,15 @@ private slots:
         QCOMPARE(panel->result().entries.size(), std::size_t(delivered));
         QCOMPARE(panel->chart()->chart().categories.size(), std::size_t(delivered));
         QCOMPARE(panel->table()->rowCount(), delivered);
+        // No empty placeholders: the title and the summary name the reference and the target, and
+        // say that the sweep stopped instead of offering a suggestion.
+        const std::string title = panel->chart()->chart().title;
+        QVERIFY2(title.find("; target: final SQNR >= ") != std::string::npos && title.find(" vs )") == std::string::npos,
+                 title.c_str());
+        const QString summary = panel->summaryLabel()->text();
+        QVERIFY2(summary.contains("Target: final SQNR &gt;= ") && !summary.contains("Target: .") &&
+                     summary.contains("Stopped with 1 entry finished") && !summary.contains("Keep "),
+                 qPrintable(summary));
     }
 
     void clickingABarSelectsTheLinearEverywhere()

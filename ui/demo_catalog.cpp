@@ -56,6 +56,10 @@ DemoCatalog loadDemoCatalog(const QString& folder)
             QT_TRANSLATE_NOOP("Demo", "Question answering, FP8 per channel, dynamic per-token activations"), false},
         {"qa-fp8-static", "qa-float",
             QT_TRANSLATE_NOOP("Demo", "Question answering, FP8 per tensor, static activations"), false},
+        // qa-fp8-static with one input scale calibrated 64x too small (make_demo.sh --defect): a
+        // broken checkpoint to triage, with the cause left for the user to find.
+        {"qa-fp8-defect", "qa-float",
+            QT_TRANSLATE_NOOP("Demo", "Question answering, FP8 static, with a planted defect to find"), false},
         {"qa-float", "", QT_TRANSLATE_NOOP("Demo", "Question answering, float original"), false},
         {"bert-qa-fp8", "bert-qa-float",
             QT_TRANSLATE_NOOP("Demo", "BERT question answering, FP8 per channel, dynamic per-token activations"),

@@ -5,6 +5,7 @@
 #include <QMetaObject>
 #include <QPointer>
 
+#include "analysis/verdict.h"
 #include "common/error.h"
 #include "tasks/keep_float.h"
 #include "engine/open_backend.h"
@@ -516,6 +517,10 @@ void WorkbenchSession::sensitivity(const QString& granularity)
         input.single.runOverrides = {};
         SensitivityOptions options;
         options.granularity = granularity.toStdString();
+        // The suggestion aims where the Triage verdict turns good: on a model graded poor whose
+        // answer still happens to agree on this one input, "the answer agrees" is already met
+        // and the sweep would suggest nothing to fix.
+        options.targetSqnrDb = verdictThresholds().goodSqnrDb;
         // The sweep is about FP8 Linears: in Dequant mode it still sweeps the fp8 run; the FP16 twin sweeps the twin.
         options.runMode = stamp.mode == RunMode::Fp16 ? RunMode::Fp16 : RunMode::Fp8;
         options.onEntry = [self, stamp, observer](const SensitivityEntry& entry) {

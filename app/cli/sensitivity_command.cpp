@@ -20,6 +20,7 @@
 #include "text_output.h"
 #include "report/charts.h"
 #include "tasks/sensitivity.h"
+#include "tasks/sensitivity_words.h"
 #include "tasks/squad_dataset.h"
 
 namespace scalescope::cli {
@@ -146,7 +147,7 @@ void printSensitivity(const SensitivityResult& r)
               << "float_one" << std::setw(12) << "fp8_one" << std::setw(11) << "recovered" << std::setw(11) << "lost alone"
               << "  cause\n";
     for (const SensitivityEntry& e : r.entries)
-        std::cout << std::left << std::setw(6) << (e.tieRank ? "=" + std::to_string(e.tieRank) : std::to_string(e.rank))
+        std::cout << std::left << std::setw(6) << (e.tieRank ? sensitivityTieMark(e) : std::to_string(e.rank))
                   << std::setw(56) << e.module << std::right << std::setw(12) << decibelText(e.floatOne.sqnrDb)
                   << std::setw(12) << decibelText(e.fp8One.sqnrDb) << std::setw(11) << decibelText(e.recoveredDb)
                   << std::setw(11) << decibelText(e.lostAloneDb) << "  " << (e.cause ? e.cause->label : std::string()) << "\n";

@@ -7,6 +7,7 @@
 
 #include "analysis/verdict.h"
 #include "numerics/half.h"
+#include "tasks/sensitivity_words.h"
 
 namespace scalescope {
 namespace {
@@ -610,8 +611,8 @@ ChartData sensitivityChart(const SensitivityResult& result)
                    : result.granularity == "unit" ? "Linear or q/k/v unit (rank order)"
                                                   : "Linear module (rank order)";
     chart.yLabel = "dB of final logits SQNR";
-    ChartSeries recovered{"dB recovered when kept float", SeriesStyle::Bars, {}, {}, {}, "#009E73"};
-    ChartSeries lost{"dB lost when alone in FP8", SeriesStyle::Bars, {}, {}, {}, "#D55E00"};
+    ChartSeries recovered{kRecoveredMeasure, SeriesStyle::Bars, {}, {}, {}, "#009E73"};
+    ChartSeries lost{kLostAloneMeasure, SeriesStyle::Bars, {}, {}, {}, "#D55E00"};
     double tallest = 0;
     for (const SensitivityEntry& e : result.entries)
         for (double v : {e.recoveredDb, e.lostAloneDb})
@@ -629,7 +630,7 @@ ChartData sensitivityChart(const SensitivityResult& result)
     };
     for (const SensitivityEntry& e : result.entries) {
         const double x = double(chart.categories.size());
-        chart.categories.push_back(e.label.empty() ? e.module : e.label);
+        chart.categories.push_back(sensitivityMarkedLabel(e)); // a tie says so on the axis and in the tooltip
         recovered.x.push_back(x);
         recovered.y.push_back(drawn(e.recoveredDb, recoveredCapped));
         lost.x.push_back(x);

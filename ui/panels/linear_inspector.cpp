@@ -13,6 +13,7 @@
 #include "charts/chart_view.h"
 #include "linear_selection.h"
 #include "models/value_text.h"
+#include "tasks/sensitivity_words.h"
 #include "report/charts.h"
 
 namespace scalescope::ui {
@@ -254,10 +255,13 @@ QString LinearInspector::sweepSection() const
     if (entry->module != module)
         rows += row(tr("Swept as"), QString::fromStdString(entry->label).toHtmlEscaped());
     rows += row(tr("Rank"), entry->rank > 0 ? tr("%1 of %2").arg(entry->rank).arg(sweep_->entries.size()) : tr("not ranked (sweep incomplete)"));
-    rows += row(tr("Recovered when kept float"), tr("%1 dB").arg(significantText(entry->recoveredDb)));
-    rows += row(tr("Lost when alone in FP8"), tr("%1 dB").arg(significantText(entry->lostAloneDb)));
+    rows += row(QString::fromUtf8(kRecoveredMeasure), significantText(entry->recoveredDb));
+    rows += row(QString::fromUtf8(kLostAloneMeasure), significantText(entry->lostAloneDb));
     if (entry->tieRank > 0)
-        rows += row(tr("Tie"), tr("with rank %1, within the spread of %2 dB").arg(entry->tieRank).arg(significantText(sweep_->spread.db)));
+        rows += row(tr("Tie"), tr("%1: tied with rank %2 within the run-to-run spread of +-%3 dB")
+                                   .arg(QString::fromStdString(sensitivityTieMark(*entry)))
+                                   .arg(entry->tieRank)
+                                   .arg(significantText(sweep_->spread.db)));
     if (entry->cause)
         rows += row(tr("Cause"), QString::fromStdString(entry->cause->label).toHtmlEscaped());
     return section(tr("Sensitivity"), rows, staleNote(sweepStamp_));

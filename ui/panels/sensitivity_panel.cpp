@@ -11,23 +11,40 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
-#include <cmath>
-
 #include "charts/chart_view.h"
+#include "models/value_text.h"
 #include "report/charts.h"
+#include "tasks/sensitivity_words.h"
 #include "report_section.h"
 #include "stale_banner.h"
 
 namespace scalescope::ui {
 namespace {
 
-QString db(double value)
+QString words(const char* text) { return QString::fromUtf8(text); }
+
+// The entry that holds this Linear (its own, or its unit's), null when none does.
+const SensitivityEntry* entryOf(const SensitivityResult& result, const std::string& linear)
 {
-    if (std::isnan(value))
-        return QStringLiteral("n/a");
-    if (std::isinf(value))
-        return value > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-    return QString::number(value, 'f', 2);
+    for (const SensitivityEntry& e : result.entries)
+        if (e.module == linear || std::find(e.linears.begin(), e.linears.end(), linear) != e.linears.end())
+            return &e;
+    return nullptr;
+}
+
+// "All FP8: final SQNR 14.94 dB against reference qa-float, the answer agrees. Target: ..." with
+// only the parts that are known (a sweep cancelled before its baseline knows none).
+QString baselineText(const SensitivityResult& r)
+{
+    QStringList parts;
+    if (!r.referenceLabel.empty())
+        parts << QObject::tr("%1: final SQNR %2 dB against %3, %4.")
+                     .arg(r.runMode == RunMode::Fp16 ? QObject::tr("The FP16 twin") : QObject::tr("All FP8"),
+                          significantText(r.baseline.sqnrDb), QString::fromStdString(r.referenceLabel),
+                          r.baseline.agrees ? QObject::tr("the answer agrees") : QObject::tr("the answer differs"));
+    if (!r.target.empty())
+        parts << QObject::tr("Target: %1.").arg(QString::fromStdString(r.target));
+    return parts.join(QLatin1Char(' '));
 }
 
 } // namespace
@@ -55,6 +72,7 @@ SensitivityPanel::SensitivityPanel(QWidget* parent) : QWidget(parent)
     bar->addWidget(save_);
     summary_ = new QLabel(tr("Ask a question or fill a mask, then run the sweep to see which Linear breaks the answer."), this);
     summary_->setWordWrap(true);
+    summary_->setTextFormat(Qt::RichText);
     summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     validity_ = new QLabel(this);
     validity_->setWordWrap(true);
@@ -62,10 +80,13 @@ SensitivityPanel::SensitivityPanel(QWidget* parent) : QWidget(parent)
     validity_->hide();
     chart_ = new ChartView(this);
     chart_->setPlaceholder(tr("Ranked bars appear here as the sweep runs."));
-    table_ = new QTableWidget(0, 6, this);
-    table_->setHorizontalHeaderLabels({tr("rank"), tr("module"), tr("float_one SQNR dB"), tr("fp8_one SQNR dB"),
-                                       tr("agrees kept float"), tr("cause")});
+    table_ = new QTableWidget(0, ColumnCount, this);
+    table_->setHorizontalHeaderLabels({tr("rank"), tr("module"), words(kRecoveredMeasure), words(kLostAloneMeasure),
+                                       tr("tie"), tr("answer agrees kept float"), tr("cause")});
+    table_->horizontalHeaderItem(TieColumn)->setToolTip(
+        tr("=N: within the run-to-run spread of rank N, so the sweep cannot tell which of them matters more"));
     table_->horizontalHeader()->setStretchLastSection(true);
+    table_->verticalHeader()->hide(); // the rank column numbers the rows; a second count would read as another rank
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     table_->setSelectionBehavior(QAbstractItemView::SelectRows);
     auto* splitter = new QSplitter(Qt::Vertical, this);
@@ -110,6 +131,7 @@ void SensitivityPanel::addToReport(ReportSection& section, bool runResultCurrent
                                         {"complete", result_.complete},
                                         {"target", result_.target},
                                         {"suggested_float", suggested},
+                                        {"suggested_tied", result_.suggestedTied},
                                         {"suggestion_reached", result_.suggestionReached},
                                         {"suggestion_note", result_.suggestionNote}};
 }
@@ -141,9 +163,61 @@ void SensitivityPanel::addEntry(const RunStamp& stamp, std::shared_ptr<const Sen
 {
     stamp_ = stamp;
     banner_->setResultStamp(stamp); // a cancelled sweep keeps what finished, so it is a result too
-    result_.entries.push_back(*entry);
-    summary_->setText(tr("%1 entries finished...").arg(result_.entries.size()));
+    live_.push_back(*entry);
+    // Ranked, with the spread and the ties, exactly as the finished sweep will be: the bars keep
+    // their meaning and their order rule when it ends.
+    if (entry->sweep) {
+        result_ = partialSensitivityResult(*entry->sweep, live_);
+    } else {
+        result_.entries = live_;
+        result_.complete = false;
+    }
+    summary_->setText(liveSummary());
     redraw();
+}
+
+QString SensitivityPanel::liveSummary() const
+{
+    return tr("%1 finished, ranked so far by %2. %3")
+        .arg(countText(static_cast<long long>(result_.entries.size()), tr("entry"), tr("entries")), words(kRecoveredMeasure),
+             baselineText(result_))
+        .toHtmlEscaped();
+}
+
+QString SensitivityPanel::finishedSummary() const
+{
+    QString html = QStringLiteral("<p>%1</p>").arg(baselineText(result_).toHtmlEscaped());
+    if (!result_.complete) {
+        html += QStringLiteral("<p>%1</p>")
+                    .arg(tr("Stopped with %1 finished (%2). No suggestion: the sweep did not finish.")
+                             .arg(countText(static_cast<long long>(result_.entries.size()), tr("entry"), tr("entries")),
+                                  QString::fromStdString(result_.stoppedReason))
+                             .toHtmlEscaped());
+        return html;
+    }
+    const std::string headline = keepFloatHeadline(result_);
+    if (headline.empty()) {
+        const QString why = result_.suggestionReached ? tr("Nothing to keep float: the FP8 run already meets the target.")
+                                                      : QString::fromStdString(result_.suggestionNote);
+        return html + QStringLiteral("<p>%1</p>").arg(why.toHtmlEscaped());
+    }
+    QString verified;
+    if (result_.suggestedMetrics)
+        verified = result_.suggestionReached
+                       ? tr("verified: with them float the final SQNR is %1 dB, which meets the target")
+                             .arg(significantText(result_.suggestedMetrics->sqnrDb))
+                       : tr("no prefix of the ranking meets the target; the best found reaches %1 dB")
+                             .arg(significantText(result_.suggestedMetrics->sqnrDb));
+    html += QStringLiteral("<p><b>%1</b>%2</p><ol>")
+                .arg(QString::fromStdString(headline).toHtmlEscaped(),
+                     verified.isEmpty() ? QStringLiteral(":") : QStringLiteral(" (%1):").arg(verified.toHtmlEscaped()));
+    for (const std::string& module : result_.suggestedFloat) {
+        QString item = QString::fromStdString(module).toHtmlEscaped();
+        if (const SensitivityEntry* e = entryOf(result_, module))
+            item += QStringLiteral(" (%1)").arg(QString::fromStdString(sensitivityMarkedLabel(*e)).toHtmlEscaped());
+        html += QStringLiteral("<li>%1</li>").arg(item);
+    }
+    return html + QStringLiteral("</ol>");
 }
 
 void SensitivityPanel::showResult(std::shared_ptr<const SensitivityResult> result, const RunStamp& stamp)
@@ -151,19 +225,10 @@ void SensitivityPanel::showResult(std::shared_ptr<const SensitivityResult> resul
     stamp_ = stamp;
     banner_->setResultStamp(stamp);
     result_ = *result;
-    QString text = tr("Baseline final SQNR %1 dB (%2) vs %3. Target: %4. ")
-                       .arg(db(result_.baseline.sqnrDb))
-                       .arg(result_.baseline.agrees ? tr("answer agrees") : tr("answer differs"))
-                       .arg(QString::fromStdString(result_.referenceLabel))
-                       .arg(QString::fromStdString(result_.target));
-    text += result_.complete ? QString::fromStdString(result_.suggestionNote) : QString::fromStdString(result_.stoppedReason);
-    if (!result_.suggestedFloat.empty()) {
-        QStringList names;
-        for (const std::string& m : result_.suggestedFloat)
-            names << QString::fromStdString(m);
-        text += tr(" Suggested float: %1.").arg(names.join(QStringLiteral(", ")));
-    }
-    summary_->setText(text);
+    live_.clear();
+    summary_->setText(finishedSummary());
+    // How the suggestion was found, every sentence of it, for whoever wants the whole story.
+    summary_->setToolTip(QString::fromStdString(result_.suggestionNote));
     showValidity();
     redraw();
 }
@@ -182,7 +247,7 @@ void SensitivityPanel::showValidity()
         validity_->setText(QString::fromStdString(validity->sentence));
 }
 
-void SensitivityPanel::showMessage(const QString& text) { summary_->setText(text); }
+void SensitivityPanel::showMessage(const QString& text) { summary_->setText(text.toHtmlEscaped()); }
 
 void SensitivityPanel::setBusy(bool busy)
 {
@@ -193,7 +258,9 @@ void SensitivityPanel::setBusy(bool busy)
 void SensitivityPanel::clearResults(const QString& why)
 {
     result_ = {};
-    summary_->setText(why);
+    live_.clear();
+    summary_->setText(why.toHtmlEscaped());
+    summary_->setToolTip(QString());
     showValidity();
     chart_->setChart({});
     table_->setRowCount(0);
@@ -203,14 +270,7 @@ void SensitivityPanel::clearResults(const QString& why)
 
 void SensitivityPanel::redraw()
 {
-    SensitivityResult ranked = result_;
-    // Live entries arrive in model order: rank what finished so far the way the task will.
-    std::stable_sort(ranked.entries.begin(), ranked.entries.end(), [](const SensitivityEntry& a, const SensitivityEntry& b) {
-        const double sa = std::isnan(a.floatOne.sqnrDb) ? -INFINITY : a.floatOne.sqnrDb;
-        const double sb = std::isnan(b.floatOne.sqnrDb) ? -INFINITY : b.floatOne.sqnrDb;
-        return sa > sb;
-    });
-    result_.entries = ranked.entries;
+    // result_ is ranked already, live (partialSensitivityResult) and done alike.
     chart_->setStamp(stamp_.describe());
     chart_->setChart(sensitivityChart(result_));
     fillTable();
@@ -221,14 +281,26 @@ void SensitivityPanel::fillTable()
     table_->setRowCount(int(result_.entries.size()));
     for (int row = 0; row < int(result_.entries.size()); ++row) {
         const SensitivityEntry& e = result_.entries[std::size_t(row)];
-        const QStringList cells = {QString::number(e.rank ? e.rank : row + 1), QString::fromStdString(e.module),
-                                   db(e.floatOne.sqnrDb), db(e.fp8One.sqnrDb),
-                                   e.floatOne.agrees ? tr("yes") : tr("no"),
-                                   e.cause ? QString::fromStdString(e.cause->label) : QString()};
+        QStringList cells;
+        cells.resize(ColumnCount);
+        cells[RankColumn] = QString::number(e.rank ? e.rank : row + 1);
+        cells[ModuleColumn] = QString::fromStdString(e.module);
+        cells[RecoveredColumn] = significantText(e.recoveredDb);
+        cells[LostAloneColumn] = significantText(e.lostAloneDb);
+        cells[TieColumn] = QString::fromStdString(sensitivityTieMark(e));
+        cells[AgreesColumn] = e.floatOne.agrees ? tr("yes") : tr("no");
+        cells[CauseColumn] = e.cause ? QString::fromStdString(e.cause->label) : QString();
         for (int column = 0; column < cells.size(); ++column) {
             auto* item = new QTableWidgetItem(cells[column]);
-            if (column == 5 && e.cause && !e.cause->explanation.empty())
+            if (column == CauseColumn && e.cause && !e.cause->explanation.empty())
                 item->setToolTip(QString::fromStdString(e.cause->explanation));
+            if (column == TieColumn && e.tieRank > 0)
+                item->setToolTip(tr("Tied with rank %1: %2 is within the run-to-run spread of +-%3 dB of it, so the "
+                                    "sweep cannot tell which matters more")
+                                     .arg(e.tieRank)
+                                     .arg(words(kRecoveredMeasure), significantText(result_.spread.db)));
+            if (column == ModuleColumn)
+                item->setToolTip(QString::fromStdString(sensitivityMarkedLabel(e)));
             table_->setItem(row, column, item);
         }
     }

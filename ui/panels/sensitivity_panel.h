@@ -1,9 +1,14 @@
 #pragma once
-// Sensitivity panel: runs the sweep (tasks/sensitivity.h) on the last question's or mask's input,
-// draws the ranked bars (SQNR gained when each Linear or layer is kept float, lost when it alone
-// runs FP8) as the entries arrive, keeps what finished on Cancel, lists the suggestion and the
-// cause labels with which consumers can load the suggestion, and writes the fixed checkpoint with
-// keep-float (a unit's row or suggestion gives all its Linears). Clicking a bar selects the Linear.
+// Sensitivity panel: runs the sweep (tasks/sensitivity.h) on the last question's or mask's input
+// and draws one pair of measures for every entry, live and done alike: "dB recovered when kept
+// float" (the bars the ranking follows) and "dB lost when alone in FP8" beside them. Live entries
+// are ranked, spread-estimated and tie-marked exactly as the finished sweep ranks them
+// (partialSensitivityResult), so nothing changes meaning when the sweep ends; entries within the
+// run-to-run spread carry "=N" (tied with rank N) on the axis, in the tooltip and in the table.
+// Cancel keeps what finished. The suggestion is a counted list ("Keep 2 Linears float") that says
+// when it holds a tie group; the cause labels and which consumers can load the suggestion follow.
+// Save Fixed Checkpoint writes it with keep-float (a unit's row or suggestion gives all its
+// Linears). Clicking a bar selects the Linear.
 #include <QWidget>
 
 #include <memory>
@@ -43,6 +48,9 @@ public:
     const SensitivityResult& result() const { return result_; }
     ChartView* chart() const { return chart_; }
     QTableWidget* table() const { return table_; }
+    // The baseline, the target and the suggestion (or why there is none), as shown.
+    QLabel* summaryLabel() const { return summary_; }
+    enum Column { RankColumn, ModuleColumn, RecoveredColumn, LostAloneColumn, TieColumn, AgreesColumn, CauseColumn, ColumnCount };
     QPushButton* runButton() const { return run_; }
     QPushButton* saveButton() const { return save_; }
     QComboBox* granularityBox() const { return granularity_; }
@@ -58,6 +66,8 @@ signals:
 
 private:
     void redraw();
+    QString liveSummary() const;
+    QString finishedSummary() const;
     void showValidity();
     void fillTable();
     QStringList modulesToKeep() const;
@@ -72,6 +82,7 @@ private:
     QTableWidget* table_ = nullptr;
     StaleBanner* banner_ = nullptr;
     SensitivityResult result_;
+    std::vector<SensitivityEntry> live_; // the entries of the running sweep, in the order they finished
     RunStamp stamp_;
 };
 

@@ -16,6 +16,7 @@
 #include "analysis/verdict.h"
 #include "linear_selection.h"
 #include "models/value_text.h"
+#include "tasks/sensitivity_words.h"
 #include "report_section.h"
 
 namespace scalescope::ui {
@@ -303,10 +304,13 @@ std::vector<TriagePanel::Suspect> TriagePanel::rankSuspects() const
             if (suspects.size() == kShownSuspects)
                 break;
             // The sweep's own two measures (tasks/sensitivity.h), as its chart draws them.
-            QString why = tr("kept float, the final SQNR gains %1 dB; alone in FP8 it loses %2 dB")
-                              .arg(significantText(entry.recoveredDb), significantText(entry.lostAloneDb));
+            QString why = tr("%1 %2; %3 %4")
+                              .arg(significantText(entry.recoveredDb), QString::fromUtf8(kRecoveredMeasure),
+                                   significantText(entry.lostAloneDb), QString::fromUtf8(kLostAloneMeasure));
             if (entry.tieRank > 0)
-                why += tr(" (a tie with rank %1: within the sweep's spread)").arg(entry.tieRank);
+                why += tr(" (%1: tied with rank %2 within the run-to-run spread)")
+                           .arg(QString::fromStdString(sensitivityTieMark(entry)))
+                           .arg(entry.tieRank);
             if (entry.cause && !entry.cause->label.empty())
                 why += QStringLiteral("; ") + QString::fromStdString(entry.cause->label);
             const std::string module = entry.linears.size() == 1 ? entry.linears.front() : entry.module;
@@ -415,8 +419,8 @@ void TriagePanel::chooseNextStep()
     } else if (sweepCurrent && sweep_->complete && sweep_->suggestionReached && !sweep_->suggestedFloat.empty()) {
         for (const std::string& module : sweep_->suggestedFloat)
             fixModules_ << QString::fromStdString(module);
-        sentence = tr("Keep %1 float (%2 reaches %3): save the fixed checkpoint.")
-                       .arg(countText(fixModules_.size(), tr("Linear"), tr("Linears")), fixModules_.join(QStringLiteral(", ")),
+        sentence = tr("%1: %2 (meets %3). Save the fixed checkpoint.")
+                       .arg(QString::fromStdString(keepFloatHeadline(*sweep_)), fixModules_.join(QStringLiteral(", ")),
                             QString::fromStdString(sweep_->target));
         nextStep_ = NextStep::SaveFixed;
         button = tr("Save Fixed Checkpoint...");

@@ -12,9 +12,10 @@ needed (Debian: python3-torch); the Hugging Face model code and file formats are
   train_demo.py train-bert            BERT: the same, saving only bert-qa-float
   train_demo.py verify-tokenizer CLI [--family roberta|bert|all]
                                       the C++ tokenizer must give the same ids on every demo text
-  train_demo.py measure CLI [--family roberta|bert|all]
+  train_demo.py measure CLI [--family roberta|bert|defect|all]
                                       run the family's demo checkpoints through the C++ CLI and
-                                      record them in resources/demo/expectations.json
+                                      record them in resources/demo/expectations.json (defect:
+                                      qa-fp8-defect against qa-float, nothing else recorded anew)
 """
 import argparse
 import collections
@@ -1171,11 +1172,15 @@ def command_measure(args):
     if args.family in ("roberta", "all"):
         answers, logits, checkpoints["qa-float"] = measure_qa(args.cli, "qa-float", "RobertaForQuestionAnswering",
                                                               "dequant", examples)
-        for name in ("qa-fp8", "qa-fp8-static"):
+        for name in ("qa-fp8", "qa-fp8-static", "qa-fp8-defect"):
             checkpoints[name] = measure_qa(args.cli, name, "RobertaForQuestionAnswering", "fp8", examples,
                                            (answers, logits))[2]
         checkpoints["mlm-float"] = measure_fill_mask(args.cli, "mlm-float", "dequant", mask_sentences)
         checkpoints["mlm-fp8"] = measure_fill_mask(args.cli, "mlm-fp8", "fp8", mask_sentences)
+    if args.family == "defect":
+        float_run = measure_qa(args.cli, "qa-float", "RobertaForQuestionAnswering", "dequant", examples)
+        checkpoints["qa-fp8-defect"] = measure_qa(args.cli, "qa-fp8-defect", "RobertaForQuestionAnswering", "fp8",
+                                                  examples, float_run[:2])[2]
     if args.family in ("bert", "all"):
         answers, logits, checkpoints["bert-qa-float"] = measure_qa(args.cli, "bert-qa-float", "BertForQuestionAnswering",
                                                                    "dequant", examples)
@@ -1210,7 +1215,7 @@ def main():
     verify.set_defaults(run=command_verify_tokenizer)
     measure = commands.add_parser("measure")
     measure.add_argument("cli")
-    measure.add_argument("--family", choices=("roberta", "bert", "all"), default="all")
+    measure.add_argument("--family", choices=("roberta", "bert", "defect", "all"), default="all")
     measure.set_defaults(run=command_measure)
     args = parser.parse_args()
     args.run(args)
