@@ -138,7 +138,8 @@ private slots:
         QCOMPARE(linears[12].module, std::string("cls.predictions.transform.dense"));
         QCOMPARE(linears[13].module, std::string("cls.predictions.decoder"));
         QCOMPARE(linears[13].tiedWeight, std::string("bert.embeddings.word_embeddings.weight"));
-        QCOMPARE(layout.decoderBiasTensors().back(), std::string("cls.predictions.bias"));
+        QCOMPARE(linears[13].biasTensors.back(), std::string("cls.predictions.bias"));
+        QCOMPARE(linears[12].biasTensors, std::vector<std::string>{"cls.predictions.transform.dense.bias"});
         QCOMPARE(layout.specialTokens().mask, std::string("[MASK]"));
         QCOMPARE(layout.specialTokensInPair(), 3);
         // The checkpoint's tokenizer agrees with its layout.

@@ -378,7 +378,7 @@ private:
                 "Tensor '" + weight->name + "' has shape " + shapeText(weight->shape) + " but config.json implies " +
                     shapeText(expected) + "; the weights and config.json belong to different models.");
 
-        checkBias(module);
+        checkBias(linear);
 
         const bool isFp8 = weight->dtype == Dtype::F8_E4M3;
         if (!group) {
@@ -413,9 +413,9 @@ private:
             checkCodeShares(module);
     }
 
-    void checkBias(const std::string& module)
+    void checkBias(const LayoutLinear& linear)
     {
-        const TensorView* bias = store_.find(module + ".bias");
+        const TensorView* bias = findStoredBias(store_, linear);
         if (!bias || bias->dtype == modelDtype_)
             return;
         add(Severity::Warning, "bias-dtype", bias->name,

@@ -139,9 +139,7 @@ public:
             loadFp8Weight(weight, shape, linear);
         else
             linear.weight = tensor(weight, {shape.outFeatures, shape.inFeatures});
-        if (shape.hasBias)
-            if (const TensorView* bias = store_.find(module + ".bias"))
-                linear.bias = tensor(*bias, {shape.outFeatures});
+        linear.bias = storedBias(shape);
         if (withFactored && runsFactored(linear.info))
             linear.factoredGemm = factoredGemm(module, {&linear});
         return linear;
@@ -183,7 +181,16 @@ public:
         LinearWeights linear;
         linear.info = *checkpoint_.plan().find(module);
         linear.weight = tiedTo;
+        linear.bias = storedBias(shape);
         return linear;
+    }
+
+    // The Linear's stored bias under any name its layout allows (undefined when it has none). It
+    // must be known before the factored GEMM is built, which adds it in its epilogue.
+    at::Tensor storedBias(const LayoutLinear& shape) const
+    {
+        const TensorView* stored = findStoredBias(store_, shape);
+        return stored ? tensor(*stored, {shape.outFeatures}) : at::Tensor();
     }
 
 private:
@@ -282,12 +289,6 @@ void loadHead(const WeightLoader& loader, const Checkpoint& checkpoint, EncoderW
     weights.lmNormWeight = loader.tensor(layout.lmHeadNormPrefix() + ".weight", {c.hiddenSize});
     weights.lmNormBias = loader.tensor(layout.lmHeadNormPrefix() + ".bias", {c.hiddenSize});
     weights.lmDecoder = loader.tiedLinear(linears[head + 1].module, weights.wordEmbeddings);
-    for (const std::string& name : layout.decoderBiasTensors()) {
-        if (const TensorView* bias = checkpoint.tensors().find(name)) {
-            weights.lmDecoder.bias = loader.tensor(*bias, {c.vocabSize});
-            break;
-        }
-    }
 }
 
 } // namespace
@@ -306,7 +307,7 @@ ReferenceLinear loadReferenceLinear(const Checkpoint& reference, const LayoutLin
                     " is FP8: a reference must hold float weights to run a Linear in float.");
     ReferenceLinear linear;
     linear.weight = loadFloat(*weight, {shape.outFeatures, shape.inFeatures}, precision);
-    if (const TensorView* bias = store.find(shape.module + ".bias"))
+    if (const TensorView* bias = findStoredBias(store, shape))
         linear.bias = loadFloat(*bias, {shape.outFeatures}, precision);
     return linear;
 }

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/text_files.h"
+#include "io/safetensors.h"
 
 namespace scalescope {
 
@@ -197,6 +198,8 @@ EncoderLayout::EncoderLayout(const ModelConfig& config)
 
     const int64_t hidden = config.hiddenSize;
     auto add = [&](LayoutLinear linear) {
+        if (linear.biasTensors.empty())
+            linear.biasTensors = {linear.module + ".bias"};
         linearIndex_[linear.module] = linears_.size();
         linears_.push_back(std::move(linear));
     };
@@ -241,7 +244,7 @@ EncoderLayout::EncoderLayout(const ModelConfig& config)
         linear.fmsName = pattern.fmsModule;
         linear.fmsFusedName = pattern.fmsModule;
         if (pattern.tiedToWordEmbeddings) {
-            linear.hasBias = false;
+            linear.biasTensors = family.decoderBiasTensors;
             linear.tiedWeight = wordEmbeddingsTensor();
         }
         addLinearPoints(linear.module);
@@ -360,7 +363,13 @@ std::string EncoderLayout::attentionNormPrefix(int layer) const { return layerMo
 std::string EncoderLayout::outputNormPrefix(int layer) const { return layerModule(layer) + ".output.LayerNorm"; }
 std::string EncoderLayout::lmHeadNormPrefix() const { return family().maskedLmNorm; }
 
-std::vector<std::string> EncoderLayout::decoderBiasTensors() const { return family().decoderBiasTensors; }
+const TensorView* findStoredBias(const TensorStore& store, const LayoutLinear& linear)
+{
+    for (const std::string& name : linear.biasTensors)
+        if (const TensorView* bias = store.find(name))
+            return bias;
+    return nullptr;
+}
 
 std::string withMaskToken(const std::string& text, const std::string& maskToken)
 {

@@ -21,6 +21,9 @@
 
 namespace scalescope {
 
+class TensorStore;
+struct TensorView;
+
 enum class LinearRole { Query, Key, Value, AttentionOutput, Intermediate, Output, QaOutputs, LmDense, LmDecoder };
 
 enum class TokenizerKind { BytePairEncoding, WordPiece };
@@ -109,12 +112,18 @@ struct LayoutLinear {
     int layer = -1;            // encoder layer index, -1 for the head
     int64_t inFeatures = 0;
     int64_t outFeatures = 0;
-    bool hasBias = true;       // false: the bias is stored elsewhere (see decoderBiasTensors)
+    // Where its bias may be stored, first match wins: "<module>.bias", and for the MaskedLM decoder
+    // also the head's shared bias (lm_head.bias, cls.predictions.bias), which is the only name
+    // Hugging Face keeps when it saves the two tied. Every loader looks the bias up through these.
+    std::vector<std::string> biasTensors;
     std::string tiedWeight;    // tensor used when "<module>.weight" is absent ("" when never tied)
     std::string shortLabel;    // L3.ffn.in; the module name for head Linears
     std::string fmsName;       // base_model.layers.3.ff_sub_layer.w1 (fms, unfused q/k/v); qa_head
     std::string fmsFusedName;  // the same, but base_model.layers.3.attn.in_proj.qkv_fused for q, k, v
 };
+
+// The first of linear.biasTensors that the store holds; null when the Linear has no stored bias.
+const TensorView* findStoredBias(const TensorStore& store, const LayoutLinear& linear);
 
 class EncoderLayout {
 public:
@@ -171,8 +180,6 @@ public:
     std::string attentionNormPrefix(int layer) const;
     std::string outputNormPrefix(int layer) const;
     std::string lmHeadNormPrefix() const;           // lm_head.layer_norm (MaskedLM)
-    // The MaskedLM decoder's bias, first match wins (the decoder's own, then the head's shared one).
-    std::vector<std::string> decoderBiasTensors() const;
 
     // The first position id: RoBERTa numbers positions after pad_token_id, BERT from 0.
     int64_t positionOffset() const { return positionOffset_; }

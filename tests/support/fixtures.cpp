@@ -266,6 +266,9 @@ void validateSpec(const TinyModelSpec& spec)
 const char* const kEncoderLinears[] = {"attention.self.query", "attention.self.key", "attention.self.value",
                                        "attention.output.dense", "intermediate.dense", "output.dense"};
 
+const char* const kRobertaMaskedLmHead[] = {"lm_head.dense", "lm_head.decoder"};
+const char* const kBertMaskedLmHead[] = {"cls.predictions.transform.dense", "cls.predictions.decoder"};
+
 Dtype scaleDtypeOf(const std::string& name)
 {
     if (name == "F32")
@@ -320,7 +323,8 @@ uint8_t encodeE4M3Value(float value)
 
 nlohmann::ordered_json quantizationConfig(const Fp8Scheme& scheme, bool bert, const Fp8Edits& edits)
 {
-    nlohmann::ordered_json ignore = {"qa_outputs", bert ? "re:cls\\..*" : "re:lm_head.*"};
+    const char* head = edits.quantizeMaskedLmHead ? (bert ? "cls" : "lm_head") : (bert ? "re:cls\\..*" : "re:lm_head.*");
+    nlohmann::ordered_json ignore = {"qa_outputs", head};
     for (const std::string& module : edits.keepFloat)
         ignore.push_back(module);
     nlohmann::ordered_json weights = {{"num_bits", 8},   {"type", "float"},   {"strategy", scheme.weights},
@@ -427,11 +431,15 @@ void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
         // its bias is the head's shared cls.predictions.bias.
         builder.linear("cls.predictions.transform.dense", hidden, hidden, kLinearStd, false);
         builder.layerNorm("cls.predictions.transform.LayerNorm", hidden);
+        if (spec.untiedDecoder)
+            builder.normal("cls.predictions.decoder.weight", {vocabSize, hidden}, kLinearStd);
         builder.normal("cls.predictions.bias", {vocabSize}, kBiasStd);
     } else {
         // The decoder weight is tied to the word embeddings and left out, as Hugging Face saves it.
         builder.linear("lm_head.dense", hidden, hidden, kLinearStd, false);
         builder.layerNorm("lm_head.layer_norm", hidden);
+        if (spec.untiedDecoder)
+            builder.normal("lm_head.decoder.weight", {vocabSize, hidden}, kLinearStd);
         builder.normal("lm_head.bias", {vocabSize}, kBiasStd);
     }
     writeSafetensors(joinPath(dir, "model.safetensors"), builder.toWrite(), {{"format", "pt"}});
@@ -483,6 +491,9 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
         for (const char* linear : kEncoderLinears)
             quantizedModules.insert((bert ? "bert" : "roberta") + std::string(".encoder.layer.") +
                                     std::to_string(layer) + "." + linear);
+    if (edits.quantizeMaskedLmHead)
+        for (const char* module : bert ? kBertMaskedLmHead : kRobertaMaskedLmHead)
+            quantizedModules.insert(module); // a tied decoder has no stored weight and stays float
     for (const std::string& module : edits.keepFloat)
         quantizedModules.erase(module);
 

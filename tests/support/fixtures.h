@@ -36,6 +36,10 @@ struct TinyModelSpec {
     // When larger than the tokenizer needs, the vocabulary is padded with unused tokens before
     // <mask> (benchmarks use roberta-base's 50,265).
     int vocabularySize = 0;
+    // MaskedLM: store the decoder's own weight (lm_head.decoder.weight, cls.predictions.decoder.weight)
+    // instead of tying it to the word embeddings; its bias stays the head's shared one
+    // (lm_head.bias, cls.predictions.bias), the only name Hugging Face keeps when it saves the two tied.
+    bool untiedDecoder = false;
     std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "a", "dog", "Paris", "is",
                                       "capital", "of", "France", "what", "where", "?"};
 };
@@ -58,12 +62,16 @@ struct Fp8Edits {
     std::vector<std::string> keepFloat;
     // Planted defects: a static input_scale multiplied by this factor (0.015625 = 64x too small).
     std::map<std::string, float> inputScaleFactors;
+    // Quantize the MaskedLM head's Linears too (the transform dense, and the decoder when its weight
+    // is stored) and list only the head's module name ("lm_head", "cls") in "ignore", as a
+    // checkpoint quantized with ignore: ["lm_head"] has it: that name matches no Linear.
+    bool quantizeMaskedLmHead = false;
 };
 
 // Reads the float checkpoint in floatDir and writes its compressed-tensors FP8 version to fp8Dir
 // (config.json with quantization_config, model.safetensors, tokenizer files copied). Encoder
 // Linears are quantized; qa_outputs and the MLM head (lm_head.*, cls.*) are left in float (listed in
-// "ignore").
+// "ignore") unless edits.quantizeMaskedLmHead.
 // Static input scales come from the reference forward over calibrationIds.
 void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8Dir, const Fp8Scheme& scheme,
                             const std::vector<int64_t>& calibrationIds = {0, 5, 6, 7, 8, 9, 2},
