@@ -178,6 +178,17 @@ std::string terminalSafe(const std::string& text, bool keepNewlines)
     return out;
 }
 
+std::string abbreviatedText(const std::string& text, std::size_t limit)
+{
+    if (text.size() <= limit)
+        return text;
+    std::size_t cut = limit > 3 ? limit - 3 : 0;
+    // Back up over UTF-8 continuation bytes so the quote never ends inside a character.
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+        --cut;
+    return text.substr(0, cut) + "...";
+}
+
 std::string joinedWords(const std::vector<std::string>& items, const std::string& lastJoin)
 {
     std::string text;

@@ -1,5 +1,6 @@
 #pragma once
 // Whole-file reads with errors that name the file.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,6 +28,11 @@ nlohmann::json withValidUtf8(const nlohmann::json& value);
 // text safe to print on a terminal: control characters (C0, DEL, C1; escape sequences start with
 // them) and invalid UTF-8 bytes are written as "\xNN". Newlines are kept when keepNewlines.
 std::string terminalSafe(const std::string& text, bool keepNewlines = false);
+// A bounded quote of text for a message: text itself when it has at most `limit` bytes, else its
+// first bytes (cut at a UTF-8 character boundary) and "...", `limit` bytes in all. Every message
+// that quotes input (a value, a line, a command) quotes it through this, so a 60 MB value makes a
+// short sentence.
+std::string abbreviatedText(const std::string& text, std::size_t limit);
 // Items in a sentence: "a", "a and b", "a, b and c" (lastJoin " or " for choices).
 std::string joinedWords(const std::vector<std::string>& items, const std::string& lastJoin = " and ");
 bool fileExists(const std::string& path);
