@@ -22,13 +22,18 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/diagnostics.h"
+#include "analysis/scale_statistics.h"
 #include "common/error.h"
 #include "common/text_files.h"
+#include "engine/compute_threads.h"
 #include "io/atomic_write.h"
 #include "io/safetensors.h"
+#include "model/checkpoint.h"
 #include "model/quantization_config.h"
+#include "numerics/metrics.h"
 #include "report/csv.h"
 #include "support/fixtures.h"
+#include "text/bpe_tokenizer.h"
 
 using namespace scalescope;
 using namespace scalescope::testing;
@@ -723,6 +728,160 @@ private slots:
         QCOMPARE(csvField("-inf"), std::string("-inf"));
         QCOMPARE(csvField("+7"), std::string("+7"));
         QCOMPARE(csvField("Paris"), std::string("Paris"));
+    }
+
+    // ---- issue 30 item 5: inputs that are not regular files, caps, bounded quotes ---------------
+
+    // --squad <(cat f.json) hands over a pipe, whose st_size is 0: it is read to its end.
+    void pipesAreReadToTheirEnd()
+    {
+        int fds[2];
+        QCOMPARE(::pipe(fds), 0);
+        const std::string text = "{\"version\": \"1.1\", \"data\": []}";
+        QCOMPARE(::write(fds[1], text.data(), text.size()), ssize_t(text.size()));
+        ::close(fds[1]);
+        const std::string path = "/proc/self/fd/" + std::to_string(fds[0]);
+        QCOMPARE(readFileToString(path), text);
+        ::close(fds[0]);
+
+        // Past the cap, the sentence names the file and the cap.
+        QCOMPARE(::pipe(fds), 0);
+        QCOMPARE(::write(fds[1], std::string(300, 'x').data(), 300), ssize_t(300));
+        ::close(fds[1]);
+        const std::string capped = "/proc/self/fd/" + std::to_string(fds[0]);
+        QString message;
+        try {
+            readFileToString(capped, 100);
+        } catch (const Error& e) {
+            message = e.what();
+        }
+        ::close(fds[0]);
+        QVERIFY2(message.contains(q(capped)) && message.contains("limit of 100 bytes"), qPrintable(message));
+    }
+
+    // A FIFO no program writes to once blocked open() forever. The child's alarm is only a
+    // backstop so that the old behaviour fails this test instead of hanging it.
+    void fifoWithoutWriterIsRefusedNotAwaited()
+    {
+        const std::string fifo = makeTempDir("hostile-fifo") + "/squad.json";
+        QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        int report[2];
+        QCOMPARE(::pipe(report), 0);
+        const pid_t child = ::fork();
+        if (child == 0) {
+            ::alarm(60);
+            std::string message = "returned";
+            try {
+                readFileToString(fifo);
+            } catch (const Error& e) {
+                message = e.what();
+            }
+            (void)!::write(report[1], message.data(), message.size());
+            ::_exit(0);
+        }
+        ::close(report[1]);
+        std::string message;
+        char buffer[512];
+        for (ssize_t got; (got = ::read(report[0], buffer, sizeof buffer)) > 0;)
+            message.append(buffer, static_cast<std::size_t>(got));
+        ::close(report[0]);
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        QVERIFY2(WIFEXITED(status), "reading a FIFO without a writer did not return");
+        QVERIFY2(message.find(fifo) != std::string::npos && message.find("no program wrote") != std::string::npos,
+                 message.c_str());
+    }
+
+    // A folder or a FIFO where model.safetensors or a shard belongs is named as what it is.
+    void nonFileTensorFilesAreNamed()
+    {
+        const std::string folder = makeTempDir("hostile-folder-weights");
+        QVERIFY(QFile::copy(q(floatDir_) + "/config.json", q(folder) + "/config.json"));
+        QVERIFY(QDir().mkdir(q(folder) + "/model.safetensors"));
+        QString message;
+        try {
+            TensorStore::openDirectory(folder);
+        } catch (const Error& e) {
+            message = e.what();
+        }
+        QVERIFY2(message.contains("is a folder") && message.contains("model.safetensors"), qPrintable(message));
+
+        const std::string fifo = makeTempDir("hostile-fifo-weights");
+        QCOMPARE(::mkfifo((fifo + "/model.safetensors").c_str(), 0600), 0);
+        message.clear();
+        try {
+            TensorStore::openDirectory(fifo);
+        } catch (const Error& e) {
+            message = e.what();
+        }
+        QVERIFY2(message.contains("a FIFO"), qPrintable(message));
+
+        const std::string sharded = makeTempDir("hostile-fifo-shard");
+        writeAll(sharded + "/model.safetensors.index.json", R"({"weight_map": {"w": "model-00001.safetensors"}})");
+        QCOMPARE(::mkfifo((sharded + "/model-00001.safetensors").c_str(), 0600), 0);
+        message.clear();
+        try {
+            TensorStore::openDirectory(sharded);
+        } catch (const Error& e) {
+            message = e.what();
+        }
+        QVERIFY2(message.contains("a FIFO") && message.contains("model-00001.safetensors"), qPrintable(message));
+    }
+
+    // A 100 KB value in vocab.json is quoted in a few dozen characters, not whole.
+    void vocabularyErrorsQuoteBoundedPrefixes()
+    {
+        const std::string dir = makeTempDir("hostile-vocab-quote");
+        const std::string huge(100000, 'z');
+        writeAll(dir + "/vocab.json", "{\"<s>\": 0, \"" + huge + "\": \"" + huge + "\"}");
+        writeAll(dir + "/merges.txt", "#version: 0.2\n");
+        QString message;
+        try {
+            BpeTokenizer::loadFromFiles(dir + "/vocab.json", dir + "/merges.txt");
+        } catch (const Error& e) {
+            message = e.what();
+        }
+        QVERIFY2(message.contains(q(dir + "/vocab.json")) && message.contains("not to a non-negative integer id"),
+                 qPrintable(message.left(300)));
+        QVERIFY2(message.size() < 400, qPrintable(QString::number(message.size()) + " characters"));
+    }
+
+    void threadSettingIsChecked_data()
+    {
+        QTest::addColumn<QString>("value");
+        QTest::newRow("not a number") << "abc";
+        QTest::newRow("beyond the bound") << "100000";
+        QTest::newRow("zero") << "0";
+        QTest::newRow("trailing text") << "4x";
+    }
+
+    void threadSettingIsChecked()
+    {
+        QFETCH(QString, value);
+        QProcess process;
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert("SCALESCOPE_THREADS", value);
+        process.setProcessEnvironment(environment);
+        process.start(QStringLiteral(SCALESCOPE_CLI), {"tokenize", q(floatDir_), "--text", "the cat"});
+        QVERIFY(process.waitForFinished(300000));
+        const QString err = QString::fromUtf8(process.readAllStandardError());
+        QCOMPARE(process.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(process.exitCode(), 1);
+        QVERIFY2(err.contains("SCALESCOPE_THREADS=\"" + value + "\"") && err.contains("from 1 to 1024"), qPrintable(err));
+        QCOMPARE(computeThreadsFromEnvironment("3"), 3);
+        QCOMPARE(computeThreadsFromEnvironment(nullptr), 0);
+    }
+
+    // What --force cannot fix is said without advising --force, and before any forward runs.
+    void forwardOutputProblemsComeFirst()
+    {
+        const std::string folder = makeTempDir("hostile-output-folder");
+        const CliResult toFolder = runCli({"forward", q(floatDir_), "--input-ids", q(ids_), "--output", q(folder)});
+        QCOMPARE(toFolder.exitCode, 1);
+        QVERIFY2(toFolder.err.contains("a folder") && !toFolder.err.contains("--force"), qPrintable(toFolder.err));
+        const CliResult empty = runCli({"forward", q(floatDir_), "--input-ids", q(ids_), "--output", ""});
+        QCOMPARE(empty.exitCode, 1);
+        QVERIFY2(empty.err.contains("output path is empty"), qPrintable(empty.err));
     }
 
     void badOptionValuesExitTwoEverywhere()
