@@ -26,6 +26,7 @@
 #include "device/runner_protocol.h"
 #include "device/runner_request.h"
 #include "io/safetensors.h"
+#include "model/architecture.h"
 #include "model/model_config.h"
 #include "model/quantization_config.h"
 #include "tasks/squad_dataset.h"
@@ -242,6 +243,8 @@ inline void runConfigInput(const std::string& text, const std::string& scratchDi
           "parseModelConfig accepts only positive sizes");
     check(config.hiddenSize % config.numHeads == 0, "hidden_size is a multiple of num_attention_heads");
     check(config.padTokenId >= 0 && config.padTokenId < config.vocabSize, "pad_token_id is inside the vocabulary");
+    check(!config.architecture.family->positionsAfterPad || config.padTokenId + 1 < config.maxPositionEmbeddings,
+          "positions after pad_token_id leave at least one token position");
     if (config.quantization)
         exerciseQuantizationConfig(*config.quantization);
 }

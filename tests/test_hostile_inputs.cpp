@@ -597,9 +597,36 @@ private slots:
         QVERIFY2(first.is_string() && first.get<std::string>().rfind("lm_head.decoder", 0) == 0, first.dump().c_str());
         QVERIFY(document["final"]["nonfinite"]["note"].get<std::string>().find("not claimed") != std::string::npos);
 
+        // Issue 30: a maximum over NaN errors is NaN (JSON null), never the 0.0 std::max left.
+        for (const json& point : document["points"])
+            if (point["name"].get<std::string>() == "lm_head.decoder.output")
+                QVERIFY2(point["max_abs_error"].is_null(), point.dump().c_str());
+        QVERIFY(document["final"]["logits"]["max_abs_error"].is_null());
+        // The findings carry the checkpoint's error (inspect's) and the first non-finite module.
+        bool weightFinding = false, outputFinding = false;
+        for (const json& finding : document["findings"]) {
+            weightFinding = weightFinding || (finding["code"] == "tensor-nonfinite" &&
+                                              finding["subject"] == "lm_head.layer_norm.weight");
+            outputFinding = outputFinding || (finding["code"] == "non-finite-output" &&
+                                              finding["subject"] == "lm_head.decoder");
+        }
+        QVERIFY2(weightFinding && outputFinding, document["findings"].dump().c_str());
+
         const CliResult text = runCli({"compare", q(dir), "--text", "the <mask> sat"});
         QVERIFY(text.out.contains("not compared (non-finite outputs)"));
         QVERIFY(!text.out.contains("agrees"));
+        QVERIFY2(!text.out.contains("Diagnostics: none"), qPrintable(text.out));
+    }
+
+    void maximumKeepsNan()
+    {
+        const float values[] = {1.0f, NAN, 3.0f, 0.5f, 2.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+        const float reference[10] = {};
+        // NaN in the vectorised part and in the tail alike.
+        QVERIFY(std::isnan(computeErrorMetrics(values, reference, 10).maxAbsError));
+        QVERIFY(std::isnan(computeErrorMetrics(values + 1, reference, 1).maxAbsError));
+        QCOMPARE(computeErrorMetrics(values + 2, reference, 1).maxAbsError, 3.0);
+        QVERIFY(std::isnan(maxKeepingNan(1.0, double(NAN))) && std::isnan(maxKeepingNan(double(NAN), 1.0)));
     }
 
     // ---- item 6: JSON of strings that are not UTF-8 ---------------------------------------------
@@ -882,6 +909,64 @@ private slots:
         const CliResult empty = runCli({"forward", q(floatDir_), "--input-ids", q(ids_), "--output", ""});
         QCOMPARE(empty.exitCode, 1);
         QVERIFY2(empty.err.contains("output path is empty"), qPrintable(empty.err));
+    }
+
+    // ---- issue 30 item 4: tensors a run leaves unused, and a window the model cannot take ------
+
+    void unusedLayerTensorsAreReported()
+    {
+        const std::string dir = makeTempDir("hostile-unused-layers");
+        TinyModelSpec spec;
+        spec.architecture = "RobertaForMaskedLM";
+        spec.numLayers = 4;
+        writeTinyFloatCheckpoint(dir, spec);
+        json config = json::parse(readAll(dir + "/config.json"));
+        config["num_hidden_layers"] = 2;
+        writeAll(dir + "/config.json", config.dump());
+
+        auto checkpoint = Checkpoint::open(dir);
+        QCOMPARE(checkpoint->unusedLayerTensors().size(), std::size_t(32)); // 2 layers of 16 tensors
+        const auto findings = diagnoseCheckpoint(*checkpoint, computeScaleStatistics(*checkpoint));
+        QVERIFY(hasFinding(findings, "unused-tensors", ""));
+
+        const CliResult fill = runCli({"fill-mask", q(dir), "--text", "the <mask> sat", "--json"});
+        QVERIFY2(fill.exitCode == 0, qPrintable(fill.err));
+        const std::string note = json::parse(fill.out.toStdString()).value("note", "");
+        QVERIFY2(note.find("32 tensors") != std::string::npos && note.find("layers 2 to 3") != std::string::npos,
+                 note.c_str());
+    }
+
+    // A tokenizer with ids past vocab_size is named with its file when it is loaded, and inspect
+    // warns, instead of "token id N is outside the vocabulary" at the first forward.
+    void tokenizerBeyondVocabSizeIsNamed()
+    {
+        const std::string dir = makeTempDir("hostile-tokenizer-ids");
+        for (const QString& name : QDir(q(floatDir_)).entryList(QDir::Files))
+            QVERIFY(QFile::copy(q(floatDir_) + "/" + name, q(dir) + "/" + name));
+        json config = json::parse(readAll(dir + "/config.json"));
+        config["vocab_size"] = 10;
+        writeAll(dir + "/config.json", config.dump());
+        auto checkpoint = Checkpoint::open(dir);
+        QString message;
+        try {
+            checkpoint->tokenizer();
+        } catch (const Error& e) {
+            message = e.what();
+        }
+        QVERIFY2(message.contains(q(dir + "/vocab.json")) && message.contains("beyond vocab_size 10"), qPrintable(message));
+        const auto findings = diagnoseCheckpoint(*checkpoint, computeScaleStatistics(*checkpoint));
+        QVERIFY(hasFinding(findings, "tokenizer-vocab-size", dir));
+    }
+
+    void qaWindowBeyondTheModelNamesTheOption()
+    {
+        std::string context;
+        for (int i = 0; i < 200; ++i)
+            context += "the cat sat on the mat ";
+        const CliResult qa = runCli({"qa", q(floatDir_), "--question", "where", "--context", q(context),
+                                     "--max-seq-len", "1000", "--doc-stride", "64"});
+        QCOMPARE(qa.exitCode, 1);
+        QVERIFY2(qa.err.contains("--max-seq-len 1000") && !qa.err.contains("The input has"), qPrintable(qa.err));
     }
 
     void badOptionValuesExitTwoEverywhere()

@@ -99,6 +99,8 @@ RunSelection selectRun(const Arguments& args, const std::string& checkpointDir)
     } else {
         throw UsageError{"--mode must be fp8, dequant, fp16 or reference, not \"" + run.modeName + "\"."};
     }
+    if (const std::string unused = run.model->checkpoint().unusedTensorsNote(); !unused.empty())
+        run.note += (run.note.empty() ? "" : " ") + unused;
     return run;
 }
 
