@@ -7,8 +7,10 @@
 //
 // Inputs that stand for several files are split on separator lines (kPartSeparator), which the
 // fuzzers learn from the seed corpus. Files go to a scratch folder the caller owns.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -20,7 +22,11 @@
 
 #include "common/error.h"
 #include "common/text_files.h"
+#include "device/checkpoint_manifest.h"
+#include "device/runner_protocol.h"
+#include "device/runner_request.h"
 #include "io/safetensors.h"
+#include "model/architecture.h"
 #include "model/model_config.h"
 #include "model/quantization_config.h"
 #include "tasks/squad_dataset.h"
@@ -237,6 +243,8 @@ inline void runConfigInput(const std::string& text, const std::string& scratchDi
           "parseModelConfig accepts only positive sizes");
     check(config.hiddenSize % config.numHeads == 0, "hidden_size is a multiple of num_attention_heads");
     check(config.padTokenId >= 0 && config.padTokenId < config.vocabSize, "pad_token_id is inside the vocabulary");
+    check(!config.architecture.family->positionsAfterPad || config.padTokenId + 1 < config.maxPositionEmbeddings,
+          "positions after pad_token_id leave at least one token position");
     if (config.quantization)
         exerciseQuantizationConfig(*config.quantization);
 }
@@ -415,6 +423,96 @@ inline void runSquadInput(const std::string& text)
     for (const SquadExample& example : dataset.examples) {
         check(!example.id.empty(), "every question has an id");
         check(example.isImpossible == example.golds.empty(), "unanswerable means no gold answers");
+    }
+}
+
+// The runner fuzzer reads lines with this bound instead of the protocol's 64 MiB, so that inputs of
+// a fuzzer's size reach the too-long path as well.
+constexpr std::size_t kFuzzRunnerMaxLineBytes = 1024;
+
+// One request's fields through its op's parser, as core/engine/runner_server reads them before
+// anything runs; `protocol` follows hello as the server's does.
+inline void exerciseRunnerRequest(const RequestLine& parsed, int& protocol)
+{
+    const nlohmann::json& request = parsed.request;
+    const std::string op = requestOp(request);
+    if (!parsed.integerOutOfRange.empty()) {
+        check(parsed.integerOutOfRange.size() <= 40, "an out-of-range integer is quoted in at most 40 characters");
+        return; // the server refuses the request there
+    }
+    if (op == "hello") {
+        protocol = negotiatedProtocol(request);
+        check(protocol == 1 || protocol == 2, "hello settles on protocol 1 or 2");
+    } else if (op == "load") {
+        const LoadRequest load = parseLoadRequest(request);
+        check(load.hash.empty() != load.checkpoint.empty(), "a load names a checkpoint by hash or by folder");
+    } else if (op == "upload") {
+        const UploadRequest upload = parseUploadRequest(request, parsed.payload.has_value());
+        check(isSafeManifestName(upload.name), "an upload's name is a plain file name");
+        check(upload.hash.size() == 64 && upload.sha256.size() == 64, "an upload carries two hashes");
+    } else if (op == "has_checkpoint" || op == "commit_checkpoint") {
+        check(requireRequestHash(request, op).size() == 64, "a hash has 64 digits");
+        if (op == "commit_checkpoint")
+            (void)requireRequestField(request, "files", op);
+    } else if (op == "forward") {
+        const ForwardRequest forward = parseForwardRequest(request, protocol);
+        const EncoderInputs& inputs = forward.inputs;
+        std::size_t longest = 0;
+        for (const std::vector<int64_t>& row : inputs.inputIds) {
+            longest = std::max(longest, row.size());
+            for (const int64_t id : row)
+                check(id >= 0, "token ids are non-negative");
+        }
+        for (const auto& [row, position] : inputs.logitPositions)
+            check(row >= 0 && static_cast<std::size_t>(row) < inputs.inputIds.size() && position >= 0 &&
+                      static_cast<std::size_t>(position) < longest,
+                  "logit positions lie inside the input");
+        check((protocol < 2) != forward.output.empty(), "protocol 1 names an output file, protocol 2 none");
+        check(!(forward.capture.all && !forward.capture.names.empty()), "capture is \"all\" or a list");
+    }
+}
+
+// The bytes are what a client writes to a runner's stdin: request lines, each followed by the
+// payload it announces. Each line goes through the runner's reading of a request
+// (parseRequestLine) and each request's fields through its op's parser; a payload is skipped as
+// the server reads it, and the input stops where the server would stop reading.
+inline void runRunnerRequestInput(const std::string& bytes)
+{
+    std::istringstream in(bytes);
+    std::string line;
+    int protocol = 1;
+    while (true) {
+        const LineRead read = readProtocolLine(in, line, kFuzzRunnerMaxLineBytes);
+        if (read != LineRead::Line)
+            return;
+        check(line.size() <= kFuzzRunnerMaxLineBytes, "a line read is within its bound");
+        const RequestLine parsed = parseRequestLine(line);
+        switch (parsed.kind) {
+        case RequestLine::Kind::Blank:
+            continue;
+        case RequestLine::Kind::StopReading:
+            check(!parsed.sentence.empty() && parsed.sentence.size() < 200, "a framing error is one short sentence");
+            (void)parsed.id.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+            return;
+        case RequestLine::Kind::NotAnObject:
+            check(parsed.id.is_null(), "a request that is not an object has no id");
+            continue;
+        case RequestLine::Kind::Request:
+            break;
+        }
+        check(parsed.request.is_object(), "a request is a JSON object");
+        (void)parsed.id.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        try {
+            exerciseRunnerRequest(parsed, protocol);
+        } catch (const Error& e) {
+            check(std::string(e.what()).size() < 400, "a refusal is one short sentence");
+        }
+        if (parsed.payload) {
+            // istream::ignore takes a signed count; "bytes" is at most 2^63 - 1, so it fits.
+            in.ignore(static_cast<std::streamsize>(*parsed.payload));
+            if (static_cast<uint64_t>(in.gcount()) < *parsed.payload)
+                return; // the input ended inside the payload: the server stops reading
+        }
     }
 }
 

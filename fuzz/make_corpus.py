@@ -258,6 +258,51 @@ def squad_seeds():
     write("squad", "deep", "[" * 40 + "]" * 40)
 
 
+def runner_request_seeds():
+    """What a client writes to the runner's stdin: request lines, each followed by its payload."""
+    def line(obj):
+        return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+    h = "0123456789abcdef" * 4
+    hello2 = line({"id": 1, "op": "hello", "protocols": [1, 2]})
+    write("runner_request", "session_v1",
+          line({"id": 1, "op": "hello"})
+          + line({"id": 2, "op": "load", "checkpoint": "/tmp/ckpt", "mode": "fp8"})
+          + line({"id": 3, "op": "forward", "input_ids": [[0, 31414, 232, 2]], "attention_mask": [[1, 1, 1, 1]],
+                  "capture": ["roberta.encoder.layer.0.output"], "output": "/tmp/out.safetensors"})
+          + line({"id": 4, "op": "shutdown"}))
+    write("runner_request", "session_v2_upload",
+          hello2
+          + line({"id": 2, "op": "has_checkpoint", "hash": h})
+          + line({"id": 3, "op": "upload", "hash": h, "name": "config.json", "sha256": h, "bytes": 2}) + b"{}"
+          + line({"id": 4, "op": "commit_checkpoint", "hash": h,
+                  "files": [{"name": "config.json", "size": 2, "sha256": h}]})
+          + line({"id": 5, "op": "load", "hash": h, "mode": "dequant"}))
+    write("runner_request", "forward_v2_everything",
+          hello2
+          + line({"id": 2, "op": "forward", "input_ids": [[0, 5, 2], [0, 6, 7, 2]], "attention_mask": [[1, 1, 1], [1, 1, 1, 1]],
+                  "token_type_ids": [[0, 0, 0], [0, 0, 1, 1]], "logit_positions": [[0, 1], [1, 2]],
+                  "overrides": {"roberta.encoder.layer.0.attention.self.query": "float", "*": "fp8"},
+                  "capture": "all"}))
+    write("runner_request", "logit_position_beyond_32_bits",
+          line({"id": 1, "op": "forward", "input_ids": [[0, 5, 2]], "logit_positions": [[0, 4294967297]],
+                "output": "o.safetensors"}))
+    write("runner_request", "integer_beyond_64_bits",
+          b'{"id":1,"op":"forward","input_ids":[[0,18446744073709551616]],"output":"o"}\n')
+    write("runner_request", "bytes_not_a_count",
+          line({"id": 1, "op": "load", "checkpoint": "c", "bytes": -1}) + b"never read\n")
+    write("runner_request", "payload_on_a_forward",
+          hello2 + line({"id": 2, "op": "forward", "input_ids": [[1]], "bytes": 5}) + b"{}\n{}"
+          + line({"id": 3, "op": "shutdown"}))
+    write("runner_request", "not_an_object", b'[1,2,3]\n"op"\n  \n{"id":2,"op":"hello"}\r\n')
+    write("runner_request", "not_json", b'{"id":1,"op":\n{"id":2,"op":"hello"}\n')
+    write("runner_request", "deep", b"[" * 70 + b"]" * 70 + b"\n")
+    write("runner_request", "long_line", b'{"id":1,"op":"hello","pad":"' + b"x" * 1100 + b'"}\n')
+    write("runner_request", "payload_cut_short",
+          hello2 + line({"id": 2, "op": "upload", "hash": h, "name": "model.safetensors", "sha256": h,
+                         "bytes": 1000}) + b"short")
+
+
 DICTS = {
     "json_common": ['"{"', '"}"', '"["', '"]"', '":"', '","', '"\\""', '"true"', '"false"', '"null"',
                     '"-1"', '"0"', '"1e400"', '"18446744073709551615"', '"9223372036854775807"',
@@ -290,6 +335,13 @@ DICTS = {
     "squad": ['"version"', '"data"', '"title"', '"paragraphs"', '"context"', '"qas"', '"id"', '"question"',
               '"answers"', '"text"', '"answer_start"', '"is_impossible"', '"plausible_answers"', '"v2.0"',
               '"1.1"'],
+    "runner_request": ['"op"', '"hello"', '"protocols"', '"load"', '"checkpoint"', '"mode"', '"fp8"',
+                       '"dequant"', '"fp16"', '"forward"', '"input_ids"', '"attention_mask"',
+                       '"token_type_ids"', '"logit_positions"', '"overrides"', '"float"', '"capture"',
+                       '"all"', '"output"', '"has_checkpoint"', '"upload"', '"commit_checkpoint"',
+                       '"shutdown"', '"hash"', '"name"', '"sha256"', '"bytes"', '"files"', '"size"',
+                       '"\\x0a"', '"9223372036854775807"', '"18446744073709551616"', '"4294967297"',
+                       '"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"'],
 }
 
 
@@ -313,4 +365,5 @@ if __name__ == "__main__":
     tokenizer_encode_seeds()
     wordpiece_files_seeds()
     squad_seeds()
+    runner_request_seeds()
     write_dicts()

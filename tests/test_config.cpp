@@ -91,6 +91,13 @@ private slots:
         QTest::newRow("pad outside vocabulary") << R"({"pad_token_id": 99999999})" << "pad_token_id";
         QTest::newRow("other activation") << R"({"hidden_act": "relu"})" << "relu";
         QTest::newRow("quantization config not object") << R"({"quantization_config": 3})" << "quantization_config";
+        // Issue 30: integers are checked as the 64-bit values the file holds and quoted as written.
+        QTest::newRow("layers past 2^32") << R"({"num_hidden_layers": 4294967298})" << "is 4294967298";
+        QTest::newRow("vocabulary of 2^64 - 1") << R"({"vocab_size": 18446744073709551615})" << "is 18446744073709551615";
+        QTest::newRow("pad past 2^63") << R"({"pad_token_id": 9223372036854775809})" << "is 9223372036854775809";
+        QTest::newRow("pad leaving no positions")
+            << R"({"pad_token_id": 2295, "max_position_embeddings": 514})" << "max_position_embeddings is 514";
+        QTest::newRow("pad at the last position") << R"({"pad_token_id": 513})" << "pad_token_id 513 leaves no token positions";
     }
     void rejectsBadModelConfig()
     {
@@ -111,6 +118,43 @@ private slots:
             const QString message = QString::fromUtf8(e.what());
             QVERIFY2(message.contains("/models/x/config.json"), qPrintable(message));
             QVERIFY2(message.contains(expected), qPrintable(message));
+        }
+    }
+
+    // Issue 30: quantization_config integers were read as 32-bit ints, so 2^32 + 64 ran as 64 and
+    // 10^12 was reported as a negative number. Each is refused with the value as the file writes it.
+    void quantizationIntegersAreCheckedAs64Bit_data()
+    {
+        QTest::addColumn<QString>("args");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("group_size 2^32 + 64")
+            << R"("input_activations": {"num_bits": 8, "type": "float", "strategy": "group", "group_size": 4294967360, "dynamic": true})"
+            << "\"group_0.input_activations.group_size\" is 4294967360";
+        QTest::newRow("group_size 10^12")
+            << R"("input_activations": {"num_bits": 8, "type": "float", "strategy": "group", "group_size": 1000000000000, "dynamic": true})"
+            << "is 1000000000000";
+        QTest::newRow("block_structure 2^32 + 64")
+            << R"("weights": {"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [4294967360, 4294967360]})"
+            << "\"group_0.weights.block_structure\" entry is 4294967360";
+        QTest::newRow("num_bits 2^32 + 8")
+            << R"("weights": {"num_bits": 4294967304, "type": "float", "strategy": "channel"})" << "is 4294967304";
+        QTest::newRow("num_bits 2^64 - 1")
+            << R"("weights": {"num_bits": 18446744073709551615, "type": "float", "strategy": "channel"})"
+            << "is 18446744073709551615";
+    }
+    void quantizationIntegersAreCheckedAs64Bit()
+    {
+        QFETCH(QString, args);
+        QFETCH(QString, expected);
+        const std::string text = R"({"quant_method": "compressed-tensors", "format": "float-quantized",
+            "config_groups": {"group_0": {"targets": ["Linear"], )" + args.toStdString() + "}}}";
+        try {
+            parseQuantizationConfig(json::parse(text), "/models/x/config.json");
+            QFAIL("no error");
+        } catch (const Error& e) {
+            const QString message = QString::fromUtf8(e.what());
+            QVERIFY2(message.contains("/models/x/config.json") && message.contains(expected), qPrintable(message));
+            QVERIFY2(!message.contains(".."), qPrintable(message));
         }
     }
 

@@ -20,7 +20,8 @@ namespace {
 
 // The tests folder (CMake defines it; __FILE__ may be relative when ccache rewrites paths).
 const QString kSourceDir = QStringLiteral(QT_TESTCASE_SOURCEDIR);
-const QStringList kTargets = {"safetensors", "config", "tokenizer_files", "wordpiece_files", "tokenizer_encode", "squad"};
+const QStringList kTargets = {"safetensors",      "config", "tokenizer_files", "wordpiece_files",
+                               "tokenizer_encode", "squad",  "runner_request"};
 
 std::string readBytes(const QString& path)
 {
@@ -162,6 +163,8 @@ private slots:
                 fuzz::runTokenizerEncodeInput(encodeTokenizer(), input, true);
             else if (target == "squad")
                 fuzz::runSquadInput(input);
+            else if (target == "runner_request")
+                fuzz::runRunnerRequestInput(input);
             else
                 QFAIL(qPrintable("unknown target " + target));
         } catch (const Error& e) {

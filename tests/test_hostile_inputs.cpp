@@ -27,15 +27,20 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/diagnostics.h"
+#include "analysis/scale_statistics.h"
 #include "common/error.h"
 #include "common/text_files.h"
+#include "engine/compute_threads.h"
 #include "io/atomic_write.h"
 #include "io/output_folder.h"
 #include "io/temporary_owner.h"
 #include "io/safetensors.h"
+#include "model/checkpoint.h"
 #include "model/quantization_config.h"
+#include "numerics/metrics.h"
 #include "report/csv.h"
 #include "support/fixtures.h"
+#include "text/bpe_tokenizer.h"
 
 using namespace scalescope;
 using namespace scalescope::testing;
@@ -644,9 +649,36 @@ private slots:
         QVERIFY2(first.is_string() && first.get<std::string>().rfind("lm_head.decoder", 0) == 0, first.dump().c_str());
         QVERIFY(document["final"]["nonfinite"]["note"].get<std::string>().find("not claimed") != std::string::npos);
 
+        // Issue 30: a maximum over NaN errors is NaN (JSON null), never the 0.0 std::max left.
+        for (const json& point : document["points"])
+            if (point["name"].get<std::string>() == "lm_head.decoder.output")
+                QVERIFY2(point["max_abs_error"].is_null(), point.dump().c_str());
+        QVERIFY(document["final"]["logits"]["max_abs_error"].is_null());
+        // The findings carry the checkpoint's error (inspect's) and the first non-finite module.
+        bool weightFinding = false, outputFinding = false;
+        for (const json& finding : document["findings"]) {
+            weightFinding = weightFinding || (finding["code"] == "tensor-nonfinite" &&
+                                              finding["subject"] == "lm_head.layer_norm.weight");
+            outputFinding = outputFinding || (finding["code"] == "non-finite-output" &&
+                                              finding["subject"] == "lm_head.decoder");
+        }
+        QVERIFY2(weightFinding && outputFinding, document["findings"].dump().c_str());
+
         const CliResult text = runCli({"compare", q(dir), "--text", "the <mask> sat"});
         QVERIFY(text.out.contains("not compared (non-finite outputs)"));
         QVERIFY(!text.out.contains("agrees"));
+        QVERIFY2(!text.out.contains("Diagnostics: none"), qPrintable(text.out));
+    }
+
+    void maximumKeepsNan()
+    {
+        const float values[] = {1.0f, NAN, 3.0f, 0.5f, 2.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+        const float reference[10] = {};
+        // NaN in the vectorised part and in the tail alike.
+        QVERIFY(std::isnan(computeErrorMetrics(values, reference, 10).maxAbsError));
+        QVERIFY(std::isnan(computeErrorMetrics(values + 1, reference, 1).maxAbsError));
+        QCOMPARE(computeErrorMetrics(values + 2, reference, 1).maxAbsError, 3.0);
+        QVERIFY(std::isnan(maxKeepingNan(1.0, double(NAN))) && std::isnan(maxKeepingNan(double(NAN), 1.0)));
     }
 
     // ---- item 6: JSON of strings that are not UTF-8 ---------------------------------------------
@@ -775,6 +807,218 @@ private slots:
         QCOMPARE(csvField("-inf"), std::string("-inf"));
         QCOMPARE(csvField("+7"), std::string("+7"));
         QCOMPARE(csvField("Paris"), std::string("Paris"));
+    }
+
+    // ---- issue 30 item 5: inputs that are not regular files, caps, bounded quotes ---------------
+
+    // --squad <(cat f.json) hands over a pipe, whose st_size is 0: it is read to its end.
+    void pipesAreReadToTheirEnd()
+    {
+        int fds[2];
+        QCOMPARE(::pipe(fds), 0);
+        const std::string text = "{\"version\": \"1.1\", \"data\": []}";
+        QCOMPARE(::write(fds[1], text.data(), text.size()), ssize_t(text.size()));
+        ::close(fds[1]);
+        const std::string path = "/proc/self/fd/" + std::to_string(fds[0]);
+        QCOMPARE(readFileToString(path), text);
+        ::close(fds[0]);
+
+        // Past the cap, the sentence names the file and the cap.
+        QCOMPARE(::pipe(fds), 0);
+        QCOMPARE(::write(fds[1], std::string(300, 'x').data(), 300), ssize_t(300));
+        ::close(fds[1]);
+        const std::string capped = "/proc/self/fd/" + std::to_string(fds[0]);
+        QString message;
+        try {
+            readFileToString(capped, 100);
+        } catch (const Error& e) {
+            message = e.what();
+        }
+        ::close(fds[0]);
+        QVERIFY2(message.contains(q(capped)) && message.contains("limit of 100 bytes"), qPrintable(message));
+    }
+
+    // A FIFO no program writes to once blocked open() forever. The child's alarm is only a
+    // backstop so that the old behaviour fails this test instead of hanging it.
+    void fifoWithoutWriterIsRefusedNotAwaited()
+    {
+        const std::string fifo = makeTempDir("hostile-fifo") + "/squad.json";
+        QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        int report[2];
+        QCOMPARE(::pipe(report), 0);
+        const pid_t child = ::fork();
+        if (child == 0) {
+            ::alarm(60);
+            std::string message = "returned";
+            try {
+                readFileToString(fifo);
+            } catch (const Error& e) {
+                message = e.what();
+            }
+            (void)!::write(report[1], message.data(), message.size());
+            ::_exit(0);
+        }
+        ::close(report[1]);
+        std::string message;
+        char buffer[512];
+        for (ssize_t got; (got = ::read(report[0], buffer, sizeof buffer)) > 0;)
+            message.append(buffer, static_cast<std::size_t>(got));
+        ::close(report[0]);
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        QVERIFY2(WIFEXITED(status), "reading a FIFO without a writer did not return");
+        QVERIFY2(message.find(fifo) != std::string::npos && message.find("no program wrote") != std::string::npos,
+                 message.c_str());
+    }
+
+    // A folder or a FIFO where model.safetensors or a shard belongs is named as what it is.
+    void nonFileTensorFilesAreNamed()
+    {
+        const std::string folder = makeTempDir("hostile-folder-weights");
+        QVERIFY(QFile::copy(q(floatDir_) + "/config.json", q(folder) + "/config.json"));
+        QVERIFY(QDir().mkdir(q(folder) + "/model.safetensors"));
+        QString message;
+        try {
+            TensorStore::openDirectory(folder);
+        } catch (const Error& e) {
+            message = e.what();
+        }
+        QVERIFY2(message.contains("is a folder") && message.contains("model.safetensors"), qPrintable(message));
+
+        const std::string fifo = makeTempDir("hostile-fifo-weights");
+        QCOMPARE(::mkfifo((fifo + "/model.safetensors").c_str(), 0600), 0);
+        message.clear();
+        try {
+            TensorStore::openDirectory(fifo);
+        } catch (const Error& e) {
+            message = e.what();
+        }
+        QVERIFY2(message.contains("a FIFO"), qPrintable(message));
+
+        const std::string sharded = makeTempDir("hostile-fifo-shard");
+        writeAll(sharded + "/model.safetensors.index.json", R"({"weight_map": {"w": "model-00001.safetensors"}})");
+        QCOMPARE(::mkfifo((sharded + "/model-00001.safetensors").c_str(), 0600), 0);
+        message.clear();
+        try {
+            TensorStore::openDirectory(sharded);
+        } catch (const Error& e) {
+            message = e.what();
+        }
+        QVERIFY2(message.contains("a FIFO") && message.contains("model-00001.safetensors"), qPrintable(message));
+    }
+
+    // A 100 KB value in vocab.json is quoted in a few dozen characters, not whole.
+    void vocabularyErrorsQuoteBoundedPrefixes()
+    {
+        const std::string dir = makeTempDir("hostile-vocab-quote");
+        const std::string huge(100000, 'z');
+        writeAll(dir + "/vocab.json", "{\"<s>\": 0, \"" + huge + "\": \"" + huge + "\"}");
+        writeAll(dir + "/merges.txt", "#version: 0.2\n");
+        QString message;
+        try {
+            BpeTokenizer::loadFromFiles(dir + "/vocab.json", dir + "/merges.txt");
+        } catch (const Error& e) {
+            message = e.what();
+        }
+        QVERIFY2(message.contains(q(dir + "/vocab.json")) && message.contains("not to a non-negative integer id"),
+                 qPrintable(message.left(300)));
+        QVERIFY2(message.size() < 400, qPrintable(QString::number(message.size()) + " characters"));
+    }
+
+    void threadSettingIsChecked_data()
+    {
+        QTest::addColumn<QString>("value");
+        QTest::newRow("not a number") << "abc";
+        QTest::newRow("beyond the bound") << "100000";
+        QTest::newRow("zero") << "0";
+        QTest::newRow("trailing text") << "4x";
+    }
+
+    void threadSettingIsChecked()
+    {
+        QFETCH(QString, value);
+        QProcess process;
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert("SCALESCOPE_THREADS", value);
+        process.setProcessEnvironment(environment);
+        process.start(QStringLiteral(SCALESCOPE_CLI), {"tokenize", q(floatDir_), "--text", "the cat"});
+        QVERIFY(process.waitForFinished(300000));
+        const QString err = QString::fromUtf8(process.readAllStandardError());
+        QCOMPARE(process.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(process.exitCode(), 1);
+        QVERIFY2(err.contains("SCALESCOPE_THREADS=\"" + value + "\"") && err.contains("from 1 to 1024"), qPrintable(err));
+        QCOMPARE(computeThreadsFromEnvironment("3"), 3);
+        QCOMPARE(computeThreadsFromEnvironment(nullptr), 0);
+    }
+
+    // What --force cannot fix is said without advising --force, and before any forward runs.
+    void forwardOutputProblemsComeFirst()
+    {
+        const std::string folder = makeTempDir("hostile-output-folder");
+        const CliResult toFolder = runCli({"forward", q(floatDir_), "--input-ids", q(ids_), "--output", q(folder)});
+        QCOMPARE(toFolder.exitCode, 1);
+        QVERIFY2(toFolder.err.contains("a folder") && !toFolder.err.contains("--force"), qPrintable(toFolder.err));
+        const CliResult empty = runCli({"forward", q(floatDir_), "--input-ids", q(ids_), "--output", ""});
+        QCOMPARE(empty.exitCode, 1);
+        QVERIFY2(empty.err.contains("output path is empty"), qPrintable(empty.err));
+    }
+
+    // ---- issue 30 item 4: tensors a run leaves unused, and a window the model cannot take ------
+
+    void unusedLayerTensorsAreReported()
+    {
+        const std::string dir = makeTempDir("hostile-unused-layers");
+        TinyModelSpec spec;
+        spec.architecture = "RobertaForMaskedLM";
+        spec.numLayers = 4;
+        writeTinyFloatCheckpoint(dir, spec);
+        json config = json::parse(readAll(dir + "/config.json"));
+        config["num_hidden_layers"] = 2;
+        writeAll(dir + "/config.json", config.dump());
+
+        auto checkpoint = Checkpoint::open(dir);
+        QCOMPARE(checkpoint->unusedLayerTensors().size(), std::size_t(32)); // 2 layers of 16 tensors
+        const auto findings = diagnoseCheckpoint(*checkpoint, computeScaleStatistics(*checkpoint));
+        QVERIFY(hasFinding(findings, "unused-tensors", ""));
+
+        const CliResult fill = runCli({"fill-mask", q(dir), "--text", "the <mask> sat", "--json"});
+        QVERIFY2(fill.exitCode == 0, qPrintable(fill.err));
+        const std::string note = json::parse(fill.out.toStdString()).value("note", "");
+        QVERIFY2(note.find("32 tensors") != std::string::npos && note.find("layers 2 to 3") != std::string::npos,
+                 note.c_str());
+    }
+
+    // A tokenizer with ids past vocab_size is named with its file when it is loaded, and inspect
+    // warns, instead of "token id N is outside the vocabulary" at the first forward.
+    void tokenizerBeyondVocabSizeIsNamed()
+    {
+        const std::string dir = makeTempDir("hostile-tokenizer-ids");
+        for (const QString& name : QDir(q(floatDir_)).entryList(QDir::Files))
+            QVERIFY(QFile::copy(q(floatDir_) + "/" + name, q(dir) + "/" + name));
+        json config = json::parse(readAll(dir + "/config.json"));
+        config["vocab_size"] = 10;
+        writeAll(dir + "/config.json", config.dump());
+        auto checkpoint = Checkpoint::open(dir);
+        QString message;
+        try {
+            checkpoint->tokenizer();
+        } catch (const Error& e) {
+            message = e.what();
+        }
+        QVERIFY2(message.contains(q(dir + "/vocab.json")) && message.contains("beyond vocab_size 10"), qPrintable(message));
+        const auto findings = diagnoseCheckpoint(*checkpoint, computeScaleStatistics(*checkpoint));
+        QVERIFY(hasFinding(findings, "tokenizer-vocab-size", dir));
+    }
+
+    void qaWindowBeyondTheModelNamesTheOption()
+    {
+        std::string context;
+        for (int i = 0; i < 200; ++i)
+            context += "the cat sat on the mat ";
+        const CliResult qa = runCli({"qa", q(floatDir_), "--question", "where", "--context", q(context),
+                                     "--max-seq-len", "1000", "--doc-stride", "64"});
+        QCOMPARE(qa.exitCode, 1);
+        QVERIFY2(qa.err.contains("--max-seq-len 1000") && !qa.err.contains("The input has"), qPrintable(qa.err));
     }
 
     void badOptionValuesExitTwoEverywhere()

@@ -99,6 +99,8 @@ RunSelection selectRun(const Arguments& args, const std::string& checkpointDir)
     } else {
         throw UsageError{"--mode must be fp8, dequant, fp16 or reference, not \"" + run.modeName + "\"."};
     }
+    if (const std::string unused = run.model->checkpoint().unusedTensorsNote(); !unused.empty())
+        run.note += (run.note.empty() ? "" : " ") + unused;
     return run;
 }
 
@@ -275,12 +277,13 @@ int commandForward(const Arguments& args)
     inputs.inputIds = parseIdBatch(args.required("input-ids"));
     if (args.has("token-type-ids"))
         inputs.tokenTypeIds = parseIdBatch(*args.value("token-type-ids"), "token-type-ids");
+    // What --force cannot fix (a folder, an empty path) is said first, before any advice to use it.
+    if (const std::string problem = outputTargetProblem(output); !problem.empty())
+        throw Error(problem);
     // A dangling symbolic link exists too, though std::filesystem::exists follows it and says no.
     std::error_code statusError;
     if (std::filesystem::exists(std::filesystem::symlink_status(output, statusError)) && !args.flag("force"))
         throw Error(output + " already exists; pass --force to overwrite it.");
-    if (const std::string problem = outputTargetProblem(output); !problem.empty())
-        throw Error(problem);
     RunSelection run = selectRun(args, args.positionals()[0]);
 
     ForwardOptions options;
@@ -740,8 +743,12 @@ int run(const std::vector<std::string>& args)
         std::cout << "scalescope-cli " << SCALESCOPE_VERSION << "\n" << fp8GemmDescription() << "\n";
         return 0;
     }
-    const char* threads = std::getenv("SCALESCOPE_THREADS");
-    setComputeThreads(threads ? std::atoi(threads) : 0);
+    try {
+        setComputeThreads(computeThreadsFromEnvironment(std::getenv("SCALESCOPE_THREADS")));
+    } catch (const Error& e) {
+        std::cerr << "scalescope-cli: " << e.what() << "\n";
+        return 1;
+    }
 
     for (const Command& command : commands()) {
         if (command.spec.name != args[0])

@@ -4,6 +4,7 @@
 #include <functional>
 #include <set>
 
+#include "common/json_values.h"
 #include "common/text_files.h"
 #include "model/quantization_config.h"
 #include "model/runtime_units.h"
@@ -84,11 +85,6 @@ std::string listed(const std::vector<std::string>& names)
     if (names.size() == 2)
         return names[0] + " and " + names[1];
     return names[0] + ", " + names[1] + " and " + std::to_string(names.size() - 2) + " more";
-}
-
-std::string quoted(const json& value)
-{
-    return value.is_string() ? "\"" + value.get<std::string>() + "\"" : value.dump();
 }
 
 // Every module path the tensors imply (each dot prefix of a tensor name), for "matches nothing".
@@ -211,7 +207,7 @@ private:
         const json& raw = quantization->raw;
         const auto status = raw.find("quantization_status");
         if (status == raw.end() || !status->is_string() || status->get<std::string>() != "compressed") {
-            const std::string label = status == raw.end() ? "missing" : quoted(*status);
+            const std::string label = status == raw.end() ? "missing" : quotedJsonValue(*status);
             if (!fp8.empty())
                 list_.add("both", "aiu-status-not-compressed", Severity::Error, fp8,
                           "quantization_status is " + label + " although the weights are FP8 on disk, and fms_mo builds "
@@ -318,8 +314,8 @@ private:
         }
         if (weights.value("symmetric", json(nullptr)) != true || weights.value("dynamic", json(nullptr)) != false)
             list_.add("both", "aiu-weights-unsupported", Severity::Error, fp8,
-                      "group_0's weights have symmetric " + weights.value("symmetric", json(nullptr)).dump() +
-                          " and dynamic " + weights.value("dynamic", json(nullptr)).dump() +
+                      "group_0's weights have symmetric " + quotedJsonValue(weights.value("symmetric", json(nullptr))) +
+                          " and dynamic " + quotedJsonValue(weights.value("dynamic", json(nullptr))) +
                           ", but fms_mo's FP8 Linear takes symmetric, static weights only.",
                       "Quantize the weights symmetric with dynamic false.");
         weightStrategy_ = group0_->weights ? group0_->weights->strategy : "";
@@ -352,7 +348,7 @@ private:
         if (!fp8Activations || !dynamic.is_boolean() || (dynamic == true && strategy != "token") ||
             (dynamic == false && strategy != "tensor")) {
             list_.add("both", "aiu-activations-unsupported", Severity::Error, fp8,
-                      "group_0 has " + std::string(dynamic.is_boolean() ? (dynamic == true ? "dynamic " : "static ") : "dynamic " + dynamic.dump() + " ") +
+                      "group_0 has " + std::string(dynamic.is_boolean() ? (dynamic == true ? "dynamic " : "static ") : "dynamic " + quotedJsonValue(dynamic) + " ") +
                           strategy + " input activations, but fms_mo takes 8-bit float activations dynamic per token "
                           "or static per tensor only.",
                       "Re-quantize with dynamic per-token (or static per-tensor) FP8 activations.");
@@ -699,7 +695,7 @@ ConsumerReport assessCompressedTensors(const Checkpoint& checkpoint)
         const auto status = quantization->raw.find("quantization_status");
         if (!fp8.empty() && (status == quantization->raw.end() || *status != "compressed"))
             list.add("", "ct-status-not-compressed", Severity::Error, fp8,
-                     "quantization_status is " + (status == quantization->raw.end() ? std::string("missing") : quoted(*status)) +
+                     "quantization_status is " + (status == quantization->raw.end() ? std::string("missing") : quotedJsonValue(*status)) +
                          " although the weights are FP8 on disk, so transformers does not decompress them and takes "
                          "the codes without their scales.",
                      "Set quantization_status to \"compressed\" in config.json (the tensors already are).");

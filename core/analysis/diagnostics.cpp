@@ -38,6 +38,8 @@
 //                          another group than the loaders' most-specific-target rule
 //   config-unknown-key     a key compressed-tensors does not define inside a group or args block
 //   static-scale-clipping  (diagnoseActivations) a static input scale clips too many activations
+//   unused-tensors         tensors of encoder layers past num_hidden_layers, which no run reads
+//   tokenizer-vocab-size   the tokenizer holds ids past config.json's vocab_size
 // info
 //   not-quantized          no quantization_config: a float checkpoint
 //   strategy-mismatch      weights and input activations declare different strategies
@@ -182,6 +184,11 @@ public:
             checkFusableQkv(layer);
         checkFp16Casts();
         checkNonFiniteTensors();
+        if (!checkpoint_.tokenizerMismatch().empty())
+            add(Severity::Warning, "tokenizer-vocab-size", checkpoint_.directory(),
+                checkpoint_.tokenizerMismatch() + " Commands that take text refuse it; --input-ids still runs.");
+        if (const std::string note = checkpoint_.unusedTensorsNote(); !note.empty())
+            add(Severity::Warning, "unused-tensors", checkpoint_.unusedLayerTensors().front(), note);
         return std::move(findings_);
     }
 

@@ -2,12 +2,37 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <new>
+
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/error.h"
 
 namespace scalescope {
+
+namespace {
+
+// Closes a descriptor on every way out of a read.
+struct FileDescriptor {
+    int fd = -1;
+    ~FileDescriptor()
+    {
+        if (fd >= 0)
+            ::close(fd);
+    }
+};
+
+std::string sizeText(std::uint64_t bytes)
+{
+    std::string text = std::to_string(bytes) + " bytes";
+    if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0)
+        text += " (" + std::to_string(bytes >> 20) + " MiB)";
+    return text;
+}
+
+} // namespace
 
 std::string readFileToString(const std::string& path, std::uint64_t maxBytes)
 {
@@ -16,16 +41,43 @@ std::string readFileToString(const std::string& path, std::uint64_t maxBytes)
         throw Error("Cannot read " + path + ": " + std::strerror(errno) + ".");
     if (S_ISDIR(info.st_mode))
         throw Error("Cannot read " + path + ": it is a folder, not a file.");
-    if (static_cast<std::uint64_t>(info.st_size) > maxBytes)
+    if (S_ISSOCK(info.st_mode))
+        throw Error("Cannot read " + path + ": it is a socket, not a file.");
+    const bool regular = S_ISREG(info.st_mode);
+    if (regular && static_cast<std::uint64_t>(info.st_size) > maxBytes)
         throw Error("Cannot read " + path + ": the file is " + std::to_string(info.st_size) +
-                    " bytes, more than the limit of " + std::to_string(maxBytes) + ".");
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
+                    " bytes, more than the limit of " + sizeText(maxBytes) + " for this kind of file.");
+    // O_NONBLOCK because opening a FIFO that no program writes to would wait forever; it is cleared
+    // right after, and a read then returns end of input when no writer holds the pipe.
+    FileDescriptor file;
+    file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (file.fd < 0)
         throw Error("Cannot read " + path + ": " + std::strerror(errno) + ".");
-    std::string content(static_cast<std::size_t>(info.st_size), '\0');
-    in.read(content.data(), static_cast<std::streamsize>(content.size()));
-    if (in.gcount() != static_cast<std::streamsize>(content.size()))
-        throw Error("Cannot read " + path + ": the file ended early.");
+    const int flags = ::fcntl(file.fd, F_GETFL);
+    if (flags < 0 || ::fcntl(file.fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
+        throw Error("Cannot read " + path + ": " + std::strerror(errno) + ".");
+    // Read to the end rather than trust st_size: a pipe (--squad <(cat file.json)) reports 0, and
+    // a file may change size between the stat and the read.
+    std::string content;
+    if (regular)
+        content.reserve(static_cast<std::size_t>(info.st_size));
+    char chunk[1 << 16];
+    while (true) {
+        const ssize_t got = ::read(file.fd, chunk, sizeof chunk);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            throw Error("Cannot read " + path + ": " + std::strerror(errno) + ".");
+        }
+        if (got == 0)
+            break;
+        if (content.size() + static_cast<std::size_t>(got) > maxBytes)
+            throw Error("Cannot read " + path + ": it holds more than the limit of " + sizeText(maxBytes) +
+                        " for this kind of file.");
+        content.append(chunk, static_cast<std::size_t>(got));
+    }
+    if (content.empty() && S_ISFIFO(info.st_mode))
+        throw Error("Cannot read " + path + ": it is a pipe, and no program wrote anything to it.");
     return content;
 }
 
@@ -42,6 +94,9 @@ nlohmann::json readJsonFile(const std::string& path, std::uint64_t maxBytes)
     } catch (const nlohmann::json::exception&) {
         // The parser reports a number beyond double's range ("1e400") as out_of_range, not parse_error.
         throw Error(path + " is not valid JSON: it holds a number too large to represent.");
+    } catch (const std::bad_alloc&) {
+        throw Error("Cannot read " + path + ": its " + std::to_string(text.size()) +
+                    " bytes of JSON need more memory than the process can have.");
     }
 }
 
@@ -178,6 +233,17 @@ std::string terminalSafe(const std::string& text, bool keepNewlines)
     return out;
 }
 
+std::string abbreviatedText(const std::string& text, std::size_t limit)
+{
+    if (text.size() <= limit)
+        return text;
+    std::size_t cut = limit > 3 ? limit - 3 : 0;
+    // Back up over UTF-8 continuation bytes so the quote never ends inside a character.
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+        --cut;
+    return text.substr(0, cut) + "...";
+}
+
 std::string joinedWords(const std::vector<std::string>& items, const std::string& lastJoin)
 {
     std::string text;
@@ -190,6 +256,22 @@ bool fileExists(const std::string& path)
 {
     struct stat info {};
     return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+const char* nonFileKind(const std::string& path)
+{
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode))
+        return nullptr;
+    if (S_ISDIR(info.st_mode))
+        return "a folder";
+    if (S_ISFIFO(info.st_mode))
+        return "a FIFO";
+    if (S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode))
+        return "a device";
+    if (S_ISSOCK(info.st_mode))
+        return "a socket";
+    return "not a regular file";
 }
 
 bool directoryExists(const std::string& path)

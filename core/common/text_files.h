@@ -1,5 +1,6 @@
 #pragma once
 // Whole-file reads with errors that name the file.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -8,10 +9,20 @@
 
 namespace scalescope {
 
-// Throws scalescope::Error "Cannot read <path>: <reason>." Refuses files over maxBytes.
-std::string readFileToString(const std::string& path, std::uint64_t maxBytes = 1ull << 30);
-// Parses a JSON file; the error names the file and the parser's byte position.
-nlohmann::json readJsonFile(const std::string& path, std::uint64_t maxBytes = 256ull << 20);
+// Caps on the files read whole, checked before anything is parsed. A parsed JSON value costs about
+// 40 times its text (a 60 MB file took 2.4 GB), so the JSON cap is far below what memory could
+// hold and far above real files (roberta-base's tokenizer.json is 1.4 MB, XLM-R's 17 MB).
+constexpr std::uint64_t kMaxJsonFileBytes = 32ull << 20;
+constexpr std::uint64_t kMaxTextFileBytes = 256ull << 20;
+
+// Every input file is read through this: a regular file, a pipe (--squad <(cat f.json)) or a
+// device, read to its end; a folder or a socket is refused. More than maxBytes is refused with the
+// cap in the sentence, and a FIFO that no program writes to reads as nothing (never waits in
+// open()). Throws scalescope::Error "Cannot read <path>: <reason>."
+std::string readFileToString(const std::string& path, std::uint64_t maxBytes = kMaxTextFileBytes);
+// Parses a JSON file read by readFileToString; the error names the file and the parser's byte
+// position, or the memory the parse needed.
+nlohmann::json readJsonFile(const std::string& path, std::uint64_t maxBytes = kMaxJsonFileBytes);
 // Deepest array/object nesting that any JSON this program reads may have. Real configs, vocabularies,
 // tokenizer.json files and safetensors headers nest fewer than 10 levels; a limit keeps hostile
 // files (100,000 levels) from exhausting the stack in code that walks, copies or prints the value.
@@ -27,9 +38,18 @@ nlohmann::json withValidUtf8(const nlohmann::json& value);
 // text safe to print on a terminal: control characters (C0, DEL, C1; escape sequences start with
 // them) and invalid UTF-8 bytes are written as "\xNN". Newlines are kept when keepNewlines.
 std::string terminalSafe(const std::string& text, bool keepNewlines = false);
+// A bounded quote of text for a message: text itself when it has at most `limit` bytes, else its
+// first bytes (cut at a UTF-8 character boundary) and "...", `limit` bytes in all. Every message
+// that quotes input (a value, a line, a command) quotes it through this, so a 60 MB value makes a
+// short sentence.
+std::string abbreviatedText(const std::string& text, std::size_t limit);
 // Items in a sentence: "a", "a and b", "a, b and c" (lastJoin " or " for choices).
 std::string joinedWords(const std::vector<std::string>& items, const std::string& lastJoin = " and ");
 bool fileExists(const std::string& path);
+// What stands at path when it is not a regular file: "a folder", "a FIFO", "a device", "a socket";
+// nullptr when it is a regular file or nothing is there (symbolic links are followed). For
+// messages that would otherwise say such a path "does not exist".
+const char* nonFileKind(const std::string& path);
 bool directoryExists(const std::string& path);
 std::string joinPath(const std::string& dir, const std::string& name);
 

@@ -45,13 +45,6 @@ std::string secondsText(std::chrono::milliseconds duration)
 
 } // namespace
 
-std::string abbreviatedText(const std::string& text, std::size_t limit)
-{
-    if (text.size() <= limit)
-        return text;
-    return text.substr(0, limit - 3) + "...";
-}
-
 std::string withoutFinalPeriod(std::string sentence)
 {
     while (!sentence.empty() && (sentence.back() == '.' || sentence.back() == ' ' || sentence.back() == '\n'))
@@ -363,7 +356,7 @@ RunnerChannel::Reply RunnerChannel::exchange(json request, const std::string& re
                 return reply;
             }
             if (!bytes->is_number_unsigned() || (maxResponseBytes > 0 && bytes->get<uint64_t>() > maxResponseBytes))
-                fail(label() + " announced " + bytes->dump() + " bytes for the " + requestName +
+                fail(label() + " announced " + abbreviatedText(bytes->dump(), 40) + " bytes for the " + requestName +
                      " request, more than the " + std::to_string(maxResponseBytes) + " the request can produce");
             payloadSize = bytes->get<uint64_t>();
             stdoutBuffer_.reserve(static_cast<std::size_t>(payloadSize));

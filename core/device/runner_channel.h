@@ -103,8 +103,7 @@ private:
     double lastRoundTripMs_ = 0;
 };
 
-// Text helpers shared by the client's messages.
-std::string abbreviatedText(const std::string& text, std::size_t limit);
+// Text helper shared by the client's messages (abbreviatedText is common/text_files.h's).
 std::string withoutFinalPeriod(std::string sentence);
 
 } // namespace scalescope

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "common/text_files.h"
 
 extern char** environ;
 
@@ -19,13 +20,6 @@ namespace scalescope {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string abbreviated(const std::string& text, std::size_t limit)
-{
-    if (text.size() <= limit)
-        return text;
-    return text.substr(0, limit - 3) + "...";
-}
 
 void closeFd(int& fd)
 {
@@ -143,7 +137,7 @@ RunnerProcess::RunnerProcess(const std::string& command, const std::vector<std::
     if (failure != 0) {
         pid_ = -1;
         closeAll();
-        throw Error("Cannot start the runner \"" + abbreviated(command, 60) + "\": " + std::strerror(failure) + ".");
+        throw Error("Cannot start the runner \"" + abbreviatedText(command, 60) + "\": " + std::strerror(failure) + ".");
     }
     stdin_ = in[1];
     stdout_ = out[0];

@@ -6,7 +6,13 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <string>
 #include <thread>
+
+#include "common/error.h"
+#include "common/text_files.h"
 
 namespace scalescope {
 namespace {
@@ -31,6 +37,22 @@ void setComputeThreads(int threads)
     } else {
         at::set_num_threads(threads);
     }
+}
+
+int computeThreadsFromEnvironment(const char* value)
+{
+    if (!value || !*value)
+        return 0;
+    const std::string text = value;
+    char* end = nullptr;
+    errno = 0;
+    const long long threads = std::strtoll(text.c_str(), &end, 10);
+    const bool integer = end != text.c_str() && *end == '\0' && errno == 0 && text.find_first_of(" \t+") == std::string::npos;
+    if (!integer || threads < 1 || threads > kMaxComputeThreads)
+        throw Error("SCALESCOPE_THREADS=\"" + terminalSafe(abbreviatedText(text, 40)) +
+                    "\" is not a thread count: it must be an integer from 1 to " + std::to_string(kMaxComputeThreads) +
+                    " (unset, one thread per core).");
+    return static_cast<int>(threads);
 }
 
 int computeThreads()

@@ -21,6 +21,7 @@
 #include "device/forward_summary.h"
 #include "device/runner_backend.h"
 #include "device/runner_protocol.h"
+#include "device/runner_request.h"
 #include "engine/compute_threads.h"
 #include "engine/encoder_model.h"
 #include "engine/runner_cache.h"
@@ -31,50 +32,11 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string abbreviated(const std::string& text, std::size_t limit)
-{
-    return text.size() <= limit ? text : text.substr(0, limit - 3) + "...";
-}
-
 std::string canonicalFolder(const std::string& dir)
 {
     std::error_code error;
     const std::filesystem::path path = std::filesystem::weakly_canonical(dir, error);
     return error ? dir : path.string();
-}
-
-const json& requireField(const json& request, const char* field, const std::string& op)
-{
-    const auto it = request.find(field);
-    if (it == request.end())
-        throw Error("The " + op + " request has no \"" + field + "\" field.");
-    return *it;
-}
-
-// A list of rows of non-negative 64-bit integers. A refusal quotes the value as the request wrote
-// it (integers beyond 64 bits never get here: the line check refuses them first).
-std::vector<std::vector<int64_t>> intMatrix(const json& value, const char* field)
-{
-    const std::string expected = std::string("\"") + field + "\" must be a list of lists of non-negative integers";
-    if (!value.is_array())
-        throw Error(expected + ".");
-    std::vector<std::vector<int64_t>> rows;
-    for (const json& row : value) {
-        if (!row.is_array())
-            throw Error(expected + ".");
-        std::vector<int64_t> values;
-        values.reserve(row.size());
-        for (const json& v : row) {
-            const bool inRange = v.is_number_unsigned()
-                                     ? v.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max())
-                                     : v.is_number_integer() && v.get<int64_t>() >= 0;
-            if (!inRange)
-                throw Error(expected + ", not " + abbreviated(v.dump(), 40) + ".");
-            values.push_back(v.get<int64_t>());
-        }
-        rows.push_back(std::move(values));
-    }
-    return rows;
 }
 
 // PROTOCOL.md: where received checkpoints are kept, one folder per hash; always the user's own.
@@ -87,37 +49,6 @@ std::string defaultCacheFolder()
     if (const char* home = std::getenv("HOME"); home && *home)
         return std::string(home) + "/.cache/scalescope-runner";
     return "/tmp/scalescope-runner-" + std::to_string(::geteuid());
-}
-
-bool isHash(const std::string& text)
-{
-    return text.size() == 64 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
-
-std::string requireHash(const json& request, const std::string& op)
-{
-    const json& hash = requireField(request, "hash", op);
-    if (!hash.is_string() || !isHash(hash.get<std::string>()))
-        throw Error("The " + op + " request's \"hash\" must be 64 lower-case hex digits.");
-    return hash.get<std::string>();
-}
-
-// PROTOCOL.md: {"MODULE": "float" | "fp8", ...}; "*": "float" runs every Linear not named in float.
-PrecisionOverrides parseOverrides(const json& value)
-{
-    const std::string expected = "\"overrides\" must map Linear module names (or \"*\") to \"float\" or \"fp8\".";
-    if (!value.is_object())
-        throw Error(expected);
-    PrecisionOverrides overrides;
-    for (const auto& [module, precision] : value.items()) {
-        if (precision != "float" && precision != "fp8")
-            throw Error(expected);
-        if (module == "*")
-            overrides.othersFloat = precision == "float";
-        else
-            overrides.modules[module] = precision == "float" ? Precision::Float : Precision::Fp8;
-    }
-    return overrides;
 }
 
 // Reads the `size` bytes that follow a request line to their end, into `incoming` when there is
@@ -177,10 +108,7 @@ public:
         std::string refusal;
         std::unique_ptr<RunnerCache::Incoming> incoming;
         try {
-            const auto field = request.find("op");
-            if (field == request.end() || !field->is_string())
-                throw Error("The request has no \"op\" string.");
-            op = field->get<std::string>();
+            op = requestOp(request);
             if (!integerOutOfRange.empty())
                 throw Error("The " + op + " request holds the integer " + integerOutOfRange +
                             ", outside the 64-bit range.");
@@ -232,7 +160,7 @@ private:
         if (op == "has_checkpoint" || op == "upload" || op == "commit_checkpoint") {
             requireProtocol2(op);
             if (op == "has_checkpoint")
-                return {{"cached", cache_.has(requireHash(request, op))}};
+                return {{"cached", cache_.has(requireRequestHash(request, op))}};
             if (op == "upload") {
                 cache_.finish(*incoming);
                 return json::object();
@@ -255,16 +183,8 @@ private:
     std::unique_ptr<RunnerCache::Incoming> prepareUpload(const json& request, bool hasPayload)
     {
         requireProtocol2("upload");
-        const std::string hash = requireHash(request, "upload");
-        const json& name = requireField(request, "name", "upload");
-        if (!name.is_string() || !isSafeManifestName(name.get<std::string>()))
-            throw Error("The upload request's \"name\" must be a plain file name.");
-        const json& sha = requireField(request, "sha256", "upload");
-        if (!sha.is_string() || !isHash(sha.get<std::string>()))
-            throw Error("The upload request's \"sha256\" must be 64 lower-case hex digits.");
-        if (!hasPayload)
-            throw Error("The upload request announces no \"bytes\".");
-        return cache_.receive(hash, name.get<std::string>(), sha.get<std::string>());
+        const UploadRequest upload = parseUploadRequest(request, hasPayload);
+        return cache_.receive(upload.hash, upload.name, upload.sha256);
     }
 
     json hello(const json& request)
@@ -272,19 +192,14 @@ private:
         const std::string name = options_.name.empty()
             ? "ScaleScope CPU runner, " + std::to_string(computeThreads()) + " threads"
             : options_.name;
-        // The highest version both speak; a client that offers none gets version 1.
-        protocol_ = kRunnerProtocolVersion;
-        if (const auto offered = request.find("protocols"); offered != request.end() && offered->is_array())
-            for (const json& version : *offered)
-                if (version.is_number_integer() && version.get<int64_t>() <= kRunnerProtocolLatest)
-                    protocol_ = std::max<int>(protocol_, static_cast<int>(version.get<int64_t>()));
+        protocol_ = negotiatedProtocol(request);
         return {{"protocol", protocol_}, {"device", "cpu"}, {"name", name}};
     }
 
     json commit(const json& request)
     {
-        const std::string hash = requireHash(request, "commit_checkpoint");
-        const json& files = requireField(request, "files", "commit_checkpoint");
+        const std::string hash = requireRequestHash(request, "commit_checkpoint");
+        const json& files = requireRequestField(request, "files", "commit_checkpoint");
         cache_.commit(hash, files);
         log_ << "scalescope runner: received checkpoint " << hash << " (" << files.size() << " files)" << std::endl;
         return json::object();
@@ -307,28 +222,11 @@ private:
         return progress;
     }
 
-    std::string checkpointFolder(const json& request)
-    {
-        if (request.contains("hash"))
-            return cache_.published(requireHash(request, "load"));
-        const json& checkpoint = requireField(request, "checkpoint", "load");
-        if (!checkpoint.is_string() || checkpoint.get<std::string>().empty())
-            throw Error("The load request's \"checkpoint\" must be a folder path.");
-        return checkpoint.get<std::string>();
-    }
-
     json load(const json& request)
     {
-        const std::string dir = checkpointFolder(request);
-        std::string modeName = "fp8";
-        if (request.contains("mode")) {
-            if (!request["mode"].is_string())
-                throw Error("The load request's \"mode\" must be \"fp8\", \"dequant\" or \"fp16\".");
-            modeName = request["mode"].get<std::string>();
-        }
-        RunMode mode = RunMode::Fp8;
-        if (!parseRunMode(modeName, mode))
-            throw Error("The load request's mode \"" + modeName + "\" is not fp8 or dequant (nor fp16, the AIU's CPU twin).");
+        const LoadRequest parsed = parseLoadRequest(request);
+        const std::string dir = parsed.hash.empty() ? parsed.checkpoint : cache_.published(parsed.hash);
+        const RunMode mode = parsed.mode;
 
         const std::string canonical = canonicalFolder(dir);
         // EncoderModel runs either mode from the same weights, so a mode switch costs nothing here.
@@ -351,59 +249,22 @@ private:
     {
         if (!model_)
             throw Error("No checkpoint is loaded; send a load request first.");
-        EncoderInputs inputs;
-        inputs.inputIds = intMatrix(requireField(request, "input_ids", "forward"), "input_ids");
-        if (request.contains("attention_mask") && !request["attention_mask"].is_null())
-            inputs.attentionMask = intMatrix(request["attention_mask"], "attention_mask");
-        if (request.contains("logit_positions") && !request["logit_positions"].is_null()) {
-            std::size_t longest = 0;
-            for (const auto& row : inputs.inputIds)
-                longest = std::max(longest, row.size());
-            for (const std::vector<int64_t>& pair : intMatrix(request["logit_positions"], "logit_positions")) {
-                if (pair.size() != 2)
-                    throw Error("\"logit_positions\" must hold [row, position] pairs.");
-                // Checked as 64-bit values before they narrow to int: 2^32 + 1 is not position 1.
-                if (uint64_t(pair[0]) >= inputs.inputIds.size() || uint64_t(pair[1]) >= longest)
-                    throw Error("Logit position (" + std::to_string(pair[0]) + ", " + std::to_string(pair[1]) +
-                                ") is outside the input.");
-                inputs.logitPositions.emplace_back(static_cast<int>(pair[0]), static_cast<int>(pair[1]));
-            }
-        }
-        if (request.contains("token_type_ids") && !request["token_type_ids"].is_null())
-            inputs.tokenTypeIds = intMatrix(request["token_type_ids"], "token_type_ids");
-        // Protocol 2 answers with the tensors in-band; version 1 writes the file the client names.
-        std::string output;
-        if (protocol_ < 2) {
-            const json& outputField = requireField(request, "output", "forward");
-            if (!outputField.is_string() || outputField.get<std::string>().empty())
-                throw Error("The forward request's \"output\" must be a file path.");
-            output = outputField.get<std::string>();
-        }
-
+        ForwardRequest parsed = parseForwardRequest(request, protocol_);
+        const EncoderInputs& inputs = parsed.inputs;
         ForwardOptions options;
         options.mode = mode_;
-        if (request.contains("overrides") && !request["overrides"].is_null())
-            options.overrides = parseOverrides(request["overrides"]);
-        if (request.contains("capture") && !request["capture"].is_null()) {
-            const json& capture = request["capture"];
-            if (capture.is_string() && capture.get<std::string>() == "all") {
-                options.capture.all = true;
-            } else if (capture.is_array()) {
-                const std::vector<std::string> points = model_->capturePoints();
-                std::set<std::string> known(points.begin(), points.end());
-                for (const std::string& point : points)
-                    known.insert(point.substr(0, point.rfind('.')));
-                for (const json& name : capture) {
-                    if (!name.is_string())
-                        throw Error("\"capture\" must be a list of capture point or module names, or \"all\".");
-                    if (!known.count(name.get<std::string>()))
-                        throw Error("Unknown capture point \"" + name.get<std::string>() + "\".");
-                    options.capture.names.push_back(name.get<std::string>());
-                }
-            } else {
-                throw Error("\"capture\" must be a list of capture point or module names, or \"all\".");
-            }
+        options.overrides = std::move(parsed.overrides);
+        options.capture = std::move(parsed.capture);
+        if (!options.capture.names.empty()) {
+            const std::vector<std::string> points = model_->capturePoints();
+            std::set<std::string> known(points.begin(), points.end());
+            for (const std::string& point : points)
+                known.insert(point.substr(0, point.rfind('.')));
+            for (const std::string& name : options.capture.names)
+                if (!known.count(name))
+                    throw Error("Unknown capture point \"" + abbreviatedText(name, 200) + "\".");
         }
+        const std::string& output = parsed.output;
 
         const ForwardResult result = model_->forward(inputs, options);
         std::vector<TensorToWrite> tensors;
@@ -465,35 +326,20 @@ int serveRunner(std::istream& in, std::ostream& out, std::ostream& log, const Ru
             return 0;
         if (read == LineRead::TooLong)
             return stopReading(nullptr, "A request line is longer than 64 MiB; the runner stops reading this input.");
-        if (line.find_first_not_of(" \t") == std::string::npos)
+        const RequestLine parsed = parseRequestLine(line);
+        if (parsed.kind == RequestLine::Kind::Blank)
             continue;
-        const ProtocolLineCheck check = checkProtocolLine(line);
-        if (!check.refusal.empty())
-            return stopReading(nullptr, "The request " + check.refusal + "; the runner stops reading this input.");
-        json request;
-        try {
-            request = json::parse(line);
-        } catch (const json::parse_error& e) {
-            return stopReading(nullptr, "The request is not valid JSON (byte " + std::to_string(e.byte) +
-                                            "); the runner stops reading this input.");
-        } catch (const json::exception&) { // e.g. a number beyond double's range
-            return stopReading(nullptr, "The request holds a number out of range; the runner stops reading this input.");
-        }
-        if (!request.is_object()) { // nothing in it can announce a payload
-            respond(out, {{"id", nullptr}, {"ok", false}, {"error", "The request is not a JSON object."}});
+        if (parsed.kind == RequestLine::Kind::StopReading)
+            return stopReading(parsed.id, parsed.sentence);
+        if (parsed.kind == RequestLine::Kind::NotAnObject) {
+            respond(out, {{"id", nullptr}, {"ok", false}, {"error", parsed.sentence}});
             continue;
         }
-        const json id = request.contains("id") ? request["id"] : json(nullptr);
-        std::optional<uint64_t> payload;
-        if (const auto bytes = request.find("bytes"); bytes != request.end()) {
-            if (!bytes->is_number_unsigned() || bytes->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
-                return stopReading(id, "\"bytes\" must be a byte count (a non-negative integer), not " +
-                                           abbreviated(bytes->dump(), 40) + "; the runner stops reading this input.");
-            payload = bytes->get<uint64_t>();
-        }
+        const json& request = parsed.request;
+        const json& id = parsed.id;
         server.setCurrentId(id);
         bool framingLost = false;
-        json response = server.answer(request, payload, check.integerOutOfRange, in, framingLost);
+        json response = server.answer(request, parsed.payload, parsed.integerOutOfRange, in, framingLost);
         response["id"] = id;
         respond(out, response);
         if (framingLost)

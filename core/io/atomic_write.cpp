@@ -114,9 +114,12 @@ std::optional<TemporaryOwner> ownerInName(const std::string& name)
 
 std::string outputTargetProblem(const std::string& path)
 {
+    if (path.empty())
+        return "The output path is empty; name the file to write.";
     if (const char* kind = nonRegularKind(path))
-        return "Cannot write " + path + ": it is " + std::string(kind) +
-               ", not a regular file, and only a regular file is ever replaced; choose another output path.";
+        return "Cannot write " + path + ": it already exists as " + std::string(kind) +
+               ", not a regular file, and only a regular file is ever replaced, even when forced; choose another "
+               "output path.";
     return {};
 }
 

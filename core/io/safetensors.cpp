@@ -245,14 +245,16 @@ bool isPlainFileName(const std::string& name)
 // Opens a regular file of at least 8 bytes (the header length) for reading; returns the descriptor.
 int openRegularFile(const std::string& path, struct stat* info)
 {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO with no writer would wait forever; fstat below refuses it anyway.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         throw Error("Cannot open " + path + ": " + std::strerror(errno) + ".");
     std::string problem;
     if (::fstat(fd, info) != 0)
         problem = "Cannot open " + path + ": " + std::strerror(errno) + ".";
     else if (!S_ISREG(info->st_mode))
-        problem = "Cannot open " + path + ": it is not a regular file.";
+        problem = "Cannot open " + path + ": it is " + std::string(nonFileKind(path) ? nonFileKind(path) : "not a regular file") +
+                  ", not a file; safetensors files are memory-mapped, so they must be regular files.";
     else if (info->st_size < 8)
         problem = path + " is not a safetensors file: it is " + std::to_string(info->st_size) +
                   " bytes long, too short for the 8-byte header length.";
@@ -592,9 +594,9 @@ std::unique_ptr<TensorStore> TensorStore::openDirectory(const std::string& dir)
         throw Error("Cannot open checkpoint " + dir + ": it is not a folder.");
 
     const std::string indexPath = joinPath(dir, "model.safetensors.index.json");
-    if (!fileExists(indexPath)) {
+    if (!fileExists(indexPath) && !nonFileKind(indexPath)) {
         const std::string singlePath = joinPath(dir, "model.safetensors");
-        if (!fileExists(singlePath))
+        if (!fileExists(singlePath) && !nonFileKind(singlePath))
             throw Error("No model.safetensors or model.safetensors.index.json in " + dir + ".");
         std::unique_ptr<TensorStore> store = openFile(singlePath);
         store->location_ = dir;
@@ -625,7 +627,7 @@ std::unique_ptr<TensorStore> TensorStore::openDirectory(const std::string& dir)
         auto shard = shards.find(shardName);
         if (shard == shards.end()) {
             const std::string shardPath = joinPath(dir, shardName);
-            if (!fileExists(shardPath))
+            if (!fileExists(shardPath) && !nonFileKind(shardPath))
                 throw Error(indexPath + " names shard " + shardName + " (for tensor '" + tensorName +
                             "'), which does not exist in " + dir + ".");
             store->files_.push_back(SafetensorsFile::open(shardPath));

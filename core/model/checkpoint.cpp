@@ -1,5 +1,7 @@
 #include "model/checkpoint.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "common/text_files.h"
 
@@ -10,7 +12,7 @@ std::shared_ptr<const Checkpoint> Checkpoint::open(const std::string& dir)
     if (!directoryExists(dir))
         throw Error(dir + " is not a folder; a checkpoint is a folder with config.json and model.safetensors.");
     const std::string configPath = joinPath(dir, "config.json");
-    if (!fileExists(configPath))
+    if (!fileExists(configPath) && !nonFileKind(configPath)) // a folder or a FIFO gets its own sentence
         throw Error("No config.json in " + dir + ".");
 
     std::shared_ptr<Checkpoint> checkpoint(new Checkpoint());
@@ -20,6 +22,18 @@ std::shared_ptr<const Checkpoint> Checkpoint::open(const std::string& dir)
     checkpoint->layout_ = std::make_unique<EncoderLayout>(checkpoint->config_);
     checkpoint->plan_ = LinearPlan(checkpoint->config_, *checkpoint->layout_, *checkpoint->tensors_);
 
+    const int layers = static_cast<int>(checkpoint->config_.numLayers);
+    for (const TensorView* view : checkpoint->tensors_->tensors()) {
+        const int layer = checkpoint->layout_->layerOf(view->name);
+        if (layer < layers)
+            continue;
+        if (checkpoint->unusedLayerTensors_.empty())
+            checkpoint->unusedFirstLayer_ = checkpoint->unusedLastLayer_ = layer;
+        checkpoint->unusedFirstLayer_ = std::min(checkpoint->unusedFirstLayer_, layer);
+        checkpoint->unusedLastLayer_ = std::max(checkpoint->unusedLastLayer_, layer);
+        checkpoint->unusedLayerTensors_.push_back(view->name);
+    }
+
     // A broken tokenizer is reported when a command needs text, so that `forward --input-ids` and
     // `inspect` still work on a folder whose tokenizer files are damaged or missing.
     try {
@@ -27,7 +41,36 @@ std::shared_ptr<const Checkpoint> Checkpoint::open(const std::string& dir)
     } catch (const Error& e) {
         checkpoint->tokenizerError_ = e.what();
     }
+    // Ids past the embedding table would otherwise surface at the first forward as "token id N is
+    // outside the vocabulary", naming neither file.
+    if (checkpoint->tokenizer_ && checkpoint->tokenizer_->vocabSize() > checkpoint->config_.vocabSize) {
+        std::string file = "the tokenizer files in " + dir;
+        for (const char* name : {"tokenizer.json", "vocab.txt", "vocab.json"})
+            if (fileExists(joinPath(dir, name))) {
+                file = joinPath(dir, name);
+                break;
+            }
+        checkpoint->tokenizerMismatch_ = file + " holds token ids up to " +
+                                      std::to_string(checkpoint->tokenizer_->vocabSize() - 1) + ", beyond vocab_size " +
+                                      std::to_string(checkpoint->config_.vocabSize) +
+                                      " in config.json: the tokenizer does not belong to this model.";
+        checkpoint->tokenizerError_ = checkpoint->tokenizerMismatch_;
+        checkpoint->tokenizer_.reset();
+    }
     return checkpoint;
+}
+
+std::string Checkpoint::unusedTensorsNote() const
+{
+    if (unusedLayerTensors_.empty())
+        return {};
+    const std::string layers = unusedFirstLayer_ == unusedLastLayer_
+        ? "layer " + std::to_string(unusedFirstLayer_)
+        : "layers " + std::to_string(unusedFirstLayer_) + " to " + std::to_string(unusedLastLayer_);
+    return std::to_string(unusedLayerTensors_.size()) + " tensors of " + directory_ + " (" + layers + ", e.g. " +
+           unusedLayerTensors_.front() + ") are not used: config.json's num_hidden_layers is " +
+           std::to_string(config_.numLayers) + ", so a run computes " + std::to_string(config_.numLayers) +
+           " layers; check that config.json belongs to these weights.";
 }
 
 const Tokenizer& Checkpoint::tokenizer() const

@@ -6,6 +6,7 @@
 // Threading: immutable after open.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "io/safetensors.h"
 #include "model/architecture.h"
@@ -29,6 +30,14 @@ public:
     // The folder's tokenizer (see loadTokenizer: WordPiece for BERT, byte-level BPE for RoBERTa).
     // Throws the sentence naming the folder when it has none, or naming the file when it is broken.
     const Tokenizer& tokenizer() const;
+    // When the tokenizer holds ids past config.json's vocab_size, the sentence saying so (then
+    // tokenizer() throws it); "" otherwise. Inspect reports it.
+    const std::string& tokenizerMismatch() const { return tokenizerMismatch_; }
+    // Tensors no run reads because they belong to encoder layers past config.json's
+    // num_hidden_layers (a 4-layer checkpoint whose config says 2), sorted by name.
+    const std::vector<std::string>& unusedLayerTensors() const { return unusedLayerTensors_; }
+    // One sentence about them ("" when there are none): inspect warns with it, runs print it.
+    std::string unusedTensorsNote() const;
 
 private:
     Checkpoint() = default;
@@ -39,6 +48,9 @@ private:
     LinearPlan plan_;
     std::unique_ptr<Tokenizer> tokenizer_;
     std::string tokenizerError_;
+    std::string tokenizerMismatch_;
+    std::vector<std::string> unusedLayerTensors_;
+    int unusedFirstLayer_ = 0, unusedLastLayer_ = 0;
 };
 
 } // namespace scalescope

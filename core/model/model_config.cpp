@@ -1,6 +1,7 @@
 #include "model/model_config.h"
 
 #include "common/error.h"
+#include "common/json_values.h"
 #include "common/text_files.h"
 #include "model/architecture.h"
 
@@ -12,10 +13,7 @@ int64_t requirePositive(const nlohmann::json& json, const char* key, const std::
     auto it = json.find(key);
     if (it == json.end())
         throw Error(source + " has no \"" + key + "\".");
-    if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() > limit)
-        throw Error(source + ": \"" + key + "\" must be a positive integer no larger than " +
-                    std::to_string(limit) + ".");
-    return it->get<int64_t>();
+    return checkedJsonInteger(*it, source + ": \"" + key + "\"", 1, limit);
 }
 
 } // namespace
@@ -44,7 +42,7 @@ ModelConfig parseModelConfig(const nlohmann::json& json, const std::string& sour
     const std::string name = (*architectures)[0].get<std::string>();
     config.architecture = findArchitecture(name);
     if (!config.architecture)
-        throw Error(source + ": architecture \"" + name + "\" is not supported; expected " +
+        throw Error(source + ": architecture \"" + abbreviatedText(name, 60) + "\" is not supported; expected " +
                     supportedArchitecturesText() + ".");
     const EncoderFamily& family = *config.architecture.family;
     config.typeVocabSize = family.defaultTypeVocabSize;
@@ -70,14 +68,21 @@ ModelConfig parseModelConfig(const nlohmann::json& json, const std::string& sour
         config.layerNormEps = eps->get<double>();
     }
     if (auto pad = json.find("pad_token_id"); pad != json.end() && !pad->is_null()) {
-        if (!pad->is_number_integer() || pad->get<int64_t>() < 0 || pad->get<int64_t>() >= config.vocabSize)
-            throw Error(source + ": \"pad_token_id\" must be a token id below vocab_size.");
-        config.padTokenId = pad->get<int64_t>();
+        config.padTokenId = checkedJsonInteger(*pad, source + ": \"pad_token_id\" (a token id below vocab_size)", 0,
+                                               config.vocabSize - 1);
     }
+    // RoBERTa's positions start at pad_token_id + 1: a pad id that high leaves no position for a
+    // token, which is a config problem to name here, not a negative token limit at the first run.
+    if (family.positionsAfterPad && config.padTokenId + 1 >= config.maxPositionEmbeddings)
+        throw Error(source + ": pad_token_id " + std::to_string(config.padTokenId) +
+                    " leaves no token positions: " + name + "'s positions start at pad_token_id + 1 = " +
+                    std::to_string(config.padTokenId + 1) + ", and max_position_embeddings is " +
+                    std::to_string(config.maxPositionEmbeddings) + ".");
     if (auto act = json.find("hidden_act"); act != json.end() && act->is_string())
         config.hiddenAct = act->get<std::string>();
     if (config.hiddenAct != "gelu")
-        throw Error(source + ": hidden_act \"" + config.hiddenAct + "\" is not supported; only \"gelu\" runs.");
+        throw Error(source + ": hidden_act \"" + abbreviatedText(config.hiddenAct, 60) +
+                    "\" is not supported; only \"gelu\" runs.");
     // transformers >= 4.56 writes "dtype"; older versions "torch_dtype".
     for (const char* key : {"dtype", "torch_dtype"})
         if (auto dtype = json.find(key); dtype != json.end() && dtype->is_string()) {

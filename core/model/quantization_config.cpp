@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "common/error.h"
+#include "common/json_values.h"
 
 namespace scalescope {
 namespace {
@@ -26,6 +27,11 @@ constexpr std::regex::flag_type kTargetRegexFlags = std::regex::ECMAScript;
 constexpr std::size_t kMaxPatternLength = 512;
 constexpr int kMaxPatternNesting = 16;
 constexpr std::uint64_t kMaxPatternStates = 10'000;
+
+// The largest group_size or block_structure entry read, either sign: far beyond any layer's width
+// (a Linear of 2^30 input channels would hold gigabytes per row), small enough for an int. Within
+// it, the scheme check (unsupportedSchemeReason) judges zero and negative sizes, so inspect shows them.
+constexpr int64_t kMaxQuantizationBlock = int64_t(1) << 30;
 
 std::string stringOr(const nlohmann::json& object, const char* key, const std::string& fallback)
 {
@@ -90,11 +96,9 @@ std::optional<QuantizationArgs> parseArgs(const nlohmann::json& group, const cha
         throw Error(std::string("\"") + key + "\" must be an object or null");
     const nlohmann::json& args = *it;
     QuantizationArgs out;
-    if (auto bits = args.find("num_bits"); bits != args.end() && !bits->is_null()) {
-        if (!bits->is_number_integer())
-            throw Error(std::string("\"") + key + ".num_bits\" must be an integer");
-        out.numBits = bits->get<int>();
-    }
+    const std::string where = std::string("\"") + groupName + "." + key + ".";
+    if (auto bits = args.find("num_bits"); bits != args.end() && !bits->is_null())
+        out.numBits = static_cast<int>(checkedJsonInteger(*bits, where + "num_bits\"", 1, 64));
     out.type = stringOr(args, "type", "int");
     if (auto s = args.find("symmetric"); s != args.end() && s->is_boolean())
         out.symmetric = s->get<bool>();
@@ -105,14 +109,19 @@ std::optional<QuantizationArgs> parseArgs(const nlohmann::json& group, const cha
         else if (d->is_string())
             out.dynamic = d->get<std::string>() != "false";
     }
-    if (auto g = args.find("group_size"); g != args.end() && g->is_number_integer())
-        out.groupSize = g->get<int>();
+    // -1 is compressed-tensors' "whole row" (channel); any other value is a run of input channels.
+    if (auto g = args.find("group_size"); g != args.end() && !g->is_null())
+        out.groupSize = static_cast<int>(checkedJsonInteger(*g, where + "group_size\"", -kMaxQuantizationBlock, kMaxQuantizationBlock));
     out.strategy = stringOr(args, "strategy", inferredStrategy(out.groupSize));
     if (auto d = args.find("scale_dtype"); d != args.end() && d->is_string())
         out.scaleDtype = d->get<std::string>();
     if (auto b = args.find("block_structure"); b != args.end() && b->is_array()) {
-        for (const auto& v : *b)
-            out.blockStructure.push_back(v.is_number_integer() ? v.get<int>() : 0); // 0: refused as a block size
+        for (const auto& v : *b) // a non-integer entry becomes 0, which the scheme check refuses
+            out.blockStructure.push_back(
+                v.is_number_integer()
+                    ? static_cast<int>(checkedJsonInteger(v, where + "block_structure\" entry", -kMaxQuantizationBlock,
+                                                          kMaxQuantizationBlock))
+                    : 0);
     }
     for (auto entry = args.begin(); entry != args.end(); ++entry)
         if (!isKnownArgsKey(entry.key()))
@@ -191,7 +200,7 @@ QuantizationConfig parseQuantizationConfig(const nlohmann::json& json, const std
         const std::string what = e.what();
         if (what.rfind(source, 0) == 0)
             throw;
-        throw Error(source + ": " + key + ": " + what + ".");
+        throw Error(source + ": " + key + ": " + what + (what.empty() || what.back() != '.' ? "." : ""));
     }
     return config;
 }

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define SCALESCOPE_HAVE_F16C_PATH 1
 #endif
@@ -116,7 +117,12 @@ __attribute__((target("avx,f16c"))) void roundToHalfF16c(float* values, std::siz
 
 bool cpuHasF16c()
 {
-    static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    // F16C from CPUID leaf 1 (ECX bit 29) rather than __builtin_cpu_supports("f16c"), which clang 14
+    // (the fuzz build's compiler) does not know; "avx" also says the OS saves the YMM registers.
+    static const bool has = [] {
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+    }();
     return has;
 }
 #endif

@@ -26,7 +26,7 @@ void ErrorAccumulator::add(const float* x, const float* reference, std::size_t n
                 x2[lane] += v * v;
                 dot[lane] += r * v;
                 err2[lane] += e * e;
-                maxAbs[lane] = std::max(maxAbs[lane], std::fabs(e));
+                maxAbs[lane] = maxKeepingNan(maxAbs[lane], std::fabs(e));
             }
         }
         for (std::size_t lane = 0; lane < kLanes; ++lane) {
@@ -34,7 +34,7 @@ void ErrorAccumulator::add(const float* x, const float* reference, std::size_t n
             sumX2_ += x2[lane];
             sumDot_ += dot[lane];
             sumErr2_ += err2[lane];
-            maxAbs_ = std::max(maxAbs_, double(maxAbs[lane]));
+            maxAbs_ = maxKeepingNan(maxAbs_, double(maxAbs[lane]));
         }
         for (; i < end; ++i) {
             const double r = reference[i];
@@ -44,7 +44,7 @@ void ErrorAccumulator::add(const float* x, const float* reference, std::size_t n
             sumX2_ += v * v;
             sumDot_ += r * v;
             sumErr2_ += e * e;
-            maxAbs_ = std::max(maxAbs_, std::fabs(e));
+            maxAbs_ = maxKeepingNan(maxAbs_, std::fabs(e));
         }
     }
     count_ += static_cast<int64_t>(n);

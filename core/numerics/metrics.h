@@ -7,6 +7,15 @@
 
 namespace scalescope {
 
+// The larger of a and b, NaN when either is NaN. std::max(a, NaN) returns a, so a maximum taken
+// with it over values holding NaN reports the finite part and hides the NaN (a max_abs_error of
+// 0.0 for a run whose outputs are all NaN).
+template <typename T>
+inline T maxKeepingNan(T a, T b)
+{
+    return (a > b || a != a) ? a : b;
+}
+
 struct ErrorMetrics {
     int64_t count = 0;
     double mse = 0;

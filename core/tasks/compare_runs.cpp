@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "analysis/scale_statistics.h"
 #include "analysis/squad_metric.h"
 #include "common/error.h"
 #include "common/option_error.h"
@@ -66,6 +67,25 @@ bool outputsFinite(const ForwardResult& result)
         if (!allFinite(output.tensor.values.data(), output.tensor.values.size()))
             return false;
     return true;
+}
+
+// What a compare adds to the run's own findings: the checkpoint's errors (what inspect reports as
+// errors, e.g. a NaN FP8 weight code, is as much a cause of a bad run as an activation finding),
+// tensors the run left unused, and the first module whose output is not finite.
+std::vector<Finding> checkpointAndNonFiniteFindings(const InferenceBackend& run, const ForwardResult& runResult,
+                                                    const std::string& runLabel)
+{
+    std::vector<Finding> findings;
+    const Checkpoint& checkpoint = run.checkpoint();
+    for (Finding& finding : diagnoseCheckpoint(checkpoint, computeScaleStatistics(checkpoint)))
+        if (finding.severity == Severity::Error || finding.code == "unused-tensors")
+            findings.push_back(std::move(finding));
+    if (const std::string first = runResult.firstNonFinite(); !first.empty())
+        findings.push_back({Severity::Error, "non-finite-output", first,
+                            "The " + runLabel + " run's values first become NaN or infinite at the output of " + first +
+                                " (" + std::to_string(runResult.nonFinite.front().count) +
+                                " values); everything after it is computed from them."});
+    return findings;
 }
 
 // Names where non-finite values first appear, so that a NaN run is explained, not just refused.
@@ -397,6 +417,8 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
     result.runOutputsNonFinite = final.runOutputsNonFinite;
     result.referenceOutputsNonFinite = final.referenceOutputsNonFinite;
     result.nonFiniteNote = nonFiniteNote(result);
+    for (Finding& finding : checkpointAndNonFiniteFindings(run, runResult, result.runLabel))
+        result.findings.push_back(std::move(finding));
     result.finalLogits = final.finalLogits;
     result.qa = std::move(final.qa);
     result.fillMask = std::move(final.fillMask);

@@ -1,6 +1,7 @@
 #include "tasks/squad_dataset.h"
 
 #include <algorithm>
+#include <new>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -90,6 +91,9 @@ json parseJson(const std::string& text, const std::string& sourceName)
     } catch (const json::exception&) {
         // A number beyond double's range ("1e400") comes as out_of_range, without a position.
         throw Error(sourceName + " is not valid JSON: it holds a number too large to represent.");
+    } catch (const std::bad_alloc&) {
+        throw Error("Cannot read " + sourceName + ": its " + std::to_string(text.size()) +
+                    " bytes of JSON need more memory than the process can have.");
     }
 }
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_values.h"
 #include "common/text_files.h"
 #include "text/generated/unicode_tables.h"
 #include "text/utf8.h"
@@ -437,7 +438,7 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::loadFromTokenizerJson(const std::str
         throw Error(path + " has no \"model\" object.");
     const auto type = model->find("type");
     if (type != model->end() && !(type->is_string() && type->get<std::string>() == "BPE"))
-        throw Error(path + " holds a " + (type->is_string() ? type->get<std::string>() : type->dump()) +
+        throw Error(path + " holds a " + (type->is_string() ? abbreviatedText(type->get<std::string>(), 60) : quotedJsonValue(*type)) +
                     " tokenizer model, not the byte-level BPE that RoBERTa uses.");
     const auto preTokenizer = root.find("pre_tokenizer");
     if (preTokenizer != root.end() && !preTokenizer->is_null() && !mentionsByteLevel(*preTokenizer))

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_values.h"
 #include "common/text_files.h"
 #include "text/bpe_tokenizer.h"
 #include "text/wordpiece_tokenizer.h"
@@ -21,7 +22,7 @@ std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir)
         if (type != nullptr && type->is_string() && type->get<std::string>() == "WordPiece")
             return WordPieceTokenizer::loadFromTokenizerJson(tokenizerJson);
         if (type != nullptr && !(type->is_string() && type->get<std::string>() == "BPE"))
-            throw Error(tokenizerJson + " holds a " + (type->is_string() ? type->get<std::string>() : type->dump()) +
+            throw Error(tokenizerJson + " holds a " + (type->is_string() ? abbreviatedText(type->get<std::string>(), 60) : quotedJsonValue(*type)) +
                         " tokenizer model; only BPE (RoBERTa) and WordPiece (BERT) are supported.");
         return BpeTokenizer::loadFromTokenizerJson(tokenizerJson);
     }

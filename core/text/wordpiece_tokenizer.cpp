@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_values.h"
 #include "common/text_files.h"
 #include "text/generated/wordpiece_unicode_tables.h"
 #include "text/utf8.h"
@@ -168,7 +169,7 @@ bool optionalBool(const nlohmann::json& object, const char* key, bool fallback, 
     if (it == object.end() || it->is_null())
         return fallback;
     if (!it->is_boolean())
-        throw Error(path + " sets " + key + " to " + it->dump() + ", not to true or false.");
+        throw Error(path + " sets " + key + " to " + quotedJsonValue(*it) + ", not to true or false.");
     return it->get<bool>();
 }
 
@@ -186,7 +187,7 @@ std::string tokenName(const nlohmann::json& object, const char* key, const std::
         if (content != it->end() && content->is_string() && !content->get<std::string>().empty())
             return content->get<std::string>();
     }
-    throw Error(path + " sets " + key + " to " + it->dump() + ", not to a token string.");
+    throw Error(path + " sets " + key + " to " + quotedJsonValue(*it) + ", not to a token string.");
 }
 
 const std::string kCleanupPairs[][2] = {
@@ -547,14 +548,14 @@ std::string WordPieceTokenizer::Impl::readWordPieceModel(const nlohmann::json& m
         if (it == model.end() || it->is_null())
             return fallback;
         if (!it->is_string())
-            throw Error(path + " sets model." + key + " to " + it->dump() + ", not to a string.");
+            throw Error(path + " sets model." + key + " to " + quotedJsonValue(*it) + ", not to a string.");
         return it->get<std::string>();
     };
     prefix = modelString("continuing_subword_prefix", "##");
     const auto maxChars = model.find("max_input_chars_per_word");
     if (maxChars != model.end() && !maxChars->is_null()) {
         if (!maxChars->is_number_integer() || maxChars->get<int64_t>() < 1 || maxChars->get<int64_t>() > kMaxInputCharsLimit)
-            throw Error(path + " sets model.max_input_chars_per_word to " + maxChars->dump() +
+            throw Error(path + " sets model.max_input_chars_per_word to " + quotedJsonValue(*maxChars) +
                         ", not to a positive whole number of at most " + std::to_string(kMaxInputCharsLimit) + ".");
         maxInputChars = static_cast<int>(maxChars->get<int64_t>());
     }
@@ -655,7 +656,7 @@ std::unique_ptr<WordPieceTokenizer> WordPieceTokenizer::loadFromTokenizerJson(co
     if (type == model->end() || !(type->is_string() && type->get<std::string>() == "WordPiece"))
         throw Error(path + " holds a " +
                     (type == model->end() ? std::string("untyped")
-                                          : (type->is_string() ? type->get<std::string>() : type->dump())) +
+                                          : (type->is_string() ? abbreviatedText(type->get<std::string>(), 60) : quotedJsonValue(*type))) +
                     " tokenizer model, not the WordPiece model that BERT uses.");
 
     std::unique_ptr<WordPieceTokenizer> tokenizer(new WordPieceTokenizer());
