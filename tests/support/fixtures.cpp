@@ -433,14 +433,14 @@ void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
         builder.layerNorm("cls.predictions.transform.LayerNorm", hidden);
         if (spec.untiedDecoder)
             builder.normal("cls.predictions.decoder.weight", {vocabSize, hidden}, kLinearStd);
-        builder.normal("cls.predictions.bias", {vocabSize}, kBiasStd);
+        builder.normal("cls.predictions.bias", {vocabSize}, spec.decoderBiasStd);
     } else {
         // The decoder weight is tied to the word embeddings and left out, as Hugging Face saves it.
         builder.linear("lm_head.dense", hidden, hidden, kLinearStd, false);
         builder.layerNorm("lm_head.layer_norm", hidden);
         if (spec.untiedDecoder)
             builder.normal("lm_head.decoder.weight", {vocabSize, hidden}, kLinearStd);
-        builder.normal("lm_head.bias", {vocabSize}, kBiasStd);
+        builder.normal("lm_head.bias", {vocabSize}, spec.decoderBiasStd);
     }
     writeSafetensors(joinPath(dir, "model.safetensors"), builder.toWrite(), {{"format", "pt"}});
     if (bert) {

@@ -40,6 +40,9 @@ struct TinyModelSpec {
     // instead of tying it to the word embeddings; its bias stays the head's shared one
     // (lm_head.bias, cls.predictions.bias), the only name Hugging Face keeps when it saves the two tied.
     bool untiedDecoder = false;
+    // Spread of the MaskedLM decoder's bias (lm_head.bias, cls.predictions.bias). A test that must
+    // see the bias in the logits widens it: the default is small beside the logits' spread.
+    double decoderBiasStd = 0.02;
     std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "a", "dog", "Paris", "is",
                                       "capital", "of", "France", "what", "where", "?"};
 };
