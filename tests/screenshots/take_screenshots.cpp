@@ -377,5 +377,34 @@ int main(int argc, char** argv)
     emit window.fillMaskPanel()->fillRequested(window.fillMaskPanel()->text(), 5);
     waitFor(filled);
     shoot(window, out + "/03-fill-mask.png");
+
+    // Last, the demo with a planted defect, as a new user meets it after the fill-mask model: it
+    // opens on Triage and answers by itself; one sweep names the Linear and the inspector shows it.
+    int defectDemo = -1;
+    for (int i = 0; i < demo.checkpoints.size(); ++i)
+        if (demo.checkpoints[i].directory.endsWith(QStringLiteral("/qa-fp8-defect")))
+            defectDemo = i;
+    if (defectDemo >= 0) {
+        opened.clear();
+        reference.clear();
+        window.openDemo(defectDemo);
+        waitFor(opened);
+        waitFor(reference);
+        waitIdle(session);
+        shoot(window, out + "/14-defect-triage.png");
+        QSignalSpy defectSwept(session, &WorkbenchSession::sensitivityFinished);
+        window.tabs()->setCurrentWidget(window.sensitivityPanel());
+        window.sensitivityPanel()->runButton()->click();
+        waitFor(defectSwept, 600000);
+        waitIdle(session);
+        shoot(window, out + "/14b-defect-sensitivity.png");
+        window.tabs()->setCurrentWidget(window.triagePanel());
+        window.inspectorDock()->show();
+        if (window.triagePanel()->suspectsTable()->rowCount() > 0)
+            window.triagePanel()->suspectsTable()->setCurrentCell(0, 1);
+        QTest::qWait(100);
+        shoot(window, out + "/14c-defect-triage-inspector.png");
+        printStamps(window, "open the defect demo and sweep");
+    }
     return 0;
 }

@@ -80,6 +80,9 @@ SensitivityPanel::SensitivityPanel(QWidget* parent) : QWidget(parent)
     validity_->hide();
     chart_ = new ChartView(this);
     chart_->setPlaceholder(tr("Ranked bars appear here as the sweep runs."));
+    // The two-line title, the rotated unit labels and the legend take about 190 px: below this
+    // height the bars themselves got some 40 px on a 768-pixel screen.
+    chart_->setMinimumHeight(260);
     table_ = new QTableWidget(0, ColumnCount, this);
     table_->setHorizontalHeaderLabels({tr("rank"), tr("module"), words(kRecoveredMeasure), words(kLostAloneMeasure),
                                        tr("tie"), tr("answer agrees kept float"), tr("cause")});
