@@ -258,11 +258,14 @@ bool fileExists(const std::string& path)
     return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
 }
 
-const char* nonFileKind(const std::string& path)
+const char* nonFileKind(const std::string& path, SymbolicLinks links)
 {
     struct stat info {};
-    if (::stat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode))
+    const int status = links == SymbolicLinks::Follow ? ::stat(path.c_str(), &info) : ::lstat(path.c_str(), &info);
+    if (status != 0 || S_ISREG(info.st_mode))
         return nullptr;
+    if (S_ISLNK(info.st_mode))
+        return "a symbolic link";
     if (S_ISDIR(info.st_mode))
         return "a folder";
     if (S_ISFIFO(info.st_mode))

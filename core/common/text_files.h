@@ -46,10 +46,12 @@ std::string abbreviatedText(const std::string& text, std::size_t limit);
 // Items in a sentence: "a", "a and b", "a, b and c" (lastJoin " or " for choices).
 std::string joinedWords(const std::vector<std::string>& items, const std::string& lastJoin = " and ");
 bool fileExists(const std::string& path);
-// What stands at path when it is not a regular file: "a folder", "a FIFO", "a device", "a socket";
-// nullptr when it is a regular file or nothing is there (symbolic links are followed). For
-// messages that would otherwise say such a path "does not exist".
-const char* nonFileKind(const std::string& path);
+// What stands at path when it is not a regular file: "a folder", "a FIFO", "a device", "a socket"
+// (and "a symbolic link" when links are not followed); nullptr when it is a regular file or nothing
+// is there. For messages that would otherwise say such a path "does not exist"; an output path is
+// looked at without following links (a link there is refused, not written through).
+enum class SymbolicLinks { Follow, Report };
+const char* nonFileKind(const std::string& path, SymbolicLinks links = SymbolicLinks::Follow);
 bool directoryExists(const std::string& path);
 std::string joinPath(const std::string& dir, const std::string& name);
 

@@ -66,25 +66,6 @@ void syncFile(const std::string& path, const std::string& shownPath)
         throw Error("Cannot write " + shownPath + ": " + std::strerror(syncError) + ".");
 }
 
-// What sits at path when it is not a regular file, or null when it is one or nothing is there.
-const char* nonRegularKind(const std::string& path)
-{
-    struct stat info {};
-    if (::lstat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode))
-        return nullptr;
-    if (S_ISLNK(info.st_mode))
-        return "a symbolic link";
-    if (S_ISDIR(info.st_mode))
-        return "a folder";
-    if (S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode))
-        return "a device";
-    if (S_ISFIFO(info.st_mode))
-        return "a FIFO";
-    if (S_ISSOCK(info.st_mode))
-        return "a socket";
-    return "not a regular file";
-}
-
 bool allDigits(const std::string& text)
 {
     return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
@@ -116,7 +97,7 @@ std::string outputTargetProblem(const std::string& path)
 {
     if (path.empty())
         return "The output path is empty; name the file to write.";
-    if (const char* kind = nonRegularKind(path))
+    if (const char* kind = nonFileKind(path, SymbolicLinks::Report))
         return "Cannot write " + path + ": it already exists as " + std::string(kind) +
                ", not a regular file, and only a regular file is ever replaced, even when forced; choose another "
                "output path.";
