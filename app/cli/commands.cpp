@@ -727,6 +727,8 @@ std::string flagOf(TaskOption option)
     case TaskOption::TargetF1Drop: return "--target-f1-drop";
     case TaskOption::Question: return "--question/--context";
     case TaskOption::Squad: return "--squad";
+    case TaskOption::Runs: return "--runs";
+    case TaskOption::Against: return "--against";
     }
     return "an option";
 }
