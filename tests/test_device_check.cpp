@@ -3,6 +3,7 @@
 // states them, the gate on hand-built measurements, the thresholds file, JUnit XML, and end to end
 // through the CLI: a runner that runs one Linear differently is located at that Linear, the same
 // runner without the difference passes, and the thresholds file is reproducible.
+#include <QDir>
 #include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>
@@ -171,6 +172,8 @@ private slots:
     {
         QVERIFY(dir_.isValid());
         const std::string root = dir_.path().toStdString();
+        // The CLI's check cache goes into this test's folder, never into the user's.
+        qputenv("SCALESCOPE_CHECK_CACHE", QByteArray::fromStdString(root + "/check-cache"));
         floatDir_ = root + "/float";
         fp8Dir_ = root + "/fp8";
         perturbedFp8Dir_ = root + "/fp8-perturbed";
@@ -522,6 +525,54 @@ private slots:
         const json passed = parsedJson(same.out);
         QCOMPARE(passed["verdict"], json("pass"));
         QVERIFY(passed["twins"][0]["departure_start"].is_null());
+    }
+
+    void secondCheckReadsTheCpuSideFromTheCache()
+    {
+        const std::string root = dir_.path().toStdString();
+        const std::string cacheDir = root + "/cache-test";
+        qputenv("SCALESCOPE_CHECK_CACHE", QByteArray::fromStdString(cacheDir));
+        const QStringList args = {"check", q(fp8Dir_), "--reference", q(floatDir_), "--squad", q(squadPath_),
+                                  "--against", "emulation,fp16", "--max-samples", "12", "--json"};
+        const CliResult first = runCli(args);
+        const CliResult second = runCli(args);
+        qputenv("SCALESCOPE_CHECK_CACHE", QByteArray::fromStdString(root + "/check-cache"));
+        json a = parsedJson(first.out), b = parsedJson(second.out);
+        QVERIFY2(a.is_object() && b.is_object(), qPrintable(first.err + second.err));
+        // The noise floor's fp16 reference and the two twins, 12 inputs in batches of 8: 2 batches each.
+        QCOMPARE(a["cache"]["hits"], json(0));
+        QCOMPARE(a["cache"]["misses"], json(6));
+        QCOMPARE(b["cache"]["hits"], json(6));
+        QCOMPARE(b["cache"]["misses"], json(0));
+        QCOMPARE(b["cache"]["folder"], json(cacheDir));
+        for (json* document : {&a, &b}) {
+            document->erase("cache");
+            document->erase("timing");
+        }
+        QCOMPARE(a.dump(), b.dump());
+
+        // A damaged entry is a miss, is removed and computed again; the result does not change.
+        QDir folder(q(cacheDir));
+        const QStringList entries = folder.entryList({"*.safetensors"}, QDir::Files);
+        QCOMPARE(entries.size(), 6);
+        QFile damaged(folder.filePath(entries.front()));
+        QVERIFY(damaged.resize(damaged.size() / 2));
+        qputenv("SCALESCOPE_CHECK_CACHE", QByteArray::fromStdString(cacheDir));
+        const CliResult third = runCli(args);
+        // A cap of 0 MB keeps nothing: every entry is removed right after it is stored.
+        qputenv("SCALESCOPE_CHECK_CACHE_MB", "0");
+        const CliResult capped = runCli(args);
+        qunsetenv("SCALESCOPE_CHECK_CACHE_MB");
+        qputenv("SCALESCOPE_CHECK_CACHE", QByteArray::fromStdString(root + "/check-cache"));
+        json c = parsedJson(third.out);
+        QVERIFY2(c.is_object(), qPrintable(third.err));
+        QCOMPARE(c["cache"]["hits"], json(5));
+        QCOMPARE(c["cache"]["misses"], json(1));
+        c.erase("cache");
+        c.erase("timing");
+        QCOMPARE(c.dump(), a.dump());
+        QVERIFY2(capped.exitCode == first.exitCode, qPrintable(capped.err));
+        QCOMPARE(QDir(q(cacheDir)).entryList({"*.safetensors"}, QDir::Files).size(), 0);
     }
 
     void fp8AgainstTheReferenceDepartsFromTheFirstQuantizedLinear()
