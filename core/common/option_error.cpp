@@ -11,7 +11,7 @@ constexpr TaskOption kOptions[] = {
     TaskOption::Activations, TaskOption::ScaleDtype, TaskOption::Calibration,  TaskOption::BlockSize,
     TaskOption::GroupSize,   TaskOption::Overwrite,  TaskOption::Modules,      TaskOption::Reference,
     TaskOption::Granularity, TaskOption::TargetSqnr, TaskOption::TargetF1Drop, TaskOption::Question,
-    TaskOption::Squad,
+    TaskOption::Squad,       TaskOption::Runs,       TaskOption::Against,
 };
 
 bool optionOfKey(const std::string& key, TaskOption& option)
@@ -91,6 +91,8 @@ std::string plainOptionName(TaskOption option)
     case TaskOption::TargetF1Drop: return "the target F1 drop";
     case TaskOption::Question: return "a question and context";
     case TaskOption::Squad: return "a SQuAD file";
+    case TaskOption::Runs: return "the two runs of the noise floor";
+    case TaskOption::Against: return "the twins to check against";
     }
     return "an option";
 }
@@ -119,6 +121,8 @@ std::string optionKey(TaskOption option)
     case TaskOption::TargetF1Drop: return "TargetF1Drop";
     case TaskOption::Question: return "Question";
     case TaskOption::Squad: return "Squad";
+    case TaskOption::Runs: return "Runs";
+    case TaskOption::Against: return "Against";
     }
     return "Option";
 }

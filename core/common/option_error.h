@@ -34,6 +34,8 @@ enum class TaskOption {
     TargetF1Drop,
     Question,     // a question with its context (question-answering input)
     Squad,        // a SQuAD file (question-answering input)
+    Runs,         // noise floor: the two runs that should agree up to rounding
+    Against,      // device check: the twins the run is held against
 };
 
 // "the maximum sequence length": how the option is named in a sentence without a front end.
