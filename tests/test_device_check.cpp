@@ -575,6 +575,45 @@ private slots:
         QCOMPARE(QDir(q(cacheDir)).entryList({"*.safetensors"}, QDir::Files).size(), 0);
     }
 
+    void checkSaysWhichTwinTheDeviceTracks()
+    {
+        // A runner summing its FP8 products as the DL16 model does: against the plain emulation it
+        // departs somewhere after FP8 first acts, and wherever the two twins differ at all it tracks
+        // the dl16 twin; it never fails against that one.
+        const std::string root = dir_.path().toStdString();
+        const std::string thresholds = root + "/thresholds-dl16.json";
+        const CliResult floor = runCli({"noise-floor", q(fp8Dir_), "--reference", q(floatDir_), "--squad", q(squadPath_),
+                                        "--output", q(thresholds)});
+        QVERIFY2(floor.exitCode == 0, qPrintable(floor.err));
+        const std::string runner = "runner:" + shellQuote(SCALESCOPE_CLI) + " runner";
+        const CliResult r = runCli({"check", q(fp8Dir_), "--device", q(runner), "--accumulate", "dl16", "--thresholds",
+                                    q(thresholds), "--squad", q(squadPath_), "--against", "emulation,dl16", "--json"});
+        QVERIFY2(r.exitCode == 1, qPrintable(r.err));
+        const json result = parsedJson(r.out);
+        QVERIFY2(result.is_object(), qPrintable(r.err));
+        QVERIFY(result["twins"][0]["departure_start"].is_string());
+        QCOMPARE(result["twins"][1]["name"], json("dl16"));
+        QCOMPARE(result["twins"][1]["failed_points"], json(0));
+        QVERIFY(result["run"]["description"].get<std::string>().find("fp8+dl16") != std::string::npos);
+        const json& againstEmulation = result["twins"][0]["points"];
+        std::size_t differing = 0;
+        for (std::size_t p = 0; p < againstEmulation.size(); ++p) {
+            const json& median = againstEmulation[p]["median"];
+            if (median.contains("sqnr_db") && median["sqnr_db"] != "inf") {
+                ++differing;
+                QVERIFY2(result["best_twin_per_point"][p]["twin"] == "dl16", againstEmulation[p].dump().c_str());
+            } else {
+                QCOMPARE(againstEmulation[p]["failures"], json(0));
+            }
+        }
+        // Embeddings and the first Linears' inputs are the same float values in both runs.
+        QVERIFY(differing > 10 && differing < againstEmulation.size());
+        // Against the dl16 twin alone it passes.
+        const CliResult alone = runCli({"check", q(fp8Dir_), "--device", q(runner), "--accumulate", "dl16", "--thresholds",
+                                        q(thresholds), "--squad", q(squadPath_), "--against", "dl16", "--json"});
+        QVERIFY2(alone.exitCode == 0, qPrintable(alone.err + alone.out.left(2000)));
+    }
+
     void fp8AgainstTheReferenceDepartsFromTheFirstQuantizedLinear()
     {
         // With no device, the FP8 run is held against the float reference: it departs where FP8

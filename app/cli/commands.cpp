@@ -683,7 +683,7 @@ std::vector<Command> commands()
          commandNoiseFloor},
         {{"check", 1, {"CKPT"},
           {"reference", "squad", "texts", "max-samples", "against", "thresholds", "max-failure-rate", "max-f1-drop",
-           "junit", "plots", "format", "device", "devices", "mode", "max-seq-len", "doc-stride", "max-answer-len",
+           "junit", "plots", "format", "device", "devices", "mode", "accumulate", "max-seq-len", "doc-stride", "max-answer-len",
            "null-threshold"},
           {"json", "force", "no-cache"}, "a device (or an FP8 mode) against its twins per capture point: verdict, where it departs, F1 interval"},
          commandCheck},
