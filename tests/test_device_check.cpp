@@ -614,6 +614,38 @@ private slots:
         QVERIFY2(alone.exitCode == 0, qPrintable(alone.err + alone.out.left(2000)));
     }
 
+    void badInputsGetOneSentence()
+    {
+        const std::string root = dir_.path().toStdString();
+        const std::string garbage = root + "/garbage.json";
+        writeText(garbage, "{\"format\": \"scalescope-thresholds\", \"version\": 1, \"percentile\": 99, \"points\": [{\"point\": 3}]}");
+        const CliResult bad = runCli({"check", q(fp8Dir_), "--thresholds", q(garbage), "--squad", q(squadPath_)});
+        QCOMPARE(bad.exitCode, 1);
+        QVERIFY2(bad.err.contains(q(garbage)) && bad.err.contains("without a \"point\" name"), qPrintable(bad.err));
+        QCOMPARE(bad.err.count('\n'), 1);
+
+        const std::string foreign = root + "/foreign.json";
+        writeText(foreign, "{\"format\": \"scalescope-thresholds\", \"version\": 1, \"percentile\": 99, "
+                           "\"points\": [{\"point\": \"bert.encoder.layer.0.output\", \"thresholds\": {\"sqnr_db\": 60}}]}");
+        const CliResult other = runCli({"check", q(fp8Dir_), "--thresholds", q(foreign), "--squad", q(squadPath_)});
+        QCOMPARE(other.exitCode, 1);
+        QVERIFY2(other.err.contains("name none of this model's capture points"), qPrintable(other.err));
+
+        const CliResult both = runCli({"check", q(fp8Dir_), "--squad", q(squadPath_), "--texts", q(squadPath_)});
+        QCOMPARE(both.exitCode, 2);
+        const CliResult missing = runCli({"noise-floor", q(fp8Dir_), "--texts", q(root + "/none.txt"), "--output",
+                                          q(root + "/never.json")});
+        QCOMPARE(missing.exitCode, 1);
+        QVERIFY2(missing.err.contains(q(root + "/none.txt")), qPrintable(missing.err));
+        QVERIFY(!QFile::exists(q(root + "/never.json")));
+        const CliResult rate = runCli({"check", q(fp8Dir_), "--squad", q(squadPath_), "--max-failure-rate", "5"});
+        QCOMPARE(rate.exitCode, 2);
+        QVERIFY2(rate.err.contains("--max-failure-rate"), qPrintable(rate.err));
+        const CliResult twin = runCli({"check", q(fp8Dir_), "--squad", q(squadPath_), "--against", "gpu"});
+        QVERIFY(twin.exitCode != 0);
+        QVERIFY2(twin.err.contains("--against") && twin.err.contains("dl16"), qPrintable(twin.err));
+    }
+
     void fp8AgainstTheReferenceDepartsFromTheFirstQuantizedLinear()
     {
         // With no device, the FP8 run is held against the float reference: it departs where FP8
