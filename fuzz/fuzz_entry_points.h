@@ -29,6 +29,7 @@
 #include "model/architecture.h"
 #include "model/model_config.h"
 #include "model/quantization_config.h"
+#include "report/check_report.h"
 #include "tasks/squad_dataset.h"
 #include "text/bpe_tokenizer.h"
 #include "text/wordpiece_tokenizer.h"
@@ -414,6 +415,25 @@ inline void runWordPieceFilesInput(const std::string& input, const std::string& 
         check(id >= 0 && id < tokenizer->vocabSize(), "special token ids are inside the vocabulary");
     checkWordPieceEncoding(*tokenizer, tokenizer->encode(text), text, nullptr);
     checkWordPieceEncoding(*tokenizer, tokenizer->encodePair(text, text), text, &text);
+}
+
+// A thresholds file (check --thresholds) through the JSON reader and thresholdsFromJson, then
+// written and read back: what was accepted must survive its own round trip.
+inline void runThresholdsInput(const std::string& text, const std::string& scratchDir)
+{
+    const std::string path = joinPath(scratchDir, "thresholds.json");
+    writeScratchFile(path, text);
+    const ThresholdSet set = readThresholdsFile(path);
+    check(!set.points.empty(), "accepted thresholds name a point");
+    const ThresholdSet again = thresholdsFromJson(thresholdsJson(set), "fuzz/round-trip.json");
+    check(again.points.size() == set.points.size(), "the round trip keeps every point");
+    for (std::size_t p = 0; p < set.points.size(); ++p) {
+        check(again.points[p].point == set.points[p].point, "the round trip keeps point names");
+        for (std::size_t m = 0; m < kCheckMetricCount; ++m) {
+            const double a = set.points[p].thresholds[m], b = again.points[p].thresholds[m];
+            check((a != a && b != b) || a == b, "the round trip keeps every threshold");
+        }
+    }
 }
 
 inline void runSquadInput(const std::string& text)

@@ -342,7 +342,28 @@ DICTS = {
                        '"shutdown"', '"hash"', '"name"', '"sha256"', '"bytes"', '"files"', '"size"',
                        '"\\x0a"', '"9223372036854775807"', '"18446744073709551616"', '"4294967297"',
                        '"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"'],
+    "thresholds": ['"format"', '"scalescope-thresholds"', '"version"', '"percentile"', '"provenance"', '"points"',
+                   '"point"', '"samples"', '"thresholds"', '"sqnr_db"', '"cosine"', '"max_abs"',
+                   '"cross_entropy"', '"mean_probability_difference"', '"inf"', '"-inf"', '"qa_logits"'],
 }
+
+
+def thresholds_seeds():
+    points = [{"point": "roberta.embeddings.output", "samples": 50,
+               "thresholds": {"cosine": 0.99999989, "max_abs": 0.0046, "sqnr_db": 66.6}},
+              {"point": "qa_logits", "samples": 50,
+               "thresholds": {"cosine": 0.99999995, "cross_entropy": 3.2e-06, "max_abs": 0.0218,
+                              "mean_probability_difference": 8e-06, "sqnr_db": "inf"}}]
+    document = {"format": "scalescope-thresholds", "version": 1, "percentile": 99.0,
+                "provenance": {"runs": "reference,reference-fp16", "inputs_count": "50"}, "points": points}
+    write("thresholds", "noise_floor", json.dumps(document, indent=2))
+    write("thresholds", "minus_infinity_and_no_samples",
+          json.dumps({"format": "scalescope-thresholds", "version": 1, "percentile": 1,
+                      "points": [{"point": "x", "thresholds": {"sqnr_db": "-inf"}}]}))
+    write("thresholds", "wrong_version", json.dumps({"format": "scalescope-thresholds", "version": 2}))
+    write("thresholds", "negative_samples",
+          json.dumps({"format": "scalescope-thresholds", "version": 1, "percentile": 99,
+                      "points": [{"point": "x", "samples": -3, "thresholds": {}}]}))
 
 
 def write_dicts():
@@ -366,4 +387,5 @@ if __name__ == "__main__":
     wordpiece_files_seeds()
     squad_seeds()
     runner_request_seeds()
+    thresholds_seeds()
     write_dicts()

@@ -16,7 +16,7 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(safetensors config tokenizer_files tokenizer_encode wordpiece_files squad runner_request)
+  targets=(safetensors config tokenizer_files tokenizer_encode wordpiece_files squad runner_request thresholds)
 fi
 build_dir="${BUILD_DIR:-$repo/build-fuzz}"
 parallel="${PARALLEL:-1}"

@@ -21,7 +21,7 @@ namespace {
 // The tests folder (CMake defines it; __FILE__ may be relative when ccache rewrites paths).
 const QString kSourceDir = QStringLiteral(QT_TESTCASE_SOURCEDIR);
 const QStringList kTargets = {"safetensors",      "config", "tokenizer_files", "wordpiece_files",
-                               "tokenizer_encode", "squad",  "runner_request"};
+                               "tokenizer_encode", "squad",  "runner_request", "thresholds"};
 
 std::string readBytes(const QString& path)
 {
@@ -165,6 +165,8 @@ private slots:
                 fuzz::runSquadInput(input);
             else if (target == "runner_request")
                 fuzz::runRunnerRequestInput(input);
+            else if (target == "thresholds")
+                fuzz::runThresholdsInput(input, scratch_.path());
             else
                 QFAIL(qPrintable("unknown target " + target));
         } catch (const Error& e) {
