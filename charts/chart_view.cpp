@@ -129,9 +129,13 @@ void ChartView::resetView()
 std::optional<QPoint> ChartView::barPixel(int series, int category) const
 {
     auto* bars = series >= 0 && series < plot_->plottableCount() ? qobject_cast<QCPBars*>(plot_->plottable(series)) : nullptr;
-    if (!bars || category < 0 || category >= bars->dataCount())
+    if (!bars || category < 0)
         return std::nullopt;
-    const double value = bars->data()->at(category)->value;
+    // A series may hold bars at some categories only (bars coloured by class): look the key up.
+    const auto bar = bars->data()->findBegin(category, false);
+    if (bar == bars->data()->constEnd() || bar->key != category)
+        return std::nullopt;
+    const double value = bar->value;
     const int y = qRound(plot_->yAxis->coordToPixel(value / 2));
     const int from = qRound(plot_->xAxis->coordToPixel(category - 0.5));
     const int to = qRound(plot_->xAxis->coordToPixel(category + 0.5));
@@ -139,7 +143,7 @@ std::optional<QPoint> ChartView::barPixel(int series, int category) const
     std::vector<int> hits;
     for (int x = std::min(from, to); x <= std::max(from, to); ++x) {
         int index = -1;
-        if (plot_->plottableAt(QPointF(x, y), false, &index) == bars && index == category)
+        if (plot_->plottableAt(QPointF(x, y), false, &index) == bars && bars->data()->at(index)->key == category)
             hits.push_back(x);
     }
     if (hits.empty())

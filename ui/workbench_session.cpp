@@ -25,6 +25,23 @@ QaOptions fitWindowsToModel(QaOptions options, const EncoderLayout& layout)
     return options;
 }
 
+// The part [from, to) of a job's progress bar, for a job made of several core calls.
+Progress progressPart(const Progress& whole, double from, double to)
+{
+    Progress part;
+    part.cancel = whole.cancel;
+    if (whole.callback)
+        part.callback = [whole, from, to](double fraction, const std::string& stage) {
+            whole.report(from + (to - from) * fraction, stage);
+        };
+    return part;
+}
+
+ThresholdSet readThresholdsFile(const std::string& path)
+{
+    throw Error("Reading the thresholds file " + path + " is not available yet.");
+}
+
 } // namespace
 
 WorkbenchSession::WorkbenchSession(QObject* parent) : QObject(parent)
@@ -39,6 +56,7 @@ WorkbenchSession::WorkbenchSession(QObject* parent) : QObject(parent)
     qRegisterMetaType<RunStamp>();
     qRegisterMetaType<std::shared_ptr<const SensitivityEntry>>();
     qRegisterMetaType<std::shared_ptr<const SensitivityResult>>();
+    qRegisterMetaType<std::shared_ptr<const DeviceCheckOutcome>>();
 }
 
 WorkbenchSession::~WorkbenchSession()
@@ -274,6 +292,7 @@ void WorkbenchSession::submitOpen(const QString& dir, const QString& fallbackDev
         // A checkpoint the engine refuses can still be inspected; its findings explain why.
         std::shared_ptr<InferenceBackend> model;
         run_.reset(); // a runner process for the previous checkpoint stops before the next starts
+        inProcessTwin_.reset();
         QString usedDevice = device;
         QString deviceError;
         try {
@@ -536,6 +555,79 @@ void WorkbenchSession::sensitivity(const QString& granularity)
         InferenceBackend* reference = stamp.referenceKind == RunStamp::Reference::Folder ? reference_.get() : nullptr;
         auto result = std::make_shared<const SensitivityResult>(runSensitivity(*run_, reference, input, options, progress));
         return [this, result, stamp] { emit sensitivityFinished(result, stamp); };
+    });
+}
+
+void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
+{
+    const RunStamp stamp = currentStamp();
+    submit(JobKind::DeviceCheck, tr("Device check"), [this, request, stamp](const Progress& progress) -> std::function<void()> {
+        if (!run_)
+            throw Error("No runnable checkpoint is open.");
+        if (request.twins.isEmpty())
+            throw Error("Choose at least one twin to check the run against.");
+        const bool inProcess = stamp.device == QLatin1String("cpu");
+        // The twins run the checkpoint on this CPU: the run itself when it runs here, else the
+        // CPU-emulation reference when that is loaded, else a copy loaded once for the checks.
+        InferenceBackend* twinBackend = run_.get();
+        if (!inProcess) {
+            if (stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_)
+                twinBackend = reference_.get();
+            else {
+                if (!inProcessTwin_)
+                    inProcessTwin_ = EncoderModel::load(stamp.checkpoint.toStdString(), progressPart(progress, 0, 0.05));
+                twinBackend = inProcessTwin_.get();
+            }
+        }
+        CheckRunSources sources;
+        sources.checkpoint = twinBackend;
+        sources.reference = stamp.referenceKind == RunStamp::Reference::Folder ? reference_.get() : nullptr;
+
+        const CheckInputSet inputs
+            = squadCheckInputs(request.squadFile.toStdString(), std::size_t(std::max(0, request.maxQuestions)));
+        CheckMeasureOptions options;
+        options.qa = fitWindowsToModel(options.qa, run_->checkpoint().layout());
+
+        // The noise floor runs two sides per question, the check one more than it has twins.
+        const double floorShare = request.thresholdsFile.isEmpty() ? 2.0 / (2.0 + 1.0 + request.twins.size()) : 0.0;
+        const double start = inProcess ? 0.0 : 0.05;
+        const double split = start + (1.0 - start) * floorShare;
+        auto outcome = std::make_shared<DeviceCheckOutcome>();
+        outcome->stamp = stamp;
+        outcome->request = request;
+        ThresholdSet thresholds;
+        if (request.thresholdsFile.isEmpty()) {
+            options.progress = progressPart(progress, start, split);
+            const std::vector<std::string> floorRuns = {"reference", "reference-fp16"};
+            thresholds = measureNoiseFloor(sources, floorRuns, inputs, options);
+            outcome->thresholdsSource = tr("noise floor measured on these questions (reference vs reference-fp16)");
+        } else {
+            thresholds = readThresholdsFile(request.thresholdsFile.toStdString());
+            outcome->thresholdsSource = tr("thresholds file %1").arg(request.thresholdsFile);
+        }
+
+        CheckRun run;
+        run.backend = run_.get();
+        run.options.mode = inProcess ? stamp.mode : RunMode::Fp8;
+        run.options.overrides = stamp.overrides();
+        run.options.floatWeightsFrom = floatWeightSource(sources.reference);
+        run.name = inProcess ? runModeName(run.options.mode) : "device";
+        run.description = inProcess ? std::string("the checkpoint in ") + runModeName(run.options.mode) + " mode in this process (CPU)"
+                                    : "the checkpoint in fp8 mode on " + run_->deviceName();
+        if (!stamp.floatLinears.isEmpty())
+            run.description += ", " + stamp.floatText().toStdString();
+        outcome->runUnderTest = QString::fromStdString(run.description);
+        std::vector<CheckRun> twins;
+        for (const QString& name : request.twins)
+            twins.push_back(namedCheckRun(name.toStdString(), sources, TaskOption::Against));
+        options.progress = progressPart(progress, split, 1.0);
+        RunMeasurements measured = measureRuns(run, twins, inputs, options);
+        CheckGate gate;
+        gate.maxFailureRate = request.maxFailureRate;
+        gate.maxF1Drop = request.maxF1Drop;
+        outcome->result = evaluateCheck(std::move(measured), thresholds, gate);
+        std::shared_ptr<const DeviceCheckOutcome> result = outcome;
+        return [this, result] { emit deviceChecked(result); };
     });
 }
 
