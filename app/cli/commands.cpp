@@ -29,6 +29,7 @@
 #include "engine/open_backend.h"
 #include "device/runner_backend.h"
 #include "engine/runner_server.h"
+#include "check_command.h"
 #include "evaluate_command.h"
 #include "sensitivity_command.h"
 #include "keep_float_command.h"
@@ -666,6 +667,17 @@ std::vector<Command> commands()
            "batch-size", "device", "devices", "mode"},
           {"json", "force"}, "SQuAD exact match and F1 of the FP8 run and its reference"},
          commandEvaluate},
+        {{"noise-floor", 1, {"CKPT"},
+          {"reference", "squad", "texts", "max-samples", "runs", "output", "max-seq-len", "doc-stride", "max-answer-len",
+           "null-threshold"},
+          {"json", "force"}, "thresholds per capture point between two runs that should agree up to rounding"},
+         commandNoiseFloor},
+        {{"check", 1, {"CKPT"},
+          {"reference", "squad", "texts", "max-samples", "against", "thresholds", "max-failure-rate", "max-f1-drop",
+           "junit", "plots", "format", "device", "devices", "mode", "max-seq-len", "doc-stride", "max-answer-len",
+           "null-threshold"},
+          {"json", "force"}, "a device (or an FP8 mode) against its twins per capture point: verdict, where it departs, F1 interval"},
+         commandCheck},
         {{"sensitivity", 1, {"CKPT"},
           {"reference", "question", "context", "text", "input-ids", "squad", "max-samples", "granularity", "target-sqnr",
            "target-f1-drop", "plots", "format", "max-seq-len", "doc-stride", "max-answer-len", "null-threshold", "top-k",

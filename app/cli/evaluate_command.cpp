@@ -17,7 +17,9 @@
 #include "common/error.h"
 #include "common/text_files.h"
 #include "engine/open_backend.h"
+#include "interrupt_flag.h"
 #include "io/atomic_write.h"
+#include "output_files.h"
 #include "report/csv.h"
 #include "report/result_json.h"
 #include "engine/encoder_model.h"
@@ -31,31 +33,6 @@ using json = nlohmann::json;
 
 constexpr int kMaxSamples = 100'000'000;
 constexpr std::size_t kDisagreementsShownAsText = 20;
-
-// Ctrl-C raises the cancel flag so that the evaluation stops at the next batch and the questions
-// done so far are still reported; a second Ctrl-C ends the program the usual way.
-std::atomic<bool> interrupted{false};
-
-extern "C" void onInterrupt(int)
-{
-    interrupted.store(true);
-    std::signal(SIGINT, SIG_DFL);
-}
-
-class InterruptGuard {
-public:
-    InterruptGuard()
-    {
-        interrupted.store(false);
-        previous_ = std::signal(SIGINT, onInterrupt);
-    }
-    ~InterruptGuard() { std::signal(SIGINT, previous_ == SIG_ERR ? SIG_DFL : previous_); }
-    InterruptGuard(const InterruptGuard&) = delete;
-    InterruptGuard& operator=(const InterruptGuard&) = delete;
-
-private:
-    void (*previous_)(int) = SIG_DFL;
-};
 
 std::string answerText(const QaAnswer& answer)
 {
@@ -183,21 +160,6 @@ void printText(const EvaluationResult& r)
 }
 
 // What would make the CSV fail at the end, found before the run.
-void checkCsvTarget(const std::string& csvPath, bool force)
-{
-    // symlink_status: a dangling link is "there" and is not replaced without --force.
-    std::error_code statusError;
-    if (std::filesystem::exists(std::filesystem::symlink_status(csvPath, statusError)) && !force)
-        throw Error(csvPath + " already exists; pass --force to overwrite it.");
-    if (const std::string problem = outputTargetProblem(csvPath); !problem.empty())
-        throw Error(problem);
-    const std::filesystem::path parent = std::filesystem::path(csvPath).parent_path();
-    if (!parent.empty() && !directoryExists(parent.string()))
-        throw Error("Cannot write " + csvPath + ": the folder " + parent.string() + " does not exist.");
-    if (::access(parent.empty() ? "." : parent.c_str(), W_OK) != 0)
-        throw Error("Cannot write " + csvPath + ": the folder " + (parent.empty() ? std::string(".") : parent.string()) +
-                    " is not writable.");
-}
 
 // Writes the CSV; returns the reason it could not be written, or "".
 std::string writeCsv(const std::string& csvPath, const EvaluationResult& result, bool force)
@@ -260,7 +222,7 @@ int commandEvaluate(const Arguments& args)
 
     // Refuse what would fail at the end before spending the evaluation's time.
     if (!csvPath.empty())
-        checkCsvTarget(csvPath, args.flag("force"));
+        checkOutputFileTarget(csvPath, args.flag("force"));
 
     const SquadDataset dataset = readSquadFile(squadPath);
     // The run goes to --device (several make a pool that splits each batch); a float reference runs in-process on CPU. Without --reference the
@@ -270,9 +232,9 @@ int commandEvaluate(const Arguments& args)
     if (!referenceDir.empty())
         reference = EncoderModel::load(referenceDir);
 
-    InterruptGuard interruptGuard;
+    InterruptFlag interrupt;
     Progress progress;
-    progress.cancel = &interrupted;
+    progress.cancel = interrupt.flag();
     bool progressLineOpen = false;
     options.onUpdate = [&](const EvaluationUpdate& update) {
         char line[128];

@@ -254,15 +254,6 @@ ErrorMetrics startAndEndMetrics(const ForwardResult& runResult, const ForwardRes
     return both.result();
 }
 
-void checkModelsMatch(const InferenceBackend& run, const InferenceBackend& reference)
-{
-    const ModelConfig& a = run.config();
-    const ModelConfig& b = reference.config();
-    if (a.architecture != b.architecture || a.hiddenSize != b.hiddenSize || a.numLayers != b.numLayers ||
-        a.vocabSize != b.vocabSize || a.intermediateSize != b.intermediateSize)
-        throw Error("The reference " + reference.checkpoint().directory() + " does not match " +
-                    run.checkpoint().directory() + " (architecture or sizes differ).");
-}
 
 // The reference side's capture points in execution order. A point the backend reports as the same
 // tensor as an earlier one (q, k and v inputs, the previous layer's output) shares that one's copy.
@@ -330,6 +321,16 @@ struct RunMeasurement {
 };
 
 } // namespace
+
+void checkModelsMatch(const InferenceBackend& run, const InferenceBackend& reference)
+{
+    const ModelConfig& a = run.config();
+    const ModelConfig& b = reference.config();
+    if (a.architecture != b.architecture || a.hiddenSize != b.hiddenSize || a.numLayers != b.numLayers ||
+        a.vocabSize != b.vocabSize || a.intermediateSize != b.intermediateSize)
+        throw Error("The reference " + reference.checkpoint().directory() + " does not match " +
+                    run.checkpoint().directory() + " (architecture or sizes differ).");
+}
 
 PreparedComparisonInput prepareComparisonInput(const InferenceBackend& run, const ComparisonInput& input)
 {

@@ -126,6 +126,10 @@ FinalOutputComparison compareFinalOutputs(const InferenceBackend& run, const For
 // (the CPU emulation of the same checkpoint), whose Linears then run their dequantized weights.
 const Checkpoint* floatWeightSource(const InferenceBackend* reference);
 
+// Throws scalescope::Error naming both checkpoints when the two models differ in architecture or
+// sizes, so that one cannot be measured against the other.
+void checkModelsMatch(const InferenceBackend& run, const InferenceBackend& reference);
+
 // reference may be null: then `run` in `dequant` mode is the reference and the result says so.
 // Throws scalescope::Error when the two models do not match (architecture, sizes) or the input does
 // not suit the model.

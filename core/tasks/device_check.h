@@ -48,8 +48,11 @@ bool lowerIsWorse(CheckMetric metric);
 // The point at the head's logits, after every capture point: "qa_logits" (start and end logits
 // together) or "logits" (a masked LM's, over real tokens). Only it has the two distribution metrics:
 // per window (QA: over positions; masked LM: per position over the vocabulary) the cross-entropy of
-// the twin's distribution under the run's, -sum p_twin log p_run (nats), and the mean absolute
-// difference of the probabilities, each averaged over windows (and start/end, positions).
+// the twin's distribution under the run's beyond the twin's own entropy,
+// -sum p_twin (log p_run - log p_twin) (nats; 0 for identical distributions; the KL divergence),
+// and the mean absolute difference of the probabilities, each averaged over windows (and
+// start/end, positions). The twin's entropy is taken out so that a run identical to its twin
+// passes on flat distributions (undecided questions) as well as on peaked ones.
 extern const char* const kQaLogitsPoint;
 extern const char* const kMaskedLmLogitsPoint;
 
@@ -111,6 +114,7 @@ struct InputMeasurement {
     // [twin][point]: the run against twin t at point p (the same point order as RunMeasurements).
     std::vector<std::vector<CheckValues>> values;
     // QA only: the run's and each twin's prediction and official scores.
+    bool hasAnswer = false;           // the question has gold answers (SquadScores' HasAns)
     std::string runPrediction;
     ExampleScore runScore;
     std::vector<std::string> twinPredictions;
@@ -194,7 +198,8 @@ struct PointCheck {
     CheckValues median{};             // the run against the twin, median over inputs
     CheckValues worst{};              // worst value over inputs
     std::array<std::size_t, kCheckMetricCount> metricFailures{}; // inputs failing on each metric
-    bool failed = false;              // failureRate > gate.maxFailureRate
+    bool checked = true;              // the thresholds name this point
+    bool failed = false;              // checked and failureRate > gate.maxFailureRate
 };
 
 struct TwinCheck {

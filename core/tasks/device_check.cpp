@@ -1,0 +1,801 @@
+#include "tasks/device_check.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <unordered_map>
+
+#include "analysis/comparison.h"
+#include "common/error.h"
+#include "common/text_files.h"
+#include "io/sha256.h"
+#include "tasks/compare_runs.h"
+#include "text/utf8.h"
+
+namespace scalescope {
+
+const char* const kQaLogitsPoint = "qa_logits";
+const char* const kMaskedLmLogitsPoint = "logits";
+
+namespace {
+
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start)
+{
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+CheckValues noValues()
+{
+    CheckValues values;
+    values.fill(kNan);
+    return values;
+}
+
+std::size_t elementCount(const std::vector<int64_t>& shape)
+{
+    std::size_t count = 1;
+    for (int64_t extent : shape)
+        count *= std::size_t(extent);
+    return count;
+}
+
+std::size_t metricIndex(CheckMetric metric)
+{
+    return static_cast<std::size_t>(metric);
+}
+
+// A twin's captures of one input, one copy per distinct tensor (q, k and v read one input).
+struct StoredCaptures {
+    std::unordered_map<std::string, std::shared_ptr<const FloatTensor>> byName;
+
+    void add(const std::string& name, const std::vector<int64_t>& shape, const float* data, const std::string& sameAs)
+    {
+        if (!sameAs.empty())
+            if (const auto same = byName.find(sameAs); same != byName.end() && same->second->shape == shape) {
+                byName[name] = same->second;
+                return;
+            }
+        auto copy = std::make_shared<FloatTensor>();
+        copy->shape = shape;
+        copy->values.assign(data, data + elementCount(shape));
+        byName[name] = std::move(copy);
+    }
+};
+
+// log-softmax of values[0, n) into out.
+void logSoftmax(const float* values, std::size_t n, std::vector<double>& out)
+{
+    out.resize(n);
+    double maximum = -kInf;
+    for (std::size_t i = 0; i < n; ++i)
+        maximum = maxKeepingNan(maximum, double(values[i]));
+    double sum = 0;
+    for (std::size_t i = 0; i < n; ++i)
+        sum += std::exp(double(values[i]) - maximum);
+    const double logSum = maximum + std::log(sum);
+    for (std::size_t i = 0; i < n; ++i)
+        out[i] = double(values[i]) - logSum;
+}
+
+// The two distribution metrics of one distribution pair, added to running sums.
+struct DistributionSums {
+    double crossEntropy = 0;
+    double meanProbabilityDifference = 0;
+    std::size_t distributions = 0;
+    std::vector<double> runLog, twinLog;
+
+    void add(const float* run, const float* twin, std::size_t n)
+    {
+        if (n == 0)
+            return;
+        logSoftmax(run, n, runLog);
+        logSoftmax(twin, n, twinLog);
+        // The cross-entropy beyond the twin's own entropy: -sum p_twin (log p_run - log p_twin), the
+        // KL divergence. Raw cross-entropy counts the twin's entropy too, so a run identical to its
+        // twin on an undecided question (a flat distribution) would fail where a confident one passes.
+        double ce = 0, diff = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const double pTwin = std::exp(twinLog[i]);
+            if (pTwin > 0)
+                ce -= pTwin * (runLog[i] - twinLog[i]);
+            diff += std::abs(pTwin - std::exp(runLog[i]));
+        }
+        crossEntropy += ce;
+        meanProbabilityDifference += diff / double(n);
+        ++distributions;
+    }
+};
+
+// The logits point of one input: SQNR, cosine and max |error| over the real tokens' logits, and the
+// distribution metrics per window (QA: start and end over the window's positions; masked LM: each
+// real position over the vocabulary), averaged.
+CheckValues logitsValues(const ForwardResult& run, const ForwardResult& twin, const std::vector<std::size_t>& lengths,
+                         bool questionAnswering)
+{
+    CheckValues values = noValues();
+    ErrorAccumulator error;
+    DistributionSums sums;
+    if (questionAnswering) {
+        for (const char* name : {"start_logits", "end_logits"}) {
+            const FloatTensor& r = run.output(name);
+            const FloatTensor& t = twin.output(name);
+            if (r.shape != t.shape || r.shape.size() != 2 || std::size_t(r.shape[0]) != lengths.size())
+                throw Error(std::string("The run's and the twin's ") + name + " differ in shape.");
+            const std::size_t seq = std::size_t(r.shape[1]);
+            for (std::size_t row = 0; row < lengths.size(); ++row) {
+                const std::size_t n = std::min(lengths[row], seq);
+                error.add(r.values.data() + row * seq, t.values.data() + row * seq, n);
+                sums.add(r.values.data() + row * seq, t.values.data() + row * seq, n);
+            }
+        }
+    } else {
+        const FloatTensor& r = run.output("logits");
+        const FloatTensor& t = twin.output("logits");
+        if (r.shape != t.shape || r.shape.size() != 3 || std::size_t(r.shape[0]) != lengths.size())
+            throw Error("The run's and the twin's logits differ in shape.");
+        const std::size_t seq = std::size_t(r.shape[1]), vocab = std::size_t(r.shape[2]);
+        for (std::size_t row = 0; row < lengths.size(); ++row)
+            for (std::size_t position = 0; position < std::min(lengths[row], seq); ++position) {
+                const std::size_t offset = (row * seq + position) * vocab;
+                error.add(r.values.data() + offset, t.values.data() + offset, vocab);
+                sums.add(r.values.data() + offset, t.values.data() + offset, vocab);
+            }
+    }
+    const ErrorMetrics metrics = error.result();
+    values[metricIndex(CheckMetric::SqnrDb)] = metrics.sqnrDb;
+    values[metricIndex(CheckMetric::Cosine)] = metrics.cosine;
+    values[metricIndex(CheckMetric::MaxAbs)] = metrics.maxAbsError;
+    if (sums.distributions > 0) {
+        values[metricIndex(CheckMetric::CrossEntropy)] = sums.crossEntropy / double(sums.distributions);
+        values[metricIndex(CheckMetric::MeanProbabilityDifference)] =
+            sums.meanProbabilityDifference / double(sums.distributions);
+    }
+    return values;
+}
+
+CheckValues tensorValues(const ErrorMetrics& metrics)
+{
+    CheckValues values = noValues();
+    values[metricIndex(CheckMetric::SqnrDb)] = metrics.sqnrDb;
+    values[metricIndex(CheckMetric::Cosine)] = metrics.cosine;
+    values[metricIndex(CheckMetric::MaxAbs)] = metrics.maxAbsError;
+    return values;
+}
+
+// One input as the model takes it: a question's windows, or a text's one sequence.
+struct PreparedCheckInput {
+    EncoderInputs batch;
+    std::vector<std::size_t> lengths;
+    std::vector<QaWindow> windows;
+    const SquadExample* example = nullptr;
+};
+
+void checkSidesMatch(const CheckRun& run, const std::vector<CheckRun>& twins)
+{
+    if (!run.backend)
+        throw Error("The run under test has no model.");
+    for (const CheckRun& twin : twins) {
+        if (!twin.backend)
+            throw Error("The twin \"" + twin.name + "\" has no model.");
+        checkModelsMatch(*run.backend, *twin.backend);
+    }
+}
+
+std::string sideStage(const std::string& name, std::size_t index, std::size_t total)
+{
+    return name + ": input " + std::to_string(index + 1) + " of " + std::to_string(total);
+}
+
+QaAnswer bestAnswer(const PreparedCheckInput& prepared, const ForwardResult& result, const QaOptions& options)
+{
+    const FloatTensor& start = result.output("start_logits");
+    const FloatTensor& end = result.output("end_logits");
+    const std::size_t seq = std::size_t(start.shape.at(1));
+    std::vector<std::vector<float>> starts, ends;
+    for (std::size_t row = 0; row < prepared.windows.size(); ++row) {
+        const std::size_t n = std::min(prepared.lengths[row], seq);
+        starts.emplace_back(start.values.begin() + row * seq, start.values.begin() + row * seq + n);
+        ends.emplace_back(end.values.begin() + row * seq, end.values.begin() + row * seq + n);
+    }
+    const std::vector<QaAnswer> answers =
+        postprocessQa(prepared.windows, starts, ends, prepared.example->context, options);
+    return answers.empty() ? QaAnswer{} : answers.front();
+}
+
+bool allFiniteOutputs(const ForwardResult& result)
+{
+    for (const NamedTensor& output : result.outputs)
+        for (float v : output.tensor.values)
+            if (!std::isfinite(v))
+                return false;
+    return true;
+}
+
+std::string uppercaseFirst(std::string text)
+{
+    if (!text.empty() && text[0] >= 'a' && text[0] <= 'z')
+        text[0] = char(text[0] - 'a' + 'A');
+    return text;
+}
+
+std::string percentText(double fraction)
+{
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.1f %%", 100.0 * fraction);
+    return buffer;
+}
+
+} // namespace
+
+const std::array<CheckMetric, kCheckMetricCount>& allCheckMetrics()
+{
+    static const std::array<CheckMetric, kCheckMetricCount> metrics = {
+        CheckMetric::SqnrDb, CheckMetric::Cosine, CheckMetric::MaxAbs, CheckMetric::CrossEntropy,
+        CheckMetric::MeanProbabilityDifference};
+    return metrics;
+}
+
+const char* checkMetricName(CheckMetric metric)
+{
+    switch (metric) {
+    case CheckMetric::SqnrDb: return "sqnr_db";
+    case CheckMetric::Cosine: return "cosine";
+    case CheckMetric::MaxAbs: return "max_abs";
+    case CheckMetric::CrossEntropy: return "cross_entropy";
+    case CheckMetric::MeanProbabilityDifference: return "mean_probability_difference";
+    }
+    return "metric";
+}
+
+bool parseCheckMetric(const std::string& name, CheckMetric& metric)
+{
+    for (CheckMetric candidate : allCheckMetrics())
+        if (name == checkMetricName(candidate)) {
+            metric = candidate;
+            return true;
+        }
+    return false;
+}
+
+bool lowerIsWorse(CheckMetric metric)
+{
+    return metric == CheckMetric::SqnrDb || metric == CheckMetric::Cosine;
+}
+
+const std::vector<std::string>& checkRunNames()
+{
+    static const std::vector<std::string> names = {"reference", "reference-fp16", "emulation", "fp16", "dequant"};
+    return names;
+}
+
+CheckRun namedCheckRun(const std::string& name, const CheckRunSources& sources, TaskOption option)
+{
+    if (!sources.checkpoint)
+        throw Error("A check run needs the checkpoint's model.");
+    CheckRun run;
+    run.name = name;
+    InferenceBackend& checkpoint = *sources.checkpoint;
+    const std::string checkpointDir = checkpoint.checkpoint().directory();
+    if (name == "reference" || name == "reference-fp16") {
+        const bool half = name == "reference-fp16";
+        if (sources.reference) {
+            run.backend = sources.reference;
+            run.options.mode = half ? RunMode::Fp16 : RunMode::Dequant;
+            run.description = "the float reference " + sources.reference->checkpoint().directory() +
+                              (half ? " in the fp16 twin" : " in float32");
+        } else {
+            run.backend = sources.checkpoint;
+            run.options.mode = half ? RunMode::Fp16 : RunMode::Dequant;
+            run.description = std::string("dequant standing in for the reference") + (half ? ", in the fp16 twin" : "");
+        }
+        // Every Linear float: in fp16 mode a float checkpoint has nothing to quantize, and the
+        // dequant stand-in must not quantize either.
+        run.options.overrides.othersFloat = true;
+    } else if (name == "emulation") {
+        run.backend = sources.checkpoint;
+        run.options.mode = RunMode::Fp8;
+        run.description = "the FP8 emulation of " + checkpointDir + " on this CPU";
+    } else if (name == "fp16") {
+        run.backend = sources.checkpoint;
+        run.options.mode = RunMode::Fp16;
+        run.description = "the FP8 run of " + checkpointDir + " in the fp16 twin";
+    } else if (name == "dequant") {
+        run.backend = sources.checkpoint;
+        run.options.mode = RunMode::Dequant;
+        run.description = "dequantized weights of " + checkpointDir + " on float activations";
+    } else {
+        throw OptionError(option, "{option} names \"" + name + "\", which is not a run; the runs are " +
+                                      joinedWords(checkRunNames(), " and ") + ".");
+    }
+    run.options.floatWeightsFrom = floatWeightSource(sources.reference);
+    return run;
+}
+
+std::string CheckInputSet::inputId(std::size_t index) const
+{
+    if (kind == Kind::Squad)
+        return index < questions.size() ? questions[index].id : std::string();
+    return "text " + std::to_string(index + 1);
+}
+
+CheckInputSet squadCheckInputs(const std::string& path, std::size_t maxSamples)
+{
+    SquadDataset dataset = readSquadFile(path);
+    if (dataset.examples.empty())
+        throw Error(path + " holds no questions.");
+    CheckInputSet inputs;
+    inputs.kind = CheckInputSet::Kind::Squad;
+    inputs.path = path;
+    inputs.sha256 = sha256OfFile(path);
+    inputs.inFile = dataset.examples.size();
+    inputs.squadV2 = dataset.isV2;
+    if (maxSamples > 0 && dataset.examples.size() > maxSamples)
+        dataset.examples.resize(maxSamples);
+    inputs.questions = std::move(dataset.examples);
+    return inputs;
+}
+
+CheckInputSet textCheckInputs(const std::string& path, std::size_t maxSamples)
+{
+    const std::string text = readFileToString(path);
+    CheckInputSet inputs;
+    inputs.kind = CheckInputSet::Kind::Texts;
+    inputs.path = path;
+    inputs.sha256 = sha256Hex(text);
+    std::size_t begin = 0, line = 0;
+    while (begin <= text.size()) {
+        std::size_t end = text.find('\n', begin);
+        if (end == std::string::npos)
+            end = text.size();
+        ++line;
+        std::string row = text.substr(begin, end - begin);
+        if (!row.empty() && row.back() == '\r')
+            row.pop_back();
+        if (!isValidUtf8(row))
+            throw Error(path + " line " + std::to_string(line) + " is not UTF-8 text.");
+        if (row.find_first_not_of(" \t") != std::string::npos) {
+            ++inputs.inFile;
+            if (maxSamples == 0 || inputs.texts.size() < maxSamples)
+                inputs.texts.push_back(std::move(row));
+        }
+        begin = end + 1;
+    }
+    if (inputs.texts.empty())
+        throw Error(path + " holds no text (one text per line is expected).");
+    return inputs;
+}
+
+std::size_t RunMeasurements::measuredInputs() const
+{
+    return std::size_t(std::count_if(inputs.begin(), inputs.end(), [](const InputMeasurement& i) { return !i.skipped; }));
+}
+
+RunMeasurements measureRuns(const CheckRun& run, const std::vector<CheckRun>& twins, const CheckInputSet& inputs,
+                            const CheckMeasureOptions& options)
+{
+    if (twins.empty())
+        throw Error("A measurement needs at least one twin to hold the run against.");
+    checkSidesMatch(run, twins);
+    if (inputs.count() == 0)
+        throw Error(inputs.path + " holds no inputs.");
+    const Checkpoint& checkpoint = run.backend->checkpoint();
+    const EncoderLayout& layout = checkpoint.layout();
+    const bool questionAnswering = layout.isQuestionAnswering();
+    if (inputs.kind == CheckInputSet::Kind::Squad && !questionAnswering)
+        throw Error("A SQuAD file needs a question-answering model; " + checkpoint.directory() +
+                    " is not one (give --texts instead).");
+
+    QaOptions qa = options.qa;
+    qa.topK = 1;
+    if (inputs.squadV2 && !qa.nullThreshold)
+        qa.nullThreshold = 0.0f;
+    int limit = int(layout.maxSequenceLength());
+    for (const CheckRun& twin : twins)
+        limit = std::min(limit, int(twin.backend->checkpoint().layout().maxSequenceLength()));
+    if (inputs.kind == CheckInputSet::Kind::Squad)
+        validateQaOptions(qa, layout.specialTokensInPair(), limit);
+
+    RunMeasurements result;
+    result.kind = inputs.kind;
+    result.runName = run.name;
+    result.runDescription = run.description;
+    for (const CheckRun& twin : twins) {
+        result.twinNames.push_back(twin.name);
+        result.twinDescriptions.push_back(twin.description);
+    }
+    result.twinForwardMs.assign(twins.size(), 0.0);
+    result.points = run.backend->capturePoints();
+    std::unordered_map<std::string, std::size_t> pointIndex;
+    for (std::size_t p = 0; p < result.points.size(); ++p) {
+        pointIndex[result.points[p]] = p;
+        const CapturePointMetrics described = describeCapturePoint(layout, result.points[p]);
+        result.pointLabels.push_back(described.label);
+        result.pointLayers.push_back(described.layer);
+    }
+    const std::size_t logitsPoint = result.points.size();
+    result.points.push_back(questionAnswering ? kQaLogitsPoint : kMaskedLmLogitsPoint);
+    result.pointLabels.push_back(questionAnswering ? "logits" : "logits");
+    result.pointLayers.push_back(-1);
+
+    const Clock::time_point started = Clock::now();
+    const Tokenizer& tokenizer = checkpoint.tokenizer();
+    for (std::size_t index = 0; index < inputs.count(); ++index) {
+        options.progress.throwIfCancelled();
+        options.progress.report(double(index) / double(inputs.count()),
+                                sideStage(run.name, index, inputs.count()));
+        InputMeasurement measured;
+        measured.id = inputs.inputId(index);
+        PreparedCheckInput prepared;
+        try {
+            if (inputs.kind == CheckInputSet::Kind::Squad) {
+                prepared.example = &inputs.questions[index];
+                prepared.windows = buildQaWindows(tokenizer, prepared.example->question, prepared.example->context, qa);
+                for (const QaWindow& window : prepared.windows) {
+                    prepared.batch.addSequence(window.encoding);
+                    prepared.lengths.push_back(window.encoding.ids.size());
+                }
+            } else {
+                const Encoding encoding = tokenizer.encode(inputs.texts[index]);
+                if (int(encoding.ids.size()) > limit)
+                    throw Error("it is " + std::to_string(encoding.ids.size()) + " tokens long, more than the model's " +
+                                std::to_string(limit));
+                prepared.batch.addSequence(encoding);
+                prepared.lengths.push_back(encoding.ids.size());
+            }
+        } catch (const Cancelled&) {
+            throw;
+        } catch (const Error& e) {
+            measured.skipped = true;
+            measured.skipReason = e.what();
+            result.inputs.push_back(std::move(measured));
+            continue;
+        }
+
+        std::vector<StoredCaptures> stored(twins.size());
+        std::vector<ForwardResult> twinResults(twins.size());
+        for (std::size_t t = 0; t < twins.size(); ++t) {
+            ForwardOptions forward = twins[t].options;
+            forward.capture.all = true;
+            forward.onCapture = [&stored, t](const std::string& name, const std::vector<int64_t>& shape,
+                                             const float* data, const std::string& sameAs) {
+                stored[t].add(name, shape, data, sameAs);
+            };
+            twinResults[t] = twins[t].backend->forward(prepared.batch, forward);
+            result.twinForwardMs[t] += twinResults[t].elapsedMs;
+        }
+
+        measured.values.assign(twins.size(), std::vector<CheckValues>(result.points.size(), noValues()));
+        std::unordered_map<std::string, std::string> sameAsOf;
+        ForwardOptions forward = run.options;
+        forward.capture.all = true;
+        forward.onCapture = [&](const std::string& name, const std::vector<int64_t>& shape, const float* data,
+                                const std::string& sameAs) {
+            const auto point = pointIndex.find(name);
+            if (point == pointIndex.end())
+                throw Error("The run recorded the capture point \"" + name + "\", which its layout does not name.");
+            const auto sharedPoint = sameAs.empty() ? pointIndex.end() : pointIndex.find(sameAs);
+            for (std::size_t t = 0; t < twins.size(); ++t) {
+                const auto twin = stored[t].byName.find(name);
+                if (twin == stored[t].byName.end())
+                    throw Error("The twin \"" + twins[t].name + "\" did not record the capture point \"" + name + "\".");
+                if (twin->second->shape != shape)
+                    throw Error("Capture point \"" + name + "\" differs in shape between the run and the twin \"" +
+                                twins[t].name + "\".");
+                const auto twinShared = sameAs.empty() ? stored[t].byName.end() : stored[t].byName.find(sameAs);
+                if (sharedPoint != pointIndex.end() && twinShared != stored[t].byName.end() &&
+                    twinShared->second == twin->second) {
+                    measured.values[t][point->second] = measured.values[t][sharedPoint->second];
+                    continue;
+                }
+                measured.values[t][point->second] =
+                    tensorValues(metricsOverRealTokens(shape, data, *twin->second, prepared.lengths));
+            }
+        };
+        const ForwardResult runResult = run.backend->forward(prepared.batch, forward);
+        result.runForwardMs += runResult.elapsedMs;
+        for (std::size_t t = 0; t < twins.size(); ++t)
+            measured.values[t][logitsPoint] = logitsValues(runResult, twinResults[t], prepared.lengths, questionAnswering);
+
+        if (prepared.example) {
+            // A side whose logits are not finite answers nothing: its prediction is "" and scored so.
+            const auto predict = [&](const ForwardResult& side) {
+                return allFiniteOutputs(side) ? predictionText(bestAnswer(prepared, side, qa)) : std::string();
+            };
+            measured.hasAnswer = !prepared.example->golds.empty();
+            measured.runPrediction = predict(runResult);
+            measured.runScore = scorePrediction(*prepared.example, measured.runPrediction);
+            for (const ForwardResult& twin : twinResults) {
+                measured.twinPredictions.push_back(predict(twin));
+                measured.twinScores.push_back(scorePrediction(*prepared.example, measured.twinPredictions.back()));
+            }
+        }
+        result.inputs.push_back(std::move(measured));
+    }
+    // Numbers computed while a checkpoint file was rewritten in place are not to be reported.
+    checkpoint.tensors().checkUnchanged();
+    for (const CheckRun& twin : twins)
+        twin.backend->checkpoint().tensors().checkUnchanged();
+    result.seconds = secondsSince(started);
+    options.progress.report(1.0, "Measured");
+    return result;
+}
+
+double percentileOf(std::vector<double> values, double p)
+{
+    values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return std::isnan(v); }), values.end());
+    if (values.empty())
+        return kNan;
+    std::sort(values.begin(), values.end());
+    const double rank = std::clamp(p, 0.0, 100.0) / 100.0 * double(values.size() - 1);
+    const std::size_t below = std::size_t(std::floor(rank));
+    const std::size_t above = std::min(below + 1, values.size() - 1);
+    const double fraction = rank - double(below);
+    const double low = values[below], high = values[above];
+    if (fraction == 0 || low == high)
+        return low;
+    if (std::isinf(low) || std::isinf(high))
+        return std::isinf(low) ? low : high;
+    return low + fraction * (high - low);
+}
+
+const PointThresholds* ThresholdSet::find(const std::string& point) const
+{
+    for (const PointThresholds& entry : points)
+        if (entry.point == point)
+            return &entry;
+    return nullptr;
+}
+
+ThresholdSet noiseFloorThresholds(const RunMeasurements& floor, double percentile)
+{
+    if (floor.twinNames.size() != 1)
+        throw Error("A noise floor is measured between exactly two runs.");
+    ThresholdSet set;
+    set.percentile = percentile;
+    for (std::size_t p = 0; p < floor.points.size(); ++p) {
+        PointThresholds entry;
+        entry.point = floor.points[p];
+        entry.thresholds = noValues();
+        for (CheckMetric metric : allCheckMetrics()) {
+            std::vector<double> values;
+            for (const InputMeasurement& input : floor.inputs)
+                if (!input.skipped)
+                    values.push_back(input.values[0][p][metricIndex(metric)]);
+            entry.samples = values.size();
+            // The bad tail: the 99th percentile of an error, the 1st of a similarity.
+            entry.thresholds[metricIndex(metric)] = percentileOf(values, lowerIsWorse(metric) ? 100 - percentile : percentile);
+        }
+        set.points.push_back(std::move(entry));
+    }
+    set.provenance["runs"] = floor.runName + "," + floor.twinNames[0];
+    set.provenance["run_descriptions"] = floor.runDescription + "; " + floor.twinDescriptions[0];
+    set.provenance["inputs_measured"] = std::to_string(floor.measuredInputs());
+    set.provenance["percentile"] = std::to_string(int(percentile)) ;
+    return set;
+}
+
+ThresholdSet measureNoiseFloor(const CheckRunSources& sources, const std::vector<std::string>& names,
+                               const CheckInputSet& inputs, const CheckMeasureOptions& options)
+{
+    const std::vector<std::string> runs = names.empty() ? std::vector<std::string>{"reference", "reference-fp16"} : names;
+    if (runs.size() != 2)
+        throw OptionError(TaskOption::Runs, "{option} must name exactly two runs (got " + std::to_string(runs.size()) + ").");
+    if (runs[0] == runs[1])
+        throw OptionError(TaskOption::Runs, "{option} names \"" + runs[0] + "\" twice; a noise floor needs two different runs.");
+    const CheckRun first = namedCheckRun(runs[0], sources, TaskOption::Runs);
+    const CheckRun second = namedCheckRun(runs[1], sources, TaskOption::Runs);
+    ThresholdSet set = noiseFloorThresholds(measureRuns(first, {second}, inputs, options));
+    set.provenance["inputs_file"] = inputs.path;
+    set.provenance["inputs_sha256"] = inputs.sha256;
+    set.provenance["inputs_kind"] = inputs.kind == CheckInputSet::Kind::Squad ? "squad" : "texts";
+    set.provenance["inputs_count"] = std::to_string(inputs.count());
+    return set;
+}
+
+bool passesThreshold(CheckMetric metric, double value, double threshold)
+{
+    if (std::isnan(threshold))
+        return true;
+    if (std::isnan(value))
+        return false;
+    return lowerIsWorse(metric) ? value >= threshold : value <= threshold;
+}
+
+BootstrapInterval pairedBootstrap(const std::vector<double>& differences, int resamples, std::uint64_t seed,
+                                  double confidence)
+{
+    BootstrapInterval interval;
+    interval.resamples = resamples;
+    interval.seed = seed;
+    interval.confidence = confidence;
+    if (differences.empty() || resamples < 1) {
+        interval.mean = interval.low = interval.high = kNan;
+        return interval;
+    }
+    const std::size_t n = differences.size();
+    double sum = 0;
+    for (double d : differences)
+        sum += d;
+    interval.mean = sum / double(n);
+    std::mt19937_64 generator(seed);
+    std::vector<double> means;
+    means.reserve(std::size_t(resamples));
+    for (int r = 0; r < resamples; ++r) {
+        double resampled = 0;
+        for (std::size_t i = 0; i < n; ++i)
+            resampled += differences[std::size_t(generator() % n)];
+        means.push_back(resampled / double(n));
+    }
+    interval.low = percentileOf(means, 100.0 * (1 - confidence) / 2);
+    interval.high = percentileOf(means, 100.0 * (1 + confidence) / 2);
+    return interval;
+}
+
+CheckResult evaluateCheck(RunMeasurements measurements, const ThresholdSet& thresholds, const CheckGate& gate)
+{
+    CheckResult result;
+    result.thresholds = thresholds;
+    result.gate = gate;
+    const std::size_t pointCount = measurements.points.size();
+    std::vector<const PointThresholds*> pointThresholds(pointCount, nullptr);
+    std::size_t matched = 0;
+    for (std::size_t p = 0; p < pointCount; ++p)
+        if ((pointThresholds[p] = thresholds.find(measurements.points[p])))
+            ++matched;
+    if (matched == 0)
+        throw Error("The thresholds name none of this model's capture points (they were measured on another model).");
+
+    const bool qa = measurements.kind == CheckInputSet::Kind::Squad;
+    std::vector<bool> hasAnswer;
+    std::vector<ExampleScore> runScores;
+    for (const InputMeasurement& input : measurements.inputs)
+        if (!input.skipped) {
+            runScores.push_back(input.runScore);
+            hasAnswer.push_back(input.hasAnswer);
+        }
+
+    for (std::size_t t = 0; t < measurements.twinNames.size(); ++t) {
+        TwinCheck twin;
+        twin.twin = measurements.twinNames[t];
+        twin.description = measurements.twinDescriptions[t];
+        twin.firstFailingPoint.assign(measurements.inputs.size(), std::string());
+        for (std::size_t p = 0; p < pointCount; ++p) {
+            PointCheck point;
+            point.point = measurements.points[p];
+            point.label = measurements.pointLabels[p];
+            point.layer = measurements.pointLayers[p];
+            point.median = noValues();
+            point.worst = noValues();
+            point.checked = pointThresholds[p] != nullptr;
+            twin.points.push_back(std::move(point));
+        }
+        for (std::size_t i = 0; i < measurements.inputs.size(); ++i) {
+            const InputMeasurement& input = measurements.inputs[i];
+            if (input.skipped)
+                continue;
+            for (std::size_t p = 0; p < pointCount; ++p) {
+                PointCheck& point = twin.points[p];
+                ++point.inputs;
+                if (!point.checked)
+                    continue;
+                bool failed = false;
+                for (CheckMetric metric : allCheckMetrics()) {
+                    const std::size_t m = metricIndex(metric);
+                    if (!passesThreshold(metric, input.values[t][p][m], pointThresholds[p]->thresholds[m])) {
+                        ++point.metricFailures[m];
+                        failed = true;
+                    }
+                }
+                if (failed) {
+                    ++point.failures;
+                    if (twin.firstFailingPoint[i].empty()) {
+                        twin.firstFailingPoint[i] = point.point;
+                        ++point.departuresStartHere;
+                    }
+                }
+            }
+            if (!twin.firstFailingPoint[i].empty())
+                ++twin.failingInputs;
+        }
+        for (std::size_t p = 0; p < pointCount; ++p) {
+            PointCheck& point = twin.points[p];
+            point.failureRate = point.inputs ? double(point.failures) / double(point.inputs) : 0.0;
+            point.failed = point.checked && point.failureRate > gate.maxFailureRate;
+            if (point.failed)
+                ++twin.failedPoints;
+            for (CheckMetric metric : allCheckMetrics()) {
+                const std::size_t m = metricIndex(metric);
+                std::vector<double> values;
+                for (const InputMeasurement& input : measurements.inputs)
+                    if (!input.skipped)
+                        values.push_back(input.values[t][p][m]);
+                point.median[m] = percentileOf(values, 50);
+                point.worst[m] = percentileOf(values, lowerIsWorse(metric) ? 0 : 100);
+            }
+            if (point.departuresStartHere > twin.departureStartInputs) {
+                twin.departureStartInputs = point.departuresStartHere;
+                twin.departureStart = point.point;
+            }
+        }
+        if (qa) {
+            std::vector<ExampleScore> twinScores;
+            std::vector<double> differences;
+            for (const InputMeasurement& input : measurements.inputs)
+                if (!input.skipped) {
+                    twinScores.push_back(input.twinScores[t]);
+                    differences.push_back(100.0 * (input.runScore.f1 - input.twinScores[t].f1));
+                }
+            twin.twinScores = aggregateScores(twinScores, hasAnswer);
+            twin.f1Difference = pairedBootstrap(differences);
+        }
+        result.twins.push_back(std::move(twin));
+    }
+    if (qa)
+        result.runScores = aggregateScores(runScores, hasAnswer);
+
+    for (std::size_t p = 0; p < pointCount; ++p) {
+        std::size_t best = 0;
+        for (std::size_t t = 1; t < result.twins.size(); ++t) {
+            const PointCheck& candidate = result.twins[t].points[p];
+            const PointCheck& current = result.twins[best].points[p];
+            const double candidateSqnr = candidate.median[metricIndex(CheckMetric::SqnrDb)];
+            const double currentSqnr = current.median[metricIndex(CheckMetric::SqnrDb)];
+            if (candidate.failureRate < current.failureRate ||
+                (candidate.failureRate == current.failureRate && candidateSqnr > currentSqnr))
+                best = t;
+        }
+        result.bestTwinPerPoint.push_back(result.twins.empty() ? std::string() : result.twins[best].twin);
+    }
+
+    // The verdict: the first twin's failure rates and F1 interval.
+    const TwinCheck& primary = result.twins.front();
+    const std::size_t measured = measurements.measuredInputs();
+    if (measured == 0)
+        result.reasons.push_back("No input could be measured.");
+    if (primary.failedPoints > 0) {
+        const PointCheck* first = nullptr;
+        for (const PointCheck& point : primary.points)
+            if (point.failed) {
+                first = &point;
+                break;
+            }
+        result.reasons.push_back(std::to_string(primary.failedPoints) + " of " + std::to_string(matched) +
+                                 " checked points fail on more than " + percentText(gate.maxFailureRate) +
+                                 " of inputs; the first is " + first->point + " (" + percentText(first->failureRate) + ").");
+    }
+    if (primary.f1Difference && std::isfinite(primary.f1Difference->low)) {
+        const double dropHigh = -primary.f1Difference->low;
+        if (dropHigh > gate.maxF1Drop) {
+            char buffer[200];
+            std::snprintf(buffer, sizeof buffer,
+                          "The F1 drop against %s may be up to %.2f points (95 %% interval of the difference %.2f to "
+                          "%.2f), more than the allowed %.2f.",
+                          primary.twin.c_str(), dropHigh, primary.f1Difference->low, primary.f1Difference->high,
+                          gate.maxF1Drop);
+            result.reasons.push_back(buffer);
+        }
+    }
+    result.passed = result.reasons.empty();
+    if (result.passed) {
+        result.verdictSentence = uppercaseFirst(measurements.runName) + " passes against " + primary.twin + ": every point fails on at most " +
+                                 percentText(gate.maxFailureRate) + " of " + std::to_string(measured) + " inputs.";
+    } else {
+        result.verdictSentence = uppercaseFirst(measurements.runName) + " fails against " + primary.twin + ".";
+        if (!primary.departureStart.empty())
+            result.verdictSentence += " Departures start at " + primary.departureStart + " on " +
+                                      std::to_string(primary.departureStartInputs) + " of " + std::to_string(measured) +
+                                      " inputs.";
+    }
+    result.measurements = std::move(measurements);
+    return result;
+}
+
+} // namespace scalescope
