@@ -87,7 +87,7 @@ ChartView::ChartView(QWidget* parent) : QWidget(parent)
     exportButton_->setEnabled(false);
     resetButton_->setEnabled(false);
 
-    connect(plot_, &QCustomPlot::plottableClick, this, [this](QCPAbstractPlottable* plottable, int dataIndex, QMouseEvent*) {
+    auto clicked = [this](QCPAbstractPlottable* plottable, int dataIndex) {
         if (!plottable)
             return;
         // Data points carry their x (category index) as the key.
@@ -99,6 +99,16 @@ ChartView::ChartView(QWidget* parent) : QWidget(parent)
         else
             return;
         emit categoryClicked(static_cast<int>(std::lround(key)));
+    };
+    connect(plot_, &QCustomPlot::plottableClick, this,
+            [clicked](QCPAbstractPlottable* plottable, int dataIndex, QMouseEvent*) { clicked(plottable, dataIndex); });
+    // A marker line drawn through a bar (where departures start, a limit) takes the click first:
+    // the bar under it is what the user meant.
+    connect(plot_, &QCustomPlot::itemClick, this, [this, clicked](QCPAbstractItem*, QMouseEvent* event) {
+        int dataIndex = -1;
+        QCPAbstractPlottable* plottable = plot_->plottableAt(event->pos(), false, &dataIndex);
+        if (plottable && dataIndex >= 0)
+            clicked(plottable, dataIndex);
     });
 }
 

@@ -314,6 +314,9 @@ private slots:
         // A click on a bar does the same: the departure's bar is tall (most inputs fail there).
         const std::optional<QPoint> onBar = panel->failureChart()->barPixel(1, index);
         QVERIFY(onBar);
+        // The marker where departures start runs through the middle of that bar: the click must
+        // reach the bar all the same.
+        QCOMPARE(panel->failureChart()->plot()->itemAt(*onBar, false)->metaObject()->className(), "QCPItemStraightLine");
         QTest::mouseClick(panel->failureChart()->plot(), Qt::LeftButton, Qt::NoModifier, *onBar);
         QCOMPARE(panel->selectedPoint(), QString::fromStdString(departure));
         QCOMPARE(errors->selectedCapturePoint(), QString::fromStdString(departure));
@@ -324,10 +327,11 @@ private slots:
         QTemporaryDir folder;
         const QStringList files = window.exportReport(folder.path());
         const json summary = readJson(folder.filePath("summary.json"));
-        QCOMPARE(summary["device_check"]["verdict"].get<std::string>(), std::string("FAIL"));
+        QCOMPARE(summary["device_check"]["verdict"].get<std::string>(), std::string("fail"));
         QCOMPARE(summary["device_check"]["sentence"].get<std::string>(), r.verdictSentence);
         QCOMPARE(summary["device_check"]["twins"][0]["departure_start"].get<std::string>(), departure);
-        for (const char* file : {"device_check_failure_rate.png", "device_check_f1.png", "device_check.csv"})
+        QCOMPARE(summary["device_check"]["run_under_test"].get<std::string>(), outcome->runUnderTest.toStdString());
+        for (const char* file : {"check_failure_rate.png", "check_f1_interval.png", "device_check.csv"})
             QVERIFY2(QFileInfo::exists(folder.filePath(file)), file);
         QFile page(folder.filePath("index.html"));
         QVERIFY(page.open(QIODevice::ReadOnly));

@@ -106,7 +106,8 @@ QString deviceCheckHtml(const nlohmann::json& summary)
         box += QStringLiteral("</ul>");
     }
     box += QStringLiteral("<p>%1; thresholds: %2</p>")
-               .arg(summaryValue(check.value("run", nlohmann::json(""))), summaryValue(check.value("thresholds", nlohmann::json(""))));
+               .arg(summaryValue(check.value("run_under_test", nlohmann::json(""))),
+                    summaryValue(check.value("thresholds_source", nlohmann::json(""))));
     return box + QStringLiteral("</div>\n");
 }
 

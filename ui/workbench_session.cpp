@@ -7,6 +7,8 @@
 
 #include "analysis/verdict.h"
 #include "common/error.h"
+#include "device/checkpoint_manifest.h"
+#include "report/check_report.h"
 #include "tasks/keep_float.h"
 #include "engine/open_backend.h"
 
@@ -35,11 +37,6 @@ Progress progressPart(const Progress& whole, double from, double to)
             whole.report(from + (to - from) * fraction, stage);
         };
     return part;
-}
-
-ThresholdSet readThresholdsFile(const std::string& path)
-{
-    throw Error("Reading the thresholds file " + path + " is not available yet.");
 }
 
 } // namespace
@@ -598,12 +595,17 @@ void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
         ThresholdSet thresholds;
         if (request.thresholdsFile.isEmpty()) {
             options.progress = progressPart(progress, start, split);
-            const std::vector<std::string> floorRuns = {"reference", "reference-fp16"};
-            thresholds = measureNoiseFloor(sources, floorRuns, inputs, options);
-            outcome->thresholdsSource = tr("noise floor measured on these questions (reference vs reference-fp16)");
+            thresholds = measureNoiseFloor(sources, {}, inputs, options); // reference vs reference-fp16
+            outcome->thresholdsSource = tr("measured now: %1 on the same questions")
+                                            .arg(QString::fromStdString(thresholds.provenance["run_descriptions"]));
         } else {
             thresholds = readThresholdsFile(request.thresholdsFile.toStdString());
-            outcome->thresholdsSource = tr("thresholds file %1").arg(request.thresholdsFile);
+            outcome->thresholdsSource = tr("read from %1").arg(request.thresholdsFile);
+            const auto recorded = thresholds.provenance.find("checkpoint_sha256");
+            if (recorded != thresholds.provenance.end()
+                && recorded->second != CheckpointManifest::of(stamp.checkpoint.toStdString()).hash)
+                outcome->thresholdsSource += tr(", measured on another checkpoint (%1)")
+                                                 .arg(QString::fromStdString(thresholds.provenance["checkpoint"]));
         }
 
         CheckRun run;
@@ -612,8 +614,9 @@ void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
         run.options.overrides = stamp.overrides();
         run.options.floatWeightsFrom = floatWeightSource(sources.reference);
         run.name = inProcess ? runModeName(run.options.mode) : "device";
-        run.description = inProcess ? std::string("the checkpoint in ") + runModeName(run.options.mode) + " mode in this process (CPU)"
-                                    : "the checkpoint in fp8 mode on " + run_->deviceName();
+        const std::string checkpointName = QFileInfo(stamp.checkpoint).fileName().toStdString();
+        run.description = inProcess ? "the " + run.name + " run of " + checkpointName + " on this CPU"
+                                    : run_->deviceName() + " running " + checkpointName + " in fp8 mode";
         if (!stamp.floatLinears.isEmpty())
             run.description += ", " + stamp.floatText().toStdString();
         outcome->runUnderTest = QString::fromStdString(run.description);

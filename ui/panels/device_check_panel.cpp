@@ -16,6 +16,7 @@
 #include <QRadioButton>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -24,22 +25,13 @@
 
 #include "charts/chart_view.h"
 #include "models/value_text.h"
-#include "report/result_json.h"
+#include "report/check_report.h"
 #include "report_section.h"
 #include "settings.h"
 #include "stale_banner.h"
 
 namespace scalescope::ui {
 namespace {
-
-const char* const kWithinColour = "#0072B2";
-const char* const kAboveColour = "#D55E00";
-const char* const kAllowedColour = "#009E73";
-
-std::string percentLabel(double share)
-{
-    return QStringLiteral("%1 %").arg(100.0 * share, 0, 'g', 3).toStdString();
-}
 
 // What each twin is, for the check boxes' tooltips; names the core adds later show as they are.
 QString twinToolTip(const QString& name)
@@ -71,72 +63,35 @@ QStringList twinNames()
     return names;
 }
 
+// The core labels a Linear's input and its output alike ("L0.q") and a layer's output by its
+// module name: on the chart and in the table every point gets a short label of its own.
+QString pointLabel(const PointCheck& p)
+{
+    const QString name = QString::fromStdString(p.point);
+    QString label = QString::fromStdString(p.label);
+    QString side;
+    QString module = name;
+    if (name.endsWith(QLatin1String(".input"))) {
+        side = QStringLiteral(" in");
+        module.chop(6);
+    } else if (name.endsWith(QLatin1String(".output"))) {
+        side = QStringLiteral(" out");
+        module.chop(7);
+    }
+    // A point the layout has no short label for (a layer's output) is named after its layer.
+    if ((label.isEmpty() || label == module || label == name) && p.layer >= 0)
+        label = QStringLiteral("L%1").arg(p.layer);
+    if (label.isEmpty())
+        return name;
+    return label + side;
+}
+
 std::string signedText(double value)
 {
     return (value > 0 ? "+" : "") + QString::number(value, 'f', 2).toStdString();
 }
 
 } // namespace
-
-ChartData deviceCheckFailureChart(const CheckResult& result, std::size_t twinIndex)
-{
-    ChartData chart;
-    chart.id = "device_check_failure_rate";
-    if (twinIndex >= result.twins.size())
-        return chart;
-    const TwinCheck& twin = result.twins[twinIndex];
-    const RunMeasurements& m = result.measurements;
-    chart.title = "Failure rate per capture point, " + m.runName + " vs " + twin.twin + " (" +
-                  std::to_string(m.measuredInputs()) + " inputs)";
-    chart.xLabel = "capture point (execution order)";
-    chart.yLabel = "inputs failing (%)";
-    ChartSeries within{"within the allowed rate", SeriesStyle::Bars, {}, {}, {}, kWithinColour};
-    ChartSeries above{"above the allowed rate", SeriesStyle::Bars, {}, {}, {}, kAboveColour};
-    for (std::size_t i = 0; i < twin.points.size(); ++i) {
-        const PointCheck& p = twin.points[i];
-        chart.categories.push_back(p.label.empty() ? p.point : p.label);
-        ChartSeries& series = p.failed ? above : within;
-        series.x.push_back(double(i));
-        series.y.push_back(100.0 * p.failureRate);
-    }
-    chart.series = {within, above};
-    const double allowed = 100.0 * result.gate.maxFailureRate;
-    chart.valueBands = {{0.0, allowed, "allowed", kAllowedColour}};
-    chart.horizontalMarkers = {{allowed, "allowed rate " + percentLabel(result.gate.maxFailureRate)}};
-    for (std::size_t i = 0; i < twin.points.size(); ++i)
-        if (!twin.departureStart.empty() && twin.points[i].point == twin.departureStart)
-            chart.verticalMarkers = {{double(i), "departures start here (" + std::to_string(twin.departureStartInputs) +
-                                                     " of " + std::to_string(m.measuredInputs()) + ")"}};
-    return chart;
-}
-
-ChartData deviceCheckF1Chart(const CheckResult& result)
-{
-    ChartData chart;
-    chart.id = "device_check_f1";
-    chart.title = "F1 difference (" + result.measurements.runName + " - twin), 95 % interval";
-    chart.xLabel = "twin";
-    chart.yLabel = "F1 points";
-    ChartSeries interval{"95 % interval", SeriesStyle::Band, {}, {}, {}, kWithinColour};
-    ChartSeries mean{"mean difference", SeriesStyle::Points, {}, {}, {}, "#000000"};
-    for (const TwinCheck& twin : result.twins) {
-        if (!twin.f1Difference)
-            continue;
-        const double x = double(chart.categories.size());
-        chart.categories.push_back(twin.twin);
-        interval.x.push_back(x);
-        interval.y.push_back(twin.f1Difference->low);
-        interval.yUpper.push_back(twin.f1Difference->high);
-        mean.x.push_back(x);
-        mean.y.push_back(twin.f1Difference->mean);
-    }
-    if (chart.categories.empty())
-        return chart;
-    chart.series = {interval, mean};
-    chart.horizontalMarkers = {{0.0, "no difference"},
-                               {-result.gate.maxF1Drop, "allowed drop " + QString::number(result.gate.maxF1Drop, 'g', 3).toStdString()}};
-    return chart;
-}
 
 DeviceCheckPanel::DeviceCheckPanel(QWidget* parent) : QWidget(parent)
 {
@@ -157,9 +112,18 @@ DeviceCheckPanel::DeviceCheckPanel(QWidget* parent) : QWidget(parent)
     details_->setWordWrap(true);
     details_->setTextFormat(Qt::RichText);
     details_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // The F1 interval in words under the verdict, its chart in the second chart tab.
+    f1Text_ = new QLabel(this);
+    f1Text_->setWordWrap(true);
+    f1Text_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    f1Text_->hide();
+    auto* words = new QVBoxLayout;
+    words->setSpacing(2);
+    words->addWidget(details_);
+    words->addWidget(f1Text_);
     auto* verdictRow = new QHBoxLayout;
     verdictRow->addWidget(verdict_, 0, Qt::AlignTop);
-    verdictRow->addWidget(details_, 1);
+    verdictRow->addLayout(words, 1);
 
     twinShown_ = new QComboBox(this);
     twinShown_->setToolTip(tr("The twin whose failure rates the chart and the table show; the first decides the verdict"));
@@ -177,30 +141,20 @@ DeviceCheckPanel::DeviceCheckPanel(QWidget* parent) : QWidget(parent)
     failureChart_ = new ChartView(this);
     failureChart_->setPlaceholder(tr("The failure rate of every capture point appears here."));
     // Title, rotated point labels and legend take some 190 px; below this the bars had none left.
-    failureChart_->setMinimumHeight(240);
+    failureChart_->setMinimumHeight(250);
+    failureChart_->setMinimumWidth(360);
     f1Chart_ = new ChartView(this);
     f1Chart_->setPlaceholder(tr("The F1 difference and its interval appear here."));
-    f1Chart_->setMinimumWidth(220);
-    f1Text_ = new QLabel(this);
-    f1Text_->setWordWrap(true);
-    f1Text_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    auto* f1Box = new QWidget(this);
-    auto* f1Layout = new QVBoxLayout(f1Box);
-    f1Layout->setContentsMargins(0, 0, 0, 0);
-    f1Layout->addWidget(f1Chart_, 1);
-    f1Layout->addWidget(f1Text_);
-    auto* charts = new QSplitter(Qt::Horizontal, this);
-    charts->setObjectName(QStringLiteral("deviceCheckChartsSplitter"));
-    charts->addWidget(failureChart_);
-    charts->addWidget(f1Box);
-    charts->setStretchFactor(0, 3); // the points are the point; the interval needs little width
-    charts->setStretchFactor(1, 1);
-
+    chartTabs_ = new QTabWidget(this);
+    chartTabs_->addTab(failureChart_, tr("Failure rate per point"));
+    chartTabs_->addTab(f1Chart_, tr("F1 interval"));
     table_ = new QTableWidget(0, ColumnCount, this);
-    table_->setHorizontalHeaderLabels({tr("capture point"), tr("failure rate"), tr("departures start here"),
-                                       tr("median SQNR (dB)"), tr("worst SQNR (dB)"), tr("best twin")});
+    table_->setHorizontalHeaderLabels({tr("capture point"), tr("failure rate"), tr("starts here"),
+                                       tr("median SQNR"), tr("worst SQNR"), tr("best twin")});
+    table_->horizontalHeaderItem(MedianSqnrColumn)->setToolTip(tr("dB, the run against the twin shown, median over the questions"));
+    table_->horizontalHeaderItem(WorstSqnrColumn)->setToolTip(tr("dB, the run against the twin shown, lowest over the questions"));
     table_->horizontalHeaderItem(DeparturesColumn)->setToolTip(
-        tr("Inputs whose first failing point, in execution order, is this one"));
+        tr("Departures start here: inputs whose first failing point, in execution order, is this one"));
     table_->horizontalHeaderItem(BestTwinColumn)->setToolTip(
         tr("The twin the run tracks best here: the lowest failure rate (ties: the higher median SQNR)"));
     table_->horizontalHeader()->setStretchLastSection(true);
@@ -210,9 +164,10 @@ DeviceCheckPanel::DeviceCheckPanel(QWidget* parent) : QWidget(parent)
     table_->setSelectionMode(QAbstractItemView::SingleSelection);
     table_->setToolTip(tr("Click a point to select it in the Errors panel; double-click to show it there"));
 
-    auto* results = new QSplitter(Qt::Vertical, this);
+    // The chart beside the table: the rotated point labels need the height.
+    auto* results = new QSplitter(Qt::Horizontal, this);
     results->setObjectName(QStringLiteral("deviceCheckSplitter"));
-    results->addWidget(charts);
+    results->addWidget(chartTabs_);
     results->addWidget(table_);
     results->setStretchFactor(0, 3);
     results->setStretchFactor(1, 2);
@@ -448,13 +403,14 @@ void DeviceCheckPanel::currentStampChanged(const RunStamp& now)
         return;
     }
     if (now.device == QLatin1String("cpu")) {
-        QString text = tr("Run under test: the CPU device is selected, so this checks the in-process run in %1 mode "
-                          "(the Mode box) against the twins. Choose a runner device in the toolbar to check a device.")
-                           .arg(now.modeName());
-        if (now.mode == RunMode::Fp8)
-            text += tr(" In FP8 mode the emulation twin is the same computation.");
-        runUnderTest_->setText(text);
+        runUnderTest_->setText(tr("Run under test: the in-process run in %1 mode (CPU device, Mode box). To check a "
+                                  "device, choose it in the toolbar.")
+                                   .arg(now.modeName()));
+        runUnderTest_->setToolTip(now.mode == RunMode::Fp8
+                                      ? tr("In FP8 mode on the CPU the emulation twin computes the same as the run")
+                                      : QString());
     } else {
+        runUnderTest_->setToolTip(QString());
         runUnderTest_->setText(tr("Run under test: the selected device (%1) in fp8 mode; the twins run on this CPU.")
                                    .arg(now.device.startsWith(QLatin1String("runner:")) ? now.device.mid(7).section(QLatin1Char('\n'), 0, 0)
                                                                                         : now.device));
@@ -513,12 +469,18 @@ void DeviceCheckPanel::showVerdict()
         twins << QString::fromStdString(twin.twin);
     const RunMeasurements& m = r.measurements;
     const std::size_t skipped = m.inputs.size() - m.measuredInputs();
-    html += QStringLiteral("<br>%1").arg(
-        tr("%1 against %2 on %3 (%4 s); thresholds: %5.")
-            .arg(outcome_->runUnderTest.toHtmlEscaped(), twins.join(QStringLiteral(", ")).toHtmlEscaped(),
-                 countText(static_cast<long long>(m.measuredInputs()), tr("question"), tr("questions")))
-            .arg(m.seconds, 0, 'f', 1)
-            .arg(outcome_->thresholdsSource.toHtmlEscaped()));
+    const QString thresholds = outcome_->request.thresholdsFile.isEmpty()
+                                   ? tr("noise floor measured now on the same questions")
+                                   : QFileInfo(outcome_->request.thresholdsFile).fileName();
+    html += QStringLiteral("<br>%1").arg(tr("%1 against %2 on %3 (%4 s); thresholds: %5.")
+                                             .arg(outcome_->runUnderTest.toHtmlEscaped(),
+                                                  twins.join(QStringLiteral(", ")).toHtmlEscaped(),
+                                                  countText(static_cast<long long>(m.measuredInputs()), tr("question"),
+                                                            tr("questions")))
+                                             .arg(m.seconds, 0, 'f', 1)
+                                             .arg(thresholds.toHtmlEscaped()));
+    // The whole story (paths included) for whoever wants it, off the narrow screen.
+    details_->setToolTip(tr("Run under test: %1\nThresholds: %2").arg(outcome_->runUnderTest, outcome_->thresholdsSource));
     if (skipped > 0)
         html += QLatin1Char(' ') + tr("%1 skipped (too long for the model).")
                                       .arg(countText(static_cast<long long>(skipped), tr("question was"), tr("questions were")));
@@ -528,27 +490,28 @@ void DeviceCheckPanel::showVerdict()
 void DeviceCheckPanel::showF1()
 {
     const CheckResult& r = outcome_->result;
-    ChartData chart = deviceCheckF1Chart(r);
+    ChartData chart = checkF1IntervalChart(r);
     f1Chart_->setStamp(outcome_->stamp.describe());
     f1Chart_->setChart(chart);
     QStringList lines;
-    if (r.runScores)
-        lines << tr("F1 of %1: %2").arg(QString::fromStdString(r.measurements.runName)).arg(r.runScores->f1, 0, 'f', 2);
     for (const TwinCheck& twin : r.twins) {
-        if (!twin.twinScores || !twin.f1Difference)
+        if (!r.runScores || !twin.twinScores || !twin.f1Difference)
             continue;
         const BootstrapInterval& d = *twin.f1Difference;
         const double worstDrop = -d.low;
-        lines << tr("%1: F1 %2; difference %3 (95 %: %4 to %5); worst drop %6 %7 the allowed %8")
+        lines << tr("F1 %1 %2, %3 %4: difference %5 (95 %: %6 to %7); worst drop %8, %9 the allowed %10.")
+                     .arg(QString::fromStdString(r.measurements.runName))
+                     .arg(r.runScores->f1, 0, 'f', 2)
                      .arg(QString::fromStdString(twin.twin))
                      .arg(twin.twinScores->f1, 0, 'f', 2)
                      .arg(QString::fromStdString(signedText(d.mean)), QString::fromStdString(signedText(d.low)),
                           QString::fromStdString(signedText(d.high)))
-                     .arg(worstDrop, 0, 'f', 2)
+                     .arg(std::max(worstDrop, 0.0), 0, 'f', 2)
                      .arg(worstDrop <= r.gate.maxF1Drop ? tr("within") : tr("beyond"))
                      .arg(r.gate.maxF1Drop, 0, 'f', 2);
     }
     f1Text_->setText(lines.join(QLatin1Char('\n')));
+    f1Text_->setVisible(!lines.isEmpty());
 }
 
 const TwinCheck* DeviceCheckPanel::twinShown() const
@@ -565,8 +528,13 @@ void DeviceCheckPanel::showTwin(int twin)
     if (!outcome_ || twin < 0)
         return;
     failureChart_->setStamp(outcome_->stamp.describe());
-    failureChart_->setChart(deviceCheckFailureChart(outcome_->result, std::size_t(twin)));
-    if (const TwinCheck* shown = twinShown())
+    ChartData chart = checkFailureRateChart(outcome_->result, std::size_t(twin));
+    const TwinCheck* shown = twinShown();
+    if (shown)
+        for (std::size_t i = 0; i < shown->points.size() && i < chart.categories.size(); ++i)
+            chart.categories[i] = pointLabel(shown->points[i]).toStdString();
+    failureChart_->setChart(chart);
+    if (shown)
         fillTable(*shown);
     // Where the departures start is what the user came for: it is selected first (and so
     // followed by the Errors panel); the user's own later choice stays when another twin shows.
@@ -598,11 +566,9 @@ void DeviceCheckPanel::fillTable(const TwinCheck& twin)
         const PointCheck& p = twin.points[std::size_t(row)];
         QStringList cells;
         cells.resize(ColumnCount);
-        cells[PointColumn] = QString::fromStdString(p.label.empty() ? p.point : p.label);
-        cells[FailureRateColumn] = tr("%1 % (%2 of %3)")
-                                       .arg(percentText(p.failureRate))
-                                       .arg(p.failures)
-                                       .arg(p.inputs);
+        cells[PointColumn] = pointLabel(p);
+        cells[FailureRateColumn] = p.checked ? tr("%1 % (%2/%3)").arg(100.0 * p.failureRate, 0, 'g', 3).arg(p.failures).arg(p.inputs)
+                                             : tr("not checked");
         cells[DeparturesColumn] = QString::number(p.departuresStartHere);
         cells[MedianSqnrColumn] = significantText(p.median[std::size_t(CheckMetric::SqnrDb)]);
         cells[WorstSqnrColumn] = significantText(p.worst[std::size_t(CheckMetric::SqnrDb)]);
@@ -613,6 +579,8 @@ void DeviceCheckPanel::fillTable(const TwinCheck& twin)
             auto* item = new QTableWidgetItem(cells[column]);
             if (column == PointColumn)
                 item->setToolTip(QString::fromStdString(p.point));
+            if (column == FailureRateColumn && !p.checked)
+                item->setToolTip(tr("The thresholds name no such point: it has no threshold to fail"));
             if (column != PointColumn && column != BestTwinColumn)
                 item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
             if (p.failed)
@@ -664,6 +632,7 @@ void DeviceCheckPanel::clearResults(const QString& why)
     verdict_->hide();
     verdict_->clear();
     details_->setText(why.toHtmlEscaped());
+    details_->setToolTip(QString());
     {
         const QSignalBlocker blocker(twinShown_);
         twinShown_->clear();
@@ -674,6 +643,7 @@ void DeviceCheckPanel::clearResults(const QString& why)
     f1Chart_->setChart({});
     f1Chart_->setStamp(QString());
     f1Text_->clear();
+    f1Text_->hide();
     table_->setRowCount(0);
     progress_->hide();
     banner_->clearResult();
@@ -686,41 +656,11 @@ void DeviceCheckPanel::addToReport(ReportSection& section, bool runResultCurrent
     section.addChart(failureChart_);
     section.addChart(f1Chart_);
     section.addTable(QStringLiteral("device_check"), table_->model());
-    const CheckResult& r = outcome_->result;
-    nlohmann::json twins = nlohmann::json::array();
-    for (const TwinCheck& twin : r.twins) {
-        nlohmann::json entry = {{"twin", twin.twin},
-                                {"description", twin.description},
-                                {"failed_points", twin.failedPoints},
-                                {"failing_inputs", twin.failingInputs},
-                                {"departure_start", twin.departureStart.empty() ? nlohmann::json(nullptr)
-                                                                                : nlohmann::json(twin.departureStart)},
-                                {"departure_start_inputs", twin.departureStartInputs}};
-        if (twin.twinScores)
-            entry["f1"] = finiteOrNull(twin.twinScores->f1);
-        if (twin.f1Difference)
-            entry["f1_difference"] = {{"mean", finiteOrNull(twin.f1Difference->mean)},
-                                      {"low", finiteOrNull(twin.f1Difference->low)},
-                                      {"high", finiteOrNull(twin.f1Difference->high)},
-                                      {"confidence", twin.f1Difference->confidence}};
-        twins.push_back(entry);
-    }
-    nlohmann::json reasons = nlohmann::json::array();
-    for (const std::string& reason : r.reasons)
-        reasons.push_back(reason);
-    nlohmann::json summary = {{"verdict", r.passed ? "PASS" : "FAIL"},
-                              {"passed", r.passed},
-                              {"sentence", r.verdictSentence},
-                              {"reasons", reasons},
-                              {"run", outcome_->runUnderTest.toStdString()},
-                              {"thresholds", outcome_->thresholdsSource.toStdString()},
-                              {"squad_file", outcome_->request.squadFile.toStdString()},
-                              {"questions", r.measurements.measuredInputs()},
-                              {"max_failure_rate", r.gate.maxFailureRate},
-                              {"max_f1_drop", r.gate.maxF1Drop},
-                              {"twins", twins}};
-    if (r.runScores)
-        summary["run_f1"] = finiteOrNull(r.runScores->f1);
+    // The CLI's check document, with what the panel adds: the run and thresholds in its words.
+    nlohmann::json summary = checkResultJson(outcome_->result);
+    summary["run_under_test"] = outcome_->runUnderTest.toStdString();
+    summary["thresholds_source"] = outcome_->thresholdsSource.toStdString();
+    summary["inputs_file"] = outcome_->request.squadFile.toStdString();
     section.summary()["device_check"] = summary;
 }
 

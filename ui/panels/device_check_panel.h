@@ -14,7 +14,6 @@
 #include <memory>
 
 #include "panels/result_panel.h"
-#include "report/chart_data.h"
 #include "workbench_session.h"
 
 class QCheckBox;
@@ -26,21 +25,13 @@ class QProgressBar;
 class QPushButton;
 class QRadioButton;
 class QSpinBox;
+class QTabWidget;
 class QTableWidget;
 
 namespace scalescope::ui {
 
 class ChartView;
 class StaleBanner;
-
-// The failure rate per point of `twin` (an index into result.twins) against the allowed rate, as
-// drawn on screen and exported: one bar per checked point in execution order, "within the
-// allowed rate" and "above the allowed rate" in two colours, the allowed rate as a band and a
-// line, where departures start as a vertical marker.
-ChartData deviceCheckFailureChart(const CheckResult& result, std::size_t twin);
-// The run-minus-twin F1 difference of every twin with its 95 % interval, and the allowed drop.
-// No series when no twin has scores.
-ChartData deviceCheckF1Chart(const CheckResult& result);
 
 class DeviceCheckPanel : public QWidget, public ResultPanel {
     Q_OBJECT
@@ -81,6 +72,7 @@ public:
     QLabel* f1Label() const { return f1Text_; }
     ChartView* failureChart() const { return failureChart_; }
     ChartView* f1Chart() const { return f1Chart_; }
+    QTabWidget* chartTabs() const { return chartTabs_; }
     QTableWidget* table() const { return table_; }
     QPushButton* runButton() const { return run_; }
     QPushButton* cancelButton() const { return cancel_; }
@@ -130,6 +122,7 @@ private:
     QLabel* details_ = nullptr;
     QComboBox* twinShown_ = nullptr;
     QWidget* twinRow_ = nullptr; // "Twin shown:", with more than one twin
+    QTabWidget* chartTabs_ = nullptr;
     ChartView* failureChart_ = nullptr;
     ChartView* f1Chart_ = nullptr;
     QLabel* f1Text_ = nullptr;
