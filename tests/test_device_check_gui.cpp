@@ -15,7 +15,9 @@
 #include <QSpinBox>
 #include <QTableView>
 #include <QTableWidget>
+#include <QTemporaryDir>
 
+#include <algorithm>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -236,6 +238,69 @@ private slots:
         QCOMPARE(r.twins[0].f1Difference->high, 0.0);
         QVERIFY(!panel->f1Chart()->chart().series.empty());
         QVERIFY2(panel->f1Label()->text().contains("within"), qPrintable(panel->f1Label()->text()));
+    }
+
+    // A thresholds file written here: every point lax but one, which no FP8 run can meet, and one
+    // point left out. Held against the float reference, departures start exactly at that point,
+    // only its bar stands above the allowed rate, and the point left out is "not checked".
+    void thresholdsFileLocatesThePointItNames()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndAsk(window, fp8_));
+        DeviceCheckPanel* panel = window.deviceCheckPanel();
+        // The points, from a first check (the emulation, with the measured floor).
+        const Outcome first = check(window, {"emulation"});
+        QVERIFY(first);
+        const std::vector<std::string> points = first->result.measurements.points;
+        const std::string strict = "roberta.encoder.layer.1.intermediate.dense.output";
+        const std::string unnamed = "qa_outputs.input";
+        QVERIFY(std::find(points.begin(), points.end(), strict) != points.end());
+        QVERIFY(std::find(points.begin(), points.end(), unnamed) != points.end());
+        json entries = json::array();
+        for (const std::string& point : points) {
+            if (point == unnamed)
+                continue;
+            json thresholds = {{"sqnr_db", point == strict ? 1000.0 : -1000.0}, {"cosine", -2.0}, {"max_abs", 1e30}};
+            if (point == kQaLogitsPoint)
+                thresholds.update({{"cross_entropy", 1e30}, {"mean_probability_difference", 1e30}});
+            entries.push_back({{"point", point}, {"samples", 6}, {"thresholds", thresholds}});
+        }
+        const json file = {{"format", "scalescope-thresholds"},
+                           {"version", 1},
+                           {"percentile", 99},
+                           {"provenance", {{"checkpoint", "elsewhere"}, {"checkpoint_sha256", "0000"}}},
+                           {"points", entries}};
+        QTemporaryDir folder;
+        const QString path = folder.filePath("thresholds.json");
+        QFile out(path);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(QByteArray::fromStdString(file.dump(2)));
+        out.close();
+        panel->thresholdsFileEdit()->setText(path);
+        panel->thresholdsFileButton()->setChecked(true);
+
+        const Outcome outcome = check(window, {"reference"});
+        QVERIFY(outcome);
+        QVERIFY(outcome->thresholdsSource.contains("another checkpoint"));
+        const TwinCheck& twin = outcome->result.twins.at(0);
+        QCOMPARE(panel->verdictLabel()->text(), QStringLiteral("FAIL"));
+        QCOMPARE(twin.departureStart, strict);
+        const int index = panel->departureIndex();
+        QCOMPARE(twin.points.at(std::size_t(index)).point, strict);
+        QCOMPARE(panel->failureChart()->highlightedCategory(), index);
+        int count = 0;
+        const std::map<int, Bar> bars = barsOf(panel->failureChart()->chart(), count);
+        QCOMPARE(std::size_t(count), twin.points.size());
+        for (const auto& [category, bar] : bars) {
+            QCOMPARE(bar.above, category == index);
+            QCOMPARE(bar.height, category == index ? 100.0 : 0.0);
+        }
+        for (std::size_t i = 0; i < twin.points.size(); ++i)
+            QCOMPARE(panel->table()->item(int(i), DeviceCheckPanel::FailureRateColumn)->text() == "not checked",
+                     twin.points[i].point == unnamed);
+        QCOMPARE(window.errorsPanel()->selectedCapturePoint(), QString::fromStdString(strict));
+        QVERIFY(idle(window));
     }
 
     void failsAgainstTheReferenceWhereDeparturesStart()
