@@ -40,9 +40,10 @@ CheckInputSet readCheckInputs(const Arguments& args)
                              : textCheckInputs(args.required("texts"), maxSamples);
 }
 
-CheckMeasureOptions measureOptions(const Arguments& args, const std::atomic<bool>* cancel)
+CheckMeasureOptions measureOptions(const Arguments& args, const std::atomic<bool>* cancel, ForwardCache* cache)
 {
     CheckMeasureOptions options;
+    options.cache = args.flag("no-cache") ? nullptr : cache;
     options.qa.maxSeqLen = args.intValue("max-seq-len", 384, 8, 100000);
     options.qa.docStride = args.intValue("doc-stride", 128, 0, 100000);
     options.qa.maxAnswerLen = args.intValue("max-answer-len", 30, 1, 100000);
@@ -90,6 +91,21 @@ std::vector<std::string> runNames(const Arguments& args, const std::string& opti
     if (names.empty())
         throw UsageError{"--" + option + " names no run."};
     return names;
+}
+
+json cacheJson(const ForwardCache& cache, const CheckMeasureOptions& options)
+{
+    if (!options.cache)
+        return nullptr;
+    return {{"folder", cache.folder()}, {"max_mb", cache.maxBytes() >> 20}, {"hits", cache.hits()},
+            {"misses", cache.misses()}, {"problem", cache.problem().empty() ? json(nullptr) : json(cache.problem())}};
+}
+
+void reportCacheProblem(const ForwardCache& cache, const char* command)
+{
+    if (!cache.problem().empty())
+        std::cerr << "scalescope-cli " << command << ": note: the check cache is off for this run: "
+                  << terminalSafe(cache.problem()) << "\n";
 }
 
 std::string metricText(double value, int precision = 2)
@@ -155,11 +171,13 @@ int commandNoiseFloor(const Arguments& args)
     const CheckRunSources sources{model.get(), reference.get()};
 
     InterruptFlag interrupt;
-    CheckMeasureOptions options = measureOptions(args, interrupt.flag());
+    ForwardCache cache;
+    CheckMeasureOptions options = measureOptions(args, interrupt.flag(), &cache);
     ProgressLine progressLine;
     progressLine.attach(options.progress);
     ThresholdSet thresholds = measureNoiseFloor(sources, runs, inputs, options);
     progressLine.close();
+    reportCacheProblem(cache, "noise-floor");
     thresholds.provenance["checkpoint"] = checkpointDir;
     thresholds.provenance["checkpoint_sha256"] = CheckpointManifest::of(checkpointDir).hash;
     if (reference) {
@@ -234,7 +252,8 @@ int commandCheck(const Arguments& args)
     }
 
     InterruptFlag interrupt;
-    CheckMeasureOptions options = measureOptions(args, interrupt.flag());
+    ForwardCache cache;
+    CheckMeasureOptions options = measureOptions(args, interrupt.flag(), &cache);
     ProgressLine progressLine;
     progressLine.attach(options.progress);
     std::string thresholdsSource;
@@ -251,7 +270,9 @@ int commandCheck(const Arguments& args)
     CheckResult result = evaluateCheck(measureRuns(run, twins, inputs, options), *thresholds, gate);
     progressLine.close();
 
+    reportCacheProblem(cache, "check");
     json document = checkResultJson(result);
+    document["cache"] = cacheJson(cache, options);
     document["checkpoint"] = checkpointDir;
     document["reference"] = referenceDir.empty() ? json(nullptr) : json(referenceDir);
     document["thresholds_source"] = thresholdsSource;
@@ -271,6 +292,9 @@ int commandCheck(const Arguments& args)
     else {
         printCheckText(result);
         std::cout << "Thresholds: " << thresholdsSource << "\n";
+        if (options.cache)
+            std::cout << "CPU side: " << cache.hits() << " batches from the cache in " << cache.folder() << ", "
+                      << cache.misses() << " computed\n";
     }
     return result.passed ? 0 : 1;
 }

@@ -11,6 +11,7 @@
 #include "analysis/comparison.h"
 #include "common/error.h"
 #include "common/text_files.h"
+#include "device/checkpoint_manifest.h"
 #include "io/sha256.h"
 #include "tasks/compare_runs.h"
 #include "text/utf8.h"
@@ -52,23 +53,45 @@ std::size_t metricIndex(CheckMetric metric)
     return static_cast<std::size_t>(metric);
 }
 
-// A twin's captures of one input, one copy per distinct tensor (q, k and v read one input).
+// A twin's captures of one batch in execution order, one copy per distinct tensor (q, k and v read
+// one input): what the measurement compares against and what the forward cache keeps.
 struct StoredCaptures {
+    CachedForward forward;
     std::unordered_map<std::string, std::shared_ptr<const FloatTensor>> byName;
 
     void add(const std::string& name, const std::vector<int64_t>& shape, const float* data, const std::string& sameAs)
     {
+        std::shared_ptr<const FloatTensor> tensor;
         if (!sameAs.empty())
-            if (const auto same = byName.find(sameAs); same != byName.end() && same->second->shape == shape) {
-                byName[name] = same->second;
-                return;
-            }
-        auto copy = std::make_shared<FloatTensor>();
-        copy->shape = shape;
-        copy->values.assign(data, data + elementCount(shape));
-        byName[name] = std::move(copy);
+            if (const auto same = byName.find(sameAs); same != byName.end() && same->second->shape == shape)
+                tensor = same->second;
+        if (!tensor) {
+            auto copy = std::make_shared<FloatTensor>();
+            copy->shape = shape;
+            copy->values.assign(data, data + elementCount(shape));
+            tensor = std::move(copy);
+        }
+        byName[name] = tensor;
+        forward.captures.emplace_back(name, std::move(tensor));
+    }
+    void adopt(CachedForward cached)
+    {
+        forward = std::move(cached);
+        for (const auto& [name, tensor] : forward.captures)
+            byName[name] = tensor;
     }
 };
+
+// What makes two in-process runs of one checkpoint compute the same numbers, for the cache key.
+std::string runSignature(const CheckRun& run, const std::string& floatWeightsHash)
+{
+    std::string signature = std::string("mode=") + runModeName(run.options.mode);
+    signature += ";others_float=" + std::to_string(run.options.overrides.othersFloat);
+    for (const auto& [module, precision] : run.options.overrides.modules)
+        signature += ";" + module + "=" + (precision == Precision::Float ? "float" : "fp8");
+    signature += ";float_weights=" + floatWeightsHash;
+    return signature;
+}
 
 // log-softmax of values[0, n) into out.
 void logSoftmax(const float* values, std::size_t n, std::vector<double>& out)
@@ -170,12 +193,23 @@ CheckValues tensorValues(const ErrorMetrics& metrics)
     return values;
 }
 
-// One input as the model takes it: a question's windows, or a text's one sequence.
-struct PreparedCheckInput {
-    EncoderInputs batch;
-    std::vector<std::size_t> lengths;
+// One input's rows in a batch: a question's windows, or a text's one sequence.
+struct BatchedInput {
+    std::size_t index = 0;              // in the input set
+    std::size_t firstRow = 0, rows = 0; // its rows in the batch
     std::vector<QaWindow> windows;
     const SquadExample* example = nullptr;
+    // One entry per row of the whole batch: this input's rows keep their lengths, every other row
+    // is 0, so that the batch-wide metrics (metricsOverRealTokens, logitsValues) see only this input.
+    std::vector<std::size_t> lengthsInBatch;
+};
+
+// Several inputs in one forward: a device pool splits its rows across the devices, and a device
+// with a per-call cost (a runner, an accelerator) pays it once per batch.
+struct InputBatch {
+    EncoderInputs inputs;
+    std::vector<std::size_t> lengths;
+    std::vector<BatchedInput> members;
 };
 
 void checkSidesMatch(const CheckRun& run, const std::vector<CheckRun>& twins)
@@ -189,33 +223,33 @@ void checkSidesMatch(const CheckRun& run, const std::vector<CheckRun>& twins)
     }
 }
 
-std::string sideStage(const std::string& name, std::size_t index, std::size_t total)
-{
-    return name + ": input " + std::to_string(index + 1) + " of " + std::to_string(total);
-}
-
-QaAnswer bestAnswer(const PreparedCheckInput& prepared, const ForwardResult& result, const QaOptions& options)
+QaAnswer bestAnswer(const BatchedInput& input, const ForwardResult& result, const QaOptions& options)
 {
     const FloatTensor& start = result.output("start_logits");
     const FloatTensor& end = result.output("end_logits");
     const std::size_t seq = std::size_t(start.shape.at(1));
     std::vector<std::vector<float>> starts, ends;
-    for (std::size_t row = 0; row < prepared.windows.size(); ++row) {
-        const std::size_t n = std::min(prepared.lengths[row], seq);
+    for (std::size_t row = input.firstRow; row < input.firstRow + input.rows; ++row) {
+        const std::size_t n = std::min(input.lengthsInBatch[row], seq);
         starts.emplace_back(start.values.begin() + row * seq, start.values.begin() + row * seq + n);
         ends.emplace_back(end.values.begin() + row * seq, end.values.begin() + row * seq + n);
     }
-    const std::vector<QaAnswer> answers =
-        postprocessQa(prepared.windows, starts, ends, prepared.example->context, options);
+    const std::vector<QaAnswer> answers = postprocessQa(input.windows, starts, ends, input.example->context, options);
     return answers.empty() ? QaAnswer{} : answers.front();
 }
 
-bool allFiniteOutputs(const ForwardResult& result)
+// Whether the QA logits of the input's rows are finite (real tokens).
+bool rowsFinite(const BatchedInput& input, const ForwardResult& result)
 {
-    for (const NamedTensor& output : result.outputs)
-        for (float v : output.tensor.values)
-            if (!std::isfinite(v))
-                return false;
+    for (const NamedTensor& output : result.outputs) {
+        if (output.tensor.shape.size() != 2)
+            continue;
+        const std::size_t seq = std::size_t(output.tensor.shape[1]);
+        for (std::size_t row = input.firstRow; row < input.firstRow + input.rows; ++row)
+            for (std::size_t i = 0; i < std::min(input.lengthsInBatch[row], seq); ++i)
+                if (!std::isfinite(output.tensor.values[row * seq + i]))
+                    return false;
+    }
     return true;
 }
 
@@ -425,99 +459,140 @@ RunMeasurements measureRuns(const CheckRun& run, const std::vector<CheckRun>& tw
     result.pointLabels.push_back(questionAnswering ? "logits" : "logits");
     result.pointLayers.push_back(-1);
 
-    const Clock::time_point started = Clock::now();
-    const Tokenizer& tokenizer = checkpoint.tokenizer();
-    for (std::size_t index = 0; index < inputs.count(); ++index) {
-        options.progress.throwIfCancelled();
-        options.progress.report(double(index) / double(inputs.count()),
-                                sideStage(run.name, index, inputs.count()));
-        InputMeasurement measured;
-        measured.id = inputs.inputId(index);
-        PreparedCheckInput prepared;
-        try {
-            if (inputs.kind == CheckInputSet::Kind::Squad) {
-                prepared.example = &inputs.questions[index];
-                prepared.windows = buildQaWindows(tokenizer, prepared.example->question, prepared.example->context, qa);
-                for (const QaWindow& window : prepared.windows) {
-                    prepared.batch.addSequence(window.encoding);
-                    prepared.lengths.push_back(window.encoding.ids.size());
-                }
-            } else {
-                const Encoding encoding = tokenizer.encode(inputs.texts[index]);
-                if (int(encoding.ids.size()) > limit)
-                    throw Error("it is " + std::to_string(encoding.ids.size()) + " tokens long, more than the model's " +
-                                std::to_string(limit));
-                prepared.batch.addSequence(encoding);
-                prepared.lengths.push_back(encoding.ids.size());
-            }
-        } catch (const Cancelled&) {
-            throw;
-        } catch (const Error& e) {
-            measured.skipped = true;
-            measured.skipReason = e.what();
-            result.inputs.push_back(std::move(measured));
-            continue;
+    // The cache keys name each twin's checkpoint by content, not by folder.
+    std::vector<std::string> twinCheckpointHashes, twinSignatures;
+    if (options.cache)
+        for (const CheckRun& twin : twins) {
+            twinCheckpointHashes.push_back(CheckpointManifest::of(twin.backend->checkpoint().directory()).hash);
+            const Checkpoint* floatWeights = twin.options.floatWeightsFrom;
+            twinSignatures.push_back(runSignature(twin, floatWeights ? CheckpointManifest::of(floatWeights->directory()).hash : ""));
         }
 
+    const Clock::time_point started = Clock::now();
+    const Tokenizer& tokenizer = checkpoint.tokenizer();
+    const std::size_t batchInputs = std::max<std::size_t>(1, options.inputsPerForward);
+    result.inputs.resize(inputs.count());
+    std::size_t done = 0;
+    for (std::size_t begin = 0; begin < inputs.count(); begin += batchInputs) {
+        options.progress.throwIfCancelled();
+        options.progress.report(double(done) / double(inputs.count()),
+                                "Measuring " + run.name + " against " + joinedWords(result.twinNames) + ": input " +
+                                    std::to_string(done + 1) + " of " + std::to_string(inputs.count()));
+        // The batch: every input that can be windowed; one that cannot is skipped and listed.
+        InputBatch batch;
+        const std::size_t end = std::min(inputs.count(), begin + batchInputs);
+        for (std::size_t index = begin; index < end; ++index) {
+            InputMeasurement& measured = result.inputs[index];
+            measured.id = inputs.inputId(index);
+            BatchedInput member;
+            member.index = index;
+            std::vector<Encoding> sequences;
+            try {
+                if (inputs.kind == CheckInputSet::Kind::Squad) {
+                    member.example = &inputs.questions[index];
+                    member.windows = buildQaWindows(tokenizer, member.example->question, member.example->context, qa);
+                    for (const QaWindow& window : member.windows)
+                        sequences.push_back(window.encoding);
+                } else {
+                    Encoding encoding = tokenizer.encode(inputs.texts[index]);
+                    if (int(encoding.ids.size()) > limit)
+                        throw Error("it is " + std::to_string(encoding.ids.size()) +
+                                    " tokens long, more than the model's " + std::to_string(limit));
+                    sequences.push_back(std::move(encoding));
+                }
+            } catch (const Cancelled&) {
+                throw;
+            } catch (const Error& e) {
+                measured.skipped = true;
+                measured.skipReason = e.what();
+                continue;
+            }
+            member.firstRow = batch.lengths.size();
+            member.rows = sequences.size();
+            for (const Encoding& sequence : sequences) {
+                batch.inputs.addSequence(sequence);
+                batch.lengths.push_back(sequence.ids.size());
+            }
+            batch.members.push_back(std::move(member));
+        }
+        done = end;
+        if (batch.members.empty())
+            continue;
+        for (BatchedInput& member : batch.members) {
+            member.lengthsInBatch.assign(batch.lengths.size(), 0);
+            for (std::size_t row = member.firstRow; row < member.firstRow + member.rows; ++row)
+                member.lengthsInBatch[row] = batch.lengths[row];
+        }
+
+        // The twins keep one copy per distinct tensor; the run's captures come back with its result
+        // (not streamed), so that a device pool can split the batch's rows.
         std::vector<StoredCaptures> stored(twins.size());
         std::vector<ForwardResult> twinResults(twins.size());
         for (std::size_t t = 0; t < twins.size(); ++t) {
+            const std::string key =
+                options.cache ? ForwardCache::key(twinCheckpointHashes[t], twinSignatures[t], batch.inputs) : std::string();
+            CachedForward cached;
+            if (options.cache && options.cache->load(key, cached)) {
+                twinResults[t].outputs = cached.outputs;
+                stored[t].adopt(std::move(cached));
+                continue;
+            }
             ForwardOptions forward = twins[t].options;
             forward.capture.all = true;
             forward.onCapture = [&stored, t](const std::string& name, const std::vector<int64_t>& shape,
                                              const float* data, const std::string& sameAs) {
                 stored[t].add(name, shape, data, sameAs);
             };
-            twinResults[t] = twins[t].backend->forward(prepared.batch, forward);
+            twinResults[t] = twins[t].backend->forward(batch.inputs, forward);
             result.twinForwardMs[t] += twinResults[t].elapsedMs;
+            if (options.cache) {
+                stored[t].forward.outputs = twinResults[t].outputs;
+                options.cache->store(key, stored[t].forward);
+            }
         }
-
-        measured.values.assign(twins.size(), std::vector<CheckValues>(result.points.size(), noValues()));
-        std::unordered_map<std::string, std::string> sameAsOf;
         ForwardOptions forward = run.options;
         forward.capture.all = true;
-        forward.onCapture = [&](const std::string& name, const std::vector<int64_t>& shape, const float* data,
-                                const std::string& sameAs) {
-            const auto point = pointIndex.find(name);
-            if (point == pointIndex.end())
-                throw Error("The run recorded the capture point \"" + name + "\", which its layout does not name.");
-            const auto sharedPoint = sameAs.empty() ? pointIndex.end() : pointIndex.find(sameAs);
-            for (std::size_t t = 0; t < twins.size(); ++t) {
-                const auto twin = stored[t].byName.find(name);
-                if (twin == stored[t].byName.end())
-                    throw Error("The twin \"" + twins[t].name + "\" did not record the capture point \"" + name + "\".");
-                if (twin->second->shape != shape)
-                    throw Error("Capture point \"" + name + "\" differs in shape between the run and the twin \"" +
-                                twins[t].name + "\".");
-                const auto twinShared = sameAs.empty() ? stored[t].byName.end() : stored[t].byName.find(sameAs);
-                if (sharedPoint != pointIndex.end() && twinShared != stored[t].byName.end() &&
-                    twinShared->second == twin->second) {
-                    measured.values[t][point->second] = measured.values[t][sharedPoint->second];
-                    continue;
-                }
-                measured.values[t][point->second] =
-                    tensorValues(metricsOverRealTokens(shape, data, *twin->second, prepared.lengths));
-            }
-        };
-        const ForwardResult runResult = run.backend->forward(prepared.batch, forward);
+        forward.onCapture = nullptr;
+        const ForwardResult runResult = run.backend->forward(batch.inputs, forward);
         result.runForwardMs += runResult.elapsedMs;
-        for (std::size_t t = 0; t < twins.size(); ++t)
-            measured.values[t][logitsPoint] = logitsValues(runResult, twinResults[t], prepared.lengths, questionAnswering);
 
-        if (prepared.example) {
-            // A side whose logits are not finite answers nothing: its prediction is "" and scored so.
-            const auto predict = [&](const ForwardResult& side) {
-                return allFiniteOutputs(side) ? predictionText(bestAnswer(prepared, side, qa)) : std::string();
-            };
-            measured.hasAnswer = !prepared.example->golds.empty();
-            measured.runPrediction = predict(runResult);
-            measured.runScore = scorePrediction(*prepared.example, measured.runPrediction);
-            for (const ForwardResult& twin : twinResults) {
-                measured.twinPredictions.push_back(predict(twin));
-                measured.twinScores.push_back(scorePrediction(*prepared.example, measured.twinPredictions.back()));
+        for (BatchedInput& member : batch.members)
+            result.inputs[member.index].values.assign(twins.size(), std::vector<CheckValues>(result.points.size(), noValues()));
+        for (const NamedTensor& capture : runResult.captures) {
+            const auto point = pointIndex.find(capture.name);
+            if (point == pointIndex.end())
+                throw Error("The run recorded the capture point \"" + capture.name + "\", which its layout does not name.");
+            for (std::size_t t = 0; t < twins.size(); ++t) {
+                const auto twin = stored[t].byName.find(capture.name);
+                if (twin == stored[t].byName.end())
+                    throw Error("The twin \"" + twins[t].name + "\" did not record the capture point \"" + capture.name + "\".");
+                if (twin->second->shape != capture.tensor.shape)
+                    throw Error("Capture point \"" + capture.name + "\" differs in shape between the run and the twin \"" +
+                                twins[t].name + "\".");
+                for (const BatchedInput& member : batch.members)
+                    result.inputs[member.index].values[t][point->second] = tensorValues(metricsOverRealTokens(
+                        capture.tensor.shape, capture.tensor.values.data(), *twin->second, member.lengthsInBatch));
             }
         }
-        result.inputs.push_back(std::move(measured));
+        for (const BatchedInput& member : batch.members) {
+            InputMeasurement& measured = result.inputs[member.index];
+            for (std::size_t t = 0; t < twins.size(); ++t)
+                measured.values[t][logitsPoint] =
+                    logitsValues(runResult, twinResults[t], member.lengthsInBatch, questionAnswering);
+            if (!member.example)
+                continue;
+            // A side whose logits are not finite answers nothing: its prediction is "" and scored so.
+            const auto predict = [&](const ForwardResult& side) {
+                return rowsFinite(member, side) ? predictionText(bestAnswer(member, side, qa)) : std::string();
+            };
+            measured.hasAnswer = !member.example->golds.empty();
+            measured.runPrediction = predict(runResult);
+            measured.runScore = scorePrediction(*member.example, measured.runPrediction);
+            for (const ForwardResult& twin : twinResults) {
+                measured.twinPredictions.push_back(predict(twin));
+                measured.twinScores.push_back(scorePrediction(*member.example, measured.twinPredictions.back()));
+            }
+        }
     }
     // Numbers computed while a checkpoint file was rewritten in place are not to be reported.
     checkpoint.tensors().checkUnchanged();

@@ -30,6 +30,7 @@
 #include "common/progress.h"
 #include "model/inference_backend.h"
 #include "tasks/evaluate.h"
+#include "tasks/forward_cache.h"
 #include "tasks/question_answering.h"
 #include "tasks/squad_dataset.h"
 
@@ -103,6 +104,11 @@ CheckInputSet textCheckInputs(const std::string& path, std::size_t maxSamples);
 
 struct CheckMeasureOptions {
     QaOptions qa;                     // windowing and answers (topK forced to 1)
+    // Inputs per forward: their windows run as one batch (a device pool splits its rows). Each
+    // input is measured on its own rows only.
+    std::size_t inputsPerForward = 8;
+    // When set, the twins' forwards are read from and kept in it (tasks/forward_cache.h).
+    ForwardCache* cache = nullptr;
     Progress progress;
 };
 

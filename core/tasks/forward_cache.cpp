@@ -1,0 +1,201 @@
+#include "tasks/forward_cache.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <system_error>
+
+#include "common/error.h"
+#include "io/safetensors.h"
+#include "io/sha256.h"
+
+namespace scalescope {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Bumped whenever what an entry holds, or how a key is formed, changes.
+constexpr const char* kCacheFormat = "scalescope-check-cache-1";
+constexpr const char* kOutputPrefix = "output:";
+constexpr const char* kTensorPrefix = "tensor:";
+
+std::string environment(const char* name)
+{
+    const char* value = std::getenv(name);
+    return value ? std::string(value) : std::string();
+}
+
+void hashIds(Sha256& hash, const std::vector<std::vector<int64_t>>& rows, const char* label)
+{
+    hash.update(label, std::char_traits<char>::length(label));
+    const uint64_t count = rows.size();
+    hash.update(&count, sizeof count);
+    for (const std::vector<int64_t>& row : rows) {
+        const uint64_t length = row.size();
+        hash.update(&length, sizeof length);
+        hash.update(row.data(), row.size() * sizeof(int64_t));
+    }
+}
+
+std::string entryPath(const std::string& folder, const std::string& key)
+{
+    return (fs::path(folder) / (key + ".safetensors")).string();
+}
+
+} // namespace
+
+ForwardCacheSettings defaultForwardCacheSettings()
+{
+    ForwardCacheSettings settings;
+    if (std::string folder = environment("SCALESCOPE_CHECK_CACHE"); !folder.empty())
+        settings.folder = folder;
+    else if (std::string xdg = environment("XDG_CACHE_HOME"); !xdg.empty())
+        settings.folder = (fs::path(xdg) / "scalescope" / "check").string();
+    else if (std::string home = environment("HOME"); !home.empty())
+        settings.folder = (fs::path(home) / ".cache" / "scalescope" / "check").string();
+    else
+        settings.folder = (fs::temp_directory_path() / "scalescope-check-cache").string();
+    if (std::string megabytes = environment("SCALESCOPE_CHECK_CACHE_MB"); !megabytes.empty()) {
+        char* end = nullptr;
+        const unsigned long long value = std::strtoull(megabytes.c_str(), &end, 10);
+        if (end && *end == '\0' && value <= (1ull << 30))
+            settings.maxBytes = value << 20;
+    }
+    return settings;
+}
+
+ForwardCache::ForwardCache(ForwardCacheSettings settings) : settings_(std::move(settings)) {}
+
+std::string ForwardCache::key(const std::string& checkpointHash, const std::string& runSignature,
+                              const EncoderInputs& inputs)
+{
+    Sha256 hash;
+    for (const std::string& part : {std::string(kCacheFormat), checkpointHash, runSignature}) {
+        const uint64_t length = part.size();
+        hash.update(&length, sizeof length);
+        hash.update(part.data(), part.size());
+    }
+    hashIds(hash, inputs.inputIds, "ids");
+    hashIds(hash, inputs.attentionMask, "mask");
+    hashIds(hash, inputs.tokenTypeIds, "types");
+    const uint64_t positions = inputs.logitPositions.size();
+    hash.update(&positions, sizeof positions);
+    for (const auto& [row, position] : inputs.logitPositions) {
+        const int64_t pair[2] = {row, position};
+        hash.update(pair, sizeof pair);
+    }
+    return hash.hexDigest();
+}
+
+bool ForwardCache::load(const std::string& key, CachedForward& forward)
+{
+    // A cap lowered since the last run applies before anything is read.
+    if (!trimmed_) {
+        trimmed_ = true;
+        evict();
+    }
+    const std::string path = entryPath(settings_.folder, key);
+    std::error_code error;
+    if (!fs::is_regular_file(path, error)) {
+        ++misses_;
+        return false;
+    }
+    try {
+        const std::unique_ptr<SafetensorsFile> file = SafetensorsFile::open(path);
+        const auto& metadata = file->metadata();
+        if (metadata.count("format") == 0 || metadata.at("format") != kCacheFormat)
+            throw Error(path + " is not a cache entry of this version.");
+        CachedForward loaded;
+        std::map<std::string, std::shared_ptr<const FloatTensor>> tensors;
+        for (const TensorView& view : file->tensors()) {
+            if (view.dtype != Dtype::F32)
+                throw Error(path + " holds a tensor that is not float32.");
+            if (view.name.rfind(kOutputPrefix, 0) == 0)
+                loaded.outputs.push_back({view.name.substr(std::char_traits<char>::length(kOutputPrefix)), view.toFloat()});
+            else if (view.name.rfind(kTensorPrefix, 0) == 0)
+                tensors[view.name] = std::make_shared<const FloatTensor>(view.toFloat());
+        }
+        // "capture:N" -> "NAME\ttensor:K", in execution order.
+        for (std::size_t i = 0;; ++i) {
+            const auto entry = metadata.find("capture:" + std::to_string(i));
+            if (entry == metadata.end())
+                break;
+            const std::size_t tab = entry->second.find('\t');
+            const auto tensor = tab == std::string::npos ? tensors.end() : tensors.find(entry->second.substr(tab + 1));
+            if (tensor == tensors.end())
+                throw Error(path + " names a capture whose tensor it does not hold.");
+            loaded.captures.emplace_back(entry->second.substr(0, tab), tensor->second);
+        }
+        file->checkUnchanged();
+        forward = std::move(loaded);
+    } catch (const Error&) {
+        fs::remove(path, error);
+        ++misses_;
+        return false;
+    }
+    // Used now: the last to be evicted.
+    fs::last_write_time(path, fs::file_time_type::clock::now(), error);
+    ++hits_;
+    return true;
+}
+
+void ForwardCache::store(const std::string& key, const CachedForward& forward)
+{
+    if (!problem_.empty())
+        return;
+    try {
+        std::error_code error;
+        fs::create_directories(settings_.folder, error);
+        if (error)
+            throw Error("Cannot create the check cache folder " + settings_.folder + ": " + error.message() + ".");
+        std::vector<TensorToWrite> tensors;
+        std::map<std::string, std::string> metadata = {{"format", kCacheFormat}};
+        for (const NamedTensor& output : forward.outputs)
+            tensors.push_back(makeF32Tensor(kOutputPrefix + output.name, output.tensor));
+        std::map<const FloatTensor*, std::string> stored;
+        for (std::size_t i = 0; i < forward.captures.size(); ++i) {
+            const auto& [name, tensor] = forward.captures[i];
+            auto [it, added] = stored.emplace(tensor.get(), kTensorPrefix + std::to_string(stored.size()));
+            if (added)
+                tensors.push_back(makeF32Tensor(it->second, *tensor));
+            metadata["capture:" + std::to_string(i)] = name + "\t" + it->second;
+        }
+        writeSafetensors(entryPath(settings_.folder, key), tensors, metadata);
+        evict();
+    } catch (const Error& e) {
+        problem_ = e.what();
+    } catch (const std::exception& e) {
+        problem_ = std::string("The check cache in ") + settings_.folder + " failed: " + e.what();
+    }
+}
+
+void ForwardCache::evict()
+{
+    struct Entry {
+        fs::path path;
+        std::uintmax_t size;
+        fs::file_time_type used;
+    };
+    std::vector<Entry> entries;
+    std::uintmax_t total = 0;
+    std::error_code error;
+    for (const fs::directory_entry& item : fs::directory_iterator(settings_.folder, error)) {
+        if (item.path().extension() != ".safetensors" || !item.is_regular_file(error))
+            continue;
+        const std::uintmax_t size = item.file_size(error);
+        if (error)
+            continue;
+        entries.push_back({item.path(), size, item.last_write_time(error)});
+        total += size;
+    }
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.used < b.used; });
+    for (const Entry& entry : entries) {
+        if (total <= settings_.maxBytes)
+            break;
+        if (fs::remove(entry.path, error))
+            total -= entry.size;
+    }
+}
+
+} // namespace scalescope
