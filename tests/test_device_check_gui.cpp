@@ -16,6 +16,7 @@
 #include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QFileInfo>
 
 #include <algorithm>
 #include <map>
@@ -161,6 +162,8 @@ private slots:
         QSettings().clear();
         setComputeThreads(2);
         const std::string root = makeTempDir("device-check-gui");
+        // The CPU side's disk cache of this suite's checks, not the user's.
+        qputenv("SCALESCOPE_CHECK_CACHE", QByteArray::fromStdString(root + "/cache"));
         float_ = root + "/float";
         TinyModelSpec spec;
         spec.seed = 2811;
@@ -301,6 +304,39 @@ private slots:
                      twin.points[i].point == unnamed);
         QCOMPARE(window.errorsPanel()->selectedCapturePoint(), QString::fromStdString(strict));
         QVERIFY(idle(window));
+    }
+
+    // A runner device: the run under test goes through the runner in fp8 mode, the twins run in
+    // this process. The CPU runner computes what the emulation does, so the check passes; run
+    // again, the CPU side comes from the disk cache.
+    void runnerDeviceAgainstTheEmulation()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndAsk(window, fp8_));
+        const QString cli = QFileInfo(QStringLiteral(SCALESCOPE_CLI)).canonicalFilePath();
+        QVERIFY(!cli.isEmpty());
+        QSignalSpy ready(&window, &MainWindow::checkpointReady);
+        window.session()->setDevice(QStringLiteral("runner:'%1' runner").arg(cli));
+        QVERIFY(ready.wait(60000));
+        QVERIFY(idle(window));
+        DeviceCheckPanel* panel = window.deviceCheckPanel();
+        QVERIFY2(panel->runUnderTestLabel()->text().contains("selected device"), qPrintable(panel->runUnderTestLabel()->text()));
+        const Outcome first = check(window, {"emulation"});
+        QVERIFY(first);
+        QCOMPARE(QString::fromStdString(first->result.measurements.runName), QStringLiteral("device"));
+        QVERIFY2(first->runUnderTest.contains("fp8 mode"), qPrintable(first->runUnderTest));
+        QCOMPARE(panel->verdictLabel()->text(), QStringLiteral("PASS"));
+        const Outcome second = check(window, {"emulation"});
+        QVERIFY(second);
+        QVERIFY2(second->cacheNote.contains("CPU side") && !second->cacheNote.startsWith("CPU side: 0 batches"),
+                 qPrintable(second->cacheNote));
+        QCOMPARE(second->result.passed, first->result.passed);
+        window.session()->setDevice(QStringLiteral("cpu"));
+        QVERIFY(ready.wait(60000));
+        QVERIFY(idle(window));
+        // The result of the runner is stale on the CPU device.
+        QVERIFY(panel->banner()->isStale());
     }
 
     void failsAgainstTheReferenceWhereDeparturesStart()

@@ -584,6 +584,10 @@ void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
             = squadCheckInputs(request.squadFile.toStdString(), std::size_t(std::max(0, request.maxQuestions)));
         CheckMeasureOptions options;
         options.qa = fitWindowsToModel(options.qa, run_->checkpoint().layout());
+        // The twins' forwards (and the noise floor's) come from the disk cache when an earlier
+        // check ran them on these questions: a second device costs only its own runs.
+        ForwardCache cache;
+        options.cache = &cache;
 
         // The noise floor runs two sides per question, the check one more than it has twins.
         const double floorShare = request.thresholdsFile.isEmpty() ? 2.0 / (2.0 + 1.0 + request.twins.size()) : 0.0;
@@ -629,6 +633,12 @@ void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
         gate.maxFailureRate = request.maxFailureRate;
         gate.maxF1Drop = request.maxF1Drop;
         outcome->result = evaluateCheck(std::move(measured), thresholds, gate);
+        outcome->cacheNote = cache.problem().empty()
+                                 ? tr("CPU side: %1 batches from the cache in %2, %3 computed")
+                                       .arg(cache.hits())
+                                       .arg(QString::fromStdString(cache.folder()))
+                                       .arg(cache.misses())
+                                 : tr("The check cache is off for this run: %1").arg(QString::fromStdString(cache.problem()));
         std::shared_ptr<const DeviceCheckOutcome> result = outcome;
         return [this, result] { emit deviceChecked(result); };
     });

@@ -134,6 +134,7 @@ struct DeviceCheckOutcome {
     // thresholds came from.
     QString runUnderTest;
     QString thresholdsSource;
+    QString cacheNote; // how much of the CPU side came from the disk cache (tasks/forward_cache.h)
 };
 
 class WorkbenchSession : public QObject {

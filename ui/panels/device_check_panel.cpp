@@ -480,7 +480,8 @@ void DeviceCheckPanel::showVerdict()
                                              .arg(m.seconds, 0, 'f', 1)
                                              .arg(thresholds.toHtmlEscaped()));
     // The whole story (paths included) for whoever wants it, off the narrow screen.
-    details_->setToolTip(tr("Run under test: %1\nThresholds: %2").arg(outcome_->runUnderTest, outcome_->thresholdsSource));
+    details_->setToolTip(tr("Run under test: %1\nThresholds: %2\n%3")
+                             .arg(outcome_->runUnderTest, outcome_->thresholdsSource, outcome_->cacheNote));
     if (skipped > 0)
         html += QLatin1Char(' ') + tr("%1 skipped (too long for the model).")
                                       .arg(countText(static_cast<long long>(skipped), tr("question was"), tr("questions were")));
@@ -661,6 +662,7 @@ void DeviceCheckPanel::addToReport(ReportSection& section, bool runResultCurrent
     summary["run_under_test"] = outcome_->runUnderTest.toStdString();
     summary["thresholds_source"] = outcome_->thresholdsSource.toStdString();
     summary["inputs_file"] = outcome_->request.squadFile.toStdString();
+    summary["cache"] = outcome_->cacheNote.toStdString();
     section.summary()["device_check"] = summary;
 }
 
