@@ -464,21 +464,8 @@ void DeviceCheckPanel::showVerdict()
             html += QStringLiteral("<li>%1</li>").arg(QString::fromStdString(reason).toHtmlEscaped());
         html += QStringLiteral("</ul>");
     }
-    QStringList twins;
-    for (const TwinCheck& twin : r.twins)
-        twins << QString::fromStdString(twin.twin);
     const RunMeasurements& m = r.measurements;
     const std::size_t skipped = m.inputs.size() - m.measuredInputs();
-    const QString thresholds = outcome_->request.thresholdsFile.isEmpty()
-                                   ? tr("noise floor measured now on the same questions")
-                                   : QFileInfo(outcome_->request.thresholdsFile).fileName();
-    html += QStringLiteral("<br>%1").arg(tr("%1 against %2 on %3 (%4 s); thresholds: %5.")
-                                             .arg(outcome_->runUnderTest.toHtmlEscaped(),
-                                                  twins.join(QStringLiteral(", ")).toHtmlEscaped(),
-                                                  countText(static_cast<long long>(m.measuredInputs()), tr("question"),
-                                                            tr("questions")))
-                                             .arg(m.seconds, 0, 'f', 1)
-                                             .arg(thresholds.toHtmlEscaped()));
     // The whole story (paths included) for whoever wants it, off the narrow screen.
     details_->setToolTip(tr("Run under test: %1\nThresholds: %2\n%3")
                              .arg(outcome_->runUnderTest, outcome_->thresholdsSource, outcome_->cacheNote));
@@ -511,8 +498,17 @@ void DeviceCheckPanel::showF1()
                      .arg(worstDrop <= r.gate.maxF1Drop ? tr("within") : tr("beyond"))
                      .arg(r.gate.maxF1Drop, 0, 'f', 2);
     }
-    f1Text_->setText(lines.join(QLatin1Char('\n')));
-    f1Text_->setVisible(!lines.isEmpty());
+    // What ran and against what, in one line with the F1: the run itself is named above.
+    const RunMeasurements& m = r.measurements;
+    const QString thresholds = outcome_->request.thresholdsFile.isEmpty()
+                                   ? tr("noise floor measured now on the same questions")
+                                   : QFileInfo(outcome_->request.thresholdsFile).fileName();
+    lines.prepend(tr("%1 (%2 s); thresholds: %3.")
+                      .arg(countText(static_cast<long long>(m.measuredInputs()), tr("question"), tr("questions")))
+                      .arg(m.seconds, 0, 'f', 1)
+                      .arg(thresholds));
+    f1Text_->setText(lines.join(QLatin1Char(' ')));
+    f1Text_->setVisible(true);
 }
 
 const TwinCheck* DeviceCheckPanel::twinShown() const
@@ -531,6 +527,9 @@ void DeviceCheckPanel::showTwin(int twin)
     failureChart_->setStamp(outcome_->stamp.describe());
     ChartData chart = checkFailureRateChart(outcome_->result, std::size_t(twin));
     const TwinCheck* shown = twinShown();
+    // One title line: on a laptop screen the second took the bars' height.
+    if (shown)
+        chart.title = "Failure rate per point: " + outcome_->result.measurements.runName + " vs " + shown->twin;
     if (shown)
         for (std::size_t i = 0; i < shown->points.size() && i < chart.categories.size(); ++i)
             chart.categories[i] = pointLabel(shown->points[i]).toStdString();
