@@ -26,6 +26,7 @@
 
 #include "charts/chart_view.h"
 #include "engine/compute_threads.h"
+#include "linear_selection.h"
 #include "main_window.h"
 #include "panels/device_check_panel.h"
 #include "panels/errors_panel.h"
@@ -407,6 +408,10 @@ private slots:
         QCOMPARE(panel->selectedPoint(), otherPoint);
         QCOMPARE(panel->failureChart()->highlightedCategory(), other);
         QCOMPARE(errors->selectedCapturePoint(), otherPoint);
+        // Its Linear is the one every view shows (the inspector, Model, Scales).
+        QString otherModule = otherPoint;
+        otherModule.chop(otherPoint.endsWith(".input") ? 6 : 7);
+        QCOMPARE(window.selection()->current(), otherModule);
         const QModelIndex current = errors->metricsView()->currentIndex();
         QVERIFY(current.isValid());
         QCOMPARE(current.siblingAtColumn(0).data().toString(), otherPoint);

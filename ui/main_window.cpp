@@ -285,6 +285,17 @@ void MainWindow::connectDeviceCheck()
     // A point clicked in the check is selected in Errors, whose drill-down draws it for the last
     // question when the results there hold it.
     auto showPoint = [this](const QString& point) {
+        // A Linear's input or output: that Linear becomes the one every view shows (first, so
+        // that Errors then selects this very point rather than the Linear's output).
+        QString module = point;
+        if (module.endsWith(QLatin1String(".input")))
+            module.chop(6);
+        else if (module.endsWith(QLatin1String(".output")))
+            module.chop(7);
+        if (info_ && module != point)
+            for (const LinearInfo& linear : info_->linears)
+                if (linear.module == module.toStdString())
+                    selection_->select(module);
         if (errors_->selectCapturePoint(point) && !errors_->isStale())
             session_->capturePoint(point);
     };
