@@ -355,6 +355,9 @@ private slots:
         const TwinCheck& twin = r.twins.at(0);
         QVERIFY(!r.passed);
         QCOMPARE(panel->verdictLabel()->text(), QStringLiteral("FAIL"));
+        // The verdict, reasons and F1 line on screen still fit a 1024x640 window.
+        const QSize hint = window.minimumSizeHint().expandedTo(window.minimumSize());
+        QVERIFY2(hint.width() <= 1024 && hint.height() <= 640, qPrintable(QString("%1x%2").arg(hint.width()).arg(hint.height())));
         for (const std::string& reason : r.reasons)
             QVERIFY2(panel->verdictDetails()->text().contains(QString::fromStdString(reason).toHtmlEscaped()), reason.c_str());
 
