@@ -575,6 +575,77 @@ private slots:
         QCOMPARE(QDir(q(cacheDir)).entryList({"*.safetensors"}, QDir::Files).size(), 0);
     }
 
+    void checkSaysWhichTwinTheDeviceTracks()
+    {
+        // A runner summing its FP8 products as the DL16 model does: against the plain emulation it
+        // departs somewhere after FP8 first acts, and wherever the two twins differ at all it tracks
+        // the dl16 twin; it never fails against that one.
+        const std::string root = dir_.path().toStdString();
+        const std::string thresholds = root + "/thresholds-dl16.json";
+        const CliResult floor = runCli({"noise-floor", q(fp8Dir_), "--reference", q(floatDir_), "--squad", q(squadPath_),
+                                        "--output", q(thresholds)});
+        QVERIFY2(floor.exitCode == 0, qPrintable(floor.err));
+        const std::string runner = "runner:" + shellQuote(SCALESCOPE_CLI) + " runner";
+        const CliResult r = runCli({"check", q(fp8Dir_), "--device", q(runner), "--accumulate", "dl16", "--thresholds",
+                                    q(thresholds), "--squad", q(squadPath_), "--against", "emulation,dl16", "--json"});
+        QVERIFY2(r.exitCode == 1, qPrintable(r.err));
+        const json result = parsedJson(r.out);
+        QVERIFY2(result.is_object(), qPrintable(r.err));
+        QVERIFY(result["twins"][0]["departure_start"].is_string());
+        QCOMPARE(result["twins"][1]["name"], json("dl16"));
+        QCOMPARE(result["twins"][1]["failed_points"], json(0));
+        QVERIFY(result["run"]["description"].get<std::string>().find("fp8+dl16") != std::string::npos);
+        const json& againstEmulation = result["twins"][0]["points"];
+        std::size_t differing = 0;
+        for (std::size_t p = 0; p < againstEmulation.size(); ++p) {
+            const json& median = againstEmulation[p]["median"];
+            if (median.contains("sqnr_db") && median["sqnr_db"] != "inf") {
+                ++differing;
+                QVERIFY2(result["best_twin_per_point"][p]["twin"] == "dl16", againstEmulation[p].dump().c_str());
+            } else {
+                QCOMPARE(againstEmulation[p]["failures"], json(0));
+            }
+        }
+        // Embeddings and the first Linears' inputs are the same float values in both runs.
+        QVERIFY(differing > 10 && differing < againstEmulation.size());
+        // Against the dl16 twin alone it passes.
+        const CliResult alone = runCli({"check", q(fp8Dir_), "--device", q(runner), "--accumulate", "dl16", "--thresholds",
+                                        q(thresholds), "--squad", q(squadPath_), "--against", "dl16", "--json"});
+        QVERIFY2(alone.exitCode == 0, qPrintable(alone.err + alone.out.left(2000)));
+    }
+
+    void badInputsGetOneSentence()
+    {
+        const std::string root = dir_.path().toStdString();
+        const std::string garbage = root + "/garbage.json";
+        writeText(garbage, "{\"format\": \"scalescope-thresholds\", \"version\": 1, \"percentile\": 99, \"points\": [{\"point\": 3}]}");
+        const CliResult bad = runCli({"check", q(fp8Dir_), "--thresholds", q(garbage), "--squad", q(squadPath_)});
+        QCOMPARE(bad.exitCode, 1);
+        QVERIFY2(bad.err.contains(q(garbage)) && bad.err.contains("without a \"point\" name"), qPrintable(bad.err));
+        QCOMPARE(bad.err.count('\n'), 1);
+
+        const std::string foreign = root + "/foreign.json";
+        writeText(foreign, "{\"format\": \"scalescope-thresholds\", \"version\": 1, \"percentile\": 99, "
+                           "\"points\": [{\"point\": \"bert.encoder.layer.0.output\", \"thresholds\": {\"sqnr_db\": 60}}]}");
+        const CliResult other = runCli({"check", q(fp8Dir_), "--thresholds", q(foreign), "--squad", q(squadPath_)});
+        QCOMPARE(other.exitCode, 1);
+        QVERIFY2(other.err.contains("name none of this model's capture points"), qPrintable(other.err));
+
+        const CliResult both = runCli({"check", q(fp8Dir_), "--squad", q(squadPath_), "--texts", q(squadPath_)});
+        QCOMPARE(both.exitCode, 2);
+        const CliResult missing = runCli({"noise-floor", q(fp8Dir_), "--texts", q(root + "/none.txt"), "--output",
+                                          q(root + "/never.json")});
+        QCOMPARE(missing.exitCode, 1);
+        QVERIFY2(missing.err.contains(q(root + "/none.txt")), qPrintable(missing.err));
+        QVERIFY(!QFile::exists(q(root + "/never.json")));
+        const CliResult rate = runCli({"check", q(fp8Dir_), "--squad", q(squadPath_), "--max-failure-rate", "5"});
+        QCOMPARE(rate.exitCode, 2);
+        QVERIFY2(rate.err.contains("--max-failure-rate"), qPrintable(rate.err));
+        const CliResult twin = runCli({"check", q(fp8Dir_), "--squad", q(squadPath_), "--against", "gpu"});
+        QVERIFY(twin.exitCode != 0);
+        QVERIFY2(twin.err.contains("--against") && twin.err.contains("dl16"), qPrintable(twin.err));
+    }
+
     void fp8AgainstTheReferenceDepartsFromTheFirstQuantizedLinear()
     {
         // With no device, the FP8 run is held against the float reference: it departs where FP8

@@ -747,6 +747,46 @@ private slots:
                  qPrintable(QString("twin %1 dB, fp8 %2 dB").arg(twinSqnr).arg(fp8Sqnr)));
     }
 
+    // The DL16 twin from the Mode box: the last question reruns as fp8+dl16 (and fp16+dl16), every
+    // label says DL16, and the report's summary names the accumulation.
+    void dl16ModeLabelsTheRunAndTheReport()
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndWait(window, qaFp8_));
+        QVERIFY(setReferenceAndWait(window, qaFloat_));
+        window.modeBox()->setCurrentIndex(0);
+        QVERIFY(answerAndWait(window, "what is the capital of France ?"));
+        const double fp8Sqnr = window.errorsPanel()->comparison()->finalLogits.sqnrDb;
+
+        QSignalSpy answered(window.session(), &WorkbenchSession::answered);
+        window.modeBox()->setCurrentIndex(3);
+        QCOMPARE(window.modeBox()->currentText(), QString("FP8, DL16 accumulation"));
+        QVERIFY(answered.wait(30000));
+        const auto outcome = answered.takeFirst().at(0).value<std::shared_ptr<const AskOutcome>>();
+        QCOMPARE(outcome->stamp.mode, RunMode::Fp8);
+        QVERIFY(outcome->stamp.accumulation == Accumulation::Dl16);
+        QCOMPARE(outcome->comparison->runLabel, std::string("fp8+dl16"));
+        QCOMPARE(window.askPanel()->answersModel()->headerData(AnswersModel::RunAnswerColumn, Qt::Horizontal).toString(),
+                 QString("FP8 + DL16 answer"));
+        QVERIFY(window.askPanel()->resultLabel()->text().contains("DL16"));
+        QVERIFY(window.errorsPanel()->comparison()->finalLogits.sqnrDb != fp8Sqnr);
+        QTemporaryDir report;
+        window.exportReport(report.path());
+        const auto summary = readJson(report.filePath("summary.json"));
+        QCOMPARE(summary["mode"].get<std::string>(), std::string("fp8"));
+        QCOMPARE(summary["accumulation"].get<std::string>(), std::string("dl16"));
+
+        window.modeBox()->setCurrentIndex(4);
+        QVERIFY(answered.wait(30000));
+        const auto twin = answered.takeFirst().at(0).value<std::shared_ptr<const AskOutcome>>();
+        QCOMPARE(twin->stamp.mode, RunMode::Fp16);
+        QVERIFY(twin->stamp.accumulation == Accumulation::Dl16);
+        QCOMPARE(twin->comparison->runLabel, std::string("fp16+dl16"));
+        window.modeBox()->setCurrentIndex(0); // the Mode box is remembered across windows
+        QTRY_VERIFY_WITH_TIMEOUT(!window.session()->busy(), 30000);
+    }
+
     // Item 1: a report refuses stale results and says which ones it left out.
     void reportLeavesOutStaleResults()
     {

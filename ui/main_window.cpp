@@ -573,11 +573,19 @@ void MainWindow::createToolbar(const std::array<QAction*, 4>& actions)
     mode_->setItemData(2, tr("The FP8 run as the AIU stores it: every non-FP8 tensor and every module output in "
                              "float16, so overflows past 65,504 show up as inf before the device is booked"),
                        Qt::ToolTipRole);
+    mode_->addItem(tr("FP8, DL16 accumulation"), QString::fromStdString(runLabel(RunMode::Fp8, Accumulation::Dl16)));
+    mode_->addItem(tr("FP16 twin, DL16 accumulation"), QString::fromStdString(runLabel(RunMode::Fp16, Accumulation::Dl16)));
+    const QString dl16Tip = tr("FP8 x FP8 products summed as the AIU simulator of fms-model-optimizer does: FP8 values "
+                               "below 0.0088 flushed (DL8), chunks of 32 rounded to DL16, then summed in float32. "
+                               "A model of the device's arithmetic to hold it against, not the truth");
+    mode_->setItemData(3, dl16Tip, Qt::ToolTipRole);
+    mode_->setItemData(4, dl16Tip, Qt::ToolTipRole);
     mode_->setToolTip(tr("How the quantized model runs against its reference"));
     connect(mode_, qOverload<int>(&QComboBox::currentIndexChanged), this, [this](int index) {
         RunMode mode = RunMode::Fp8;
-        parseRunMode(mode_->itemData(index).toString().toStdString(), mode);
-        session_->setRunMode(mode);
+        Accumulation accumulation = Accumulation::Float32;
+        parseRunLabel(mode_->itemData(index).toString().toStdString(), mode, accumulation);
+        session_->setRunMode(mode, accumulation);
         Settings().setRunMode(index);
         updateStatus();
     });

@@ -20,6 +20,7 @@ nlohmann::json stampJson(const RunStamp& stamp)
     json["reference"] = stamp.referenceKind == RunStamp::Reference::Folder ? stamp.referenceFolder.toStdString()
                                                                            : stamp.referenceText().toStdString();
     json["mode"] = runModeName(stamp.mode);
+    json["accumulation"] = accumulationName(stamp.accumulation);
     json["device"] = stamp.device.toStdString();
     json["float_linears"] = nlohmann::json::array();
     for (const QString& module : stamp.floatLinears)

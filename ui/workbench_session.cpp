@@ -114,10 +114,11 @@ QString RunStamp::modeName() const
 {
     switch (mode) {
     case RunMode::Dequant: return WorkbenchSession::tr("Dequant");
-    case RunMode::Fp16: return WorkbenchSession::tr("FP16 twin");
+    case RunMode::Fp16:
+        return accumulation == Accumulation::Dl16 ? WorkbenchSession::tr("FP16 twin + DL16") : WorkbenchSession::tr("FP16 twin");
     case RunMode::Fp8: break;
     }
-    return WorkbenchSession::tr("FP8");
+    return accumulation == Accumulation::Dl16 ? WorkbenchSession::tr("FP8 + DL16") : WorkbenchSession::tr("FP8");
 }
 
 QString RunStamp::referenceText() const
@@ -178,7 +179,7 @@ QString RunStamp::differenceFrom(const RunStamp& other) const
         parts << WorkbenchSession::tr("checkpoint");
     if (referenceKind != other.referenceKind || referenceFolder != other.referenceFolder)
         parts << WorkbenchSession::tr("reference");
-    if (mode != other.mode)
+    if (mode != other.mode || accumulation != other.accumulation)
         parts << WorkbenchSession::tr("mode");
     if (device != other.device)
         parts << WorkbenchSession::tr("device");
@@ -198,6 +199,7 @@ RunStamp WorkbenchSession::currentStamp() const
     stamp.referenceKind = referenceKind_;
     stamp.referenceFolder = referenceKind_ == RunStamp::Reference::Folder ? referenceDir_ : QString();
     stamp.mode = runMode_;
+    stamp.accumulation = accumulation_;
     stamp.device = device_;
     stamp.floatLinears = floatLinears_;
     stamp.floatLabels = floatLabels_;
@@ -224,11 +226,14 @@ void WorkbenchSession::setFloatLinears(const QStringList& modules)
     emit stateChanged();
 }
 
-void WorkbenchSession::setRunMode(RunMode mode)
+void WorkbenchSession::setRunMode(RunMode mode, Accumulation accumulation)
 {
-    if (mode == runMode_)
+    if (!accumulationProblem(mode, accumulation).empty())
+        accumulation = Accumulation::Float32; // dequant has no FP8 products to sum otherwise
+    if (mode == runMode_ && accumulation == accumulation_)
         return;
     runMode_ = mode;
+    accumulation_ = accumulation;
     emit stateChanged();
 }
 
@@ -391,6 +396,7 @@ void WorkbenchSession::ask(const QString& question, const QString& context, cons
         input.context = context.toStdString();
         input.qaOptions = fitWindowsToModel(options, run_->checkpoint().layout());
         input.runMode = mode;
+        input.runAccumulation = stamp.accumulation;
         input.runOverrides = stamp.overrides();
         input.referenceMode = emulationReference && reference_ ? mode : RunMode::Dequant;
         auto outcome = std::make_shared<AskOutcome>();
@@ -424,6 +430,7 @@ void WorkbenchSession::fillMask(const QString& text, int topK)
         input.fillMask = true;
         input.topK = topK;
         input.runMode = mode;
+        input.runAccumulation = stamp.accumulation;
         input.runOverrides = stamp.overrides();
         input.referenceMode = emulationReference && reference_ ? mode : RunMode::Dequant;
         auto outcome = std::make_shared<FillMaskOutcome>();
@@ -459,11 +466,13 @@ void WorkbenchSession::capturePoint(const QString& name)
         }
         ForwardOptions runOptions;
         runOptions.mode = lastInput_->runMode;
+        runOptions.accumulation = lastInput_->runAccumulation;
         runOptions.overrides = stamp.overrides(); // as the run the drill-down belongs to
         runOptions.floatWeightsFrom = floatWeightSource(reference_.get());
         runOptions.capture.names = {name.toStdString()};
         ForwardOptions referenceOptions = runOptions;
         referenceOptions.mode = lastInput_->referenceMode;
+        referenceOptions.accumulation = lastInput_->referenceAccumulation;
         referenceOptions.overrides = {}; // the what-if is the run side's, as in compareRuns
         InferenceBackend& reference = reference_ ? *reference_ : *run_;
         auto values = std::make_shared<CapturePointValues>();
@@ -494,6 +503,7 @@ void WorkbenchSession::evaluate(const QString& squadFile, int maxSamples, double
             if (dataset.isV2)
                 options.qa.nullThreshold = static_cast<float>(nullThreshold);
             options.runMode = stamp.mode;
+            options.runAccumulation = stamp.accumulation;
             options.runOverrides = stamp.overrides();
             options.referenceMode = stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_
                 ? stamp.mode
@@ -539,6 +549,7 @@ void WorkbenchSession::sensitivity(const QString& granularity)
         options.targetSqnrDb = verdictThresholds().goodSqnrDb;
         // The sweep is about FP8 Linears: in Dequant mode it still sweeps the fp8 run; the FP16 twin sweeps the twin.
         options.runMode = stamp.mode == RunMode::Fp16 ? RunMode::Fp16 : RunMode::Fp8;
+        options.runAccumulation = stamp.accumulation;
         options.onEntry = [self, stamp, observer](const SensitivityEntry& entry) {
             if (observer)
                 observer(entry);

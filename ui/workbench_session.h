@@ -42,6 +42,8 @@ struct RunStamp {
     Reference referenceKind = Reference::Dequant;
     QString referenceFolder; // for Reference::Folder
     RunMode mode = RunMode::Fp8;
+    // How the run side sums FP8 products: Dl16 is the DL16 twin (fp8 and fp16 modes only).
+    Accumulation accumulation = Accumulation::Float32;
     QString device = QStringLiteral("cpu"); // "cpu" or "runner:COMMAND"
     // The what-if of the run side (docs/ARCHITECTURE.md "Precision overrides"): Linears run in float, by exact
     // module name in layout order, and their short labels ("L3.ffn.in") in the same order. Only the
@@ -55,7 +57,7 @@ struct RunStamp {
     // "2 Linears in float: L3.ffn.in, L7.attn.out" (at most `shown` labels, then "..."); empty
     // without overrides.
     QString floatText(int shown = 3) const;
-    QString modeName() const; // "FP8" or "Dequant": how a run is labelled on screen
+    QString modeName() const; // "FP8", "Dequant", "FP8 + DL16": how a run is labelled on screen
     QString referenceText() const;
     QString deviceText() const;
     // One line for a stale banner or a chart stamp: "qa-fp8, FP8 vs qa-float, CPU" and, with
@@ -67,7 +69,8 @@ struct RunStamp {
     friend bool operator==(const RunStamp& a, const RunStamp& b)
     {
         return a.checkpoint == b.checkpoint && a.referenceKind == b.referenceKind &&
-               a.referenceFolder == b.referenceFolder && a.mode == b.mode && a.device == b.device &&
+               a.referenceFolder == b.referenceFolder && a.mode == b.mode &&
+               a.accumulation == b.accumulation && a.device == b.device &&
                a.floatLinears == b.floatLinears;
     }
     friend bool operator!=(const RunStamp& a, const RunStamp& b) { return !(a == b); }
@@ -179,9 +182,11 @@ public:
     // reference folder is chosen).
     void keepFloat(const QStringList& modules, const QString& dst, bool overwrite);
     void cancel();
-    // The run side of asks and masks: fp8 (default) or dequant (weights-only error).
-    void setRunMode(RunMode mode);
+    // The run side of asks and masks: fp8 (default) or dequant (weights-only error), and how it
+    // sums FP8 products (the DL16 twin with fp8 or fp16; the Mode box sets both at once).
+    void setRunMode(RunMode mode, Accumulation accumulation = Accumulation::Float32);
     RunMode runMode() const { return runMode_; }
+    Accumulation accumulation() const { return accumulation_; }
     // The what-if: these Linears run in float in every later ask, mask, capture and evaluation
     // (the sweep sets its own). Names that are not Linears of the open checkpoint are dropped; the
     // rest are kept in layout order. Emits stateChanged when the set changes, so results made with
@@ -235,6 +240,7 @@ private:
     // The reference side of the stamp, as the GUI asked for it (the worker only sees copies).
     RunStamp::Reference referenceKind_ = RunStamp::Reference::Dequant;
     RunMode runMode_ = RunMode::Fp8;
+    Accumulation accumulation_ = Accumulation::Float32;
     QString device_ = QStringLiteral("cpu");
     QStringList floatLinears_, floatLabels_;
     // The checkpoint last delivered to the GUI thread (its layout names and orders the overrides).

@@ -126,6 +126,19 @@ RunMode comparedRunMode(const Arguments& args)
     return mode;
 }
 
+Accumulation accumulationOption(const Arguments& args, const std::string& modeName)
+{
+    const std::string name = args.value("accumulate", "float32");
+    Accumulation accumulation = Accumulation::Float32;
+    if (!parseAccumulation(name, accumulation))
+        throw UsageError{"--accumulate must be float32 or dl16, not \"" + name + "\"."};
+    RunMode mode = RunMode::Fp8;
+    if (accumulation == Accumulation::Dl16 && !(parseRunMode(modeName, mode) && runsFp8(mode)))
+        throw UsageError{"--accumulate dl16 models FP8 x FP8 products, so it needs --mode fp8 or fp16, not " +
+                         modeName + "."};
+    return accumulation;
+}
+
 DeviceSpec deviceOption(const Arguments& args)
 {
     if (args.values("device").size() > 1)

@@ -239,13 +239,15 @@ int commandCheck(const Arguments& args)
     CheckRun run;
     std::unique_ptr<InferenceBackend> device;
     run.options.mode = comparedRunMode(args);
+    run.options.accumulation = accumulationOption(args, runModeName(run.options.mode));
+    const std::string runName = runLabel(run.options.mode, run.options.accumulation);
     if (onDevice) {
         device = openBackends(devices, Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
         run.name = "device";
         run.backend = device.get();
-        run.description = device->deviceName() + " running " + checkpointDir + " in " + runModeName(run.options.mode) + " mode";
+        run.description = device->deviceName() + " running " + checkpointDir + " as " + runName;
     } else {
-        run.name = runModeName(run.options.mode);
+        run.name = runName;
         run.backend = model.get();
         run.options.floatWeightsFrom = floatWeightSource(reference.get());
         run.description = "the " + run.name + " run of " + checkpointDir + " on this CPU";

@@ -59,6 +59,7 @@ const std::set<std::string> kRunOptions = {"mode", "reference", "device"};
 struct RunSelection {
     std::unique_ptr<InferenceBackend> model;
     RunMode mode = RunMode::Fp8;
+    Accumulation accumulation = Accumulation::Float32; // --accumulate (qa, forward)
     std::string modeName;
     std::string referenceDir;
     std::string note;
@@ -72,12 +73,14 @@ RunSelection selectRun(const Arguments& args, const std::string& checkpointDir)
     RunSelection run;
     run.modeName = args.value("mode", "fp8");
     run.referenceDir = args.value("reference", "");
+    run.accumulation = accumulationOption(args, run.modeName);
     const DeviceSpec device = deviceOption(args);
     auto open = [&](RunMode mode) -> std::unique_ptr<InferenceBackend> {
         if (device.isCpu())
             return EncoderModel::load(checkpointDir);
         RunnerOptions options = cliRunnerOptions();
         options.initialMode = mode; // spares the runner a reload on the first forward
+        options.initialAccumulation = run.accumulation;
         return RunnerBackend::start(device, Checkpoint::open(checkpointDir), options);
     };
     if (run.modeName != "reference" && parseRunMode(run.modeName, run.mode)) {
@@ -108,6 +111,7 @@ RunSelection selectRun(const Arguments& args, const std::string& checkpointDir)
 void addRunFields(json& out, const RunSelection& run)
 {
     out["mode"] = run.modeName;
+    out["accumulation"] = accumulationName(run.accumulation);
     out["reference"] = run.referenceDir.empty() ? json(nullptr) : json(run.referenceDir);
     if (!run.note.empty())
         out["note"] = run.note;
@@ -186,7 +190,7 @@ int commandQa(const Arguments& args)
     const std::string context = args.required("context");
 
     RunSelection run = selectRun(args, args.positionals()[0]);
-    const QaResult result = answerQuestion(*run.model, question, context, run.mode, options);
+    const QaResult result = answerQuestion(*run.model, question, context, run.mode, run.accumulation, options);
 
     if (args.flag("json")) {
         json answers = json::array();
@@ -209,7 +213,8 @@ int commandQa(const Arguments& args)
     }
     if (!run.note.empty())
         std::cout << "Note: " << run.note << "\n";
-    std::cout << "Mode " << run.modeName << ", " << result.windows.size() << " window(s), forward "
+    std::cout << "Mode " << (run.accumulation == Accumulation::Dl16 ? runLabel(run.mode, run.accumulation) : run.modeName)
+              << ", " << result.windows.size() << " window(s), forward "
               << std::fixed << std::setprecision(1) << result.elapsedMs << " ms\n";
     if (result.answers.empty())
         std::cout << "No answer span found.\n";
@@ -289,6 +294,7 @@ int commandForward(const Arguments& args)
 
     ForwardOptions options;
     options.mode = run.mode;
+    options.accumulation = run.accumulation;
     const std::string capture = args.value("capture", "");
     if (capture == "all") {
         options.capture.all = true;
@@ -314,7 +320,8 @@ int commandForward(const Arguments& args)
     for (const NamedTensor& t : result.captures)
         tensors.push_back(makeF32Tensor(t.name, t.tensor));
     std::map<std::string, std::string> metadata = {{"mode", run.modeName}, {"checkpoint", args.positionals()[0]},
-                                                   {"producer", "scalescope-cli"}};
+                                                   {"producer", "scalescope-cli"},
+                                                   {"accumulation", accumulationName(run.accumulation)}};
     if (!run.note.empty())
         metadata["note"] = run.note;
     writeSafetensors(output, tensors, metadata);
@@ -596,6 +603,7 @@ int commandCompare(const Arguments& args)
     // The run goes to --device; a float reference runs in-process on CPU (the yardstick). Without
     // --reference, dequant on the same device stands in.
     input.runMode = comparedRunMode(args);
+    input.runAccumulation = accumulationOption(args, runModeName(input.runMode));
     std::unique_ptr<InferenceBackend> run = openBackend(deviceOption(args), Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
     std::unique_ptr<EncoderModel> reference;
     if (auto dir = args.value("reference"))
@@ -643,12 +651,13 @@ std::vector<Command> commands()
         {{"tokenize", 1, {"CKPT"}, {"text", "pair"}, {"json"}, "token ids and character offsets of a text"},
          commandTokenize},
         {{"qa", 1, {"CKPT"},
-          with({"question", "context", "top-k", "max-seq-len", "doc-stride", "max-answer-len", "null-threshold"}, kRunOptions),
+          with({"question", "context", "top-k", "max-seq-len", "doc-stride", "max-answer-len", "null-threshold",
+                "accumulate"}, kRunOptions),
           {"json"}, "answer a question from a context"},
          commandQa},
         {{"fill-mask", 1, {"CKPT"}, with({"text", "top-k"}, kRunOptions), {"json"}, "predict the tokens at each mask token"},
          commandFillMask},
-        {{"forward", 1, {"CKPT"}, with({"input-ids", "token-type-ids", "capture", "output"}, kRunOptions), {"json", "force"},
+        {{"forward", 1, {"CKPT"}, with({"input-ids", "token-type-ids", "capture", "output", "accumulate"}, kRunOptions), {"json", "force"},
           "run a forward pass and write logits and captures to a safetensors file"},
          commandForward},
         {{"quantize", 2, {"SRC", "DST"}, {"weights", "activations", "calibration", "scale-dtype", "block", "group-size"}, {"force", "json"},
@@ -659,12 +668,12 @@ std::vector<Command> commands()
          commandInspect},
         {{"compare", 1, {"CKPT"},
           {"reference", "question", "context", "text", "input-ids", "plots", "format", "max-seq-len", "doc-stride",
-           "max-answer-len", "null-threshold", "top-k", "device", "mode"},
+           "max-answer-len", "null-threshold", "top-k", "device", "mode", "accumulate"},
           {"json", "force"}, "per-layer error of the FP8 run against its reference"},
          commandCompare},
         {{"evaluate", 1, {"CKPT"},
           {"squad", "reference", "max-samples", "csv", "max-seq-len", "doc-stride", "max-answer-len", "null-threshold",
-           "batch-size", "device", "devices", "mode"},
+           "batch-size", "device", "devices", "mode", "accumulate"},
           {"json", "force"}, "SQuAD exact match and F1 of the FP8 run and its reference"},
          commandEvaluate},
         {{"noise-floor", 1, {"CKPT"},
@@ -674,14 +683,14 @@ std::vector<Command> commands()
          commandNoiseFloor},
         {{"check", 1, {"CKPT"},
           {"reference", "squad", "texts", "max-samples", "against", "thresholds", "max-failure-rate", "max-f1-drop",
-           "junit", "plots", "format", "device", "devices", "mode", "max-seq-len", "doc-stride", "max-answer-len",
+           "junit", "plots", "format", "device", "devices", "mode", "accumulate", "max-seq-len", "doc-stride", "max-answer-len",
            "null-threshold"},
           {"json", "force", "no-cache"}, "a device (or an FP8 mode) against its twins per capture point: verdict, where it departs, F1 interval"},
          commandCheck},
         {{"sensitivity", 1, {"CKPT"},
           {"reference", "question", "context", "text", "input-ids", "squad", "max-samples", "granularity", "target-sqnr",
            "target-f1-drop", "plots", "format", "max-seq-len", "doc-stride", "max-answer-len", "null-threshold", "top-k",
-           "device", "mode"},
+           "device", "mode", "accumulate"},
           {"json", "force"}, "which Linear (or layer) breaks the answer: each kept float alone and in FP8 alone, ranked"},
          commandSensitivity},
         {{"keep-float", 2, {"CKPT", "DST"},

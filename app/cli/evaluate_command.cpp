@@ -219,6 +219,7 @@ int commandEvaluate(const Arguments& args)
     options.batchSize = args.intValue("batch-size", 16, 1, 4096);
     options.maxSamples = static_cast<std::size_t>(args.intValue("max-samples", 0, 0, kMaxSamples));
     options.runMode = comparedRunMode(args);
+    options.runAccumulation = accumulationOption(args, runModeName(options.runMode));
 
     // Refuse what would fail at the end before spending the evaluation's time.
     if (!csvPath.empty())

@@ -110,6 +110,7 @@ json sensitivityJson(const SensitivityResult& r)
                      {"suggested_float_count", r.suggestedFloat.size()},
                      {"suggested_tied", r.suggestedTied},
                      {"mode", runModeName(r.runMode)},
+                     {"accumulation", accumulationName(r.runAccumulation)},
                      {"spread", {{"estimated", r.spread.estimated},
                                  {"db", r.spread.estimated ? json(r.spread.db) : json(nullptr)},
                                  {"f1_points", r.inputKind == "squad" ? json(r.spread.f1Points) : json(nullptr)},
@@ -193,6 +194,7 @@ int commandSensitivity(const Arguments& args)
     if (auto t = args.floatValue("target-f1-drop"))
         options.targetF1Drop = *t;
     options.runMode = comparedRunMode(args);
+    options.runAccumulation = accumulationOption(args, runModeName(options.runMode));
     input.maxSamples = static_cast<std::size_t>(args.intValue("max-samples", 0, 0, 100'000'000));
     if (args.has("format") && !args.has("plots"))
         throw UsageError{"--format applies only with --plots."};

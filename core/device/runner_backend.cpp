@@ -196,6 +196,7 @@ struct RunnerBackend::Impl {
     std::unique_ptr<RunnerChannel> channel;
     bool loaded = false;
     RunMode loadedMode = RunMode::Fp8;
+    Accumulation loadedAccumulation = Accumulation::Float32;
     int starts = 0;
     int protocol = 0;
     std::string runnerDevice;
@@ -286,9 +287,12 @@ struct RunnerBackend::Impl {
                  "commit_checkpoint", options.loadTimeout, progress);
     }
 
-    void load(RunMode mode, const Progress& progress)
+    void load(RunMode mode, Accumulation accumulation, const Progress& progress)
     {
         json request = {{"op", "load"}, {"mode", runModeName(mode)}};
+        // Only the DL16 twin is asked for: every runner takes a load without the field.
+        if (accumulation != Accumulation::Float32)
+            request["accumulate"] = accumulationName(accumulation);
         if (protocol >= 2) {
             ensureUploaded(progress);
             request["hash"] = manifest->hash;
@@ -302,11 +306,18 @@ struct RunnerBackend::Impl {
         if (architecture != response.end() && architecture->is_string() && architecture->get<std::string>() != expected)
             fail(label() + " loaded " + checkpointPath + " as " + architecture->get<std::string>() + ", but it is " +
                  expected + " here; the runner must see the same folder at the same path");
+        if (accumulation != Accumulation::Float32) {
+            const auto accumulate = response.find("accumulate");
+            if (accumulate == response.end() || *accumulate != accumulationName(accumulation))
+                fail(label() + " did not confirm \"accumulate\": \"" + accumulationName(accumulation) +
+                     "\" when loading; it does not run the DL16 twin");
+        }
         loaded = true;
         loadedMode = mode;
+        loadedAccumulation = accumulation;
     }
 
-    void ensureReady(RunMode mode, const Progress& progress)
+    void ensureReady(RunMode mode, Accumulation accumulation, const Progress& progress)
     {
         if (!channel->running() || !loaded) {
             channel->stop();
@@ -314,9 +325,9 @@ struct RunnerBackend::Impl {
             channel->start();
             ++starts;
             hello(progress);
-            load(mode, progress);
-        } else if (loadedMode != mode) {
-            load(mode, progress);
+            load(mode, accumulation, progress);
+        } else if (loadedMode != mode || loadedAccumulation != accumulation) {
+            load(mode, accumulation, progress);
         }
     }
 
@@ -483,7 +494,9 @@ std::unique_ptr<RunnerBackend> RunnerBackend::start(const DeviceSpec& device,
     m.channel = std::make_unique<RunnerChannel>(device, options.stderrLinesKept, options.onLogLine,
                                                 options.onProgressLine);
 
-    m.ensureReady(options.initialMode, progress);
+    if (const std::string problem = accumulationProblem(options.initialMode, options.initialAccumulation); !problem.empty())
+        throw Error(problem);
+    m.ensureReady(options.initialMode, options.initialAccumulation, progress);
     progress.report(1.0, "Runner ready");
     return backend;
 }
@@ -499,7 +512,9 @@ ForwardResult RunnerBackend::forward(const EncoderInputs& inputs, const ForwardO
     validateForwardInputs(inputs, m.checkpoint->config(), m.checkpoint->layout());
     validateOverrides(options.overrides, m.checkpoint->layout());
     progress.throwIfCancelled();
-    m.ensureReady(options.mode, progress);
+    if (const std::string problem = accumulationProblem(options.mode, options.accumulation); !problem.empty())
+        throw Error(problem);
+    m.ensureReady(options.mode, options.accumulation, progress);
 
     const std::vector<std::string> selected = selectCapturePoints(m.checkpoint->layout().capturePoints(), options.capture);
     json request = m.forwardRequest(inputs, options, selected);

@@ -78,6 +78,8 @@ struct RunnerOptions {
     std::string exchangeParent;
     // The mode the runner loads at start; forward() reloads when it asks for the other one.
     RunMode initialMode = RunMode::Fp8;
+    // The accumulation it loads at start (sent as "accumulate" only when it is dl16).
+    Accumulation initialAccumulation = Accumulation::Float32;
     // Called with every stderr line of the runner, on the calling thread, while a request is pending.
     std::function<void(const std::string& line)> onLogLine;
     // Called with every progress line of the runner, on the calling thread (the CLI prints them).
@@ -103,7 +105,7 @@ public:
     const Checkpoint& checkpoint() const override;
     const std::vector<LinearInfo>& linears() const override;
     std::vector<std::string> capturePoints() const override;
-    // Reloads the runner first when options.mode differs from the loaded mode. elapsedMs is the
+    // Reloads the runner first when options.mode or options.accumulation differs from what is loaded. elapsedMs is the
     // runner's own elapsed_ms (its compute time); lastRoundTripMs() has the time the caller waited.
     ForwardResult forward(const EncoderInputs& inputs, const ForwardOptions& options,
                           const Progress& progress = {}) override;

@@ -191,6 +191,13 @@ LoadRequest parseLoadRequest(const json& request)
             throw Error("The load request's mode \"" + abbreviatedText(name, 40) +
                         "\" is not fp8 or dequant (nor fp16, the AIU's CPU twin).");
     }
+    if (const auto accumulate = request.find("accumulate"); accumulate != request.end()) {
+        if (!accumulate->is_string() || !parseAccumulation(accumulate->get_ref<const std::string&>(), load.accumulation))
+            throw Error("The load request's \"accumulate\" must be \"float32\" or \"dl16\", not " +
+                        abbreviatedText(accumulate->dump(), 40) + ".");
+        if (const std::string problem = accumulationProblem(load.mode, load.accumulation); !problem.empty())
+            throw Error(problem);
+    }
     return load;
 }
 

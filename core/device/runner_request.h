@@ -50,6 +50,8 @@ struct LoadRequest {
     std::string hash;       // protocol 2: a checkpoint received by hash (then `checkpoint` is empty)
     std::string checkpoint; // a folder path on the runner's host
     RunMode mode = RunMode::Fp8;
+    // "accumulate": how FP8 products are summed ("float32" when absent; "dl16" only with an FP8 mode).
+    Accumulation accumulation = Accumulation::Float32;
 };
 LoadRequest parseLoadRequest(const nlohmann::json& request);
 

@@ -2,6 +2,7 @@
 #include "engine/encoder_graph.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <array>
 #include <chrono>
@@ -15,6 +16,7 @@
 #include "engine/activation_kernels.h"
 #include "engine/encoder_weights.h"
 #include "engine/float_gemm.h"
+#include "numerics/dl16.h"
 #include "numerics/half.h"
 
 namespace scalescope {
@@ -212,6 +214,23 @@ bool runsReferenceWeights(const LinearInfo& info, const ForwardContext& context)
     return it != options.overrides.modules.end() ? it->second == Precision::Float : options.overrides.othersFloat;
 }
 
+// The E4M3 values of a Linear's input, x / s rounded without the scale back (into `values`,
+// [rows, in]), and each row's scale; statistics recorded when asked for.
+std::vector<float> quantizedInputValues(const LinearInfo& info, const at::Tensor& input, at::Tensor& values,
+                                        ForwardContext& context)
+{
+    const int64_t rows = input.size(0), features = input.size(1);
+    values = at::empty_like(input);
+    const float* src = input.data_ptr<float>();
+    std::vector<float> rowScales =
+        quantizeActivationValues(src, values.data_ptr<float>(), rows, features, info.activations, info.inputScale);
+    if (context.options.activationStatistics)
+        context.result.activationStatistics.push_back(countActivationStatistics(
+            info.module, src, values.data_ptr<float>(), rows, features, rowScales, context.realRowsFor(rows),
+            /*groupSize=*/0, /*quantizedAreValues=*/true));
+    return rowScales;
+}
+
 // fp8 mode's Linear on the factored path (fp8_gemm.h): the GEMM multiplies the activations' E4M3
 // values by the weight's, and the scales and the bias come after.
 at::Tensor runFactoredLinear(const Fp8FactoredGemm& gemm, const LinearInfo& info, const at::Tensor& x, ForwardContext& context)
@@ -219,18 +238,44 @@ at::Tensor runFactoredLinear(const Fp8FactoredGemm& gemm, const LinearInfo& info
     const int64_t features = x.size(-1);
     const at::Tensor input = x.contiguous().view({-1, features});
     const int64_t rows = input.size(0);
-    at::Tensor values = at::empty_like(input);
-    const float* src = input.data_ptr<float>();
-    const std::vector<float> rowScales =
-        quantizeActivationValues(src, values.data_ptr<float>(), rows, features, info.activations, info.inputScale);
-    if (context.options.activationStatistics)
-        context.result.activationStatistics.push_back(countActivationStatistics(
-            info.module, src, values.data_ptr<float>(), rows, features, rowScales, context.realRowsFor(rows),
-            /*groupSize=*/0, /*quantizedAreValues=*/true));
+    at::Tensor values;
+    const std::vector<float> rowScales = quantizedInputValues(info, input, values, context);
     at::Tensor y = at::empty({rows, gemm.outFeatures()}, at::kFloat);
     gemm.run(values.data_ptr<float>(), rowScales.data(), rows, y.data_ptr<float>());
     std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
     shape.back() = gemm.outFeatures();
+    return y.view(shape);
+}
+
+// Whether this Linear's FP8 x FP8 products are accumulated as the DL16 twin in this forward.
+bool runsDl16(const LinearInfo& info, const ForwardContext& context)
+{
+    return context.options.accumulation == Accumulation::Dl16 && quantizesInput(info, context) &&
+           accumulatesInDl16(info);
+}
+
+// A Linear on DL16 accumulation (numerics/dl16.h): the activations' E4M3 values times the weight
+// codes' values, flushed, summed in chunks of 32 rounded to DL16; the scales and the bias after.
+at::Tensor runDl16Linear(const LinearWeights& linear, const at::Tensor& x, ForwardContext& context)
+{
+    const LinearInfo& info = linear.info;
+    const Dl16Weight& weight = dl16Weight(linear);
+    const int64_t features = x.size(-1);
+    const at::Tensor input = x.contiguous().view({-1, features});
+    const int64_t rows = input.size(0);
+    at::Tensor values;
+    const std::vector<float> rowScales = quantizedInputValues(info, input, values, context);
+    const at::Tensor bias = linear.bias.defined() ? linear.bias.contiguous() : linear.bias;
+    at::Tensor y = at::empty({rows, weight.out}, at::kFloat);
+    const float* valueData = values.data_ptr<float>();
+    const float* biasData = bias.defined() ? bias.data_ptr<float>() : nullptr;
+    float* yData = y.data_ptr<float>();
+    at::parallel_for(0, rows, 8, [&](int64_t begin, int64_t end) {
+        dl16::dl16Linear(valueData, rowScales.data(), weight.valuesT.data(), weight.scales.data(), biasData,
+                         weight.in, weight.out, begin, end, yData);
+    });
+    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+    shape.back() = weight.out;
     return y.view(shape);
 }
 
@@ -253,7 +298,9 @@ at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardCo
     context.capture(info.module + ".input", info.module, x);
     recordLinearInputAmax(info, x, context);
     at::Tensor y;
-    if (const Fp8FactoredGemm* gemm = factoredGemmFor(linear.factoredGemm, info, context)) {
+    if (runsDl16(info, context)) {
+        y = runDl16Linear(linear, x, context);
+    } else if (const Fp8FactoredGemm* gemm = factoredGemmFor(linear.factoredGemm, info, context)) {
         y = runFactoredLinear(*gemm, info, x, context);
     } else if (runsReferenceWeights(info, context)) {
         const ReferenceLinear reference = loadReferenceLinear(*context.options.floatWeightsFrom,
@@ -280,7 +327,9 @@ std::array<at::Tensor, 3> runQkv(const LayerWeights& layer, const at::Tensor& x,
                        quantizeQ == quantizesInput(layer.value.info, context) &&
                        !runsReferenceWeights(layer.query.info, context) && !runsReferenceWeights(layer.key.info, context) &&
                        !runsReferenceWeights(layer.value.info, context);
-    if (!layer.fusedQkv || !alike)
+    // DL16 accumulation runs each Linear on its own operands (dl16Weight), with the same results.
+    const bool dl16 = runsDl16(layer.query.info, context);
+    if (!layer.fusedQkv || !alike || dl16)
         return {runLinear(layer.query, x, context), runLinear(layer.key, x, context), runLinear(layer.value, x, context)};
     for (const LinearWeights* member : members)
         recordLinearInputAmax(member->info, x, context);
@@ -307,6 +356,20 @@ std::array<at::Tensor, 3> runQkv(const LayerWeights& layer, const at::Tensor& x,
         context.output(module + ".output", module, outputs[i]);
     }
     return outputs;
+}
+
+// Refuses a forward whose accumulation the mode or one of the Linears it runs in FP8 cannot take
+// (linear_plan.h accumulationProblem, dl16Problem), before anything runs.
+void checkAccumulation(const Checkpoint& checkpoint, const ForwardOptions& options)
+{
+    if (options.accumulation == Accumulation::Float32)
+        return;
+    if (const std::string problem = accumulationProblem(options.mode, options.accumulation); !problem.empty())
+        throw Error(problem);
+    for (const LinearInfo& info : checkpoint.plan().linears())
+        if (quantizesActivations(info, options.mode, options.overrides))
+            if (const std::string problem = dl16Problem(info); !problem.empty())
+                throw Error(problem);
 }
 
 } // namespace
@@ -446,6 +509,7 @@ ForwardResult EncoderGraph::run(const EncoderInputs& inputs, const ForwardOption
 {
     at::NoGradGuard noGrad;
     const Impl& m = *impl_;
+    checkAccumulation(*m.checkpoint, options);
     const PaddedBatch padded = padForwardInputs(inputs, m.config().padTokenId);
     ForwardContext context{options, m.weightsFor(options.mode, progress), m.layout(), padded.realRows, {}, {}};
     context.sequenceLength = padded.seq;

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "common/error.h"
+#include "numerics/dl16.h"
 #include "numerics/fp8.h"
 #include "numerics/half.h"
 
@@ -105,6 +106,28 @@ std::function<at::Tensor()> scaledWeightDecoder(const TensorView& weight, const 
                                     dst + row * in);
         });
         return decoded;
+    };
+}
+
+// The maker of a tensor- or channel-scaled Linear's dl16 operands (LinearWeights::makeDl16): the
+// codes' values flushed and transposed, the scales one per output channel.
+std::function<Dl16Weight()> dl16WeightMaker(const TensorView& weight, const TensorView& scaleView,
+                                            const LinearInfo& info, StoredPrecision precision)
+{
+    const int64_t out = weight.shape[0], in = weight.shape[1];
+    const std::vector<float> stored = loadScale(scaleView, precision);
+    const uint8_t* codes = weight.data; // the mapping lives as long as the checkpoint and the engine
+    return [codes, stored, out, in] {
+        Dl16Weight dl16;
+        dl16.in = in;
+        dl16.out = out;
+        for (int64_t o = 0; o < out; ++o)
+            dl16.scales.push_back(stored.size() == 1 ? stored[0] : stored[static_cast<std::size_t>(o)]);
+        std::vector<float> values(static_cast<std::size_t>(out * in));
+        fp8::dequantizeE4M3(codes, values.size(), 1.0f, values.data());
+        dl16.valuesT.resize(values.size());
+        dl16::prepareWeight(values.data(), out, in, dl16.valuesT.data());
+        return dl16;
     };
 }
 
@@ -208,6 +231,8 @@ private:
             linear.decodeWeight = scaledWeightDecoder(weight, scaleView, linear.info, precision_);
             if (!runsFactored(linear.info))
                 linear.weight = linear.decodeWeight();
+            if (accumulatesInDl16(linear.info))
+                linear.makeDl16 = dl16WeightMaker(weight, scaleView, linear.info, precision_);
         }
         if (linear.info.activations == ActivationQuantization::StaticPerTensor)
             linear.info.inputScale = staticInputScale(shape.module);
@@ -317,6 +342,16 @@ const at::Tensor& floatWeight(const LinearWeights& linear)
     if (!linear.weight.defined())
         linear.weight = linear.decodeWeight();
     return linear.weight;
+}
+
+const Dl16Weight& dl16Weight(const LinearWeights& linear)
+{
+    if (!linear.dl16) {
+        if (!linear.makeDl16)
+            throw Error("Linear " + linear.info.module + " has no FP8 x FP8 products to accumulate in dl16.");
+        linear.dl16 = std::make_shared<const Dl16Weight>(linear.makeDl16());
+    }
+    return *linear.dl16;
 }
 
 const at::Tensor& fusedQkvWeight(const LayerWeights& layer)

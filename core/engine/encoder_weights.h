@@ -14,6 +14,15 @@
 
 namespace scalescope {
 
+// The operands of a Linear on DL16 accumulation (numerics/dl16.h): the weight codes' values,
+// flushed as DL8 holds them and transposed to [in, out], and one weight scale per output channel
+// (as stored, or half-rounded for fp16 mode), for dl16::dl16Linear.
+struct Dl16Weight {
+    std::vector<float> valuesT;
+    std::vector<float> scales;
+    int64_t in = 0, out = 0;
+};
+
 struct LinearWeights {
     LinearInfo info;
     // [out, in] float32. Undefined after load when the factored GEMM serves fp8 mode: then only
@@ -26,6 +35,10 @@ struct LinearWeights {
     // was on at load and the Linear's scheme factors (FP8 weight with tensor/channel scales, FP8
     // activations); null otherwise: the float32 path.
     std::shared_ptr<const Fp8FactoredGemm> factoredGemm;
+    // The dl16 operands, made on the first forward with Accumulation::Dl16 (dl16Weight()); only
+    // Linears for which accumulatesInDl16() holds have a maker.
+    mutable std::shared_ptr<const Dl16Weight> dl16;
+    std::function<Dl16Weight()> makeDl16;
 };
 
 struct LayerWeights {
@@ -53,6 +66,8 @@ struct EncoderWeights {
 // use when loading deferred them (see LinearWeights::weight).
 const at::Tensor& floatWeight(const LinearWeights& linear);
 const at::Tensor& fusedQkvWeight(const LayerWeights& layer);
+// A Linear's dl16 operands, made on first use; throws when the Linear has none (see makeDl16).
+const Dl16Weight& dl16Weight(const LinearWeights& linear);
 
 // Whether this Linear's fp8-mode GEMM is the factored one (fp8_gemm.h) for models loaded now.
 bool runsFactored(const LinearInfo& info);

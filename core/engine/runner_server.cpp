@@ -242,7 +242,13 @@ private:
                  << " ms" << std::endl;
         }
         mode_ = mode;
-        return {{"architecture", architectureName(model_->config().architecture)}};
+        accumulation_ = parsed.accumulation;
+        json answer = {{"architecture", architectureName(model_->config().architecture)}};
+        // Said back only when asked for, so a client can tell a runner that runs the DL16 twin
+        // from one that ignored the field.
+        if (request.contains("accumulate"))
+            answer["accumulate"] = accumulationName(accumulation_);
+        return answer;
     }
 
     json forward(const json& request)
@@ -253,6 +259,7 @@ private:
         const EncoderInputs& inputs = parsed.inputs;
         ForwardOptions options;
         options.mode = mode_;
+        options.accumulation = accumulation_;
         options.overrides = std::move(parsed.overrides);
         options.capture = std::move(parsed.capture);
         if (!options.capture.names.empty()) {
@@ -273,7 +280,7 @@ private:
         for (const NamedTensor& t : result.captures)
             tensors.push_back(makeF32Tensor(t.name, t.tensor));
         const std::map<std::string, std::string> metadata = {{"producer", "scalescope-cli runner"},
-                                                             {"mode", runModeName(mode_)}};
+                                                             {"mode", runLabel(mode_, accumulation_)}};
         log_ << "scalescope runner: forward " << inputs.inputIds.size() << " sequence(s), " << result.captures.size()
              << " capture(s), " << result.elapsedMs << " ms" << std::endl;
         nlohmann::json answer = forwardSummaryJson(result);
@@ -298,6 +305,7 @@ private:
     std::unique_ptr<EncoderModel> model_;
     std::string loadedFolder_;
     RunMode mode_ = RunMode::Fp8;
+    Accumulation accumulation_ = Accumulation::Float32;
 };
 
 void respond(std::ostream& out, json response)

@@ -54,6 +54,9 @@ struct ActivationStatistics {
 
 struct ForwardOptions {
     RunMode mode = RunMode::Fp8;
+    // How FP8 x FP8 products are summed (linear_plan.h): Dl16 is the DL16 twin, with fp8 or fp16
+    // only (accumulationProblem); a backend throws that sentence for dequant.
+    Accumulation accumulation = Accumulation::Float32;
     PrecisionOverrides overrides;
     CaptureRequest capture;
     bool activationStatistics = false;

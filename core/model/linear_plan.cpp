@@ -82,6 +82,73 @@ bool runsFp8(RunMode mode)
     return mode != RunMode::Dequant;
 }
 
+const char* accumulationName(Accumulation accumulation)
+{
+    return accumulation == Accumulation::Dl16 ? "dl16" : "float32";
+}
+
+bool parseAccumulation(const std::string& name, Accumulation& accumulation)
+{
+    for (Accumulation candidate : {Accumulation::Float32, Accumulation::Dl16})
+        if (name == accumulationName(candidate)) {
+            accumulation = candidate;
+            return true;
+        }
+    return false;
+}
+
+std::string accumulationProblem(RunMode mode, Accumulation accumulation)
+{
+    if (accumulation == Accumulation::Dl16 && !runsFp8(mode))
+        return std::string("DL16 accumulation models FP8 x FP8 products, which the ") + runModeName(mode) +
+               " mode does not have; use it with fp8 or fp16.";
+    return "";
+}
+
+std::string runLabel(RunMode mode, Accumulation accumulation)
+{
+    std::string label = runModeName(mode);
+    if (accumulation == Accumulation::Dl16)
+        label += "+dl16";
+    return label;
+}
+
+bool parseRunLabel(const std::string& label, RunMode& mode, Accumulation& accumulation)
+{
+    const std::size_t plus = label.find('+');
+    Accumulation parsedAccumulation = Accumulation::Float32;
+    if (plus != std::string::npos &&
+        (!parseAccumulation(label.substr(plus + 1), parsedAccumulation) || parsedAccumulation == Accumulation::Float32))
+        return false;
+    RunMode parsedMode = RunMode::Fp8;
+    if (!parseRunMode(label.substr(0, plus), parsedMode) || !accumulationProblem(parsedMode, parsedAccumulation).empty())
+        return false;
+    mode = parsedMode;
+    accumulation = parsedAccumulation;
+    return true;
+}
+
+bool accumulatesInDl16(const LinearInfo& linear)
+{
+    const bool weightFactors = linear.weightStrategy == "channel" || linear.weightStrategy == "tensor";
+    const bool rowScaled = linear.activations == ActivationQuantization::DynamicPerToken ||
+                           linear.activations == ActivationQuantization::StaticPerTensor ||
+                           linear.activations == ActivationQuantization::DynamicPerTensor;
+    return linear.quantized && weightFactors && rowScaled;
+}
+
+std::string dl16Problem(const LinearInfo& linear)
+{
+    if (!linear.quantized || linear.activations == ActivationQuantization::None || accumulatesInDl16(linear))
+        return "";
+    const std::string why = linear.activations == ActivationQuantization::DynamicPerGroup
+        ? "group activation scales"
+        : "\"" + linear.weightStrategy + "\" weight scales";
+    return "Linear " + linear.module + " has " + why +
+           ", which vary along the reduction; DL16 accumulation models only per-tensor or per-channel weight "
+           "scales with per-token or per-tensor activation scales.";
+}
+
 LinearPlan::LinearPlan(const ModelConfig& config, const EncoderLayout& layout, const TensorStore& tensors)
 {
     for (const LayoutLinear& linear : layout.linears()) {

@@ -29,6 +29,20 @@ bool parseRunMode(const std::string& name, RunMode& mode);
 // Whether quantized Linears quantize their activations in this mode (fp8 and fp16 do).
 bool runsFp8(RunMode mode);
 
+// How an FP8 Linear's FP8 x FP8 products are summed (docs/ARCHITECTURE.md "Run modes"): in float32
+// (the ideal kernel), or as the DL16 twin (numerics/dl16.h: DL8 flush, chunks of 32 rounded to
+// DL16). Any FP8 mode (fp8, fp16) takes either; dequant has no FP8 products and refuses dl16.
+enum class Accumulation { Float32, Dl16 };
+const char* accumulationName(Accumulation accumulation); // "float32", "dl16"
+// The accumulation of that name; false for any other text.
+bool parseAccumulation(const std::string& name, Accumulation& accumulation);
+// The sentence that refuses this pairing ("" when the mode takes the accumulation).
+std::string accumulationProblem(RunMode mode, Accumulation accumulation);
+// A run's label: the mode's name, with "+dl16" appended for the DL16 twin ("fp8+dl16").
+std::string runLabel(RunMode mode, Accumulation accumulation);
+// The mode and accumulation of a run label ("fp8", "fp16+dl16", ...); false for any other text.
+bool parseRunLabel(const std::string& label, RunMode& mode, Accumulation& accumulation);
+
 // How a quantized Linear treats its input in `fp8` (and `fp16`) mode.
 // DynamicPerGroup: each token row in runs of LinearInfo::activationGroupSize channels (the last run
 // may be shorter), each run with its own dynamic scale.
@@ -48,6 +62,15 @@ struct LinearInfo {
     std::string group;             // config group name
     std::string rule;              // why that group (or none): "group_0 target \"Linear\" (class name)"
 };
+
+// DL16 accumulation (Accumulation::Dl16) for one Linear. It applies where the scheme factors as the
+// twin models it: an FP8 weight with per-tensor or per-channel scales times FP8 activations with one
+// scale per token row (dynamic per token, static or dynamic per tensor). A Linear without FP8 x FP8
+// products (float, weight-only FP8, or run in float by an override) runs as without dl16. Block
+// weight scales and group activation scales vary along the reduction, which the twin does not
+// model: such a Linear's problem sentence is returned ("" otherwise), and a dl16 run throws it.
+bool accumulatesInDl16(const LinearInfo& linear);
+std::string dl16Problem(const LinearInfo& linear);
 
 // Per-Linear what-if precision, by exact module name. `Float` runs the Linear on its dequantized
 // (or reference) weights with float activations; `Fp8` runs it as the checkpoint declares even when

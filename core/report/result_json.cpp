@@ -187,6 +187,7 @@ json comparisonJson(const ComparisonResult& c)
 {
     json out;
     out["run"] = c.runLabel;
+    out["accumulation"] = accumulationName(c.runAccumulation);
     out["reference"] = c.referenceLabel;
     out["reference_is_stand_in"] = c.referenceIsStandIn;
     if (c.referenceIsStandIn)
@@ -340,6 +341,7 @@ json evaluationJson(const EvaluationResult& r, const std::string& checkpointDir,
 {
     json run = squadScoresJson(r.runScores);
     run["label"] = r.runLabel;
+    run["accumulation"] = accumulationName(r.runAccumulation);
     run["checkpoint"] = checkpointDir;
     json reference = squadScoresJson(r.referenceScores);
     reference["label"] = r.referenceLabel;

@@ -10,6 +10,12 @@ namespace scalescope {
 QaResult answerQuestion(InferenceBackend& model, const std::string& question, const std::string& context, RunMode mode,
                         const QaOptions& options, const Progress& progress)
 {
+    return answerQuestion(model, question, context, mode, Accumulation::Float32, options, progress);
+}
+
+QaResult answerQuestion(InferenceBackend& model, const std::string& question, const std::string& context, RunMode mode,
+                        Accumulation accumulation, const QaOptions& options, const Progress& progress)
+{
     const ModelConfig& config = model.config();
     if (!model.checkpoint().layout().isQuestionAnswering())
         throw Error(wrongHeadSentence("Question answering needs", HeadKind::QuestionAnswering,
@@ -35,6 +41,7 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
     constexpr std::size_t kWindowsPerBatch = 8;
     ForwardOptions forwardOptions;
     forwardOptions.mode = mode;
+    forwardOptions.accumulation = accumulation;
     for (std::size_t first = 0; first < result.windows.size(); first += kWindowsPerBatch) {
         progress.throwIfCancelled();
         const std::size_t last = std::min(result.windows.size(), first + kWindowsPerBatch);
@@ -56,7 +63,7 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
         progress.report(double(last) / double(result.windows.size()), "Answering");
     }
     if (!result.nonFinite.empty())
-        throw Error("The " + std::string(runModeName(mode)) + " run of " + model.checkpoint().directory() +
+        throw Error("The " + runLabel(mode, accumulation) + " run of " + model.checkpoint().directory() +
                     " has no answer to rank: " + describeNonFinite(result.nonFinite) +
                     "; `scalescope-cli forward --json` lists every module.");
     result.answers = postprocessQa(result.windows, result.startLogits, result.endLogits, context, options);

@@ -21,5 +21,8 @@ struct QaResult {
 // module's output is inf or NaN (naming the first such module: no answer can be ranked then).
 QaResult answerQuestion(InferenceBackend& model, const std::string& question, const std::string& context, RunMode mode,
                         const QaOptions& options, const Progress& progress = {});
+// The same with the FP8 products summed as `accumulation` says (the DL16 twin: Accumulation::Dl16).
+QaResult answerQuestion(InferenceBackend& model, const std::string& question, const std::string& context, RunMode mode,
+                        Accumulation accumulation, const QaOptions& options, const Progress& progress = {});
 
 } // namespace scalescope

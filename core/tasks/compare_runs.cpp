@@ -371,7 +371,8 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
     InferenceBackend& referenceModel = reference ? *reference : run;
     checkModelsMatch(run, referenceModel);
     ComparisonResult result;
-    result.runLabel = runModeName(input.runMode);
+    result.runLabel = runLabel(input.runMode, input.runAccumulation);
+    result.runAccumulation = input.runAccumulation;
     result.referenceIsStandIn = reference == nullptr;
     result.referenceLabel = reference ? "reference (" + reference->checkpoint().directory() + ")" : "dequant";
     const PreparedInput prepared = prepareInput(run, input);
@@ -379,12 +380,14 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
 
     ForwardOptions runOptions;
     runOptions.mode = input.runMode;
+    runOptions.accumulation = input.runAccumulation;
     runOptions.overrides = input.runOverrides;
     runOptions.floatWeightsFrom = floatWeightSource(reference);
     runOptions.capture.all = true;
     runOptions.activationStatistics = true;
     ForwardOptions referenceOptions;
     referenceOptions.mode = input.referenceMode;
+    referenceOptions.accumulation = input.referenceAccumulation;
     referenceOptions.capture.all = true;
 
     // The reference's capture points are kept, one copy per distinct tensor; the run is measured

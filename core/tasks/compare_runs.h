@@ -31,6 +31,9 @@ struct ComparisonInput {
     // The reference side's mode: dequant (a float checkpoint runs the same either way), or fp8 to
     // compare a device's FP8 run with the in-process CPU emulation of the same checkpoint.
     RunMode referenceMode = RunMode::Dequant;
+    // How each side sums its FP8 products (the DL16 twin: Accumulation::Dl16, fp8 or fp16 modes only).
+    Accumulation runAccumulation = Accumulation::Float32;
+    Accumulation referenceAccumulation = Accumulation::Float32;
     // Per-Linear what-if precision of the run side (docs/ARCHITECTURE.md "Precision overrides").
     PrecisionOverrides runOverrides;
     // The text is a fill-mask request: the model must be a masked LM and the text hold a mask token
@@ -71,7 +74,8 @@ struct FillMaskAgreement {
 };
 
 struct ComparisonResult {
-    std::string runLabel;          // "fp8"
+    std::string runLabel;          // "fp8", "fp16", "fp8+dl16" (runLabel of linear_plan.h)
+    Accumulation runAccumulation = Accumulation::Float32; // how the run side summed its FP8 products
     std::string referenceLabel;    // "reference (DIR)" or "dequant"
     bool referenceIsStandIn = false;
     std::vector<CapturePointMetrics> points; // execution order

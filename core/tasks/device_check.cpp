@@ -86,6 +86,7 @@ struct StoredCaptures {
 std::string runSignature(const CheckRun& run, const std::string& floatWeightsHash)
 {
     std::string signature = std::string("mode=") + runModeName(run.options.mode);
+    signature += std::string(";accumulation=") + accumulationName(run.options.accumulation);
     signature += ";others_float=" + std::to_string(run.options.overrides.othersFloat);
     for (const auto& [module, precision] : run.options.overrides.modules)
         signature += ";" + module + "=" + (precision == Precision::Float ? "float" : "fp8");
@@ -306,7 +307,7 @@ bool lowerIsWorse(CheckMetric metric)
 
 const std::vector<std::string>& checkRunNames()
 {
-    static const std::vector<std::string> names = {"reference", "reference-fp16", "emulation", "fp16", "dequant"};
+    static const std::vector<std::string> names = {"reference", "reference-fp16", "emulation", "fp16", "dl16", "dequant"};
     return names;
 }
 
@@ -341,6 +342,11 @@ CheckRun namedCheckRun(const std::string& name, const CheckRunSources& sources, 
         run.backend = sources.checkpoint;
         run.options.mode = RunMode::Fp16;
         run.description = "the FP8 run of " + checkpointDir + " in the fp16 twin";
+    } else if (name == "dl16") {
+        run.backend = sources.checkpoint;
+        run.options.mode = RunMode::Fp8;
+        run.options.accumulation = Accumulation::Dl16;
+        run.description = "the FP8 run of " + checkpointDir + " with DL16 accumulation (fms-model-optimizer's AIU model)";
     } else if (name == "dequant") {
         run.backend = sources.checkpoint;
         run.options.mode = RunMode::Dequant;

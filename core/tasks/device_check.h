@@ -74,6 +74,7 @@ struct CheckRun {
 //   reference-fp16  the same in the fp16 twin (every Linear float, every module rounded to half)
 //   emulation       the checkpoint's FP8 run (fp8 mode) on this CPU
 //   fp16            the FP8 run in the fp16 twin
+//   dl16            the FP8 run with DL16 accumulation (docs/ARCHITECTURE.md "Run modes")
 //   dequant         dequantized weights on float activations
 struct CheckRunSources {
     InferenceBackend* checkpoint = nullptr; // the checkpoint under test, in this process

@@ -204,10 +204,12 @@ public:
 
             ForwardOptions runOptions;
             runOptions.mode = options_.runMode;
+            runOptions.accumulation = options_.runAccumulation;
             runOptions.overrides = options_.runOverrides;
             runOptions.floatWeightsFrom = &reference_ == &run_ ? nullptr : floatWeightSource(&reference_);
             ForwardOptions referenceOptions;
             referenceOptions.mode = options_.referenceMode;
+            referenceOptions.accumulation = options_.referenceAccumulation;
             const ForwardResult runResult = run_.forward(inputs, runOptions, forwardProgress_);
             const ForwardResult referenceResult = reference_.forward(inputs, referenceOptions, forwardProgress_);
             result_.runForwardMs += runResult.elapsedMs;
@@ -402,6 +404,8 @@ void compareDisagreements(InferenceBackend& run, InferenceBackend* reference, co
             input.runMode = options.runMode;
             input.runOverrides = options.runOverrides;
             input.referenceMode = options.referenceMode;
+            input.runAccumulation = options.runAccumulation;
+            input.referenceAccumulation = options.referenceAccumulation;
             const ComparisonResult comparison = compareRuns(run, reference, input, comparisonProgress);
             for (const CapturePointMetrics& point : comparison.points)
                 if (point.kind == CaptureKind::Embeddings || point.kind == CaptureKind::LayerOutput)
@@ -487,7 +491,8 @@ EvaluationResult evaluateSquad(InferenceBackend& run, InferenceBackend* referenc
     result.datasetPath = dataset.path;
     result.datasetVersion = dataset.version;
     result.squadV2 = dataset.isV2;
-    result.runLabel = runModeName(options.runMode);
+    result.runLabel = runLabel(options.runMode, options.runAccumulation);
+    result.runAccumulation = options.runAccumulation;
     result.referenceIsStandIn = reference == nullptr;
     result.referenceLabel = reference ? "reference (" + reference->checkpoint().directory() + ")" : "dequant";
     if (!reference)

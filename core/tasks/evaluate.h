@@ -120,6 +120,9 @@ struct EvaluationOptions {
     // the reference when that is the CPU emulation of the same checkpoint.
     RunMode runMode = RunMode::Fp8;
     RunMode referenceMode = RunMode::Dequant;
+    // How each side sums its FP8 products (the DL16 twin: Accumulation::Dl16, fp8 or fp16 modes only).
+    Accumulation runAccumulation = Accumulation::Float32;
+    Accumulation referenceAccumulation = Accumulation::Float32;
     // Per-Linear what-if precision of the run side (docs/ARCHITECTURE.md "Precision overrides").
     PrecisionOverrides runOverrides;
 };
@@ -128,7 +131,8 @@ struct EvaluationResult {
     std::string datasetPath;
     std::string datasetVersion;
     bool squadV2 = false;
-    std::string runLabel;                   // "fp8", "dequant" or "fp16": EvaluationOptions::runMode
+    std::string runLabel;                   // "fp8", "dequant", "fp16", "fp8+dl16": runLabel(runMode, runAccumulation)
+    Accumulation runAccumulation = Accumulation::Float32; // how the run side summed its FP8 products
     std::string referenceLabel;             // "reference (DIR)" or "dequant"
     bool referenceIsStandIn = false;
     std::string note;                       // says so when dequant stands in for the reference

@@ -92,9 +92,9 @@ struct Tally {
 class Sweep {
 public:
     // reference: the float checkpoint's model, or `run` itself standing in (dequant).
-    Sweep(InferenceBackend& run, InferenceBackend& reference, RunMode mode, const Progress& progress,
-          SensitivityResult& result)
-        : run_(run), reference_(reference), mode_(mode), progress_(progress), result_(result),
+    Sweep(InferenceBackend& run, InferenceBackend& reference, RunMode mode, Accumulation accumulation,
+          const Progress& progress, SensitivityResult& result)
+        : run_(run), reference_(reference), mode_(mode), accumulation_(accumulation), progress_(progress), result_(result),
           floatWeights_(&reference == &run ? nullptr : floatWeightSource(&reference))
     {
     }
@@ -165,6 +165,7 @@ private:
             progress_.report(std::min(1.0, double(done_) / double(plannedRuns)), stage);
             ForwardOptions options;
             options.mode = mode_;
+            options.accumulation = accumulation_;
             options.overrides = overrides;
             options.floatWeightsFrom = floatWeights_; // kept float means the reference's weights
             if (baseline && i == 0)
@@ -188,6 +189,7 @@ private:
     InferenceBackend& run_;
     InferenceBackend& reference_;
     RunMode mode_;
+    Accumulation accumulation_;
     const Progress& progress_;
     SensitivityResult& result_;
     const Checkpoint* floatWeights_;
@@ -823,7 +825,7 @@ SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* refere
     result.referenceIsStandIn = reference == nullptr;
     result.referenceLabel = reference ? "reference (" + reference->checkpoint().directory() + ")" : "dequant";
     std::vector<SensitivityEntry> units = sweepUnits(run, options.granularity);
-    Sweep sweep(run, reference ? *reference : run, options.runMode, progress, result);
+    Sweep sweep(run, reference ? *reference : run, options.runMode, options.runAccumulation, progress, result);
     buildCases(sweep, run, input, result);
     sweep.plannedRuns = 2 + 2 * units.size() + units.size() / 2;
     sweep.runReferences();
@@ -833,6 +835,7 @@ SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* refere
     result.allFloat = sweep.measure(allFloat, "All float");
     const Target target{options.targetSqnrDb, options.targetF1Drop, result.inputKind == "squad", result.reference.f1};
     result.runMode = options.runMode;
+    result.runAccumulation = options.runAccumulation;
     result.target = target.text();
     auto info = std::make_shared<SensitivitySweepInfo>();
     info->inputKind = result.inputKind;

@@ -109,6 +109,7 @@ struct SensitivityOptions {
     std::optional<double> targetSqnrDb;   // suggestion target: final SQNR at least this
     std::optional<double> targetF1Drop;   // suggestion target: F1 (percent) within this of the reference
     RunMode runMode = RunMode::Fp8;       // the run side's mode (fp16: the sweep on the AIU's fp16 twin)
+    Accumulation runAccumulation = Accumulation::Float32; // the run side's FP8 sums (Dl16: the DL16 twin)
     // A stated tie tolerance in dB instead of the estimate (estimateSensitivitySpread); 0 claims no
     // ties, so every entry is its own step of the suggestion.
     std::optional<double> spreadDb;
@@ -129,6 +130,7 @@ struct SensitivityResult {
     std::vector<SensitivityCause> causes;  // every quantized Linear, model order
     std::string target;                    // "answer agrees", "SQNR >= 30 dB", ...
     RunMode runMode = RunMode::Fp8;
+    Accumulation runAccumulation = Accumulation::Float32;
     SensitivitySpread spread;              // estimated on the entries (live: on those finished)
     std::vector<std::string> suggestedFloat; // Linear names
     // The suggested Linears that come from a tie group: the sweep cannot tell them apart, so the
