@@ -12,6 +12,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <set>
 
 namespace scalescope::ui {
 namespace {
@@ -57,6 +58,28 @@ QColor seriesColor(const ChartData& chart, std::size_t index)
 }
 
 bool isCategorical(const ChartData& chart) { return !chart.categories.empty(); }
+
+// How many bars stand side by side in one slot: every bar series, unless no two of them share an
+// x, as when a chart colours its bars by class (within or above a limit) by splitting them into
+// series; such bars stand alone at their x, full width.
+int barsPerSlot(const ChartData& chart)
+{
+    int barSeries = 0;
+    std::set<double> seen;
+    bool shared = false;
+    for (const ChartSeries& series : chart.series) {
+        if (series.style != SeriesStyle::Bars)
+            continue;
+        ++barSeries;
+        std::set<double> own;
+        for (std::size_t i = 0; i < pointCount(series); ++i)
+            if (std::isfinite(series.x[i]))
+                own.insert(series.x[i]);
+        for (double x : own)
+            shared = !seen.insert(x).second || shared;
+    }
+    return shared ? barSeries : std::min(barSeries, 1);
+}
 
 // QCustomPlot's log ticker falls back to linear ticks when the range spans under 1.6 decades, and
 // the axis prints those in the log axis' power format with no decimals: 8, 10 and 12 become
@@ -191,16 +214,14 @@ Geometry computeGeometry(const ChartData& chart)
         return cellGeometry(chart);
     Geometry geometry;
     const double slot = slotWidth(chart);
-    int barSeriesCount = 0;
-    for (const ChartSeries& series : chart.series)
-        barSeriesCount += series.style == SeriesStyle::Bars ? 1 : 0;
+    const int barSeriesCount = barsPerSlot(chart);
     const double barStep = slot * kCategoryFill / std::max(barSeriesCount, 1);
     geometry.barWidth = barStep * (barSeriesCount > 1 ? 1.0 - kBarGapFraction : 1.0);
     geometry.bandWidth = slot * kBandFill;
     geometry.barOffsets.assign(chart.series.size(), 0.0);
     int barIndex = 0;
     for (std::size_t s = 0; s < chart.series.size(); ++s)
-        if (chart.series[s].style == SeriesStyle::Bars)
+        if (chart.series[s].style == SeriesStyle::Bars && barSeriesCount > 1)
             geometry.barOffsets[s] = (barIndex++ - (barSeriesCount - 1) / 2.0) * barStep;
 
     const bool logY = chart.logY;
@@ -597,9 +618,7 @@ void drawCells(QCustomPlot& plot, const ChartSeries& series, const QString& name
 
 void drawSeries(QCustomPlot& plot, const ChartData& chart, const Geometry& geometry)
 {
-    int barSeriesCount = 0;
-    for (const ChartSeries& series : chart.series)
-        barSeriesCount += series.style == SeriesStyle::Bars ? 1 : 0;
+    const int barSeriesCount = barsPerSlot(chart);
     QCPBarsGroup* group = barSeriesCount > 1 ? new QCPBarsGroup(&plot) : nullptr;
     if (group) {
         group->setSpacingType(QCPBarsGroup::stPlotCoords);

@@ -87,7 +87,7 @@ ChartView::ChartView(QWidget* parent) : QWidget(parent)
     exportButton_->setEnabled(false);
     resetButton_->setEnabled(false);
 
-    connect(plot_, &QCustomPlot::plottableClick, this, [this](QCPAbstractPlottable* plottable, int dataIndex, QMouseEvent*) {
+    auto clicked = [this](QCPAbstractPlottable* plottable, int dataIndex) {
         if (!plottable)
             return;
         // Data points carry their x (category index) as the key.
@@ -99,6 +99,16 @@ ChartView::ChartView(QWidget* parent) : QWidget(parent)
         else
             return;
         emit categoryClicked(static_cast<int>(std::lround(key)));
+    };
+    connect(plot_, &QCustomPlot::plottableClick, this,
+            [clicked](QCPAbstractPlottable* plottable, int dataIndex, QMouseEvent*) { clicked(plottable, dataIndex); });
+    // A marker line drawn through a bar (where departures start, a limit) takes the click first:
+    // the bar under it is what the user meant.
+    connect(plot_, &QCustomPlot::itemClick, this, [this, clicked](QCPAbstractItem*, QMouseEvent* event) {
+        int dataIndex = -1;
+        QCPAbstractPlottable* plottable = plot_->plottableAt(event->pos(), false, &dataIndex);
+        if (plottable && dataIndex >= 0)
+            clicked(plottable, dataIndex);
     });
 }
 
@@ -129,9 +139,13 @@ void ChartView::resetView()
 std::optional<QPoint> ChartView::barPixel(int series, int category) const
 {
     auto* bars = series >= 0 && series < plot_->plottableCount() ? qobject_cast<QCPBars*>(plot_->plottable(series)) : nullptr;
-    if (!bars || category < 0 || category >= bars->dataCount())
+    if (!bars || category < 0)
         return std::nullopt;
-    const double value = bars->data()->at(category)->value;
+    // A series may hold bars at some categories only (bars coloured by class): look the key up.
+    const auto bar = bars->data()->findBegin(category, false);
+    if (bar == bars->data()->constEnd() || bar->key != category)
+        return std::nullopt;
+    const double value = bar->value;
     const int y = qRound(plot_->yAxis->coordToPixel(value / 2));
     const int from = qRound(plot_->xAxis->coordToPixel(category - 0.5));
     const int to = qRound(plot_->xAxis->coordToPixel(category + 0.5));
@@ -139,7 +153,7 @@ std::optional<QPoint> ChartView::barPixel(int series, int category) const
     std::vector<int> hits;
     for (int x = std::min(from, to); x <= std::max(from, to); ++x) {
         int index = -1;
-        if (plot_->plottableAt(QPointF(x, y), false, &index) == bars && index == category)
+        if (plot_->plottableAt(QPointF(x, y), false, &index) == bars && bars->data()->at(index)->key == category)
             hits.push_back(x);
     }
     if (hits.empty())

@@ -293,6 +293,28 @@ private slots:
         QVERIFY2(blue < orange, qPrintable(QStringLiteral("blue %1, orange %2").arg(blue).arg(orange)));
     }
 
+    // Bars coloured by class (within or above a limit) are two series that never share a category:
+    // each bar stands alone at its category, full width, not shifted aside for a partner it lacks.
+    void classBarsStandAtTheirCategory()
+    {
+        ChartData chart;
+        chart.categories = {"a", "b", "c", "d"};
+        chart.series = {{"within", SeriesStyle::Bars, {0, 2}, {1, 1}, {}, "#0072B2"},
+                        {"above", SeriesStyle::Bars, {1, 3}, {5, 5}, {}, "#D55E00"}};
+        QCustomPlot plot;
+        plot.resize(800, 500);
+        renderChart(plot, chart);
+        QCOMPARE(static_cast<int>(plot.findChildren<QCPBarsGroup*>().size()), 0);
+        for (int s = 0; s < 2; ++s) {
+            auto* bars = qobject_cast<QCPBars*>(plot.plottable(s));
+            QVERIFY(bars && !bars->barsGroup());
+            QCOMPARE(bars->width(), 0.8);
+        }
+        // The hover finds each bar at its own category's centre.
+        const QString text = nearestPointText(chart, QPointF(1.0, 2.5), [](double x, double y) { return QPointF(x, y); }, 0.1);
+        QVERIFY2(text.contains("above") && text.contains("b"), qPrintable(text));
+    }
+
     void exportsPdf_data()
     {
         QTest::addColumn<int>("kind");

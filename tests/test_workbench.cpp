@@ -256,7 +256,7 @@ private slots:
             if (!action->isSeparator())
                 runs << action->text() + "=" + action->shortcut().toString();
         QCOMPARE(runs, QStringList({"&Answer Question=F5", "&Fill Mask=F6", "&Evaluate SQuAD File=F7",
-                                    "&Sensitivity Sweep=F8", "&Cancel=Esc"}));
+                                    "&Sensitivity Sweep=F8", "&Device Check=F9", "&Cancel=Esc"}));
 
         // Alt+digit selects the panel of that tab, whichever widget has the focus.
         window.askPanel()->questionEdit()->setFocus();

@@ -32,6 +32,7 @@
 #include "models/value_text.h"
 #include "panels/ask_panel.h"
 #include "panels/errors_panel.h"
+#include "panels/device_check_panel.h"
 #include "panels/evaluate_panel.h"
 #include "linear_selection.h"
 #include "panels/linear_inspector.h"
@@ -61,6 +62,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     createPanels();
     createActions();
     connectSensitivity();
+    connectDeviceCheck();
     connectSelection();
     connectTriage();
     connectResults();
@@ -86,11 +88,13 @@ void MainWindow::createPanels()
     tabs_->addTab(scales_, tr("Scales"));
     tabs_->addTab(errors_, tr("Errors"));
     tabs_->addTab(evaluate_, tr("Evaluate"));
+    deviceCheck_ = new DeviceCheckPanel(tabs_);
+    tabs_->addTab(deviceCheck_, tr("Device Check"));
     sensitivity_ = new SensitivityPanel(tabs_);
     tabs_->addTab(sensitivity_, tr("Sensitivity"));
     setCentralWidget(tabs_);
     // In tab order, which is also the order of their charts and tables in a report: the verdict first.
-    resultPanels_ = {triage_, model_, ask_, fillMask_, scales_, errors_, evaluate_, sensitivity_};
+    resultPanels_ = {triage_, model_, ask_, fillMask_, scales_, errors_, evaluate_, deviceCheck_, sensitivity_};
     // A splitter dragged to the end hides a chart for good, with no hint how to get it back.
     for (QSplitter* splitter : findChildren<QSplitter*>())
         splitter->setChildrenCollapsible(false);
@@ -262,6 +266,49 @@ void MainWindow::connectSensitivity()
     connect(session_, &WorkbenchSession::keptFloat, sensitivity_,
             [this](const QString&, const QString& summary) { sensitivity_->showMessage(summary); });
     connect(sensitivity_, &SensitivityPanel::keepFloatRequested, this, &MainWindow::saveFixedCheckpoint);
+}
+
+void MainWindow::connectDeviceCheck()
+{
+    connect(deviceCheck_, &DeviceCheckPanel::checkRequested, session_, &WorkbenchSession::deviceCheck);
+    connect(deviceCheck_, &DeviceCheckPanel::cancelRequested, session_->jobs(), &JobTracker::cancel);
+    connect(session_->jobs(), &JobTracker::progress, deviceCheck_, &DeviceCheckPanel::showProgress);
+    connect(session_, &WorkbenchSession::deviceChecked, this, [this](std::shared_ptr<const DeviceCheckOutcome> outcome) {
+        PanelResult result = resultOf(outcome->stamp);
+        result.deviceCheck = std::move(outcome);
+        showResult(result);
+    });
+    connect(session_, &WorkbenchSession::failed, this, [this](const QString& operation, const QString& message) {
+        if (operation == tr("Device check"))
+            deviceCheck_->showFailure(message);
+    });
+    // A point clicked in the check is selected in Errors, whose drill-down draws it for the last
+    // question when the results there hold it.
+    auto showPoint = [this](const QString& point) {
+        // A Linear's input or output: that Linear becomes the one every view shows (first, so
+        // that Errors then selects this very point rather than the Linear's output).
+        QString module = point;
+        if (module.endsWith(QLatin1String(".input")))
+            module.chop(6);
+        else if (module.endsWith(QLatin1String(".output")))
+            module.chop(7);
+        if (info_ && module != point)
+            for (const LinearInfo& linear : info_->linears)
+                if (linear.module == module.toStdString())
+                    selection_->select(module);
+        if (errors_->selectCapturePoint(point) && !errors_->isStale())
+            session_->capturePoint(point);
+    };
+    connect(deviceCheck_, &DeviceCheckPanel::capturePointSelected, this, showPoint);
+    connect(deviceCheck_, &DeviceCheckPanel::showInErrorsRequested, this, [this, showPoint](const QString& point) {
+        showPoint(point);
+        tabs_->setCurrentWidget(errors_);
+    });
+    // The check uses the file Evaluate uses, unless the user chose another for it.
+    connect(evaluate_, &EvaluatePanel::evaluateRequested, this, [this](const QString& squadFile) {
+        if (deviceCheck_->squadFile().isEmpty())
+            deviceCheck_->setSquadFile(squadFile);
+    });
 }
 
 void MainWindow::connectSelection()
@@ -461,6 +508,7 @@ void MainWindow::addRunMenu()
         {tr("&Fill Mask"), QKeySequence(Qt::Key_F6), fillMask_, fillMask_->fillButton()},
         {tr("&Evaluate SQuAD File"), QKeySequence(Qt::Key_F7), evaluate_, evaluate_->evaluateButton()},
         {tr("&Sensitivity Sweep"), QKeySequence(Qt::Key_F8), sensitivity_, sensitivity_->runButton()},
+        {tr("&Device Check"), QKeySequence(Qt::Key_F9), deviceCheck_, deviceCheck_->runButton()},
     };
     for (const auto& entry : runs) {
         QAction* action = run->addAction(entry.text);
@@ -479,14 +527,17 @@ void MainWindow::addRunMenu()
     run->addAction(cancelAction_);
 }
 
-// Alt+1 ... Alt+8: straight to a panel, whichever widget has the focus; Alt+9 shows or hides the
-// Linear inspector.
+// Alt+1 ... Alt+8, then Alt+0: straight to a panel, whichever widget has the focus; Alt+9 shows or
+// hides the Linear inspector.
 void MainWindow::addViewMenu()
 {
     QMenu* view = menuBar()->addMenu(tr("&View"));
     for (int i = 0; i < tabs_->count(); ++i) {
         QAction* action = view->addAction(tabs_->tabText(i).remove(QLatin1Char('&')));
-        action->setShortcut(QKeySequence(Qt::ALT | Qt::Key(Qt::Key_1 + i)));
+        if (i < 8)
+            action->setShortcut(QKeySequence(Qt::ALT | Qt::Key(Qt::Key_1 + i)));
+        else if (i == 8)
+            action->setShortcut(QKeySequence(Qt::ALT | Qt::Key_0));
         connect(action, &QAction::triggered, this, [this, i] { tabs_->setCurrentIndex(i); });
     }
     view->addSeparator();
@@ -787,8 +838,10 @@ void MainWindow::openDemo(int checkpoint, int passage)
     const QString folder = QFileInfo(demo_.folder + "/corpus/questions.json").exists()
                                ? demo_.folder + "/corpus/questions.json"
                                : QString();
-    if (!folder.isEmpty())
+    if (!folder.isEmpty()) {
         evaluate_->setSquadFile(folder);
+        deviceCheck_->setSquadFile(folder);
+    }
 }
 
 void MainWindow::updateStatus()
@@ -852,6 +905,10 @@ void MainWindow::onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info)
                            info_->runnable ? tr("SQuAD evaluation needs a question-answering checkpoint; this one "
                                                 "is a masked language model.")
                                            : reason);
+    deviceCheck_->setRunnable(info_->runnable && !isMaskedLm,
+                              info_->runnable ? tr("the check runs SQuAD questions, which need a question-answering "
+                                                   "checkpoint; this one is a masked language model.")
+                                              : reason);
     if (!info_->runnable) {
         showError(tr("Open checkpoint"), tr("Opened for inspection only: %1").arg(info_->loadError));
         statusBar()->showMessage(tr("Opened %1 for inspection only (it cannot run).").arg(info_->directory));

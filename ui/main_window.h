@@ -1,7 +1,7 @@
 #pragma once
 // The workbench's main window: opens a checkpoint (menu, toolbar, drag and drop, recent files),
 // chooses the reference, the run mode and the device, and hosts the result panels (Triage, Model,
-// Ask, Fill Mask, Scales, Errors, Evaluate, Sensitivity), which it holds as ResultPanels: a result, a
+// Ask, Fill Mask, Scales, Errors, Evaluate, Device Check, Sensitivity), which it holds as ResultPanels: a result, a
 // checkpoint switch, a state change, busy and the report reach each of them through one loop.
 // All model work goes through WorkbenchSession (off the GUI thread); the status bar shows device,
 // mode, dtype, load time, and the progress and Cancel of its JobTracker. The Linear the user selects
@@ -34,6 +34,7 @@ class LinearInspector;
 class LinearSelection;
 class TriagePanel;
 class EvaluatePanel;
+class DeviceCheckPanel;
 class SensitivityPanel;
 class FillMaskPanel;
 class ModelPanel;
@@ -62,6 +63,7 @@ public:
     ScalesPanel* scalesPanel() const { return scales_; }
     ErrorsPanel* errorsPanel() const { return errors_; }
     EvaluatePanel* evaluatePanel() const { return evaluate_; }
+    DeviceCheckPanel* deviceCheckPanel() const { return deviceCheck_; }
     SensitivityPanel* sensitivityPanel() const { return sensitivity_; }
     TriagePanel* triagePanel() const { return triage_; }
     LinearInspector* inspector() const { return inspector_; }
@@ -108,6 +110,7 @@ private:
     void createToolbar(const std::array<QAction*, 4>& actions);
     void createStatusBar();
     void connectSensitivity();
+    void connectDeviceCheck();
     // Every view that shows Linears selects through selection_ and follows it.
     void connectSelection();
     void connectTriage();
@@ -163,6 +166,7 @@ private:
     ScalesPanel* scales_ = nullptr;
     ErrorsPanel* errors_ = nullptr;
     EvaluatePanel* evaluate_ = nullptr;
+    DeviceCheckPanel* deviceCheck_ = nullptr;
     SensitivityPanel* sensitivity_ = nullptr;
     // The panels above, in tab order.
     std::vector<ResultPanel*> resultPanels_;

@@ -88,6 +88,29 @@ QString verdictHtml(const nlohmann::json& summary)
     return box + QStringLiteral("</div>\n");
 }
 
+// The device check's verdict (summary["device_check"], written by the Device Check panel).
+QString deviceCheckHtml(const nlohmann::json& summary)
+{
+    if (!summary.contains("device_check") || !summary["device_check"].is_object())
+        return {};
+    const nlohmann::json& check = summary["device_check"];
+    const bool passed = check.value("passed", false);
+    QString box = QStringLiteral("<div class=\"verdict\"><h2>Device check: <span class=\"%1\">%2</span></h2><p>%3</p>")
+                      .arg(passed ? QStringLiteral("good") : QStringLiteral("poor"),
+                           passed ? QStringLiteral("PASS") : QStringLiteral("FAIL"),
+                           summaryValue(check.value("sentence", nlohmann::json(""))));
+    if (check.contains("reasons") && !check["reasons"].empty()) {
+        box += QStringLiteral("<ul>");
+        for (const auto& reason : check["reasons"])
+            box += QStringLiteral("<li>%1</li>").arg(summaryValue(reason));
+        box += QStringLiteral("</ul>");
+    }
+    box += QStringLiteral("<p>%1; thresholds: %2</p>")
+               .arg(summaryValue(check.value("run_under_test", nlohmann::json(""))),
+                    summaryValue(check.value("thresholds_source", nlohmann::json(""))));
+    return box + QStringLiteral("</div>\n");
+}
+
 // One self-contained page (relative links to the PNGs next to it) that opens from the file system.
 std::string indexHtml(const ReportContents& contents)
 {
@@ -99,6 +122,7 @@ std::string indexHtml(const ReportContents& contents)
         ".left{color:#8a5a00}.verdict{border:2px solid #888;padding:.5em 1em;margin-bottom:1em}"
         ".good{color:#1b7837}.fair{color:#b35806}.poor{color:#b2182b}</style></head><body>\n<h1>ScaleScope report</h1>\n");
     page += verdictHtml(contents.summary);
+    page += deviceCheckHtml(contents.summary);
     page += QStringLiteral("<table class=\"stamp\">\n");
     for (const char* key : {"checkpoint", "reference", "mode", "device", "float_linears", "architecture", "consumers",
                             "question", "context", "text", "app_version", "date"})

@@ -7,6 +7,8 @@
 
 #include "analysis/verdict.h"
 #include "common/error.h"
+#include "device/checkpoint_manifest.h"
+#include "report/check_report.h"
 #include "tasks/keep_float.h"
 #include "engine/open_backend.h"
 
@@ -25,6 +27,18 @@ QaOptions fitWindowsToModel(QaOptions options, const EncoderLayout& layout)
     return options;
 }
 
+// The part [from, to) of a job's progress bar, for a job made of several core calls.
+Progress progressPart(const Progress& whole, double from, double to)
+{
+    Progress part;
+    part.cancel = whole.cancel;
+    if (whole.callback)
+        part.callback = [whole, from, to](double fraction, const std::string& stage) {
+            whole.report(from + (to - from) * fraction, stage);
+        };
+    return part;
+}
+
 } // namespace
 
 WorkbenchSession::WorkbenchSession(QObject* parent) : QObject(parent)
@@ -39,6 +53,7 @@ WorkbenchSession::WorkbenchSession(QObject* parent) : QObject(parent)
     qRegisterMetaType<RunStamp>();
     qRegisterMetaType<std::shared_ptr<const SensitivityEntry>>();
     qRegisterMetaType<std::shared_ptr<const SensitivityResult>>();
+    qRegisterMetaType<std::shared_ptr<const DeviceCheckOutcome>>();
 }
 
 WorkbenchSession::~WorkbenchSession()
@@ -279,6 +294,7 @@ void WorkbenchSession::submitOpen(const QString& dir, const QString& fallbackDev
         // A checkpoint the engine refuses can still be inspected; its findings explain why.
         std::shared_ptr<InferenceBackend> model;
         run_.reset(); // a runner process for the previous checkpoint stops before the next starts
+        inProcessTwin_.reset();
         QString usedDevice = device;
         QString deviceError;
         try {
@@ -547,6 +563,95 @@ void WorkbenchSession::sensitivity(const QString& granularity)
         InferenceBackend* reference = stamp.referenceKind == RunStamp::Reference::Folder ? reference_.get() : nullptr;
         auto result = std::make_shared<const SensitivityResult>(runSensitivity(*run_, reference, input, options, progress));
         return [this, result, stamp] { emit sensitivityFinished(result, stamp); };
+    });
+}
+
+void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
+{
+    const RunStamp stamp = currentStamp();
+    submit(JobKind::DeviceCheck, tr("Device check"), [this, request, stamp](const Progress& progress) -> std::function<void()> {
+        if (!run_)
+            throw Error("No runnable checkpoint is open.");
+        if (request.twins.isEmpty())
+            throw Error("Choose at least one twin to check the run against.");
+        const bool inProcess = stamp.device == QLatin1String("cpu");
+        // The twins run the checkpoint on this CPU: the run itself when it runs here, else the
+        // CPU-emulation reference when that is loaded, else a copy loaded once for the checks.
+        InferenceBackend* twinBackend = run_.get();
+        if (!inProcess) {
+            if (stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_)
+                twinBackend = reference_.get();
+            else {
+                if (!inProcessTwin_)
+                    inProcessTwin_ = EncoderModel::load(stamp.checkpoint.toStdString(), progressPart(progress, 0, 0.05));
+                twinBackend = inProcessTwin_.get();
+            }
+        }
+        CheckRunSources sources;
+        sources.checkpoint = twinBackend;
+        sources.reference = stamp.referenceKind == RunStamp::Reference::Folder ? reference_.get() : nullptr;
+
+        const CheckInputSet inputs
+            = squadCheckInputs(request.squadFile.toStdString(), std::size_t(std::max(0, request.maxQuestions)));
+        CheckMeasureOptions options;
+        options.qa = fitWindowsToModel(options.qa, run_->checkpoint().layout());
+        // The twins' forwards (and the noise floor's) come from the disk cache when an earlier
+        // check ran them on these questions: a second device costs only its own runs.
+        ForwardCache cache;
+        options.cache = &cache;
+
+        // The noise floor runs two sides per question, the check one more than it has twins.
+        const double floorShare = request.thresholdsFile.isEmpty() ? 2.0 / (2.0 + 1.0 + request.twins.size()) : 0.0;
+        const double start = inProcess ? 0.0 : 0.05;
+        const double split = start + (1.0 - start) * floorShare;
+        auto outcome = std::make_shared<DeviceCheckOutcome>();
+        outcome->stamp = stamp;
+        outcome->request = request;
+        ThresholdSet thresholds;
+        if (request.thresholdsFile.isEmpty()) {
+            options.progress = progressPart(progress, start, split);
+            thresholds = measureNoiseFloor(sources, {}, inputs, options); // reference vs reference-fp16
+            outcome->thresholdsSource = tr("measured now: %1 on the same questions")
+                                            .arg(QString::fromStdString(thresholds.provenance["run_descriptions"]));
+        } else {
+            thresholds = readThresholdsFile(request.thresholdsFile.toStdString());
+            outcome->thresholdsSource = tr("read from %1").arg(request.thresholdsFile);
+            const auto recorded = thresholds.provenance.find("checkpoint_sha256");
+            if (recorded != thresholds.provenance.end()
+                && recorded->second != CheckpointManifest::of(stamp.checkpoint.toStdString()).hash)
+                outcome->thresholdsSource += tr(", measured on another checkpoint (%1)")
+                                                 .arg(QString::fromStdString(thresholds.provenance["checkpoint"]));
+        }
+
+        CheckRun run;
+        run.backend = run_.get();
+        run.options.mode = inProcess ? stamp.mode : RunMode::Fp8;
+        run.options.overrides = stamp.overrides();
+        run.options.floatWeightsFrom = floatWeightSource(sources.reference);
+        run.name = inProcess ? runModeName(run.options.mode) : "device";
+        const std::string checkpointName = QFileInfo(stamp.checkpoint).fileName().toStdString();
+        run.description = inProcess ? "the " + run.name + " run of " + checkpointName + " on this CPU"
+                                    : run_->deviceName() + " running " + checkpointName + " in fp8 mode";
+        if (!stamp.floatLinears.isEmpty())
+            run.description += ", " + stamp.floatText().toStdString();
+        outcome->runUnderTest = QString::fromStdString(run.description);
+        std::vector<CheckRun> twins;
+        for (const QString& name : request.twins)
+            twins.push_back(namedCheckRun(name.toStdString(), sources, TaskOption::Against));
+        options.progress = progressPart(progress, split, 1.0);
+        RunMeasurements measured = measureRuns(run, twins, inputs, options);
+        CheckGate gate;
+        gate.maxFailureRate = request.maxFailureRate;
+        gate.maxF1Drop = request.maxF1Drop;
+        outcome->result = evaluateCheck(std::move(measured), thresholds, gate);
+        outcome->cacheNote = cache.problem().empty()
+                                 ? tr("CPU side: %1 batches from the cache in %2, %3 computed")
+                                       .arg(cache.hits())
+                                       .arg(QString::fromStdString(cache.folder()))
+                                       .arg(cache.misses())
+                                 : tr("The check cache is off for this run: %1").arg(QString::fromStdString(cache.problem()));
+        std::shared_ptr<const DeviceCheckOutcome> result = outcome;
+        return [this, result] { emit deviceChecked(result); };
     });
 }
 

@@ -25,6 +25,7 @@
 #include "engine/encoder_model.h"
 #include "job_tracker.h"
 #include "tasks/compare_runs.h"
+#include "tasks/device_check.h"
 #include "tasks/evaluate.h"
 #include "tasks/fill_mask.h"
 #include "tasks/question_answering.h"
@@ -114,6 +115,31 @@ struct CapturePointValues {
     std::vector<float> run, reference;
 };
 
+// What the Device check panel asks for (DESIGN "Device checks and gates"): the run under test is
+// the selected device in fp8 mode, or, on the in-process CPU, the Mode box's mode; it is held
+// against the twins (checkRunNames()) on the first maxQuestions questions of a SQuAD file.
+struct DeviceCheckRequest {
+    QString squadFile;
+    int maxQuestions = 200;   // 0: all
+    // Empty: thresholds from a noise floor (reference vs reference-fp16) measured on the same
+    // questions first; otherwise a thresholds file written by noise-floor.
+    QString thresholdsFile;
+    QStringList twins;        // the first decides the verdict
+    double maxFailureRate = 0.01;
+    double maxF1Drop = 1.0;
+};
+
+struct DeviceCheckOutcome {
+    RunStamp stamp;
+    DeviceCheckRequest request;
+    CheckResult result;
+    // One line each, for the panel and the report: what ran as the run under test, where the
+    // thresholds came from.
+    QString runUnderTest;
+    QString thresholdsSource;
+    QString cacheNote; // how much of the CPU side came from the disk cache (tasks/forward_cache.h)
+};
+
 class WorkbenchSession : public QObject {
     Q_OBJECT
 public:
@@ -148,6 +174,10 @@ public:
     {
         sweepEntryObserver_ = std::move(observer);
     }
+    // A device check of the open checkpoint (DeviceCheckRequest); the result arrives through
+    // deviceChecked. On a runner device the twins run in this process on a copy of the checkpoint
+    // (loaded once per checkpoint); on the CPU they share the run's model.
+    void deviceCheck(const DeviceCheckRequest& request);
     // keep-float of the open checkpoint to dst with these Linears float (reference weights when a
     // reference folder is chosen).
     void keepFloat(const QStringList& modules, const QString& dst, bool overwrite);
@@ -188,6 +218,7 @@ signals:
     void evaluated(std::shared_ptr<const scalescope::EvaluationResult> result, const scalescope::ui::RunStamp& stamp);
     void sensitivityEntry(const scalescope::ui::RunStamp& stamp, std::shared_ptr<const scalescope::SensitivityEntry> entry);
     void sensitivityFinished(std::shared_ptr<const scalescope::SensitivityResult> result, const scalescope::ui::RunStamp& stamp);
+    void deviceChecked(std::shared_ptr<const scalescope::ui::DeviceCheckOutcome> outcome);
     void keptFloat(const QString& dst, const QString& summary);
     void failed(const QString& operation, const QString& message);
 
@@ -217,6 +248,8 @@ private:
     // Touched only on the worker thread.
     std::shared_ptr<InferenceBackend> run_;
     std::shared_ptr<InferenceBackend> reference_;
+    // The open checkpoint in this process for a device check's twins when run_ is a runner.
+    std::shared_ptr<InferenceBackend> inProcessTwin_;
     std::optional<ComparisonInput> lastInput_;
 };
 
@@ -228,5 +261,6 @@ Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::FillMaskOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::CapturePointValues>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::EvaluationResult>)
 Q_DECLARE_METATYPE(scalescope::ui::RunStamp)
+Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::DeviceCheckOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::SensitivityEntry>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::SensitivityResult>)

@@ -10,6 +10,7 @@
 // With "bert" the tour runs on generated tiny BERT checkpoints (BertForQuestionAnswering,
 // BertForMaskedLM) instead of the demo.
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QFileInfo>
@@ -19,6 +20,7 @@
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QSpinBox>
 #include <QTabWidget>
 #include <QTimer>
 #include <QTest>
@@ -34,6 +36,7 @@
 #include "main_window.h"
 #include "models/module_tree_model.h"
 #include "panels/ask_panel.h"
+#include "panels/device_check_panel.h"
 #include "panels/errors_panel.h"
 #include "panels/evaluate_panel.h"
 #include "panels/fill_mask_panel.h"
@@ -285,6 +288,22 @@ int main(int argc, char** argv)
         session->evaluate(squadFile, 60);
         waitFor(evaluated, 600000);
         shoot(window, out + "/06-evaluate.png");
+        // The device check of the CPU's FP8 run against the float reference (thresholds from the
+        // noise floor on the same questions): where it departs, and the F1 interval.
+        DeviceCheckPanel* check = window.deviceCheckPanel();
+        window.tabs()->setCurrentWidget(check);
+        check->setSquadFile(squadFile);
+        check->questionsBox()->setValue(40);
+        for (const std::string& name : checkRunNames())
+            if (QCheckBox* box = check->twinBox(QString::fromStdString(name)))
+                box->setChecked(name == "reference");
+        QSignalSpy checked(session, &WorkbenchSession::deviceChecked);
+        check->runButton()->click();
+        waitFor(checked, 600000);
+        waitIdle(session);
+        shoot(window, out + "/06b-device-check.png");
+        window.tabs()->setCurrentWidget(window.errorsPanel());
+        shoot(window, out + "/06c-errors-departure-selected.png");
     }
     printStamps(window, "open A, answer, evaluate");
 
@@ -301,6 +320,8 @@ int main(int argc, char** argv)
         shoot(window, out + "/08-switch-errors-after-open-b.png");
         window.tabs()->setCurrentWidget(window.evaluatePanel());
         shoot(window, out + "/09-switch-evaluate-after-open-b.png");
+        window.tabs()->setCurrentWidget(window.deviceCheckPanel());
+        shoot(window, out + "/09a-switch-device-check-after-open-b.png");
         // What each runtime will do with B (the per-tensor demo: the AIU's fused q/k/v cannot load it).
         window.tabs()->setCurrentWidget(window.modelPanel());
         if (auto* findings = window.modelPanel()->findChild<QTabWidget*>(QStringLiteral("modelFindingsTabs")))

@@ -9,6 +9,7 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 #include "charts/chart_view.h"
@@ -118,6 +119,7 @@ void ErrorsPanel::connectClicks()
     connect(outputsOnly_, &QCheckBox::toggled, metrics_, &LayerMetricsModel::setOutputsOnly);
     connect(view_, &QTableView::clicked, this, [this](const QModelIndex& index) {
         const QString name = index.siblingAtColumn(0).data(Qt::DisplayRole).toString();
+        selectedPoint_.clear(); // the user's own click; a Linear it selects comes back through selectLinear
         if (comparison_)
             for (const CapturePointMetrics& p : comparison_->points)
                 if (p.name == name.toStdString() &&
@@ -162,6 +164,7 @@ void ErrorsPanel::connectClicks()
 
 void ErrorsPanel::selectLinear(const QString& module)
 {
+    selectedPoint_.clear(); // the latest selection wins, here and in the next run's results
     selectedLinear_ = module;
     showSelectedLinear();
     if (comparison_)
@@ -203,6 +206,65 @@ void ErrorsPanel::showSelectedLinear()
     view_->setCurrentIndex(index);
     view_->selectRow(index.row());
     view_->scrollTo(index);
+}
+
+bool ErrorsPanel::selectCapturePoint(const QString& name)
+{
+    selectedLinear_.clear();
+    selectedPoint_ = name;
+    return showSelectedPoint();
+}
+
+QString ErrorsPanel::selectedCapturePoint() const
+{
+    if (!selectedPoint_.isEmpty())
+        return selectedPoint_;
+    const QModelIndex current = view_->currentIndex();
+    return current.isValid() ? current.siblingAtColumn(0).data(Qt::DisplayRole).toString() : QString();
+}
+
+bool ErrorsPanel::showSelectedPoint()
+{
+    if (!comparison_ || selectedPoint_.isEmpty())
+        return false;
+    const std::string wanted = selectedPoint_.toStdString();
+    const auto point = std::find_if(comparison_->points.begin(), comparison_->points.end(),
+                                    [&](const CapturePointMetrics& p) { return p.name == wanted; });
+    if (point == comparison_->points.end())
+        return false;
+    if (metrics_->rowForCapturePoint(selectedPoint_) < 0)
+        outputsOnly_->setChecked(false); // an input row is hidden among the outputs only
+    highlightPoint(*point);
+    const int row = metrics_->rowForCapturePoint(selectedPoint_);
+    if (row < 0)
+        return false;
+    const QModelIndex index = proxy_->mapFromSource(metrics_->index(row, 0));
+    view_->setCurrentIndex(index);
+    view_->selectRow(index.row());
+    view_->scrollTo(index);
+    return true;
+}
+
+// The point's Linear in the per-Linear chart and its layer in the layer charts; none where it has none.
+void ErrorsPanel::highlightPoint(const CapturePointMetrics& point)
+{
+    const bool linear = point.kind == CaptureKind::LinearInput || point.kind == CaptureKind::LinearOutput;
+    int linearCategory = -1, seenLinears = 0, layerCategory = -1, seenLayers = 0;
+    for (const CapturePointMetrics& p : comparison_->points) {
+        if (p.kind == CaptureKind::LinearOutput) {
+            if (linear && p.module == point.module)
+                linearCategory = seenLinears;
+            ++seenLinears;
+        }
+        if (p.kind == CaptureKind::Embeddings || p.kind == CaptureKind::LayerOutput) {
+            if (p.name == point.name || (p.kind == CaptureKind::LayerOutput && point.layer >= 0 && p.layer == point.layer))
+                layerCategory = seenLayers;
+            ++seenLayers;
+        }
+    }
+    linearSqnr_->highlightCategory(linearCategory);
+    for (ChartView* chart : {layerSqnr_, layerCosine_, growth_})
+        chart->highlightCategory(layerCategory);
 }
 
 QString ErrorsPanel::summaryText() const
@@ -269,6 +331,7 @@ void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparis
     for (ChartView* chart : charts())
         chart->setStamp(stamp.describe());
     showSelectedLinear();
+    showSelectedPoint();
     auto db = [](double v) { return std::isinf(v) ? QStringLiteral("inf") : QString::number(v, 'f', 2); };
     QString agreement;
     if (c.qa)

@@ -43,6 +43,12 @@ public:
     // chart and its layer in the per-layer charts; the per-Linear chart comes to the front. The
     // next run's results show the same Linear selected.
     void selectLinear(const QString& module);
+    // Selects a capture point's row (showing input rows when it is a Linear's input), scrolled to,
+    // and shades its Linear or layer in the charts, as a click on its row would; the next run's
+    // results show it selected too. Emits nothing. Returns whether the results shown hold it.
+    bool selectCapturePoint(const QString& name);
+    // The point selected through selectCapturePoint or a click on a row; empty for none.
+    QString selectedCapturePoint() const;
     QTabWidget* chartTabs() const { return chartTabs_; }
     std::shared_ptr<const ComparisonResult> comparison() const { return comparison_; }
 
@@ -64,9 +70,12 @@ private:
     void connectClicks();
     static QString headroomSentence(const ComparisonResult& comparison);
     void showSelectedLinear();
+    bool showSelectedPoint();
+    void highlightPoint(const CapturePointMetrics& point);
 
     std::shared_ptr<const ComparisonResult> comparison_;
     QString selectedLinear_;
+    QString selectedPoint_; // a capture point another view selected; the Linear's output otherwise
     QLabel* summary_ = nullptr;
     QCheckBox* outputsOnly_ = nullptr;
     LayerMetricsModel* metrics_ = nullptr;

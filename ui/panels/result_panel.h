@@ -1,6 +1,6 @@
 #pragma once
 // The one interface the main window holds every result panel by (Model, Ask, Fill Mask, Scales,
-// Errors, Evaluate, Sensitivity). It exists so the window can loop over its panels to hand out a
+// Errors, Evaluate, Device Check, Sensitivity). It exists so the window can loop over its panels to hand out a
 // result, clear another checkpoint's results, mark results stale, set busy and assemble a report,
 // instead of naming each panel in each of those places: a new view implements this and joins the
 // loops without the window growing a line per operation.
@@ -26,6 +26,7 @@ struct PanelResult {
     std::shared_ptr<const ComparisonResult> comparison; // the ask's or the fill's
     std::shared_ptr<const EvaluationResult> evaluation;
     std::shared_ptr<const SensitivityResult> sensitivity;
+    std::shared_ptr<const DeviceCheckOutcome> deviceCheck;
 };
 
 class ResultPanel {
