@@ -305,7 +305,8 @@ ChartData checkFailureRateChart(const CheckResult& result, std::size_t twinIndex
     ChartData chart;
     chart.id = "check_failure_rate";
     const TwinCheck& twin = result.twins.at(twinIndex);
-    chart.title = "Failure rate per capture point: " + result.measurements.runName + " against " + twin.twin;
+    // One line: on a laptop screen a second one takes the bars' height.
+    chart.title = "Failure rate per point: " + result.measurements.runName + " vs " + twin.twin;
     chart.xLabel = "capture point (execution order)";
     chart.yLabel = "inputs failing (%)";
     ChartSeries passing{"within the allowed rate", SeriesStyle::Bars, {}, {}, {}, "#4c9a2a"};

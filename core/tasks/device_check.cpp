@@ -194,6 +194,19 @@ CheckValues tensorValues(const ErrorMetrics& metrics)
     return values;
 }
 
+// A chart label of its own for every point: a Linear's input and output differ ("L0.q in",
+// "L0.q out"), a layer's output is "L1 out", the embeddings "emb".
+std::string checkPointLabel(const CapturePointMetrics& point)
+{
+    switch (point.kind) {
+    case CaptureKind::Embeddings: return "emb";
+    case CaptureKind::LayerOutput: return "L" + std::to_string(point.layer) + " out";
+    case CaptureKind::LinearInput: return (point.label.empty() ? point.module : point.label) + " in";
+    case CaptureKind::LinearOutput: return (point.label.empty() ? point.module : point.label) + " out";
+    }
+    return point.name;
+}
+
 // One input's rows in a batch: a question's windows, or a text's one sequence.
 struct BatchedInput {
     std::size_t index = 0;              // in the input set
@@ -252,13 +265,6 @@ bool rowsFinite(const BatchedInput& input, const ForwardResult& result)
                     return false;
     }
     return true;
-}
-
-std::string uppercaseFirst(std::string text)
-{
-    if (!text.empty() && text[0] >= 'a' && text[0] <= 'z')
-        text[0] = char(text[0] - 'a' + 'A');
-    return text;
 }
 
 std::string percentText(double fraction)
@@ -457,12 +463,12 @@ RunMeasurements measureRuns(const CheckRun& run, const std::vector<CheckRun>& tw
     for (std::size_t p = 0; p < result.points.size(); ++p) {
         pointIndex[result.points[p]] = p;
         const CapturePointMetrics described = describeCapturePoint(layout, result.points[p]);
-        result.pointLabels.push_back(described.label);
+        result.pointLabels.push_back(checkPointLabel(described));
         result.pointLayers.push_back(described.layer);
     }
     const std::size_t logitsPoint = result.points.size();
     result.points.push_back(questionAnswering ? kQaLogitsPoint : kMaskedLmLogitsPoint);
-    result.pointLabels.push_back(questionAnswering ? "logits" : "logits");
+    result.pointLabels.push_back("logits");
     result.pointLayers.push_back(-1);
 
     // The cache keys name each twin's checkpoint by content, not by folder.
@@ -865,11 +871,14 @@ CheckResult evaluateCheck(RunMeasurements measurements, const ThresholdSet& thre
         }
     }
     result.passed = result.reasons.empty();
+    // "The device" or "The fp8 run": a run name is a label, not a word to start a sentence with.
+    const std::string subject = measurements.runName == "device" ? std::string("The device")
+                                                                 : "The " + measurements.runName + " run";
     if (result.passed) {
-        result.verdictSentence = uppercaseFirst(measurements.runName) + " passes against " + primary.twin + ": every point fails on at most " +
+        result.verdictSentence = subject + " passes against " + primary.twin + ": every point fails on at most " +
                                  percentText(gate.maxFailureRate) + " of " + std::to_string(measured) + " inputs.";
     } else {
-        result.verdictSentence = uppercaseFirst(measurements.runName) + " fails against " + primary.twin + ".";
+        result.verdictSentence = subject + " fails against " + primary.twin + ".";
         if (!primary.departureStart.empty())
             result.verdictSentence += " Departures start at " + primary.departureStart + " on " +
                                       std::to_string(primary.departureStartInputs) + " of " + std::to_string(measured) +

@@ -185,7 +185,8 @@ int main(int argc, char** argv)
     window.setDemoCatalog(demo);
     // First start: the window at the size it picks for this screen.
     window.show();
-    QTest::qWaitForWindowExposed(&window);
+    if (!QTest::qWaitForWindowExposed(&window))
+        std::printf("the window was not exposed within the wait; screenshots may show it half drawn\n");
     QTest::qWait(200);
     std::printf("first start: %dx%d at %d,%d on a %dx%d screen\n", window.frameGeometry().width(),
                 window.frameGeometry().height(), window.frameGeometry().x(), window.frameGeometry().y(),

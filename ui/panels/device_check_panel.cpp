@@ -63,29 +63,6 @@ QStringList twinNames()
     return names;
 }
 
-// The core labels a Linear's input and its output alike ("L0.q") and a layer's output by its
-// module name: on the chart and in the table every point gets a short label of its own.
-QString pointLabel(const PointCheck& p)
-{
-    const QString name = QString::fromStdString(p.point);
-    QString label = QString::fromStdString(p.label);
-    QString side;
-    QString module = name;
-    if (name.endsWith(QLatin1String(".input"))) {
-        side = QStringLiteral(" in");
-        module.chop(6);
-    } else if (name.endsWith(QLatin1String(".output"))) {
-        side = QStringLiteral(" out");
-        module.chop(7);
-    }
-    // A point the layout has no short label for (a layer's output) is named after its layer.
-    if ((label.isEmpty() || label == module || label == name) && p.layer >= 0)
-        label = QStringLiteral("L%1").arg(p.layer);
-    if (label.isEmpty())
-        return name;
-    return label + side;
-}
-
 std::string signedText(double value)
 {
     return (value > 0 ? "+" : "") + QString::number(value, 'f', 2).toStdString();
@@ -525,14 +502,8 @@ void DeviceCheckPanel::showTwin(int twin)
     if (!outcome_ || twin < 0)
         return;
     failureChart_->setStamp(outcome_->stamp.describe());
-    ChartData chart = checkFailureRateChart(outcome_->result, std::size_t(twin));
+    const ChartData chart = checkFailureRateChart(outcome_->result, std::size_t(twin));
     const TwinCheck* shown = twinShown();
-    // One title line: on a laptop screen the second took the bars' height.
-    if (shown)
-        chart.title = "Failure rate per point: " + outcome_->result.measurements.runName + " vs " + shown->twin;
-    if (shown)
-        for (std::size_t i = 0; i < shown->points.size() && i < chart.categories.size(); ++i)
-            chart.categories[i] = pointLabel(shown->points[i]).toStdString();
     failureChart_->setChart(chart);
     if (shown)
         fillTable(*shown);
@@ -566,7 +537,7 @@ void DeviceCheckPanel::fillTable(const TwinCheck& twin)
         const PointCheck& p = twin.points[std::size_t(row)];
         QStringList cells;
         cells.resize(ColumnCount);
-        cells[PointColumn] = pointLabel(p);
+        cells[PointColumn] = QString::fromStdString(p.label);
         cells[FailureRateColumn] = p.checked ? tr("%1 % (%2/%3)").arg(100.0 * p.failureRate, 0, 'g', 3).arg(p.failures).arg(p.inputs)
                                              : tr("not checked");
         cells[DeparturesColumn] = QString::number(p.departuresStartHere);
