@@ -521,7 +521,18 @@ int commandInspect(const Arguments& args)
             std::cout << "  " << shown(g.name) << ": " << shown(describeScheme(g))
                       << (reason ? "  (not supported: " + shown(*reason) + ")" : "")
                       << "\n";
+            // The keys that change nothing in the run (observers) or that describeScheme does not say.
+            const std::pair<const char*, const std::optional<QuantizationArgs>*> blocks[] = {
+                {"weights", &g.weights}, {"input_activations", &g.inputActivations}, {"output_activations", &g.outputActivations}};
+            for (const auto& [label, block] : blocks)
+                if (*block && !describeArgsExtras(**block).empty())
+                    std::cout << "    " << label << ": " << shown(describeArgsExtras(**block)) << "\n";
         }
+        if (const auto refusal = transformRefusal(*c.quantization))
+            std::cout << "  transform_config: " << shown(*refusal) << "\n";
+        std::cout << "  quantization_status: "
+                  << (c.quantization->status.empty() ? std::string("missing") : "\"" + shown(c.quantization->status) + "\"")
+                  << (checkpoint->plan().anyQuantized() ? "; FP8 weights on disk, run as compressed" : "") << "\n";
     } else {
         std::cout << "  not quantized\n";
     }

@@ -40,6 +40,8 @@
 //   vllm-qkv-schemes-differ     q, k, v of a layer in different schemes: refused
 //   vllm-attention-group-dropped  a group that targets attention modules is dropped
 //   vllm-ignore-unmatched       ignore entries that match no module (harmless, info)
+//   vllm-status-ignored         FP8 weights labelled other than "compressed": vLLM never reads the label (info)
+//   vllm-transform-applied      a non-empty transform_config is applied (info)
 // compressed-tensors (transformers):
 //   ct-status-not-compressed    FP8 weights labelled other than "compressed": not decompressed
 //   ct-float-built-fp8 / ct-fp8-loads-float     stored dtype against what its matching builds
@@ -167,8 +169,29 @@ std::vector<std::string> fp8StoredLinears(const Checkpoint& checkpoint, bool enc
 
 bool hasTransforms(const QuantizationConfig& quantization)
 {
-    const auto transform = quantization.raw.find("transform_config");
-    return transform != quantization.raw.end() && !transform->is_null() && !transform->empty();
+    return !quantization.transforms.empty();
+}
+
+// quantization_status as the consumers that read it compare it: exactly the string "compressed".
+bool labelledCompressed(const QuantizationConfig& quantization)
+{
+    const auto status = quantization.raw.find("quantization_status");
+    return status != quantization.raw.end() && status->is_string() && status->get<std::string>() == "compressed";
+}
+
+std::string statusLabel(const QuantizationConfig& quantization)
+{
+    const auto status = quantization.raw.find("quantization_status");
+    return status == quantization.raw.end() ? std::string("missing") : quotedJsonValue(*status);
+}
+
+// FP8 weights on disk under a label other than "compressed" (frozen, calibration, initialized,
+// decompressed, missing): checkpoints like this are on the model hub (transformers #47152/#48072).
+bool statusMisreadable(const Checkpoint& checkpoint)
+{
+    const auto& quantization = checkpoint.config().quantization;
+    return quantization && !labelledCompressed(*quantization) &&
+           !fp8StoredLinears(checkpoint, false).empty();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -204,13 +227,10 @@ private:
                           "Write a compressed-tensors quantization_config for the FP8 weights.");
             return false;
         }
-        const json& raw = quantization->raw;
-        const auto status = raw.find("quantization_status");
-        if (status == raw.end() || !status->is_string() || status->get<std::string>() != "compressed") {
-            const std::string label = status == raw.end() ? "missing" : quotedJsonValue(*status);
-            if (!fp8.empty())
+        if (!labelledCompressed(*quantization)) {
+            if (statusMisreadable(checkpoint_))
                 list_.add("both", "aiu-status-not-compressed", Severity::Error, fp8,
-                          "quantization_status is " + label + " although the weights are FP8 on disk, and fms_mo builds "
+                          "quantization_status is " + statusLabel(*quantization) + " although the weights are FP8 on disk, and fms_mo builds "
                           "FP8 Linears only for exactly \"compressed\", so every Linear loads plain with the FP8 codes "
                           "as weights (garbage out).",
                           "Set quantization_status to \"compressed\" in config.json (the tensors already are).");
@@ -676,6 +696,14 @@ ConsumerReport assessVllm(const Checkpoint& checkpoint)
                  "vLLM packs q, k and v of a layer into one qkv_proj and refuses " + listed(differ) +
                      " because they do not share one scheme (\"vLLM requires all to use the same scheme\").",
                  "Quantize q, k and v of each layer alike, or keep all three float.");
+    if (statusMisreadable(checkpoint))
+        list.add("", "vllm-status-ignored", Severity::Info, fp8StoredLinears(checkpoint, false),
+                 "vLLM does not read quantization_status (" + statusLabel(*quantization) +
+                     "), so it builds the FP8 Linears from config_groups and the stored tensors as intended.",
+                 "");
+    if (hasTransforms(*quantization))
+        list.add("", "vllm-transform-applied", Severity::Info, {},
+                 "vLLM applies the checkpoint's transform_config (its rotations) to the Linears it targets.", "");
     const std::vector<std::string> unmatched = unmatchedIgnoreEntries(checkpoint, false);
     if (!unmatched.empty())
         list.add("", "vllm-ignore-unmatched", Severity::Info, unmatched,
@@ -692,10 +720,9 @@ ConsumerReport assessCompressedTensors(const Checkpoint& checkpoint)
     const LinearPlan& plan = checkpoint.plan();
     const std::vector<std::string> fp8 = fp8StoredLinears(checkpoint, false);
     if (quantization) {
-        const auto status = quantization->raw.find("quantization_status");
-        if (!fp8.empty() && (status == quantization->raw.end() || *status != "compressed"))
+        if (statusMisreadable(checkpoint))
             list.add("", "ct-status-not-compressed", Severity::Error, fp8,
-                     "quantization_status is " + (status == quantization->raw.end() ? std::string("missing") : quotedJsonValue(*status)) +
+                     "quantization_status is " + statusLabel(*quantization) +
                          " although the weights are FP8 on disk, so transformers does not decompress them and takes "
                          "the codes without their scales.",
                      "Set quantization_status to \"compressed\" in config.json (the tensors already are).");
@@ -770,6 +797,16 @@ ConsumerVerdict verdictOf(const std::vector<ConsumerFinding>& findings)
                                     : f.severity == Severity::Warning ? ConsumerVerdict::RunsDifferently
                                                                       : ConsumerVerdict::AsIntended);
     return verdict;
+}
+
+std::vector<StatusMisreading> statusMisreadings(const Checkpoint& checkpoint)
+{
+    if (!statusMisreadable(checkpoint))
+        return {};
+    return {{Consumer::Aiu, "the AIU (fms_mo) builds FP8 Linears only for exactly \"compressed\", so it loads every "
+                            "Linear plain with the FP8 codes as weights"},
+            {Consumer::CompressedTensors, "compressed-tensors under transformers decompresses only a checkpoint "
+                                          "labelled \"compressed\", so it takes the codes without their scales"}};
 }
 
 std::vector<ConsumerReport> assessConsumers(const Checkpoint& checkpoint)

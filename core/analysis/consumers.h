@@ -55,6 +55,18 @@ struct ConsumerReport {
 // The verdict a set of findings gives (the worst severity among them).
 ConsumerVerdict verdictOf(const std::vector<ConsumerFinding>& findings);
 
+// quantization_status judged against the tensors (DESIGN "Configs written since 2025"): when FP8
+// weights are on disk under a label other than exactly "compressed" (frozen, calibration,
+// initialized, decompressed, missing), the consumers that read the label and so misread the
+// checkpoint, each with what it then does; empty when the label agrees with the tensors. vLLM is
+// never listed: it does not read quantization_status. (ScaleScope itself runs FP8 weights as
+// compressed whatever the label: the plan reads the stored dtypes.)
+struct StatusMisreading {
+    Consumer consumer = Consumer::Aiu;
+    std::string consequence; // a clause: "the AIU (fms_mo) builds FP8 Linears only for exactly ..."
+};
+std::vector<StatusMisreading> statusMisreadings(const Checkpoint& checkpoint);
+
 // AIU, vLLM, compressed-tensors, in that order.
 std::vector<ConsumerReport> assessConsumers(const Checkpoint& checkpoint);
 

@@ -14,6 +14,7 @@
 //   input-scale-missing    static activations without input_scale
 //   input-scale-shape      an input_scale that is not a single value
 //   tensor-nonfinite       a float weight, bias or LayerNorm parameter holds NaN or infinity
+//   transform-config       a non-empty transform_config (rotations): every run refuses the checkpoint
 //   group-conflict         two groups pick a Linear at the same level of specificity and quantize
 //                          differently (a warning when they quantize alike)
 // warnings (runs, but with a risk or a portability problem)
@@ -40,6 +41,8 @@
 //   static-scale-clipping  (diagnoseActivations) a static input scale clips too many activations
 //   unused-tensors         tensors of encoder layers past num_hidden_layers, which no run reads
 //   tokenizer-vocab-size   the tokenizer holds ids past config.json's vocab_size
+//   status-from-tensors    FP8 weights on disk labelled other than "compressed" (frozen, missing, ...): run as
+//                          compressed here; names the consumers that misread the label (consumers.cpp)
 // info
 //   not-quantized          no quantization_config: a float checkpoint
 //   strategy-mismatch      weights and input activations declare different strategies
@@ -57,6 +60,7 @@
 #include <optional>
 #include <regex>
 
+#include "analysis/consumers.h"
 #include "model/quantization_config.h"
 #include "numerics/fp8.h"
 #include "numerics/half.h"
@@ -295,9 +299,39 @@ private:
                 "); they are ignored here, but compressed-tensors refuses to load such a config, so remove them.");
     }
 
+    // A label that disagrees with the tensors: the run reads the tensors (the plan takes an FP8 weight
+    // as compressed whatever the label); the consumers that read the label are named.
+    void checkStatusLabel(const QuantizationConfig& quantization)
+    {
+        const std::vector<StatusMisreading> misreadings = statusMisreadings(checkpoint_);
+        if (misreadings.empty())
+            return;
+        std::string first, consequences;
+        int fp8 = 0;
+        for (const std::string& module : modules_) {
+            const TensorView* weight = store_.find(module + ".weight");
+            if (weight && weight->dtype == Dtype::F8_E4M3 && fp8++ == 0)
+                first = module;
+        }
+        for (const StatusMisreading& m : misreadings)
+            consequences += (consequences.empty() ? "" : ", and ") + m.consequence;
+        const std::string label = quantization.status.empty() ? "missing" : "\"" + quantization.status + "\"";
+        add(Severity::Warning, "status-from-tensors", first,
+            "quantization_status is " + label + " but " + std::to_string(fp8) +
+                " Linears (such as '" + first + "') hold F8_E4M3 weights on disk, so this workbench runs them as "
+                "compressed, read from the tensors; the label is misread elsewhere: " + consequences +
+                " (vLLM does not read the label); set quantization_status to \"compressed\".");
+    }
+
     // Findings about groups as a whole, once per group rather than once per module.
     void checkConfig(const QuantizationConfig& quantization)
     {
+        checkStatusLabel(quantization);
+        if (const auto refusal = transformRefusal(quantization))
+            add(Severity::Error, "transform-config", checkpoint_.directory(),
+                refusal->substr(0, refusal->size() - 1) +
+                    "; serve it with a runtime that applies them (compressed-tensors, vLLM) or quantize the model "
+                    "again without transforms.");
         checkGroupMatching();
         checkDeadIgnoreEntries(quantization);
         checkUnknownKeys(quantization);

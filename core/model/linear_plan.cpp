@@ -1,5 +1,7 @@
 #include "model/linear_plan.h"
 
+#include <optional>
+
 #include "common/error.h"
 #include "io/safetensors.h"
 #include "model/quantization_config.h"
@@ -151,6 +153,10 @@ std::string dl16Problem(const LinearInfo& linear)
 
 LinearPlan::LinearPlan(const ModelConfig& config, const EncoderLayout& layout, const TensorStore& tensors)
 {
+    // Rotations (transform_config) act across Linears and activations: without them no Linear's
+    // output is the model's, so every Linear carries the one sentence that refuses them.
+    const std::optional<std::string> transforms =
+        config.quantization ? transformRefusal(*config.quantization) : std::nullopt;
     for (const LayoutLinear& linear : layout.linears()) {
         LinearInfo info;
         info.module = linear.module;
@@ -183,6 +189,8 @@ LinearPlan::LinearPlan(const ModelConfig& config, const EncoderLayout& layout, c
                       ", but quantization_config group " + match.group->name + " targets module '" + linear.module +
                       "', so it should be F8_E4M3.";
         }
+        if (transforms)
+            problem = *transforms;
         index_[info.module] = linears_.size();
         linears_.push_back(std::move(info));
         problems_.push_back(std::move(problem));

@@ -93,7 +93,8 @@ public:
     const LinearInfo* find(const std::string& module) const;
     bool anyQuantized() const;
     // The sentence a run throws for this Linear ("" when it can run): an FP8 weight no group
-    // targets, a scheme this version does not run, a float weight a compressed group targets.
+    // targets, a scheme this version does not run, a float weight a compressed group targets, and
+    // for every Linear a non-empty transform_config (rotations this version does not apply).
     const std::string& problem(const std::string& module) const;
     // The config group whose targets pick this module whatever its weight's dtype (LinearInfo::group
     // is set only for a weight stored as FP8); null when ignored or untargeted. Points into the

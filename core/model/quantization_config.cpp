@@ -1,6 +1,7 @@
 #include "model/quantization_config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <iterator>
 
@@ -77,6 +78,34 @@ bool isKnownGroupKey(const std::string& key)
     return std::find(std::begin(known), std::end(known), key) != std::end(known);
 }
 
+std::string lowerCase(std::string text)
+{
+    for (char& c : text)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+}
+
+// "128x128" -> {128, 128}. A part that is not a plain decimal number reads as 0, which the scheme
+// check refuses with the sizes shown; a number past the bound is an error like a list entry's.
+std::vector<int> blockStructureFromText(const std::string& text, const std::string& where)
+{
+    std::vector<int> sizes;
+    std::size_t start = 0;
+    while (true) {
+        const std::size_t cross = text.find_first_of("xX", start);
+        const std::string part = text.substr(start, cross == std::string::npos ? std::string::npos : cross - start);
+        const bool digits = !part.empty() && part.size() <= 18 &&
+                            std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+        const int64_t value = digits ? std::stoll(part) : 0;
+        sizes.push_back(static_cast<int>(checkedJsonInteger(nlohmann::json(value), where + "block_structure\" entry",
+                                                            -kMaxQuantizationBlock, kMaxQuantizationBlock)));
+        if (cross == std::string::npos || sizes.size() > 8)
+            break;
+        start = cross + 1;
+    }
+    return sizes;
+}
+
 // compressed-tensors infers a missing strategy from group_size: null -> tensor, -1 -> channel,
 // a positive size -> group.
 std::string inferredStrategy(const std::optional<int>& groupSize)
@@ -103,11 +132,14 @@ std::optional<QuantizationArgs> parseArgs(const nlohmann::json& group, const cha
     if (auto s = args.find("symmetric"); s != args.end() && s->is_boolean())
         out.symmetric = s->get<bool>();
     if (auto d = args.find("dynamic"); d != args.end()) {
-        // llm-compressor writes true/false, and "local" for some schemes (dynamic in our sense).
-        if (d->is_boolean())
+        // true/false, or "local" (compressed-tensors 0.13+, NVFP4 activations): truthy there too,
+        // but only the per-group scales are dynamic, which the scheme check names and refuses.
+        if (d->is_boolean()) {
             out.dynamic = d->get<bool>();
-        else if (d->is_string())
+        } else if (d->is_string()) {
             out.dynamic = d->get<std::string>() != "false";
+            out.dynamicLocal = lowerCase(d->get<std::string>()) == "local";
+        }
     }
     // -1 is compressed-tensors' "whole row" (channel); any other value is a run of input channels.
     if (auto g = args.find("group_size"); g != args.end() && !g->is_null())
@@ -115,7 +147,16 @@ std::optional<QuantizationArgs> parseArgs(const nlohmann::json& group, const cha
     out.strategy = stringOr(args, "strategy", inferredStrategy(out.groupSize));
     if (auto d = args.find("scale_dtype"); d != args.end() && d->is_string())
         out.scaleDtype = d->get<std::string>();
-    if (auto b = args.find("block_structure"); b != args.end() && b->is_array()) {
+    if (auto d = args.find("zp_dtype"); d != args.end() && d->is_string())
+        out.zpDtype = d->get<std::string>();
+    if (auto o = args.find("observer"); o != args.end() && o->is_string())
+        out.observer = o->get<std::string>();
+    if (auto k = args.find("observer_kwargs"); k != args.end() && k->is_object())
+        out.observerKwargs = *k;
+    if (auto b = args.find("block_structure"); b != args.end() && b->is_string()) {
+        // The legacy form "128x128", which compressed-tensors still accepts: rows "x" columns.
+        out.blockStructure = blockStructureFromText(b->get<std::string>(), where);
+    } else if (b != args.end() && b->is_array()) {
         for (const auto& v : *b) // a non-integer entry becomes 0, which the scheme check refuses
             out.blockStructure.push_back(
                 v.is_number_integer()
@@ -126,6 +167,50 @@ std::optional<QuantizationArgs> parseArgs(const nlohmann::json& group, const cha
     for (auto entry = args.begin(); entry != args.end(); ++entry)
         if (!isKnownArgsKey(entry.key()))
             unknownKeys.push_back(groupName + "." + key + "." + entry.key());
+    return out;
+}
+
+// transform_config (compressed-tensors 0.13+): {"config_groups": {name: {"type", "apply": [{"targets",
+// "location", "inverse", "ignore"}], "randomize", "requires_grad", "head_dim", "precision"}}}. Read
+// leniently, for naming only: whatever is not empty is a transform, and what cannot be read still
+// counts as one (type "unreadable") so that a run refuses it rather than run without it.
+std::vector<TransformScheme> parseTransforms(const nlohmann::json& config)
+{
+    std::vector<TransformScheme> out;
+    const auto transform = config.find("transform_config");
+    if (transform == config.end() || transform->is_null() || transform->empty())
+        return out;
+    const auto groups = transform->is_object() ? transform->find("config_groups") : transform->end();
+    if (groups == transform->end() || !groups->is_object()) {
+        const bool onlyEmptyGroups = transform->is_object() && transform->size() == 1 && groups != transform->end() &&
+                                     groups->is_null();
+        if (!onlyEmptyGroups)
+            out.push_back({"", "unreadable", {}, {}, std::nullopt, false});
+        return out;
+    }
+    for (auto entry = groups->begin(); entry != groups->end(); ++entry) {
+        TransformScheme scheme;
+        scheme.name = entry.key();
+        scheme.type = "unreadable";
+        if (entry->is_object()) {
+            scheme.type = stringOr(*entry, "type", "unnamed");
+            if (auto r = entry->find("randomize"); r != entry->end() && r->is_boolean())
+                scheme.randomize = r->get<bool>();
+            if (auto h = entry->find("head_dim"); h != entry->end() && h->is_number_integer())
+                scheme.headDim = static_cast<int>(checkedJsonInteger(*h, "\"transform_config." + entry.key() + ".head_dim\"",
+                                                                     0, kMaxQuantizationBlock));
+            if (auto apply = entry->find("apply"); apply != entry->end() && apply->is_array())
+                for (const auto& args : *apply) {
+                    if (!args.is_object())
+                        continue;
+                    if (auto l = args.find("location"); l != args.end() && l->is_string())
+                        scheme.locations.push_back(l->get<std::string>());
+                    for (const std::string& target : stringList(args, "targets"))
+                        scheme.targets.push_back(target);
+                }
+        }
+        out.push_back(std::move(scheme));
+    }
     return out;
 }
 
@@ -142,6 +227,7 @@ QuantizationConfig parseQuantizationConfig(const nlohmann::json& json, const std
         config.format = stringOr(json, "format", "");
         config.status = stringOr(json, "quantization_status", "");
         config.ignore = stringList(json, "ignore");
+        config.transforms = parseTransforms(json);
 
         if (config.quantMethod == "fp8") {
             // DeepSeek-style block FP8 with weight_scale_inv: no config_groups; represented as one
@@ -347,7 +433,7 @@ bool sameArgs(const std::optional<QuantizationArgs>& a, const std::optional<Quan
         return !a && !b;
     return a->numBits == b->numBits && a->type == b->type && a->strategy == b->strategy &&
            a->symmetric == b->symmetric && a->dynamic == b->dynamic && a->groupSize == b->groupSize &&
-           a->blockStructure == b->blockStructure && a->scaleDtype == b->scaleDtype;
+           a->blockStructure == b->blockStructure && a->scaleDtype == b->scaleDtype && a->dynamicLocal == b->dynamicLocal;
 }
 
 // A group's most specific target for a module, or nullopt when none matches.
@@ -423,11 +509,46 @@ std::string sizesText(const std::vector<int>& sizes)
     return out + "]";
 }
 
+// scale_dtype "torch.float8_e4m3fn" on FP8 args (compressed-tensors 0.13+, utils/helpers.py
+// calculate_qparams): each scale is rounded to an E4M3 value, but the float-quantized and
+// naive-quantized compressors store it in the model dtype, so stored scales (weights, static inputs)
+// run as any float scale. A dynamic scale would be rounded at every forward, which is not emulated.
+std::optional<std::string> e4m3ScaleReason(const QuantizationArgs& args, const char* what, const ConfigGroup& group)
+{
+    if (!args.dynamic)
+        return std::nullopt;
+    return std::string("dynamic ") + what + " with scale_dtype \"" + args.scaleDtype + "\" (group " + group.name +
+           ") round every dynamic scale to an FP8 E4M3 value, which this version does not emulate; only float "
+           "dynamic scales run";
+}
+
+// What the strategies compressed-tensors 0.13+ added mean, for the sentence that refuses them.
+std::string strategyMeaning(const std::string& strategy)
+{
+    if (strategy == "tensor_group")
+        return " (NVFP4's per-group scales under one global scale)";
+    if (strategy == "attn_head")
+        return " (one scale per attention head)";
+    return "";
+}
+
+// dynamic: "local": dynamic per-group scales under a calibrated global scale (NVFP4 activations).
+std::optional<std::string> dynamicLocalReason(const QuantizationArgs& args, const char* what, const ConfigGroup& group)
+{
+    if (!args.dynamicLocal)
+        return std::nullopt;
+    return std::string(what) + " with dynamic \"local\" (group " + group.name +
+           ": dynamic per-group scales under a static global scale, NVFP4's scheme) are not supported; only "
+           "dynamic true or false runs";
+}
+
 // Scales stored in a float type run as usual; power-of-two e8m0 scales are MXFP8's, which this
 // version does not emulate.
 std::optional<std::string> scaleDtypeReason(const QuantizationArgs& args, const char* what, const ConfigGroup& group)
 {
     const std::string& d = args.scaleDtype;
+    if (d.find("float8_e4m3fn") != std::string::npos)
+        return e4m3ScaleReason(args, what, group);
     if (d.empty() || d.find("float32") != std::string::npos || d.find("bfloat16") != std::string::npos ||
         d.find("float16") != std::string::npos)
         return std::nullopt;
@@ -449,9 +570,11 @@ std::optional<std::string> weightSchemeReason(const ConfigGroup& group)
             return "weight strategy \"block\" with block_structure " + sizesText(b) + " (group " + group.name +
                    "), which is not two positive sizes [rows, columns]";
     } else if (w.strategy != "channel" && w.strategy != "tensor") {
-        return "weight strategy \"" + w.strategy + "\" (group " + group.name +
+        return "weight strategy \"" + w.strategy + "\"" + strategyMeaning(w.strategy) + " (group " + group.name +
                ") is not supported; only tensor, channel and block run";
     }
+    if (auto reason = dynamicLocalReason(w, "weights", group))
+        return reason;
     if (!w.symmetric)
         return "asymmetric weights (group " + group.name + ") are not supported";
     return scaleDtypeReason(w, "weights", group);
@@ -465,6 +588,8 @@ std::optional<std::string> activationSchemeReason(const ConfigGroup& group)
     if (a.type != "float" || a.numBits != 8)
         return "input activations of type " + a.type + " with " + std::to_string(a.numBits) + " bits (group " +
                group.name + ") are not supported";
+    if (auto reason = dynamicLocalReason(a, "input activations", group))
+        return reason;
     if (auto reason = scaleDtypeReason(a, "input activations", group))
         return reason;
     if (a.strategy == "group" && a.dynamic) {
@@ -478,7 +603,8 @@ std::optional<std::string> activationSchemeReason(const ConfigGroup& group)
     const bool staticTensor = !a.dynamic && a.strategy == "tensor";
     const bool dynamicTensor = a.dynamic && a.strategy == "tensor";
     if (!dynamicToken && !staticTensor && !dynamicTensor)
-        return "input activation strategy \"" + a.strategy + "\"" + (a.dynamic ? " (dynamic)" : " (static)") +
+        return "input activation strategy \"" + a.strategy + "\"" + strategyMeaning(a.strategy) +
+               (a.dynamic ? " (dynamic)" : " (static)") +
                " (group " + group.name +
                ") is not supported; only dynamic token, dynamic group and static tensor run";
     return std::nullopt;
@@ -528,6 +654,75 @@ std::string describeScheme(const ConfigGroup& group)
                (a.strategy == "group" && a.groupSize ? " (" + std::to_string(*a.groupSize) + " channels)" : "") +
                " activations";
     }
+    return out;
+}
+
+std::optional<std::string> transformRefusal(const QuantizationConfig& config)
+{
+    if (config.transforms.empty())
+        return std::nullopt;
+    // At most three of anything, each at most 60 characters: hundreds of exact module names (or a
+    // hostile config) would drown the sentence.
+    auto quoted = [](const std::string& item) {
+        return "\"" + (item.size() > 60 ? item.substr(0, 57) + "..." : item) + "\"";
+    };
+    auto quotedList = [&](const std::vector<std::string>& items) {
+        std::vector<std::string> distinct;
+        for (const std::string& item : items)
+            if (std::find(distinct.begin(), distinct.end(), item) == distinct.end())
+                distinct.push_back(item);
+        std::string out;
+        for (std::size_t i = 0; i < distinct.size() && i < 3; ++i)
+            out += (i ? ", " : "") + quoted(distinct[i]);
+        if (distinct.size() > 3)
+            out += " and " + std::to_string(distinct.size() - 3) + " more";
+        return out;
+    };
+    std::string named;
+    for (std::size_t i = 0; i < config.transforms.size() && i < 3; ++i) {
+        const TransformScheme& t = config.transforms[i];
+        named += (i ? "; " : "") + ("scheme " + quoted(t.name) + ": type " + quoted(t.type));
+        if (!t.targets.empty())
+            named += " on " + quotedList(t.targets);
+        if (!t.locations.empty())
+            named += " at " + quotedList(t.locations);
+    }
+    if (config.transforms.size() > 3)
+        named += "; and " + std::to_string(config.transforms.size() - 3) + " more schemes";
+    return "quantization_config.transform_config holds rotations that are part of the model (" + named +
+           "), and this version does not apply them, so it does not run this checkpoint.";
+}
+
+nlohmann::json argsSummaryJson(const QuantizationArgs& args)
+{
+    auto orNull = [](const std::string& text) { return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text); };
+    return {{"num_bits", args.numBits},
+            {"type", args.type},
+            {"strategy", args.strategy},
+            {"symmetric", args.symmetric},
+            {"dynamic", args.dynamicLocal ? nlohmann::json("local") : nlohmann::json(args.dynamic)},
+            {"group_size", args.groupSize ? nlohmann::json(*args.groupSize) : nlohmann::json(nullptr)},
+            {"block_structure", args.blockStructure.empty() ? nlohmann::json(nullptr) : nlohmann::json(args.blockStructure)},
+            {"scale_dtype", orNull(args.scaleDtype)},
+            {"zp_dtype", orNull(args.zpDtype)},
+            {"observer", orNull(args.observer)},
+            {"observer_kwargs", args.observerKwargs}};
+}
+
+std::string describeArgsExtras(const QuantizationArgs& args)
+{
+    std::string out;
+    auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
+    if (args.dynamicLocal)
+        add("dynamic \"local\"");
+    if (!args.scaleDtype.empty())
+        add("scale_dtype " + args.scaleDtype);
+    if (!args.zpDtype.empty())
+        add("zp_dtype " + args.zpDtype);
+    if (!args.observer.empty())
+        add("observer " + args.observer);
+    if (!args.observerKwargs.empty())
+        add("observer_kwargs " + args.observerKwargs.dump());
     return out;
 }
 

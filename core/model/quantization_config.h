@@ -19,13 +19,35 @@ namespace scalescope {
 struct QuantizationArgs {
     int numBits = 8;
     std::string type = "float";     // float | int
-    std::string strategy;           // tensor | channel | token | group | block (inferred when absent)
+    // tensor | channel | token | group | block (inferred when absent); compressed-tensors 0.13+ also
+    // writes tensor_group (NVFP4) and attn_head, which this version names and refuses.
+    std::string strategy;
     bool symmetric = true;
     bool dynamic = false;
+    // dynamic: "local" (compressed-tensors 0.13+, NVFP4 activations): the per-group scales are
+    // dynamic under a calibrated static global scale. `dynamic` is then true too; a run refuses it.
+    bool dynamicLocal = false;
     std::optional<int> groupSize;
+    // [rows, columns]; the legacy string "128x128" reads as [128, 128] (a part that is not a number
+    // reads as 0, which the scheme check refuses).
     std::vector<int> blockStructure;
-    std::string scaleDtype;         // "" when null; MXFP8 writes power-of-two scales ("torch.float8_e8m0fnu")
+    // "torch.<dtype>" as compressed-tensors 0.13+ serialises torch dtypes, "" when null (FP8 scales
+    // then have the model dtype). MXFP8 writes power-of-two scales ("torch.uint8", "torch.float8_e8m0fnu").
+    std::string scaleDtype;
+    std::string zpDtype;            // zero-point dtype: null for symmetric args (0.18 writes it only when asymmetric)
+    // Calibration only, shown by inspect, never read by a run: "memoryless_minmax" (0.18's default for
+    // static args), "static_minmax", "minmax", "mse", ...; "" when null (dynamic args).
+    std::string observer;
+    nlohmann::json observerKwargs = nlohmann::json::object();
 };
+
+// The args block as inspect shows it: every key read or shown (strategy, dynamic as written
+// (true, false or "local"), group_size, block_structure, scale_dtype, zp_dtype, observer,
+// observer_kwargs), nulls where the config has none.
+nlohmann::json argsSummaryJson(const QuantizationArgs& args);
+// One line of the keys that do not show in describeScheme: "scale_dtype torch.bfloat16, observer
+// memoryless_minmax"; "" when none is set.
+std::string describeArgsExtras(const QuantizationArgs& args);
 
 struct ConfigGroup {
     std::string name;
@@ -43,15 +65,36 @@ struct ConfigGroup {
 // same-level overlap of two such groups leaves the run defined.
 bool sameScheme(const ConfigGroup& a, const ConfigGroup& b);
 
+// One entry of compressed-tensors' transform_config.config_groups (0.13+): rotations that are part of
+// the model (QuIP/SpinQuant-style Hadamards). Only named here: no run applies them.
+struct TransformScheme {
+    std::string name;               // the config_groups key ("u", "v", "R1", ...)
+    std::string type;               // "hadamard", "random-hadamard", "matrix-mul", ...
+    std::vector<std::string> locations; // each apply entry's location: "input", "weight_output", ...
+    std::vector<std::string> targets;   // the apply entries' targets, in order
+    std::optional<int> headDim;
+    bool randomize = false;
+};
+
 struct QuantizationConfig {
     std::string quantMethod;        // compressed-tensors | fp8 | ...
-    std::string format;             // float-quantized | int-quantized | naive-quantized | ...
-    std::string status;             // compressed | frozen | ...
+    // float-quantized | int-quantized | naive-quantized | mixed-precision (groups carry their own) | ...
+    std::string format;
+    std::string status;             // compressed | frozen | calibration | initialized | decompressed | ""
     std::vector<ConfigGroup> groups;
     std::vector<std::string> ignore;
     std::vector<std::string> unknownKeys; // see ConfigGroup::unknownKeys
+    // transform_config's schemes; empty for a missing, null or {} transform_config (and for one with
+    // no config_groups), which is how checkpoints without rotations carry it.
+    std::vector<TransformScheme> transforms;
     nlohmann::json raw;
 };
+
+// Null when the config carries no transforms; otherwise the one sentence a run refuses with, naming
+// the transforms: `transform_config holds rotations (scheme "u": type "hadamard" at weight_input
+// and input of ["Linear"]) that are part of the model; this version does not apply them, so it
+// does not run this checkpoint.` (shown by inspect as well).
+std::optional<std::string> transformRefusal(const QuantizationConfig& config);
 
 // `key` names the block in errors: "quantization_config", or "compression_config" (2024 checkpoints).
 QuantizationConfig parseQuantizationConfig(const nlohmann::json& json, const std::string& source,

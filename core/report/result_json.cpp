@@ -132,18 +132,42 @@ json inspectJson(const Checkpoint& checkpoint, const std::vector<LinearScaleStat
         json schemes = json::array();
         for (const ConfigGroup& g : c.quantization->groups) {
             const auto reason = unsupportedSchemeReason(*c.quantization, g);
+            auto args = [](const std::optional<QuantizationArgs>& a) { return a ? argsSummaryJson(*a) : json(nullptr); };
             schemes.push_back({{"group", g.name},
                                {"targets", g.targets},
                                {"format", g.format},
                                {"description", describeScheme(g)},
+                               {"weights", args(g.weights)},
+                               {"input_activations", args(g.inputActivations)},
+                               {"output_activations", args(g.outputActivations)},
                                {"supported", !reason},
                                {"unsupported_reason", reason ? json(*reason) : json(nullptr)}});
         }
         out["schemes"] = schemes;
         out["ignore"] = c.quantization->ignore;
+        json transforms = json::array();
+        for (const TransformScheme& t : c.quantization->transforms)
+            transforms.push_back({{"name", t.name},
+                                  {"type", t.type},
+                                  {"locations", t.locations},
+                                  {"targets", t.targets},
+                                  {"head_dim", t.headDim ? json(*t.headDim) : json(nullptr)},
+                                  {"randomize", t.randomize}});
+        out["transforms"] = transforms;
+        const auto refusal = transformRefusal(*c.quantization);
+        out["transform_refusal"] = refusal ? json(*refusal) : json(nullptr);
+        json misreadBy = json::array();
+        for (const StatusMisreading& m : statusMisreadings(checkpoint))
+            misreadBy.push_back(consumerName(m.consumer));
+        out["quantization_status"] = {{"label", c.quantization->status.empty() ? json(nullptr) : json(c.quantization->status)},
+                                      {"runs_as_compressed", checkpoint.plan().anyQuantized()},
+                                      {"misread_by", misreadBy}};
     } else {
         out["quantization_config"] = nullptr;
         out["schemes"] = json::array();
+        out["transforms"] = json::array();
+        out["transform_refusal"] = nullptr;
+        out["quantization_status"] = nullptr;
     }
     json tensors = json::array();
     for (const TensorView* view : checkpoint.tensors().tensors()) {

@@ -606,6 +606,70 @@ std::string makeTempDir(const std::string& prefix)
     return dir.path().toStdString();
 }
 
+namespace {
+
+nlohmann::json argsAsWritten018(const nlohmann::json& args, bool inputActivations, const std::string& scaleDtype,
+                                bool blockStructureAsText)
+{
+    if (args.is_null())
+        return nullptr;
+    const bool dynamic = args.value("dynamic", false);
+    nlohmann::json blockStructure = args.contains("block_structure") ? args["block_structure"] : nlohmann::json(nullptr);
+    if (blockStructureAsText && blockStructure.is_array())
+        blockStructure = std::to_string(blockStructure[0].get<int>()) + "x" + std::to_string(blockStructure[1].get<int>());
+    return {{"num_bits", args.value("num_bits", 8)},
+            {"type", args.value("type", "int")},
+            {"symmetric", args.value("symmetric", true)},
+            {"group_size", args.contains("group_size") ? args["group_size"] : nlohmann::json(nullptr)},
+            {"strategy", args["strategy"]},
+            {"block_structure", blockStructure},
+            {"dynamic", dynamic},
+            {"actorder", nullptr},
+            {"scale_dtype", scaleDtype.empty() ? nlohmann::json(nullptr) : nlohmann::json(scaleDtype)},
+            {"zp_dtype", nullptr},
+            {"observer", dynamic ? nlohmann::json(nullptr)
+                                 : nlohmann::json(inputActivations ? "static_minmax" : "memoryless_minmax")},
+            {"observer_kwargs", nlohmann::json::object()}};
+}
+
+} // namespace
+
+void rewriteConfigAsCompressedTensors018(const std::string& fp8Dir, const CompressedTensors018& options)
+{
+    const std::string path = fp8Dir + "/config.json";
+    nlohmann::json config = nlohmann::json::parse(readFileToString(path)); // sorted keys, as json.dump(sort_keys=True)
+    const nlohmann::json old = config.at("quantization_config");
+    nlohmann::json groups = nlohmann::json::object();
+    for (auto it = old.at("config_groups").begin(); it != old.at("config_groups").end(); ++it) {
+        const nlohmann::json& group = it.value();
+        groups[it.key()] = {
+            {"targets", group.at("targets")},
+            {"weights", argsAsWritten018(group.value("weights", nlohmann::json()), false, options.weightScaleDtype,
+                                         options.blockStructureAsText)},
+            {"input_activations", argsAsWritten018(group.value("input_activations", nlohmann::json()), true,
+                                                   options.activationScaleDtype, false)},
+            {"output_activations", nullptr},
+            {"format", group.value("format", old.value("format", std::string("float-quantized")))}};
+    }
+    nlohmann::json written = {{"version", options.version},
+                              {"quant_method", "compressed-tensors"},
+                              {"sparsity_config", nlohmann::json::object()},
+                              {"transform_config", nlohmann::json::parse(options.transformConfigJson)},
+                              {"config_groups", groups},
+                              {"format", old.value("format", std::string("float-quantized"))},
+                              {"global_compression_ratio", nullptr},
+                              {"ignore", old.at("ignore")},
+                              {"kv_cache_scheme", nullptr}};
+    if (!options.status.empty())
+        written["quantization_status"] = options.status;
+    config["quantization_config"] = written;
+    if (config.contains("torch_dtype")) {
+        config["dtype"] = config["torch_dtype"];
+        config.erase("torch_dtype");
+    }
+    writeTextFile(path, config.dump(2) + "\n");
+}
+
 void scaleLinearRow(const std::string& floatDir, const std::string& module, int64_t row, float factor)
 {
     std::vector<TensorToWrite> tensors;

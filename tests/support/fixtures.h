@@ -80,6 +80,28 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
                             const std::vector<int64_t>& calibrationIds = {0, 5, 6, 7, 8, 9, 2},
                             const Fp8Edits& edits = {});
 
+// How compressed-tensors 0.18 writes quantization_config (ModelCompressor.update_config, json.dump
+// with sort_keys=True; QuantizationArgs.model_dump): "version", "quant_method", "sparsity_config": {},
+// "transform_config" ({} without rotations), "config_groups" with a "format" per group and every
+// args key (num_bits, type, symmetric, group_size, strategy, block_structure, dynamic, actorder,
+// scale_dtype, zp_dtype, observer, observer_kwargs), "format", "quantization_status",
+// "global_compression_ratio": null, "ignore", "kv_cache_scheme": null. Defaults as 0.18 fills them:
+// observer "memoryless_minmax" for static weights, "static_minmax" for static input activations,
+// null for dynamic args; zp_dtype null (its serialiser writes it only for asymmetric args); and
+// "dtype" instead of "torch_dtype" (transformers >= 4.56).
+struct CompressedTensors018 {
+    std::string version = "0.18.0";
+    std::string status = "compressed";         // "" leaves quantization_status out
+    std::string transformConfigJson = "{}";    // written as given ("null", "{}", a Hadamard scheme, ...)
+    std::string weightScaleDtype;              // "" writes null; "torch.bfloat16", "torch.float8_e4m3fn", ...
+    std::string activationScaleDtype;          // likewise for input_activations
+    bool blockStructureAsText = false;         // "16x16" instead of [16, 16]
+};
+
+// Rewrites the quantization_config of an FP8 fixture (writeTinyFp8Checkpoint) the way
+// compressed-tensors 0.18 writes it, keeping its scheme, targets and ignore list; tensors untouched.
+void rewriteConfigAsCompressedTensors018(const std::string& fp8Dir, const CompressedTensors018& options = {});
+
 // Multiplies output row `row` of a float checkpoint's Linear (its weight row and its bias entry) by
 // `factor`, rewriting model.safetensors: a planted outlier channel.
 void scaleLinearRow(const std::string& floatDir, const std::string& module, int64_t row, float factor);
