@@ -224,8 +224,8 @@ private slots:
         const std::string dir = fp8As018(options, {"channel", "token"});
         QCOMPARE(refusal(dir),
                  "Module '" + kQuery0 + "' uses dynamic input activations with scale_dtype \"torch.float8_e4m3fn\" "
-                 "(group group_0) round every dynamic scale to an FP8 E4M3 value, which this version does not "
-                 "emulate; only float dynamic scales run.");
+                 "(group group_0), whose scales compressed-tensors rounds to FP8 E4M3 values at every forward, which "
+                 "this version does not emulate; only float dynamic scales run.");
     }
 
     // Item 2: a non-empty transform_config refused by every run, with one sentence naming it;
@@ -329,8 +329,8 @@ private slots:
                "is not supported; only dynamic token, dynamic group and static tensor run.";
         QTest::newRow("activations tensor_group local")
             << "input_activations" << R"({"strategy": "tensor_group", "group_size": 16, "dynamic": "local"})"
-            << "uses input activations with dynamic \"local\" (group group_0: dynamic per-group scales under a static "
-               "global scale, NVFP4's scheme) are not supported; only dynamic true or false runs.";
+            << "uses input activations with dynamic \"local\" (group group_0), NVFP4's dynamic per-group scales "
+               "under a static global scale, which this version does not run; only dynamic true or false runs.";
         // Invalid for compressed-tensors ("local" is only for tensor_group), but written by hand: it
         // used to run as plain dynamic per-token activations.
         QTest::newRow("activations token local")

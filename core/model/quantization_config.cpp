@@ -518,8 +518,8 @@ std::optional<std::string> e4m3ScaleReason(const QuantizationArgs& args, const c
     if (!args.dynamic)
         return std::nullopt;
     return std::string("dynamic ") + what + " with scale_dtype \"" + args.scaleDtype + "\" (group " + group.name +
-           ") round every dynamic scale to an FP8 E4M3 value, which this version does not emulate; only float "
-           "dynamic scales run";
+           "), whose scales compressed-tensors rounds to FP8 E4M3 values at every forward, which this version does "
+           "not emulate; only float dynamic scales run";
 }
 
 // What the strategies compressed-tensors 0.13+ added mean, for the sentence that refuses them.
@@ -538,8 +538,8 @@ std::optional<std::string> dynamicLocalReason(const QuantizationArgs& args, cons
     if (!args.dynamicLocal)
         return std::nullopt;
     return std::string(what) + " with dynamic \"local\" (group " + group.name +
-           ": dynamic per-group scales under a static global scale, NVFP4's scheme) are not supported; only "
-           "dynamic true or false runs";
+           "), NVFP4's dynamic per-group scales under a static global scale, which this version does not run; "
+           "only dynamic true or false runs";
 }
 
 // Scales stored in a float type run as usual; power-of-two e8m0 scales are MXFP8's, which this
