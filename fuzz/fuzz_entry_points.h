@@ -220,7 +220,14 @@ inline void exerciseQuantizationConfig(const QuantizationConfig& config)
     for (const ConfigGroup& group : config.groups) {
         (void)unsupportedSchemeReason(config, group);
         (void)describeScheme(group);
+        for (const auto* args : {&group.weights, &group.inputActivations, &group.outputActivations})
+            if (*args) {
+                (void)argsSummaryJson(**args).size();
+                (void)describeArgsExtras(**args);
+            }
     }
+    if (const auto refusal = transformRefusal(config))
+        check(refusal->size() < 4096, "the transform_config sentence stays bounded");
 }
 
 // The text is a config.json, read through loadModelConfig as a checkpoint's is. Its

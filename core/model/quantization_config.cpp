@@ -722,7 +722,7 @@ std::string describeArgsExtras(const QuantizationArgs& args)
     if (!args.observer.empty())
         add("observer " + args.observer);
     if (!args.observerKwargs.empty())
-        add("observer_kwargs " + args.observerKwargs.dump());
+        add("observer_kwargs " + args.observerKwargs.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return out;
 }
 
