@@ -24,7 +24,7 @@ struct QuantizationArgs {
     bool dynamic = false;
     std::optional<int> groupSize;
     std::vector<int> blockStructure;
-    std::string scaleDtype;         // "" when null; MXFP8 writes power-of-two scales ("torch.float8_e8m0fnu")
+    std::string scaleDtype;         // "" when null; MXFP8 writes "torch.uint8" (E8M0 exponents, isMxfp8Args)
 };
 
 struct ConfigGroup {
@@ -96,6 +96,11 @@ GroupMatch matchGroup(const QuantizationConfig& config, const std::string& modul
 // matchGroup(...).group.
 const ConfigGroup* findGroupFor(const QuantizationConfig& config, const std::string& moduleName,
                                 const std::string& className);
+
+// compressed-tensors' rule for power-of-two E8M0 scales (mxfp_utils.py should_generate_mx_scales):
+// 8-bit float args, strategy group, group_size 32, scale_dtype torch.uint8. Weights with such args
+// are stored as format "mxfp8-quantized"; dynamic activations with them take numerics/mx.h's scales.
+bool isMxfp8Args(const QuantizationArgs& args);
 
 // Null when this version runs the group; otherwise one sentence naming the scheme that it does not
 // run (int-quantized, 4-bit groups, static group activations, a block_structure that is not two

@@ -137,7 +137,8 @@ json inspectJson(const Checkpoint& checkpoint, const std::vector<LinearScaleStat
                                {"format", g.format},
                                {"description", describeScheme(g)},
                                {"supported", !reason},
-                               {"unsupported_reason", reason ? json(*reason) : json(nullptr)}});
+                               {"unsupported_reason", reason ? json(*reason) : json(nullptr)},
+                               {"runs_on_aiu", runsOnAiu(g)}});
         }
         out["schemes"] = schemes;
         out["ignore"] = c.quantization->ignore;
