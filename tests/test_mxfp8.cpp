@@ -212,6 +212,9 @@ private slots:
         QTest::newRow("0.3 beside amax 1") << 1.0f << 0.3f << 0.3125f << std::ldexp(1.0f, -8);
         // Rounded up: scale 2^-7; 1.3 * 128 = 166.4 -> 160 (step 16) -> 1.25.
         QTest::newRow("1.3 beside amax 1.75") << 1.75f << 1.3f << 1.25f << std::ldexp(1.0f, -7);
+        // 1.9 = 1.9 * 2^0 rounds the scale up to 2^-7: 243.2 -> 240 (step 16) -> 1.875. A scale of
+        // 2^-8 (no rounding up) would put it at 486.4, clamped to 448 -> 1.75.
+        QTest::newRow("1.9 rounds the scale up") << 1.9f << 1.9f << 1.875f << std::ldexp(1.0f, -7);
         // 448 -> scale 2, 448 / 2 = 224 exact; 3 / 2 = 1.5 exact.
         QTest::newRow("448 itself") << 448.0f << 448.0f << 448.0f << 2.0f;
         QTest::newRow("3 beside 448") << 448.0f << 3.0f << 3.0f << 2.0f;
@@ -258,9 +261,19 @@ private slots:
                     x[std::size_t(r * features + run * 32 + c)] = normal(engine) * magnitude;
             }
         std::vector<float> y(x.size());
-        quantDequantActivations(x.data(), y.data(), rows, features, ActivationQuantization::DynamicPerGroup, 0.0f, 32,
-                                true);
+        const std::vector<float> scales = quantDequantActivations(
+            x.data(), y.data(), rows, features, ActivationQuantization::DynamicPerGroup, 0.0f, 32, true);
         const std::vector<float> expected = quantizeRunsHere(x, rows, features);
+        // E4M3 rounding of x / s is the same for any power of two s away from 448 and the
+        // subnormals, so the scales are checked on their own: one per run, row by row.
+        QCOMPARE(scales.size(), std::size_t(rows * 3));
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t run = 0; run < 3; ++run) {
+                float amax = 0;
+                for (int64_t c = 0; c < 32; ++c)
+                    amax = std::max(amax, std::fabs(x[std::size_t(r * features + run * 32 + c)]));
+                QCOMPARE(scales[std::size_t(r * 3 + run)], std::ldexp(1.0f, int(referenceMxfp8Exponent(amax)) - 127));
+            }
         for (std::size_t i = 0; i < x.size(); ++i)
             QVERIFY2(y[i] == expected[i], qPrintable(QString("element %1: %2 vs %3").arg(i).arg(y[i]).arg(expected[i])));
         // Not the amax / 448 rule of other group activations.
