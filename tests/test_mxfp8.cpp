@@ -452,8 +452,12 @@ private slots:
             QCOMPARE(std::exp2(std::round(std::log2(s))), double(s));
 
         for (const ConsumerReport& report : assessConsumers(*checkpoint))
-            if (report.consumer == Consumer::Aiu)
+            if (report.consumer == Consumer::Aiu) {
                 QCOMPARE(report.verdict, ConsumerVerdict::Fails);
+                QVERIFY(std::any_of(report.findings.begin(), report.findings.end(), [](const ConsumerFinding& f) {
+                    return f.code == "aiu-weights-unsupported" && f.message.find("MXFP8 weights") != std::string::npos;
+                }));
+            }
 
         QProcess cli;
         cli.start(QStringLiteral(SCALESCOPE_CLI), {"inspect", QString::fromStdString(pair.mxDir)});
