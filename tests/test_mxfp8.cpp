@@ -428,6 +428,12 @@ private slots:
                      e.what());
             QCOMPARE(message.count(". "), 0); // one sentence
         }
+        // MXFP8A16 has no FP8 x FP8 products: dl16 leaves it as float32 runs it.
+        const Mxfp8Pair weightOnly = writeMxfp8("RobertaForQuestionAnswering", "none");
+        auto a16 = EncoderModel::load(weightOnly.mxDir);
+        const EncoderInputs inputs = inputsFor(kIds, std::vector<int64_t>(kIds.size(), 0));
+        QCOMPARE(output(a16->forward(inputs, options), "start_logits").values,
+                 output(a16->forward(inputs, ForwardOptions{}), "start_logits").values);
     }
 
     void inspectSaysSchemeAndAiu()
