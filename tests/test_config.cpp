@@ -321,6 +321,10 @@ private slots:
         QTest::newRow("e8m0 activation scales") << R"({"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"group_0":{"targets":["Linear"],
             "weights":{"num_bits":8,"type":"float","strategy":"channel","dynamic":false,"symmetric":true},
             "input_activations":{"num_bits":8,"type":"float","strategy":"group","group_size":32,"scale_dtype":"torch.float8_e8m0fnu","dynamic":true,"symmetric":true}}}})" << "float8_e8m0fnu";
+        QTest::newRow("mxfp8 weights stored as float-quantized") << R"({"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"group_0":{"targets":["Linear"],
+            "weights":{"num_bits":8,"type":"float","strategy":"group","group_size":32,"scale_dtype":"torch.uint8","dynamic":false,"symmetric":true}}}})" << "mxfp8-quantized";
+        QTest::newRow("uint8 scales on groups of 16") << R"({"quant_method":"compressed-tensors","format":"mxfp8-quantized","config_groups":{"group_0":{"targets":["Linear"],
+            "weights":{"num_bits":8,"type":"float","strategy":"group","group_size":16,"scale_dtype":"torch.uint8","dynamic":false,"symmetric":true}}}})" << "group_size 32";
         QTest::newRow("int4 weight groups") << R"({"quant_method":"compressed-tensors","format":"pack-quantized","config_groups":{"group_0":{"targets":["Linear"],
             "weights":{"num_bits":4,"type":"int","strategy":"group","group_size":128,"dynamic":false,"symmetric":true}}}})" << "pack-quantized";
         QTest::newRow("int quantized") << R"({"quant_method":"compressed-tensors","format":"int-quantized","config_groups":{"group_0":{"targets":["Linear"],
@@ -336,6 +340,31 @@ private slots:
         const auto reason = unsupportedSchemeReason(q, q.groups[0]);
         QVERIFY(reason.has_value());
         QVERIFY2(QString::fromStdString(*reason).contains(named), reason->c_str());
+    }
+
+    // compressed-tensors' MXFP8 preset as 0.18 serialises it (quant_scheme.py MXFP8, MXFP8A16).
+    void runsMxfp8Preset()
+    {
+        const std::string args = R"("num_bits": 8, "type": "float", "symmetric": true, "group_size": 32, "strategy": "group",
+            "block_structure": null, "actorder": null, "scale_dtype": "torch.uint8", "zp_dtype": "torch.uint8", "observer_kwargs": {})";
+        for (bool activations : {true, false}) {
+            const QuantizationConfig q = parseQuantizationConfig(json::parse(R"({
+              "quant_method": "compressed-tensors", "format": "mxfp8-quantized", "quantization_status": "compressed",
+              "config_groups": {"group_0": {"targets": ["Linear"], "format": "mxfp8-quantized",
+                "weights": {)" + args + R"(, "dynamic": false, "observer": "memoryless_minmax"},
+                "input_activations": )" + (activations ? "{" + args + R"(, "dynamic": true, "observer": null})" : std::string("null")) + R"(,
+                "output_activations": null}}, "ignore": ["qa_outputs"], "transform_config": {}})"),
+                                                                 "config.json");
+            const ConfigGroup& g = q.groups.at(0);
+            const auto reason = unsupportedSchemeReason(q, g);
+            QVERIFY2(!reason, reason ? reason->c_str() : "");
+            QVERIFY(isMxfp8Args(*g.weights));
+            QVERIFY(!runsOnAiu(g));
+            QCOMPARE(QString::fromStdString(describeScheme(g)),
+                     activations ? QString("MXFP8 weights per 32-channel block with E8M0 scales, dynamic MXFP8 activations "
+                                           "(per 32 channels, E8M0 scales)")
+                                 : QString("MXFP8 weights per 32-channel block with E8M0 scales, float activations"));
+        }
     }
 
     void runsBlockWeightsAndGroupActivations()

@@ -322,7 +322,7 @@ private slots:
         QTest::newRow("weights tensor_group")
             << "weights" << R"({"strategy": "tensor_group", "group_size": 16})"
             << "uses weight strategy \"tensor_group\" (NVFP4's per-group scales under one global scale) (group "
-               "group_0) is not supported; only tensor, channel and block run.";
+               "group_0) is not supported; only tensor, channel, block and MXFP8 run.";
         QTest::newRow("activations attn_head")
             << "input_activations" << R"({"strategy": "attn_head", "dynamic": false})"
             << "uses input activation strategy \"attn_head\" (one scale per attention head) (static) (group group_0) "

@@ -202,6 +202,10 @@ private slots:
             QTest::addRow("%s-channel-group16", family) << architecture << "channel" << "group" << "F32" << 0 << 0 << 16;
             QTest::addRow("%s-tensor-group24", family) << architecture << "tensor" << "group" << "F32" << 0 << 0 << 24;
             QTest::addRow("%s-block12x20-group24", family) << architecture << "block" << "group" << "F32" << 12 << 20 << 24;
+            // MXFP8 (format mxfp8-quantized): E8M0 weight scales per 32 input channels, and the
+            // MXFP8 preset's power-of-two activation scales or none (MXFP8A16).
+            QTest::addRow("%s-mxfp8", family) << architecture << "mxfp8" << "mxfp8" << "F32" << 0 << 0 << 0;
+            QTest::addRow("%s-mxfp8a16", family) << architecture << "mxfp8" << "none" << "F32" << 0 << 0 << 0;
         }
     }
     void fp8StrategiesMatchReference()

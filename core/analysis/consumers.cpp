@@ -349,8 +349,10 @@ private:
             weightStrategy_ = "channel";
         } else if (weightStrategy_ != "tensor" && weightStrategy_ != "channel") {
             list_.add("both", "aiu-weights-unsupported", Severity::Error, fp8,
-                      "group_0 has " + weightStrategy_ + " weights, but fms_mo's FP8 Linear takes tensor or channel "
-                      "weights only, so their scales fail to load.",
+                      "group_0 has " +
+                          (group0_->format == "mxfp8-quantized" ? std::string("MXFP8 weights (U8 E8M0 scales per 32 input channels)")
+                                                                : weightStrategy_ + " weights") +
+                          ", but fms_mo's FP8 Linear takes tensor or channel weights only, so their scales fail to load.",
                       "Re-quantize with per-channel weights and per-token activations for the AIU.");
         }
     }

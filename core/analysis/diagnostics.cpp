@@ -64,6 +64,7 @@
 #include "model/quantization_config.h"
 #include "numerics/fp8.h"
 #include "numerics/half.h"
+#include "numerics/mx.h"
 
 namespace scalescope {
 namespace {
@@ -444,9 +445,9 @@ private:
             return;
         }
         checkNanCodes(*weight);
-        const bool scaleOk = group->weights->strategy == "block"
-                                 ? checkBlockScale(module, *group, expected)
-                                 : checkWeightScale(module, *group, expected[0]);
+        const bool scaleOk = group->format == "mxfp8-quantized" ? checkMxfp8Scale(module, expected)
+                             : group->weights->strategy == "block" ? checkBlockScale(module, *group, expected)
+                                                                   : checkWeightScale(module, *group, expected[0]);
         checkInputScale(module, *group);
         // The clipping estimate groups codes by the scale layout; with a wrong weight or scale
         // shape that grouping is a guess, and its share would only echo the error already reported.
@@ -586,6 +587,43 @@ private:
                 "Tensor '" + module + ".weight' has " + std::to_string(stats->second->zeroBlocks) + " of " +
                     std::to_string(grid[0] * grid[1]) + " blocks whose codes are all zero, so those parts of the "
                     "weight are lost; check the float weights or quantize the module again.");
+        return true;
+    }
+
+    // MXFP8 weights (numerics/mx.h): weight_scale must be U8 E8M0 exponents [out, ceil(in / 32)],
+    // none of them 255 (NaN).
+    bool checkMxfp8Scale(const std::string& module, const std::vector<int64_t>& weightShape)
+    {
+        const TensorView* scale = store_.find(module + ".weight_scale");
+        if (!scale) {
+            add(Severity::Error, "scale-missing", module + ".weight_scale",
+                "Tensor '" + module + ".weight_scale' is missing, so the MXFP8 weight of module '" + module +
+                    "' cannot be dequantized; export the checkpoint again with its scales.");
+            return false;
+        }
+        const std::vector<int64_t> grid = {weightShape[0], (weightShape[1] + mx::kBlock - 1) / mx::kBlock};
+        if (scale->dtype != Dtype::U8) {
+            add(Severity::Error, "scale-not-e8m0", scale->name,
+                "Tensor '" + scale->name + "' has dtype " + dtypeName(scale->dtype) +
+                    ", but format mxfp8-quantized stores U8 E8M0 exponents; export the checkpoint again.");
+            return false;
+        }
+        if (scale->shape != grid) {
+            add(Severity::Error, "scale-shape", scale->name,
+                "Tensor '" + scale->name + "' has shape " + shapeText(scale->shape) + ", but MXFP8 over the weight " +
+                    shapeText(weightShape) + " needs one scale per 32 input channels, " + shapeText(grid) +
+                    "; export the scales again.");
+            return false;
+        }
+        int64_t nanCodes = 0, first = 0;
+        for (int64_t k = 0; k < scale->numel(); ++k)
+            if (scale->data[k] == mx::kE8M0NaN && nanCodes++ == 0)
+                first = k;
+        if (nanCodes > 0)
+            add(Severity::Error, "scale-invalid", scale->name,
+                "Tensor '" + scale->name + "' holds " + std::to_string(nanCodes) +
+                    " E8M0 scales of 255, which is NaN (row " + std::to_string(first / grid[1]) + ", column " +
+                    std::to_string(first % grid[1]) + "); quantize the module again.");
         return true;
     }
 

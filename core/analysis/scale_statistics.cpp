@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "model/quantization_config.h"
+#include "numerics/mx.h"
 
 namespace scalescope {
 namespace {
@@ -132,10 +133,9 @@ void countBlocks(const uint8_t* codes, LinearScaleStatistics& stats)
     stats.clippedShare = double(excessAtLimit) / double(out * in);
 }
 
-// The block sizes the config declares, and the grid when weight_scale has its shape.
-void describeBlocks(const ConfigGroup& group, const TensorView* scale, LinearScaleStatistics& stats)
+// The block sizes the config declares ([1, 32] for MXFP8), and the grid when weight_scale has its shape.
+void describeBlocks(const std::vector<int>& block, const TensorView* scale, LinearScaleStatistics& stats)
 {
-    const std::vector<int>& block = group.weights->blockStructure;
     if (block.size() != 2 || block[0] <= 0 || block[1] <= 0 || stats.outFeatures <= 0)
         return;
     stats.blockRows = block[0];
@@ -165,12 +165,18 @@ LinearScaleStatistics statisticsFor(const Checkpoint& checkpoint, const std::str
             stats.weightStrategy = group->weights->strategy;
     }
     stats.activationScheme = activationSchemeOf(group);
+    const bool mxfp8 = group && group->weights && group->format == "mxfp8-quantized" && isMxfp8Args(*group->weights);
 
     const TensorView* scale = store.find(module + ".weight_scale");
     if (scale) {
         stats.scaleDtype = dtypeName(scale->dtype);
         if (isFloatDtype(scale->dtype)) {
             stats.channelScales = scale->toFloat().values;
+            fillScaleSummary(stats);
+        } else if (mxfp8 && scale->dtype == Dtype::U8) {
+            // E8M0 exponents: 2^(e - 127); 255 is NaN (diagnostics report it).
+            for (int64_t k = 0; k < scale->numel(); ++k)
+                stats.channelScales.push_back(scale->data[k] == mx::kE8M0NaN ? NAN : mx::scaleFromExponent(scale->data[k]));
             fillScaleSummary(stats);
         }
     }
@@ -193,8 +199,10 @@ LinearScaleStatistics statisticsFor(const Checkpoint& checkpoint, const std::str
 
     stats.quantized = weight->dtype == Dtype::F8_E4M3 && scale != nullptr;
 
-    if (weight->dtype == Dtype::F8_E4M3 && group && group->weights && stats.weightStrategy == "block")
-        describeBlocks(*group, scale, stats);
+    if (weight->dtype == Dtype::F8_E4M3 && mxfp8)
+        describeBlocks({1, mx::kBlock}, scale, stats);
+    else if (weight->dtype == Dtype::F8_E4M3 && group && group->weights && stats.weightStrategy == "block")
+        describeBlocks(group->weights->blockStructure, scale, stats);
     if (weight->dtype == Dtype::F8_E4M3 && stats.gridRows > 0 && weight->numel() == stats.outFeatures * stats.inFeatures) {
         countCodes(*weight, false, stats.outFeatures, stats.inFeatures, stats);
         countBlocks(weight->data, stats); // replaces the per-tensor clipping estimate

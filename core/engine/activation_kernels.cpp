@@ -12,6 +12,7 @@
 
 #include "numerics/fp8.h"
 #include "numerics/half.h"
+#include "numerics/mx.h"
 
 namespace scalescope {
 namespace {
@@ -73,8 +74,10 @@ bool isRealRow(const std::vector<uint8_t>& isReal, int64_t row)
 }
 
 // Group activations: every run of groupSize channels of a row gets s = max(amax(|run|) / 448,
-// FLT_MIN); a shorter last run uses the max of its own elements (as zero-padding would).
-std::vector<float> quantDequantGroups(const float* src, float* dst, int64_t rows, int64_t features, int64_t groupSize)
+// FLT_MIN), or MXFP8's power of two mx::activationScale(amax); a shorter last run uses the max of
+// its own elements (as zero-padding would).
+std::vector<float> quantDequantGroups(const float* src, float* dst, int64_t rows, int64_t features, int64_t groupSize,
+                                      bool mxfp8Scales)
 {
     const int64_t runs = runsPerRow(features, groupSize);
     std::vector<float> scales(static_cast<std::size_t>(rows * runs));
@@ -82,7 +85,8 @@ std::vector<float> quantDequantGroups(const float* src, float* dst, int64_t rows
         for (int64_t run = 0; run < runs; ++run) {
             const int64_t begin = run * groupSize;
             const int64_t width = std::min(groupSize, features - begin);
-            const float scale = std::max(rowAmax(src + row * features + begin, width) / fp8::kE4M3Max, FLT_MIN);
+            const float amax = rowAmax(src + row * features + begin, width);
+            const float scale = mxfp8Scales ? mx::activationScale(amax) : std::max(amax / fp8::kE4M3Max, FLT_MIN);
             scales[static_cast<std::size_t>(row * runs + run)] = scale;
             fp8::quantDequantE4M3(dst + row * features + begin, static_cast<std::size_t>(width), scale);
         }
@@ -133,11 +137,12 @@ int64_t runsPerRow(int64_t features, int64_t groupSize)
 }
 
 std::vector<float> quantDequantActivations(const float* src, float* dst, int64_t rows, int64_t features,
-                                           ActivationQuantization scheme, float staticScale, int64_t groupSize)
+                                           ActivationQuantization scheme, float staticScale, int64_t groupSize,
+                                           bool mxfp8Scales)
 {
     copyRows(src, dst, rows, features);
     if (scheme == ActivationQuantization::DynamicPerGroup)
-        return quantDequantGroups(src, dst, rows, features, groupSize);
+        return quantDequantGroups(src, dst, rows, features, groupSize, mxfp8Scales);
     return quantizeRows(src, dst, rows, features, scheme, staticScale, fp8::quantDequantE4M3);
 }
 

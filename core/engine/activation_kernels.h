@@ -12,9 +12,11 @@ namespace scalescope {
 
 // Writes quantdequant(src) to dst ([rows, features], row-major) and returns the scale of each row
 // (the same for every row of a per-tensor scheme). `staticScale` is used by StaticPerTensor.
-// DynamicPerGroup returns one scale per run instead, row by row: [rows, runsPerRow(features, groupSize)].
+// DynamicPerGroup returns one scale per run instead, row by row: [rows, runsPerRow(features, groupSize)];
+// with `mxfp8Scales` a run's scale is MXFP8's power of two (mx::activationScale) instead of amax / 448.
 std::vector<float> quantDequantActivations(const float* src, float* dst, int64_t rows, int64_t features,
-                                           ActivationQuantization scheme, float staticScale, int64_t groupSize = 0);
+                                           ActivationQuantization scheme, float staticScale, int64_t groupSize = 0,
+                                           bool mxfp8Scales = false);
 
 // Runs of groupSize channels in a row of `features`, the last one shorter when groupSize does not divide it.
 int64_t runsPerRow(int64_t features, int64_t groupSize);

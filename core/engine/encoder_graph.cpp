@@ -149,7 +149,8 @@ at::Tensor quantizeActivations(const at::Tensor& x, const LinearInfo& info, Forw
     const float* src = input.data_ptr<float>();
     float* dst = output.data_ptr<float>();
     const std::vector<float> scales =
-        quantDequantActivations(src, dst, rows, features, info.activations, info.inputScale, info.activationGroupSize);
+        quantDequantActivations(src, dst, rows, features, info.activations, info.inputScale, info.activationGroupSize,
+                                info.mxfp8Activations);
     if (context.options.activationStatistics)
         context.result.activationStatistics.push_back(countActivationStatistics(
             info.module, src, dst, rows, features, scales, context.realRowsFor(rows), info.activationGroupSize));

@@ -11,6 +11,7 @@
 #include "numerics/dl16.h"
 #include "numerics/fp8.h"
 #include "numerics/half.h"
+#include "numerics/mx.h"
 
 namespace scalescope {
 namespace {
@@ -52,19 +53,12 @@ std::vector<float> loadScale(const TensorView& view, StoredPrecision precision)
     return values.values;
 }
 
-// Block-wise weights: W[o, i] = decode(q[o, i]) * weight_scale[o / bo, i / bi], the scale grid
+// W[o, i] = decode(q[o, i]) * scales[(o / bo) * gridColumns + i / bi], the scale grid
 // [ceil(out / bo), ceil(in / bi)] (a partial last block has its own scale like any other).
-at::Tensor dequantizeBlockWeight(const TensorView& weight, const TensorView& scaleView, const LinearInfo& info,
-                                 StoredPrecision precision)
+at::Tensor dequantizeGridWeight(const TensorView& weight, const std::vector<float>& scales, int64_t bo, int64_t bi)
 {
     const int64_t out = weight.shape[0], in = weight.shape[1];
-    const int64_t bo = info.weightBlockRows, bi = info.weightBlockColumns;
-    const int64_t gridRows = (out + bo - 1) / bo, gridColumns = (in + bi - 1) / bi;
-    if (scaleView.shape != std::vector<int64_t>{gridRows, gridColumns})
-        throw Error("Tensor '" + scaleView.name + "' in " + scaleView.file + " has shape " + shapeText(scaleView.shape) +
-                    ", but block_structure [" + std::to_string(bo) + ", " + std::to_string(bi) + "] over a weight " +
-                    shapeText({out, in}) + " needs the block grid " + shapeText({gridRows, gridColumns}) + ".");
-    const std::vector<float> scales = loadScale(scaleView, precision);
+    const int64_t gridColumns = (in + bi - 1) / bi;
     at::Tensor result = at::empty({out, in}, at::kFloat);
     float* dst = result.data_ptr<float>();
     const uint8_t* codes = weight.data;
@@ -78,6 +72,49 @@ at::Tensor dequantizeBlockWeight(const TensorView& weight, const TensorView& sca
             }
     });
     return result;
+}
+
+// Block-wise weights: weight_scale is the block grid of block_structure [bo, bi], in a float dtype.
+at::Tensor dequantizeBlockWeight(const TensorView& weight, const TensorView& scaleView, const LinearInfo& info,
+                                 StoredPrecision precision)
+{
+    const int64_t out = weight.shape[0], in = weight.shape[1];
+    const int64_t bo = info.weightBlockRows, bi = info.weightBlockColumns;
+    const int64_t gridRows = (out + bo - 1) / bo, gridColumns = (in + bi - 1) / bi;
+    if (scaleView.shape != std::vector<int64_t>{gridRows, gridColumns})
+        throw Error("Tensor '" + scaleView.name + "' in " + scaleView.file + " has shape " + shapeText(scaleView.shape) +
+                    ", but block_structure [" + std::to_string(bo) + ", " + std::to_string(bi) + "] over a weight " +
+                    shapeText({out, in}) + " needs the block grid " + shapeText({gridRows, gridColumns}) + ".");
+    return dequantizeGridWeight(weight, loadScale(scaleView, precision), bo, bi);
+}
+
+// MXFP8 weights (numerics/mx.h): weight_scale is U8 [out, ceil(in / 32)] of E8M0 exponents e,
+// W[o, i] = decode(q[o, i]) * 2^(e[o, i / 32] - 127). e = 255 (NaN in the OCP MX format, 2^128 = inf
+// as compressed-tensors decodes it) is refused. fp16 mode rounds 2^(e - 127) to half like any stored
+// scale: exact from 2^-24 to 2^15, 0 below and inf above.
+at::Tensor dequantizeMxfp8Weight(const TensorView& weight, const TensorView& scaleView, StoredPrecision precision)
+{
+    const int64_t out = weight.shape[0], in = weight.shape[1];
+    const int64_t gridColumns = (in + mx::kBlock - 1) / mx::kBlock;
+    if (scaleView.dtype != Dtype::U8)
+        throw Error("Tensor '" + scaleView.name + "' in " + scaleView.file + " has dtype " + dtypeName(scaleView.dtype) +
+                    "; MXFP8 scales are U8 E8M0 exponents.");
+    if (scaleView.shape != std::vector<int64_t>{out, gridColumns})
+        throw Error("Tensor '" + scaleView.name + "' in " + scaleView.file + " has shape " + shapeText(scaleView.shape) +
+                    ", but MXFP8 over a weight " + shapeText({out, in}) + " needs one scale per 32 input channels: " +
+                    shapeText({out, gridColumns}) + ".");
+    std::vector<float> scales(static_cast<std::size_t>(out * gridColumns));
+    for (std::size_t k = 0; k < scales.size(); ++k) {
+        const uint8_t e = scaleView.data[k];
+        if (e == mx::kE8M0NaN)
+            throw Error("Tensor '" + scaleView.name + "' in " + scaleView.file + " holds the E8M0 code 255 (NaN) at row " +
+                        std::to_string(static_cast<int64_t>(k) / gridColumns) + ", column " +
+                        std::to_string(static_cast<int64_t>(k) % gridColumns) + "; quantize the module again.");
+        scales[k] = mx::scaleFromExponent(e);
+    }
+    if (precision == StoredPrecision::Half)
+        half::roundToHalfInPlace(scales.data(), scales.size());
+    return dequantizeGridWeight(weight, scales, 1, mx::kBlock);
 }
 
 // Tensor- or channel-scaled weights: checks the scale's shape and returns the decoder of
@@ -224,7 +261,9 @@ private:
             throw Error("Tensor '" + weight.name + "' in " + weight.file + " has shape " + shapeText(weight.shape) +
                         "; the config implies " + shapeText({out, in}) + ".");
         const TensorView& scaleView = store_.require(shape.module + ".weight_scale");
-        if (linear.info.weightStrategy == "block") {
+        if (linear.info.mxfp8Weights) {
+            linear.weight = dequantizeMxfp8Weight(weight, scaleView, precision_); // never factored, as block
+        } else if (linear.info.weightStrategy == "block") {
             // Block scales never factor out (runsFactored): the float32 path needs the weight now.
             linear.weight = dequantizeBlockWeight(weight, scaleView, linear.info, precision_);
         } else {
@@ -260,7 +299,7 @@ void fuseQkv(LayerWeights& layer)
 {
     auto sameInputTreatment = [](const LinearInfo& a, const LinearInfo& b) {
         return a.quantized == b.quantized && a.activations == b.activations && a.inputScale == b.inputScale &&
-               a.activationGroupSize == b.activationGroupSize;
+               a.activationGroupSize == b.activationGroupSize && a.mxfp8Activations == b.mxfp8Activations;
     };
     const LinearInfo& q = layer.query.info;
     if (!sameInputTreatment(q, layer.key.info) || !sameInputTreatment(q, layer.value.info) ||

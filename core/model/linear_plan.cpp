@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "io/safetensors.h"
 #include "model/quantization_config.h"
+#include "numerics/mx.h"
 
 namespace scalescope {
 namespace {
@@ -30,8 +31,15 @@ void describeGranularity(const ConfigGroup& group, LinearInfo& info)
         info.weightBlockRows = group.weights->blockStructure[0];
         info.weightBlockColumns = group.weights->blockStructure[1];
     }
+    if (group.weights && group.format == "mxfp8-quantized" && isMxfp8Args(*group.weights)) {
+        info.mxfp8Weights = true;
+        info.weightBlockRows = 1;
+        info.weightBlockColumns = mx::kBlock;
+    }
     if (info.activations == ActivationQuantization::DynamicPerGroup && group.inputActivations->groupSize)
         info.activationGroupSize = *group.inputActivations->groupSize;
+    info.mxfp8Activations =
+        info.activations == ActivationQuantization::DynamicPerGroup && isMxfp8Args(*group.inputActivations);
 }
 
 // The stored static scale when it is one readable float value; the engine checks it in full.
@@ -143,7 +151,9 @@ std::string dl16Problem(const LinearInfo& linear)
 {
     if (!linear.quantized || linear.activations == ActivationQuantization::None || accumulatesInDl16(linear))
         return "";
-    const std::string why = linear.activations == ActivationQuantization::DynamicPerGroup
+    const std::string why = linear.mxfp8Weights || linear.mxfp8Activations
+        ? "MXFP8 scales (a power of two per 32 input channels)"
+        : linear.activations == ActivationQuantization::DynamicPerGroup
         ? "group activation scales"
         : "\"" + linear.weightStrategy + "\" weight scales";
     return "Linear " + linear.module + " has " + why +

@@ -53,9 +53,15 @@ struct LinearInfo {
     int64_t inFeatures = 0;
     int64_t outFeatures = 0;
     bool quantized = false;        // FP8 weight
-    std::string weightStrategy;    // channel | tensor | block | "" when not quantized
-    int64_t weightBlockRows = 0;   // block: block_structure [rows, columns] of one weight_scale entry
-    int64_t weightBlockColumns = 0;
+    std::string weightStrategy;    // channel | tensor | block | group (MXFP8) | "" when not quantized
+    int64_t weightBlockRows = 0;   // block: block_structure [rows, columns] of one weight_scale entry;
+    int64_t weightBlockColumns = 0; // MXFP8: [1, 32]
+    // MXFP8 (format mxfp8-quantized): weight_scale holds uint8 E8M0 exponents, one per 32 input
+    // channels of a row, W = decode(q) * 2^(e - 127) (numerics/mx.h).
+    bool mxfp8Weights = false;
+    // DynamicPerGroup runs of 32 channels whose scales are compressed-tensors' MXFP8 powers of two
+    // (mx::activationScale) instead of amax / 448.
+    bool mxfp8Activations = false;
     ActivationQuantization activations = ActivationQuantization::None;
     int64_t activationGroupSize = 0; // DynamicPerGroup: input channels per run
     float inputScale = 0;          // static per-tensor scale, 0 otherwise
@@ -67,8 +73,8 @@ struct LinearInfo {
 // twin models it: an FP8 weight with per-tensor or per-channel scales times FP8 activations with one
 // scale per token row (dynamic per token, static or dynamic per tensor). A Linear without FP8 x FP8
 // products (float, weight-only FP8, or run in float by an override) runs as without dl16. Block
-// weight scales and group activation scales vary along the reduction, which the twin does not
-// model: such a Linear's problem sentence is returned ("" otherwise), and a dl16 run throws it.
+// and MXFP8 weight scales and group activation scales vary along the reduction, which the twin does
+// not model: such a Linear's problem sentence is returned ("" otherwise), and a dl16 run throws it.
 bool accumulatesInDl16(const LinearInfo& linear);
 std::string dl16Problem(const LinearInfo& linear);
 

@@ -542,8 +542,13 @@ std::optional<std::string> dynamicLocalReason(const QuantizationArgs& args, cons
            "only dynamic true or false runs";
 }
 
-// Scales stored in a float type run as usual; power-of-two e8m0 scales are MXFP8's, which this
-// version does not emulate.
+bool isUint8Dtype(const std::string& d)
+{
+    return d == "torch.uint8" || d == "uint8";
+}
+
+// Scales stored in a float type run as usual; uint8 scales are MXFP8's E8M0 exponents, which run
+// only in MXFP8's layout (isMxfp8Args) and, for weights, as format mxfp8-quantized stores them.
 std::optional<std::string> scaleDtypeReason(const QuantizationArgs& args, const char* what, const ConfigGroup& group)
 {
     const std::string& d = args.scaleDtype;
@@ -552,8 +557,11 @@ std::optional<std::string> scaleDtypeReason(const QuantizationArgs& args, const 
     if (d.empty() || d.find("float32") != std::string::npos || d.find("bfloat16") != std::string::npos ||
         d.find("float16") != std::string::npos)
         return std::nullopt;
+    if (isUint8Dtype(d) && isMxfp8Args(args))
+        return std::nullopt;
     return std::string(what) + " with scale_dtype \"" + d + "\" (group " + group.name +
-           ", MXFP8-style scales) are not supported; only float scales run";
+           ") are not supported; only float scales, or torch.uint8 E8M0 scales of MXFP8 (8-bit float, strategy "
+           "group, group_size 32), run";
 }
 
 std::optional<std::string> weightSchemeReason(const ConfigGroup& group)
@@ -561,6 +569,13 @@ std::optional<std::string> weightSchemeReason(const ConfigGroup& group)
     if (!group.weights)
         return "group " + group.name + " quantizes no weights; only FP8 weight quantization runs";
     const QuantizationArgs& w = *group.weights;
+    const bool mxFormat = group.format == "mxfp8-quantized";
+    if (mxFormat != isMxfp8Args(w))
+        return mxFormat ? "format \"mxfp8-quantized\" (group " + group.name +
+                              ") with weights that are not MXFP8 (8-bit float, strategy group, group_size 32, "
+                              "scale_dtype torch.uint8), which is not a layout compressed-tensors writes"
+                        : "MXFP8 weights (scale_dtype torch.uint8, group " + group.name + ") in format \"" +
+                              group.format + "\", which does not store E8M0 scales; only mxfp8-quantized runs them";
     if (w.type != "float" || w.numBits != 8)
         return "weights of type " + w.type + " with " + std::to_string(w.numBits) + " bits (group " + group.name +
                ") are not supported; only 8-bit float weights run";
@@ -569,9 +584,9 @@ std::optional<std::string> weightSchemeReason(const ConfigGroup& group)
         if (b.size() != 2 || b[0] <= 0 || b[1] <= 0)
             return "weight strategy \"block\" with block_structure " + sizesText(b) + " (group " + group.name +
                    "), which is not two positive sizes [rows, columns]";
-    } else if (w.strategy != "channel" && w.strategy != "tensor") {
+    } else if (w.strategy != "channel" && w.strategy != "tensor" && !mxFormat) {
         return "weight strategy \"" + w.strategy + "\"" + strategyMeaning(w.strategy) + " (group " + group.name +
-               ") is not supported; only tensor, channel and block run";
+               ") is not supported; only tensor, channel, block and MXFP8 run";
     }
     if (auto reason = dynamicLocalReason(w, "weights", group))
         return reason;
@@ -618,8 +633,9 @@ std::optional<std::string> unsupportedSchemeReason(const QuantizationConfig& con
         return std::string("quant_method \"fp8\" (block-wise weights with weight_scale_inv) is not supported");
     if (!config.quantMethod.empty() && config.quantMethod != "compressed-tensors")
         return "quant_method \"" + config.quantMethod + "\" is not supported";
-    if (group.format != "float-quantized" && group.format != "naive-quantized")
-        return "format \"" + group.format + "\" (group " + group.name + ") is not supported; only float-quantized FP8 runs";
+    if (group.format != "float-quantized" && group.format != "naive-quantized" && group.format != "mxfp8-quantized")
+        return "format \"" + group.format + "\" (group " + group.name +
+               ") is not supported; only float-quantized, naive-quantized and mxfp8-quantized FP8 run";
     if (auto reason = weightSchemeReason(group))
         return reason;
     if (auto reason = activationSchemeReason(group))
@@ -627,6 +643,12 @@ std::optional<std::string> unsupportedSchemeReason(const QuantizationConfig& con
     if (group.outputActivations)
         return "output activation quantization (group " + group.name + ") is not supported";
     return std::nullopt;
+}
+
+bool isMxfp8Args(const QuantizationArgs& args)
+{
+    return args.numBits == 8 && args.type == "float" && args.strategy == "group" && args.groupSize == 32 &&
+           isUint8Dtype(args.scaleDtype);
 }
 
 bool runsOnAiu(const ConfigGroup& group)
@@ -639,7 +661,9 @@ bool runsOnAiu(const ConfigGroup& group)
 std::string describeScheme(const ConfigGroup& group)
 {
     std::string out;
-    if (group.weights && group.weights->strategy == "block")
+    if (group.weights && group.format == "mxfp8-quantized" && isMxfp8Args(*group.weights))
+        out = "MXFP8 weights per 32-channel block with E8M0 scales";
+    else if (group.weights && group.weights->strategy == "block")
         out = "FP" + std::to_string(group.weights->numBits) + " weights per " + sizesText(group.weights->blockStructure) +
               " block";
     else if (group.weights)
@@ -650,6 +674,8 @@ std::string describeScheme(const ConfigGroup& group)
         out += ", float activations";
     } else {
         const QuantizationArgs& a = *group.inputActivations;
+        if (isMxfp8Args(a))
+            return out + ", " + (a.dynamic ? "dynamic" : "static") + " MXFP8 activations (per 32 channels, E8M0 scales)";
         out += std::string(", ") + (a.dynamic ? "dynamic" : "static") + " per-" + a.strategy +
                (a.strategy == "group" && a.groupSize ? " (" + std::to_string(*a.groupSize) + " channels)" : "") +
                " activations";

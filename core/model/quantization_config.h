@@ -32,7 +32,7 @@ struct QuantizationArgs {
     // reads as 0, which the scheme check refuses).
     std::vector<int> blockStructure;
     // "torch.<dtype>" as compressed-tensors 0.13+ serialises torch dtypes, "" when null (FP8 scales
-    // then have the model dtype). MXFP8 writes power-of-two scales ("torch.uint8", "torch.float8_e8m0fnu").
+    // then have the model dtype). MXFP8 writes "torch.uint8" (E8M0 exponents, isMxfp8Args).
     std::string scaleDtype;
     std::string zpDtype;            // zero-point dtype: null for symmetric args (0.18 writes it only when asymmetric)
     // Calibration only, shown by inspect, never read by a run: "memoryless_minmax" (0.18's default for
@@ -139,6 +139,11 @@ GroupMatch matchGroup(const QuantizationConfig& config, const std::string& modul
 // matchGroup(...).group.
 const ConfigGroup* findGroupFor(const QuantizationConfig& config, const std::string& moduleName,
                                 const std::string& className);
+
+// compressed-tensors' rule for power-of-two E8M0 scales (mxfp_utils.py should_generate_mx_scales):
+// 8-bit float args, strategy group, group_size 32, scale_dtype torch.uint8. Weights with such args
+// are stored as format "mxfp8-quantized"; dynamic activations with them take numerics/mx.h's scales.
+bool isMxfp8Args(const QuantizationArgs& args);
 
 // Null when this version runs the group; otherwise one sentence naming the scheme that it does not
 // run (int-quantized, 4-bit groups, static group activations, a block_structure that is not two

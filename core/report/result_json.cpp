@@ -141,7 +141,8 @@ json inspectJson(const Checkpoint& checkpoint, const std::vector<LinearScaleStat
                                {"input_activations", args(g.inputActivations)},
                                {"output_activations", args(g.outputActivations)},
                                {"supported", !reason},
-                               {"unsupported_reason", reason ? json(*reason) : json(nullptr)}});
+                               {"unsupported_reason", reason ? json(*reason) : json(nullptr)},
+                               {"runs_on_aiu", runsOnAiu(g)}});
         }
         out["schemes"] = schemes;
         out["ignore"] = c.quantization->ignore;

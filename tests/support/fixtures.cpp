@@ -266,6 +266,8 @@ void validateSpec(const TinyModelSpec& spec)
 const char* const kEncoderLinears[] = {"attention.self.query", "attention.self.key", "attention.self.value",
                                        "attention.output.dense", "intermediate.dense", "output.dense"};
 
+constexpr int64_t kMxfp8Block = 32; // input channels per MXFP8 scale
+
 const char* const kRobertaMaskedLmHead[] = {"lm_head.dense", "lm_head.decoder"};
 const char* const kBertMaskedLmHead[] = {"cls.predictions.transform.dense", "cls.predictions.decoder"};
 
@@ -321,12 +323,56 @@ uint8_t encodeE4M3Value(float value)
     return found->second;
 }
 
+// compressed-tensors' MXFP8 args (quant_scheme.py's MXFP8 preset) as QuantizationArgs serialises them.
+nlohmann::ordered_json mxfp8Args(bool dynamic)
+{
+    return {{"num_bits", 8},
+            {"type", "float"},
+            {"symmetric", true},
+            {"group_size", kMxfp8Block},
+            {"strategy", "group"},
+            {"block_structure", nullptr},
+            {"dynamic", dynamic},
+            {"actorder", nullptr},
+            {"scale_dtype", "torch.uint8"},
+            {"zp_dtype", "torch.uint8"},
+            {"observer", dynamic ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json("memoryless_minmax")},
+            {"observer_kwargs", nlohmann::ordered_json::object()}};
+}
+
+// The quantization_config of an MXFP8 (activations "mxfp8") or MXFP8A16 (activations "none") model,
+// as llm-compressor writes one with compressed-tensors 0.18: format mxfp8-quantized, top level and
+// per group.
+nlohmann::ordered_json mxfp8QuantizationConfig(const Fp8Scheme& scheme, const nlohmann::ordered_json& ignore)
+{
+    if (scheme.activations != "mxfp8" && scheme.activations != "none")
+        throw Error("The MXFP8 fixture takes activations mxfp8 or none, not '" + scheme.activations + "'.");
+    nlohmann::ordered_json group = {
+        {"targets", {"Linear"}},
+        {"weights", mxfp8Args(false)},
+        {"input_activations", scheme.activations == "mxfp8" ? mxfp8Args(true) : nlohmann::ordered_json(nullptr)},
+        {"output_activations", nullptr},
+        {"format", "mxfp8-quantized"}};
+    return {{"config_groups", {{"group_0", group}}},
+            {"format", "mxfp8-quantized"},
+            {"global_compression_ratio", nullptr},
+            {"ignore", ignore},
+            {"kv_cache_scheme", nullptr},
+            {"quant_method", "compressed-tensors"},
+            {"quantization_status", "compressed"},
+            {"sparsity_config", nlohmann::ordered_json::object()},
+            {"transform_config", nlohmann::ordered_json::object()},
+            {"version", "0.18.0"}};
+}
+
 nlohmann::ordered_json quantizationConfig(const Fp8Scheme& scheme, bool bert, const Fp8Edits& edits)
 {
     const char* head = edits.quantizeMaskedLmHead ? (bert ? "cls" : "lm_head") : (bert ? "re:cls\\..*" : "re:lm_head.*");
     nlohmann::ordered_json ignore = {"qa_outputs", head};
     for (const std::string& module : edits.keepFloat)
         ignore.push_back(module);
+    if (scheme.weights == "mxfp8")
+        return mxfp8QuantizationConfig(scheme, ignore);
     nlohmann::ordered_json weights = {{"num_bits", 8},   {"type", "float"},   {"strategy", scheme.weights},
                                       {"symmetric", true}, {"dynamic", false}};
     if (scheme.weights == "block")
@@ -474,12 +520,15 @@ void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
 void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8Dir, const Fp8Scheme& scheme,
                             const std::vector<int64_t>& calibrationIds, const Fp8Edits& edits)
 {
-    if (scheme.weights != "channel" && scheme.weights != "tensor" && scheme.weights != "block")
-        throw Error("The FP8 fixture's weight strategy must be channel, tensor or block, not '" + scheme.weights + "'.");
+    if (scheme.weights != "channel" && scheme.weights != "tensor" && scheme.weights != "block" &&
+        scheme.weights != "mxfp8")
+        throw Error("The FP8 fixture's weight strategy must be channel, tensor, block or mxfp8, not '" + scheme.weights +
+                    "'.");
     if (scheme.activations != "token" && scheme.activations != "tensor" && scheme.activations != "group" &&
-        scheme.activations != "none")
-        throw Error("The FP8 fixture's activation strategy must be token, tensor or none, not '" +
+        scheme.activations != "mxfp8" && scheme.activations != "none")
+        throw Error("The FP8 fixture's activation strategy must be token, tensor, group, mxfp8 or none, not '" +
                     scheme.activations + "'.");
+    const bool mxfp8 = scheme.weights == "mxfp8";
     const Dtype scaleDtype = scaleDtypeOf(scheme.scaleDtype);
 
     const std::string configPath = joinPath(floatDir, "config.json");
@@ -520,8 +569,11 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
 
         // The scale of each weight element's scale group: its row (channel), the tensor, or its
         // block (row / blockRows, column / blockColumns).
-        const int64_t groupRows = scheme.weights == "block" ? scheme.blockRows : scheme.weights == "channel" ? 1 : rows;
-        const int64_t groupColumns = scheme.weights == "block" ? scheme.blockColumns : columns;
+        // MXFP8: each run of 32 input channels of a row.
+        const int64_t groupRows = scheme.weights == "block" ? scheme.blockRows
+                                  : scheme.weights == "channel" || mxfp8 ? 1
+                                                                         : rows;
+        const int64_t groupColumns = scheme.weights == "block" ? scheme.blockColumns : mxfp8 ? kMxfp8Block : columns;
         const int64_t gridColumns = (columns + groupColumns - 1) / groupColumns;
         const int64_t gridRows = (rows + groupRows - 1) / groupRows;
         std::vector<float> amax(static_cast<std::size_t>(gridRows * gridColumns), 0.0f);
@@ -533,8 +585,15 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
                 amax[groupOf(r, c)] =
                     std::max(amax[groupOf(r, c)], std::fabs(values.values[static_cast<std::size_t>(r * columns + c)]));
         std::vector<float> scales;
-        for (float m : amax)
-            scales.push_back(narrowTo(scaleDtype, scaleFromAmax(m)));
+        std::vector<uint8_t> exponents; // MXFP8: the E8M0 bytes written for the scales
+        for (float m : amax) {
+            if (mxfp8) {
+                exponents.push_back(referenceMxfp8Exponent(m));
+                scales.push_back(std::ldexp(1.0f, int(exponents.back()) - 127));
+            } else {
+                scales.push_back(narrowTo(scaleDtype, scaleFromAmax(m)));
+            }
+        }
 
         TensorToWrite weight{view->name, Dtype::F8_E4M3, view->shape, {}};
         weight.bytes.resize(values.values.size());
@@ -544,10 +603,13 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
                 weight.bytes[index] = encodeE4M3Value(referenceRoundToE4M3(values.values[index] / scales[groupOf(r, c)]));
             }
         out.push_back(std::move(weight));
-        const std::vector<int64_t> scaleShape = scheme.weights == "block"     ? std::vector<int64_t>{gridRows, gridColumns}
-                                                : scheme.weights == "channel" ? std::vector<int64_t>{rows, 1}
-                                                                              : std::vector<int64_t>{1};
-        out.push_back(makeFloatTensor(module + ".weight_scale", scaleDtype, scaleShape, scales.data()));
+        const std::vector<int64_t> scaleShape = scheme.weights == "block" || mxfp8 ? std::vector<int64_t>{gridRows, gridColumns}
+                                                : scheme.weights == "channel"    ? std::vector<int64_t>{rows, 1}
+                                                                                 : std::vector<int64_t>{1};
+        if (mxfp8) // U8 [out, in / 32], as compressed-tensors' MXFP8 compressor writes it
+            out.push_back(TensorToWrite{module + ".weight_scale", Dtype::U8, scaleShape, exponents});
+        else
+            out.push_back(makeFloatTensor(module + ".weight_scale", scaleDtype, scaleShape, scales.data()));
 
         if (scheme.activations == "tensor") {
             const auto input = calibration.find(module + ".input");

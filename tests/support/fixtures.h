@@ -52,8 +52,11 @@ struct TinyModelSpec {
 void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec);
 
 struct Fp8Scheme {
-    std::string weights = "channel";    // channel | tensor | block
-    std::string activations = "token";  // token (dynamic) | tensor (static) | group (dynamic) | none
+    // mxfp8: compressed-tensors' MXFP8 preset, format mxfp8-quantized: one U8 E8M0 scale per 32 input
+    // channels of a row (weight_scale [out, in / 32], scale_dtype torch.uint8; scaleDtype is unused),
+    // with activations "mxfp8" (dynamic, per 32 channels, power-of-two scales) or "none" (MXFP8A16).
+    std::string weights = "channel";    // channel | tensor | block | mxfp8
+    std::string activations = "token";  // token (dynamic) | tensor (static) | group (dynamic) | mxfp8 | none
     std::string scaleDtype = "F32";     // F32 | BF16 | F16
     int blockRows = 16, blockColumns = 16; // block: block_structure (partial last blocks allowed)
     int groupSize = 16;                 // group: channels per run (need not divide the width)

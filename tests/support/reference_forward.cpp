@@ -40,7 +40,13 @@ const std::vector<E4M3Entry>& sortedE4M3Table()
     return table;
 }
 
-enum class ActivationScheme { None, DynamicToken, StaticTensor, DynamicGroup };
+enum class ActivationScheme { None, DynamicToken, StaticTensor, DynamicGroup, DynamicMxfp8 };
+
+// compressed-tensors' MXFP8 args: scale_dtype torch.uint8 (scales are E8M0 exponents).
+bool hasUint8Scales(const nlohmann::json& args)
+{
+    return args.value("scale_dtype", nlohmann::json(nullptr)) == "torch.uint8";
+}
 
 // The reference handles the single-group checkpoints the fixtures write.
 const nlohmann::json* onlyGroup(const nlohmann::json& config)
@@ -61,6 +67,8 @@ std::pair<int64_t, int64_t> weightBlockOf(const nlohmann::json& config)
     if (!group || !group->contains("weights") || !(*group)["weights"].is_object())
         return {0, 0};
     const nlohmann::json& weights = (*group)["weights"];
+    if (weights.value("strategy", std::string()) == "group" && hasUint8Scales(weights))
+        return {1, weights.at("group_size").get<int64_t>()}; // MXFP8: one scale per run of a row
     if (weights.value("strategy", std::string()) != "block")
         return {0, 0};
     return {weights.at("block_structure").at(0).get<int64_t>(), weights.at("block_structure").at(1).get<int64_t>()};
@@ -82,7 +90,7 @@ ActivationScheme activationSchemeOf(const nlohmann::json& config, const std::str
         return ActivationScheme::StaticTensor;
     if (strategy == "group" && dynamic) {
         *groupSize = activations->at("group_size").get<int64_t>();
-        return ActivationScheme::DynamicGroup;
+        return hasUint8Scales(*activations) ? ActivationScheme::DynamicMxfp8 : ActivationScheme::DynamicGroup;
     }
     throw Error(configPath + " asks for input activations with strategy '" + strategy + "' and dynamic " +
                 (dynamic ? "true" : "false") + ", which the reference forward does not emulate.");
@@ -314,7 +322,10 @@ private:
         if (quantized) {
             const std::string scaleName = module + ".weight_scale";
             const TensorView& scaleView = store_->require(scaleName);
-            const std::vector<float> scale = readValues(scaleView);
+            std::vector<float> scale = readValues(scaleView);
+            if (scaleView.dtype == Dtype::U8) // MXFP8: E8M0 exponents e worth 2^(e - 127), stored like any scale
+                for (std::size_t k = 0; k < scale.size(); ++k)
+                    scale[k] = stored(std::ldexp(1.0f, int(scaleView.data[k]) - 127));
             if (weightBlock_.first > 0) {
                 applyBlockScales(scaleName, scale, outFeatures, x.cols, weight);
             } else {
@@ -390,10 +401,28 @@ private:
         }
     }
 
+    // MXFP8: each run of groupSize_ channels of a row by the power of two referenceMxfp8Exponent gives.
+    void quantizeMxfp8Runs(Activations& x) const
+    {
+        for (int64_t r = 0; r < x.rows; ++r)
+            for (int64_t begin = 0; begin < x.cols; begin += groupSize_) {
+                const int64_t end = std::min(x.cols, begin + groupSize_);
+                float amax = 0.0f;
+                for (int64_t c = begin; c < end; ++c)
+                    amax = std::max(amax, std::fabs(x.at(r, c)));
+                const float scale = std::ldexp(1.0f, int(referenceMxfp8Exponent(amax)) - 127);
+                for (int64_t c = begin; c < end; ++c)
+                    x.at(r, c) = quantDequant(x.at(r, c), scale);
+            }
+    }
+
     void quantizeInput(const std::string& module, Activations& x) const
     {
         switch (activationScheme_) {
         case ActivationScheme::None:
+            return;
+        case ActivationScheme::DynamicMxfp8:
+            quantizeMxfp8Runs(x);
             return;
         case ActivationScheme::DynamicGroup:
             quantizeGroups(x);
@@ -564,6 +593,23 @@ float referenceDecodeE4M3(uint8_t code)
                                 ? std::ldexp(static_cast<float>(mantissa) / 8.0f, 1 - 7)
                                 : std::ldexp(1.0f + static_cast<float>(mantissa) / 8.0f, exponent - 7);
     return negative ? -magnitude : magnitude;
+}
+
+uint8_t referenceMxfp8Exponent(float amax)
+{
+    const double magnitude = std::fabs(static_cast<double>(amax));
+    if (magnitude == 0.0)
+        return 0; // log2(0) = -inf clamps to 0
+    if (std::isinf(magnitude))
+        return 255;
+    int p = 0;
+    const double m = 2.0 * std::frexp(magnitude, &p); // magnitude = m * 2^(p - 1), 1 <= m < 2
+    int exponent = p - 1;
+    if (m >= 1.75)
+        ++exponent;
+    if (exponent > 127) // float32 has no 2^128: the rounded amax is inf
+        return 255;
+    return static_cast<uint8_t>(std::min(255, std::max(0, 127 + exponent - 8)));
 }
 
 float referenceRoundToE4M3(float x)

@@ -29,6 +29,10 @@ std::map<std::string, ReferenceTensor> referenceForward(const std::string& check
 
 // The E4M3 value nearest to x (after clamping to +-448), ties to the even code, by exhaustive search.
 float referenceRoundToE4M3(float x);
+// compressed-tensors' MXFP8 scale exponent of a run (its E8M0 byte e, scale 2^(e - 127)), as
+// docs/ARCHITECTURE.md states it, from frexp: amax = m * 2^E with 1 <= m < 2 gives 127 + E - 8,
+// or 127 + E + 1 - 8 when m >= 1.75, clamped to [0, 255]; 0 for amax 0, 255 for inf.
+uint8_t referenceMxfp8Exponent(float amax);
 // E4M3 decoding from the bit fields.
 float referenceDecodeE4M3(uint8_t code);
 
