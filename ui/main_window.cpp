@@ -32,6 +32,7 @@
 #include "models/value_text.h"
 #include "panels/ask_panel.h"
 #include "panels/errors_panel.h"
+#include "panels/attention_panel.h"
 #include "panels/device_check_panel.h"
 #include "panels/evaluate_panel.h"
 #include "linear_selection.h"
@@ -92,9 +93,11 @@ void MainWindow::createPanels()
     tabs_->addTab(deviceCheck_, tr("Device Check"));
     sensitivity_ = new SensitivityPanel(tabs_);
     tabs_->addTab(sensitivity_, tr("Sensitivity"));
+    attention_ = new AttentionPanel(tabs_);
+    tabs_->addTab(attention_, tr("Attention"));
     setCentralWidget(tabs_);
     // In tab order, which is also the order of their charts and tables in a report: the verdict first.
-    resultPanels_ = {triage_, model_, ask_, fillMask_, scales_, errors_, evaluate_, deviceCheck_, sensitivity_};
+    resultPanels_ = {triage_, model_, ask_, fillMask_, scales_, errors_, evaluate_, deviceCheck_, sensitivity_, attention_};
     // A splitter dragged to the end hides a chart for good, with no hint how to get it back.
     for (QSplitter* splitter : findChildren<QSplitter*>())
         splitter->setChildrenCollapsible(false);
@@ -524,6 +527,18 @@ void MainWindow::addRunMenu()
         connect(run, &QMenu::aboutToShow, action, [action, button] { action->setEnabled(button->isEnabled()); });
     }
     run->addSeparator();
+    // AIU FP8 attention is a run option like the Mode box: every later run uses it, earlier results turn stale.
+    fp8AttentionAction_ = run->addAction(tr("FP8 &Attention (AIU)"));
+    fp8AttentionAction_->setObjectName(QStringLiteral("fp8AttentionAction"));
+    fp8AttentionAction_->setCheckable(true);
+    fp8AttentionAction_->setToolTip(tr("Run attention as fms_mo's math_fp8 does on the AIU: K and V cast to FP8 E4M3 "
+                                       "with one scale per sequence from fixed ranges (K 200, V 100), Q float. The "
+                                       "Attention view shows how much of E4M3 each head gets"));
+    connect(fp8AttentionAction_, &QAction::toggled, this, [this](bool on) {
+        session_->setAttention(on ? AttentionPrecision::Fp8Aiu : AttentionPrecision::Float);
+        updateStatus();
+    });
+    run->addSeparator();
     run->addAction(cancelAction_);
 }
 
@@ -590,6 +605,7 @@ void MainWindow::createToolbar(const std::array<QAction*, 4>& actions)
         updateStatus();
     });
     toolbar->addWidget(mode_);
+    toolbar->addAction(fp8AttentionAction_); // a toggle button beside the mode it qualifies
     toolbar->addWidget(new QLabel(tr(" Device "), toolbar));
     device_ = new QComboBox(toolbar);
     device_->setToolTip(tr("Where the quantized model runs: in this process, or in a runner process (see the "

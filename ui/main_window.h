@@ -34,6 +34,7 @@ class LinearInspector;
 class LinearSelection;
 class TriagePanel;
 class EvaluatePanel;
+class AttentionPanel;
 class DeviceCheckPanel;
 class SensitivityPanel;
 class FillMaskPanel;
@@ -64,6 +65,9 @@ public:
     ErrorsPanel* errorsPanel() const { return errors_; }
     EvaluatePanel* evaluatePanel() const { return evaluate_; }
     DeviceCheckPanel* deviceCheckPanel() const { return deviceCheck_; }
+    AttentionPanel* attentionPanel() const { return attention_; }
+    // Run > FP8 Attention (AIU): checkable, the session's attention for every later run.
+    QAction* fp8AttentionAction() const { return fp8AttentionAction_; }
     SensitivityPanel* sensitivityPanel() const { return sensitivity_; }
     TriagePanel* triagePanel() const { return triage_; }
     LinearInspector* inspector() const { return inspector_; }
@@ -167,6 +171,7 @@ private:
     ErrorsPanel* errors_ = nullptr;
     EvaluatePanel* evaluate_ = nullptr;
     DeviceCheckPanel* deviceCheck_ = nullptr;
+    AttentionPanel* attention_ = nullptr;
     SensitivityPanel* sensitivity_ = nullptr;
     // The panels above, in tab order.
     std::vector<ResultPanel*> resultPanels_;
@@ -177,6 +182,7 @@ private:
     QMenu* recentMenu_ = nullptr;
     QMenu* demoMenu_ = nullptr;
     QAction* cancelAction_ = nullptr;
+    QAction* fp8AttentionAction_ = nullptr;
     std::array<QAction*, 3> referenceChoices_{}; // a folder, dequantized weights, the CPU emulation
     QAction* exportReportAction_ = nullptr;
     QComboBox* mode_ = nullptr;

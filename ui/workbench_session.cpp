@@ -112,13 +112,17 @@ void WorkbenchSession::submit(JobKind kind, const QString& operation,
 
 QString RunStamp::modeName() const
 {
+    QString name;
     switch (mode) {
-    case RunMode::Dequant: return WorkbenchSession::tr("Dequant");
+    case RunMode::Dequant: name = WorkbenchSession::tr("Dequant"); break;
     case RunMode::Fp16:
-        return accumulation == Accumulation::Dl16 ? WorkbenchSession::tr("FP16 twin + DL16") : WorkbenchSession::tr("FP16 twin");
-    case RunMode::Fp8: break;
+        name = accumulation == Accumulation::Dl16 ? WorkbenchSession::tr("FP16 twin + DL16") : WorkbenchSession::tr("FP16 twin");
+        break;
+    case RunMode::Fp8:
+        name = accumulation == Accumulation::Dl16 ? WorkbenchSession::tr("FP8 + DL16") : WorkbenchSession::tr("FP8");
+        break;
     }
-    return accumulation == Accumulation::Dl16 ? WorkbenchSession::tr("FP8 + DL16") : WorkbenchSession::tr("FP8");
+    return attention == AttentionPrecision::Fp8Aiu ? WorkbenchSession::tr("%1, FP8 attention").arg(name) : name;
 }
 
 QString RunStamp::referenceText() const
@@ -181,6 +185,8 @@ QString RunStamp::differenceFrom(const RunStamp& other) const
         parts << WorkbenchSession::tr("reference");
     if (mode != other.mode || accumulation != other.accumulation)
         parts << WorkbenchSession::tr("mode");
+    if (attention != other.attention)
+        parts << WorkbenchSession::tr("attention");
     if (device != other.device)
         parts << WorkbenchSession::tr("device");
     if (floatLinears != other.floatLinears)
@@ -200,6 +206,7 @@ RunStamp WorkbenchSession::currentStamp() const
     stamp.referenceFolder = referenceKind_ == RunStamp::Reference::Folder ? referenceDir_ : QString();
     stamp.mode = runMode_;
     stamp.accumulation = accumulation_;
+    stamp.attention = attention_;
     stamp.device = device_;
     stamp.floatLinears = floatLinears_;
     stamp.floatLabels = floatLabels_;
@@ -234,6 +241,14 @@ void WorkbenchSession::setRunMode(RunMode mode, Accumulation accumulation)
         return;
     runMode_ = mode;
     accumulation_ = accumulation;
+    emit stateChanged();
+}
+
+void WorkbenchSession::setAttention(AttentionPrecision attention)
+{
+    if (attention == attention_)
+        return;
+    attention_ = attention;
     emit stateChanged();
 }
 
@@ -397,6 +412,7 @@ void WorkbenchSession::ask(const QString& question, const QString& context, cons
         input.qaOptions = fitWindowsToModel(options, run_->checkpoint().layout());
         input.runMode = mode;
         input.runAccumulation = stamp.accumulation;
+        input.runAttention = stamp.attention;
         input.runOverrides = stamp.overrides();
         input.referenceMode = emulationReference && reference_ ? mode : RunMode::Dequant;
         auto outcome = std::make_shared<AskOutcome>();
@@ -431,6 +447,7 @@ void WorkbenchSession::fillMask(const QString& text, int topK)
         input.topK = topK;
         input.runMode = mode;
         input.runAccumulation = stamp.accumulation;
+        input.runAttention = stamp.attention;
         input.runOverrides = stamp.overrides();
         input.referenceMode = emulationReference && reference_ ? mode : RunMode::Dequant;
         auto outcome = std::make_shared<FillMaskOutcome>();
@@ -467,6 +484,7 @@ void WorkbenchSession::capturePoint(const QString& name)
         ForwardOptions runOptions;
         runOptions.mode = lastInput_->runMode;
         runOptions.accumulation = lastInput_->runAccumulation;
+        runOptions.attention = lastInput_->runAttention;
         runOptions.overrides = stamp.overrides(); // as the run the drill-down belongs to
         runOptions.floatWeightsFrom = floatWeightSource(reference_.get());
         runOptions.capture.names = {name.toStdString()};
@@ -474,6 +492,10 @@ void WorkbenchSession::capturePoint(const QString& name)
         referenceOptions.mode = lastInput_->referenceMode;
         referenceOptions.accumulation = lastInput_->referenceAccumulation;
         referenceOptions.overrides = {}; // the what-if is the run side's, as in compareRuns
+        referenceOptions.attention = AttentionPrecision::Float;
+        // The K/V cast points exist on both sides once the run has FP8 attention, as in compareRuns.
+        referenceOptions.attentionCastPoints = runOptions.attentionCastPoints =
+            lastInput_->runAttention != AttentionPrecision::Float;
         InferenceBackend& reference = reference_ ? *reference_ : *run_;
         auto values = std::make_shared<CapturePointValues>();
         values->stamp = stamp;
@@ -504,6 +526,7 @@ void WorkbenchSession::evaluate(const QString& squadFile, int maxSamples, double
                 options.qa.nullThreshold = static_cast<float>(nullThreshold);
             options.runMode = stamp.mode;
             options.runAccumulation = stamp.accumulation;
+            options.runAttention = stamp.attention;
             options.runOverrides = stamp.overrides();
             options.referenceMode = stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_
                 ? stamp.mode
@@ -550,6 +573,7 @@ void WorkbenchSession::sensitivity(const QString& granularity)
         // The sweep is about FP8 Linears: in Dequant mode it still sweeps the fp8 run; the FP16 twin sweeps the twin.
         options.runMode = stamp.mode == RunMode::Fp16 ? RunMode::Fp16 : RunMode::Fp8;
         options.runAccumulation = stamp.accumulation;
+        options.runAttention = stamp.attention; // FP8 attention adds an entry per layer
         options.onEntry = [self, stamp, observer](const SensitivityEntry& entry) {
             if (observer)
                 observer(entry);

@@ -44,6 +44,8 @@ struct RunStamp {
     RunMode mode = RunMode::Fp8;
     // How the run side sums FP8 products: Dl16 is the DL16 twin (fp8 and fp16 modes only).
     Accumulation accumulation = Accumulation::Float32;
+    // The run side's attention: float, or AIU FP8 attention (math_fp8's K/V casts).
+    AttentionPrecision attention = AttentionPrecision::Float;
     QString device = QStringLiteral("cpu"); // "cpu" or "runner:COMMAND"
     // The what-if of the run side (docs/ARCHITECTURE.md "Precision overrides"): Linears run in float, by exact
     // module name in layout order, and their short labels ("L3.ffn.in") in the same order. Only the
@@ -57,7 +59,8 @@ struct RunStamp {
     // "2 Linears in float: L3.ffn.in, L7.attn.out" (at most `shown` labels, then "..."); empty
     // without overrides.
     QString floatText(int shown = 3) const;
-    QString modeName() const; // "FP8", "Dequant", "FP8 + DL16": how a run is labelled on screen
+    // "FP8", "Dequant", "FP8 + DL16", "FP8, FP8 attention": how a run is labelled on screen
+    QString modeName() const;
     QString referenceText() const;
     QString deviceText() const;
     // One line for a stale banner or a chart stamp: "qa-fp8, FP8 vs qa-float, CPU" and, with
@@ -70,7 +73,7 @@ struct RunStamp {
     {
         return a.checkpoint == b.checkpoint && a.referenceKind == b.referenceKind &&
                a.referenceFolder == b.referenceFolder && a.mode == b.mode &&
-               a.accumulation == b.accumulation && a.device == b.device &&
+               a.accumulation == b.accumulation && a.attention == b.attention && a.device == b.device &&
                a.floatLinears == b.floatLinears;
     }
     friend bool operator!=(const RunStamp& a, const RunStamp& b) { return !(a == b); }
@@ -187,6 +190,10 @@ public:
     void setRunMode(RunMode mode, Accumulation accumulation = Accumulation::Float32);
     RunMode runMode() const { return runMode_; }
     Accumulation accumulation() const { return accumulation_; }
+    // The run side's attention in every later ask, mask, capture, evaluation and sweep (a sweep
+    // with FP8 attention adds its per-layer attention entries). Emits stateChanged on a change.
+    void setAttention(AttentionPrecision attention);
+    AttentionPrecision attention() const { return attention_; }
     // The what-if: these Linears run in float in every later ask, mask, capture and evaluation
     // (the sweep sets its own). Names that are not Linears of the open checkpoint are dropped; the
     // rest are kept in layout order. Emits stateChanged when the set changes, so results made with
@@ -241,6 +248,7 @@ private:
     RunStamp::Reference referenceKind_ = RunStamp::Reference::Dequant;
     RunMode runMode_ = RunMode::Fp8;
     Accumulation accumulation_ = Accumulation::Float32;
+    AttentionPrecision attention_ = AttentionPrecision::Float;
     QString device_ = QStringLiteral("cpu");
     QStringList floatLinears_, floatLabels_;
     // The checkpoint last delivered to the GUI thread (its layout names and orders the overrides).

@@ -139,6 +139,15 @@ Accumulation accumulationOption(const Arguments& args, const std::string& modeNa
     return accumulation;
 }
 
+AttentionPrecision attentionOption(const Arguments& args)
+{
+    const std::string name = args.value("attention", "float");
+    AttentionPrecision attention = AttentionPrecision::Float;
+    if (!parseAttentionPrecision(name, attention))
+        throw UsageError{"--attention must be float or fp8-aiu, not \"" + name + "\"."};
+    return attention;
+}
+
 DeviceSpec deviceOption(const Arguments& args)
 {
     if (args.values("device").size() > 1)

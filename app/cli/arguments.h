@@ -63,6 +63,8 @@ RunMode comparedRunMode(const Arguments& args);
 // --accumulate float32 (default) | dl16: how the run sums FP8 products (the DL16 twin). dl16 needs an
 // FP8 mode: with any other --mode (named modeName) it is a usage error, as is any other value.
 Accumulation accumulationOption(const Arguments& args, const std::string& modeName);
+// --attention float (the default) or fp8-aiu: AIU FP8 attention (linear_plan.h AttentionPrecision).
+AttentionPrecision attentionOption(const Arguments& args);
 // Every --device, plus one per line of --devices FILE (blank lines and # comments skipped); cpu
 // when neither is given. Several make a device pool (see core/device/backend_pool.h).
 std::vector<DeviceSpec> deviceOptions(const Arguments& args);

@@ -60,6 +60,7 @@ struct RunSelection {
     std::unique_ptr<InferenceBackend> model;
     RunMode mode = RunMode::Fp8;
     Accumulation accumulation = Accumulation::Float32; // --accumulate (qa, forward)
+    AttentionPrecision attention = AttentionPrecision::Float; // --attention (qa, forward)
     std::string modeName;
     std::string referenceDir;
     std::string note;
@@ -74,6 +75,7 @@ RunSelection selectRun(const Arguments& args, const std::string& checkpointDir)
     run.modeName = args.value("mode", "fp8");
     run.referenceDir = args.value("reference", "");
     run.accumulation = accumulationOption(args, run.modeName);
+    run.attention = attentionOption(args);
     const DeviceSpec device = deviceOption(args);
     auto open = [&](RunMode mode) -> std::unique_ptr<InferenceBackend> {
         if (device.isCpu())
@@ -112,6 +114,7 @@ void addRunFields(json& out, const RunSelection& run)
 {
     out["mode"] = run.modeName;
     out["accumulation"] = accumulationName(run.accumulation);
+    out["attention"] = attentionPrecisionName(run.attention);
     out["reference"] = run.referenceDir.empty() ? json(nullptr) : json(run.referenceDir);
     if (!run.note.empty())
         out["note"] = run.note;
@@ -190,7 +193,11 @@ int commandQa(const Arguments& args)
     const std::string context = args.required("context");
 
     RunSelection run = selectRun(args, args.positionals()[0]);
-    const QaResult result = answerQuestion(*run.model, question, context, run.mode, run.accumulation, options);
+    ForwardOptions forward;
+    forward.mode = run.mode;
+    forward.accumulation = run.accumulation;
+    forward.attention = run.attention;
+    const QaResult result = answerQuestion(*run.model, question, context, forward, options);
 
     if (args.flag("json")) {
         json answers = json::array();
@@ -214,6 +221,7 @@ int commandQa(const Arguments& args)
     if (!run.note.empty())
         std::cout << "Note: " << run.note << "\n";
     std::cout << "Mode " << (run.accumulation == Accumulation::Dl16 ? runLabel(run.mode, run.accumulation) : run.modeName)
+              << (run.attention == AttentionPrecision::Float ? "" : std::string(", attention ") + attentionPrecisionName(run.attention))
               << ", " << result.windows.size() << " window(s), forward "
               << std::fixed << std::setprecision(1) << result.elapsedMs << " ms\n";
     if (result.answers.empty())
@@ -295,11 +303,19 @@ int commandForward(const Arguments& args)
     ForwardOptions options;
     options.mode = run.mode;
     options.accumulation = run.accumulation;
+    options.attention = run.attention;
     const std::string capture = args.value("capture", "");
     if (capture == "all") {
         options.capture.all = true;
     } else if (!capture.empty()) {
-        const std::vector<std::string> points = run.model->capturePoints();
+        std::vector<std::string> points = run.model->capturePoints();
+        if (run.attention == AttentionPrecision::Fp8Aiu) // the K/V casts are points of such a run
+            for (int layer = 0; layer < static_cast<int>(run.model->config().numLayers); ++layer)
+                for (const std::string& cast : {run.model->checkpoint().layout().keyCastModule(layer),
+                                                run.model->checkpoint().layout().valueCastModule(layer)}) {
+                    points.push_back(cast + ".input");
+                    points.push_back(cast + ".output");
+                }
         const std::set<std::string> known(points.begin(), points.end());
         std::set<std::string> modules;
         for (const std::string& point : points)
@@ -321,7 +337,8 @@ int commandForward(const Arguments& args)
         tensors.push_back(makeF32Tensor(t.name, t.tensor));
     std::map<std::string, std::string> metadata = {{"mode", run.modeName}, {"checkpoint", args.positionals()[0]},
                                                    {"producer", "scalescope-cli"},
-                                                   {"accumulation", accumulationName(run.accumulation)}};
+                                                   {"accumulation", accumulationName(run.accumulation)},
+                                                   {"attention", attentionPrecisionName(run.attention)}};
     if (!run.note.empty())
         metadata["note"] = run.note;
     writeSafetensors(output, tensors, metadata);
@@ -615,6 +632,7 @@ int commandCompare(const Arguments& args)
     // --reference, dequant on the same device stands in.
     input.runMode = comparedRunMode(args);
     input.runAccumulation = accumulationOption(args, runModeName(input.runMode));
+    input.runAttention = attentionOption(args);
     std::unique_ptr<InferenceBackend> run = openBackend(deviceOption(args), Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
     std::unique_ptr<EncoderModel> reference;
     if (auto dir = args.value("reference"))
@@ -635,6 +653,10 @@ int commandCompare(const Arguments& args)
         }
         if (!comparison.outputRanges.empty())
             charts.push_back(fp16HeadroomChart(comparison));
+        if (!comparison.attentionHeadroom.empty())
+            for (ChartData chart : {attentionHeadroomChart(comparison, true), attentionHeadroomChart(comparison, false),
+                                    attentionSmallValuesChart(comparison)})
+                charts.push_back(std::move(chart));
         document["plots"] = writePlotFiles(charts, *plots, args.value("format", "png"), document, "compare", args.flag("force"));
     }
     if (args.flag("json")) {
@@ -663,12 +685,12 @@ std::vector<Command> commands()
          commandTokenize},
         {{"qa", 1, {"CKPT"},
           with({"question", "context", "top-k", "max-seq-len", "doc-stride", "max-answer-len", "null-threshold",
-                "accumulate"}, kRunOptions),
+                "accumulate", "attention"}, kRunOptions),
           {"json"}, "answer a question from a context"},
          commandQa},
         {{"fill-mask", 1, {"CKPT"}, with({"text", "top-k"}, kRunOptions), {"json"}, "predict the tokens at each mask token"},
          commandFillMask},
-        {{"forward", 1, {"CKPT"}, with({"input-ids", "token-type-ids", "capture", "output", "accumulate"}, kRunOptions), {"json", "force"},
+        {{"forward", 1, {"CKPT"}, with({"input-ids", "token-type-ids", "capture", "output", "accumulate", "attention"}, kRunOptions), {"json", "force"},
           "run a forward pass and write logits and captures to a safetensors file"},
          commandForward},
         {{"quantize", 2, {"SRC", "DST"}, {"weights", "activations", "calibration", "scale-dtype", "block", "group-size"}, {"force", "json"},
@@ -679,12 +701,12 @@ std::vector<Command> commands()
          commandInspect},
         {{"compare", 1, {"CKPT"},
           {"reference", "question", "context", "text", "input-ids", "plots", "format", "max-seq-len", "doc-stride",
-           "max-answer-len", "null-threshold", "top-k", "device", "mode", "accumulate"},
+           "max-answer-len", "null-threshold", "top-k", "device", "mode", "accumulate", "attention"},
           {"json", "force"}, "per-layer error of the FP8 run against its reference"},
          commandCompare},
         {{"evaluate", 1, {"CKPT"},
           {"squad", "reference", "max-samples", "csv", "max-seq-len", "doc-stride", "max-answer-len", "null-threshold",
-           "batch-size", "device", "devices", "mode", "accumulate"},
+           "batch-size", "device", "devices", "mode", "accumulate", "attention"},
           {"json", "force"}, "SQuAD exact match and F1 of the FP8 run and its reference"},
          commandEvaluate},
         {{"noise-floor", 1, {"CKPT"},
@@ -701,7 +723,7 @@ std::vector<Command> commands()
         {{"sensitivity", 1, {"CKPT"},
           {"reference", "question", "context", "text", "input-ids", "squad", "max-samples", "granularity", "target-sqnr",
            "target-f1-drop", "plots", "format", "max-seq-len", "doc-stride", "max-answer-len", "null-threshold", "top-k",
-           "device", "mode", "accumulate"},
+           "device", "mode", "accumulate", "attention"},
           {"json", "force"}, "which Linear (or layer) breaks the answer: each kept float alone and in FP8 alone, ranked"},
          commandSensitivity},
         {{"keep-float", 2, {"CKPT", "DST"},

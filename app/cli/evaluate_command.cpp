@@ -220,6 +220,7 @@ int commandEvaluate(const Arguments& args)
     options.maxSamples = static_cast<std::size_t>(args.intValue("max-samples", 0, 0, kMaxSamples));
     options.runMode = comparedRunMode(args);
     options.runAccumulation = accumulationOption(args, runModeName(options.runMode));
+    options.runAttention = attentionOption(args);
 
     // Refuse what would fail at the end before spending the evaluation's time.
     if (!csvPath.empty())

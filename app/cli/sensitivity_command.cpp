@@ -73,6 +73,7 @@ json sensitivityJson(const SensitivityResult& r)
                       {"label", e.label},
                       {"rank", e.rank},
                       {"linears", e.linears},
+                      {"fp8_attention", e.fp8Attention},
                       {"float_one", sensitivityMetricsJson(e.floatOne, r.inputKind)},
                       {"fp8_one", sensitivityMetricsJson(e.fp8One, r.inputKind)},
                       {"sqnr_gain_db", finiteOrNull(e.floatOne.sqnrDb - r.baseline.sqnrDb)},
@@ -111,6 +112,7 @@ json sensitivityJson(const SensitivityResult& r)
                      {"suggested_tied", r.suggestedTied},
                      {"mode", runModeName(r.runMode)},
                      {"accumulation", accumulationName(r.runAccumulation)},
+                     {"attention", attentionPrecisionName(r.runAttention)},
                      {"spread", {{"estimated", r.spread.estimated},
                                  {"db", r.spread.estimated ? json(r.spread.db) : json(nullptr)},
                                  {"f1_points", r.inputKind == "squad" ? json(r.spread.f1Points) : json(nullptr)},
@@ -195,6 +197,7 @@ int commandSensitivity(const Arguments& args)
         options.targetF1Drop = *t;
     options.runMode = comparedRunMode(args);
     options.runAccumulation = accumulationOption(args, runModeName(options.runMode));
+    options.runAttention = attentionOption(args);
     input.maxSamples = static_cast<std::size_t>(args.intValue("max-samples", 0, 0, 100'000'000));
     if (args.has("format") && !args.has("plots"))
         throw UsageError{"--format applies only with --plots."};

@@ -16,6 +16,7 @@
 #include "engine/activation_kernels.h"
 #include "engine/encoder_weights.h"
 #include "engine/float_gemm.h"
+#include "numerics/attention_fp8.h"
 #include "numerics/dl16.h"
 #include "numerics/half.h"
 
@@ -448,9 +449,23 @@ struct EncoderGraph::Impl {
         const int64_t heads = c.numHeads, headDim = hidden / heads;
         auto splitHeads = [&](const at::Tensor& t) { return t.view({batch, seq, heads, headDim}).transpose(1, 2); };
         const auto qkv = runQkv(layer, h, context);
-        const at::Tensor q = splitHeads(qkv[0]), k = splitHeads(qkv[1]), v = splitHeads(qkv[2]);
-        const at::Tensor scores =
-            context.stored(headsMatmul(q, k, /*transposeB=*/true) * (1.0 / std::sqrt(double(headDim)))) + keyMask;
+        const bool fp8Attention = attentionRunsFp8(layout(), index, context.options.attention, context.options.overrides);
+        at::Tensor key = qkv[1], value = qkv[2];
+        if (fp8Attention || context.options.attentionCastPoints) {
+            key = castForAttention(index, /*isKey=*/true, key, fp8Attention, context);
+            value = castForAttention(index, /*isKey=*/false, value, fp8Attention, context);
+        }
+        const at::Tensor q = splitHeads(qkv[0]), k = splitHeads(key), v = splitHeads(value);
+        at::Tensor scores;
+        if (fp8Attention) {
+            // math_fp8 (fms_mo aiu_addons/fp8/fp8_attn.py at 308643fb) multiplies Q and the
+            // dequantized K each by sqrt(1 / sqrt(head_dim)) in the activation dtype before their product.
+            const float rootScale = static_cast<float>(std::sqrt(1.0 / std::sqrt(double(headDim))));
+            scores = context.stored(headsMatmul(context.stored(q * rootScale), context.stored(k * rootScale),
+                                                /*transposeB=*/true)) + keyMask;
+        } else {
+            scores = context.stored(headsMatmul(q, k, /*transposeB=*/true) * (1.0 / std::sqrt(double(headDim)))) + keyMask;
+        }
         const at::Tensor probabilities = context.stored(at::softmax(scores, -1));
         const at::Tensor attended =
             context.stored(headsMatmul(probabilities, v, /*transposeB=*/false)).transpose(1, 2).reshape({batch, seq, hidden});
@@ -466,6 +481,47 @@ struct EncoderGraph::Impl {
                                                        layer.outputNormWeight, layer.outputNormBias, c.layerNormEps));
         context.output(layout().layerOutput(index), layout().layerModule(index), out);
         return out;
+    }
+
+    // A layer's K or V ([batch, seq, hidden]) as AIU FP8 attention stores it (numerics/attention_fp8.h):
+    // cast to E4M3 with one scale per sequence and dequantized, rounded to half in fp16 mode, with
+    // the cast's record; unchanged where the layer's attention stays float (`cast` false). Its
+    // input and output are capture points either way.
+    at::Tensor castForAttention(int index, bool isKey, const at::Tensor& x, bool cast, ForwardContext& context) const
+    {
+        const std::string module = isKey ? layout().keyCastModule(index) : layout().valueCastModule(index);
+        context.capture(module + ".input", module, x);
+        if (!cast) {
+            context.capture(module + ".output", module, x);
+            return x;
+        }
+        const at::Tensor input = x.contiguous();
+        const int64_t batch = input.size(0), seq = input.size(1), hidden = input.size(2);
+        const int64_t heads = config().numHeads;
+        at::Tensor output = at::empty_like(input);
+        AttentionCastRecord record;
+        record.module = module;
+        record.layer = index;
+        record.key = isKey;
+        record.range = isKey ? attention_fp8::kKeyRange : attention_fp8::kValueRange;
+        record.heads = heads;
+        const bool realRowsKnown = context.realRows.size() == static_cast<std::size_t>(batch * seq);
+        for (int64_t b = 0; b < batch; ++b) {
+            const int64_t offset = b * seq * hidden;
+            const attention_fp8::SequenceCast sequence = attention_fp8::castSequence(
+                input.data_ptr<float>() + offset, output.data_ptr<float>() + offset, seq, hidden, heads,
+                realRowsKnown ? context.realRows.data() + b * seq : nullptr, record.range,
+                context.options.mode == RunMode::Fp16);
+            record.scales.push_back(sequence.scale);
+            record.headAmax.insert(record.headAmax.end(), sequence.headAmax.begin(), sequence.headAmax.end());
+            record.values.insert(record.values.end(), sequence.values.begin(), sequence.values.end());
+            record.zeros.insert(record.zeros.end(), sequence.zeros.begin(), sequence.zeros.end());
+            record.subnormals.insert(record.subnormals.end(), sequence.subnormals.begin(), sequence.subnormals.end());
+        }
+        context.result.attentionCasts.push_back(std::move(record));
+        output = context.stored(output); // (decode * scale).to(activation dtype)
+        context.capture(module + ".output", module, output);
+        return output;
     }
 
     void runHead(const at::Tensor& h, const EncoderInputs& inputs, ForwardContext& context) const

@@ -280,8 +280,19 @@ int EncoderLayout::layerOf(const std::string& name) const
 
 std::string EncoderLayout::shortLabel(const std::string& module) const
 {
-    const LayoutLinear* linear = findLinear(module);
-    return linear ? linear->shortLabel : module;
+    if (const LayoutLinear* linear = findLinear(module))
+        return linear->shortLabel;
+    const int layer = layerOf(module);
+    if (layer < 0 || layer >= numLayers_)
+        return module;
+    const std::string label = "L" + std::to_string(layer);
+    if (module == keyCastModule(layer))
+        return label + ".k.fp8";
+    if (module == valueCastModule(layer))
+        return label + ".v.fp8";
+    if (module == fp8AttentionUnit(layer))
+        return label + ".attn.fp8";
+    return module;
 }
 
 namespace {
@@ -320,6 +331,12 @@ std::string EncoderLayout::describeModule(const std::string& module) const
             words = "layer " + number + " self-attention (scores, probabilities, context)";
         else if (module == attentionBlockModule(layer))
             words = "layer " + number + " attention block output (after its LayerNorm)";
+        else if (module == keyCastModule(layer))
+            words = "layer " + number + " K cast to FP8 (AIU attention)";
+        else if (module == valueCastModule(layer))
+            words = "layer " + number + " V cast to FP8 (AIU attention)";
+        else if (module == fp8AttentionUnit(layer))
+            words = "the attention of layer " + number + " in FP8";
     }
     return words.empty() ? module : words + " (" + module + ")";
 }
@@ -330,6 +347,15 @@ std::string EncoderLayout::layerModule(int layer) const { return layerPrefix_ + 
 std::string EncoderLayout::layerOutput(int layer) const { return layerModule(layer) + ".output"; }
 std::string EncoderLayout::attentionModule(int layer) const { return layerModule(layer) + ".attention.self"; }
 std::string EncoderLayout::attentionBlockModule(int layer) const { return layerModule(layer) + ".attention.output"; }
+std::string EncoderLayout::keyCastModule(int layer) const { return attentionModule(layer) + ".key_fp8"; }
+std::string EncoderLayout::valueCastModule(int layer) const { return attentionModule(layer) + ".value_fp8"; }
+std::string EncoderLayout::fp8AttentionUnit(int layer) const { return attentionModule(layer) + ".math_fp8"; }
+
+int EncoderLayout::fp8AttentionLayer(const std::string& name) const
+{
+    const int layer = layerOf(name);
+    return layer >= 0 && layer < numLayers_ && name == fp8AttentionUnit(layer) ? layer : -1;
+}
 
 std::string EncoderLayout::outputModuleLabel(const std::string& module) const
 {

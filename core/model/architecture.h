@@ -146,7 +146,8 @@ public:
     const std::vector<std::string>& capturePoints() const { return capturePoints_; }
     // The encoder layer a module or capture point belongs to, -1 for embeddings and head.
     int layerOf(const std::string& name) const;
-    // "L3.ffn.in" for an encoder Linear; other names unchanged.
+    // "L3.ffn.in" for an encoder Linear, "L3.k.fp8"/"L3.v.fp8" for the K/V casts, "L3.attn.fp8" for
+    // an FP8 attention unit; other names unchanged.
     std::string shortLabel(const std::string& module) const;
     // Words for a module in a sentence: "layer 7 FFN output (roberta.encoder.layer.7.output.dense)",
     // "the embeddings output (roberta.embeddings)", "layer 3 output (roberta.encoder.layer.3)"; other
@@ -161,6 +162,15 @@ public:
     // after scores and probabilities) and the attention block (the LayerNorm after the residual).
     std::string attentionModule(int layer) const;      // roberta.encoder.layer.3.attention.self
     std::string attentionBlockModule(int layer) const; // roberta.encoder.layer.3.attention.output
+    // AIU FP8 attention (docs/ARCHITECTURE.md "Run modes"), a run option: the casts of K and V to
+    // E4M3, whose ".input" (before) and ".output" (dequantized, after) are capture points only in a
+    // forward that asks for them (ForwardOptions::attention), and the layer's FP8 attention as one
+    // what-if unit: a precision override and a sensitivity-sweep entry.
+    std::string keyCastModule(int layer) const;    // roberta.encoder.layer.3.attention.self.key_fp8
+    std::string valueCastModule(int layer) const;  // roberta.encoder.layer.3.attention.self.value_fp8
+    std::string fp8AttentionUnit(int layer) const; // roberta.encoder.layer.3.attention.self.math_fp8
+    // The layer of an FP8 attention unit's name, -1 for any other name.
+    int fp8AttentionLayer(const std::string& name) const;
 
     // Every module whose output a forward checks for inf/NaN and against float16's range, in
     // execution order: the embeddings, per layer q, k, v, the self-attention, the attention output

@@ -57,6 +57,14 @@ struct ForwardOptions {
     // How FP8 x FP8 products are summed (linear_plan.h): Dl16 is the DL16 twin, with fp8 or fp16
     // only (accumulationProblem); a backend throws that sentence for dequant.
     Accumulation accumulation = Accumulation::Float32;
+    // AIU FP8 attention (linear_plan.h attentionRunsFp8: the option, then the overrides per layer).
+    // Where it runs, the K and V casts are capture points (EncoderLayout::keyCastModule) and
+    // ForwardResult::attentionCasts records them. Honoured in-process; a runner refuses it.
+    AttentionPrecision attention = AttentionPrecision::Float;
+    // Record the K/V cast capture points in every layer even where attention stays float (there
+    // ".output" equals ".input"): the reference of a comparison with an FP8-attention run, so the
+    // two sides record the same points.
+    bool attentionCastPoints = false;
     PrecisionOverrides overrides;
     CaptureRequest capture;
     bool activationStatistics = false;
@@ -106,6 +114,21 @@ struct ModuleOutputRange {
     int64_t elements = 0;
 };
 
+// One layer's K or V cast to FP8 in one forward (AIU FP8 attention, numerics/attention_fp8.h), per
+// sequence of the batch: what the headroom view (analysis/attention_headroom.h) summarises.
+struct AttentionCastRecord {
+    std::string module;           // EncoderLayout::keyCastModule or valueCastModule
+    int layer = -1;
+    bool key = true;              // K (range 200) or V (range 100)
+    float range = 0;
+    int64_t heads = 0;
+    std::vector<float> scales;    // per sequence
+    // [sequence * heads + head], over the sequence's real tokens: max |x|, values, values cast to 0
+    // (x != 0), values cast to an E4M3 subnormal.
+    std::vector<float> headAmax;
+    std::vector<int64_t> values, zeros, subnormals;
+};
+
 struct ForwardResult {
     // QA: "start_logits", "end_logits" [batch, seq]; MaskedLM: "logits".
     std::vector<NamedTensor> outputs;
@@ -123,6 +146,8 @@ struct ForwardResult {
     // ForwardOptions::recordLayerInputs: numLayers + 1 tensors [batch, seq, hidden] (those before a
     // resumed run's startLayer stay empty).
     std::vector<FloatTensor> layerInputs;
+    // Every K/V cast of a forward with FP8 attention, in execution order (K then V per layer).
+    std::vector<AttentionCastRecord> attentionCasts;
     double elapsedMs = 0;
 
     // The first module whose output was not finite, or "" when every output was finite.

@@ -245,8 +245,10 @@ const GroupMatch* LinearPlan::groupMatch(const std::string& module) const
 void validateOverrides(const PrecisionOverrides& overrides, const EncoderLayout& layout)
 {
     for (const auto& [module, precision] : overrides.modules)
-        if (!layout.findLinear(module))
-            throw Error("The precision override names '" + module + "', which is not a Linear of this model.");
+        if (!layout.findLinear(module) && layout.fp8AttentionLayer(module) < 0)
+            throw Error("The precision override names '" + module +
+                        "', which is neither a Linear of this model nor a layer's FP8 attention (" +
+                        layout.fp8AttentionUnit(0) + ").");
 }
 
 bool quantizesActivations(const LinearInfo& linear, RunMode mode, const PrecisionOverrides& overrides)
@@ -257,6 +259,30 @@ bool quantizesActivations(const LinearInfo& linear, RunMode mode, const Precisio
     if (it != overrides.modules.end())
         return it->second == Precision::Fp8;
     return runsFp8(mode) && !overrides.othersFloat;
+}
+
+const char* attentionPrecisionName(AttentionPrecision attention)
+{
+    return attention == AttentionPrecision::Fp8Aiu ? "fp8-aiu" : "float";
+}
+
+bool parseAttentionPrecision(const std::string& name, AttentionPrecision& attention)
+{
+    for (AttentionPrecision candidate : {AttentionPrecision::Float, AttentionPrecision::Fp8Aiu})
+        if (name == attentionPrecisionName(candidate)) {
+            attention = candidate;
+            return true;
+        }
+    return false;
+}
+
+bool attentionRunsFp8(const EncoderLayout& layout, int layer, AttentionPrecision attention,
+                      const PrecisionOverrides& overrides)
+{
+    const auto it = overrides.modules.find(layout.fp8AttentionUnit(layer));
+    if (it != overrides.modules.end())
+        return it->second == Precision::Fp8;
+    return attention == AttentionPrecision::Fp8Aiu && !overrides.othersFloat;
 }
 
 } // namespace scalescope

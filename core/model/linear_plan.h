@@ -118,9 +118,23 @@ private:
     std::vector<std::string> problems_;
 };
 
-// Throws naming the first overridden name that is not a Linear of the layout.
+// Throws naming the first overridden name that is neither a Linear of the layout nor a layer's
+// FP8 attention unit (EncoderLayout::fp8AttentionUnit).
 void validateOverrides(const PrecisionOverrides& overrides, const EncoderLayout& layout);
 // Whether this Linear quantizes its input in a forward of `mode` with these overrides.
 bool quantizesActivations(const LinearInfo& linear, RunMode mode, const PrecisionOverrides& overrides);
+
+// How attention treats K and V (docs/ARCHITECTURE.md "Run modes", AIU FP8 attention): in the run's
+// float dtype, or as fms_mo's math_fp8 does it (numerics/attention_fp8.h: K and V cast to E4M3 with
+// one scale per sequence from fixed ranges, Q float). A run option, not a property of the checkpoint.
+enum class AttentionPrecision { Float, Fp8Aiu };
+const char* attentionPrecisionName(AttentionPrecision attention); // "float", "fp8-aiu"
+// The option of that name; false for any other text.
+bool parseAttentionPrecision(const std::string& name, AttentionPrecision& attention);
+// Whether a layer's attention runs FP8 in a forward with this option and these overrides. An
+// override on the layer's FP8 attention unit decides (Fp8: FP8 even in an all-float run); else
+// `othersFloat` ("fp8-only") keeps it float; else the option.
+bool attentionRunsFp8(const EncoderLayout& layout, int layer, AttentionPrecision attention,
+                      const PrecisionOverrides& overrides);
 
 } // namespace scalescope

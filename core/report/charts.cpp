@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "analysis/verdict.h"
+#include "numerics/attention_fp8.h"
 #include "numerics/half.h"
 #include "tasks/sensitivity_words.h"
 
@@ -359,6 +360,57 @@ ChartData fp16HeadroomChart(const ComparisonResult& comparison)
         chart.title += " (inf drawn at 131,072)";
     chart.series = {within, over};
     chart.horizontalMarkers = {{double(half::kHalfMax), "fp16 max 65,504"}};
+    return chart;
+}
+
+ChartData attentionHeadroomChart(const ComparisonResult& comparison, bool key)
+{
+    ChartData chart;
+    chart.id = key ? "attention_headroom_k" : "attention_headroom_v";
+    const double range = key ? double(attention_fp8::kKeyRange) : double(attention_fp8::kValueRange);
+    chart.title = std::string(key ? "K" : "V") + " in FP8: largest E4M3 magnitude per head (median over sequences; "
+                  "the scale gives the sequence's largest " + std::to_string(int(range)) + ", E4M3 reaches 448)";
+    chart.xLabel = "head";
+    chart.yLabel = "layer";
+    ChartSeries cells{"top_median", SeriesStyle::Cells, {}, {}, {}, "", {}};
+    for (const CastHeadroom& cast : comparison.attentionHeadroom) {
+        if (cast.key != key)
+            continue;
+        for (const HeadHeadroom& head : cast.heads) {
+            cells.x.push_back(double(head.head));
+            cells.y.push_back(double(cast.layer));
+            cells.z.push_back(head.topMedian);
+        }
+    }
+    chart.series = {cells};
+    return chart;
+}
+
+ChartData attentionSmallValuesChart(const ComparisonResult& comparison)
+{
+    ChartData chart;
+    chart.id = "attention_small_values";
+    chart.title = "K and V in FP8: values rounded to zero or to a subnormal";
+    chart.xLabel = "layer and tensor";
+    chart.yLabel = "share of values (%)";
+    ChartSeries zero{"rounded to zero", SeriesStyle::Bars, {}, {}, {}, "#D55E00"};
+    ChartSeries subnormal{"subnormal", SeriesStyle::Bars, {}, {}, {}, "#E69F00"};
+    for (const CastHeadroom& cast : comparison.attentionHeadroom) {
+        int64_t values = 0, zeros = 0, subnormals = 0;
+        for (const HeadHeadroom& head : cast.heads) {
+            values += head.values;
+            zeros += head.zeros;
+            subnormals += head.subnormals;
+        }
+        const double x = double(chart.categories.size());
+        chart.categories.push_back("L" + std::to_string(cast.layer) + (cast.key ? ".k" : ".v"));
+        const double n = values > 0 ? double(values) : 1.0;
+        zero.x.push_back(x);
+        zero.y.push_back(100.0 * double(zeros) / n);
+        subnormal.x.push_back(x);
+        subnormal.y.push_back(100.0 * double(subnormals) / n);
+    }
+    chart.series = {zero, subnormal};
     return chart;
 }
 

@@ -34,6 +34,12 @@ ChartData activationScaleChart(const ComparisonResult& comparison, bool scalesAr
 // fp16 headroom: max |output| of every module on a log axis with fp16's largest value (65,504) as a
 // line, bars red where they pass it (an inf output is drawn at 2^17 and the title says so).
 ChartData fp16HeadroomChart(const ComparisonResult& comparison);
+// AIU FP8 attention (comparison.attentionHeadroom): per layer (rows) and head (columns), the largest
+// E4M3 magnitude the head's K (key) or V values reach under the sequence's shared scale, median over
+// the sequences, on a log colour scale (the range is 200 for K, 100 for V; E4M3 reaches 448).
+ChartData attentionHeadroomChart(const ComparisonResult& comparison, bool key);
+// Per layer's K and V: the share of values FP8 rounds to zero and to a subnormal (all heads).
+ChartData attentionSmallValuesChart(const ComparisonResult& comparison);
 
 // Drill-down of one capture point: histogram of (run - reference), and reference vs run values
 // (subsampled evenly to at most maxPoints).

@@ -5,6 +5,7 @@
 #include "analysis/consumers.h"
 #include "common/text_files.h"
 #include "model/quantization_config.h"
+#include "numerics/fp8.h"
 #include "numerics/half.h"
 
 namespace scalescope {
@@ -208,11 +209,42 @@ json headroomJson(const std::vector<ModuleOutputRange>& ranges)
     return out;
 }
 
+// Per cast (layer, K or V) and head: how much of E4M3 the shared per-sequence scale leaves each head.
+json attentionHeadroomJson(const std::vector<CastHeadroom>& casts)
+{
+    json out = json::array();
+    for (const CastHeadroom& cast : casts) {
+        json heads = json::array();
+        for (const HeadHeadroom& head : cast.heads)
+            heads.push_back({{"head", head.head},
+                             {"top_median", head.topMedian},
+                             {"top_min", head.topMin},
+                             {"range_used_median", head.topMedian / double(fp8::kE4M3Max)},
+                             {"unused_binades", finiteOrNull(head.unusedBinades)},
+                             {"sets_scale", head.setsScale},
+                             {"values", head.values},
+                             {"zero_share", head.zeroShare()},
+                             {"subnormal_share", head.subnormalShare()}});
+        out.push_back({{"module", cast.module},
+                       {"layer", cast.layer},
+                       {"tensor", cast.key ? "key" : "value"},
+                       {"range", cast.range},
+                       {"sequences", cast.sequences},
+                       {"scale_median", cast.scaleMedian},
+                       {"tightest_head", cast.tightestHead()},
+                       {"heads", heads}});
+    }
+    return out;
+}
+
 json comparisonJson(const ComparisonResult& c)
 {
     json out;
     out["run"] = c.runLabel;
     out["accumulation"] = accumulationName(c.runAccumulation);
+    out["attention"] = attentionPrecisionName(c.runAttention);
+    if (!c.attentionHeadroom.empty())
+        out["attention_headroom"] = attentionHeadroomJson(c.attentionHeadroom);
     out["reference"] = c.referenceLabel;
     out["reference_is_stand_in"] = c.referenceIsStandIn;
     if (c.referenceIsStandIn)
@@ -367,6 +399,7 @@ json evaluationJson(const EvaluationResult& r, const std::string& checkpointDir,
     json run = squadScoresJson(r.runScores);
     run["label"] = r.runLabel;
     run["accumulation"] = accumulationName(r.runAccumulation);
+    run["attention"] = attentionPrecisionName(r.runAttention);
     run["checkpoint"] = checkpointDir;
     json reference = squadScoresJson(r.referenceScores);
     reference["label"] = r.referenceLabel;

@@ -16,6 +16,15 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
 QaResult answerQuestion(InferenceBackend& model, const std::string& question, const std::string& context, RunMode mode,
                         Accumulation accumulation, const QaOptions& options, const Progress& progress)
 {
+    ForwardOptions run;
+    run.mode = mode;
+    run.accumulation = accumulation;
+    return answerQuestion(model, question, context, run, options, progress);
+}
+
+QaResult answerQuestion(InferenceBackend& model, const std::string& question, const std::string& context,
+                        const ForwardOptions& run, const QaOptions& options, const Progress& progress)
+{
     const ModelConfig& config = model.config();
     if (!model.checkpoint().layout().isQuestionAnswering())
         throw Error(wrongHeadSentence("Question answering needs", HeadKind::QuestionAnswering,
@@ -40,8 +49,9 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
     // for very long contexts.
     constexpr std::size_t kWindowsPerBatch = 8;
     ForwardOptions forwardOptions;
-    forwardOptions.mode = mode;
-    forwardOptions.accumulation = accumulation;
+    forwardOptions.mode = run.mode;
+    forwardOptions.accumulation = run.accumulation;
+    forwardOptions.attention = run.attention;
     for (std::size_t first = 0; first < result.windows.size(); first += kWindowsPerBatch) {
         progress.throwIfCancelled();
         const std::size_t last = std::min(result.windows.size(), first + kWindowsPerBatch);
@@ -63,7 +73,7 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
         progress.report(double(last) / double(result.windows.size()), "Answering");
     }
     if (!result.nonFinite.empty())
-        throw Error("The " + runLabel(mode, accumulation) + " run of " + model.checkpoint().directory() +
+        throw Error("The " + runLabel(run.mode, run.accumulation) + " run of " + model.checkpoint().directory() +
                     " has no answer to rank: " + describeNonFinite(result.nonFinite) +
                     "; `scalescope-cli forward --json` lists every module.");
     result.answers = postprocessQa(result.windows, result.startLogits, result.endLogits, context, options);

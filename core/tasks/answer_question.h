@@ -24,5 +24,9 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
 // The same with the FP8 products summed as `accumulation` says (the DL16 twin: Accumulation::Dl16).
 QaResult answerQuestion(InferenceBackend& model, const std::string& question, const std::string& context, RunMode mode,
                         Accumulation accumulation, const QaOptions& options, const Progress& progress = {});
+// The same with the run settings of `run` (mode, accumulation, attention; its captures, overrides
+// and callbacks are not used).
+QaResult answerQuestion(InferenceBackend& model, const std::string& question, const std::string& context,
+                        const ForwardOptions& run, const QaOptions& options, const Progress& progress = {});
 
 } // namespace scalescope

@@ -381,6 +381,7 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
     ForwardOptions runOptions;
     runOptions.mode = input.runMode;
     runOptions.accumulation = input.runAccumulation;
+    runOptions.attention = input.runAttention;
     runOptions.overrides = input.runOverrides;
     runOptions.floatWeightsFrom = floatWeightSource(reference);
     runOptions.capture.all = true;
@@ -389,6 +390,11 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
     referenceOptions.mode = input.referenceMode;
     referenceOptions.accumulation = input.referenceAccumulation;
     referenceOptions.capture.all = true;
+    // Both sides record the K/V cast points in every layer once any layer runs FP8 attention.
+    result.runAttention = input.runAttention;
+    for (int layer = 0; layer < static_cast<int>(run.config().numLayers); ++layer)
+        if (attentionRunsFp8(layout, layer, input.runAttention, input.runOverrides))
+            runOptions.attentionCastPoints = referenceOptions.attentionCastPoints = true;
 
     // The reference's capture points are kept, one copy per distinct tensor; the run is measured
     // against them point by point as it computes, so its captures are never copied or kept.
@@ -410,6 +416,7 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
     if (measurement.next != stored.points.size())
         throw Error("The run and the reference recorded different capture points.");
     result.activations = std::move(runResult.activationStatistics);
+    result.attentionHeadroom = summarizeAttentionHeadroom(runResult.attentionCasts);
     result.findings = diagnoseActivations(result.activations, run.linears());
     result.outputRanges = std::move(runResult.outputRanges);
     for (const ModuleOutputRange& range : result.outputRanges)

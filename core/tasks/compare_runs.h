@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/attention_headroom.h"
 #include "analysis/comparison.h"
 #include "analysis/diagnostics.h"
 #include "model/inference_backend.h"
@@ -34,6 +35,9 @@ struct ComparisonInput {
     // How each side sums its FP8 products (the DL16 twin: Accumulation::Dl16, fp8 or fp16 modes only).
     Accumulation runAccumulation = Accumulation::Float32;
     Accumulation referenceAccumulation = Accumulation::Float32;
+    // The run side's attention: float, or AIU FP8 attention (fp8-aiu). The reference keeps float
+    // attention and records the same K/V cast points.
+    AttentionPrecision runAttention = AttentionPrecision::Float;
     // Per-Linear what-if precision of the run side (docs/ARCHITECTURE.md "Precision overrides").
     PrecisionOverrides runOverrides;
     // The text is a fill-mask request: the model must be a masked LM and the text hold a mask token
@@ -76,6 +80,10 @@ struct FillMaskAgreement {
 struct ComparisonResult {
     std::string runLabel;          // "fp8", "fp16", "fp8+dl16" (runLabel of linear_plan.h)
     Accumulation runAccumulation = Accumulation::Float32; // how the run side summed its FP8 products
+    AttentionPrecision runAttention = AttentionPrecision::Float;
+    // With FP8 attention in some layer: per layer, K and V, and head, how much of E4M3 the shared
+    // per-sequence scale leaves each head (empty otherwise).
+    std::vector<CastHeadroom> attentionHeadroom;
     std::string referenceLabel;    // "reference (DIR)" or "dequant"
     bool referenceIsStandIn = false;
     std::vector<CapturePointMetrics> points; // execution order

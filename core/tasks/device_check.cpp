@@ -91,6 +91,8 @@ std::string runSignature(const CheckRun& run, const std::string& floatWeightsHas
     for (const auto& [module, precision] : run.options.overrides.modules)
         signature += ";" + module + "=" + (precision == Precision::Float ? "float" : "fp8");
     signature += ";float_weights=" + floatWeightsHash;
+    if (run.options.attention != AttentionPrecision::Float) // absent for float: older cache keys stay valid
+        signature += std::string(";attention=") + attentionPrecisionName(run.options.attention);
     return signature;
 }
 

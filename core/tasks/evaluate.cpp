@@ -205,6 +205,7 @@ public:
             ForwardOptions runOptions;
             runOptions.mode = options_.runMode;
             runOptions.accumulation = options_.runAccumulation;
+            runOptions.attention = options_.runAttention;
             runOptions.overrides = options_.runOverrides;
             runOptions.floatWeightsFrom = &reference_ == &run_ ? nullptr : floatWeightSource(&reference_);
             ForwardOptions referenceOptions;
@@ -405,6 +406,7 @@ void compareDisagreements(InferenceBackend& run, InferenceBackend* reference, co
             input.runOverrides = options.runOverrides;
             input.referenceMode = options.referenceMode;
             input.runAccumulation = options.runAccumulation;
+            input.runAttention = options.runAttention;
             input.referenceAccumulation = options.referenceAccumulation;
             const ComparisonResult comparison = compareRuns(run, reference, input, comparisonProgress);
             for (const CapturePointMetrics& point : comparison.points)
@@ -493,6 +495,7 @@ EvaluationResult evaluateSquad(InferenceBackend& run, InferenceBackend* referenc
     result.squadV2 = dataset.isV2;
     result.runLabel = runLabel(options.runMode, options.runAccumulation);
     result.runAccumulation = options.runAccumulation;
+    result.runAttention = options.runAttention;
     result.referenceIsStandIn = reference == nullptr;
     result.referenceLabel = reference ? "reference (" + reference->checkpoint().directory() + ")" : "dequant";
     if (!reference)

@@ -123,6 +123,8 @@ struct EvaluationOptions {
     // How each side sums its FP8 products (the DL16 twin: Accumulation::Dl16, fp8 or fp16 modes only).
     Accumulation runAccumulation = Accumulation::Float32;
     Accumulation referenceAccumulation = Accumulation::Float32;
+    // The run side's attention (AIU FP8 attention: fp8-aiu); the reference keeps float attention.
+    AttentionPrecision runAttention = AttentionPrecision::Float;
     // Per-Linear what-if precision of the run side (docs/ARCHITECTURE.md "Precision overrides").
     PrecisionOverrides runOverrides;
 };
@@ -133,6 +135,7 @@ struct EvaluationResult {
     bool squadV2 = false;
     std::string runLabel;                   // "fp8", "dequant", "fp16", "fp8+dl16": runLabel(runMode, runAccumulation)
     Accumulation runAccumulation = Accumulation::Float32; // how the run side summed its FP8 products
+    AttentionPrecision runAttention = AttentionPrecision::Float;
     std::string referenceLabel;             // "reference (DIR)" or "dequant"
     bool referenceIsStandIn = false;
     std::string note;                       // says so when dequant stands in for the reference

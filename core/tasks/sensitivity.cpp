@@ -93,8 +93,9 @@ class Sweep {
 public:
     // reference: the float checkpoint's model, or `run` itself standing in (dequant).
     Sweep(InferenceBackend& run, InferenceBackend& reference, RunMode mode, Accumulation accumulation,
-          const Progress& progress, SensitivityResult& result)
-        : run_(run), reference_(reference), mode_(mode), accumulation_(accumulation), progress_(progress), result_(result),
+          AttentionPrecision attention, const Progress& progress, SensitivityResult& result)
+        : run_(run), reference_(reference), mode_(mode), accumulation_(accumulation), attention_(attention),
+          progress_(progress), result_(result),
           floatWeights_(&reference == &run ? nullptr : floatWeightSource(&reference))
     {
     }
@@ -166,6 +167,7 @@ private:
             ForwardOptions options;
             options.mode = mode_;
             options.accumulation = accumulation_;
+            options.attention = attention_;
             options.overrides = overrides;
             options.floatWeightsFrom = floatWeights_; // kept float means the reference's weights
             if (baseline && i == 0)
@@ -190,6 +192,7 @@ private:
     InferenceBackend& reference_;
     RunMode mode_;
     Accumulation accumulation_;
+    AttentionPrecision attention_;
     const Progress& progress_;
     SensitivityResult& result_;
     const Checkpoint* floatWeights_;
@@ -380,10 +383,36 @@ std::vector<SensitivityEntry> runtimeUnitEntries(const InferenceBackend& run)
     return units;
 }
 
-std::vector<SensitivityEntry> sweepUnits(const InferenceBackend& run, const std::string& granularity)
+// With AIU FP8 attention, one more entry per layer: "the attention of layer N in FP8" (its K/V casts),
+// after the layer's other entries. It is measured and ranked like any unit; being a run option, not
+// something a checkpoint stores, it is never part of a keep-float suggestion.
+void addFp8AttentionUnits(const InferenceBackend& run, std::vector<SensitivityEntry>& units)
+{
+    const EncoderLayout& layout = run.checkpoint().layout();
+    for (int layer = static_cast<int>(run.config().numLayers) - 1; layer >= 0; --layer) {
+        SensitivityEntry entry;
+        entry.module = layout.fp8AttentionUnit(layer);
+        entry.label = layout.shortLabel(entry.module);
+        entry.linears = {entry.module}; // the override that runs it float (or alone in FP8)
+        entry.fp8Attention = true;
+        auto after = std::find_if(units.rbegin(), units.rend(),
+                                  [&](const SensitivityEntry& u) { return layout.layerOf(u.module) == layer; });
+        auto before = std::find_if(units.begin(), units.end(), [&](const SensitivityEntry& u) {
+            const int of = layout.layerOf(u.module);
+            return of < 0 || of > layer;
+        });
+        units.insert(after != units.rend() ? after.base() : before, std::move(entry));
+    }
+}
+
+
+std::vector<SensitivityEntry> sweepUnits(const InferenceBackend& run, const std::string& granularity,
+                                         AttentionPrecision attention)
 {
     std::vector<SensitivityEntry> units =
         granularity == "unit" ? runtimeUnitEntries(run) : linearOrLayerUnits(run, granularity == "layer");
+    if (attention == AttentionPrecision::Fp8Aiu)
+        addFp8AttentionUnits(run, units);
     if (units.empty())
         throw Error(run.checkpoint().directory() + " has no quantized Linear, so there is nothing to sweep.");
     return units;
@@ -599,9 +628,15 @@ std::string tiesNote(const SensitivityResult& result, const std::vector<std::pai
 // candidate verified by a run. A tie group is added whole, never in part: its entries are within
 // the spread of each other, so any order among them is noise and picking some of them would be a
 // guess dressed as a finding.
-void suggest(Sweep& sweep, SensitivityResult& result, const Target& target,
+void suggest(Sweep& sweep, const InferenceBackend& run, SensitivityResult& result, const Target& target,
              const std::vector<std::pair<std::size_t, std::size_t>>& groups)
 {
+    // FP8 attention entries rank with the rest but are no part of a checkpoint: said, then skipped.
+    std::string attentionNote;
+    if (!result.entries.empty() && result.entries.front().fp8Attention)
+        attentionNote = " The top entry, " + run.checkpoint().layout().describeModule(result.entries.front().module) +
+                        ", is a run option (--attention), not something a checkpoint keeps float; the suggestion "
+                        "skips such entries.";
     if (target.met(result.baseline)) {
         result.suggestionReached = true;
         result.suggestedMetrics = result.baseline;
@@ -613,7 +648,10 @@ void suggest(Sweep& sweep, SensitivityResult& result, const Target& target,
     for (const auto& [first, last] : groups) {
         std::vector<std::string> added;
         for (std::size_t i = first; i < last; ++i)
-            added.insert(added.end(), result.entries[i].linears.begin(), result.entries[i].linears.end());
+            if (!result.entries[i].fp8Attention)
+                added.insert(added.end(), result.entries[i].linears.begin(), result.entries[i].linears.end());
+        if (added.empty())
+            continue;
         prefix.insert(prefix.end(), added.begin(), added.end());
         if (last - first > 1)
             tiedInPrefix.insert(tiedInPrefix.end(), added.begin(), added.end());
@@ -632,16 +670,22 @@ void suggest(Sweep& sweep, SensitivityResult& result, const Target& target,
             result.suggestedMetrics = m;
             result.suggestionReached = true;
             result.suggestionNote = "Verified: with these " + linearsText(prefix.size()) + " float, " + metricText(m, target) +
-                                    ", which meets the target (" + result.target + ")." + tiesNote(result, groups);
+                                    ", which meets the target (" + result.target + ")." + tiesNote(result, groups) +
+                                    attentionNote;
             return;
         }
+    }
+    if (!best) {
+        result.suggestionNote = "No Linear entry to keep float: the ranking holds only FP8 attention, a run option." +
+                                attentionNote;
+        return;
     }
     result.suggestedFloat = bestPrefix;
     result.suggestedTied = bestTied;
     result.suggestedMetrics = best;
     result.suggestionNote = "No prefix of the ranking reaches the target (" + result.target + "); the best found keeps " +
                             linearsText(bestPrefix.size()) + " float: " + metricText(*best, target) + "." +
-                            tiesNote(result, groups);
+                            tiesNote(result, groups) + attentionNote;
 }
 
 void explainCauses(Sweep& sweep, const InferenceBackend& run, const InferenceBackend* reference, SensitivityResult& result)
@@ -824,8 +868,9 @@ SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* refere
     result.granularity = options.granularity;
     result.referenceIsStandIn = reference == nullptr;
     result.referenceLabel = reference ? "reference (" + reference->checkpoint().directory() + ")" : "dequant";
-    std::vector<SensitivityEntry> units = sweepUnits(run, options.granularity);
-    Sweep sweep(run, reference ? *reference : run, options.runMode, options.runAccumulation, progress, result);
+    std::vector<SensitivityEntry> units = sweepUnits(run, options.granularity, options.runAttention);
+    Sweep sweep(run, reference ? *reference : run, options.runMode, options.runAccumulation, options.runAttention,
+                progress, result);
     buildCases(sweep, run, input, result);
     sweep.plannedRuns = 2 + 2 * units.size() + units.size() / 2;
     sweep.runReferences();
@@ -836,6 +881,7 @@ SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* refere
     const Target target{options.targetSqnrDb, options.targetF1Drop, result.inputKind == "squad", result.reference.f1};
     result.runMode = options.runMode;
     result.runAccumulation = options.runAccumulation;
+    result.runAttention = options.runAttention;
     result.target = target.text();
     auto info = std::make_shared<SensitivitySweepInfo>();
     info->inputKind = result.inputKind;
@@ -854,7 +900,7 @@ SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* refere
     explainCauses(sweep, run, reference, result);
     if (result.complete) {
         try {
-            suggest(sweep, result, target, groups);
+            suggest(sweep, run, result, target, groups);
             result.suggestionValidity = keepFloatValidity(run.checkpoint(), result.suggestedFloat);
         } catch (const Cancelled&) {
             result.complete = false;

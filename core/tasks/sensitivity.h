@@ -82,7 +82,11 @@ struct SensitivityEntry {
     std::string module;               // the Linear, the unit (roberta.encoder.layer.3.attention.self)
                                       // or the encoder layer (roberta.encoder.layer.3)
     std::string label;                // short label for charts: "L3.ffn.in", "L3.qkv", "L3"
-    std::vector<std::string> linears; // the quantized Linears the unit overrides
+    std::vector<std::string> linears; // the quantized Linears the unit overrides (an FP8 attention
+                                      // entry: its layer's EncoderLayout::fp8AttentionUnit)
+    // "The attention of layer N in FP8" (AIU FP8 attention, a run option): ranked with the rest,
+    // never part of a keep-float suggestion.
+    bool fp8Attention = false;
     int rank = 0;                     // 1 = keeping it float helps most; 0 until ranked
     SensitivityMetrics floatOne;      // only this unit float
     SensitivityMetrics fp8One;        // only this unit FP8
@@ -110,6 +114,9 @@ struct SensitivityOptions {
     std::optional<double> targetF1Drop;   // suggestion target: F1 (percent) within this of the reference
     RunMode runMode = RunMode::Fp8;       // the run side's mode (fp16: the sweep on the AIU's fp16 twin)
     Accumulation runAccumulation = Accumulation::Float32; // the run side's FP8 sums (Dl16: the DL16 twin)
+    // AIU FP8 attention on the run side (fp8-aiu) adds one entry per layer, "the attention of layer N
+    // in FP8" (EncoderLayout::fp8AttentionUnit): ranked with the rest, never suggested.
+    AttentionPrecision runAttention = AttentionPrecision::Float;
     // A stated tie tolerance in dB instead of the estimate (estimateSensitivitySpread); 0 claims no
     // ties, so every entry is its own step of the suggestion.
     std::optional<double> spreadDb;
@@ -131,6 +138,7 @@ struct SensitivityResult {
     std::string target;                    // "answer agrees", "SQNR >= 30 dB", ...
     RunMode runMode = RunMode::Fp8;
     Accumulation runAccumulation = Accumulation::Float32;
+    AttentionPrecision runAttention = AttentionPrecision::Float;
     SensitivitySpread spread;              // estimated on the entries (live: on those finished)
     std::vector<std::string> suggestedFloat; // Linear names
     // The suggested Linears that come from a tie group: the sweep cannot tell them apart, so the

@@ -127,9 +127,11 @@ float geluExact(float x)
 
 class ReferenceModel {
 public:
-    ReferenceModel(const std::string& checkpointDir, const std::string& mode)
-        : mode_(mode)
+    ReferenceModel(const std::string& checkpointDir, const std::string& mode, const std::string& attention = "float")
+        : mode_(mode), fp8Attention_(attention == "fp8-aiu")
     {
+        if (attention != "float" && attention != "fp8-aiu")
+            throw Error("The reference forward knows the attention 'float' and 'fp8-aiu', not '" + attention + "'.");
         if (mode != "fp8" && mode != "dequant" && mode != "fp16")
             throw Error("The reference forward knows the modes 'fp8', 'dequant' and 'fp16', not '" + mode + "'.");
         half_ = mode == "fp16";
@@ -449,16 +451,34 @@ private:
         }
     }
 
+    // AIU FP8 attention as docs/ARCHITECTURE.md states it: one scale for the whole sequence (every
+    // head), max(amax(|x|) / range, 1e-5), and x' = E4M3(x / scale) * scale, kept in the run's dtype.
+    void castToFp8(const std::string& module, Activations& x, float range)
+    {
+        capture(module + ".input", x);
+        float amax = 0.0f;
+        for (float value : x.values)
+            amax = std::max(amax, std::fabs(value));
+        const float scale = std::max(amax / range, 1e-5f);
+        for (float& value : x.values)
+            value = stored(referenceRoundToE4M3(value / scale) * scale);
+        capture(module + ".output", x);
+    }
+
     Activations encoderLayer(const std::string& prefix, const Activations& input)
     {
         const Activations query = linear(prefix + "attention.self.query", input);
-        const Activations key = linear(prefix + "attention.self.key", input);
-        const Activations value = linear(prefix + "attention.self.value", input);
+        Activations key = linear(prefix + "attention.self.key", input);
+        Activations value = linear(prefix + "attention.self.value", input);
         if (query.cols != hiddenSize_ || key.cols != hiddenSize_ || value.cols != hiddenSize_)
             throw Error("The attention projections of " + prefix + "attention.self in " + store_->location() +
                         " do not produce hidden_size features.");
         const int64_t seq = input.rows;
         const int64_t headDim = hiddenSize_ / numHeads_;
+        if (fp8Attention_) {
+            castToFp8(prefix + "attention.self.key_fp8", key, 200.0f);
+            castToFp8(prefix + "attention.self.value_fp8", value, 100.0f);
+        }
         const double scoreScale = 1.0 / std::sqrt(static_cast<double>(headDim));
 
         Activations context = makeActivations(seq, hiddenSize_);
@@ -563,6 +583,7 @@ private:
     }
 
     std::string mode_;
+    bool fp8Attention_ = false; // AIU FP8 attention (docs/ARCHITECTURE.md "Run modes")
     bool half_ = false; // fp16 mode (docs/ARCHITECTURE.md "Run modes")
     std::string family_;
     std::string configPath_;
@@ -638,9 +659,10 @@ float referenceRoundToE4M3(float x)
 std::map<std::string, ReferenceTensor> referenceForward(const std::string& checkpointDir,
                                                         const std::vector<int64_t>& inputIds,
                                                         const std::string& mode,
-                                                        const std::vector<int64_t>& tokenTypeIds)
+                                                        const std::vector<int64_t>& tokenTypeIds,
+                                                        const std::string& attention)
 {
-    ReferenceModel model(checkpointDir, mode);
+    ReferenceModel model(checkpointDir, mode, attention);
     return model.run(inputIds, tokenTypeIds);
 }
 

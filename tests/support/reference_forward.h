@@ -22,10 +22,14 @@ struct ReferenceTensor {
 // "<family>.encoder.layer.N.output" (family "roberta" or "bert"), and for every Linear
 // "<module>.input" and "<module>.output".
 // tokenTypeIds: one per input id, or empty for all 0 (BERT's segment ids; RoBERTa has one type).
+// attention: "float", or "fp8-aiu" (AIU FP8 attention: K and V cast to E4M3 with one scale for the
+// sequence from the ranges 200 and 100, adding "<layer>.attention.self.key_fp8.input"/".output" and
+// the same for value_fp8 to the result).
 std::map<std::string, ReferenceTensor> referenceForward(const std::string& checkpointDir,
                                                         const std::vector<int64_t>& inputIds,
                                                         const std::string& mode,
-                                                        const std::vector<int64_t>& tokenTypeIds = {});
+                                                        const std::vector<int64_t>& tokenTypeIds = {},
+                                                        const std::string& attention = "float");
 
 // The E4M3 value nearest to x (after clamping to +-448), ties to the even code, by exhaustive search.
 float referenceRoundToE4M3(float x);
