@@ -443,6 +443,14 @@ private slots:
                 const double bound = (std::string(mode) == "fp16" ? 2e-3 : 1e-5) * std::max(1.0, d.refMaxAbs);
                 QVERIFY2(d.maxAbs <= bound, qPrintable(QString("%1 tied decoder: max abs diff %2 (range %3)").arg(mode).arg(d.maxAbs).arg(d.refMaxAbs)));
                 QVERIFY2(compare(withFloatRows, expected).maxAbs > 10 * bound, "float rows would pass too");
+                if (std::string(mode) == "fp16") {
+                    // The scale is rounded to half (a 2^-11 relative change): with the stored scale
+                    // instead, about half of the half-rounded outputs would land one step away.
+                    std::size_t same = 0;
+                    for (std::size_t i = 0; i < ours.size(); ++i)
+                        same += ours[i] == expected[i];
+                    QVERIFY2(same >= ours.size() * 95 / 100, qPrintable(QString("%1 of %2 fp16 decoder outputs exact").arg(same).arg(ours.size())));
+                }
             }
         }
         // A lookup has no activations to quantize: fp8 and dequant read the same rows.
