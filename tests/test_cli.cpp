@@ -345,6 +345,95 @@ private slots:
                  qPrintable(QString("start_logits SQNR %1 dB against the reference forward").arg(sqnrDb(ours, expected.at("start_logits").values))));
     }
 
+    // quantize --embeddings fp8 (issue 29 item 2): the word embeddings in F8_E4M3 with one scale per
+    // row, amax / 448 of the row, codes the nearest E4M3 value of w / scale (the test's own
+    // exhaustive-search rounding), in a weights-only group whose only target is "Embedding"; the
+    // checkpoint reopens, runs against the independent reference (the tied decoder on the decoded
+    // rows), and inspect shows the table quantized per row. Without the option the table stays float.
+    void quantizeWritesFp8EmbeddingsPerRow()
+    {
+        TinyModelSpec spec;
+        spec.architecture = "RobertaForMaskedLM";
+        const std::string floatDir = makeTempDir("cli-emb-float");
+        writeTinyFloatCheckpoint(floatDir, spec);
+        const std::string dst = makeTempDir("cli-emb") + "/model";
+        const CliResult r = runCli({"quantize", q(floatDir), q(dst), "--embeddings", "fp8", "--json"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QCOMPARE(json::parse(r.out.toStdString())["embeddings"].get<std::string>(), std::string("fp8"));
+
+        const json quantization = json::parse(readAll(dst + "/config.json"))["quantization_config"];
+        const json& group = quantization["config_groups"]["group_1"];
+        QCOMPARE(group["targets"], json({"Embedding"}));
+        QCOMPARE(group["weights"]["strategy"].get<std::string>(), std::string("channel"));
+        QCOMPARE(group["weights"]["type"].get<std::string>(), std::string("float"));
+        QCOMPARE(group["weights"]["num_bits"].get<int>(), 8);
+        QVERIFY(group["input_activations"].is_null());
+        QCOMPARE(quantization["config_groups"]["group_0"]["targets"], json({"Linear"}));
+
+        const std::string table = "roberta.embeddings.word_embeddings.weight";
+        auto source = TensorStore::openDirectory(floatDir);
+        auto quantized = TensorStore::openDirectory(dst);
+        const TensorView& codes = quantized->require(table);
+        QCOMPARE(codes.dtype, Dtype::F8_E4M3);
+        const int64_t rows = codes.shape[0], columns = codes.shape[1];
+        const TensorView& scaleView = quantized->require("roberta.embeddings.word_embeddings.weight_scale");
+        QCOMPARE(scaleView.dtype, Dtype::F32);
+        QCOMPARE(scaleView.shape, (std::vector<int64_t>{rows, 1}));
+        const std::vector<float> scales = scaleView.toFloat().values;
+        const std::vector<float> w = source->require(table).toFloat().values;
+        int64_t distinctScales = 0;
+        for (int64_t row = 0; row < rows; ++row) {
+            float amax = 0;
+            for (int64_t c = 0; c < columns; ++c)
+                amax = std::max(amax, std::fabs(w[std::size_t(row * columns + c)]));
+            const float scale = amax > 0 ? amax / 448.0f : 1.0f;
+            QCOMPARE(scales[std::size_t(row)], scale);
+            distinctScales += row > 0 && scales[std::size_t(row)] != scales[std::size_t(row - 1)];
+            for (int64_t c = 0; c < columns; ++c) {
+                const std::size_t at = std::size_t(row * columns + c);
+                const float expected = referenceRoundToE4M3(w[at] / scale);
+                if (referenceDecodeE4M3(codes.data[at]) != expected)
+                    QFAIL(qPrintable(QString("row %1 column %2: code %3 decodes to %4, expected %5")
+                                         .arg(row).arg(c).arg(codes.data[at]).arg(referenceDecodeE4M3(codes.data[at])).arg(expected)));
+            }
+        }
+        QVERIFY(distinctScales > rows / 2); // per row, not one scale copied
+        // Default quantize leaves the table float (the suite's shared checkpoint was made without the option).
+        QCOMPARE(TensorStore::openDirectory(fp8Dir_)->require(table).dtype, Dtype::F32);
+
+        const std::string out = dst + "-out.safetensors";
+        QCOMPARE(runCli({"forward", q(dst), "--input-ids", q(ids_), "--output", q(out)}).exitCode, 0);
+        std::vector<int64_t> ids;
+        for (const QString& id : q(ids_).split(','))
+            ids.push_back(id.toLongLong());
+        const auto expected = referenceForward(dst, ids, "fp8");
+        const double sqnr = sqnrDb(readTensor(out, "logits"), expected.at("logits").values);
+        QVERIFY2(sqnr > 40, qPrintable(QString("logits SQNR %1 dB against the reference forward").arg(sqnr)));
+
+        const json inspected = runJson({"inspect", q(dst), "--json"});
+        const json& embeddings = inspected["word_embeddings"];
+        QVERIFY(embeddings["quantized"].get<bool>());
+        QCOMPARE(embeddings["scale_strategy"].get<std::string>(), std::string("per row"));
+        QCOMPARE(embeddings["group"].get<std::string>(), std::string("group_1"));
+        QCOMPARE(embeddings["statistics"]["channel_scales"].size(), std::size_t(rows));
+        QCOMPARE(embeddings["statistics"]["scale_min"].get<float>(), *std::min_element(scales.begin(), scales.end()));
+        QCOMPARE(inspected["summary"]["errors"].get<int>(), 0);
+        bool aiuNamed = false;
+        for (const json& finding : inspected["consumers"][0]["findings"])
+            aiuNamed = aiuNamed || finding["code"] == "aiu-embedding-fp8";
+        QVERIFY(aiuNamed);
+        QCOMPARE(inspected["consumers"][0]["verdict"].get<std::string>(), std::string("fails"));
+        const CliResult text = runCli({"inspect", q(dst)});
+        QCOMPARE(text.exitCode, 0);
+        QVERIFY2(text.out.contains("word embeddings roberta.embeddings.word_embeddings: FP8 per row"), qPrintable(text.out));
+        QVERIFY2(text.out.contains("aiu-embedding-fp8"), qPrintable(text.out));
+        QCOMPARE(runJson({"inspect", q(fp8Dir_), "--json"})["word_embeddings"]["quantized"].get<bool>(), false);
+
+        const CliResult bad = runCli({"quantize", q(floatDir), q(dst + "-bad"), "--embeddings", "int8"});
+        QCOMPARE(bad.exitCode, 2);
+        QVERIFY(bad.err.contains("--embeddings"));
+    }
+
     void blockAndGroupBadInput_data()
     {
         QTest::addColumn<QStringList>("args");

@@ -5,6 +5,8 @@
 // weights in the model's 16-bit dtype, q/k/v alone refused) and its output loading as intended.
 #include <QtTest>
 
+#include <set>
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -164,6 +166,36 @@ private slots:
         // Missing status: the same for the AIU.
         editConfig(dir, [](json& c) { c["quantization_config"].erase("quantization_status"); });
         QVERIFY(findingOf(reportOf(assess(dir), Consumer::Aiu), "aiu-status-not-compressed"));
+    }
+
+    // FP8 word embeddings: compressed-tensors decompresses an Embedding like a Linear; fms builds a
+    // plain embedding that fms_mo never quantizes, so the AIU loads the codes without their scale.
+    void fp8WordEmbeddingsFailOnTheAiu()
+    {
+        Fp8Edits edits;
+        edits.embeddingWeights = "channel";
+        const auto reports = assess(fp8("fp8-embeddings", {}, edits));
+        const ConsumerReport& aiu = reportOf(reports, Consumer::Aiu);
+        QCOMPARE(aiu.verdict, ConsumerVerdict::Fails);
+        const ConsumerFinding* f = findingOf(aiu, "aiu-embedding-fp8");
+        QVERIFY2(f, describe(reports).c_str());
+        QCOMPARE(f->loading, std::string("both"));
+        QCOMPARE(f->severity, Severity::Error);
+        QCOMPARE(f->modules, std::vector<std::string>{"roberta.embeddings.word_embeddings"});
+        QVERIFY(f->message.find("base_model.embedding.weight") != std::string::npos);
+        QVERIFY(!f->fix.empty());
+        QCOMPARE(reportOf(reports, Consumer::CompressedTensors).verdict, ConsumerVerdict::AsIntended);
+        // The float table of the same scheme loads as intended (the finding follows the dtype), and
+        // group_1 picks no Linear, so nothing else changes for the AIU.
+        const auto floatTable = assess(fp8("float-embeddings"));
+        const ConsumerReport& floatAiu = reportOf(floatTable, Consumer::Aiu);
+        QCOMPARE(floatAiu.verdict, ConsumerVerdict::AsIntended);
+        std::set<std::string> expected = {"aiu-embedding-fp8"}, codes;
+        for (const ConsumerFinding& finding : floatAiu.findings)
+            expected.insert(finding.code);
+        for (const ConsumerFinding& finding : aiu.findings)
+            codes.insert(finding.code);
+        QVERIFY2(codes == expected, describe(reports).c_str());
     }
 
     void aSecondGroupIsIgnoredByTheAiu()

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/diagnostics.h"
+#include "common/error.h"
 #include "analysis/scale_statistics.h"
 #include "common/text_files.h"
 #include "engine/compute_threads.h"
@@ -36,6 +37,7 @@ namespace {
 
 const std::string kLayer0 = "roberta.encoder.layer.0.";
 const std::string kLayer1 = "roberta.encoder.layer.1.";
+const std::string kEmbeddings = "roberta.embeddings.word_embeddings";
 
 void makeDirectory(const std::string& dir)
 {
@@ -423,6 +425,59 @@ const std::vector<DefectCase>& defectCases()
         {"unknown-key-in-args", "channel-token", {},
          [](EditableCheckpoint& c) { c.group0()["weights"]["scale_bits"] = 8; },
          "config-unknown-key", Severity::Warning, "group_0.weights.scale_bits"},
+        // FP8 word embeddings (a group whose only target is "Embedding"): the scale checks of a Linear.
+        {"embedding-scale-missing", "emb-row", {},
+         [](EditableCheckpoint& c) { c.remove(kEmbeddings + ".weight_scale"); },
+         "scale-missing", Severity::Error, kEmbeddings + ".weight_scale"},
+        {"embedding-scale-wrong-rows", "emb-row", {},
+         [](EditableCheckpoint& c) { c.setValues(kEmbeddings + ".weight_scale", Dtype::F32, {2, 1}, {0.01f, 0.01f}); },
+         "scale-shape", Severity::Error, kEmbeddings + ".weight_scale"},
+        {"embedding-scale-zero", "emb-row", {},
+         [](EditableCheckpoint& c) { c.setValue(kEmbeddings + ".weight_scale", 3, 0.0f); },
+         "scale-invalid", Severity::Error, kEmbeddings + ".weight_scale"},
+        {"embedding-scale-nan", "emb-tensor", {},
+         [](EditableCheckpoint& c) { c.setValue(kEmbeddings + ".weight_scale", 0, std::numeric_limits<float>::quiet_NaN()); },
+         "scale-invalid", Severity::Error, kEmbeddings + ".weight_scale"},
+        {"embedding-scale-bf16", "emb-row", {},
+         [](EditableCheckpoint& c) {
+             const TensorToWrite& t = c.tensor(kEmbeddings + ".weight_scale");
+             c.setValues(t.name, Dtype::BF16, t.shape, c.values(t.name));
+         },
+         "scale-dtype", Severity::Warning, kEmbeddings + ".weight_scale"},
+        {"embedding-scale-int", "emb-tensor", {},
+         [](EditableCheckpoint& c) { c.tensor(kEmbeddings + ".weight_scale").dtype = Dtype::I32; },
+         "scale-not-float", Severity::Error, kEmbeddings + ".weight_scale"},
+        {"embedding-scale-scalar", "emb-tensor", {},
+         [](EditableCheckpoint& c) { c.tensor(kEmbeddings + ".weight_scale").shape = {}; }, "", Severity::Info, ""},
+        {"embedding-not-targeted", "emb-row", {},
+         [](EditableCheckpoint& c) { c.config["quantization_config"]["config_groups"].erase("group_1"); },
+         "fp8-not-targeted", Severity::Error, kEmbeddings},
+        {"embedding-ignored", "emb-row", {},
+         [](EditableCheckpoint& c) { c.config["quantization_config"]["ignore"].push_back(kEmbeddings); },
+         "fp8-not-targeted", Severity::Error, kEmbeddings},
+        {"embedding-block-strategy", "emb-row", {},
+         [](EditableCheckpoint& c) {
+             nlohmann::json& weights = c.config["quantization_config"]["config_groups"]["group_1"]["weights"];
+             weights["strategy"] = "block";
+             weights["block_structure"] = {16, 16};
+         },
+         "unsupported-scheme", Severity::Error, kEmbeddings},
+        {"embedding-activations-declared", "emb-row", {},
+         [](EditableCheckpoint& c) {
+             c.config["quantization_config"]["config_groups"]["group_1"]["input_activations"] = c.group0()["input_activations"];
+         },
+         "embedding-activations-ignored", Severity::Info, kEmbeddings},
+        {"embedding-nan-codes", "emb-row", {},
+         [](EditableCheckpoint& c) { c.tensor(kEmbeddings + ".weight").bytes[7] = 0x7F; },
+         "weight-nan", Severity::Error, kEmbeddings + ".weight"},
+        {"float-embedding-targeted", "channel-token", {},
+         [](EditableCheckpoint& c) {
+             nlohmann::json embedding = c.group0();
+             embedding["targets"] = {"Embedding"};
+             embedding["input_activations"] = nullptr;
+             c.config["quantization_config"]["config_groups"]["group_1"] = embedding;
+         },
+         "embedding-not-fp8", Severity::Warning, kEmbeddings},
         {"tied-decoder-targeted", "mlm-channel-token", {},
          [](EditableCheckpoint& c) { c.config["quantization_config"]["ignore"] = {"lm_head.dense"}; },
          "tied-decoder-unquantized", Severity::Info, "lm_head.decoder"},
@@ -526,6 +581,15 @@ private slots:
         fp8("mlm-channel-token", floatMlm, {"channel", "token", "F32"});
         fp8("block-token", floatQa, {"block", "token", "F32"});   // 16x16 blocks
         fp8("channel-group", floatQa, {"channel", "group", "F32"}); // runs of 16
+        auto fp8Embeddings = [&](const std::string& key, const std::string& strategy) {
+            Fp8Edits edits;
+            edits.embeddingWeights = strategy;
+            const std::string dir = joinPath(root_, key);
+            writeTinyFp8Checkpoint(floatQa, dir, {"channel", "token", "F32"}, {0, 5, 6, 7, 8, 9, 2}, edits);
+            cleanDirs_[key] = dir;
+        };
+        fp8Embeddings("emb-row", "channel");
+        fp8Embeddings("emb-tensor", "tensor");
     }
 
     void cleanupTestCase() { QDir(QString::fromStdString(root_)).removeRecursively(); }
@@ -547,6 +611,9 @@ private slots:
         // Block weights and group activations run here but not on the AIU.
         QTest::newRow("block-token") << "block-token" << QStringList{"aiu-unsupported", "strategy-mismatch"};
         QTest::newRow("channel-group") << "channel-group" << QStringList{"aiu-unsupported", "strategy-mismatch"};
+        // FP8 word embeddings per row or per tensor (their own weights-only group) are clean.
+        QTest::newRow("emb-row") << "emb-row" << QStringList{"strategy-mismatch"};
+        QTest::newRow("emb-tensor") << "emb-tensor" << QStringList{"strategy-mismatch"};
     }
     void cleanCheckpointHasNoErrors()
     {
@@ -570,7 +637,7 @@ private slots:
                 QVERIFY2(f.message.rfind("For information: ", 0) == 0, f.message.c_str());
                 QVERIFY2(f.message.find("runs here as declared") != std::string::npos, f.message.c_str());
                 QCOMPARE(f.message.find("standard FP8_DYNAMIC") != std::string::npos,
-                    base == "channel-token" || base == "channel-token-bf16" || base == "mlm-channel-token");
+                    base == "channel-token" || base == "channel-token-bf16" || base == "mlm-channel-token" || base.startsWith("emb-"));
             }
 
         // The clipping rule must not mistake the amax code of each scale group (and a near-amax
@@ -783,6 +850,104 @@ private slots:
             } else {
                 QVERIFY(!s.inputScale.has_value());
             }
+        }
+    }
+
+    // The word embeddings' entry comes first, read from their codes and scales: one scale per row
+    // (or one for the table), the code shares counted here.
+    void embeddingStatisticsMatchTheTensors_data()
+    {
+        QTest::addColumn<QString>("base");
+        QTest::newRow("per row") << "emb-row";
+        QTest::newRow("per tensor") << "emb-tensor";
+    }
+    void embeddingStatisticsMatchTheTensors()
+    {
+        QFETCH(QString, base);
+        const auto checkpoint = Checkpoint::open(clean(base.toStdString()));
+        const std::vector<LinearScaleStatistics> all = computeScaleStatistics(*checkpoint);
+        QCOMPARE(all.size(), checkpoint->layout().linears().size() + 1);
+        const LinearScaleStatistics& s = all.front();
+        QVERIFY(s.embedding);
+        QCOMPARE(s.module, kEmbeddings);
+        QVERIFY(s.quantized);
+        QCOMPARE(s.group, std::string("group_1"));
+        QCOMPARE(s.activationScheme, std::string("lookup"));
+        const TensorView& codes = checkpoint->tensors().require(kEmbeddings + ".weight");
+        const std::vector<float> scales = checkpoint->tensors().require(kEmbeddings + ".weight_scale").toFloat().values;
+        QCOMPARE(s.weightStrategy, std::string(scales.size() == 1 ? "tensor" : "channel"));
+        QCOMPARE(scales.size(), base == "emb-row" ? std::size_t(codes.shape[0]) : std::size_t(1));
+        QCOMPARE(s.channelScales, scales);
+        QCOMPARE(s.outFeatures, codes.shape[0]);
+        QCOMPARE(s.scaleMin, *std::min_element(scales.begin(), scales.end()));
+        QCOMPARE(s.scaleMax, *std::max_element(scales.begin(), scales.end()));
+        int64_t underflow = 0;
+        for (int64_t i = 0; i < codes.numel(); ++i)
+            underflow += ((codes.data[i] >> 3) & 0xF) == 0;
+        QCOMPARE(s.underflowShare, double(underflow) / double(codes.numel()));
+        // A float checkpoint without a group for the table has no such entry.
+        QVERIFY(!computeScaleStatistics(*Checkpoint::open(clean("channel-token"))).front().embedding);
+    }
+
+    // The word embeddings are matched by the one group matcher with class name "Embedding": an
+    // exact name beats a re: pattern, which beats the class name; an ignore entry drops them, and
+    // then a run refuses the FP8 table with one sentence naming it.
+    void embeddingGroupFollowsTheMatcher_data()
+    {
+        QTest::addColumn<QStringList>("group0Targets");
+        QTest::addColumn<QStringList>("group1Targets");
+        QTest::addColumn<QString>("ignore");
+        QTest::addColumn<QString>("group");
+        QTest::addColumn<QString>("ruleKind");
+        QTest::newRow("class name") << QStringList{"Linear"} << QStringList{"Embedding"} << "" << "group_1" << "class name";
+        QTest::newRow("exact name") << QStringList{"Linear"} << QStringList{QString::fromStdString(kEmbeddings)} << ""
+                                    << "group_1" << "module name";
+        QTest::newRow("pattern") << QStringList{"Linear"} << QStringList{"re:.*word_emb"} << "" << "group_1" << "pattern";
+        QTest::newRow("pattern beats class") << QStringList{"Linear", "re:roberta\\.embeddings\\."} << QStringList{"Embedding"}
+                                             << "" << "group_0" << "pattern";
+        QTest::newRow("ignored") << QStringList{"Linear"} << QStringList{"Embedding"} << QString::fromStdString(kEmbeddings)
+                                 << "" << "";
+        QTest::newRow("Linear does not match") << QStringList{"Linear"} << QStringList{"re:.*\\.query"} << "" << "" << "";
+    }
+    void embeddingGroupFollowsTheMatcher()
+    {
+        QFETCH(QStringList, group0Targets);
+        QFETCH(QStringList, group1Targets);
+        QFETCH(QString, ignore);
+        QFETCH(QString, group);
+        QFETCH(QString, ruleKind);
+        EditableCheckpoint c = EditableCheckpoint::read(clean("emb-row"));
+        auto list = [](const QStringList& targets) {
+            nlohmann::json out = nlohmann::json::array();
+            for (const QString& t : targets)
+                out.push_back(t.toStdString());
+            return out;
+        };
+        c.group0()["targets"] = list(group0Targets);
+        c.config["quantization_config"]["config_groups"]["group_1"]["targets"] = list(group1Targets);
+        if (!ignore.isEmpty())
+            c.config["quantization_config"]["ignore"].push_back(ignore.toStdString());
+        static int written = 0;
+        const std::string dir = joinPath(root_, "emb-matcher-" + std::to_string(++written));
+        c.write(dir);
+        const auto checkpoint = Checkpoint::open(dir);
+        const EmbeddingInfo& embedding = checkpoint->plan().wordEmbeddings();
+        QCOMPARE(embedding.module, kEmbeddings);
+        QCOMPARE(QString::fromStdString(embedding.group), group);
+        QCOMPARE(embedding.quantized, !group.isEmpty());
+        if (!group.isEmpty()) {
+            QVERIFY2(embedding.rule.find(ruleKind.toStdString()) != std::string::npos, embedding.rule.c_str());
+            QVERIFY(checkpoint->plan().wordEmbeddingsProblem().empty());
+            QCOMPARE(embedding.weightStrategy, std::string("channel"));
+            return;
+        }
+        const std::string problem = checkpoint->plan().wordEmbeddingsProblem();
+        QVERIFY(problem.find(kEmbeddings + ".weight") != std::string::npos);
+        try {
+            EncoderModel::load(dir);
+            QFAIL("an FP8 table no group picks loaded");
+        } catch (const Error& e) {
+            QCOMPARE(std::string(e.what()), problem);
         }
     }
 

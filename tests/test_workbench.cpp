@@ -188,6 +188,37 @@ private slots:
         QCOMPARE(current.data(TensorTableModel::SubjectRole).toString(), QString("roberta.encoder.layer.1.output.dense.weight"));
     }
 
+    // FP8 word embeddings (issue 29 item 2): the Scales panel lists the table first, by row, with
+    // its scale statistics; the tensor table gives its row the same statistics.
+    void fp8EmbeddingsInTheScalesPanel()
+    {
+        const std::string dir = makeTempDir("wb-emb") + "/mlm-fp8-embeddings";
+        Fp8Edits edits;
+        edits.embeddingWeights = "channel";
+        writeTinyFp8Checkpoint(mlmFloat_, dir, {"channel", "token", "F32"}, {0, 5, 6, 7, 8, 9, 2}, edits);
+        MainWindow window;
+        window.show();
+        QVERIFY(openAndWait(window, dir));
+        ScalesPanel* scales = window.scalesPanel();
+        const QString module = QStringLiteral("roberta.embeddings.word_embeddings");
+        scales->selectLinear(module);
+        QCOMPARE(scales->selectedLinear(), module);
+        QVERIFY2(scales->selectedSummary().contains("word embeddings, scales per row"), qPrintable(scales->selectedSummary()));
+        const ChartData& ranges = scales->rangesView()->chart();
+        QVERIFY(!ranges.categories.empty());
+        QCOMPARE(ranges.categories.front(), std::string("emb.word"));
+        const auto store = TensorStore::openDirectory(dir);
+        const std::vector<float> stored = store->require(module.toStdString() + ".weight_scale").toFloat().values;
+        QCOMPARE(ranges.series.at(0).y.front(), double(*std::min_element(stored.begin(), stored.end())));
+        const ChartData& perRow = scales->charts().at(1)->chart();
+        QCOMPARE(perRow.xLabel, std::string("row (token id)"));
+        QCOMPARE(perRow.series.at(0).x.size(), stored.size());
+        TensorTableModel* tensors = window.modelPanel()->tensorModel();
+        const int row = tensors->rowForName(module + ".weight");
+        QVERIFY(row >= 0 && tensors->statisticsAt(row) && tensors->statisticsAt(row)->embedding);
+        QCOMPARE(window.modelPanel()->diagnosticsModel()->counts().errors, 0);
+    }
+
     void asksWithButtonAndShortcut()
     {
         MainWindow window;

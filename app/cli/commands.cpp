@@ -420,6 +420,10 @@ int commandQuantize(const Arguments& args)
     options.weights = weightStrategies.at(weights);
     options.activations = activationSchemes.at(activations);
     options.scaleDtype = scaleDtypes.at(scaleDtype);
+    const std::string embeddings = args.value("embeddings", "float");
+    if (embeddings != "float" && embeddings != "fp8")
+        throw UsageError{"--embeddings must be float or fp8 (F8_E4M3 with one scale per row), not \"" + embeddings + "\"."};
+    options.embeddings = embeddings == "fp8" ? EmbeddingQuantization::Fp8PerRow : EmbeddingQuantization::Float;
     parseGranularity(args, options);
     if (auto calibration = args.value("calibration")) {
         options.calibrationTexts = readCalibrationTexts(*calibration);
@@ -429,7 +433,7 @@ int commandQuantize(const Arguments& args)
     quantizeCheckpoint(args.positionals()[0], args.positionals()[1], options);
     if (args.flag("json")) {
         nlohmann::json out = {{"output", args.positionals()[1]}, {"weights", weights},
-                               {"activations", activations}, {"scale_dtype", scaleDtype}};
+                               {"activations", activations}, {"scale_dtype", scaleDtype}, {"embeddings", embeddings}};
         if (options.weights == WeightStrategy::Block)
             out["block_structure"] = {options.blockRows, options.blockColumns};
         if (options.activations == ActivationScheme::Group)
@@ -553,6 +557,13 @@ int commandInspect(const Arguments& args)
     } else {
         std::cout << "  not quantized\n";
     }
+    const EmbeddingInfo& embedding = checkpoint->plan().wordEmbeddings();
+    if (embedding.quantized)
+        std::cout << "  word embeddings " << shown(embedding.module) << ": FP8 "
+                  << embeddingScaleText(embedding.weightStrategy) << " (" << shown(embedding.rule) << ")\n";
+    else if (!checkpoint->plan().wordEmbeddingsProblem().empty())
+        std::cout << "  word embeddings " << shown(embedding.module) << ": cannot run: "
+                  << shown(checkpoint->plan().wordEmbeddingsProblem()) << "\n";
     std::cout << "  " << checkpoint->tensors().tensors().size() << " tensors\n\n";
     std::cout << std::left << std::setw(52) << "Linear" << std::right << std::setw(9) << "weight" << std::setw(12)
               << "scale min" << std::setw(12) << "median" << std::setw(12) << "max" << std::setw(9) << "ratio"
@@ -572,6 +583,8 @@ int commandInspect(const Arguments& args)
             std::cout << "  " << s.activationScheme;
         if (s.gridRows > 0)
             std::cout << ", " << s.gridRows << "x" << s.gridColumns << " blocks of " << s.blockRows << "x" << s.blockColumns;
+        if (s.embedding && s.quantized)
+            std::cout << ", scales " << embeddingScaleText(s.weightStrategy);
         std::cout << std::defaultfloat << "\n";
     }
     std::cout << "\n";
@@ -693,7 +706,7 @@ std::vector<Command> commands()
         {{"forward", 1, {"CKPT"}, with({"input-ids", "token-type-ids", "capture", "output", "accumulate", "attention"}, kRunOptions), {"json", "force"},
           "run a forward pass and write logits and captures to a safetensors file"},
          commandForward},
-        {{"quantize", 2, {"SRC", "DST"}, {"weights", "activations", "calibration", "scale-dtype", "block", "group-size"}, {"force", "json"},
+        {{"quantize", 2, {"SRC", "DST"}, {"weights", "activations", "calibration", "scale-dtype", "block", "group-size", "embeddings"}, {"force", "json"},
           "write a compressed-tensors FP8 checkpoint from a float one"},
          commandQuantize},
         {{"inspect", 1, {"CKPT"}, {"plots", "format", "linear"}, {"json", "force"},

@@ -32,6 +32,8 @@
 //                               built FP8 with an uninitialised weight_scale
 //   aiu-kept-float32            a Linear kept float in float32 next to 16-bit activations
 //   aiu-head-fp8                a head stored FP8: fms builds heads plain
+//   aiu-embedding-fp8           word embeddings stored FP8: fms builds a plain nn.Embedding, so the
+//                               codes load without their scale
 //   aiu-pooler-collision        an MLM holding the pooler: it and lm_head.dense load into one module
 //   aiu-bf16-cast               bf16 tensors need the cast to fp16 (info)
 //   aiu-tensor-parallel-ignore  a non-empty ignore list crashes under tensor parallelism (info)
@@ -208,6 +210,7 @@ public:
     {
         if (readsConfig())
             checkLinears();
+        checkWordEmbeddings();
         checkHeadsAndPooler();
         checkDtypes();
         return report();
@@ -385,6 +388,28 @@ private:
         if (weightStrategy_ == "tensor" && strategy == "token")
             list_.add("both", "aiu-tensor-weights-token-activations", Severity::Info, fp8,
                       "fms_mo accepts tensor weights with per-token activations but has no test of them.", "");
+    }
+
+    // fms builds the word embeddings as a plain nn.Embedding (models/roberta.py; fms_mo's FP8
+    // selector only sees Linears built through get_linear), so whatever the config says an FP8
+    // table loads as its codes: loading keeps the stored dtype, and the scale, renamed
+    // base_model.embedding.weight_scale by the name adapter, matches no parameter and is dropped
+    // as a key "not copied into model" (utils/serialization.py). The forward then looks up
+    // unscaled F8_E4M3 values and adds them to the 16-bit position embeddings, which torch refuses
+    // (no type promotion for float8) [derived, not run].
+    void checkWordEmbeddings()
+    {
+        const TensorView* table = checkpoint_.tensors().find(layout_.wordEmbeddingsTensor());
+        if (!table || !isFp8(table->dtype))
+            return;
+        const std::string fmsTable = layout_.family().fmsWordEmbeddingsModule + ".weight";
+        list_.add("both", "aiu-embedding-fp8", Severity::Error, {layout_.wordEmbeddingsModule()},
+                  "fms builds " + layout_.wordEmbeddingsModule() + " as a plain embedding (" + fmsTable +
+                      "), which fms_mo does not quantize, so its F8_E4M3 codes load as the table without their "
+                      "weight_scale (dropped as a key not copied into the model) and the first forward fails or "
+                      "computes with unscaled codes.",
+                  "Store the word embeddings float in the model's 16-bit dtype for the AIU (quantize without "
+                  "--embeddings fp8).");
     }
 
     // The FMS name of a Linear under a loading: fms asks fms_mo with it.

@@ -43,6 +43,14 @@
 //   tokenizer-vocab-size   the tokenizer holds ids past config.json's vocab_size
 //   status-from-tensors    FP8 weights on disk labelled other than "compressed" (frozen, missing, ...): run as
 //                          compressed here; names the consumers that misread the label (consumers.cpp)
+//   embedding-not-fp8      a group targets the word embeddings (class "Embedding", their name or a
+//                          pattern) under status "compressed", but the table is stored float: it
+//                          runs float here, while compressed-tensors looks for codes and a weight_scale
+// The word embeddings (a group may quantize them like a Linear's weight) get the checks that apply
+// to a lookup table: fp8-not-targeted, unsupported-scheme (also a strategy other than per tensor or
+// per row), weight-shape, weight-nan, scale-missing, scale-not-float, scale-shape(-nonstandard),
+// scale-invalid, scale-subnormal, scale-dtype, weight-clipping, weight-underflow, and, as an info,
+// embedding-activations-ignored (a group's input_activations, which a lookup does not have).
 // info
 //   not-quantized          no quantization_config: a float checkpoint
 //   strategy-mismatch      weights and input activations declare different strategies
@@ -185,6 +193,7 @@ public:
             checkConfig(*config_.quantization);
         for (const std::string& module : modules_)
             checkLinear(module);
+        checkWordEmbeddings();
         for (int layer = 0; layer < static_cast<int>(config_.numLayers); ++layer)
             checkFusableQkv(layer);
         checkFp16Casts();
@@ -342,7 +351,7 @@ private:
         for (const std::string& module : modules_)
             if (const ConfigGroup* group = groupOf(module))
                 targeted[group].push_back(module);
-        if (targeted.empty())
+        if (targeted.empty() && !checkpoint_.plan().wordEmbeddingsTargetGroup())
             add(Severity::Warning, "nothing-targeted", checkpoint_.directory(),
                 "The quantization_config of " + checkpoint_.directory() + " quantizes none of the " +
                     std::to_string(modules_.size()) +
@@ -451,6 +460,56 @@ private:
         checkInputScale(module, *group);
         // The clipping estimate groups codes by the scale layout; with a wrong weight or scale
         // shape that grouping is a guess, and its share would only echo the error already reported.
+        if (shapeOk && scaleOk)
+            checkCodeShares(module);
+    }
+
+    // The word-embedding table when a group quantizes it or it is stored FP8: the weight and scale
+    // checks of a Linear, with rows (token ids) in place of output channels.
+    void checkWordEmbeddings()
+    {
+        const TensorView* table = store_.find(layout_.wordEmbeddingsTensor());
+        if (!table)
+            return; // the run names the missing tensor; no quantization question to answer
+        const std::string& module = checkpoint_.plan().wordEmbeddings().module;
+        const ConfigGroup* group = checkpoint_.plan().wordEmbeddingsTargetGroup();
+        if (table->dtype != Dtype::F8_E4M3) {
+            if (group && config_.quantization->status == "compressed" && groupRuns(*group))
+                add(Severity::Warning, "embedding-not-fp8", module,
+                    "Tensor '" + table->name + "' is " + dtypeName(table->dtype) + " but group " + group->name +
+                        " targets module '" + module + "' (" + checkpoint_.plan().wordEmbeddings().rule +
+                        ") and quantization_status is \"compressed\": it runs float here, but compressed-tensors "
+                        "looks for F8_E4M3 codes with a weight_scale; quantize the table or add the module to the "
+                        "ignore list.");
+            return;
+        }
+        if (!group) {
+            add(Severity::Error, "fp8-not-targeted", module,
+                "Tensor '" + table->name + "' is F8_E4M3 but " +
+                    (config_.quantization ? "quantization_config ignores module '" + module +
+                                                "' or no config group targets it"
+                                          : std::string("config.json has no quantization_config")) +
+                    ", so nothing says how to dequantize the word embeddings; add a group that targets \"" +
+                    kEmbeddingClassName + "\" (or the module's name) with FP8 weights per row or per tensor.");
+            return;
+        }
+        if (const std::string& problem = checkpoint_.plan().wordEmbeddingsProblem(); !problem.empty()) {
+            add(Severity::Error, "unsupported-scheme", module,
+                problem + " Fix the group in config.json or store the word embeddings float.");
+            return;
+        }
+        const std::vector<int64_t> expected = {config_.vocabSize, config_.hiddenSize};
+        const bool shapeOk = table->shape == expected;
+        if (!shapeOk)
+            add(Severity::Error, "weight-shape", table->name,
+                "Tensor '" + table->name + "' has shape " + shapeText(table->shape) + " but config.json implies " +
+                    shapeText(expected) + "; the weights and config.json belong to different models.");
+        checkNanCodes(*table);
+        const bool scaleOk = checkWeightScale(module, *group, expected[0]);
+        if (group->inputActivations)
+            add(Severity::Info, "embedding-activations-ignored", module,
+                "Group " + group->name + " declares input activations, which the word embeddings (a lookup of "
+                "token ids) do not have, so they are ignored for module '" + module + "'.");
         if (shapeOk && scaleOk)
             checkCodeShares(module);
     }

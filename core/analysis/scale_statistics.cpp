@@ -148,26 +148,12 @@ void describeBlocks(const std::vector<int>& block, const TensorView* scale, Line
     }
 }
 
-LinearScaleStatistics statisticsFor(const Checkpoint& checkpoint, const std::string& module)
+// The numbers read from a weight (or table) and its weight_scale, for a module whose group (may be
+// null) is already described in stats.
+void describeTensors(const TensorView* weight, const TensorView* scale, const ConfigGroup* group,
+                     LinearScaleStatistics& stats)
 {
-    const TensorStore& store = checkpoint.tensors();
-    const LayoutLinear& linear = *checkpoint.layout().findLinear(module);
-    LinearScaleStatistics stats;
-    stats.module = module;
-    stats.layer = linear.layer;
-    stats.label = linear.shortLabel;
-
-    const ConfigGroup* group = checkpoint.plan().targetGroup(module);
-    stats.rule = checkpoint.plan().find(module)->rule;
-    if (group) {
-        stats.group = group->name;
-        if (group->weights)
-            stats.weightStrategy = group->weights->strategy;
-    }
-    stats.activationScheme = activationSchemeOf(group);
     const bool mxfp8 = group && group->weights && group->format == "mxfp8-quantized" && isMxfp8Args(*group->weights);
-
-    const TensorView* scale = store.find(module + ".weight_scale");
     if (scale) {
         stats.scaleDtype = dtypeName(scale->dtype);
         if (isFloatDtype(scale->dtype)) {
@@ -180,17 +166,8 @@ LinearScaleStatistics statisticsFor(const Checkpoint& checkpoint, const std::str
             fillScaleSummary(stats);
         }
     }
-    if (const TensorView* input = store.find(module + ".input_scale"))
-        if (isFloatDtype(input->dtype) && input->numel() == 1)
-            stats.inputScale = input->toFloat().values[0];
-
-    const TensorView* weight = store.find(module + ".weight");
-    // Hugging Face leaves the MaskedLM decoder out when it is tied to the word embeddings; its
-    // numbers are then the embeddings'.
-    if (!weight && !linear.tiedWeight.empty())
-        weight = store.find(linear.tiedWeight);
     if (!weight)
-        return stats;
+        return;
     stats.weightDtype = dtypeName(weight->dtype);
     if (weight->shape.size() == 2) {
         stats.outFeatures = weight->shape[0];
@@ -216,7 +193,59 @@ LinearScaleStatistics statisticsFor(const Checkpoint& checkpoint, const std::str
             perRow = false;
         countCodes(*weight, perRow, stats.outFeatures, stats.inFeatures, stats);
     }
+}
 
+void describeGroup(const ConfigGroup* group, const std::string& rule, LinearScaleStatistics& stats)
+{
+    stats.rule = rule;
+    if (group) {
+        stats.group = group->name;
+        if (group->weights)
+            stats.weightStrategy = group->weights->strategy;
+    }
+    stats.activationScheme = activationSchemeOf(group);
+}
+
+LinearScaleStatistics statisticsFor(const Checkpoint& checkpoint, const std::string& module)
+{
+    const TensorStore& store = checkpoint.tensors();
+    const LayoutLinear& linear = *checkpoint.layout().findLinear(module);
+    LinearScaleStatistics stats;
+    stats.module = module;
+    stats.layer = linear.layer;
+    stats.label = linear.shortLabel;
+    const ConfigGroup* group = checkpoint.plan().targetGroup(module);
+    describeGroup(group, checkpoint.plan().find(module)->rule, stats);
+    if (const TensorView* input = store.find(module + ".input_scale"))
+        if (isFloatDtype(input->dtype) && input->numel() == 1)
+            stats.inputScale = input->toFloat().values[0];
+
+    const TensorView* weight = store.find(module + ".weight");
+    // Hugging Face leaves the MaskedLM decoder out when it is tied to the word embeddings; its
+    // numbers are then the embeddings' (their codes and, when FP8, their own scales).
+    const TensorView* scale = store.find(module + ".weight_scale");
+    if (!weight && !linear.tiedWeight.empty()) {
+        weight = store.find(linear.tiedWeight);
+        if (weight && weight->dtype == Dtype::F8_E4M3 && !scale)
+            scale = store.find(checkpoint.layout().wordEmbeddingsScaleTensor());
+    }
+    describeTensors(weight, scale, group, stats);
+    return stats;
+}
+
+// The word embeddings' entry: a lookup table that a group may quantize like a weight.
+LinearScaleStatistics embeddingStatistics(const Checkpoint& checkpoint)
+{
+    const EncoderLayout& layout = checkpoint.layout();
+    const TensorStore& store = checkpoint.tensors();
+    LinearScaleStatistics stats;
+    stats.embedding = true;
+    stats.module = layout.wordEmbeddingsModule();
+    stats.label = "emb.word";
+    describeGroup(checkpoint.plan().wordEmbeddingsTargetGroup(), checkpoint.plan().wordEmbeddings().rule, stats);
+    stats.activationScheme = "lookup";
+    describeTensors(store.find(layout.wordEmbeddingsTensor()), store.find(layout.wordEmbeddingsScaleTensor()),
+                    checkpoint.plan().wordEmbeddingsTargetGroup(), stats);
     return stats;
 }
 
@@ -225,6 +254,9 @@ LinearScaleStatistics statisticsFor(const Checkpoint& checkpoint, const std::str
 std::vector<LinearScaleStatistics> computeScaleStatistics(const Checkpoint& checkpoint)
 {
     std::vector<LinearScaleStatistics> out;
+    const TensorView* table = checkpoint.tensors().find(checkpoint.layout().wordEmbeddingsTensor());
+    if ((table && table->dtype == Dtype::F8_E4M3) || checkpoint.plan().wordEmbeddingsTargetGroup())
+        out.push_back(embeddingStatistics(checkpoint));
     for (const LayoutLinear& linear : checkpoint.layout().linears())
         out.push_back(statisticsFor(checkpoint, linear.module));
     return out;

@@ -13,6 +13,10 @@ namespace scalescope {
 
 struct LinearScaleStatistics {
     std::string module;              // roberta.encoder.layer.0.attention.self.query
+    // The word embeddings (roberta.embeddings.word_embeddings), not a Linear: rows are token ids
+    // (outFeatures = vocab, inFeatures = hidden), weightStrategy "channel" is one scale per row, and
+    // activationScheme is "lookup" (nothing to quantize).
+    bool embedding = false;
     int layer = -1;                  // encoder layer index, -1 for heads
     std::string label;               // short label for charts ("L0.q"; heads keep their names)
     std::string group;               // config group, "" when not targeted
@@ -38,8 +42,9 @@ struct LinearScaleStatistics {
     std::optional<float> inputScale; // static input_scale when present
 };
 
-// One entry per Linear of the architecture (quantized or not), in model order. Tensors that are
-// missing or malformed leave their fields empty; diagnostics report them.
+// One entry per Linear of the architecture (quantized or not), in model order, preceded by one for
+// the word embeddings when they are stored F8_E4M3 or a config group targets them. Tensors that
+// are missing or malformed leave their fields empty; diagnostics report them.
 std::vector<LinearScaleStatistics> computeScaleStatistics(const Checkpoint& checkpoint);
 
 } // namespace scalescope

@@ -231,6 +231,30 @@ public:
                                                        fp8GemmPath());
     }
 
+    // The word-embedding table [vocab, hidden] in float32: as stored, or decoded from FP8 codes as
+    // row = decode(q[row]) * scale (per row or per tensor). In fp16 mode the scale is rounded to
+    // half like every stored scale and the decoded rows are not rounded again (as an FP8 Linear's
+    // weight, docs/ARCHITECTURE.md "Run modes"). A tied MaskedLM decoder runs on these rows.
+    at::Tensor wordEmbeddings(int64_t vocab, int64_t hidden) const
+    {
+        const EmbeddingInfo& info = checkpoint_.plan().wordEmbeddings();
+        if (const std::string& problem = checkpoint_.plan().wordEmbeddingsProblem(); !problem.empty())
+            throw Error(problem);
+        const TensorView& table = store_.require(layout_.wordEmbeddingsTensor());
+        if (!info.quantized)
+            return tensor(table, {vocab, hidden});
+        if (table.shape != std::vector<int64_t>{vocab, hidden})
+            throw Error("Tensor '" + table.name + "' in " + table.file + " has shape " + shapeText(table.shape) +
+                        "; the config implies " + shapeText({vocab, hidden}) + ".");
+        const TensorView* scale = store_.find(layout_.wordEmbeddingsScaleTensor());
+        if (!scale)
+            throw Error("Tensor '" + layout_.wordEmbeddingsScaleTensor() + "' is missing from " + checkpoint_.directory() +
+                        "; the F8_E4M3 word embeddings need it.");
+        LinearInfo scaling; // the decoder reads only the strategy
+        scaling.weightStrategy = info.weightStrategy;
+        return scaledWeightDecoder(table, *scale, scaling, precision_)();
+    }
+
     // A Linear whose weight may be absent because it is tied to `tiedTo` (the MaskedLM decoder to
     // the word embeddings, as Hugging Face saves it): then it shares that tensor.
     LinearWeights tiedLinear(const std::string& module, const at::Tensor& tiedTo) const
@@ -422,7 +446,7 @@ EncoderWeights loadEncoderWeights(const Checkpoint& checkpoint, const Progress& 
     const int64_t h = c.hiddenSize;
     EncoderWeights weights;
     progress.report(0.0, "Loading embeddings");
-    weights.wordEmbeddings = loader.tensor(layout.wordEmbeddingsTensor(), {c.vocabSize, h});
+    weights.wordEmbeddings = loader.wordEmbeddings(c.vocabSize, h);
     weights.positionEmbeddings = loader.tensor(layout.positionEmbeddingsTensor(), {c.maxPositionEmbeddings, h});
     weights.tokenTypeEmbeddings = loader.tensor(layout.tokenTypeEmbeddingsTensor(), {c.typeVocabSize, h});
     weights.embeddingNormWeight = loader.tensor(layout.embeddingNormPrefix() + ".weight", {h});

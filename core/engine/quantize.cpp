@@ -76,8 +76,17 @@ nlohmann::json quantizationConfigJson(const QuantizeOptions& options, const Enco
     nlohmann::json group = {{"targets", {"Linear"}}, {"weights", weights},
                             {"input_activations", activationArgs(options)},
                             {"output_activations", nullptr}, {"format", "float-quantized"}};
+    nlohmann::json groups = {{"group_0", group}};
+    if (options.embeddings == EmbeddingQuantization::Fp8PerRow) {
+        nlohmann::json rows = weights;
+        rows["strategy"] = strategyName(WeightStrategy::Channel);
+        rows["block_structure"] = nullptr;
+        // group_1: fms_mo reads only group_0, which keeps the Linears' scheme where it looks.
+        groups["group_1"] = {{"targets", {kEmbeddingClassName}}, {"weights", rows}, {"input_activations", nullptr},
+                             {"output_activations", nullptr}, {"format", "float-quantized"}};
+    }
     return {{"quant_method", "compressed-tensors"}, {"format", "float-quantized"},
-            {"quantization_status", "compressed"}, {"config_groups", {{"group_0", group}}},
+            {"quantization_status", "compressed"}, {"config_groups", groups},
             {"ignore", layout.quantizeIgnoreList()}, {"kv_cache_scheme", nullptr},
             {"global_compression_ratio", nullptr}, {"sparsity_config", nlohmann::json::object()},
             {"provider", "scalescope"}, {"version", "0.1.0"}};
@@ -220,6 +229,9 @@ std::vector<TensorToWrite> quantizedTensors(const Checkpoint& source, const Quan
     const auto all = store.tensors();
     for (const TensorView* view : all)
         refuseNonFinite(*view);
+    QuantizeOptions perRow; // the word embeddings: one scale per row, in the scale dtype asked for
+    perRow.weights = WeightStrategy::Channel;
+    perRow.scaleDtype = options.scaleDtype;
     std::size_t done = 0;
     for (const TensorView* view : all) {
         progress.throwIfCancelled();
@@ -227,7 +239,9 @@ std::vector<TensorToWrite> quantizedTensors(const Checkpoint& source, const Quan
         const std::string& name = view->name;
         const bool isWeight = name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
         const std::string module = isWeight ? name.substr(0, name.size() - 7) : std::string();
-        if (!isWeight || !source.layout().isEncoderLinear(module)) {
+        const bool embedding = options.embeddings == EmbeddingQuantization::Fp8PerRow &&
+                               name == source.layout().wordEmbeddingsTensor();
+        if (!embedding && (!isWeight || !source.layout().isEncoderLinear(module))) {
             TensorToWrite copy;
             copy.name = name;
             copy.dtype = view->dtype;
@@ -240,7 +254,7 @@ std::vector<TensorToWrite> quantizedTensors(const Checkpoint& source, const Quan
             throw Error("Tensor '" + name + "' in " + view->file + " is not a matrix.");
         const int64_t rows = view->shape[0];
         const int64_t columns = view->shape[1];
-        QuantizedWeight quantized = quantizeWeight(view->toFloat().values, rows, columns, options);
+        QuantizedWeight quantized = quantizeWeight(view->toFloat().values, rows, columns, embedding ? perRow : options);
         TensorToWrite codes;
         codes.name = name;
         codes.dtype = Dtype::F8_E4M3;
@@ -250,7 +264,7 @@ std::vector<TensorToWrite> quantizedTensors(const Checkpoint& source, const Quan
         const std::vector<float>& scales = quantized.scales;
         const std::vector<int64_t>& scaleShape = quantized.scaleShape;
         tensors.push_back(makeFloatTensor(module + ".weight_scale", options.scaleDtype, scaleShape, scales.data()));
-        if (options.activations == ActivationScheme::Tensor) {
+        if (options.activations == ActivationScheme::Tensor && !embedding) {
             const float amax = inputAmax.count(module) ? inputAmax[module] : 0.0f;
             const float inputScale = scaleForAmax(amax, options.scaleDtype);
             tensors.push_back(makeFloatTensor(module + ".input_scale", options.scaleDtype, {1}, &inputScale));

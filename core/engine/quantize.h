@@ -4,7 +4,8 @@
 // ([ceil(out / bo), ceil(in / bi)], a partial last block scaled by its own max) scales in the
 // chosen scale dtype; activations are dynamic per token or per group of channels, static per tensor (input_scale calibrated
 // as amax / 448 over calibration texts run through the float model), or left in float. The heads
-// (qa_outputs; the MLM head, lm_head.* or cls.*) stay float and are listed in "ignore".
+// (qa_outputs; the MLM head, lm_head.* or cls.*) stay float and are listed in "ignore". The word
+// embeddings stay float unless asked for (EmbeddingQuantization::Fp8PerRow).
 // The destination is built in a temporary sibling folder and renamed into place when complete; the
 // source is only read.
 #include <cstdint>
@@ -25,6 +26,16 @@ enum class ActivationScheme { Token, Tensor, Group, None };
 const char* strategyName(WeightStrategy strategy);
 const char* strategyName(ActivationScheme scheme);
 
+// The word embeddings: kept float (the default), or F8_E4M3 with one scale per row ([vocab, 1],
+// amax / 448 of the row), as compressed-tensors writes an Embedding under a "channel" strategy, in
+// a group of their own whose only target is "Embedding" (weights only: a lookup has no input to
+// quantize). Per row rather than per tensor because rows are tokens whose norms differ widely
+// (special and rare tokens against frequent ones): one table-wide scale would be set by the
+// largest row and push the small rows into E4M3's subnormals, while each lookup reads exactly one
+// row, so a row's own scale costs nothing. A MaskedLM decoder tied to the table then runs on the
+// decoded rows.
+enum class EmbeddingQuantization { Float, Fp8PerRow };
+
 struct QuantizeOptions {
     WeightStrategy weights = WeightStrategy::Channel;
     ActivationScheme activations = ActivationScheme::Token;
@@ -32,6 +43,7 @@ struct QuantizeOptions {
     int64_t groupSize = 128;             // group: input channels per dynamic run (must divide every width)
     std::vector<std::string> calibrationTexts; // needed for ActivationScheme::Tensor
     Dtype scaleDtype = Dtype::F32;       // F32 | BF16 | F16
+    EmbeddingQuantization embeddings = EmbeddingQuantization::Float;
     bool overwrite = false;              // replace an existing destination
     // Other files read (the calibration file): the destination may not be, contain or sit inside them.
     std::vector<std::string> inputFiles;

@@ -381,7 +381,9 @@ std::size_t EncoderLayout::outputModuleIndex(const std::string& module) const
                                     outputModules_.begin());
 }
 
-std::string EncoderLayout::wordEmbeddingsTensor() const { return embeddingsModule() + ".word_embeddings.weight"; }
+std::string EncoderLayout::wordEmbeddingsModule() const { return embeddingsModule() + ".word_embeddings"; }
+std::string EncoderLayout::wordEmbeddingsTensor() const { return wordEmbeddingsModule() + ".weight"; }
+std::string EncoderLayout::wordEmbeddingsScaleTensor() const { return wordEmbeddingsModule() + ".weight_scale"; }
 std::string EncoderLayout::positionEmbeddingsTensor() const { return embeddingsModule() + ".position_embeddings.weight"; }
 std::string EncoderLayout::tokenTypeEmbeddingsTensor() const { return embeddingsModule() + ".token_type_embeddings.weight"; }
 std::string EncoderLayout::embeddingNormPrefix() const { return embeddingsModule() + ".LayerNorm"; }

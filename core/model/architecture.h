@@ -76,6 +76,7 @@ struct EncoderFamily {
     int specialTokensInPair = 4;   // <s> A </s></s> B </s>: 4; [CLS] A [SEP] B [SEP]: 3
     std::string fmsLayerPrefix = "base_model.layers"; // fms: base_model.layers.N
     std::string fmsEmbeddingsModule = "base_model.enc_norm"; // the fms module whose output is the embeddings output
+    std::string fmsWordEmbeddingsModule = "base_model.embedding"; // fms's word-embedding table (a plain nn.Embedding)
     std::vector<EncoderLinearPattern> encoderLinears; // in execution order
     std::vector<HeadLinearPattern> questionAnsweringHead;
     std::vector<HeadLinearPattern> maskedLmHead;      // the transform Linear, then the decoder
@@ -182,8 +183,12 @@ public:
     // head Linears keep their name.
     std::string outputModuleLabel(const std::string& module) const;
 
-    // Tensor names outside the Linears.
-    std::string wordEmbeddingsTensor() const;
+    // Tensor names outside the Linears. The word embeddings are the one non-Linear module a config
+    // group may quantize (class name "Embedding"): "<module>.weight" holds the table, F8_E4M3 codes
+    // when quantized, with "<module>.weight_scale" beside it.
+    std::string wordEmbeddingsModule() const;      // roberta.embeddings.word_embeddings
+    std::string wordEmbeddingsTensor() const;      // <module>.weight
+    std::string wordEmbeddingsScaleTensor() const; // <module>.weight_scale
     std::string positionEmbeddingsTensor() const;
     std::string tokenTypeEmbeddingsTensor() const;
     std::string embeddingNormPrefix() const;        // <prefix>.embeddings.LayerNorm

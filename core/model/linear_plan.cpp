@@ -65,7 +65,34 @@ std::string conflictProblem(const std::string& module, const GroupMatch& match)
     return {};
 }
 
+// An F8_E4M3 word-embedding table decodes only through a group that picks it, runs, and scales
+// per tensor or per row (what compressed-tensors writes for an Embedding); the sentence that stops
+// a run otherwise, "" when it loads.
+std::string embeddingProblem(const QuantizationConfig* quantization, const TensorView& weight, const GroupMatch& match,
+                             const std::string& module)
+{
+    if (!match.group)
+        return "Tensor '" + weight.name + "' in " + weight.file +
+               " is F8_E4M3, but quantization_config does not quantize module '" + module +
+               "' (it is ignored or no group targets it by the class name \"" + kEmbeddingClassName +
+               "\", its name or a re: pattern).";
+    if (std::string conflict = conflictProblem(module, match); !conflict.empty())
+        return conflict;
+    if (auto reason = unsupportedSchemeReason(*quantization, *match.group))
+        return "Module '" + module + "' uses " + *reason + ".";
+    const std::string& strategy = match.group->weights->strategy;
+    if (strategy != "channel" && strategy != "tensor")
+        return "Module '" + module + "' (the word embeddings) has weight strategy \"" + strategy + "\" in group " +
+               match.group->name + "; an FP8 embedding is decoded per tensor or per row (strategy tensor or channel).";
+    return "";
+}
+
 } // namespace
+
+std::string embeddingScaleText(const std::string& weightStrategy)
+{
+    return weightStrategy == "channel" ? "per row" : weightStrategy == "tensor" ? "per tensor" : weightStrategy;
+}
 
 const char* runModeName(RunMode mode)
 {
@@ -206,6 +233,24 @@ LinearPlan::LinearPlan(const ModelConfig& config, const EncoderLayout& layout, c
         problems_.push_back(std::move(problem));
         targetGroups_.push_back(match.group);
         matches_.push_back(config.quantization ? std::make_shared<const GroupMatch>(match) : nullptr);
+    }
+
+    embedding_.module = layout.wordEmbeddingsModule();
+    const GroupMatch match = config.quantization ? matchGroup(*config.quantization, embedding_.module, kEmbeddingClassName)
+                                                 : GroupMatch{nullptr, "no quantization_config", {}, {}};
+    embedding_.rule = match.rule;
+    embeddingGroup_ = match.group;
+    // A float table runs as stored even when a group targets it: checkpoints that loaded before
+    // embeddings could be quantized load as they did.
+    const TensorView* table = tensors.find(layout.wordEmbeddingsTensor());
+    if (table && table->dtype == Dtype::F8_E4M3) {
+        embeddingProblem_ = embeddingProblem(config.quantization ? &*config.quantization : nullptr, *table, match,
+                                             embedding_.module);
+        if (embeddingProblem_.empty()) {
+            embedding_.quantized = true;
+            embedding_.weightStrategy = match.group->weights->strategy;
+            embedding_.group = match.group->name;
+        }
     }
 }
 

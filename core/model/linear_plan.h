@@ -78,6 +78,26 @@ struct LinearInfo {
 bool accumulatesInDl16(const LinearInfo& linear);
 std::string dl16Problem(const LinearInfo& linear);
 
+// The class name a config group targets the word embeddings by (torch.nn.Embedding), as "Linear"
+// targets the Linears; exact names and re: patterns match the module name as for Linears.
+inline const char* const kEmbeddingClassName = "Embedding";
+
+// The word embeddings as the plan sees them (docs/ARCHITECTURE.md "Configs written since 2025"): a
+// [vocab, hidden] lookup table that a config group may quantize like a Linear's weight. Quantized,
+// it holds F8_E4M3 codes with a weight_scale per tensor ([1] or [], strategy "tensor") or per row
+// ([vocab, 1], strategy "channel", compressed-tensors' channel scale of an Embedding), and row id is
+// decode(q[id]) * scale. A lookup has no input to quantize, so it reads the same in every mode and
+// a group's input_activations do not apply to it.
+struct EmbeddingInfo {
+    std::string module;         // roberta.embeddings.word_embeddings
+    bool quantized = false;     // stored F8_E4M3 and picked by a group that runs
+    std::string weightStrategy; // channel (one scale per row) | tensor; "" when float
+    std::string group;          // the picking group's name, "" when none
+    std::string rule;           // why that group (or none): "group_1 target \"Embedding\" (class name)"
+};
+// "per row" for channel, "per tensor" for tensor: how inspect names an embedding's scales.
+std::string embeddingScaleText(const std::string& weightStrategy);
+
 // Per-Linear what-if precision, by exact module name. `Float` runs the Linear on its dequantized
 // (or reference) weights with float activations; `Fp8` runs it as the checkpoint declares even when
 // the rest runs float. `othersFloat` is "fp8-only": every Linear not named runs float.
@@ -110,12 +130,22 @@ public:
     // pick); null for a name that is not a Linear or a checkpoint without quantization_config.
     const GroupMatch* groupMatch(const std::string& module) const;
 
+    // The word embeddings (EmbeddingInfo), the sentence a run throws for them ("" when they load: an
+    // FP8 table no group picks, a scheme this version does not run, a strategy other than per
+    // tensor or per row), and the group whose targets pick them whatever their dtype (null when none).
+    const EmbeddingInfo& wordEmbeddings() const { return embedding_; }
+    const std::string& wordEmbeddingsProblem() const { return embeddingProblem_; }
+    const ConfigGroup* wordEmbeddingsTargetGroup() const { return embeddingGroup_; }
+
 private:
     std::vector<LinearInfo> linears_;
     std::vector<const ConfigGroup*> targetGroups_;
     std::vector<std::shared_ptr<const GroupMatch>> matches_;
     std::unordered_map<std::string, std::size_t> index_;
     std::vector<std::string> problems_;
+    EmbeddingInfo embedding_;
+    std::string embeddingProblem_;
+    const ConfigGroup* embeddingGroup_ = nullptr;
 };
 
 // Throws naming the first overridden name that is neither a Linear of the layout nor a layer's

@@ -112,8 +112,9 @@ ChartData channelScalesChart(const LinearScaleStatistics& linear)
 {
     ChartData chart;
     chart.id = "channel_scales";
-    chart.title = "Per-channel weight scales, " + linear.label;
-    chart.xLabel = "output channel";
+    // The word embeddings' channels are their rows, one per token id.
+    chart.title = (linear.embedding ? "Per-row embedding scales, " : "Per-channel weight scales, ") + linear.label;
+    chart.xLabel = linear.embedding ? "row (token id)" : "output channel";
     chart.yLabel = "weight scale (log)";
     chart.logY = true;
     ChartSeries points{"weight_scale", SeriesStyle::Points, {}, {}, {}, "#0072B2"};

@@ -180,13 +180,33 @@ json inspectJson(const Checkpoint& checkpoint, const std::vector<LinearScaleStat
         tensors.push_back(tensor);
     }
     out["tensors"] = tensors;
+    // The word embeddings, quantized or not: how the plan reads them (a group may quantize the
+    // table, docs/ARCHITECTURE.md "Configs written since 2025"), with their scale statistics when
+    // they have an entry.
+    const EmbeddingInfo& embedding = checkpoint.plan().wordEmbeddings();
+    const TensorView* table = checkpoint.tensors().find(checkpoint.layout().wordEmbeddingsTensor());
+    json embeddings = {{"module", embedding.module},
+                       {"tensor", checkpoint.layout().wordEmbeddingsTensor()},
+                       {"dtype", table ? json(dtypeName(table->dtype)) : json(nullptr)},
+                       {"quantized", embedding.quantized},
+                       {"weight_strategy", embedding.weightStrategy},
+                       {"scale_strategy", embedding.quantized ? json(embeddingScaleText(embedding.weightStrategy)) : json(nullptr)},
+                       {"group", embedding.group},
+                       {"rule", embedding.rule}};
+    if (const std::string& problem = checkpoint.plan().wordEmbeddingsProblem(); !problem.empty())
+        embeddings["problem"] = problem;
     json linears = json::array();
     for (const LinearScaleStatistics& s : statistics) {
+        if (s.embedding) {
+            embeddings["statistics"] = scaleStatisticsJson(s);
+            continue;
+        }
         json linear = scaleStatisticsJson(s);
         addFmsNames(linear, checkpoint.layout(), s.module);
         linears.push_back(linear);
     }
     out["linears"] = linears;
+    out["word_embeddings"] = embeddings;
     out["diagnostics"] = findingsJson(findings);
     out["consumers"] = consumersJson(assessConsumers(checkpoint));
     int errors = 0, warnings = 0, infos = 0;

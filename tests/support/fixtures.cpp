@@ -391,10 +391,17 @@ nlohmann::ordered_json quantizationConfig(const Fp8Scheme& scheme, bool bert, co
                                     {"weights", weights},
                                     {"input_activations", activations},
                                     {"output_activations", nullptr}};
+    nlohmann::ordered_json groups = {{"group_0", group}};
+    if (!edits.embeddingWeights.empty())
+        groups["group_1"] = {{"targets", {"Embedding"}},
+                             {"weights", {{"num_bits", 8}, {"type", "float"}, {"strategy", edits.embeddingWeights},
+                                          {"symmetric", true}, {"dynamic", false}}},
+                             {"input_activations", nullptr},
+                             {"output_activations", nullptr}};
     return {{"quant_method", "compressed-tensors"},
             {"format", "float-quantized"},
             {"quantization_status", "compressed"},
-            {"config_groups", {{"group_0", group}}},
+            {"config_groups", groups},
             {"ignore", ignore},
             {"kv_cache_scheme", nullptr}};
 }
@@ -545,6 +552,12 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
             quantizedModules.insert(module); // a tied decoder has no stored weight and stays float
     for (const std::string& module : edits.keepFloat)
         quantizedModules.erase(module);
+    const std::string embeddingModule = (bert ? "bert" : "roberta") + std::string(".embeddings.word_embeddings");
+    if (!edits.embeddingWeights.empty()) {
+        if (edits.embeddingWeights != "channel" && edits.embeddingWeights != "tensor")
+            throw Error("The FP8 fixture's embedding strategy must be channel or tensor, not '" + edits.embeddingWeights + "'.");
+        quantizedModules.insert(embeddingModule);
+    }
 
     std::map<std::string, ReferenceTensor> calibration;
     if (scheme.activations == "tensor")
@@ -566,14 +579,15 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
             throw Error("Tensor '" + view->name + "' in " + floatDir + " is not a matrix.");
         const int64_t rows = view->shape[0];
         const int64_t columns = view->shape[1];
+        const bool embedding = module == embeddingModule;
+        const std::string& strategy = embedding ? edits.embeddingWeights : scheme.weights;
 
         // The scale of each weight element's scale group: its row (channel), the tensor, or its
         // block (row / blockRows, column / blockColumns).
-        // MXFP8: each run of 32 input channels of a row.
-        const int64_t groupRows = scheme.weights == "block" ? scheme.blockRows
-                                  : scheme.weights == "channel" || mxfp8 ? 1
-                                                                         : rows;
-        const int64_t groupColumns = scheme.weights == "block" ? scheme.blockColumns : mxfp8 ? kMxfp8Block : columns;
+        // MXFP8: each run of 32 input channels of a row (the embedding table keeps its own strategy).
+        const bool mxfp8Weight = mxfp8 && !embedding;
+        const int64_t groupRows = strategy == "block" ? scheme.blockRows : strategy == "channel" || mxfp8Weight ? 1 : rows;
+        const int64_t groupColumns = strategy == "block" ? scheme.blockColumns : mxfp8Weight ? kMxfp8Block : columns;
         const int64_t gridColumns = (columns + groupColumns - 1) / groupColumns;
         const int64_t gridRows = (rows + groupRows - 1) / groupRows;
         std::vector<float> amax(static_cast<std::size_t>(gridRows * gridColumns), 0.0f);
@@ -587,7 +601,7 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
         std::vector<float> scales;
         std::vector<uint8_t> exponents; // MXFP8: the E8M0 bytes written for the scales
         for (float m : amax) {
-            if (mxfp8) {
+            if (mxfp8Weight) {
                 exponents.push_back(referenceMxfp8Exponent(m));
                 scales.push_back(std::ldexp(1.0f, int(exponents.back()) - 127));
             } else {
@@ -603,15 +617,16 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
                 weight.bytes[index] = encodeE4M3Value(referenceRoundToE4M3(values.values[index] / scales[groupOf(r, c)]));
             }
         out.push_back(std::move(weight));
-        const std::vector<int64_t> scaleShape = scheme.weights == "block" || mxfp8 ? std::vector<int64_t>{gridRows, gridColumns}
-                                                : scheme.weights == "channel"    ? std::vector<int64_t>{rows, 1}
-                                                                                 : std::vector<int64_t>{1};
-        if (mxfp8) // U8 [out, in / 32], as compressed-tensors' MXFP8 compressor writes it
+        const std::vector<int64_t> scaleShape = strategy == "block" || mxfp8Weight ? std::vector<int64_t>{gridRows, gridColumns}
+                                                : strategy == "channel" ? std::vector<int64_t>{rows, 1}
+                                                : embedding && edits.embeddingScalarScale ? std::vector<int64_t>{}
+                                                                        : std::vector<int64_t>{1};
+        if (mxfp8Weight) // U8 [out, in / 32], as compressed-tensors' MXFP8 compressor writes it
             out.push_back(TensorToWrite{module + ".weight_scale", Dtype::U8, scaleShape, exponents});
         else
             out.push_back(makeFloatTensor(module + ".weight_scale", scaleDtype, scaleShape, scales.data()));
 
-        if (scheme.activations == "tensor") {
+        if (scheme.activations == "tensor" && !embedding) { // an embedding lookup has no input to calibrate
             const auto input = calibration.find(module + ".input");
             if (input == calibration.end())
                 throw Error("The calibration forward over " + floatDir + " did not capture the input of " + module +

@@ -72,6 +72,12 @@ struct Fp8Edits {
     // is stored) and list only the head's module name ("lm_head", "cls") in "ignore", as a
     // checkpoint quantized with ignore: ["lm_head"] has it: that name matches no Linear.
     bool quantizeMaskedLmHead = false;
+    // Quantize the word embeddings too, as compressed-tensors writes an Embedding: F8_E4M3 codes with
+    // a weight_scale per row ("channel", shape [vocab, 1]) or per tensor ("tensor", shape [1], or []
+    // with embeddingScalarScale), each amax / 448, in a group "group_1" whose only target is
+    // "Embedding" (weights only). "" leaves them float.
+    std::string embeddingWeights;
+    bool embeddingScalarScale = false;
 };
 
 // Reads the float checkpoint in floatDir and writes its compressed-tensors FP8 version to fp8Dir

@@ -48,7 +48,8 @@ bool hasUint8Scales(const nlohmann::json& args)
     return args.value("scale_dtype", nlohmann::json(nullptr)) == "torch.uint8";
 }
 
-// The reference handles the single-group checkpoints the fixtures write.
+// The reference handles the checkpoints the fixtures write: one group for the Linears, and
+// optionally a second whose only target is "Embedding" (the word embeddings, decoded on their own).
 const nlohmann::json* onlyGroup(const nlohmann::json& config)
 {
     const auto quantization = config.find("quantization_config");
@@ -57,7 +58,10 @@ const nlohmann::json* onlyGroup(const nlohmann::json& config)
     const auto groups = quantization->find("config_groups");
     if (groups == quantization->end() || !groups->is_object() || groups->empty())
         return nullptr;
-    return &groups->begin().value();
+    for (auto group = groups->begin(); group != groups->end(); ++group)
+        if (group->value("targets", nlohmann::json::array()) != nlohmann::json::array({"Embedding"}))
+            return &group.value();
+    return nullptr;
 }
 
 // Block-wise weights: block_structure [rows, columns]; {0, 0} for other strategies.
@@ -247,7 +251,7 @@ private:
         const int64_t vocabSize = wordView.shape[0];
         const int64_t maxPositions = positionView.shape[0];
         const int64_t typeCount = typeView.shape[0];
-        const std::vector<float> words = readValues(wordView);
+        const std::vector<float> words = wordEmbeddingRows(wordView);
         const std::vector<float> positions = readValues(positionView);
         const std::vector<float> types = readValues(typeView);
 
@@ -285,6 +289,29 @@ private:
         return layerNorm(family_ + ".embeddings.LayerNorm", sum);
     }
 
+    std::string wordEmbeddingsName() const { return family_ + ".embeddings.word_embeddings.weight"; }
+
+    // docs/ARCHITECTURE.md "Configs written since 2025": an F8_E4M3 table's row id is
+    // decode(q[id]) * scale, with one scale for the table or one per row (told apart by the scale's
+    // element count). The scale is a stored parameter (half-rounded in fp16 mode by readValues), the
+    // product is not rounded again. A tied MaskedLM decoder uses these rows as float weights.
+    std::vector<float> wordEmbeddingRows(const TensorView& view) const
+    {
+        std::vector<float> rows = readValues(view);
+        if (view.dtype != Dtype::F8_E4M3)
+            return rows;
+        const std::string scaleName = family_ + ".embeddings.word_embeddings.weight_scale";
+        const std::vector<float> scale = readValues(store_->require(scaleName));
+        const int64_t vocab = view.shape[0];
+        if (scale.size() != 1 && static_cast<int64_t>(scale.size()) != vocab)
+            throw Error("Tensor '" + scaleName + "' in " + store_->location() + " has " + std::to_string(scale.size()) +
+                        " elements, neither 1 nor the " + std::to_string(vocab) + " rows.");
+        for (int64_t r = 0; r < vocab; ++r)
+            for (int64_t c = 0; c < hiddenSize_; ++c)
+                rows[static_cast<std::size_t>(r * hiddenSize_ + c)] *= scale.size() == 1 ? scale[0] : scale[static_cast<std::size_t>(r)];
+        return rows;
+    }
+
     Activations layerNorm(const std::string& module, const Activations& x) const
     {
         const std::vector<float> weight = readVector(module + ".weight", x.cols);
@@ -319,8 +346,10 @@ private:
             throw Error("Tensor '" + weightName + "' in " + store_->location() + " is not [out, " +
                         std::to_string(x.cols) + "] as the input of " + module + " requires.");
         const int64_t outFeatures = weightView.shape[0];
-        std::vector<float> weight = readValues(weightView);
-        const bool quantized = weightView.dtype == Dtype::F8_E4M3;
+        // A decoder tied to FP8 word embeddings runs on their decoded rows, in float.
+        const bool tiedToEmbeddings = weightName == wordEmbeddingsName();
+        std::vector<float> weight = tiedToEmbeddings ? wordEmbeddingRows(weightView) : readValues(weightView);
+        const bool quantized = !tiedToEmbeddings && weightView.dtype == Dtype::F8_E4M3;
         if (quantized) {
             const std::string scaleName = module + ".weight_scale";
             const TensorView& scaleView = store_->require(scaleName);

@@ -17,7 +17,8 @@ struct ReferenceTensor {
 // mode: "fp8" (quantized Linears quantize their inputs as the checkpoint says), "dequant"
 // (dequantized weights, float activations) or "fp16" (fp8 with every stored non-FP8 parameter and
 // every module output rounded to half, by the compiler's _Float16 conversion). A float checkpoint
-// runs the same in fp8 and dequant.
+// runs the same in fp8 and dequant. F8_E4M3 word embeddings decode as decode(q[id]) * scale (one
+// scale, or one per row) in every mode; a decoder tied to them runs on those rows in float.
 // Result keys: "start_logits"/"end_logits" (QA) or "logits" (MLM), "<family>.embeddings.output",
 // "<family>.encoder.layer.N.output" (family "roberta" or "bert"), and for every Linear
 // "<module>.input" and "<module>.output".

@@ -186,8 +186,9 @@ QVariant TensorTableModel::exact(int row, int column) const
     case GroupColumn:
         if (linearOfRow_[row] < 0)
             return QVariant();
-        return tr("Linear %1: %2").arg(QString::fromStdString(statistics_[linearOfRow_[row]].module),
-                                       QString::fromStdString(statistics_[linearOfRow_[row]].rule));
+        return (statistics_[linearOfRow_[row]].embedding ? tr("Word embeddings %1: %2") : tr("Linear %1: %2"))
+            .arg(QString::fromStdString(statistics_[linearOfRow_[row]].module),
+                 QString::fromStdString(statistics_[linearOfRow_[row]].rule));
     case FmsNameColumn:
         if (rows_[row].fmsName.empty())
             return QVariant();

@@ -134,11 +134,15 @@ void ScalesPanel::showLinear(int index)
     // Block-wise weights: the scale grid as a heat map (output blocks by input blocks).
     channels_->setChart(s.gridRows > 0 ? blockScalesChart(s) : channelScalesChart(s));
     exponents_->setChart(exponentHistogramChart(s));
-    shares_->setText(tr("%1 weights per %2, scales %3 .. %4 (ratio %5), clipped %6%, underflow %7%%8")
-                         .arg(QString::fromStdString(s.weightDtype),
-                              QString::fromStdString(s.gridRows > 0 ? s.weightStrategy + " (" + std::to_string(s.blockRows) +
-                                                                          "x" + std::to_string(s.blockColumns) + ")"
-                                                                    : s.weightStrategy))
+    // The word embeddings are a table of rows, not a Linear's weight: say so and name their scales by row.
+    const std::string per = s.gridRows > 0 ? s.weightStrategy + " (" + std::to_string(s.blockRows) + "x" +
+                                                 std::to_string(s.blockColumns) + ")"
+                            : s.embedding && s.weightStrategy == "channel" ? std::string("row")
+                                                                           : s.weightStrategy;
+    const QString what = (s.embedding ? tr("%1 word embeddings, scales per %2") : tr("%1 weights per %2"))
+                             .arg(QString::fromStdString(s.weightDtype), QString::fromStdString(per));
+    shares_->setText(tr("%1, scales %2 .. %3 (ratio %4), clipped %5%, underflow %6%%7")
+                         .arg(what)
                          .arg(s.scaleMin, 0, 'e', 3)
                          .arg(s.scaleMax, 0, 'e', 3)
                          .arg(s.scaleRatio, 0, 'f', 1)
@@ -157,6 +161,11 @@ void ScalesPanel::selectLinear(const QString& module)
 QString ScalesPanel::selectedLinear() const
 {
     return linear_->currentData().toString();
+}
+
+QString ScalesPanel::selectedSummary() const
+{
+    return shares_->text();
 }
 
 void ScalesPanel::clearResults(const QString& why)

@@ -1,5 +1,6 @@
 #pragma once
-// Scales panel: weight-scale ranges of every quantized Linear (click one to select it), the
+// Scales panel: weight-scale ranges of every quantized Linear and of FP8 word embeddings (click one
+// to select it), the
 // per-channel scales and FP8 exponent histogram of the selected Linear with its clipping and
 // underflow shares, and, after a run, observed activation amax against each input scale's range.
 #include <QWidget>
@@ -36,6 +37,8 @@ public:
     void addToReport(ReportSection& section, bool runResultCurrent) const override;
     void selectLinear(const QString& module);
     QString selectedLinear() const;
+    // The line above the per-Linear charts: dtype, scale granularity, scale range, code shares.
+    QString selectedSummary() const;
 
     std::vector<ChartView*> charts() const;
     ChartView* rangesView() const { return ranges_; }
