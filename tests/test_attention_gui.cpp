@@ -1,5 +1,5 @@
 // The GUI side of AIU FP8 attention (issue 29, item 5) driven as a user would, on a tiny FP8
-// checkpoint with its float reference: Run > FP8 Attention turns it on for the next runs (earlier
+// checkpoint with its float reference: the toolbar's FP8 Attention toggle turns it on for the next runs (earlier
 // results turn stale); an answer then fills the Attention view with one K and one V heat-map cell
 // per layer and head, a table row per layer, tensor and head whose numbers are the comparison's,
 // and a sentence naming the head with least range; the report carries the view; turning it off and
@@ -99,7 +99,7 @@ private slots:
         // Off: an answer leaves the view empty and says how to turn it on.
         QVERIFY(ask(window));
         QCOMPARE(panel->headTable()->rowCount(), 0);
-        QVERIFY2(panel->summary().contains("Run > FP8 Attention"), qPrintable(panel->summary()));
+        QVERIFY2(panel->summary().contains("FP8 Attention (AIU) on the toolbar"), qPrintable(panel->summary()));
 
         // On: the answer on screen turns stale; the next one fills the view.
         toggle->trigger();

@@ -527,18 +527,6 @@ void MainWindow::addRunMenu()
         connect(run, &QMenu::aboutToShow, action, [action, button] { action->setEnabled(button->isEnabled()); });
     }
     run->addSeparator();
-    // AIU FP8 attention is a run option like the Mode box: every later run uses it, earlier results turn stale.
-    fp8AttentionAction_ = run->addAction(tr("FP8 &Attention (AIU)"));
-    fp8AttentionAction_->setObjectName(QStringLiteral("fp8AttentionAction"));
-    fp8AttentionAction_->setCheckable(true);
-    fp8AttentionAction_->setToolTip(tr("Run attention as fms_mo's math_fp8 does on the AIU: K and V cast to FP8 E4M3 "
-                                       "with one scale per sequence from fixed ranges (K 200, V 100), Q float. The "
-                                       "Attention view shows how much of E4M3 each head gets"));
-    connect(fp8AttentionAction_, &QAction::toggled, this, [this](bool on) {
-        session_->setAttention(on ? AttentionPrecision::Fp8Aiu : AttentionPrecision::Float);
-        updateStatus();
-    });
-    run->addSeparator();
     run->addAction(cancelAction_);
 }
 
@@ -605,7 +593,19 @@ void MainWindow::createToolbar(const std::array<QAction*, 4>& actions)
         updateStatus();
     });
     toolbar->addWidget(mode_);
-    toolbar->addAction(fp8AttentionAction_); // a toggle button beside the mode it qualifies
+    // AIU FP8 attention is a run option like the Mode box, so a toggle beside it: every later run
+    // uses it, earlier results turn stale.
+    fp8AttentionAction_ = new QAction(tr("FP8 Attention (AIU)"), this);
+    fp8AttentionAction_->setObjectName(QStringLiteral("fp8AttentionAction"));
+    fp8AttentionAction_->setCheckable(true);
+    fp8AttentionAction_->setToolTip(tr("Run attention as fms_mo's math_fp8 does on the AIU: K and V cast to FP8 E4M3 "
+                                       "with one scale per sequence from fixed ranges (K 200, V 100), Q float. The "
+                                       "Attention view shows how much of E4M3 each head gets"));
+    connect(fp8AttentionAction_, &QAction::toggled, this, [this](bool on) {
+        session_->setAttention(on ? AttentionPrecision::Fp8Aiu : AttentionPrecision::Float);
+        updateStatus();
+    });
+    toolbar->addAction(fp8AttentionAction_);
     toolbar->addWidget(new QLabel(tr(" Device "), toolbar));
     device_ = new QComboBox(toolbar);
     device_->setToolTip(tr("Where the quantized model runs: in this process, or in a runner process (see the "

@@ -66,7 +66,7 @@ public:
     EvaluatePanel* evaluatePanel() const { return evaluate_; }
     DeviceCheckPanel* deviceCheckPanel() const { return deviceCheck_; }
     AttentionPanel* attentionPanel() const { return attention_; }
-    // Run > FP8 Attention (AIU): checkable, the session's attention for every later run.
+    // The toolbar's FP8 Attention (AIU) toggle: checkable, the session's attention for every later run.
     QAction* fp8AttentionAction() const { return fp8AttentionAction_; }
     SensitivityPanel* sensitivityPanel() const { return sensitivity_; }
     TriagePanel* triagePanel() const { return triage_; }

@@ -292,7 +292,7 @@ void validateOverrides(const PrecisionOverrides& overrides, const EncoderLayout&
     for (const auto& [module, precision] : overrides.modules)
         if (!layout.findLinear(module) && layout.fp8AttentionLayer(module) < 0)
             throw Error("The precision override names '" + module +
-                        "', which is neither a Linear of this model nor a layer's FP8 attention (" +
+                        "', which is not a Linear of this model (nor a layer's FP8 attention, such as " +
                         layout.fp8AttentionUnit(0) + ").");
 }
 

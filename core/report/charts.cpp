@@ -369,8 +369,8 @@ ChartData attentionHeadroomChart(const ComparisonResult& comparison, bool key)
     ChartData chart;
     chart.id = key ? "attention_headroom_k" : "attention_headroom_v";
     const double range = key ? double(attention_fp8::kKeyRange) : double(attention_fp8::kValueRange);
-    chart.title = std::string(key ? "K" : "V") + " in FP8: largest E4M3 magnitude per head (median over sequences; "
-                  "the scale gives the sequence's largest " + std::to_string(int(range)) + ", E4M3 reaches 448)";
+    chart.title = std::string(key ? "K" : "V") + " in FP8: top magnitude per head (range " + std::to_string(int(range)) +
+                  " of E4M3's 448)";
     chart.xLabel = "head";
     chart.yLabel = "layer";
     ChartSeries cells{"top_median", SeriesStyle::Cells, {}, {}, {}, "", {}};

@@ -36,6 +36,7 @@
 #include "main_window.h"
 #include "models/module_tree_model.h"
 #include "panels/ask_panel.h"
+#include "panels/attention_panel.h"
 #include "panels/device_check_panel.h"
 #include "panels/errors_panel.h"
 #include "panels/evaluate_panel.h"
@@ -306,6 +307,24 @@ int main(int argc, char** argv)
         window.tabs()->setCurrentWidget(window.errorsPanel());
         shoot(window, out + "/06c-errors-departure-selected.png");
     }
+    // AIU FP8 attention: Run > FP8 Attention, the same question again, the Attention view, and the
+    // sweep with its per-layer attention entries; then off again for the rest of the tour.
+    window.fp8AttentionAction()->trigger();
+    window.tabs()->setCurrentWidget(window.askPanel());
+    QSignalSpy answeredFp8Attention(session, &WorkbenchSession::answered);
+    emit window.askPanel()->askRequested(window.askPanel()->question(), window.askPanel()->context(),
+                                         window.askPanel()->options());
+    waitFor(answeredFp8Attention);
+    waitIdle(session);
+    window.tabs()->setCurrentWidget(window.attentionPanel());
+    shoot(window, out + "/06d-attention.png");
+    window.tabs()->setCurrentWidget(window.sensitivityPanel());
+    QSignalSpy sweptFp8Attention(session, &WorkbenchSession::sensitivityFinished);
+    window.sensitivityPanel()->runButton()->click();
+    waitFor(sweptFp8Attention, 600000);
+    waitIdle(session);
+    shoot(window, out + "/06e-sensitivity-fp8-attention.png");
+    window.fp8AttentionAction()->trigger();
     printStamps(window, "open A, answer, evaluate");
 
     // The checkpoint-switch sequence: open B; nothing of A may stay.
@@ -323,6 +342,8 @@ int main(int argc, char** argv)
         shoot(window, out + "/09-switch-evaluate-after-open-b.png");
         window.tabs()->setCurrentWidget(window.deviceCheckPanel());
         shoot(window, out + "/09a-switch-device-check-after-open-b.png");
+        window.tabs()->setCurrentWidget(window.attentionPanel());
+        shoot(window, out + "/09c-switch-attention-after-open-b.png");
         // What each runtime will do with B (the per-tensor demo: the AIU's fused q/k/v cannot load it).
         window.tabs()->setCurrentWidget(window.modelPanel());
         if (auto* findings = window.modelPanel()->findChild<QTabWidget*>(QStringLiteral("modelFindingsTabs")))

@@ -4,7 +4,7 @@
 // V 100): this shows, per layer and head, the largest E4M3 magnitude each head reaches when
 // another head sets the scale, the share of values rounded to zero or to a subnormal, and one
 // sentence on the head that gets least of the range. It fills from an ask or a fill run with FP8
-// attention on (Run > FP8 Attention); what the attention costs in accuracy is the sweep's
+// attention on (the toolbar's FP8 Attention toggle); what the attention costs in accuracy is the sweep's
 // "attention of layer N in FP8" entries.
 #include <QWidget>
 
