@@ -7,6 +7,7 @@
 #include <QtTest>
 
 #include <QAction>
+#include <QLabel>
 #include <QPushButton>
 #include <QStandardItemModel>
 #include <QTabWidget>
@@ -17,7 +18,9 @@
 #include "engine/compute_threads.h"
 #include "main_window.h"
 #include "panels/ask_panel.h"
+#include "linear_selection.h"
 #include "panels/attention_panel.h"
+#include "panels/linear_inspector.h"
 #include "stale_banner.h"
 #include "support/fixtures.h"
 
@@ -136,6 +139,12 @@ private slots:
                                      .arg(least->head)
                                      .arg(least->topMedian, 0, 'f', 1);
         QVERIFY2(panel->summary().contains(expected), qPrintable(panel->summary() + " / " + expected));
+        // A sweep entry of FP8 attention selected (as a click on its bar does): the inspector names
+        // the unit and says it is a run option, not a Linear.
+        window.selection()->select(QStringLiteral("roberta.encoder.layer.1.attention.self.math_fp8"));
+        QTRY_VERIFY2(window.inspector()->details()->text().contains("the attention of layer 1 in FP8"),
+                     qPrintable(window.inspector()->details()->text()));
+        QVERIFY(window.inspector()->details()->text().contains("a run option"));
 
         // Off again: the view is stale, and the next answer (float attention) leaves nothing of it.
         toggle->trigger();

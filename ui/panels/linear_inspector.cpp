@@ -170,7 +170,9 @@ void LinearInspector::refresh()
     }
     const bool quantized = statistics && statistics->quantized;
     title_->setText(QStringLiteral("<b>%1</b><br><tt>%2</tt>")
-                        .arg(QString::fromStdString(statistics ? statistics->label : module).toHtmlEscaped(),
+                        .arg(QString::fromStdString(statistics ? statistics->label
+                                                               : checkpoint_->checkpoint->layout().shortLabel(module))
+                                 .toHtmlEscaped(),
                              module_.toHtmlEscaped()));
     float_->setEnabled(quantized);
     float_->setChecked(floatLinears_.contains(module_));
@@ -190,6 +192,11 @@ QString LinearInspector::schemeSection() const
     QString rows;
     if (!fms.empty())
         rows += row(tr("FMS name"), QStringLiteral("<tt>%1</tt>").arg(QString::fromStdString(fused != fms ? fms + " (fused: " + fused + ")" : fms).toHtmlEscaped()));
+    const EncoderLayout& layout = checkpoint_->checkpoint->layout();
+    if (!s && layout.fp8AttentionLayer(module) >= 0) // a sweep entry of AIU FP8 attention
+        return section(tr("Scheme"), rows + row(tr("Unit"), QString::fromStdString(layout.describeModule(module)).toHtmlEscaped()) +
+                                         row(tr("Kind"), tr("a run option (FP8 Attention on the toolbar, --attention "
+                                                            "fp8-aiu), not a Linear: no checkpoint keeps it float")));
     if (!s)
         return section(tr("Scheme"), rows + row(tr("Linear"), tr("not a Linear of this checkpoint")));
     rows += row(tr("Shape"), tr("%1 -> %2").arg(s->inFeatures).arg(s->outFeatures));
