@@ -38,6 +38,30 @@ int CastHeadroom::tightestHead() const
     return tightest;
 }
 
+int64_t CastHeadroom::values() const
+{
+    int64_t total = 0;
+    for (const HeadHeadroom& head : heads)
+        total += head.values;
+    return total;
+}
+
+double CastHeadroom::zeroShare() const
+{
+    int64_t zeros = 0;
+    for (const HeadHeadroom& head : heads)
+        zeros += head.zeros;
+    return values() ? double(zeros) / double(values()) : 0.0;
+}
+
+double CastHeadroom::subnormalShare() const
+{
+    int64_t subnormals = 0;
+    for (const HeadHeadroom& head : heads)
+        subnormals += head.subnormals;
+    return values() ? double(subnormals) / double(values()) : 0.0;
+}
+
 std::vector<CastHeadroom> summarizeAttentionHeadroom(const std::vector<AttentionCastRecord>& records)
 {
     std::vector<Pool> pools;

@@ -44,6 +44,10 @@ struct CastHeadroom {
     std::vector<HeadHeadroom> heads;
     // The head whose median top is lowest, and that top: the one that gets least of the range.
     int tightestHead() const;
+    // Over every head: the real-token values and the shares rounded to zero and to a subnormal.
+    int64_t values() const;
+    double zeroShare() const;
+    double subnormalShare() const;
 };
 
 // One entry per cast module, in the order first seen (execution order: per layer K then V); records

@@ -515,11 +515,11 @@ ForwardResult RunnerBackend::forward(const EncoderInputs& inputs, const ForwardO
     if (const std::string problem = accumulationProblem(options.mode, options.accumulation); !problem.empty())
         throw Error(problem);
     // The runner protocol has no field for AIU FP8 attention: refused rather than run as float.
-    const EncoderLayout& layout = m.checkpoint->layout();
-    for (int layer = 0; layer < static_cast<int>(m.checkpoint->config().numLayers); ++layer)
-        if (options.attentionCastPoints || attentionRunsFp8(layout, layer, options.attention, options.overrides))
-            throw Error("FP8 attention (--attention fp8-aiu) runs in-process only; " + m.label() +
-                        " is a runner, whose protocol does not carry it.");
+    if (options.attentionCastPoints ||
+        anyAttentionRunsFp8(m.checkpoint->layout(), static_cast<int>(m.checkpoint->config().numLayers),
+                            options.attention, options.overrides))
+        throw Error("FP8 attention (--attention fp8-aiu) runs in-process only; " + m.label() +
+                    " is a runner, whose protocol does not carry it.");
     m.ensureReady(options.mode, options.accumulation, progress);
 
     const std::vector<std::string> selected = selectCapturePoints(m.checkpoint->layout().capturePoints(), options.capture);

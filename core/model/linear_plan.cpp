@@ -330,4 +330,13 @@ bool attentionRunsFp8(const EncoderLayout& layout, int layer, AttentionPrecision
     return attention == AttentionPrecision::Fp8Aiu && !overrides.othersFloat;
 }
 
+bool anyAttentionRunsFp8(const EncoderLayout& layout, int layers, AttentionPrecision attention,
+                         const PrecisionOverrides& overrides)
+{
+    for (int layer = 0; layer < layers; ++layer)
+        if (attentionRunsFp8(layout, layer, attention, overrides))
+            return true;
+    return false;
+}
+
 } // namespace scalescope

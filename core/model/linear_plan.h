@@ -166,5 +166,8 @@ bool parseAttentionPrecision(const std::string& name, AttentionPrecision& attent
 // `othersFloat` ("fp8-only") keeps it float; else the option.
 bool attentionRunsFp8(const EncoderLayout& layout, int layer, AttentionPrecision attention,
                       const PrecisionOverrides& overrides);
+// Whether any of the first `layers` encoder layers runs FP8 attention (attentionRunsFp8).
+bool anyAttentionRunsFp8(const EncoderLayout& layout, int layers, AttentionPrecision attention,
+                         const PrecisionOverrides& overrides);
 
 } // namespace scalescope

@@ -397,19 +397,12 @@ ChartData attentionSmallValuesChart(const ComparisonResult& comparison)
     ChartSeries zero{"rounded to zero", SeriesStyle::Bars, {}, {}, {}, "#D55E00"};
     ChartSeries subnormal{"subnormal", SeriesStyle::Bars, {}, {}, {}, "#E69F00"};
     for (const CastHeadroom& cast : comparison.attentionHeadroom) {
-        int64_t values = 0, zeros = 0, subnormals = 0;
-        for (const HeadHeadroom& head : cast.heads) {
-            values += head.values;
-            zeros += head.zeros;
-            subnormals += head.subnormals;
-        }
         const double x = double(chart.categories.size());
         chart.categories.push_back("L" + std::to_string(cast.layer) + (cast.key ? ".k" : ".v"));
-        const double n = values > 0 ? double(values) : 1.0;
         zero.x.push_back(x);
-        zero.y.push_back(100.0 * double(zeros) / n);
+        zero.y.push_back(100.0 * cast.zeroShare());
         subnormal.x.push_back(x);
-        subnormal.y.push_back(100.0 * double(subnormals) / n);
+        subnormal.y.push_back(100.0 * cast.subnormalShare());
     }
     chart.series = {zero, subnormal};
     return chart;

@@ -392,9 +392,8 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
     referenceOptions.capture.all = true;
     // Both sides record the K/V cast points in every layer once any layer runs FP8 attention.
     result.runAttention = input.runAttention;
-    for (int layer = 0; layer < static_cast<int>(run.config().numLayers); ++layer)
-        if (attentionRunsFp8(layout, layer, input.runAttention, input.runOverrides))
-            runOptions.attentionCastPoints = referenceOptions.attentionCastPoints = true;
+    runOptions.attentionCastPoints = referenceOptions.attentionCastPoints = anyAttentionRunsFp8(
+        layout, static_cast<int>(run.config().numLayers), input.runAttention, input.runOverrides);
 
     // The reference's capture points are kept, one copy per distinct tensor; the run is measured
     // against them point by point as it computes, so its captures are never copied or kept.

@@ -129,13 +129,6 @@ void AttentionPanel::showComparison(const ComparisonResult& comparison, const Ru
                 tightestCast = &cast;
             }
         }
-    int64_t values = 0, zeros = 0, subnormals = 0;
-    for (const HeadHeadroom& head : tightestCast->heads) {
-        values += head.values;
-        zeros += head.zeros;
-        subnormals += head.subnormals;
-    }
-    const double n = values > 0 ? double(values) : 1.0;
     // "Least range: layer 2 V, head 3 reaches 75.4 of E4M3's 448 where the head that sets the scale
     // reaches 100: 2.6 binades unused (median over 1 sequence). ..."
     const QString sequences = tightestCast->sequences == 1 ? tr("1 sequence")
@@ -150,8 +143,8 @@ void AttentionPanel::showComparison(const ComparisonResult& comparison, const Ru
                           .arg(tightest->topMedian, 0, 'f', 1)
                           .arg(tightestCast->range, 0, 'f', 0)
                           .arg(tightest->unusedBinades, 0, 'f', 1)
-                          .arg(100.0 * double(zeros) / n, 0, 'f', 2)
-                          .arg(100.0 * double(subnormals) / n, 0, 'f', 2)
+                          .arg(100.0 * tightestCast->zeroShare(), 0, 'f', 2)
+                          .arg(100.0 * tightestCast->subnormalShare(), 0, 'f', 2)
                           .arg(sequences));
 }
 
