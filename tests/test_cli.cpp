@@ -137,6 +137,46 @@ private slots:
         QVERIFY(badOption.err.contains("--bogus"));
     }
 
+    // The third line of --version names the float32 GEMM and how it was chosen: measured the first
+    // time on a machine (kept in the cache folder), read from the cache after that, measured again
+    // when the cache is damaged, or forced by SCALESCOPE_FLOAT_GEMM.
+    void versionNamesTheFloatGemm()
+    {
+        const QString cache = QString::fromStdString(makeTempDir("float-gemm-cache"));
+        auto version = [&](const QString& forced) {
+            QProcess process;
+            QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+            environment.insert("XDG_CACHE_HOME", cache);
+            environment.remove("SCALESCOPE_FLOAT_GEMM");
+            if (!forced.isEmpty())
+                environment.insert("SCALESCOPE_FLOAT_GEMM", forced);
+            process.setProcessEnvironment(environment);
+            process.start(QStringLiteral(SCALESCOPE_CLI), {"--version"});
+            return process.waitForFinished(120000) ? QString::fromUtf8(process.readAllStandardOutput()) : QString();
+        };
+        const QString cacheFile = cache + "/scalescope/float-gemm.json";
+        const QString first = version({});
+        QVERIFY2(first.contains("\nfloat32 GEMM: ") && first.contains(", measured at 384 x 768/3072:"), qPrintable(first));
+        QVERIFY2(first.contains(" onednn ") && first.contains(" blas "), qPrintable(first));
+        QVERIFY(QFile::exists(cacheFile));
+        const QString second = version({});
+        QVERIFY2(second.contains(", cached at 384 x 768/3072:"), qPrintable(second));
+        // The path in use is the one the measurement kept.
+        const json kept = json::parse(readAll(cacheFile.toStdString()));
+        const bool blas = kept.begin().value()["path"] == "blas";
+        QVERIFY2(second.contains(blas ? "float32 GEMM: BLAS (" : "float32 GEMM: oneDNN "), qPrintable(second));
+        QFile damaged(cacheFile);
+        QVERIFY(damaged.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        damaged.write("{\"not\": json");
+        damaged.close();
+        QVERIFY2(version({}).contains(", measured at"), "a damaged cache is measured again");
+        QVERIFY(json::parse(readAll(cacheFile.toStdString())).is_object());
+        const QString forcedBlas = version("blas");
+        QVERIFY2(forcedBlas.contains("float32 GEMM: BLAS (") && forcedBlas.contains("SCALESCOPE_FLOAT_GEMM"),
+                 qPrintable(forcedBlas));
+        QVERIFY2(version("onednn").contains("float32 GEMM: oneDNN "), "forced oneDNN");
+    }
+
     void tokenizeJson()
     {
         const json out = runJson({"tokenize", q(fp8Dir_), "--text", "the cat sat", "--json"});

@@ -147,6 +147,7 @@ private slots:
     void quantDequantMatchesFormula();
     void quantDequantTailsAndOffsets();
     void batchQuantizeAndDequantize();
+    void bf16ValuesAreTheRoundedValuesUpperHalves();
     void decodeE5M2MatchesBitFields();
     void encodeE5M2InvertsDecode();
     void e5m2MidpointsRoundToEven();
@@ -433,6 +434,39 @@ void TestFp8::quantDequantTailsAndOffsets()
                 QVERIFY2(sameFloat(values[i], expected),
                          qPrintable(QString("start %1, n %2, index %3").arg(start).arg(n).arg(i)));
             }
+        }
+    }
+}
+
+// The bf16 GEMM's input (fp8::quantizeToE4M3Bf16): for every E4M3 value, its neighbours and the
+// midpoints between codes, both signs, scaled, at every start offset around the lane width, the
+// bits are the upper half of the formula's float, x / s rounded (DESIGN: E4M3 values are exact
+// in bf16, so the lower half is zero).
+void TestFp8::bf16ValuesAreTheRoundedValuesUpperHalves()
+{
+    const float scale = 0.0371f;
+    std::vector<float> source;
+    for (int code = 0; code <= 0x7E; ++code) {
+        const float value = e4m3FromFields(code) * scale;
+        source.insert(source.end(), {value, -value, std::nextafter(value, kInf), std::nextafter(value, -kInf)});
+        if (code < 0x7E) {
+            const float midpoint = static_cast<float>((double(e4m3FromFields(code)) + e4m3FromFields(code + 1)) / 2) * scale;
+            source.insert(source.end(), {midpoint, -midpoint});
+        }
+    }
+    source.insert(source.end(), {500.0f * scale, -1e6f, 0.0f, -0.0f, FLT_MIN});
+    for (std::size_t start = 0; start < 9; ++start) {
+        const std::size_t n = source.size() - start;
+        std::vector<uint16_t> bits(n, 0xFFFF);
+        fp8::quantizeToE4M3Bf16(source.data() + start, n, scale, bits.data());
+        for (std::size_t i = 0; i < n; ++i) {
+            const float expected = fp8::roundToE4M3(source[start + i] / scale);
+            uint32_t expectedBits;
+            std::memcpy(&expectedBits, &expected, sizeof expectedBits);
+            QCOMPARE(expectedBits & 0xFFFFu, 0u);
+            QVERIFY2(bits[i] == expectedBits >> 16,
+                     qPrintable(QString("start %1, value %2: bits %3, expected %4")
+                                    .arg(start).arg(source[start + i]).arg(bits[i], 0, 16).arg(expectedBits >> 16, 0, 16)));
         }
     }
 }

@@ -10,6 +10,8 @@
 #include <QtTest>
 
 #include <cfloat>
+#include <cstring>
+#include <fstream>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -289,39 +291,115 @@ private slots:
         };
         const int64_t rows = 37, in = 131, out = 45;
         const std::vector<float> x = randomValues(rows * in), w = randomValues(out * in), bias = randomValues(out);
-        for (const bool withBias : {true, false}) {
-            std::vector<float> y(rows * out);
-            floatLinear(x.data(), rows, in, w.data(), out, withBias ? bias.data() : nullptr, y.data());
-            for (int64_t r = 0; r < rows; ++r)
-                for (int64_t o = 0; o < out; ++o) {
-                    double exact = withBias ? bias[o] : 0.0, magnitude = withBias ? std::fabs(bias[o]) : 0.0;
-                    for (int64_t i = 0; i < in; ++i) {
-                        exact += double(x[r * in + i]) * w[o * in + i];
-                        magnitude += std::fabs(double(x[r * in + i]) * w[o * in + i]);
-                    }
-                    QVERIFY2(std::fabs(y[r * out + o] - exact) <= (in + 2) * std::ldexp(1.0, -23) * magnitude,
-                             qPrintable(QString("linear y[%1,%2] = %3, float64 %4").arg(r).arg(o).arg(y[r * out + o]).arg(exact)));
-                }
-        }
-        const int64_t batch = 5, m = 19, k = 24, n = 29;
-        const std::vector<float> a = randomValues(batch * m * k), b = randomValues(batch * k * n);
-        for (const bool transposed : {false, true}) {
-            std::vector<float> c(batch * m * n);
-            floatBatchedMatmul(a.data(), b.data(), batch, m, k, n, transposed, c.data());
-            for (int64_t i = 0; i < batch; ++i)
-                for (int64_t r = 0; r < m; ++r)
-                    for (int64_t col = 0; col < n; ++col) {
-                        double exact = 0, magnitude = 0;
-                        for (int64_t j = 0; j < k; ++j) {
-                            // b[i] is [k, n], or [n, k] read as its transpose
-                            const float right = transposed ? b[(i * n + col) * k + j] : b[(i * k + j) * n + col];
-                            exact += double(a[(i * m + r) * k + j]) * right;
-                            magnitude += std::fabs(double(a[(i * m + r) * k + j]) * right);
+        const std::vector<float> zeros = std::vector<float>(out * in, 0.0f);
+        for (const FloatGemmPath path : {FloatGemmPath::OneDnn, FloatGemmPath::Blas}) {
+            const QString name = floatGemmPathName(path);
+            QCOMPARE(floatGemmSelfCheck(path), std::string());
+            for (const bool withBias : {true, false}) {
+                std::vector<float> y(rows * out, NAN);
+                floatLinearOn(path, x.data(), rows, in, w.data(), out, withBias ? bias.data() : nullptr, y.data());
+                for (int64_t r = 0; r < rows; ++r)
+                    for (int64_t o = 0; o < out; ++o) {
+                        double exact = withBias ? bias[o] : 0.0, magnitude = withBias ? std::fabs(bias[o]) : 0.0;
+                        for (int64_t i = 0; i < in; ++i) {
+                            exact += double(x[r * in + i]) * w[o * in + i];
+                            magnitude += std::fabs(double(x[r * in + i]) * w[o * in + i]);
                         }
-                        const float value = c[(i * m + r) * n + col];
-                        QVERIFY2(std::fabs(value - exact) <= (k + 2) * std::ldexp(1.0, -23) * magnitude,
-                                 qPrintable(QString("batched c[%1,%2,%3] = %4, float64 %5").arg(i).arg(r).arg(col).arg(value).arg(exact)));
+                        QVERIFY2(std::fabs(y[r * out + o] - exact) <= (in + 2) * std::ldexp(1.0, -23) * magnitude,
+                                 qPrintable(QString("%1 linear y[%2,%3] = %4, float64 %5").arg(name).arg(r).arg(o).arg(y[r * out + o]).arg(exact)));
                     }
+            }
+            // A zero weight leaves exactly the bias (the BLAS path accumulates into it).
+            std::vector<float> y(rows * out, NAN);
+            floatLinearOn(path, x.data(), rows, in, zeros.data(), out, bias.data(), y.data());
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t o = 0; o < out; ++o)
+                    QCOMPARE(y[r * out + o], bias[o]);
+            const int64_t batch = 5, m = 19, k = 24, n = 29;
+            const std::vector<float> a = randomValues(batch * m * k), b = randomValues(batch * k * n);
+            for (const bool transposed : {false, true}) {
+                std::vector<float> c(batch * m * n, NAN);
+                floatBatchedMatmulOn(path, a.data(), b.data(), batch, m, k, n, transposed, c.data());
+                for (int64_t i = 0; i < batch; ++i)
+                    for (int64_t r = 0; r < m; ++r)
+                        for (int64_t col = 0; col < n; ++col) {
+                            double exact = 0, magnitude = 0;
+                            for (int64_t j = 0; j < k; ++j) {
+                                // b[i] is [k, n], or [n, k] read as its transpose
+                                const float right = transposed ? b[(i * n + col) * k + j] : b[(i * k + j) * n + col];
+                                exact += double(a[(i * m + r) * k + j]) * right;
+                                magnitude += std::fabs(double(a[(i * m + r) * k + j]) * right);
+                            }
+                            const float value = c[(i * m + r) * n + col];
+                            QVERIFY2(std::fabs(value - exact) <= (k + 2) * std::ldexp(1.0, -23) * magnitude,
+                                     qPrintable(QString("%1 batched c[%2,%3,%4] = %5, float64 %6").arg(name).arg(i).arg(r).arg(col).arg(value).arg(exact)));
+                        }
+            }
+        }
+    }
+
+    // The float32 GEMM of a model's shapes is measured (both candidates timed or named unusable),
+    // the fastest usable one is used, and the measurement is kept in the cache file under the
+    // user's cache folder (here a temporary one).
+    void floatGemmChoiceIsMeasuredAndKept()
+    {
+        const std::string cache = makeTempDir("cache");
+        const QByteArray previous = qgetenv("XDG_CACHE_HOME");
+        qputenv("XDG_CACHE_HOME", QByteArray::fromStdString(cache));
+        const FloatGemmChoice choice = chooseFloatGemm(40, 88, 16); // widths no other test loads
+        qputenv("XDG_CACHE_HOME", previous);
+        QCOMPARE(choice.source, std::string("measured"));
+        QCOMPARE(choice.candidates.size(), std::size_t(2));
+        double best = 0;
+        for (const FloatGemmCandidate& c : choice.candidates) {
+            QVERIFY2(c.problem.empty() ? c.gflops > 0 : c.gflops == 0, c.problem.c_str());
+            if (c.problem.empty() && c.gflops > best)
+                best = c.gflops;
+        }
+        for (const FloatGemmCandidate& c : choice.candidates)
+            if (c.path == choice.path)
+                QCOMPARE(c.gflops, best);
+        QCOMPARE(floatGemmPath(), choice.path);
+        const nlohmann::json kept = nlohmann::json::parse(std::ifstream(cache + "/scalescope/float-gemm.json"));
+        QCOMPARE(kept.size(), std::size_t(1));
+        const nlohmann::json& entry = kept.begin().value();
+        QCOMPARE(entry["path"].get<std::string>(), std::string(floatGemmPathName(choice.path)));
+        QCOMPARE(entry["hidden"].get<int>(), 40);
+        QCOMPARE(entry["intermediate"].get<int>(), 88);
+        // The same shapes again: the choice made, not a new measurement.
+        QCOMPARE(&chooseFloatGemm(40, 88, 16), &chooseFloatGemm(40, 88, 16));
+    }
+
+    // The bf16 GEMM's input made in one pass (quantizeActivationsToBf16) is the upper half of the
+    // float32 values quantizeActivationValues makes, with the same scales, for every scheme that
+    // factors, at widths around the lane count and with rows spread over threads.
+    void bf16ActivationsMatchTheFloatValues()
+    {
+        std::mt19937 random(31);
+        std::normal_distribution<float> normal(0.0f, 3.0f);
+        for (const ActivationQuantization scheme : {ActivationQuantization::DynamicPerToken,
+                                                    ActivationQuantization::DynamicPerTensor,
+                                                    ActivationQuantization::StaticPerTensor}) {
+            for (const int64_t features : {1, 7, 8, 33, 768}) {
+                const int64_t rows = 45;
+                std::vector<float> src(rows * features);
+                for (float& v : src)
+                    v = normal(random);
+                src[3] = 0.0f;
+                std::vector<float> values(src.size());
+                std::vector<uint16_t> bits(src.size());
+                const std::vector<float> floatScales =
+                    quantizeActivationValues(src.data(), values.data(), rows, features, scheme, 0.02f);
+                const std::vector<float> bf16Scales =
+                    quantizeActivationsToBf16(src.data(), bits.data(), rows, features, scheme, 0.02f);
+                QCOMPARE(bf16Scales, floatScales);
+                for (std::size_t i = 0; i < src.size(); ++i) {
+                    uint32_t expected;
+                    std::memcpy(&expected, &values[i], sizeof expected);
+                    QVERIFY2(bits[i] == expected >> 16,
+                             qPrintable(QString("features %1, element %2").arg(features).arg(i)));
+                }
+            }
         }
     }
 

@@ -28,6 +28,7 @@
 
 #include "common/error.h"
 #include "engine/compute_threads.h"
+#include "engine/float_gemm.h"
 #include "engine/fp8_gemm.h"
 #include "models/value_text.h"
 #include "panels/ask_panel.h"
@@ -476,9 +477,10 @@ void MainWindow::createActions()
     help->addAction(tr("&About ScaleScope"), this, [this] {
         QMessageBox::about(this, tr("About ScaleScope"),
                            tr("<b>ScaleScope %1</b><br>A workbench for FP8-quantized encoder models.<br>"
-                              "Compute threads: %2<br>%3")
+                              "Compute threads: %2<br>%3<br>%4")
                                .arg(QApplication::applicationVersion(), QString::number(computeThreads()),
-                                    QString::fromStdString(fp8GemmDescription()).toHtmlEscaped()));
+                                    QString::fromStdString(fp8GemmDescription()).toHtmlEscaped(),
+                                    QString::fromStdString(floatGemmDescription()).toHtmlEscaped()));
     });
     rebuildRecentMenu();
 

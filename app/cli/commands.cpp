@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/compute_threads.h"
+#include "engine/float_gemm.h"
 #include "engine/fp8_gemm.h"
 #include "tasks/compare_runs.h"
 #include "analysis/diagnostics.h"
@@ -809,7 +810,8 @@ int run(const std::vector<std::string>& args)
         return args.empty() ? 2 : 0;
     }
     if (args[0] == "--version") {
-        std::cout << "scalescope-cli " << SCALESCOPE_VERSION << "\n" << fp8GemmDescription() << "\n";
+        std::cout << "scalescope-cli " << SCALESCOPE_VERSION << "\n" << fp8GemmDescription() << "\n"
+                  << floatGemmDescription() << "\n";
         return 0;
     }
     try {

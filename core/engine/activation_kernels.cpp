@@ -10,6 +10,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "engine/compute_threads.h"
 #include "numerics/fp8.h"
 #include "numerics/half.h"
 #include "numerics/mx.h"
@@ -155,6 +156,34 @@ std::vector<float> quantizeActivationValues(const float* src, float* dst, int64_
         throw std::logic_error("quantizeActivationValues: group activation scales do not factor out of the GEMM");
     copyRows(src, dst, rows, features);
     return quantizeRows(src, dst, rows, features, scheme, staticScale, fp8::quantizeToE4M3Values);
+}
+
+std::vector<float> quantizeActivationsToBf16(const float* src, uint16_t* dst, int64_t rows, int64_t features,
+                                             ActivationQuantization scheme, float staticScale)
+{
+    if (scheme == ActivationQuantization::DynamicPerGroup)
+        throw std::logic_error("quantizeActivationsToBf16: group activation scales do not factor out of the GEMM");
+    std::vector<float> rowScales(static_cast<std::size_t>(rows), staticScale);
+    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(features, 1));
+    if (scheme == ActivationQuantization::DynamicPerTensor) {
+        std::vector<float> chunkAmax(static_cast<std::size_t>(rows), 0.0f);
+        parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+            for (int64_t row = begin; row < end; ++row)
+                chunkAmax[static_cast<std::size_t>(row)] = rowAmax(src + row * features, features);
+        });
+        const float amax = rows > 0 ? *std::max_element(chunkAmax.begin(), chunkAmax.end()) : 0.0f;
+        std::fill(rowScales.begin(), rowScales.end(), std::max(amax / fp8::kE4M3Max, FLT_MIN));
+    }
+    parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {
+            const float* in = src + row * features;
+            float& scale = rowScales[static_cast<std::size_t>(row)];
+            if (scheme == ActivationQuantization::DynamicPerToken)
+                scale = std::max(rowAmax(in, features) / fp8::kE4M3Max, FLT_MIN);
+            fp8::quantizeToE4M3Bf16(in, static_cast<std::size_t>(features), scale, dst + row * features);
+        }
+    });
+    return rowScales;
 }
 
 namespace {

@@ -1,8 +1,9 @@
 #pragma once
 // FP8 activation kernels of `fp8` mode on plain float rows: quantize-dequantize a Linear's input as
 // docs/ARCHITECTURE.md defines it (dynamic per token, per group of channels, dynamic or static per tensor), and the shares of
-// clipped, flushed and subnormal values of that input. Torch-free, single-threaded: the GEMMs hold
-// the compute threads (see compute_threads.cpp).
+// clipped, flushed and subnormal values of that input. Torch-free; single-threaded but for
+// quantizeActivationsToBf16, the hot path of the bf16 GEMMs, which spreads rows over the compute
+// threads between GEMMs (compute_threads.h parallelFor).
 #include <cstdint>
 #include <vector>
 
@@ -26,6 +27,12 @@ int64_t runsPerRow(int64_t features, int64_t groupSize);
 // Only per-token and per-tensor schemes (their scales factor out); DynamicPerGroup throws std::logic_error.
 std::vector<float> quantizeActivationValues(const float* src, float* dst, int64_t rows, int64_t features,
                                             ActivationQuantization scheme, float staticScale);
+
+// quantizeActivationValues written as bfloat16 bits (exact, see fp8::quantizeToE4M3Bf16) in one
+// pass per row, rows spread over the compute threads: what the bf16 GEMM reads, made without the
+// float copy in between. Same scales, same values; DynamicPerGroup throws std::logic_error.
+std::vector<float> quantizeActivationsToBf16(const float* src, uint16_t* dst, int64_t rows, int64_t features,
+                                             ActivationQuantization scheme, float staticScale);
 
 // Statistics of one Linear's input over the rows `isReal` marks (all rows when it is empty):
 // quantized is dst of quantDequantActivations (or of quantizeActivationValues when

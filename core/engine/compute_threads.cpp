@@ -4,39 +4,64 @@
 #include <ATen/Parallel.h>
 
 #include <dlfcn.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "common/error.h"
 #include "common/text_files.h"
+#include "engine/float_gemm.h"
 
 namespace scalescope {
 namespace {
+
 int configuredThreads = 0;
+
+using SetBlasThreads = void (*)(int);
+
+SetBlasThreads openBlasSetThreads()
+{
+    return reinterpret_cast<SetBlasThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
 }
+
+} // namespace
 
 void setComputeThreads(int threads)
 {
     if (threads <= 0)
         threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     configuredThreads = threads;
-    // LibTorch's intra-op pool is OpenMP here, and idle OpenMP threads spin; next to OpenBLAS's own
-    // GEMM threads that oversubscribes a 2-core machine (a roberta-base forward took 2.4 s with two
-    // of each, 0.9 s with one intra-op thread). The GEMMs are nearly all of the work, so they get
-    // the threads and LibTorch's elementwise ops run on one. Without OpenBLAS (reference BLAS),
-    // LibTorch keeps them.
-    using SetBlasThreads = void (*)(int);
-    const auto setBlasThreads = reinterpret_cast<SetBlasThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-    if (setBlasThreads) {
+    if (const SetBlasThreads setBlasThreads = openBlasSetThreads())
         setBlasThreads(threads);
-        at::set_num_threads(1);
-    } else {
-        at::set_num_threads(threads);
-    }
+    placeComputeThreads(floatGemmPath() == FloatGemmPath::Blas);
+}
+
+void placeComputeThreads(bool gemmsOnOpenBlas)
+{
+    const int threads = computeThreads();
+    // Without OpenBLAS (the reference BLAS) nothing else holds threads: LibTorch keeps them.
+    at::set_num_threads(gemmsOnOpenBlas && openBlasSetThreads() ? 1 : threads);
+}
+
+void keepForwardBuffers()
+{
+    static std::once_flag once;
+    std::call_once(once, [] {
+        mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest allowed threshold
+        mallopt(M_TRIM_THRESHOLD, 512 << 20); // freed heap above this goes back to the system
+    });
+}
+
+void parallelFor(int64_t count, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& body)
+{
+    if (count <= 0)
+        return;
+    at::parallel_for(0, count, std::max<int64_t>(grain, 1), body);
 }
 
 int computeThreadsFromEnvironment(const char* value)

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "engine/activation_kernels.h"
+#include "engine/compute_threads.h"
 #include "engine/encoder_weights.h"
 #include "engine/float_gemm.h"
 #include "numerics/attention_fp8.h"
@@ -233,6 +234,31 @@ std::vector<float> quantizedInputValues(const LinearInfo& info, const at::Tensor
     return rowScales;
 }
 
+// The E4M3 values of a Linear's input as the bf16 GEMM reads them (bfloat16 bits, [rows, in]) and
+// each row's scale, in one pass; statistics recorded when asked for (from the values read back:
+// bf16 to float32 is exact).
+std::vector<float> quantizedInputBf16(const LinearInfo& info, const at::Tensor& input, at::Tensor& values,
+                                      ForwardContext& context)
+{
+    const int64_t rows = input.size(0), features = input.size(1);
+    values = at::empty({rows, features}, at::kShort);
+    uint16_t* bits = reinterpret_cast<uint16_t*>(values.data_ptr<int16_t>());
+    const float* src = input.data_ptr<float>();
+    std::vector<float> rowScales =
+        quantizeActivationsToBf16(src, bits, rows, features, info.activations, info.inputScale);
+    if (context.options.activationStatistics) {
+        std::vector<float> asFloat(static_cast<std::size_t>(rows * features));
+        for (std::size_t i = 0; i < asFloat.size(); ++i) {
+            const uint32_t widened = static_cast<uint32_t>(bits[i]) << 16;
+            std::memcpy(&asFloat[i], &widened, sizeof widened);
+        }
+        context.result.activationStatistics.push_back(countActivationStatistics(
+            info.module, src, asFloat.data(), rows, features, rowScales, context.realRowsFor(rows),
+            /*groupSize=*/0, /*quantizedAreValues=*/true));
+    }
+    return rowScales;
+}
+
 // fp8 mode's Linear on the factored path (fp8_gemm.h): the GEMM multiplies the activations' E4M3
 // values by the weight's, and the scales and the bias come after.
 at::Tensor runFactoredLinear(const Fp8FactoredGemm& gemm, const LinearInfo& info, const at::Tensor& x, ForwardContext& context)
@@ -241,9 +267,15 @@ at::Tensor runFactoredLinear(const Fp8FactoredGemm& gemm, const LinearInfo& info
     const at::Tensor input = x.contiguous().view({-1, features});
     const int64_t rows = input.size(0);
     at::Tensor values;
-    const std::vector<float> rowScales = quantizedInputValues(info, input, values, context);
     at::Tensor y = at::empty({rows, gemm.outFeatures()}, at::kFloat);
-    gemm.run(values.data_ptr<float>(), rowScales.data(), rows, y.data_ptr<float>());
+    if (gemm.readsBf16()) {
+        const std::vector<float> rowScales = quantizedInputBf16(info, input, values, context);
+        gemm.runBf16(reinterpret_cast<const uint16_t*>(values.data_ptr<int16_t>()), rowScales.data(), rows,
+                     y.data_ptr<float>());
+    } else {
+        const std::vector<float> rowScales = quantizedInputValues(info, input, values, context);
+        gemm.run(values.data_ptr<float>(), rowScales.data(), rows, y.data_ptr<float>());
+    }
     std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
     shape.back() = gemm.outFeatures();
     return y.view(shape);
@@ -557,6 +589,9 @@ std::unique_ptr<EncoderGraph> EncoderGraph::load(std::shared_ptr<const Checkpoin
 {
     at::NoGradGuard noGrad;
     std::unique_ptr<EncoderGraph> graph(new EncoderGraph());
+    keepForwardBuffers();
+    // The float32 GEMM measured at this model's widths (cached after the first time on a machine).
+    chooseFloatGemm(checkpoint->config().hiddenSize, checkpoint->config().intermediateSize);
     graph->impl_->weights = loadEncoderWeights(*checkpoint, progress);
     graph->impl_->checkpoint = std::move(checkpoint);
     return graph;

@@ -1,7 +1,11 @@
-// oneDNN (no LibTorch): the engine's float32 GEMMs.
+// oneDNN and the BLAS LibTorch links (no LibTorch headers): the engine's float32 GEMMs on either path.
 #include "engine/float_gemm.h"
 
+#include <dlfcn.h>
+
+#include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -82,12 +86,8 @@ void execute(const dnnl::matmul& matmul, std::unordered_map<int, memory> argumen
     stream.wait();
 }
 
-} // namespace
-
-void floatLinear(const float* x, int64_t rows, int64_t in, const float* weight, int64_t out, const float* bias, float* y)
+void oneDnnLinear(const float* x, int64_t rows, int64_t in, const float* weight, int64_t out, const float* bias, float* y)
 {
-    if (rows <= 0 || out <= 0)
-        return;
     try {
         const memory::desc src = floats({rows, in}, Tag::ab), dst = floats({rows, out}, Tag::ab);
         const memory::desc biasDesc = bias ? floats({1, out}, Tag::ab) : memory::desc();
@@ -107,11 +107,9 @@ void floatLinear(const float* x, int64_t rows, int64_t in, const float* weight, 
     }
 }
 
-void floatBatchedMatmul(const float* a, const float* b, int64_t batch, int64_t m, int64_t k, int64_t n, bool transposedB,
-                        float* c)
+void oneDnnBatchedMatmul(const float* a, const float* b, int64_t batch, int64_t m, int64_t k, int64_t n, bool transposedB,
+                         float* c)
 {
-    if (batch <= 0 || m <= 0 || n <= 0)
-        return;
     try {
         const memory::desc src = floats({batch, m, k}, Tag::abc), dst = floats({batch, m, n}, Tag::abc);
         const memory::desc right = batchedRight(batch, k, n, transposedB);
@@ -125,6 +123,105 @@ void floatBatchedMatmul(const float* a, const float* b, int64_t batch, int64_t m
     } catch (const dnnl::error& e) {
         throw Error("oneDNN's float32 matmul failed for " + shapeText(batch, m, k, n) + " (" + e.what() + ").");
     }
+}
+
+// The Fortran BLAS sgemm of the library LibTorch links (libblas.so.3: OpenBLAS where
+// packaging/install-deps.sh set it up), found in the process as LibTorch's at::linear finds it.
+using Sgemm = void (*)(const char* transA, const char* transB, const int* m, const int* n, const int* k, const float* alpha,
+                       const float* a, const int* lda, const float* b, const int* ldb, const float* beta, float* c,
+                       const int* ldc);
+
+Sgemm blasSgemm()
+{
+    static const Sgemm sgemm = reinterpret_cast<Sgemm>(dlsym(RTLD_DEFAULT, "sgemm_"));
+    return sgemm;
+}
+
+int blasDimension(int64_t value, const char* what)
+{
+    if (value > std::numeric_limits<int>::max())
+        throw Error(std::string("A float32 product's ") + what + " (" + std::to_string(value) +
+                    ") is too large for the BLAS's 32-bit sizes.");
+    return static_cast<int>(value);
+}
+
+// Row-major C = A op(B) is column-major C^T = op(B)^T A^T: the BLAS sees every operand transposed,
+// so no copy is made. y = x W^T: C^T [out, rows] = W [out, in] (stored as its transpose) x^T.
+void blasLinear(const float* x, int64_t rows, int64_t in, const float* weight, int64_t out, const float* bias, float* y)
+{
+    const Sgemm sgemm = blasSgemm();
+    if (!sgemm)
+        throw Error("The BLAS LibTorch links has no sgemm; the float32 GEMM cannot run on it.");
+    const int m = blasDimension(out, "output width"), n = blasDimension(rows, "row count"),
+              k = blasDimension(in, "input width");
+    float beta = 0;
+    if (bias) { // as at::addmm does: the bias in the output, accumulated into
+        for (int64_t row = 0; row < rows; ++row)
+            std::copy(bias, bias + out, y + row * out);
+        beta = 1;
+    }
+    const float alpha = 1;
+    sgemm("T", "N", &m, &n, &k, &alpha, weight, &k, x, &k, &beta, y, &m);
+}
+
+void blasBatchedMatmul(const float* a, const float* b, int64_t batch, int64_t m, int64_t k, int64_t n, bool transposedB,
+                       float* c)
+{
+    const Sgemm sgemm = blasSgemm();
+    if (!sgemm)
+        throw Error("The BLAS LibTorch links has no sgemm; the float32 GEMM cannot run on it.");
+    const int rowsOfC = blasDimension(m, "row count"), columnsOfC = blasDimension(n, "column count"),
+              depth = blasDimension(k, "inner size");
+    const float alpha = 1, beta = 0;
+    const int ldb = transposedB ? depth : columnsOfC;
+    for (int64_t i = 0; i < batch; ++i) // as LibTorch's bmm on a BLAS: one call per matrix
+        sgemm(transposedB ? "T" : "N", "N", &columnsOfC, &rowsOfC, &depth, &alpha, b + i * k * n, &ldb, a + i * m * k,
+              &depth, &beta, c + i * m * n, &columnsOfC);
+}
+
+} // namespace
+
+void floatLinearOn(FloatGemmPath path, const float* x, int64_t rows, int64_t in, const float* weight, int64_t out,
+                   const float* bias, float* y)
+{
+    if (rows <= 0 || out <= 0)
+        return;
+    if (in <= 0) { // an empty sum: the bias alone
+        for (int64_t row = 0; row < rows; ++row)
+            for (int64_t o = 0; o < out; ++o)
+                y[row * out + o] = bias ? bias[o] : 0.0f;
+        return;
+    }
+    if (path == FloatGemmPath::Blas)
+        blasLinear(x, rows, in, weight, out, bias, y);
+    else
+        oneDnnLinear(x, rows, in, weight, out, bias, y);
+}
+
+void floatBatchedMatmulOn(FloatGemmPath path, const float* a, const float* b, int64_t batch, int64_t m, int64_t k,
+                          int64_t n, bool transposedB, float* c)
+{
+    if (batch <= 0 || m <= 0 || n <= 0)
+        return;
+    if (k <= 0) {
+        std::fill(c, c + batch * m * n, 0.0f);
+        return;
+    }
+    if (path == FloatGemmPath::Blas)
+        blasBatchedMatmul(a, b, batch, m, k, n, transposedB, c);
+    else
+        oneDnnBatchedMatmul(a, b, batch, m, k, n, transposedB, c);
+}
+
+void floatLinear(const float* x, int64_t rows, int64_t in, const float* weight, int64_t out, const float* bias, float* y)
+{
+    floatLinearOn(floatGemmPath(), x, rows, in, weight, out, bias, y);
+}
+
+void floatBatchedMatmul(const float* a, const float* b, int64_t batch, int64_t m, int64_t k, int64_t n, bool transposedB,
+                        float* c)
+{
+    floatBatchedMatmulOn(floatGemmPath(), a, b, batch, m, k, n, transposedB, c);
 }
 
 } // namespace scalescope

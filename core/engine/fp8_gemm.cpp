@@ -3,6 +3,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "engine/compute_threads.h"
 #include "engine/onednn_runtime.h"
 #include "numerics/fp8.h"
 
@@ -72,6 +74,26 @@ struct Fp8FactoredGemm::Impl {
         stream.wait();
         weightLayouts.push_back(converted);
         return converted;
+    }
+
+    // The epilogue: y = s_a[t] * s_w[o] * sum + bias[o], rows spread over the compute threads.
+    void applyScalesAndBias(const float* rowScales, int64_t rows, float* y) const
+    {
+        const float* scales = weightScales.data();
+        const float* b = bias.empty() ? nullptr : bias.data();
+        const int64_t width = out;
+        parallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(width, 1)), [&](int64_t begin, int64_t end) {
+            for (int64_t row = begin; row < end; ++row) {
+                float* line = y + row * width;
+                const float rowScale = rowScales[row];
+                if (b)
+                    for (int64_t o = 0; o < width; ++o)
+                        line[o] = line[o] * rowScale * scales[o] + b[o];
+                else
+                    for (int64_t o = 0; o < width; ++o)
+                        line[o] = line[o] * rowScale * scales[o];
+            }
+        });
     }
 
     const Primitive& primitive(int64_t rows)
@@ -139,40 +161,50 @@ int64_t Fp8FactoredGemm::outFeatures() const
     return impl_->out;
 }
 
-void Fp8FactoredGemm::run(const float* values, const float* rowScales, int64_t rows, float* y) const
+bool Fp8FactoredGemm::readsBf16() const
+{
+    return impl_->sourceType == dnnl::memory::data_type::bf16;
+}
+
+void Fp8FactoredGemm::multiply(const void* values, int64_t rows, float* y) const
 {
     Impl& m = *impl_;
     if (rows <= 0)
         return;
-    std::vector<uint16_t> bf16Values;
-    const void* source = values;
-    if (m.sourceType == dnnl::memory::data_type::bf16) {
-        bf16Values.resize(static_cast<std::size_t>(rows * m.in));
+    OneDnnThreads threads;
+    const Impl::Primitive& primitive = m.primitive(rows);
+    dnnl::memory src(m.srcDesc(rows), oneDnnCpuEngine(), const_cast<void*>(values));
+    dnnl::memory dst(m.dstDesc(rows), oneDnnCpuEngine(), y);
+    dnnl::stream stream(oneDnnCpuEngine());
+    primitive.matmul.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, primitive.weights}, {DNNL_ARG_DST, dst}});
+    stream.wait();
+}
+
+void Fp8FactoredGemm::runBf16(const uint16_t* values, const float* rowScales, int64_t rows, float* y) const
+{
+    const Impl& m = *impl_;
+    if (rows <= 0)
+        return;
+    if (!readsBf16())
+        throw Error("Linear '" + m.module + "': its factored GEMM reads float32 values, not bf16.");
+    multiply(values, rows, y);
+    m.applyScalesAndBias(rowScales, rows, y);
+}
+
+void Fp8FactoredGemm::run(const float* values, const float* rowScales, int64_t rows, float* y) const
+{
+    const Impl& m = *impl_;
+    if (rows <= 0)
+        return;
+    if (readsBf16()) {
+        std::vector<uint16_t> bf16Values(static_cast<std::size_t>(rows * m.in));
         for (std::size_t i = 0; i < bf16Values.size(); ++i)
             bf16Values[i] = exactBf16(values[i]);
-        source = bf16Values.data();
+        runBf16(bf16Values.data(), rowScales, rows, y);
+        return;
     }
-    {
-        OneDnnThreads threads;
-        const Impl::Primitive& primitive = m.primitive(rows);
-        dnnl::memory src(m.srcDesc(rows), oneDnnCpuEngine(), const_cast<void*>(source));
-        dnnl::memory dst(m.dstDesc(rows), oneDnnCpuEngine(), y);
-        dnnl::stream stream(oneDnnCpuEngine());
-        primitive.matmul.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, primitive.weights}, {DNNL_ARG_DST, dst}});
-        stream.wait();
-    }
-    const float* weightScales = m.weightScales.data();
-    const float* bias = m.bias.empty() ? nullptr : m.bias.data();
-    for (int64_t row = 0; row < rows; ++row) {
-        float* line = y + row * m.out;
-        const float rowScale = rowScales[row];
-        if (bias)
-            for (int64_t o = 0; o < m.out; ++o)
-                line[o] = line[o] * rowScale * weightScales[o] + bias[o];
-        else
-            for (int64_t o = 0; o < m.out; ++o)
-                line[o] = line[o] * rowScale * weightScales[o];
-    }
+    multiply(values, rows, y);
+    m.applyScalesAndBias(rowScales, rows, y);
 }
 
 namespace {

@@ -69,6 +69,13 @@ public:
     // values: [rows, in] E4M3 values of the activations (x / s rounded, not scaled back; exact
     // in bf16); rowScales: the activation scale of each row; y: [rows, out] float32.
     void run(const float* values, const float* rowScales, int64_t rows, float* y) const;
+    // The same with the values already as bfloat16 bits (activation_kernels.h
+    // quantizeActivationsToBf16), when readsBf16(): no conversion pass.
+    bool readsBf16() const;
+    void runBf16(const uint16_t* values, const float* rowScales, int64_t rows, float* y) const;
+    // The GEMM alone, y = values x codes^T without scales or bias (values as the sources' type):
+    // the bare rate benchmarks compare a forward with.
+    void multiply(const void* values, int64_t rows, float* y) const;
 
 private:
     struct Impl;

@@ -242,6 +242,22 @@ void quantizeToE4M3Values(float* values, std::size_t n, float scale)
         values[i] = roundToE4M3Scalar(values[i] / scale);
 }
 
+void quantizeToE4M3Bf16(const float* src, std::size_t n, float scale, uint16_t* dst)
+{
+    std::size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        FloatLanes lanes;
+        std::memcpy(&lanes, src + i, sizeof lanes);
+        lanes = roundToE4M3Lanes(lanes / scale);
+        uint32_t bits[kLanes];
+        std::memcpy(bits, &lanes, sizeof bits);
+        for (std::size_t j = 0; j < kLanes; ++j)
+            dst[i + j] = static_cast<uint16_t>(bits[j] >> 16);
+    }
+    for (; i < n; ++i)
+        dst[i] = static_cast<uint16_t>(floatBits(roundToE4M3Scalar(src[i] / scale)) >> 16);
+}
+
 void dequantizeE4M3(const uint8_t* codes, std::size_t n, float scale, float* out)
 {
     for (std::size_t i = 0; i < n; ++i)

@@ -38,6 +38,11 @@ void quantDequantE4M3(float* values, std::size_t n, float scale);
 // later, e.g. after a GEMM on the values): quantDequantE4M3 without the final multiplication.
 void quantizeToE4M3Values(float* values, std::size_t n, float scale);
 
+// quantizeToE4M3Values from src into dst as bfloat16 bits: every E4M3 value is exactly a bfloat16
+// (the float32's upper half), so this is the same rounding written in the form a bf16 GEMM reads,
+// in one pass over the input.
+void quantizeToE4M3Bf16(const float* src, std::size_t n, float scale, uint16_t* dst);
+
 // Decode n codes and multiply by one scale: out[i] = decodeE4M3(codes[i]) * scale.
 void dequantizeE4M3(const uint8_t* codes, std::size_t n, float scale, float* out);
 

@@ -1,0 +1,352 @@
+// oneDNN's version and the BLAS's configuration (no LibTorch headers): which float32 GEMM runs,
+// chosen by timing the candidates at a model's shapes (float_gemm.h), and the cache of those times.
+#include <dlfcn.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/text_files.h"
+#include "engine/compute_threads.h"
+#include "engine/float_gemm.h"
+#include "io/atomic_write.h"
+
+namespace scalescope {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+constexpr int kNotForced = -1;
+std::atomic<int> forcedPath{kNotForced};
+std::atomic<int> chosenPath{static_cast<int>(FloatGemmPath::OneDnn)};
+
+const FloatGemmPath kCandidates[] = {FloatGemmPath::OneDnn, FloatGemmPath::Blas};
+
+std::string environment(const char* name)
+{
+    const char* value = std::getenv(name);
+    return value ? value : "";
+}
+
+// The first "model name" and "flags" lines of /proc/cpuinfo: machines of one kind differ in their
+// flags (AMX, AVX512_BF16), and the measurement is only valid for the same ones.
+std::string cpuIdentity()
+{
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, model, flags;
+    while (std::getline(in, line) && (model.empty() || flags.empty())) {
+        if (model.empty() && line.rfind("model name", 0) == 0)
+            model = line.substr(line.find(':') + 1);
+        else if (flags.empty() && line.rfind("flags", 0) == 0)
+            flags = line.substr(line.find(':') + 1);
+    }
+    return model + "|" + flags;
+}
+
+std::string blasConfiguration()
+{
+    using GetConfig = const char* (*)();
+    const auto get = reinterpret_cast<GetConfig>(dlsym(RTLD_DEFAULT, "openblas_get_config"));
+    return get ? std::string("OpenBLAS ") + get() : "a BLAS that is not OpenBLAS";
+}
+
+std::string oneDnnVersion()
+{
+    const dnnl_version_t* v = dnnl::version();
+    return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
+
+// FNV-1a: a stable key (std::hash may change between builds).
+std::string stableHash(const std::string& text)
+{
+    uint64_t hash = 1469598103934665603ull;
+    for (unsigned char c : text) {
+        hash ^= c;
+        hash *= 1099511628211ull;
+    }
+    std::ostringstream out;
+    out << std::hex << hash;
+    return out.str();
+}
+
+std::string cacheKey(int64_t hidden, int64_t intermediate, int64_t rows)
+{
+    return stableHash(cpuIdentity() + "|" + oneDnnVersion() + "|" + blasConfiguration() + "|threads " +
+                      std::to_string(computeThreads()) + "|" + std::to_string(rows) + "x" + std::to_string(hidden) +
+                      "x" + std::to_string(intermediate));
+}
+
+// A forward's Linears at these widths, timed on `path`, in GFLOP/s weighted as a layer runs them
+// (q, k, v and the attention output at h x h, then h -> i and i -> h); best of `repeats`.
+double timeForwardShapes(FloatGemmPath path, int64_t hidden, int64_t intermediate, int64_t rows, int repeats)
+{
+    std::mt19937 random(5);
+    std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+    auto randomFloats = [&](int64_t n) {
+        std::vector<float> v(static_cast<std::size_t>(n));
+        for (float& x : v)
+            x = value(random);
+        return v;
+    };
+    const int64_t widest = std::max(hidden, intermediate);
+    const std::vector<float> x = randomFloats(rows * widest), wide = randomFloats(hidden * intermediate),
+                             square = randomFloats(hidden * hidden), bias = randomFloats(widest);
+    std::vector<float> y(static_cast<std::size_t>(rows * widest));
+    const double flops = 2.0 * double(rows) * (4.0 * hidden * hidden + 2.0 * hidden * intermediate);
+    auto layer = [&] {
+        for (int i = 0; i < 4; ++i)
+            floatLinearOn(path, x.data(), rows, hidden, square.data(), hidden, bias.data(), y.data());
+        floatLinearOn(path, x.data(), rows, hidden, wide.data(), intermediate, bias.data(), y.data());
+        floatLinearOn(path, x.data(), rows, intermediate, wide.data(), hidden, bias.data(), y.data());
+    };
+    layer(); // warm-up: primitives, thread pools, caches
+    double best = 0;
+    for (int r = 0; r < repeats; ++r) {
+        const auto start = std::chrono::steady_clock::now();
+        layer();
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        best = std::max(best, flops / std::max(seconds, 1e-9) / 1e9);
+    }
+    return best;
+}
+
+FloatGemmPath pathNamed(const std::string& name, bool* known)
+{
+    for (FloatGemmPath path : kCandidates)
+        if (name == floatGemmPathName(path)) {
+            *known = true;
+            return path;
+        }
+    *known = false;
+    return FloatGemmPath::OneDnn;
+}
+
+json readCache()
+{
+    try {
+        if (fs::exists(floatGemmCacheFile()))
+            return readJsonFile(floatGemmCacheFile());
+    } catch (const std::exception&) { // a damaged cache is measured again and rewritten
+    }
+    return json::object();
+}
+
+void writeCache(const std::string& key, const FloatGemmChoice& choice)
+{
+    try {
+        json cache = readCache();
+        if (!cache.is_object())
+            cache = json::object();
+        json entry = {{"path", floatGemmPathName(choice.path)}, {"hidden", choice.hidden},
+                      {"intermediate", choice.intermediate}, {"rows", choice.rows}, {"threads", computeThreads()},
+                      {"onednn", oneDnnVersion()}, {"blas", blasConfiguration()}};
+        for (const FloatGemmCandidate& c : choice.candidates)
+            entry["gflops"][floatGemmPathName(c.path)] = c.gflops;
+        cache[key] = entry;
+        fs::create_directories(fs::path(floatGemmCacheFile()).parent_path());
+        writeBytesAtomically(floatGemmCacheFile(), cache.dump(2) + "\n");
+    } catch (const std::exception&) { // an unwritable cache folder costs a measurement next time, nothing more
+    }
+}
+
+// The cached choice for `key`, when the entry names a known path.
+bool cachedChoice(const std::string& key, FloatGemmChoice& choice)
+{
+    const json cache = readCache();
+    if (!cache.is_object() || !cache.contains(key) || !cache[key].is_object())
+        return false;
+    const json& entry = cache[key];
+    bool known = false;
+    if (!entry.contains("path") || !entry["path"].is_string())
+        return false;
+    choice.path = pathNamed(entry["path"].get<std::string>(), &known);
+    if (!known)
+        return false;
+    if (entry.contains("gflops") && entry["gflops"].is_object())
+        for (FloatGemmPath path : kCandidates)
+            if (const auto it = entry["gflops"].find(floatGemmPathName(path)); it != entry["gflops"].end() && it->is_number())
+                choice.candidates.push_back({path, it->get<double>(), ""});
+    choice.source = "cached";
+    return true;
+}
+
+FloatGemmChoice measure(int64_t hidden, int64_t intermediate, int64_t rows)
+{
+    FloatGemmChoice choice;
+    choice.source = "measured";
+    double best = 0;
+    for (FloatGemmPath path : kCandidates) {
+        FloatGemmCandidate candidate{path, 0, ""};
+        try {
+            placeComputeThreads(path == FloatGemmPath::Blas);
+            // The previous candidate's idle threads spin for a while after its last call (OpenBLAS's
+            // for ~2^28 cycles); timing this one next to them would measure both.
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            candidate.problem = floatGemmSelfCheck(path);
+            // A candidate far behind after one pass (the reference BLAS runs at a few GFLOP/s) is
+            // not timed again: its loss is clear and each pass costs it seconds.
+            if (candidate.problem.empty()) {
+                candidate.gflops = timeForwardShapes(path, hidden, intermediate, rows, 1);
+                if (candidate.gflops > best / 4)
+                    candidate.gflops = std::max(candidate.gflops, timeForwardShapes(path, hidden, intermediate, rows, 2));
+            }
+        } catch (const std::exception& e) {
+            candidate.problem = e.what();
+        }
+        if (candidate.problem.empty() && candidate.gflops > best) {
+            best = candidate.gflops;
+            choice.path = path;
+        }
+        choice.candidates.push_back(candidate);
+    }
+    return choice;
+}
+
+struct Choices {
+    std::mutex mutex;
+    std::map<std::string, FloatGemmChoice> byKey; // stable addresses: callers keep references
+    const FloatGemmChoice* last = nullptr;
+};
+
+Choices& choices()
+{
+    static Choices c;
+    return c;
+}
+
+void use(FloatGemmPath path)
+{
+    chosenPath.store(static_cast<int>(path));
+    placeComputeThreads(floatGemmPath() == FloatGemmPath::Blas);
+}
+
+} // namespace
+
+const char* floatGemmPathName(FloatGemmPath path)
+{
+    return path == FloatGemmPath::Blas ? "blas" : "onednn";
+}
+
+std::string floatGemmCacheFile()
+{
+    fs::path folder;
+    if (const std::string xdg = environment("XDG_CACHE_HOME"); !xdg.empty())
+        folder = fs::path(xdg) / "scalescope";
+    else if (const std::string home = environment("HOME"); !home.empty())
+        folder = fs::path(home) / ".cache" / "scalescope";
+    else
+        folder = fs::temp_directory_path() / "scalescope-cache";
+    return (folder / "float-gemm.json").string();
+}
+
+const FloatGemmChoice& chooseFloatGemm(int64_t hidden, int64_t intermediate, int64_t rows)
+{
+    Choices& all = choices();
+    const std::lock_guard<std::mutex> lock(all.mutex);
+    const std::string key = cacheKey(hidden, intermediate, rows);
+    auto it = all.byKey.find(key);
+    if (it == all.byKey.end()) {
+        FloatGemmChoice choice;
+        bool known = false;
+        const std::string asked = environment("SCALESCOPE_FLOAT_GEMM");
+        const FloatGemmPath forced = pathNamed(asked, &known);
+        if (known) {
+            choice.path = forced;
+            choice.source = "SCALESCOPE_FLOAT_GEMM";
+        } else if (asked == "measure" || !cachedChoice(key, choice)) { // "measure": a busy first run is redone
+            choice = measure(hidden, intermediate, rows);
+        }
+        choice.hidden = hidden;
+        choice.intermediate = intermediate;
+        choice.rows = rows;
+        if (choice.source == "measured")
+            writeCache(key, choice);
+        it = all.byKey.emplace(key, std::move(choice)).first;
+    }
+    all.last = &it->second;
+    use(it->second.path);
+    return it->second;
+}
+
+FloatGemmPath floatGemmPath()
+{
+    const int forced = forcedPath.load();
+    return static_cast<FloatGemmPath>(forced != kNotForced ? forced : chosenPath.load());
+}
+
+void forceFloatGemmPath(const FloatGemmPath* path)
+{
+    forcedPath.store(path ? static_cast<int>(*path) : kNotForced);
+    placeComputeThreads(floatGemmPath() == FloatGemmPath::Blas);
+}
+
+std::string floatGemmDescription()
+{
+    const FloatGemmChoice* last = nullptr;
+    {
+        const std::lock_guard<std::mutex> lock(choices().mutex);
+        last = choices().last;
+    }
+    if (!last)
+        last = &chooseFloatGemm(768, 3072); // roberta-base's widths
+    const FloatGemmPath path = floatGemmPath();
+    std::string text = std::string("float32 GEMM: ") +
+                       (path == FloatGemmPath::Blas ? "BLAS (" + blasConfiguration() + ")" : oneDnnVersion() + " matmul");
+    if (forcedPath.load() != kNotForced)
+        return text + ", forced by the caller";
+    text += ", " + last->source;
+    if (last->source == "measured" || last->source == "cached") {
+        text += " at " + std::to_string(last->rows) + " x " + std::to_string(last->hidden) + "/" +
+                std::to_string(last->intermediate) + ":";
+        for (const FloatGemmCandidate& c : last->candidates) {
+            char rate[64];
+            std::snprintf(rate, sizeof rate, " %s %.0f GFLOP/s", floatGemmPathName(c.path), c.gflops);
+            text += c.problem.empty() ? rate : std::string(" ") + floatGemmPathName(c.path) + " unusable (" + c.problem + ")";
+            text += c.path == kCandidates[std::size(kCandidates) - 1] ? "" : ",";
+        }
+    }
+    return text;
+}
+
+std::string floatGemmSelfCheck(FloatGemmPath path)
+{
+    const int64_t rows = 37, in = 200, out = 72;
+    std::mt19937 random(23);
+    std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+    std::vector<float> x(static_cast<std::size_t>(rows * in)), w(static_cast<std::size_t>(out * in)),
+        bias(static_cast<std::size_t>(out)), y(static_cast<std::size_t>(rows * out));
+    for (std::vector<float>* v : {&x, &w, &bias})
+        for (float& f : *v)
+            f = value(random);
+    floatLinearOn(path, x.data(), rows, in, w.data(), out, bias.data(), y.data());
+    for (int64_t t = 0; t < rows; ++t)
+        for (int64_t o = 0; o < out; ++o) {
+            double sum = bias[std::size_t(o)], magnitude = std::fabs(bias[std::size_t(o)]);
+            for (int64_t k = 0; k < in; ++k) {
+                const double p = double(x[std::size_t(t * in + k)]) * w[std::size_t(o * in + k)];
+                sum += p;
+                magnitude += std::fabs(p);
+            }
+            const double bound = double(in + 2) * std::ldexp(1.0, -23) * magnitude;
+            if (!(std::fabs(y[std::size_t(t * out + o)] - sum) <= bound))
+                return "its self-check disagreed with a float64 recomputation";
+        }
+    return {};
+}
+
+} // namespace scalescope
