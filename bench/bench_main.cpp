@@ -27,6 +27,7 @@
 #include "tasks/compare_runs.h"
 #include "common/error.h"
 #include "engine/compute_threads.h"
+#include "engine/float_gemm.h"
 #include "engine/fp8_gemm.h"
 #include "engine/matmul_benchmark.h"
 #include "engine/encoder_model.h"
@@ -54,6 +55,7 @@ struct Options {
     bool skipPeer = false;
     bool skipSensitivity = false;
     std::size_t squadSamples = 64;
+    std::string profile; // "fp8" or "reference": only that forward, `repeats` times (for perf record)
 };
 
 struct Timing {
@@ -80,6 +82,24 @@ Timing measure(int repeats, const std::function<void()>& work, bool warmUp = tru
         t.ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
     return t;
+}
+
+// The CPU the numbers come from: its model name and the flags that decide the GEMM paths.
+std::string cpuModelAndFlags()
+{
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, model, flags;
+    while (std::getline(in, line) && (model.empty() || flags.empty())) {
+        if (model.empty() && line.rfind("model name", 0) == 0)
+            model = line.substr(line.find(':') + 2);
+        else if (flags.empty() && line.rfind("flags", 0) == 0)
+            flags = line.substr(line.find(':') + 1) + " ";
+    }
+    std::string shown;
+    for (const char* flag : {"avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16"})
+        if (flags.find(std::string(" ") + flag + " ") != std::string::npos)
+            shown += std::string(shown.empty() ? "" : " ") + flag;
+    return model + " (" + shown + ")";
 }
 
 double peakResidentMb()
@@ -121,6 +141,43 @@ std::string ms(double v)
     return buffer;
 }
 
+
+// Resident memory now, in MB: anonymous (the engine's own buffers) and file-backed (mapped
+// checkpoint files and libraries), from /proc/self/status.
+struct Resident {
+    double anonMb = 0, fileMb = 0;
+};
+Resident residentNow()
+{
+    Resident r;
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    double kb = 0;
+    std::string unit;
+    while (status >> key) {
+        if (key == "RssAnon:" && status >> kb >> unit)
+            r.anonMb = kb / 1024.0;
+        else if (key == "RssFile:" && status >> kb >> unit)
+            r.fileMb = kb / 1024.0;
+        else
+            status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+    }
+    return r;
+}
+
+// What each part of a loaded model pair adds to resident memory, in the order the bench builds
+// them (docs/PERFORMANCE.md "Memory budget").
+struct MemoryLedger {
+    Resident last = residentNow();
+    json parts = json::array();
+    void record(const std::string& part)
+    {
+        const Resident now = residentNow();
+        parts.push_back({{"part", part}, {"anon_mb", now.anonMb - last.anonMb}, {"file_mb", now.fileMb - last.fileMb},
+                         {"total_anon_mb", now.anonMb}, {"total_file_mb", now.fileMb}});
+        last = now;
+    }
+};
 
 // Peak resident memory of a child process running `arguments` (argv[0] is the program), in MB;
 // its stdout goes to /dev/null. -1 when it could not run or failed.
@@ -314,9 +371,10 @@ bool parseArguments(int argc, char** argv, Options& options)
         else if (arg == "--skip-peer") options.skipPeer = true;
         else if (arg == "--skip-sensitivity") options.skipSensitivity = true;
         else if (arg == "--squad-samples") options.squadSamples = static_cast<std::size_t>(std::atol(next().c_str()));
+        else if (arg == "--profile") options.profile = next();
         else {
             std::cerr << "usage: scalescope-bench [--workdir DIR] [--output FILE] [--threads N] [--repeats N] [--seq N] [--skip-peer] [--skip-sensitivity] "
-                         "[--squad-samples N]\n";
+                         "[--squad-samples N] [--profile fp8|reference]\n";
             return false;
         }
     }
@@ -388,9 +446,14 @@ struct Measurements {
     double gemmDown = 0;
     double boundMs = 0;
     double attainableGflops = 0;
+    double fp8GemmQkv = 0, fp8GemmHidden = 0, fp8GemmUp = 0, fp8GemmDown = 0; // the FP8 GEMM alone (bf16 where it runs)
+    double fp8BoundMs = 0;
+    double fp8AttainableGflops = 0;
+    MemoryLedger memory;
     Timing qaLatency;
     json peer = nullptr;
     json peerEnginePlacement = nullptr;
+    json peerFmsFallback = nullptr; // fms_mo's CPU fallback in PyTorch, engine placement
 };
 
 // A batch-1 input of the bench's sequence length: <s>, random ids, </s>.
@@ -412,16 +475,20 @@ void measureForwards(EncoderModel& fp8, EncoderModel& reference, const std::vect
     dequantMode.mode = RunMode::Dequant;
 
     m.fp8Forward = measure(repeats, [&] { fp8.forward(inputs, fp8Mode); });
+    m.memory.record("fp8 forwards (activations)");
     m.dequantForward = measure(repeats, [&] { fp8.forward(inputs, dequantMode); });
+    m.memory.record("dequant forwards (decoded float32 weights)");
     // The fp16 twin: its half weights are made on the first fp16 forward, outside the timing.
     ForwardOptions twinMode;
     twinMode.mode = RunMode::Fp16;
     const ForwardResult twinResult = fp8.forward(inputs, twinMode);
     m.twinFirstNonFinite = twinResult.firstNonFinite();
     m.twinForward = measure(repeats, [&] { fp8.forward(inputs, twinMode); });
+    m.memory.record("fp16 twin forwards (its weights)");
     const ForwardResult fp8Result = fp8.forward(inputs, fp8Mode);
     m.twinSqnrDb = logitsSqnrDb(twinResult, fp8Result);
     m.referenceForward = measure(repeats, [&] { reference.forward(inputs, dequantMode); });
+    m.memory.record("reference forwards (its weights read)");
     // What a sweep's fp8_one run would cost whole: every quantized Linear float (the reference's weights).
     ForwardOptions allFloatMode;
     allFloatMode.overrides.othersFloat = true;
@@ -430,6 +497,7 @@ void measureForwards(EncoderModel& fp8, EncoderModel& reference, const std::vect
     ComparisonInput compareInput;
     compareInput.inputIds = {ids};
     m.compare = measure(repeats, [&] { compareRuns(fp8, &reference, compareInput); });
+    m.memory.record("compares (all captures)");
 }
 
 // 4 x seq tokens, and every FP8 GEMM path this machine runs, each with a model loaded for it.
@@ -484,22 +552,44 @@ void measureGemmLimits(const ModelConfig& c, int sequenceLength, Measurements& m
                  perLayerUpDown / (m.gemmDown * 1e9));
     const double linearFlops = c.numLayers * (4 * perLayerHidden + 2 * perLayerUpDown);
     m.attainableGflops = linearFlops / (m.boundMs * 1e6);
+    // q, k and v run as one GEMM of width 3h in fp8 mode; it is timed as such.
+    m.fp8GemmQkv = measureFp8GemmGflops(s, 3 * c.hiddenSize, c.hiddenSize, 10);
+    m.fp8GemmHidden = measureFp8GemmGflops(s, c.hiddenSize, c.hiddenSize, 10);
+    m.fp8GemmUp = measureFp8GemmGflops(s, c.intermediateSize, c.hiddenSize, 10);
+    m.fp8GemmDown = measureFp8GemmGflops(s, c.hiddenSize, c.intermediateSize, 10);
+    m.fp8BoundMs = 1e3 * c.numLayers *
+                   (3 * perLayerHidden / (m.fp8GemmQkv * 1e9) + perLayerHidden / (m.fp8GemmHidden * 1e9) +
+                    perLayerUpDown / (m.fp8GemmUp * 1e9) + perLayerUpDown / (m.fp8GemmDown * 1e9));
+    m.fp8AttainableGflops = linearFlops / (m.fp8BoundMs * 1e6);
 }
 
-// The PyTorch eager peer twice: as PyTorch sets itself up with N threads, and with the
-// engine's thread placement (OpenBLAS N, OpenMP 1), so the comparison is like for like.
-void runPyTorchPeers(const Options& options, const std::string& floatDir, Measurements& m)
+// The PyTorch eager peers: the float32 forward as PyTorch sets itself up with N threads and with
+// the engine's thread placement (OpenBLAS N, OpenMP 1), so the comparison is like for like, and
+// fms_mo's CPU fallback for FP8 Linears (quant-dequant activations, weights dequantized at every
+// call, F.linear) on the FP8 checkpoint, with the engine's placement.
+void runPyTorchPeers(const Options& options, const Checkpoints& checkpoints, Measurements& m)
 {
-    for (const char* placement : {"torch", "engine"}) {
-        const std::string peerJson = options.workdir + "/peer-" + placement + ".json";
+    struct Peer {
+        const char* name;
+        const char* placement;
+        const char* variant;
+        json* into;
+    };
+    for (const Peer& peer : {Peer{"float-torch", "torch", "float", &m.peer},
+                             Peer{"float-engine", "engine", "float", &m.peerEnginePlacement},
+                             Peer{"fms-fallback-engine", "engine", "fms-fallback", &m.peerFmsFallback}}) {
+        const std::string peerJson = options.workdir + "/peer-" + peer.name + ".json";
+        std::error_code ignored;
+        fs::remove(peerJson, ignored);
         const std::string command = "/usr/bin/python3 " + std::string(SCALESCOPE_TORCH_PEER) + " --checkpoint " +
-                                    floatDir + " --seq " + std::to_string(options.sequenceLength) + " --threads " +
+                                    checkpoints.floatDir + " --fp8-checkpoint " + checkpoints.fp8Dir + " --variant " +
+                                    peer.variant + " --seq " + std::to_string(options.sequenceLength) + " --threads " +
                                     std::to_string(computeThreads()) + " --repeats " +
-                                    std::to_string(options.repeats) + " --placement " + placement + " --output " +
+                                    std::to_string(options.repeats) + " --placement " + peer.placement + " --output " +
                                     peerJson + " 1>&2";
         if (std::system(command.c_str()) == 0 && fs::exists(peerJson)) {
             std::ifstream in(peerJson);
-            (std::string(placement) == "torch" ? m.peer : m.peerEnginePlacement) = json::parse(in);
+            *peer.into = json::parse(in);
         } else {
             std::cerr << "PyTorch peer not run (python3-torch missing?): install it with packaging/install-deps.sh --dev\n";
             break;
@@ -529,6 +619,12 @@ void addMeasurements(const Measurements& m, json& report)
     report["gemm_gflops"] = {{"384x768x768", m.gemmHidden}, {"384x3072x768", m.gemmUp}, {"384x768x3072", m.gemmDown},
                              {"attainable_for_forward_linears", m.attainableGflops}};
     report["linear_bound_ms"] = m.boundMs;
+    report["fp8_gemm_gflops"] = {{"384x2304x768", m.fp8GemmQkv}, {"384x768x768", m.fp8GemmHidden},
+                                 {"384x3072x768", m.fp8GemmUp}, {"384x768x3072", m.fp8GemmDown},
+                                 {"attainable_for_forward_linears", m.fp8AttainableGflops}};
+    report["fp8_linear_bound_ms"] = m.fp8BoundMs;
+    report["memory_parts"] = m.memory.parts;
+    report["pytorch_fms_fallback_peer_engine_placement"] = m.peerFmsFallback;
     report["pytorch_eager_peer"] = m.peer;
     report["pytorch_eager_peer_engine_placement"] = m.peerEnginePlacement;
     const double fp8Ratio = m.fp8Forward.median() / m.referenceForward.median();
@@ -536,12 +632,20 @@ void addMeasurements(const Measurements& m, json& report)
     report["ratios"] = {{"fp8_over_reference", fp8Ratio},
                         {"compare_over_reference", compareRatio},
                         {"reference_fraction_of_gemm_limit", m.flops / 1e6 / m.referenceForward.median() / m.attainableGflops},
-                        {"fp8_fraction_of_gemm_limit", m.flops / 1e6 / m.fp8Forward.median() / m.attainableGflops}};
+                        {"fp8_fraction_of_gemm_limit", m.flops / 1e6 / m.fp8Forward.median() / m.attainableGflops},
+                        {"fp8_fraction_of_fp8_gemm_limit", m.flops / 1e6 / m.fp8Forward.median() / m.fp8AttainableGflops}};
     if (!m.peer.is_null())
         report["ratios"]["reference_over_pytorch"] = m.referenceForward.median() / m.peer["median_ms"].get<double>();
-    if (!m.peerEnginePlacement.is_null())
-        report["ratios"]["reference_over_pytorch_engine_placement"] =
-            m.referenceForward.median() / m.peerEnginePlacement["median_ms"].get<double>();
+    if (!m.peerEnginePlacement.is_null()) {
+        const double peerMs = m.peerEnginePlacement["median_ms"].get<double>();
+        report["ratios"]["reference_over_pytorch_engine_placement"] = m.referenceForward.median() / peerMs;
+        report["ratios"]["fp8_over_pytorch_engine_placement"] = m.fp8Forward.median() / peerMs;
+    }
+    if (!m.peerFmsFallback.is_null())
+        report["ratios"]["fp8_over_fms_fallback_engine_placement"] =
+            m.fp8Forward.median() / m.peerFmsFallback["median_ms"].get<double>();
+    report["ratios"]["compare_over_fp8_plus_reference"] =
+        m.compare.median() / (m.fp8Forward.median() + m.referenceForward.median());
 }
 
 void printTimingRow(const std::string& name, const Timing& t, const std::string& note = "")
@@ -558,6 +662,9 @@ void printForwardRows(const Measurements& m, const json& report)
     std::snprintf(note, sizeof note, "%.0f GFLOP/s, %.0f%% of GEMM limit", m.flops / 1e6 / m.fp8Forward.median(),
                   100 * m.flops / 1e6 / m.fp8Forward.median() / m.attainableGflops);
     printTimingRow("fp8 forward", m.fp8Forward, note);
+    std::snprintf(note, sizeof note, "%.0f%% of the FP8 GEMM limit (%.0f GFLOP/s at the Linears' shapes)",
+                  100 * m.flops / 1e6 / m.fp8Forward.median() / m.fp8AttainableGflops, m.fp8AttainableGflops);
+    printRow("", "", note);
     printTimingRow("dequant forward", m.dequantForward);
     std::snprintf(note, sizeof note, "%.2fx fp8; logits vs fp8 %.1f dB", m.twinForward.median() / m.fp8Forward.median(),
                   m.twinSqnrDb);
@@ -580,9 +687,19 @@ void printForwardRows(const Measurements& m, const json& report)
     printTimingRow("reference (float32) forward", m.referenceForward, note);
     if (!m.peer.is_null())
         printRow("PyTorch eager float32 (torch threads)", ms(m.peer["median_ms"].get<double>()));
-    if (!m.peerEnginePlacement.is_null())
-        printRow("PyTorch eager float32 (engine placement)", ms(m.peerEnginePlacement["median_ms"].get<double>()));
-    std::snprintf(note, sizeof note, "%.2fx reference forward", m.compare.median() / m.referenceForward.median());
+    if (!m.peerEnginePlacement.is_null()) {
+        const double peerMs = m.peerEnginePlacement["median_ms"].get<double>();
+        std::snprintf(note, sizeof note, "reference %.2fx, fp8 %.2fx of it", m.referenceForward.median() / peerMs,
+                      m.fp8Forward.median() / peerMs);
+        printRow("PyTorch eager float32 (engine placement)", ms(peerMs), note);
+    }
+    if (!m.peerFmsFallback.is_null()) {
+        const double peerMs = m.peerFmsFallback["median_ms"].get<double>();
+        std::snprintf(note, sizeof note, "fp8 %.2fx of it", m.fp8Forward.median() / peerMs);
+        printRow("PyTorch fms_mo CPU fallback (engine placement)", ms(peerMs), note);
+    }
+    std::snprintf(note, sizeof note, "%.2fx reference, %.2fx (fp8 + reference)", m.compare.median() / m.referenceForward.median(),
+                  m.compare.median() / (m.fp8Forward.median() + m.referenceForward.median()));
     printTimingRow("full compare (both runs, all captures)", m.compare, note);
     printTimingRow("QA end to end, 300-word context", m.qaLatency);
     printTimingRow("FP8 checkpoint load (warm cache)", m.load);
@@ -592,7 +709,16 @@ void printForwardRows(const Measurements& m, const json& report)
     std::snprintf(buffer, sizeof buffer, "%.1f GFLOP", m.flops / 1e9);
     printRow("forward FLOPs", buffer);
     std::snprintf(buffer, sizeof buffer, "%.0f / %.0f / %.0f", m.gemmHidden, m.gemmUp, m.gemmDown);
-    printRow("bare GEMM GFLOP/s (768x768, 768->3072, 3072->768)", buffer);
+    printRow("bare float32 GEMM GFLOP/s (768x768, 768->3072, 3072->768)", buffer);
+    std::snprintf(buffer, sizeof buffer, "%.0f / %.0f / %.0f / %.0f", m.fp8GemmQkv, m.fp8GemmHidden, m.fp8GemmUp, m.fp8GemmDown);
+    printRow("bare FP8 GEMM GFLOP/s (qkv 768->2304, 768x768, up, down)", buffer);
+    for (const json& part : m.memory.parts) {
+        std::snprintf(buffer, sizeof buffer, "%+.0f MB", part["anon_mb"].get<double>() + part["file_mb"].get<double>());
+        char detail[128];
+        std::snprintf(detail, sizeof detail, "%+.0f anonymous, %+.0f mapped files", part["anon_mb"].get<double>(),
+                      part["file_mb"].get<double>());
+        printRow("memory: " + part["part"].get<std::string>(), buffer, detail);
+    }
     std::snprintf(buffer, sizeof buffer, "%.2fx", m.fp8Forward.median() / m.referenceForward.median());
     printRow("fp8 / reference forward", buffer);
     printTimingRow("reference (float32) forward, 4 x seq", m.referenceForward4);
@@ -635,18 +761,38 @@ int runBench(const Options& options)
     setComputeThreads(options.threads);
     const Checkpoints checkpoints = prepareCheckpoints(options);
 
+    if (!options.profile.empty()) { // one forward over and over, nothing else: for a profiler
+        std::unique_ptr<EncoderModel> model =
+            EncoderModel::load(options.profile == "fp8" ? checkpoints.fp8Dir : checkpoints.floatDir);
+        std::mt19937 random(7);
+        const EncoderInputs inputs{{benchInputIds(options.sequenceLength, random)}, {}, {}, {}};
+        ForwardOptions mode;
+        mode.mode = options.profile == "fp8" ? RunMode::Fp8 : RunMode::Dequant;
+        const Timing t = measure(options.repeats, [&] { model->forward(inputs, mode); });
+        std::printf("%s forward: %.1f ms median [%.1f-%.1f]\n", options.profile.c_str(), t.median(), t.min(), t.max());
+        return 0;
+    }
+
     json report;
+    report["cpu"] = cpuModelAndFlags();
     report["tokenizer"] = checkpoints.realTokenizer ? "roberta-base (../shared/data)" : "generated byte-level";
     report["threads"] = computeThreads();
     report["fp8_gemm"] = fp8GemmDescription();
+    report["float_gemm"] = floatGemmDescription();
     report["sequence_length"] = options.sequenceLength;
     report["repeats"] = options.repeats;
 
     Measurements m;
+    m.memory.record("start (libraries)");
     std::unique_ptr<EncoderModel> fp8;
-    m.load = measure(3, [&] { fp8 = EncoderModel::load(checkpoints.fp8Dir); });
+    m.load = measure(3, [&] {
+        fp8.reset(); // one model at a time, as a user's load replaces the last
+        fp8 = EncoderModel::load(checkpoints.fp8Dir);
+    });
     report["fp8_load"] = m.load.toJson();
+    m.memory.record("fp8 model loaded (FP8 codes, bf16 weights)");
     std::unique_ptr<EncoderModel> reference = EncoderModel::load(checkpoints.floatDir);
+    m.memory.record("float reference loaded");
     report["peak_resident_mb_fp8_and_reference"] = peakResidentMb();
 
     std::mt19937 random(7);
@@ -667,7 +813,7 @@ int runBench(const Options& options)
         answerQuestion(*fp8, "where do farmers bring grain every autumn?", context, RunMode::Fp8, qa);
     });
     if (!options.skipPeer)
-        runPyTorchPeers(options, checkpoints.floatDir, m);
+        runPyTorchPeers(options, checkpoints, m);
 
     addMeasurements(m, report);
     if (!options.skipSensitivity)
@@ -676,7 +822,8 @@ int runBench(const Options& options)
 
     std::printf("\nScaleScope benchmark: roberta-base size, seq %d, batch 1, %d threads, %d repeats (median [min-max])\n\n",
                 options.sequenceLength, computeThreads(), options.repeats);
-    std::printf("%s\n\n", fp8GemmDescription().c_str());
+    std::printf("CPU: %s\n%s\n%s\n\n", cpuModelAndFlags().c_str(), fp8GemmDescription().c_str(),
+                floatGemmDescription().c_str());
     printForwardRows(m, report);
     printPathAndEvaluateRows(m);
 

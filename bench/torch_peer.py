@@ -1,7 +1,16 @@
 #!/usr/bin/env python3
-"""The PyTorch eager peer of scalescope-bench: the same float32 RoBERTa-for-QA forward, written
-with torch.nn.functional, on the same checkpoint, threads and sequence length. Development tool
-(needs Debian's python3-torch); the product itself is C++."""
+"""The PyTorch eager peers of scalescope-bench: the same RoBERTa-for-QA forward, written with
+torch.nn.functional, on the same checkpoint, threads and sequence length.
+
+--variant float: the float32 checkpoint's forward, the peer of the reference forward.
+--variant fms-fallback: the FP8 checkpoint run as fms_mo runs FP8 Linears on a CPU (its
+_scaled_mm CPU fallback in fms_mo/aiu_addons/fp8/fp8_spyre_op.py): per-token activation scales,
+then both operands converted to float32 and multiplied by their scales at every call, then
+addmm. PyTorch 1.13 has no float8 dtype, so the activations' rounding to E4M3 is left out and the
+weight codes are decoded by a table lookup where fms_mo casts: the peer does no more work than
+fms_mo's path, so a ratio against it does not flatter the engine.
+
+Development tool (needs Debian's python3-torch); the product itself is C++."""
 import argparse
 import json
 import os
@@ -17,7 +26,23 @@ if "--placement" in sys.argv and sys.argv[sys.argv.index("--placement") + 1] == 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I64": torch.int64}
+DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I64": torch.int64,
+          "F8_E4M3": torch.uint8, "U8": torch.uint8}
+
+
+def e4m3_table():
+    """The 256 E4M3 values by code (NaN for 0x7F/0xFF): sign, 4 exponent bits (bias 7), 3 mantissa bits."""
+    values = []
+    for code in range(256):
+        sign = -1.0 if code & 0x80 else 1.0
+        exponent, mantissa = (code >> 3) & 0xF, code & 0x7
+        if exponent == 0xF and mantissa == 0x7:
+            values.append(float("nan"))
+        elif exponent == 0:
+            values.append(sign * mantissa / 8.0 * 2.0 ** -6)
+        else:
+            values.append(sign * (1.0 + mantissa / 8.0) * 2.0 ** (exponent - 7))
+    return torch.tensor(values, dtype=torch.float32)
 
 
 def read_safetensors(path):
@@ -33,8 +58,44 @@ def read_safetensors(path):
         begin, end = entry["data_offsets"]
         raw = bytearray(data[base + begin:base + end])
         tensor = torch.frombuffer(raw, dtype=DTYPES[entry["dtype"]]) if raw else torch.empty(0)
-        tensors[name] = tensor.reshape(entry["shape"]).float()
+        tensor = tensor.reshape(entry["shape"])
+        tensors[name] = tensor if tensor.dtype == torch.uint8 else tensor.float()
     return tensors
+
+
+class FmsFallbackLinear:
+    """One FP8 Linear as fms_mo's CPU fallback runs it: codes and scales kept, dequantized per call."""
+
+    def __init__(self, codes, weight_scale, bias, table):
+        self.codes = codes.long()  # the index a float8 -> float32 cast would be; made once
+        self.weight_scale = weight_scale.reshape(-1, 1)
+        self.bias = bias
+        self.table = table
+
+    def __call__(self, x):
+        rows = x.reshape(-1, x.shape[-1])
+        scale = rows.abs().amax(dim=1, keepdim=True).clamp(min=torch.finfo(torch.float32).tiny) / 448.0
+        quantized = (rows / scale).clamp(-448.0, 448.0)       # stands for the float8 cast
+        mat1 = quantized * scale                              # to float32, times its scale
+        mat2 = self.table[self.codes] * self.weight_scale     # to float32, times its scale, every call
+        out = torch.addmm(self.bias, mat1, mat2.t())
+        return out.reshape(*x.shape[:-1], out.shape[-1])
+
+
+def fms_fallback_weights(float_weights, fp8_dir, config):
+    """The float checkpoint's tensors with every Linear the FP8 checkpoint quantized replaced by a
+    FmsFallbackLinear over its codes."""
+    stored = read_safetensors(f"{fp8_dir}/model.safetensors")
+    table = e4m3_table()
+    weights = dict(float_weights)
+    for name, tensor in stored.items():
+        if name.endswith(".weight") and tensor.dtype == torch.uint8:
+            module = name[: -len(".weight")]
+            weights[name] = FmsFallbackLinear(tensor, stored[module + ".weight_scale"].float(),
+                                              stored[module + ".bias"].float(), table)
+        elif tensor.dtype != torch.uint8:
+            weights[name] = tensor
+    return weights
 
 
 def forward(w, config, ids):
@@ -52,7 +113,9 @@ def forward(w, config, ids):
     d = hidden // heads
     for i in range(config["num_hidden_layers"]):
         p = f"roberta.encoder.layer.{i}."
-        lin = lambda t, m: F.linear(t, w[p + m + ".weight"], w[p + m + ".bias"])
+        def lin(t, m):
+            weight = w[p + m + ".weight"]
+            return weight(t) if callable(weight) else F.linear(t, weight, w[p + m + ".bias"])
         q = lin(x, "attention.self.query").view(b, s, heads, d).transpose(1, 2)
         k = lin(x, "attention.self.key").view(b, s, heads, d).transpose(1, 2)
         v = lin(x, "attention.self.value").view(b, s, heads, d).transpose(1, 2)
@@ -63,7 +126,8 @@ def forward(w, config, ids):
         h = F.gelu(lin(a, "intermediate.dense"))
         x = F.layer_norm(lin(h, "output.dense") + a, (hidden,), w[p + "output.LayerNorm.weight"],
                          w[p + "output.LayerNorm.bias"], eps)
-    return F.linear(x, w["qa_outputs.weight"], w["qa_outputs.bias"])
+    head = w["qa_outputs.weight"]
+    return head(x) if callable(head) else F.linear(x, head, w["qa_outputs.bias"])
 
 
 def main():
@@ -73,6 +137,8 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--output", required=True)
+    parser.add_argument("--fp8-checkpoint", help="the FP8 checkpoint (for --variant fms-fallback)")
+    parser.add_argument("--variant", choices=["float", "fms-fallback"], default="float")
     parser.add_argument("--placement", choices=["torch", "engine"], default="torch",
                         help="torch: torch.set_num_threads(N) as PyTorch users do; engine: OpenBLAS N, OpenMP 1")
     args = parser.parse_args()
@@ -80,6 +146,8 @@ def main():
     with open(f"{args.checkpoint}/config.json") as f:
         config = json.load(f)
     weights = read_safetensors(f"{args.checkpoint}/model.safetensors")
+    if args.variant == "fms-fallback":
+        weights = fms_fallback_weights(weights, args.fp8_checkpoint, config)
     generator = torch.Generator().manual_seed(7)
     ids = torch.randint(4, 50004, (1, args.seq), generator=generator)
     ids[0, 0], ids[0, -1] = 0, 2
@@ -95,7 +163,7 @@ def main():
     median = runs_sorted[n // 2] if n % 2 else 0.5 * (runs_sorted[n // 2 - 1] + runs_sorted[n // 2])
     with open(args.output, "w") as f:
         json.dump({"median_ms": median, "min_ms": runs_sorted[0], "max_ms": runs_sorted[-1], "runs_ms": runs,
-                   "threads": args.threads, "placement": args.placement,
+                   "threads": args.threads, "placement": args.placement, "variant": args.variant,
                    "torch": torch.__version__}, f, indent=2)
 
 

@@ -227,8 +227,12 @@ public:
             else
                 bias.insert(bias.end(), static_cast<std::size_t>(member->info.outFeatures), 0.0f);
         }
-        return std::make_shared<const Fp8FactoredGemm>(name, codes.data(), out, in, std::move(scales), std::move(bias),
-                                                       fp8GemmPath());
+        auto gemm = std::make_shared<const Fp8FactoredGemm>(name, codes.data(), out, in, std::move(scales),
+                                                            std::move(bias), fp8GemmPath());
+        // The codes are read again only by dequant mode, the fp16 twin and DL16 (each on first use).
+        for (const LinearWeights* member : members)
+            releaseResidentPages(store_.require(member->info.module + ".weight"));
+        return gemm;
     }
 
     // The word-embedding table [vocab, hidden] in float32: as stored, or decoded from FP8 codes as

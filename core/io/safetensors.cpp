@@ -518,6 +518,15 @@ SafetensorsFile::~SafetensorsFile()
         ::close(fd_);
 }
 
+void releaseResidentPages(const TensorView& view)
+{
+    const std::uintptr_t pageSize = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(view.data);
+    const std::uintptr_t first = (begin + pageSize - 1) & ~(pageSize - 1), last = (begin + view.byteSize) & ~(pageSize - 1);
+    if (view.data && last > first)
+        ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED); // advice: a failure only keeps them
+}
+
 void SafetensorsFile::checkUnchanged() const
 {
     bool changed = guardSlot_ >= 0 && guardedMappings[guardSlot_].faulted.load(std::memory_order_acquire);

@@ -48,6 +48,12 @@ struct TensorView {
     void toFloat(float* out) const; // out has numel() elements
 };
 
+// Drops the whole pages inside a tensor's bytes from this process's resident memory; they stay in
+// the page cache and are read back on the next access. For tensors the engine has converted and
+// reads again only on rarer paths (the FP8 codes once the bf16 weights are built). The mapping is
+// read-only and private, so nothing is lost.
+void releaseResidentPages(const TensorView& view);
+
 class SafetensorsFile {
 public:
     static std::unique_ptr<SafetensorsFile> open(const std::string& path);
