@@ -51,7 +51,10 @@ CliResult runCli(const QStringList& args)
     return r;
 }
 
-QString q(const std::string& s) { return QString::fromStdString(s); }
+QString q(const std::string& s)
+{
+    return QString::fromStdString(s);
+}
 
 // E4M3FN decoded from its fields (bias 7, subnormals, S.1111.111 NaN), independent of numerics/fp8.
 double decodeHere(uint8_t code)
@@ -167,7 +170,8 @@ private slots:
         // The config's weights strategy changes...
         bool strategyInConfig = false;
         for (const FieldDifference& d : diff.config)
-            strategyInConfig |= d.field.find("weights.strategy") != std::string::npos && d.a == "channel" && d.b == "tensor";
+            strategyInConfig
+                |= d.field.find("weights.strategy") != std::string::npos && d.a == "channel" && d.b == "tensor";
         QVERIFY(strategyInConfig);
         // ... and so does every quantized Linear's, each listed once; the float head is not.
         std::set<std::string> listed;
@@ -195,9 +199,10 @@ private slots:
             const CodeCount expected = countHere(a->tensors().require(name), b->tensors().require(name));
             QCOMPARE(t->codesDiffering, expected.differing);
             QCOMPARE(t->codeStepHistogram, expected.steps);
-            QCOMPARE(t->verdict, std::string(expected.differing == 0 ? kDiffIdentical
-                                             : expected.steps.rbegin()->first <= 1 ? kDiffWithinOneStep
-                                                                                  : kDiffDifferent));
+            QCOMPARE(t->verdict,
+                std::string(expected.differing == 0           ? kDiffIdentical
+                        : expected.steps.rbegin()->first <= 1 ? kDiffWithinOneStep
+                                                              : kDiffDifferent));
             // weight_scale: [out, 1] against [1], so no element pairs and "different".
             const TensorDifference* scale = findTensor(diff, module + ".weight_scale");
             QVERIFY(scale);
@@ -299,8 +304,8 @@ private slots:
     {
         QCOMPARE(fp8Step(0x00), 0);
         QCOMPARE(fp8Step(0x80), 0);
-        QCOMPARE(fp8Step(0x01), 1);   // the smallest subnormal is one step above zero
-        QCOMPARE(fp8Step(0x81), -1);  // and its negative one below: two steps apart
+        QCOMPARE(fp8Step(0x01), 1); // the smallest subnormal is one step above zero
+        QCOMPARE(fp8Step(0x81), -1); // and its negative one below: two steps apart
         QCOMPARE(fp8Step(0x7E), 126); // 448
         // Independent: the value line built here from the decoded codes.
         const std::map<double, int> index = e4m3ValueIndex();
@@ -338,8 +343,8 @@ private slots:
         // Ranked by |B - A|, largest first, each point once.
         QCOMPARE(metrics.ranked.size(), metrics.points.size());
         for (std::size_t r = 1; r < metrics.ranked.size(); ++r)
-            QVERIFY(std::fabs(metrics.points[metrics.ranked[r - 1]].sqnrDifferenceDb) >=
-                    std::fabs(metrics.points[metrics.ranked[r]].sqnrDifferenceDb));
+            QVERIFY(std::fabs(metrics.points[metrics.ranked[r - 1]].sqnrDifferenceDb)
+                >= std::fabs(metrics.points[metrics.ranked[r]].sqnrDifferenceDb));
         // The overlay chart carries both series.
         const ChartData overlay = overlayCharts(layerSqnrChart(metrics.runA), layerSqnrChart(metrics.runB), "A", "B");
         QCOMPARE(overlay.series.size(), std::size_t(2));
@@ -358,7 +363,8 @@ private slots:
         QCOMPARE(document["linears"].size(), std::size_t(12));
         for (const char* key : {"module", "differences"})
             QVERIFY(document["linears"][0].contains(key));
-        for (const char* key : {"name", "verdict", "codes_differing", "code_step_histogram", "scale_ratio_min", "scale_ratio_max"})
+        for (const char* key :
+            {"name", "verdict", "codes_differing", "code_step_histogram", "scale_ratio_min", "scale_ratio_max"})
             QVERIFY2(document["tensors"][0].contains(key), key);
         QVERIFY(!document["metrics"]["points"].empty());
         QCOMPARE(document["metrics"]["ranked"].size(), document["metrics"]["points"].size());
@@ -375,17 +381,21 @@ private slots:
         const std::string squad = root_ + "/squad.json", plots = root_ + "/plots";
         {
             const json file = {{"version", "1.1"},
-                               {"data", {{{"title", "t"},
-                                          {"paragraphs", {{{"context", "Paris is the capital of France . the cat sat on the mat"},
-                                                           {"qas", {{{"id", "1"}, {"question", "what is the capital of France ?"},
-                                                                     {"answers", {{{"text", "Paris"}, {"answer_start", 0}}}}},
-                                                                    {{"id", "2"}, {"question", "where is the cat ?"},
-                                                                     {"answers", {{{"text", "on the mat"}, {"answer_start", 43}}}}}}}}}}}}}};
+                {"data",
+                    {{{"title", "t"},
+                        {"paragraphs",
+                            {{{"context", "Paris is the capital of France . the cat sat on the mat"},
+                                {"qas",
+                                    {{{"id", "1"}, {"question", "what is the capital of France ?"},
+                                         {"answers", {{{"text", "Paris"}, {"answer_start", 0}}}}},
+                                        {{"id", "2"}, {"question", "where is the cat ?"},
+                                            {"answers", {{{"text", "on the mat"}, {"answer_start", 43}}}}}}}}}}}}}};
             QFile out(q(squad));
             QVERIFY(out.open(QIODevice::WriteOnly));
             out.write(QByteArray::fromStdString(file.dump()));
         }
-        r = runCli({"diff", q(channel_), q(tensor_), "--json", "--squad", q(squad), "--max-samples", "2", "--plots", q(plots)});
+        r = runCli({"diff", q(channel_), q(tensor_), "--json", "--squad", q(squad), "--max-samples", "2", "--plots",
+            q(plots)});
         QVERIFY2(r.exitCode == 0, qPrintable(r.err));
         const json squadDocument = json::parse(r.out.toStdString());
         QCOMPARE(squadDocument["metrics"]["samples"].get<int>(), 2);

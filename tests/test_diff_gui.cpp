@@ -45,7 +45,10 @@ class TestDiffGui : public QObject {
     Q_OBJECT
     std::string root_, float_, channel_, tensor_;
 
-    bool idle(MainWindow& window) { return QTest::qWaitFor([&] { return !window.session()->busy(); }, 60000); }
+    bool idle(MainWindow& window)
+    {
+        return QTest::qWaitFor([&] { return !window.session()->busy(); }, 60000);
+    }
 
     bool open(MainWindow& window, const std::string& dir)
     {

@@ -71,16 +71,17 @@ void printDiff(const CheckpointDiff& diff, const DiffMetrics* metrics)
     if (!diff.config.empty()) {
         std::cout << "\nConfig differences (" << diff.config.size() << "):\n";
         for (const FieldDifference& d : diff.config)
-            std::cout << "  " << terminalSafe(d.field) << ": " << terminalSafe(d.a) << " -> " << terminalSafe(d.b) << "\n";
+            std::cout << "  " << terminalSafe(d.field) << ": " << terminalSafe(d.a) << " -> " << terminalSafe(d.b)
+                      << "\n";
     }
     if (!diff.linears.empty()) {
         // Linears with the same differences are listed together, their differences once.
         std::vector<std::pair<std::vector<std::string>, const LinearDifference*>> groups;
         auto same = [](const LinearDifference& x, const LinearDifference& y) {
             return std::equal(x.differences.begin(), x.differences.end(), y.differences.begin(), y.differences.end(),
-                              [](const FieldDifference& p, const FieldDifference& q) {
-                                  return p.field == q.field && p.a == q.a && p.b == q.b;
-                              });
+                [](const FieldDifference& p, const FieldDifference& q) {
+                    return p.field == q.field && p.a == q.a && p.b == q.b;
+                });
         };
         for (const LinearDifference& l : diff.linears) {
             auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return same(*g.second, l); });
@@ -96,7 +97,8 @@ void printDiff(const CheckpointDiff& diff, const DiffMetrics* metrics)
                 std::cout << (i ? ", " : "") << modules[i];
             std::cout << "\n";
             for (const FieldDifference& d : linear->differences)
-                std::cout << "    " << terminalSafe(d.field) << ": " << terminalSafe(d.a) << " -> " << terminalSafe(d.b) << "\n";
+                std::cout << "    " << terminalSafe(d.field) << ": " << terminalSafe(d.a) << " -> " << terminalSafe(d.b)
+                          << "\n";
         }
     }
     std::size_t counts[3] = {0, 0, 0};
@@ -121,31 +123,34 @@ void printDiff(const CheckpointDiff& diff, const DiffMetrics* metrics)
 
     if (!metrics)
         return;
-    std::cout << "\nBoth runs (fp8) vs " << terminalSafe(metrics->referenceLabel) << ", " << metrics->inputKind << " input"
+    std::cout << "\nBoth runs (fp8) vs " << terminalSafe(metrics->referenceLabel) << ", " << metrics->inputKind
+              << " input"
               << (metrics->samples > 1 ? ", mean over " + std::to_string(metrics->samples) + " questions" : "") << "\n";
     std::cout << "Final logits SQNR: A " << decibelText(metrics->runA.finalLogits.sqnrDb) << " dB, B "
               << decibelText(metrics->runB.finalLogits.sqnrDb) << " dB\n";
     std::cout << "Capture points where A and B differ most (SQNR in dB):\n";
-    std::cout << "  " << std::left << std::setw(60) << "capture point" << std::right << std::setw(10) << "A" << std::setw(10)
-              << "B" << std::setw(10) << "B - A" << "\n";
+    std::cout << "  " << std::left << std::setw(60) << "capture point" << std::right << std::setw(10) << "A"
+              << std::setw(10) << "B" << std::setw(10) << "B - A"
+              << "\n";
     for (std::size_t r = 0; r < metrics->ranked.size() && r < kTextListLimit; ++r) {
         const PointDifference& p = metrics->points[metrics->ranked[r]];
-        std::cout << "  " << std::left << std::setw(60) << p.name << std::right << std::setw(10) << decibelText(p.a.sqnrDb)
-                  << std::setw(10) << decibelText(p.b.sqnrDb) << std::setw(10) << decibelText(p.sqnrDifferenceDb) << "\n";
+        std::cout << "  " << std::left << std::setw(60) << p.name << std::right << std::setw(10)
+                  << decibelText(p.a.sqnrDb) << std::setw(10) << decibelText(p.b.sqnrDb) << std::setw(10)
+                  << decibelText(p.sqnrDifferenceDb) << "\n";
     }
 }
 
 std::vector<ChartData> diffCharts(const Checkpoint& a, const Checkpoint& b, const DiffMetrics* metrics)
 {
     std::vector<ChartData> charts;
-    ChartData scales = overlayCharts(weightScaleRangesChart(computeScaleStatistics(a)),
-                                     weightScaleRangesChart(computeScaleStatistics(b)), "A", "B");
+    ChartData scales = overlayCharts(
+        weightScaleRangesChart(computeScaleStatistics(a)), weightScaleRangesChart(computeScaleStatistics(b)), "A", "B");
     scales.id = "diff_weight_scales";
     charts.push_back(std::move(scales));
     if (metrics) {
         using Builder = ChartData (*)(const ComparisonResult&);
-        for (Builder build : {Builder(layerSqnrChart), Builder(layerCosineChart), Builder(linearSqnrChart),
-                              Builder(errorGrowthChart)}) {
+        for (Builder build :
+            {Builder(layerSqnrChart), Builder(layerCosineChart), Builder(linearSqnrChart), Builder(errorGrowthChart)}) {
             ChartData chart = overlayCharts(build(metrics->runA), build(metrics->runB), "A", "B");
             chart.id = "diff_" + chart.id;
             charts.push_back(std::move(chart));
@@ -197,17 +202,18 @@ int commandDiff(const Arguments& args)
             std::fprintf(stderr, "\r%3d%% %-70.70s", int(100 * fraction), stage.c_str());
             std::fflush(stderr);
         };
-        metrics = diffMetrics(*runA, *runB, reference.get(), input, args.has("squad") ? &dataset : nullptr, maxSamples,
-                              progress);
+        metrics = diffMetrics(
+            *runA, *runB, reference.get(), input, args.has("squad") ? &dataset : nullptr, maxSamples, progress);
         std::fprintf(stderr, "\r%-76s\r", "");
     } else if (args.has("reference")) {
-        throw UsageError{"--reference applies only with inputs (--question/--context, --text, --input-ids or --squad)."};
+        throw UsageError{
+            "--reference applies only with inputs (--question/--context, --text, --input-ids or --squad)."};
     }
 
     json document = diffJson(diff, metrics ? &*metrics : nullptr);
     if (auto plots = args.value("plots"))
         document["plots"] = writePlotFiles(diffCharts(*a, *b, metrics ? &*metrics : nullptr), *plots,
-                                           args.value("format", "png"), document, "diff", args.flag("force"));
+            args.value("format", "png"), document, "diff", args.flag("force"));
     if (args.flag("json")) {
         std::cout << jsonText(document) << std::endl;
         return 0;

@@ -46,18 +46,24 @@ void addJsonDifferences(const json& a, const json& b, const std::string& prefix,
             continue;
         std::string field = key.substr(key.empty() || key[0] != '/' ? 0 : 1);
         std::replace(field.begin(), field.end(), '/', '.');
-        out.push_back({prefix + field, inA ? jsonValueText(flatA[key]) : kAbsent, inB ? jsonValueText(flatB[key]) : kAbsent});
+        out.push_back(
+            {prefix + field, inA ? jsonValueText(flatA[key]) : kAbsent, inB ? jsonValueText(flatB[key]) : kAbsent});
     }
 }
 
 const char* activationText(ActivationQuantization activations)
 {
     switch (activations) {
-    case ActivationQuantization::None: return "none";
-    case ActivationQuantization::DynamicPerToken: return "dynamic per token";
-    case ActivationQuantization::StaticPerTensor: return "static per tensor";
-    case ActivationQuantization::DynamicPerTensor: return "dynamic per tensor";
-    case ActivationQuantization::DynamicPerGroup: return "dynamic per group";
+    case ActivationQuantization::None:
+        return "none";
+    case ActivationQuantization::DynamicPerToken:
+        return "dynamic per token";
+    case ActivationQuantization::StaticPerTensor:
+        return "static per tensor";
+    case ActivationQuantization::DynamicPerTensor:
+        return "dynamic per tensor";
+    case ActivationQuantization::DynamicPerGroup:
+        return "dynamic per group";
     }
     return "none";
 }
@@ -79,7 +85,8 @@ std::map<std::string, std::string> linearFields(const Checkpoint& checkpoint, co
     fields["weight dtype"] = weight ? dtypeName(weight->dtype) : kAbsent;
     fields["runs"] = info->quantized ? "fp8" : "float";
     if (info->weightBlockRows > 0 || info->weightBlockColumns > 0)
-        fields["weights block"] = std::to_string(info->weightBlockRows) + "x" + std::to_string(info->weightBlockColumns);
+        fields["weights block"]
+            = std::to_string(info->weightBlockRows) + "x" + std::to_string(info->weightBlockColumns);
     fields["activations"] = activationText(info->activations);
     if (info->activationGroupSize > 0)
         fields["activations group size"] = std::to_string(info->activationGroupSize);
@@ -180,7 +187,8 @@ void compareValues(const TensorView& a, const TensorView& b, TensorDifference& d
             const uint64_t ia = loadBits(a.data + i * size, size), ib = loadBits(b.data + i * size, size);
             ulps = ia > ib ? ia - ib : ib - ia;
         } else {
-            ulps = ulpDistance(reinterpret_cast<const uint8_t*>(&va), reinterpret_cast<const uint8_t*>(&vb), Dtype::F32);
+            ulps
+                = ulpDistance(reinterpret_cast<const uint8_t*>(&va), reinterpret_cast<const uint8_t*>(&vb), Dtype::F32);
         }
         if (ulps == 0)
             continue;
@@ -225,9 +233,9 @@ TensorDifference compareTensors(const TensorView& a, const TensorView& b)
     if (a.dtype == Dtype::F8_E4M3 && b.dtype == Dtype::F8_E4M3) {
         d.fp8Codes = true;
         compareCodes(a, b, d);
-        const bool withinOneStep =
-            d.nanMismatches == 0 && std::all_of(d.codeStepHistogram.begin(), d.codeStepHistogram.end(),
-                                                [](const auto& entry) { return entry.first <= 1; });
+        const bool withinOneStep = d.nanMismatches == 0
+            && std::all_of(d.codeStepHistogram.begin(), d.codeStepHistogram.end(),
+                [](const auto& entry) { return entry.first <= 1; });
         if (sameLayout && withinOneStep)
             d.verdict = kDiffWithinOneStep;
         return d;
@@ -277,7 +285,8 @@ void diffLinears(const Checkpoint& a, const Checkpoint& b, CheckpointDiff& diff)
         }
         for (Consumer consumer : {Consumer::Aiu, Consumer::Vllm, Consumer::CompressedTensors}) {
             const std::string name = consumerName(consumer);
-            const std::string va = verdictOfModule(verdictsA, module, name), vb = verdictOfModule(verdictsB, module, name);
+            const std::string va = verdictOfModule(verdictsA, module, name),
+                              vb = verdictOfModule(verdictsB, module, name);
             if (va != vb)
                 linear.differences.push_back({"consumer " + name, va, vb});
         }
@@ -298,11 +307,18 @@ uint64_t ulpDistance(const uint8_t* a, const uint8_t* b, Dtype dtype)
 {
     int width = 32;
     switch (dtype) {
-    case Dtype::F32: width = 32; break;
+    case Dtype::F32:
+        width = 32;
+        break;
     case Dtype::F16:
-    case Dtype::BF16: width = 16; break;
-    case Dtype::F64: width = 64; break;
-    default: throw Error(std::string("ULP distance of a ") + dtypeName(dtype) + " element is not defined.");
+    case Dtype::BF16:
+        width = 16;
+        break;
+    case Dtype::F64:
+        width = 64;
+        break;
+    default:
+        throw Error(std::string("ULP distance of a ") + dtypeName(dtype) + " element is not defined.");
     }
     const std::size_t size = static_cast<std::size_t>(width / 8);
     const int64_t oa = orderedBits(loadBits(a, size), width), ob = orderedBits(loadBits(b, size), width);
@@ -315,19 +331,20 @@ void checkSameModel(const Checkpoint& a, const Checkpoint& b)
     const ModelConfig& ca = a.config();
     const ModelConfig& cb = b.config();
     auto sizes = [](const ModelConfig& c) {
-        return std::string(architectureName(c.architecture)) + ", hidden " + std::to_string(c.hiddenSize) + ", " +
-               std::to_string(c.numLayers) + " layers, intermediate " + std::to_string(c.intermediateSize) + ", vocabulary " +
-               std::to_string(c.vocabSize);
+        return std::string(architectureName(c.architecture)) + ", hidden " + std::to_string(c.hiddenSize) + ", "
+            + std::to_string(c.numLayers) + " layers, intermediate " + std::to_string(c.intermediateSize)
+            + ", vocabulary " + std::to_string(c.vocabSize);
     };
     if (sizes(ca) != sizes(cb))
-        throw Error(b.directory() + " is not the same model as " + a.directory() + " (" + sizes(cb) + " against " +
-                    sizes(ca) + "), so their runs cannot be compared.");
+        throw Error(b.directory() + " is not the same model as " + a.directory() + " (" + sizes(cb) + " against "
+            + sizes(ca) + "), so their runs cannot be compared.");
 }
 
 bool CheckpointDiff::identical() const
 {
-    return config.empty() && linears.empty() && onlyInA.empty() && onlyInB.empty() &&
-           std::all_of(tensors.begin(), tensors.end(), [](const TensorDifference& t) { return t.verdict == kDiffIdentical; });
+    return config.empty() && linears.empty() && onlyInA.empty() && onlyInB.empty()
+        && std::all_of(
+            tensors.begin(), tensors.end(), [](const TensorDifference& t) { return t.verdict == kDiffIdentical; });
 }
 
 CheckpointDiff diffCheckpoints(const Checkpoint& a, const Checkpoint& b)
@@ -342,7 +359,7 @@ CheckpointDiff diffCheckpoints(const Checkpoint& a, const Checkpoint& b)
     for (std::size_t i = 0; i < reportsA.size() && i < reportsB.size(); ++i)
         if (reportsA[i].verdict != reportsB[i].verdict)
             diff.config.push_back({std::string("consumer ") + consumerName(reportsA[i].consumer),
-                                   verdictName(reportsA[i].verdict), verdictName(reportsB[i].verdict)});
+                verdictName(reportsA[i].verdict), verdictName(reportsB[i].verdict)});
     diffLinears(a, b, diff);
 
     for (const TensorView* ta : a.tensors().tensors()) {
@@ -369,7 +386,8 @@ std::string linearSchemeLine(const Checkpoint& checkpoint, const std::string& mo
         line << "float";
     } else {
         line << "FP8 weights " << info->weightStrategy << ", activations " << activationText(info->activations);
-        if (const TensorView* scale = checkpoint.tensors().find(module + ".weight_scale"); scale && isFloatDtype(scale->dtype)) {
+        if (const TensorView* scale = checkpoint.tensors().find(module + ".weight_scale");
+            scale && isFloatDtype(scale->dtype)) {
             const FloatTensor values = scale->toFloat();
             if (!values.values.empty()) {
                 const auto [lo, hi] = std::minmax_element(values.values.begin(), values.values.end());
@@ -443,8 +461,8 @@ double sqnrDifference(double a, double b)
 
 } // namespace
 
-DiffMetrics diffMetrics(InferenceBackend& a, InferenceBackend& b, InferenceBackend* reference, const ComparisonInput& input,
-                        const SquadDataset* squad, std::size_t maxSamples, const Progress& progress)
+DiffMetrics diffMetrics(InferenceBackend& a, InferenceBackend& b, InferenceBackend* reference,
+    const ComparisonInput& input, const SquadDataset* squad, std::size_t maxSamples, const Progress& progress)
 {
     checkSameModel(a.checkpoint(), b.checkpoint());
     DiffMetrics result;
@@ -479,14 +497,18 @@ DiffMetrics diffMetrics(InferenceBackend& a, InferenceBackend& b, InferenceBacke
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         Progress part = progress;
         const double total = double(inputs.size()) * 2.0;
-        part.callback = [&, i](double f, const std::string& stage) { progress.report((2.0 * i + f) / total, "A: " + stage); };
+        part.callback
+            = [&, i](double f, const std::string& stage) { progress.report((2.0 * i + f) / total, "A: " + stage); };
         sidesA.push_back(compareRuns(a, yardstick == &a ? nullptr : yardstick, inputs[i], part));
-        part.callback = [&, i](double f, const std::string& stage) { progress.report((2.0 * i + 1.0 + f) / total, "B: " + stage); };
+        part.callback = [&, i](double f, const std::string& stage) {
+            progress.report((2.0 * i + 1.0 + f) / total, "B: " + stage);
+        };
         sidesB.push_back(compareRuns(b, yardstick, inputs[i], part));
     }
     result.runA = averageOver(sidesA);
     result.runB = averageOver(sidesB);
-    result.referenceLabel = reference ? result.runA.referenceLabel : "dequant of A (" + a.checkpoint().directory() + ")";
+    result.referenceLabel
+        = reference ? result.runA.referenceLabel : "dequant of A (" + a.checkpoint().directory() + ")";
     result.runA.referenceLabel = result.runB.referenceLabel = result.referenceLabel;
     result.runA.referenceIsStandIn = result.runB.referenceIsStandIn = result.referenceIsStandIn;
 
@@ -497,7 +519,8 @@ DiffMetrics diffMetrics(InferenceBackend& a, InferenceBackend& b, InferenceBacke
         const CapturePointMetrics& pb = result.runB.points[p];
         if (pa.name != pb.name)
             throw Error("A and B recorded different capture points (" + pa.name + " vs " + pb.name + ").");
-        result.points.push_back({pa.name, pa.label, pa.kind, pa.metrics, pb.metrics, sqnrDifference(pa.metrics.sqnrDb, pb.metrics.sqnrDb)});
+        result.points.push_back(
+            {pa.name, pa.label, pa.kind, pa.metrics, pb.metrics, sqnrDifference(pa.metrics.sqnrDb, pb.metrics.sqnrDb)});
     }
     result.ranked.resize(result.points.size());
     for (std::size_t i = 0; i < result.ranked.size(); ++i)
@@ -507,7 +530,7 @@ DiffMetrics diffMetrics(InferenceBackend& a, InferenceBackend& b, InferenceBacke
         return std::isnan(d) ? std::numeric_limits<double>::infinity() : d;
     };
     std::stable_sort(result.ranked.begin(), result.ranked.end(),
-                     [&](std::size_t x, std::size_t y) { return magnitude(x) > magnitude(y); });
+        [&](std::size_t x, std::size_t y) { return magnitude(x) > magnitude(y); });
     progress.report(1.0, "Compared A and B");
     return result;
 }

@@ -37,7 +37,7 @@ inline const char* const kDiffDifferent = "different";
 
 struct FieldDifference {
     std::string field; // "weights.strategy", "config.quantization_config.format", "consumer aiu"
-    std::string a, b;  // each side's value as text ("(none)" when absent)
+    std::string a, b; // each side's value as text ("(none)" when absent)
 };
 
 struct LinearDifference {
@@ -47,11 +47,11 @@ struct LinearDifference {
 
 struct TensorDifference {
     std::string name;
-    std::string verdict;                 // kDiffIdentical, kDiffWithinOneStep or kDiffDifferent
+    std::string verdict; // kDiffIdentical, kDiffWithinOneStep or kDiffDifferent
     std::string dtypeA, dtypeB;
     std::vector<int64_t> shapeA, shapeB;
-    int64_t elements = 0;                // compared elements (0 when the shapes differ)
-    bool fp8Codes = false;               // both sides F8_E4M3
+    int64_t elements = 0; // compared elements (0 when the shapes differ)
+    bool fp8Codes = false; // both sides F8_E4M3
     // FP8 codes: codes whose values differ, how many steps apart (|steps| -> count), and the rest.
     int64_t codesDiffering = 0;
     std::map<int64_t, int64_t> codeStepHistogram;
@@ -63,17 +63,17 @@ struct TensorDifference {
     int64_t valuesOneUlpApart = 0;
     uint64_t maxUlps = 0;
     std::map<uint64_t, int64_t> ulpHistogram; // ULPs apart -> count, over the differing elements
-    std::string ulpUnit;                 // "F32", "BF16", "F16", "U8", ...: the dtype the ULPs count in
+    std::string ulpUnit; // "F32", "BF16", "F16", "U8", ...: the dtype the ULPs count in
     double ratioMin = 0, ratioMax = 0;
     bool hasRatio = false;
 };
 
 struct CheckpointDiff {
-    std::string a, b;                           // the folders
-    std::vector<FieldDifference> config;        // config.json leaves and consumer verdicts that differ
-    std::vector<LinearDifference> linears;      // only Linears with differences; union by module name, A's order
-    std::vector<TensorDifference> tensors;      // every tensor in both, sorted by name
-    std::vector<std::string> onlyInA, onlyInB;  // tensor names
+    std::string a, b; // the folders
+    std::vector<FieldDifference> config; // config.json leaves and consumer verdicts that differ
+    std::vector<LinearDifference> linears; // only Linears with differences; union by module name, A's order
+    std::vector<TensorDifference> tensors; // every tensor in both, sorted by name
+    std::vector<std::string> onlyInA, onlyInB; // tensor names
     bool identical() const;
 };
 
@@ -101,22 +101,23 @@ struct PointDifference {
 };
 
 struct DiffMetrics {
-    std::string referenceLabel;  // "reference (DIR)" or "dequant of A (DIR)"
+    std::string referenceLabel; // "reference (DIR)" or "dequant of A (DIR)"
     bool referenceIsStandIn = false;
-    std::string inputKind;       // "qa", "text", "ids", "squad"
+    std::string inputKind; // "qa", "text", "ids", "squad"
     std::size_t samples = 1;
     // Each side as a comparison (for squad: points averaged over the questions, in dB for SQNR),
     // for the charts of compare to draw and overlay.
     ComparisonResult runA, runB;
     std::vector<PointDifference> points; // execution order
-    std::vector<std::size_t> ranked;     // indices into points, largest |sqnrDifferenceDb| first
+    std::vector<std::size_t> ranked; // indices into points, largest |sqnrDifferenceDb| first
 };
 
 // reference null: A in dequant mode is the reference of both (compare's stand-in rule, taken from
 // A). With squad, `input`'s QA options apply to each of the first maxSamples questions (0: all).
 // Throws scalescope::Error when the models do not match each other (checkSameModel) or the reference.
-DiffMetrics diffMetrics(InferenceBackend& a, InferenceBackend& b, InferenceBackend* reference, const ComparisonInput& input,
-                        const SquadDataset* squad = nullptr, std::size_t maxSamples = 0, const Progress& progress = {});
+DiffMetrics diffMetrics(InferenceBackend& a, InferenceBackend& b, InferenceBackend* reference,
+    const ComparisonInput& input, const SquadDataset* squad = nullptr, std::size_t maxSamples = 0,
+    const Progress& progress = {});
 
 // The fields of one Linear as the inspector shows them for one side: "weights channel (F8_E4M3),
 // scales 0.0012..0.0044; activations dynamic token" in a line.
