@@ -108,18 +108,23 @@ void printDiff(const CheckpointDiff& diff, const DiffMetrics* metrics)
               << kDiffWithinOneStep << ", " << counts[2] << " different); only in A: " << diff.onlyInA.size()
               << ", only in B: " << diff.onlyInB.size() << "\n";
     std::size_t shown = 0;
+    const std::size_t differing = diff.tensors.size() - counts[0];
     for (const TensorDifference& t : diff.tensors) {
         if (t.verdict == kDiffIdentical)
             continue;
         if (shown++ == kTextListLimit) {
-            std::cout << "  ... and more (--json lists every tensor)\n";
+            std::cout << "  ... and " << differing - kTextListLimit << " more (--json lists every tensor)\n";
             break;
         }
         std::cout << "  " << t.name << ": " << tensorLine(t) << "\n";
     }
-    for (const auto* list : {&diff.onlyInA, &diff.onlyInB})
+    for (const auto* list : {&diff.onlyInA, &diff.onlyInB}) {
+        const char* side = list == &diff.onlyInA ? "A" : "B";
         for (std::size_t i = 0; i < list->size() && i < kTextListLimit; ++i)
-            std::cout << "  " << (*list)[i] << ": only in " << (list == &diff.onlyInA ? "A" : "B") << "\n";
+            std::cout << "  " << (*list)[i] << ": only in " << side << "\n";
+        if (list->size() > kTextListLimit)
+            std::cout << "  ... and " << list->size() - kTextListLimit << " more only in " << side << "\n";
+    }
 
     if (!metrics)
         return;
