@@ -717,10 +717,17 @@ ChartData overlayCharts(const ChartData& a, const ChartData& b, const std::strin
         }
         return double(found - chart.categories.begin());
     };
+    // B's colours: the overlay colour first, then others, each unused by A's series (a chart whose
+    // own second series is orange, the scale ranges' medians, must not give B the same orange).
+    std::vector<std::string> freeColors;
+    for (const char* color : {kOverlayColorB, "#CC79A7", "#E69F00", "#56B4E9", "#000000"})
+        if (std::none_of(a.series.begin(), a.series.end(), [&](const ChartSeries& s) { return s.color == color; }))
+            freeColors.push_back(color);
+    std::size_t nextColor = 0;
     for (ChartSeries series : b.series) {
         series.name = labelB + ": " + series.name;
-        if (series.style != SeriesStyle::Cells)
-            series.color = kOverlayColorB;
+        if (series.style != SeriesStyle::Cells && !freeColors.empty())
+            series.color = freeColors[std::min(nextColor++, freeColors.size() - 1)];
         for (double& x : series.x)
             x = positionOf(x);
         chart.series.push_back(std::move(series));

@@ -13,8 +13,8 @@
 namespace scalescope {
 
 // Two runs on one chart (diff A B, File > Compare With...): `a`'s chart with every series of `b`
-// added after its own, each series named "<label>: <name>", B's in the second palette colour (bars
-// stand side by side). `b` must be the same chart built from the other run (same id and categories:
+// added after its own, each series named "<label>: <name>", B's in kOverlayColorB (then further
+// colours for B's further series), never in a colour A's series use (bars stand side by side). `b` must be the same chart built from the other run (same id and categories:
 // B's values are placed by category name, a category A lacks is appended).
 inline const char* const kOverlayColorB = "#D55E00";
 ChartData overlayCharts(const ChartData& a, const ChartData& b, const std::string& labelA, const std::string& labelB);
