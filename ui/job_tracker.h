@@ -19,7 +19,7 @@ namespace scalescope::ui {
 class JobTracker : public QObject {
     Q_OBJECT
 public:
-    enum class Kind { Open, Reference, Run, Capture, Evaluate, Sensitivity, KeepFloat, DeviceCheck };
+    enum class Kind { Open, Reference, Run, Capture, Evaluate, Sensitivity, KeepFloat, DeviceCheck, CompareWith };
     struct Ticket {
         Kind kind;
         quint64 id;

@@ -157,6 +157,7 @@ void MainWindow::connectResults()
         showResult(result);
         warnIfOutsideDemoCorpus(*outcome);
         showRunTimes(*outcome->comparison);
+        rerunCompareWith();
     });
     connect(session_, &WorkbenchSession::masksFilled, this, [this](std::shared_ptr<const FillMaskOutcome> outcome) {
         PanelResult result = resultOf(outcome->stamp);
@@ -164,7 +165,9 @@ void MainWindow::connectResults()
         result.comparison = outcome->comparison;
         showResult(result);
         showRunTimes(*outcome->comparison);
+        rerunCompareWith();
     });
+    connect(session_, &WorkbenchSession::compareWithReady, this, &MainWindow::showCompareWith);
     connect(session_, &WorkbenchSession::evaluated, this,
         [this](std::shared_ptr<const EvaluationResult> evaluation, const RunStamp& stamp) {
             PanelResult result = resultOf(stamp);
@@ -454,6 +457,9 @@ void MainWindow::createActions()
     cancelAction_->setShortcut(QKeySequence(Qt::Key_Escape));
     cancelAction_->setEnabled(false);
     connect(cancelAction_, &QAction::triggered, session_->jobs(), &JobTracker::cancel);
+    compareWithAction_ = new QAction(tr("Compare &With..."), this);
+    compareWithAction_->setToolTip(tr("Open a second quantized checkpoint B of the same model and show it beside this one"));
+    connect(compareWithAction_, &QAction::triggered, this, &MainWindow::chooseCompareWith);
     auto* quit = new QAction(tr("&Quit"), this);
     quit->setShortcut(QKeySequence::Quit);
     connect(quit, &QAction::triggered, this, &QWidget::close);
@@ -461,6 +467,7 @@ void MainWindow::createActions()
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(open);
     recentMenu_ = file->addMenu(tr("Open &Recent"));
+    file->addAction(compareWithAction_);
     file->addSeparator();
     file->addAction(reference);
     file->addAction(dequant);
@@ -902,6 +909,7 @@ void MainWindow::onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info)
     PanelResult opened;
     opened.checkpoint = info_;
     selection_->clear();
+    errors_->setOverlay(nullptr); // B belonged to the previous checkpoint (the session dropped it)
     evaluate_->setWarning(QString());
     showResult(opened);
     setWindowTitle(tr("ScaleScope - %1").arg(QDir::toNativeSeparators(info_->directory)));
@@ -973,6 +981,51 @@ void MainWindow::chooseReference()
                                                           last.isEmpty() ? QDir::homePath() : QFileInfo(last).path());
     if (!dir.isEmpty())
         setReference(dir);
+}
+
+void MainWindow::chooseCompareWith()
+{
+    const QString last = Settings().lastOpenFolder();
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Compare With Checkpoint B"),
+                                                          last.isEmpty() ? QDir::homePath() : QFileInfo(last).path());
+    if (!dir.isEmpty())
+        compareWith(dir);
+}
+
+void MainWindow::compareWith(const QString& dir)
+{
+    if (!info_ || !info_->runnable) {
+        showError(tr("Compare with"), tr("Open a checkpoint that can run before comparing it with %1.").arg(dir));
+        return;
+    }
+    session_->compareWith(dir);
+}
+
+void MainWindow::rerunCompareWith()
+{
+    if (!session_->compareWithDirectory().isEmpty())
+        session_->compareWith(session_->compareWithDirectory());
+}
+
+void MainWindow::showCompareWith(std::shared_ptr<const CompareWithOutcome> outcome)
+{
+    if (!info_ || !outcome)
+        return;
+    scales_->setOverlay(outcome->statistics);
+    if (outcome->comparison && errors_->comparison())
+        errors_->setOverlay(outcome->comparison);
+    inspector_->setCompareWith(outcome);
+    int tensorsDiffering = 0;
+    for (const TensorDifference& t : outcome->diff->tensors)
+        tensorsDiffering += t.verdict != kDiffIdentical;
+    statusBar()->showMessage(
+        outcome->diff->identical()
+            ? tr("Compared with %1: identical.").arg(outcome->directory)
+            : tr("Compared with %1: %2 Linears with scheme differences, %3 tensors differ, %4 only in one.")
+                  .arg(outcome->directory)
+                  .arg(outcome->diff->linears.size())
+                  .arg(tensorsDiffering)
+                  .arg(outcome->diff->onlyInA.size() + outcome->diff->onlyInB.size()));
 }
 
 void MainWindow::addRecent(const QString& dir)

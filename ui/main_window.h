@@ -48,6 +48,11 @@ public:
     ~MainWindow() override;
 
     void openCheckpoint(const QString& dir);
+    // File > Compare With...: checkpoint B beside the open one. Its scale ranges join the Scales
+    // view, its run on the last input joins the Errors charts (second colour, legend; rerun after
+    // every run), and the inspector shows both schemes. Opening another checkpoint drops B.
+    void compareWith(const QString& dir);
+    QAction* compareWithAction() const { return compareWithAction_; }
     // Empty: the checkpoint's dequantized weights stand in for the reference.
     void setReference(const QString& dir);
     // Fills the Demo menu; openDemo opens a demo checkpoint with its reference and fills in a
@@ -126,6 +131,10 @@ private:
     void saveFixedCheckpoint(const QStringList& modules);
     void chooseCheckpoint();
     void chooseReference();
+    void chooseCompareWith();
+    void showCompareWith(std::shared_ptr<const CompareWithOutcome> outcome);
+    // After a run of A: B runs the same input again.
+    void rerunCompareWith();
     void chooseReportFolder();
     void addRecent(const QString& dir);
     void rebuildRecentMenu();
@@ -185,6 +194,7 @@ private:
     QAction* fp8AttentionAction_ = nullptr;
     std::array<QAction*, 3> referenceChoices_{}; // a folder, dequantized weights, the CPU emulation
     QAction* exportReportAction_ = nullptr;
+    QAction* compareWithAction_ = nullptr;
     QComboBox* mode_ = nullptr;
     QComboBox* device_ = nullptr;
     QLabel* deviceLabel_ = nullptr;

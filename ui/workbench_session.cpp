@@ -54,6 +54,7 @@ WorkbenchSession::WorkbenchSession(QObject* parent) : QObject(parent)
     qRegisterMetaType<std::shared_ptr<const SensitivityEntry>>();
     qRegisterMetaType<std::shared_ptr<const SensitivityResult>>();
     qRegisterMetaType<std::shared_ptr<const DeviceCheckOutcome>>();
+    qRegisterMetaType<std::shared_ptr<const CompareWithOutcome>>();
 }
 
 WorkbenchSession::~WorkbenchSession()
@@ -271,6 +272,7 @@ void WorkbenchSession::openCheckpoint(const QString& dir)
 
 void WorkbenchSession::submitOpen(const QString& dir, const QString& fallbackDevice)
 {
+    compareDir_.clear(); // B belongs to the checkpoint it was compared with
     const QString previousDir = checkpointDir_;
     checkpointDir_ = dir;
     const QString device = device_;
@@ -309,6 +311,7 @@ void WorkbenchSession::submitOpen(const QString& dir, const QString& fallbackDev
         // A checkpoint the engine refuses can still be inspected; its findings explain why.
         std::shared_ptr<InferenceBackend> model;
         run_.reset(); // a runner process for the previous checkpoint stops before the next starts
+        compareB_.reset();
         inProcessTwin_.reset();
         QString usedDevice = device;
         QString deviceError;
@@ -429,6 +432,56 @@ void WorkbenchSession::ask(const QString& question, const QString& context, cons
         lastInput_ = input;
         std::shared_ptr<const AskOutcome> result = outcome;
         return [this, result] { emit answered(result); };
+    });
+}
+
+void WorkbenchSession::compareWith(const QString& dir)
+{
+    compareDir_ = dir;
+    const RunStamp stamp = currentStamp();
+    submit(JobKind::CompareWith, tr("Compare with"), [this, dir, stamp](const Progress& progress) -> std::function<void()> {
+        if (!run_)
+            throw Error("No runnable checkpoint is open to compare with.");
+        auto outcome = std::make_shared<CompareWithOutcome>();
+        outcome->stamp = stamp;
+        outcome->directory = dir;
+        const std::string path = dir.toStdString();
+        if (!compareB_ || compareB_->checkpoint().directory() != path) {
+            compareB_.reset();
+            try {
+                std::shared_ptr<const Checkpoint> checkpoint = Checkpoint::open(path);
+                checkSameModel(run_->checkpoint(), *checkpoint);
+                compareB_ = openBackend(DeviceSpec{}, checkpoint, progress);
+            } catch (const Error& e) {
+                // B is dropped, so that the next run does not try it again.
+                const QString message = QString::fromUtf8(e.what());
+                return [this, dir, message] {
+                    if (compareDir_ == dir)
+                        compareDir_.clear();
+                    emit failed(tr("Compare with"), message);
+                };
+            }
+        }
+        outcome->checkpoint = std::shared_ptr<const Checkpoint>(compareB_, &compareB_->checkpoint());
+        outcome->statistics = computeScaleStatistics(*outcome->checkpoint);
+        outcome->diff = std::make_shared<CheckpointDiff>(diffCheckpoints(run_->checkpoint(), *outcome->checkpoint));
+        if (lastInput_) {
+            // The same input against the same yardstick as A's last run: the reference, or A itself
+            // in the reference mode A's run used (dequant standing in, or the CPU emulation).
+            ComparisonInput input = *lastInput_;
+            InferenceBackend* yardstick = reference_ ? reference_.get() : run_.get();
+            auto comparison = std::make_shared<ComparisonResult>(compareRuns(*compareB_, yardstick, input, progress));
+            if (!reference_) {
+                comparison->referenceLabel = "dequant of A";
+                comparison->referenceIsStandIn = true;
+            }
+            outcome->comparison = comparison;
+        }
+        std::shared_ptr<const CompareWithOutcome> result = outcome;
+        return [this, result] {
+            if (compareDir_ == result->directory)
+                emit compareWithReady(result);
+        };
     });
 }
 

@@ -24,6 +24,7 @@
 #include "analysis/scale_statistics.h"
 #include "engine/encoder_model.h"
 #include "job_tracker.h"
+#include "tasks/checkpoint_diff.h"
 #include "tasks/compare_runs.h"
 #include "tasks/device_check.h"
 #include "tasks/evaluate.h"
@@ -143,6 +144,18 @@ struct DeviceCheckOutcome {
     QString cacheNote; // how much of the CPU side came from the disk cache (tasks/forward_cache.h)
 };
 
+// File > Compare With...: a second checkpoint B beside the open one (A). The diff of the two
+// (tasks/checkpoint_diff.h), B's scale statistics, and, when an input ran on A, B's fp8 run on the
+// same input against the same reference as A's run (null otherwise).
+struct CompareWithOutcome {
+    RunStamp stamp;                                    // A's state it was made in
+    QString directory;
+    std::shared_ptr<const Checkpoint> checkpoint;
+    std::vector<LinearScaleStatistics> statistics;
+    std::shared_ptr<const CheckpointDiff> diff;
+    std::shared_ptr<const ComparisonResult> comparison;
+};
+
 class WorkbenchSession : public QObject {
     Q_OBJECT
 public:
@@ -185,6 +198,11 @@ public:
     // reference folder is chosen).
     void keepFloat(const QStringList& modules, const QString& dst, bool overwrite);
     void cancel();
+    // Opens B (in this process, on the CPU) beside the open checkpoint, diffs the two and runs B on
+    // the last input (compareWithReady). Called again after a new run, it reuses B. Opening another
+    // checkpoint drops B (compareWithDirectory() is then empty).
+    void compareWith(const QString& dir);
+    QString compareWithDirectory() const { return compareDir_; }
     // The run side of asks and masks: fp8 (default) or dequant (weights-only error), and how it
     // sums FP8 products (the DL16 twin with fp8 or fp16; the Mode box sets both at once).
     void setRunMode(RunMode mode, Accumulation accumulation = Accumulation::Float32);
@@ -228,6 +246,7 @@ signals:
     void deviceChecked(std::shared_ptr<const scalescope::ui::DeviceCheckOutcome> outcome);
     void keptFloat(const QString& dst, const QString& summary);
     void failed(const QString& operation, const QString& message);
+    void compareWithReady(std::shared_ptr<const scalescope::ui::CompareWithOutcome> outcome);
 
 private:
     using JobKind = JobTracker::Kind;
@@ -259,6 +278,8 @@ private:
     // The open checkpoint in this process for a device check's twins when run_ is a runner.
     std::shared_ptr<InferenceBackend> inProcessTwin_;
     std::optional<ComparisonInput> lastInput_;
+    QString compareDir_;                       // GUI thread: B's folder, "" when none
+    std::shared_ptr<InferenceBackend> compareB_; // worker thread: B's engine
 };
 
 } // namespace scalescope::ui
@@ -272,3 +293,4 @@ Q_DECLARE_METATYPE(scalescope::ui::RunStamp)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::DeviceCheckOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::SensitivityEntry>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::SensitivityResult>)
+Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::CompareWithOutcome>)

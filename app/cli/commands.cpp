@@ -33,6 +33,7 @@
 #include "check_command.h"
 #include "evaluate_command.h"
 #include "sensitivity_command.h"
+#include "diff_command.h"
 #include "keep_float_command.h"
 #include "analysis/consumers.h"
 #include "report/result_json.h"
@@ -740,6 +741,12 @@ std::vector<Command> commands()
            "device", "mode", "accumulate", "attention"},
           {"json", "force"}, "which Linear (or layer) breaks the answer: each kept float alone and in FP8 alone, ranked"},
          commandSensitivity},
+        {{"diff", 2, {"A", "B"},
+          {"reference", "question", "context", "text", "input-ids", "squad", "max-samples", "plots", "format",
+           "max-seq-len", "doc-stride", "max-answer-len", "null-threshold", "top-k"},
+          {"json", "force"},
+          "two quantized checkpoints side by side: scheme, scale and code differences, both runs' metrics"},
+         commandDiff},
         {{"keep-float", 2, {"CKPT", "DST"},
           {"modules", "reference", "question", "context", "text", "input-ids", "max-seq-len", "doc-stride",
            "max-answer-len", "null-threshold", "top-k", "consumer"},

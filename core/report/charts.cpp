@@ -696,5 +696,43 @@ ChartData sensitivityChart(const SensitivityResult& result)
     return chart;
 }
 
-} // namespace scalescope
+ChartData overlayCharts(const ChartData& a, const ChartData& b, const std::string& labelA, const std::string& labelB)
+{
+    ChartData chart = a;
+    chart.title = a.title + " (" + labelA + " and " + labelB + ")";
+    for (ChartSeries& series : chart.series)
+        series.name = labelA + ": " + series.name;
+    // B's x positions follow A's categories by name, so that one layer's bars stand together.
+    auto positionOf = [&](double x) {
+        if (chart.categories.empty() || b.categories.empty())
+            return x;
+        const std::size_t index = static_cast<std::size_t>(x);
+        if (x < 0 || index >= b.categories.size())
+            return x;
+        const std::string& name = b.categories[index];
+        auto found = std::find(chart.categories.begin(), chart.categories.end(), name);
+        if (found == chart.categories.end()) {
+            chart.categories.push_back(name);
+            return double(chart.categories.size() - 1);
+        }
+        return double(found - chart.categories.begin());
+    };
+    // B's colours: the overlay colour first, then others, each unused by A's series (a chart whose
+    // own second series is orange, the scale ranges' medians, must not give B the same orange).
+    std::vector<std::string> freeColors;
+    for (const char* color : {kOverlayColorB, "#CC79A7", "#E69F00", "#56B4E9", "#000000"})
+        if (std::none_of(a.series.begin(), a.series.end(), [&](const ChartSeries& s) { return s.color == color; }))
+            freeColors.push_back(color);
+    std::size_t nextColor = 0;
+    for (ChartSeries series : b.series) {
+        series.name = labelB + ": " + series.name;
+        if (series.style != SeriesStyle::Cells && !freeColors.empty())
+            series.color = freeColors[std::min(nextColor++, freeColors.size() - 1)];
+        for (double& x : series.x)
+            x = positionOf(x);
+        chart.series.push_back(std::move(series));
+    }
+    return chart;
+}
 
+} // namespace scalescope

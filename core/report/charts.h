@@ -12,6 +12,13 @@
 
 namespace scalescope {
 
+// Two runs on one chart (diff A B, File > Compare With...): `a`'s chart with every series of `b`
+// added after its own, each series named "<label>: <name>", B's in kOverlayColorB (then further
+// colours for B's further series), never in a colour A's series use (bars stand side by side). `b` must be the same chart built from the other run (same id and categories:
+// B's values are placed by category name, a category A lacks is appended).
+inline const char* const kOverlayColorB = "#D55E00";
+ChartData overlayCharts(const ChartData& a, const ChartData& b, const std::string& labelA, const std::string& labelB);
+
 // Inspect charts.
 ChartData weightScaleRangesChart(const std::vector<LinearScaleStatistics>& statistics);   // log y, min..max per Linear
 ChartData channelScalesChart(const LinearScaleStatistics& linear);                         // log y, per output channel

@@ -476,4 +476,95 @@ json evaluationJson(const EvaluationResult& r, const std::string& checkpointDir,
     return out;
 }
 
+namespace {
+
+nlohmann::json fieldDifferencesJson(const std::vector<FieldDifference>& differences)
+{
+    nlohmann::json list = nlohmann::json::array();
+    for (const FieldDifference& d : differences)
+        list.push_back({{"field", d.field}, {"a", d.a}, {"b", d.b}});
+    return list;
+}
+
+nlohmann::json tensorDifferenceJson(const TensorDifference& t)
+{
+    nlohmann::json histogram = nlohmann::json::object();
+    for (const auto& [steps, count] : t.codeStepHistogram)
+        histogram[std::to_string(steps)] = count;
+    nlohmann::json ulps = nlohmann::json::object();
+    for (const auto& [distance, count] : t.ulpHistogram)
+        ulps[std::to_string(distance)] = count;
+    return {{"name", t.name},
+            {"verdict", t.verdict},
+            {"dtype_a", t.dtypeA},
+            {"dtype_b", t.dtypeB},
+            {"shape_a", t.shapeA},
+            {"shape_b", t.shapeB},
+            {"elements", t.elements},
+            {"fp8_codes", t.fp8Codes},
+            {"codes_differing", t.codesDiffering},
+            {"code_step_histogram", histogram},
+            {"nan_mismatches", t.nanMismatches},
+            {"signed_zero_swaps", t.signedZeroSwaps},
+            {"values_differing", t.valuesDiffering},
+            {"values_one_ulp_apart", t.valuesOneUlpApart},
+            {"max_ulps", t.maxUlps},
+            {"ulp_histogram", ulps},
+            {"ulp_unit", t.ulpUnit.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.ulpUnit)},
+            {"scale_ratio_min", t.hasRatio ? finiteOrNull(t.ratioMin) : nlohmann::json(nullptr)},
+            {"scale_ratio_max", t.hasRatio ? finiteOrNull(t.ratioMax) : nlohmann::json(nullptr)}};
+}
+
+} // namespace
+
+nlohmann::json diffJson(const CheckpointDiff& diff, const DiffMetrics* metrics)
+{
+    nlohmann::json linears = nlohmann::json::array();
+    for (const LinearDifference& l : diff.linears)
+        linears.push_back({{"module", l.module}, {"differences", fieldDifferencesJson(l.differences)}});
+    nlohmann::json tensors = nlohmann::json::array();
+    nlohmann::json counts = {{kDiffIdentical, 0}, {kDiffWithinOneStep, 0}, {kDiffDifferent, 0}};
+    for (const TensorDifference& t : diff.tensors) {
+        tensors.push_back(tensorDifferenceJson(t));
+        counts[t.verdict] = counts[t.verdict].get<int64_t>() + 1;
+    }
+    nlohmann::json document = {{"a", diff.a},
+                               {"b", diff.b},
+                               {"identical", diff.identical()},
+                               {"config", fieldDifferencesJson(diff.config)},
+                               {"linears", linears},
+                               {"tensors", tensors},
+                               {"verdict_counts", counts},
+                               {"only_in_a", diff.onlyInA},
+                               {"only_in_b", diff.onlyInB}};
+    if (metrics) {
+        nlohmann::json points = nlohmann::json::array();
+        for (const PointDifference& p : metrics->points)
+            points.push_back({{"name", p.name},
+                              {"label", p.label},
+                              {"kind", captureKindName(p.kind)},
+                              {"a", metricsJson(p.a)},
+                              {"b", metricsJson(p.b)},
+                              {"sqnr_difference_db", finiteOrNull(p.sqnrDifferenceDb)}});
+        nlohmann::json ranked = nlohmann::json::array();
+        for (std::size_t r = 0; r < metrics->ranked.size(); ++r) {
+            const PointDifference& p = metrics->points[metrics->ranked[r]];
+            ranked.push_back({{"rank", r + 1},
+                              {"name", p.name},
+                              {"sqnr_a_db", finiteOrNull(p.a.sqnrDb)},
+                              {"sqnr_b_db", finiteOrNull(p.b.sqnrDb)},
+                              {"sqnr_difference_db", finiteOrNull(p.sqnrDifferenceDb)}});
+        }
+        document["metrics"] = {{"reference", metrics->referenceLabel},
+                               {"reference_is_stand_in", metrics->referenceIsStandIn},
+                               {"input", metrics->inputKind},
+                               {"samples", metrics->samples},
+                               {"final_logits_a", metricsJson(metrics->runA.finalLogits)},
+                               {"final_logits_b", metricsJson(metrics->runB.finalLogits)},
+                               {"points", points},
+                               {"ranked", ranked}};
+    }
+    return document;
+}
+
 } // namespace scalescope

@@ -3,6 +3,7 @@
 // --json output and the workbench's report (summary.json).
 #include <nlohmann/json.hpp>
 
+#include "tasks/checkpoint_diff.h"
 #include "tasks/compare_runs.h"
 #include "tasks/evaluate.h"
 #include "analysis/consumers.h"
@@ -39,5 +40,15 @@ nlohmann::json evaluationNonFiniteJson(const EvaluationResult& evaluation);
 // `evaluate --json`'s document.
 nlohmann::json evaluationJson(const EvaluationResult& evaluation, const std::string& checkpointDir,
                               const std::string& referenceDir);
+
+// `diff --json`'s document: {"a", "b", "identical", "config": [{"field","a","b"}], "linears":
+// [{"module", "differences": [{"field","a","b"}]}], "tensors": [{"name", "verdict", "dtype_a",
+// "dtype_b", "shape_a", "shape_b", "elements", "fp8_codes", "codes_differing", "code_step_histogram"
+// {"steps": count}, "nan_mismatches", "signed_zero_swaps", "values_differing", "values_one_ulp_apart",
+// "max_ulps", "ulp_histogram" {"ulps": count}, "ulp_unit", "scale_ratio_min", "scale_ratio_max"}], "only_in_a", "only_in_b",
+// "verdict_counts", and with metrics "metrics": {"reference", "reference_is_stand_in", "input",
+// "samples", "points": [{"name", "label", "kind", "a": {metrics}, "b": {metrics},
+// "sqnr_difference_db"}], "ranked": [{"rank", "name", "sqnr_difference_db"}]}}.
+nlohmann::json diffJson(const CheckpointDiff& diff, const DiffMetrics* metrics);
 
 } // namespace scalescope

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -671,6 +672,33 @@ void storeFloatTensorsAs(const std::string& dir, const std::string& dtype)
     nlohmann::ordered_json config = nlohmann::ordered_json::parse(readFileToString(configPath));
     config["torch_dtype"] = target == Dtype::BF16 ? "bfloat16" : target == Dtype::F16 ? "float16" : "float32";
     writeTextFile(configPath, config.dump(2) + "\n");
+}
+
+void copyCheckpoint(const std::string& sourceDir, const std::string& destinationDir)
+{
+    std::filesystem::copy(sourceDir, destinationDir, std::filesystem::copy_options::recursive);
+}
+
+void editTensorBytes(const std::string& dir, const std::string& tensorName,
+                     const std::function<void(std::vector<uint8_t>& bytes)>& edit)
+{
+    std::vector<TensorToWrite> tensors;
+    bool found = false;
+    {
+        const std::unique_ptr<TensorStore> store = TensorStore::openDirectory(dir);
+        for (const TensorView* view : store->tensors()) {
+            TensorToWrite copy{view->name, view->dtype, view->shape, {}};
+            copy.bytes.assign(view->data, view->data + view->byteSize);
+            if (view->name == tensorName) {
+                edit(copy.bytes);
+                found = true;
+            }
+            tensors.push_back(std::move(copy));
+        }
+    }
+    if (!found)
+        throw Error("Tensor '" + tensorName + "' is missing from " + dir + ".");
+    writeSafetensors(joinPath(dir, "model.safetensors"), tensors, {{"format", "pt"}});
 }
 
 std::string makeTempDir(const std::string& prefix)

@@ -3,6 +3,7 @@
 // folders by the tests themselves). The FP8 writer here is the tests' own, independent of
 // core/engine/quantize, so that the engine is checked against data it did not produce.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -124,6 +125,14 @@ void plantOutputPeak(const std::string& floatDir, const std::string& module, con
 // to nearest even) and declares that dtype in config.json (torch_dtype "bfloat16" or "float16"): a
 // 16-bit model from a float32 fixture. FP8 codes and other dtypes stay as they are.
 void storeFloatTensorsAs(const std::string& dir, const std::string& dtype);
+
+// Copies a checkpoint folder (every file) to a new folder `destinationDir` (which must not exist).
+void copyCheckpoint(const std::string& sourceDir, const std::string& destinationDir);
+
+// Rewrites one tensor of a checkpoint's model.safetensors in place of the file: `edit` gets its raw
+// little-endian bytes (dtype and shape unchanged) and may change them. Throws when it is absent.
+void editTensorBytes(const std::string& dir, const std::string& tensorName,
+                     const std::function<void(std::vector<uint8_t>& bytes)>& edit);
 
 // A fresh temporary folder under QDir::tempPath(), removed by the caller's QTemporaryDir if desired.
 std::string makeTempDir(const std::string& prefix);

@@ -275,6 +275,7 @@ QString ErrorsPanel::summaryText() const
 void ErrorsPanel::clearResults(const QString& why)
 {
     comparison_.reset();
+    overlay_.reset();
     metrics_->setPoints({});
     for (ChartView* chart : charts()) {
         chart->setChart({});
@@ -323,15 +324,11 @@ void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparis
     metrics_->setPoints(c.points);
     view_->resizeColumnsToContents();
     view_->setColumnWidth(0, std::min(view_->columnWidth(0), 320));
-    layerSqnr_->setChart(layerSqnrChart(c));
-    layerCosine_->setChart(layerCosineChart(c));
-    growth_->setChart(errorGrowthChart(c));
-    linearSqnr_->setChart(linearSqnrChart(c));
+    overlay_.reset();
+    drawRunCharts();
     headroom_->setChart(fp16HeadroomChart(c));
     for (ChartView* chart : charts())
         chart->setStamp(stamp.describe());
-    showSelectedLinear();
-    showSelectedPoint();
     auto db = [](double v) { return std::isinf(v) ? QStringLiteral("inf") : QString::number(v, 'f', 2); };
     QString agreement;
     if (c.qa)
@@ -346,6 +343,30 @@ void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparis
                           .arg(c.runMs, 0, 'f', 1)
                           .arg(c.referenceMs, 0, 'f', 1) +
                       headroomSentence(c));
+}
+
+void ErrorsPanel::drawRunCharts()
+{
+    if (!comparison_)
+        return;
+    const ComparisonResult& c = *comparison_;
+    using Builder = ChartData (*)(const ComparisonResult&);
+    const std::pair<ChartView*, Builder> views[] = {{layerSqnr_, layerSqnrChart}, {layerCosine_, layerCosineChart},
+                                                    {growth_, errorGrowthChart}, {linearSqnr_, linearSqnrChart}};
+    for (const auto& [view, build] : views)
+        view->setChart(overlay_ ? overlayCharts(build(c), build(*overlay_), "A", "B") : build(c));
+    showSelectedLinear();
+    showSelectedPoint();
+}
+
+void ErrorsPanel::setOverlay(std::shared_ptr<const ComparisonResult> b)
+{
+    overlay_ = std::move(b);
+    if (!comparison_) {
+        overlay_.reset(); // nothing of A to draw B beside
+        return;
+    }
+    drawRunCharts();
 }
 
 // The first fp16 overflow finding of the run, as a second line of the summary ("" when none).

@@ -49,6 +49,11 @@ public:
     bool selectCapturePoint(const QString& name);
     // The point selected through selectCapturePoint or a click on a row; empty for none.
     QString selectedCapturePoint() const;
+    // File > Compare With...: checkpoint B's run on the same input against the same reference,
+    // drawn beside A's in the per-layer and per-Linear charts (second colour, legend). Null removes
+    // it; the next run of A removes it too (B's numbers would be of another input).
+    void setOverlay(std::shared_ptr<const ComparisonResult> b);
+    std::shared_ptr<const ComparisonResult> overlay() const { return overlay_; }
     QTabWidget* chartTabs() const { return chartTabs_; }
     std::shared_ptr<const ComparisonResult> comparison() const { return comparison_; }
 
@@ -73,7 +78,9 @@ private:
     bool showSelectedPoint();
     void highlightPoint(const CapturePointMetrics& point);
 
+    void drawRunCharts();
     std::shared_ptr<const ComparisonResult> comparison_;
+    std::shared_ptr<const ComparisonResult> overlay_;
     QString selectedLinear_;
     QString selectedPoint_; // a capture point another view selected; the Linear's output otherwise
     QLabel* summary_ = nullptr;

@@ -115,6 +115,7 @@ void LinearInspector::takeResult(const PanelResult& result)
     if (result.checkpoint) {
         checkpoint_ = result.checkpoint;
         comparison_.reset();
+        compareWith_.reset();
         sweep_.reset();
         module_.clear();
     }
@@ -180,7 +181,33 @@ void LinearInspector::refresh()
     scales_->setChart(quantized ? (statistics->gridRows > 0 ? blockScalesChart(*statistics)
                                                             : channelScalesChart(*statistics))
                                 : ChartData{});
-    details_->setText(schemeSection() + runSection() + sweepSection() + findingsSection());
+    details_->setText(schemeSection() + compareSection() + runSection() + sweepSection() + findingsSection());
+}
+
+void LinearInspector::setCompareWith(std::shared_ptr<const CompareWithOutcome> b)
+{
+    compareWith_ = std::move(b);
+    refresh();
+}
+
+QString LinearInspector::compareSection() const
+{
+    if (!compareWith_ || !checkpoint_ || !checkpoint_->checkpoint)
+        return {};
+    const std::string module = module_.toStdString();
+    QString rows = row(tr("A"), QString::fromStdString(linearSchemeLine(*checkpoint_->checkpoint, module)).toHtmlEscaped());
+    rows += row(tr("B"), QString::fromStdString(linearSchemeLine(*compareWith_->checkpoint, module)).toHtmlEscaped());
+    int differing = 0;
+    if (compareWith_->diff)
+        for (const LinearDifference& linear : compareWith_->diff->linears)
+            if (linear.module == module)
+                for (const FieldDifference& d : linear.differences) {
+                    rows += row(QString::fromStdString(d.field),
+                                QString::fromStdString(d.a + " -> " + d.b).toHtmlEscaped());
+                    ++differing;
+                }
+    const QString note = differing ? tr("%n field(s) differ.", nullptr, differing) : tr("Same scheme in A and B.");
+    return section(tr("Compared with B (%1)").arg(compareWith_->directory), rows, note);
 }
 
 QString LinearInspector::schemeSection() const

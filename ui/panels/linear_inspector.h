@@ -31,6 +31,10 @@ public:
     void showLinear(const QString& module);
     void setFloatLinears(const QStringList& modules);
 
+    // File > Compare With...: checkpoint B beside the open one (A); the inspector then shows A's
+    // and B's scheme and scale lines for the selected Linear and the fields that differ. Null
+    // removes it; opening a checkpoint removes it too.
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b);
     QString linear() const { return module_; }
     QLabel* details() const { return details_; }
     QCheckBox* floatToggle() const { return float_; }
@@ -48,11 +52,13 @@ private:
     QString runSection() const;
     QString sweepSection() const;
     QString findingsSection() const;
+    QString compareSection() const;
     // "" when `stamp` is the current state; else a note naming what changed since.
     QString staleNote(const RunStamp& stamp) const;
 
     std::shared_ptr<const CheckpointInfo> checkpoint_;
     std::shared_ptr<const ComparisonResult> comparison_;
+    std::shared_ptr<const CompareWithOutcome> compareWith_;
     RunStamp comparisonStamp_;
     std::shared_ptr<const SensitivityResult> sweep_;
     RunStamp sweepStamp_;

@@ -105,7 +105,8 @@ void ScalesPanel::setStatistics(std::vector<LinearScaleStatistics> statistics)
                          QString::fromStdString(statistics_[i].module));
     }
     // The range chart's categories are the quantized Linears in the same order as the combo box.
-    ranges_->setChart(weightScaleRangesChart(statistics_));
+    overlay_.clear();
+    drawRanges();
     const int widest = widestScaleSpread(statistics_);
     int comboIndex = 0;
     for (std::size_t c = 0; c < comboToStatistics_.size(); ++c)
@@ -166,6 +167,23 @@ QString ScalesPanel::selectedLinear() const
 QString ScalesPanel::selectedSummary() const
 {
     return shares_->text();
+}
+
+void ScalesPanel::drawRanges()
+{
+    ChartData chart = weightScaleRangesChart(statistics_);
+    if (!overlay_.empty())
+        chart = overlayCharts(chart, weightScaleRangesChart(overlay_), "A", "B");
+    ranges_->setChart(chart);
+    const std::string label = selectedLabel();
+    if (!label.empty())
+        ranges_->highlightCategory(label);
+}
+
+void ScalesPanel::setOverlay(std::vector<LinearScaleStatistics> b)
+{
+    overlay_ = std::move(b);
+    drawRanges();
 }
 
 void ScalesPanel::clearResults(const QString& why)

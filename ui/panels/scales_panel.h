@@ -35,6 +35,10 @@ public:
     QString notRunReason() const override { return QStringLiteral("no run yet: activation statistics come from answering a question or filling a mask"); }
     // The weight charts always (they are the checkpoint's), the activation charts of a current run.
     void addToReport(ReportSection& section, bool runResultCurrent) const override;
+    // File > Compare With...: checkpoint B's weight-scale ranges beside A's (second colour,
+    // legend); empty removes them, as does the next checkpoint's statistics.
+    void setOverlay(std::vector<LinearScaleStatistics> b);
+    bool hasOverlay() const { return !overlay_.empty(); }
     void selectLinear(const QString& module);
     QString selectedLinear() const;
     // The line above the per-Linear charts: dtype, scale granularity, scale range, code shares.
@@ -50,7 +54,9 @@ signals:
 private:
     void showLinear(int index);
     std::string selectedLabel() const; // the chart label of the Linear shown ("L3.ffn.in"), "" when none
+    void drawRanges();
     std::vector<LinearScaleStatistics> statistics_;
+    std::vector<LinearScaleStatistics> overlay_;
     std::vector<int> comboToStatistics_;
     QComboBox* linear_ = nullptr;
     QLabel* shares_ = nullptr;
