@@ -237,6 +237,41 @@ private slots:
             QCOMPARE(e.sqnrDb.size(), std::size_t(2));
         // The full set gives the same scales in every order, so the same result.
         QCOMPARE(result.endToEnd.back().sqnrDb[0], result.endToEnd.back().sqnrDb[1]);
+        // The full set's SQNR: the checkpoint quantize writes from all texts, run in FP8 against the
+        // float model on the evaluation texts, 10 log10(sum ref^2 / sum (ref - x)^2) over every logit.
+        {
+            const std::string dst = makeTempDir("calib-e2e") + "/m";
+            quantizeCheckpoint(floatDir_, dst, calibratedQuantizeOptions(calibration_, int64_t(calibration_.size())));
+            std::unique_ptr<EncoderModel> fp8 = EncoderModel::load(dst);
+            std::unique_ptr<EncoderModel> reference = EncoderModel::load(floatDir_);
+            ForwardOptions fp8Options, floatOptions;
+            floatOptions.mode = RunMode::Dequant;
+            double signal = 0, noise = 0;
+            for (const std::string& text : evaluation_) {
+                EncoderInputs inputs;
+                inputs.addSequence(reference->checkpoint().tokenizer().encode(text));
+                const ForwardResult x = fp8->forward(inputs, fp8Options);
+                const ForwardResult ref = reference->forward(inputs, floatOptions);
+                for (const NamedTensor& r : ref.outputs) {
+                    const std::vector<float>& run = x.output(r.name).values;
+                    for (std::size_t i = 0; i < run.size(); ++i) {
+                        signal += double(r.tensor.values[i]) * double(r.tensor.values[i]);
+                        noise += (double(r.tensor.values[i]) - double(run[i])) * (double(r.tensor.values[i]) - double(run[i]));
+                    }
+                }
+            }
+            const double expected = 10.0 * std::log10(signal / noise);
+            QVERIFY2(std::fabs(result.endToEnd.back().sqnrDb[0] - expected) < 1e-6,
+                     qPrintable(QString("%1 vs %2").arg(result.endToEnd.back().sqnrDb[0]).arg(expected)));
+        }
+        // The spread: the full set and the bootstrap draws, one per order.
+        QCOMPARE(result.resampledSqnrDb.size(), std::size_t(2));
+        double low = result.endToEnd.back().sqnrDb[0], high = low;
+        for (double db : result.resampledSqnrDb) {
+            low = std::min(low, db);
+            high = std::max(high, db);
+        }
+        QCOMPARE(result.spreadDb, high - low);
         QVERIFY(std::find(result.sizes.begin(), result.sizes.end(), result.suggestedSize) != result.sizes.end());
         QVERIFY(QString::fromStdString(result.sentence).contains(QString::number(result.suggestedSize)));
     }

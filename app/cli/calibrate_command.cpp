@@ -86,6 +86,7 @@ json calibrationJson(const CalibrationLabResult& r, bool evaluated)
             {"linears", linears},
             {"end_to_end", endToEnd},
             {"spread_db", r.spreadDb},
+            {"resampled_sqnr_db", r.resampledSqnrDb},
             {"spread_basis", r.spreadBasis},
             {"suggested_size", r.suggestedSize},
             {"sentence", r.sentence}};
@@ -128,7 +129,7 @@ void printCalibration(const CalibrationLabResult& r, bool evaluated)
         for (const CalibrationEndToEnd& e : r.endToEnd)
             std::cout << "  n = " << std::setw(6) << e.n << "  " << decibelText(lowest(e.sqnrDb)) << " .. "
                       << decibelText(highest(e.sqnrDb)) << "\n";
-        std::cout << "Spread: " << r.spreadBasis << ".\n";
+        std::cout << "Spread: " << decibelText(r.spreadDb) << " dB, " << r.spreadBasis << ".\n";
     }
     std::cout << "\n" << r.sentence << "\n";
 }

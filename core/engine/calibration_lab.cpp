@@ -298,8 +298,23 @@ CalibrationLabResult runCalibrationLab(const std::string& floatDir, const Calibr
             }
     }
 
-    // 3. End to end: each distinct set of scales quantized once, its FP8 logits against the float ones.
+    // 3. End to end: each distinct set of scales quantized once, its FP8 logits against the float
+    // ones. The bootstrap draws of the full set measure its run-to-run spread.
+    std::vector<std::vector<float>> resampled;
+    for (int draw = 1; draw <= options.orders; ++draw) {
+        std::mt19937_64 random(kResampleSeed + static_cast<uint64_t>(draw));
+        std::vector<float> amax(modules.size(), 0.0f);
+        for (int64_t k = 0; k < count; ++k) {
+            const auto& text = perText[static_cast<std::size_t>(random() % static_cast<uint64_t>(count))];
+            for (std::size_t l = 0; l < modules.size(); ++l)
+                if (auto it = text.find(modules[l]); it != text.end())
+                    amax[l] = std::max(amax[l], it->second);
+        }
+        resampled.push_back(amax);
+    }
     std::map<std::vector<float>, double> sqnrOfSet;
+    for (const std::vector<float>& amax : resampled)
+        sqnrOfSet.emplace(amax, 0.0);
     for (std::size_t s = 0; s < result.sizes.size(); ++s)
         for (std::size_t o = 0; o < orders.size(); ++o) {
             std::vector<float> key;
@@ -360,16 +375,18 @@ CalibrationLabResult runCalibrationLab(const std::string& floatDir, const Calibr
     auto lowest = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
     auto highest = [](const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); };
     const double full = result.endToEnd.back().sqnrDb.front();
-    if (result.sizes.size() >= 2) {
-        const CalibrationEndToEnd& below = result.endToEnd[result.sizes.size() - 2];
-        const double spread = highest(below.sqnrDb) - lowest(below.sqnrDb);
-        result.spreadDb = std::isfinite(spread) ? spread : 0.0;
-        result.spreadBasis = "the range of the final-logits SQNR across the " + std::to_string(options.orders) +
-                             " sample orders at n = " + std::to_string(below.n) +
-                             ", the largest size below the full set (the full set gives the same scales in every order)";
-    } else {
-        result.spreadBasis = "no size below the full set, so no spread between orders (0 dB)";
+    double low = full, high = full;
+    for (const std::vector<float>& amax : resampled) {
+        const double db = sqnrOfSet.at(amax);
+        result.resampledSqnrDb.push_back(db);
+        low = std::min(low, db);
+        high = std::max(high, db);
     }
+    result.spreadDb = std::isfinite(high - low) ? high - low : 0.0;
+    result.spreadBasis = "the range of the final-logits SQNR over the full set and " + std::to_string(options.orders) +
+                         " bootstrap draws of it (" + std::to_string(count) +
+                         " samples drawn with replacement): every order of the full set gives the same scales, so its "
+                         "spread is that of calibrating on another draw of as many samples";
     result.suggestedSize = count;
     std::size_t chosen = result.sizes.size() - 1;
     for (std::size_t s = 0; s < result.sizes.size(); ++s)

@@ -7,7 +7,7 @@
 // Cost: one float forward per calibration text gives every size and order (the running max is a
 // prefix max); with evaluation texts, one float forward per text, then one quantized checkpoint
 // (in a temporary folder) and one FP8 forward per evaluation text for each distinct set of scales
-// among the sizes and orders. Deterministic: order 0 is the file order, order k > 0 a Fisher-Yates
+// among the sizes and orders and the bootstrap draws of the spread (CalibrationLabResult). Deterministic: order 0 is the file order, order k > 0 a Fisher-Yates
 // shuffle driven by std::mt19937_64 seeded with k. Torch-free header.
 // Errors: scalescope::Error naming the checkpoint or file; Cancelled on the Progress flag.
 #include <cstdint>
@@ -63,9 +63,12 @@ struct CalibrationLabResult {
     int orders = 0;
     std::vector<CalibrationLinear> linears;    // the Linears quantize gives an input_scale, in execution order
     std::vector<CalibrationEndToEnd> endToEnd; // per size; empty without evaluation texts
-    // The run-to-run spread of the full set's result: the range of the SQNR across orders at the
-    // largest size below the full set (the full set itself gives the same scales in every order,
-    // so it has no spread of its own); 0 when there is no such size. spreadBasis says which.
+    // The run-to-run spread of the full set's result. Every order of the full set gives the same
+    // scales, so the spread is that of calibrating on another draw of as many samples: `orders`
+    // bootstrap draws of the set (N texts with replacement, std::mt19937_64 seeded with
+    // kResampleSeed + k), each quantized and measured like a size; the spread is the range of the
+    // SQNR over the full set and those draws. spreadBasis says it in words.
+    std::vector<double> resampledSqnrDb;       // per draw
     double spreadDb = 0;
     std::string spreadBasis;
     // The smallest size whose SQNR in every order is at least the full set's minus the spread;
@@ -80,6 +83,8 @@ CalibrationLabResult runCalibrationLab(const std::string& floatDir, const Calibr
 // What writes the checkpoint a size stands for: channel weights, static per-tensor activations
 // calibrated on the first n texts in file order (order 0's scales after n), float32 scales.
 QuantizeOptions calibratedQuantizeOptions(const std::vector<std::string>& calibrationTexts, int64_t n);
+
+constexpr uint64_t kResampleSeed = 1000;
 
 // The sample order k (0: 0, 1, ..., count - 1).
 std::vector<std::size_t> calibrationSampleOrder(std::size_t count, int order);

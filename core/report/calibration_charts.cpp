@@ -33,7 +33,7 @@ ChartData calibrationChart(const CalibrationLabResult& result, const std::string
     ChartData chart;
     chart.id = id;
     chart.title = title;
-    chart.xLabel = "calibration samples n (log2 spacing)";
+    chart.xLabel = "calibration samples n (one step per size: log2 for the doubling sizes, then the full set)";
     chart.yLabel = yLabel;
     for (int64_t n : result.sizes)
         chart.categories.push_back(n == result.calibrationSamples ? std::to_string(n) + " (all)" : std::to_string(n));
