@@ -1,5 +1,6 @@
 #pragma once
-// Which long jobs (open, load reference, run, capture, evaluate, sweep, keep-float, device check) are running,
+// Which long jobs (open, load reference, run, capture, evaluate, sweep, keep-float, device check,
+// calibration lab, calibrated write) are running,
 // and which of them still matter. Every job gets an id when it starts; starting another job of the
 // same kind supersedes it, so its result, arriving later, is dropped: a slow answer never
 // overwrites a newer one (the pattern of KDAB hotspot's JobTracker). The tracker also holds the
@@ -19,7 +20,8 @@ namespace scalescope::ui {
 class JobTracker : public QObject {
     Q_OBJECT
 public:
-    enum class Kind { Open, Reference, Run, Capture, Evaluate, Sensitivity, KeepFloat, DeviceCheck, CompareWith };
+    enum class Kind { Open, Reference, Run, Capture, Evaluate, Sensitivity, KeepFloat, DeviceCheck, CompareWith, Calibrate,
+                      WriteCalibrated };
     struct Ticket {
         Kind kind;
         quint64 id;

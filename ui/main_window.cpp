@@ -34,6 +34,7 @@
 #include "panels/ask_panel.h"
 #include "panels/errors_panel.h"
 #include "panels/attention_panel.h"
+#include "panels/calibration_panel.h"
 #include "panels/device_check_panel.h"
 #include "panels/evaluate_panel.h"
 #include "linear_selection.h"
@@ -65,6 +66,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     createActions();
     connectSensitivity();
     connectDeviceCheck();
+    connectCalibration();
     connectSelection();
     connectTriage();
     connectResults();
@@ -96,9 +98,12 @@ void MainWindow::createPanels()
     tabs_->addTab(sensitivity_, tr("Sensitivity"));
     attention_ = new AttentionPanel(tabs_);
     tabs_->addTab(attention_, tr("Attention"));
+    calibration_ = new CalibrationPanel(tabs_);
+    tabs_->addTab(calibration_, tr("Calibration"));
     setCentralWidget(tabs_);
     // In tab order, which is also the order of their charts and tables in a report: the verdict first.
-    resultPanels_ = {triage_, model_, ask_, fillMask_, scales_, errors_, evaluate_, deviceCheck_, sensitivity_, attention_};
+    resultPanels_ = {triage_, model_, ask_, fillMask_, scales_, errors_, evaluate_, deviceCheck_, sensitivity_, attention_,
+                     calibration_};
     // A splitter dragged to the end hides a chart for good, with no hint how to get it back.
     for (QSplitter* splitter : findChildren<QSplitter*>())
         splitter->setChildrenCollapsible(false);
@@ -273,6 +278,27 @@ void MainWindow::connectSensitivity()
     connect(session_, &WorkbenchSession::keptFloat, sensitivity_,
             [this](const QString&, const QString& summary) { sensitivity_->showMessage(summary); });
     connect(sensitivity_, &SensitivityPanel::keepFloatRequested, this, &MainWindow::saveFixedCheckpoint);
+}
+
+void MainWindow::connectCalibration()
+{
+    connect(calibration_, &CalibrationPanel::runRequested, session_, &WorkbenchSession::calibrationLab);
+    connect(calibration_, &CalibrationPanel::writeRequested, session_, &WorkbenchSession::writeCalibrated);
+    connect(session_, &WorkbenchSession::calibrationLabFinished, this,
+            [this](std::shared_ptr<const CalibrationLabResult> lab, const QString& checkpoint) {
+                // A lab of a checkpoint closed meanwhile says nothing about the open one.
+                if (checkpoint != session_->checkpointDirectory())
+                    return;
+                PanelResult result;
+                result.calibration = std::move(lab);
+                calibration_->takeResult(result);
+            });
+    connect(session_, &WorkbenchSession::calibratedWritten, calibration_,
+            [this](const QString&, const QString& summary) { calibration_->showMessage(summary); });
+    connect(session_, &WorkbenchSession::failed, this, [this](const QString& operation, const QString& message) {
+        if (operation == tr("Calibration lab") || operation == tr("Write calibrated checkpoint"))
+            calibration_->showMessage(message);
+    });
 }
 
 void MainWindow::connectDeviceCheck()
@@ -935,6 +961,13 @@ void MainWindow::onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info)
                               info_->runnable ? tr("the check runs SQuAD questions, which need a question-answering "
                                                    "checkpoint; this one is a masked language model.")
                                               : reason);
+    calibration_->setRunnable(info_->runnable && !info_->checkpoint->config().quantization,
+                              info_->runnable ? tr("The calibration lab calibrates a float checkpoint; this one is "
+                                                   "already quantized (open its float original).")
+                                              : reason);
+    if (!demo_.isEmpty())
+        calibration_->setDefaultFiles(demo_.folder + QStringLiteral("/corpus/calibration.txt"),
+                                      demo_.folder + QStringLiteral("/corpus/evaluation.txt"));
     if (!info_->runnable) {
         showError(tr("Open checkpoint"), tr("Opened for inspection only: %1").arg(info_->loadError));
         statusBar()->showMessage(tr("Opened %1 for inspection only (it cannot run).").arg(info_->directory));

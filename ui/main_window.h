@@ -1,7 +1,7 @@
 #pragma once
 // The workbench's main window: opens a checkpoint (menu, toolbar, drag and drop, recent files),
 // chooses the reference, the run mode and the device, and hosts the result panels (Triage, Model,
-// Ask, Fill Mask, Scales, Errors, Evaluate, Device Check, Sensitivity), which it holds as ResultPanels: a result, a
+// Ask, Fill Mask, Scales, Errors, Evaluate, Device Check, Sensitivity, Attention, Calibration), which it holds as ResultPanels: a result, a
 // checkpoint switch, a state change, busy and the report reach each of them through one loop.
 // All model work goes through WorkbenchSession (off the GUI thread); the status bar shows device,
 // mode, dtype, load time, and the progress and Cancel of its JobTracker. The Linear the user selects
@@ -35,6 +35,7 @@ class LinearSelection;
 class TriagePanel;
 class EvaluatePanel;
 class AttentionPanel;
+class CalibrationPanel;
 class DeviceCheckPanel;
 class SensitivityPanel;
 class FillMaskPanel;
@@ -74,6 +75,7 @@ public:
     // The toolbar's FP8 Attention (AIU) toggle: checkable, the session's attention for every later run.
     QAction* fp8AttentionAction() const { return fp8AttentionAction_; }
     SensitivityPanel* sensitivityPanel() const { return sensitivity_; }
+    CalibrationPanel* calibrationPanel() const { return calibration_; }
     TriagePanel* triagePanel() const { return triage_; }
     LinearInspector* inspector() const { return inspector_; }
     QDockWidget* inspectorDock() const { return inspectorDock_; }
@@ -120,6 +122,7 @@ private:
     void createStatusBar();
     void connectSensitivity();
     void connectDeviceCheck();
+    void connectCalibration();
     // Every view that shows Linears selects through selection_ and follows it.
     void connectSelection();
     void connectTriage();
@@ -182,6 +185,7 @@ private:
     DeviceCheckPanel* deviceCheck_ = nullptr;
     AttentionPanel* attention_ = nullptr;
     SensitivityPanel* sensitivity_ = nullptr;
+    CalibrationPanel* calibration_ = nullptr;
     // The panels above, in tab order.
     std::vector<ResultPanel*> resultPanels_;
     LinearSelection* selection_ = nullptr;

@@ -10,7 +10,9 @@
 #include "device/checkpoint_manifest.h"
 #include "report/check_report.h"
 #include "tasks/keep_float.h"
+#include "engine/calibration_lab.h"
 #include "engine/open_backend.h"
+#include "engine/quantize.h"
 
 namespace scalescope::ui {
 namespace {
@@ -55,6 +57,7 @@ WorkbenchSession::WorkbenchSession(QObject* parent) : QObject(parent)
     qRegisterMetaType<std::shared_ptr<const SensitivityResult>>();
     qRegisterMetaType<std::shared_ptr<const DeviceCheckOutcome>>();
     qRegisterMetaType<std::shared_ptr<const CompareWithOutcome>>();
+    qRegisterMetaType<std::shared_ptr<const CalibrationLabResult>>();
 }
 
 WorkbenchSession::~WorkbenchSession()
@@ -730,6 +733,42 @@ void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
         std::shared_ptr<const DeviceCheckOutcome> result = outcome;
         return [this, result] { emit deviceChecked(result); };
     });
+}
+
+void WorkbenchSession::calibrationLab(const QString& calibrationFile, const QString& evaluationFile)
+{
+    const QString checkpoint = checkpointDir_;
+    submit(JobKind::Calibrate, tr("Calibration lab"),
+           [this, checkpoint, calibrationFile, evaluationFile](const Progress& progress) -> std::function<void()> {
+               if (calibrationFile.isEmpty())
+                   throw Error("The calibration lab needs a calibration file (one text per line).");
+               CalibrationLabOptions options;
+               options.calibrationTexts = readCalibrationTexts(calibrationFile.toStdString());
+               if (!evaluationFile.isEmpty())
+                   options.evalTexts = readCalibrationTexts(evaluationFile.toStdString());
+               std::shared_ptr<const CalibrationLabResult> result = std::make_shared<const CalibrationLabResult>(
+                   runCalibrationLab(checkpoint.toStdString(), options, progress));
+               return [this, result, checkpoint] { emit calibrationLabFinished(result, checkpoint); };
+           });
+}
+
+void WorkbenchSession::writeCalibrated(const QString& calibrationFile, qint64 samples, const QString& dst)
+{
+    const QString checkpoint = checkpointDir_;
+    submit(JobKind::WriteCalibrated, tr("Write calibrated checkpoint"),
+           [this, checkpoint, calibrationFile, samples, dst](const Progress& progress) -> std::function<void()> {
+               if (dst.isEmpty())
+                   throw Error("Name the folder to write the calibrated checkpoint to.");
+               QuantizeOptions options = calibratedQuantizeOptions(readCalibrationTexts(calibrationFile.toStdString()), samples);
+               options.inputFiles.push_back(calibrationFile.toStdString());
+               quantizeCheckpoint(checkpoint.toStdString(), dst.toStdString(), options, progress);
+               const QString summary = tr("Wrote %1: FP8 per channel, static per-tensor activations calibrated on the first "
+                                          "%2 texts of %3.")
+                                           .arg(dst)
+                                           .arg(samples)
+                                           .arg(QFileInfo(calibrationFile).fileName());
+               return [this, dst, summary] { emit calibratedWritten(dst, summary); };
+           });
 }
 
 void WorkbenchSession::keepFloat(const QStringList& modules, const QString& dst, bool overwrite)

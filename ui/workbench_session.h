@@ -32,6 +32,10 @@
 #include "tasks/question_answering.h"
 #include "tasks/sensitivity.h"
 
+namespace scalescope {
+struct CalibrationLabResult; // engine/calibration_lab.h
+}
+
 namespace scalescope::ui {
 
 // What produced a result: the checkpoint, reference, mode and device in effect when the run was
@@ -197,6 +201,12 @@ public:
     // keep-float of the open checkpoint to dst with these Linears float (reference weights when a
     // reference folder is chosen).
     void keepFloat(const QStringList& modules, const QString& dst, bool overwrite);
+    // The calibration lab of the open float checkpoint on these text files (evaluationFile may be
+    // empty); the result arrives through calibrationLabFinished.
+    void calibrationLab(const QString& calibrationFile, const QString& evaluationFile);
+    // Writes the open float checkpoint quantized with the first `samples` texts of calibrationFile
+    // (calibratedQuantizeOptions) to dst, never over an existing folder; calibratedWritten says so.
+    void writeCalibrated(const QString& calibrationFile, qint64 samples, const QString& dst);
     void cancel();
     // Opens B (in this process, on the CPU) beside the open checkpoint, diffs the two and runs B on
     // the last input (compareWithReady). Called again after a new run, it reuses B. Opening another
@@ -245,6 +255,8 @@ signals:
     void sensitivityFinished(std::shared_ptr<const scalescope::SensitivityResult> result, const scalescope::ui::RunStamp& stamp);
     void deviceChecked(std::shared_ptr<const scalescope::ui::DeviceCheckOutcome> outcome);
     void keptFloat(const QString& dst, const QString& summary);
+    void calibrationLabFinished(std::shared_ptr<const scalescope::CalibrationLabResult> result, const QString& checkpoint);
+    void calibratedWritten(const QString& dst, const QString& summary);
     void failed(const QString& operation, const QString& message);
     void compareWithReady(std::shared_ptr<const scalescope::ui::CompareWithOutcome> outcome);
 
@@ -294,3 +306,4 @@ Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::DeviceCheckOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::SensitivityEntry>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::SensitivityResult>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::CompareWithOutcome>)
+Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::CalibrationLabResult>)

@@ -35,6 +35,7 @@
 #include "sensitivity_command.h"
 #include "diff_command.h"
 #include "keep_float_command.h"
+#include "calibrate_command.h"
 #include "analysis/consumers.h"
 #include "report/result_json.h"
 #include "charts/chart_export.h"
@@ -753,6 +754,10 @@ std::vector<Command> commands()
           {"force", "json", "unfused"},
           "write a copy with these Linears float for every consumer (HF and FMS names in ignore); print before/after SQNR"},
          commandKeepFloatForConsumers},
+        {{"calibrate", 1, {"FLOAT_DIR"}, {"calibration", "eval", "sizes", "orders", "plots", "format", "write"},
+          {"json", "force"},
+          "static scales after n calibration samples (running max), clip shares on --eval texts, the smallest sufficient n"},
+         commandCalibrate},
         {{"families", 0, {}, {}, {"json"},
           "the encoder family table (classes, layouts, HF and FMS names) as JSON, for the AIU runner"},
          commandFamilies},

@@ -12,6 +12,7 @@
 
 #include "engine/compute_threads.h"
 #include "numerics/fp8.h"
+#include "numerics/fp8_clip.h"
 #include "numerics/half.h"
 #include "numerics/mx.h"
 
@@ -214,7 +215,7 @@ RowCounts countRow(const float* in, const float* quantized, int64_t features, co
             const float v = in[i];
             const float d = std::fabs(quantized[i]);
             amax = std::max(amax, std::fabs(v));
-            clipped += std::fabs(v / scale) > fp8::kE4M3ClipThreshold;
+            clipped += fp8::clipsE4M3(v, scale);
             flushed += (v != 0.0f) & (d == 0.0f);
             subnormal += (d != 0.0f) & (d < subnormalBound);
         }

@@ -41,17 +41,6 @@ float storedScale(float scale, Dtype dtype)
     }
 }
 
-float scaleForAmax(float amax, Dtype dtype)
-{
-    // An all-zero row would give a zero scale; 1 keeps its codes zero and its scale valid.
-    float scale = amax > 0 ? amax / fp8::kE4M3Max : 1.0f;
-    float stored = storedScale(scale, dtype);
-    if (!(stored > 0) || !std::isfinite(stored))
-        throw Error("A weight with amax " + std::to_string(amax) + " has no representable scale in " +
-                    dtypeName(dtype) + ".");
-    return stored;
-}
-
 nlohmann::json activationArgs(const QuantizeOptions& options)
 {
     const ActivationScheme activations = options.activations;
@@ -95,28 +84,10 @@ nlohmann::json quantizationConfigJson(const QuantizeOptions& options, const Enco
 std::map<std::string, float> calibrateInputAmax(const std::shared_ptr<const Checkpoint>& checkpoint,
                                                 const std::vector<std::string>& texts, const Progress& progress)
 {
-    std::unique_ptr<EncoderModel> model = EncoderModel::load(checkpoint);
-    const Tokenizer& tokenizer = checkpoint->tokenizer();
-    const int64_t maxTokens = checkpoint->layout().maxSequenceLength();
     std::map<std::string, float> amax;
-    ForwardOptions options;
-    options.mode = RunMode::Dequant;
-    options.linearInputAmax = true;
-    for (std::size_t i = 0; i < texts.size(); ++i) {
-        progress.throwIfCancelled();
-        progress.report(0.5 * double(i) / double(texts.size()), "Calibrating");
-        Encoding encoding = tokenizer.encode(texts[i]);
-        if (static_cast<int64_t>(encoding.ids.size()) > maxTokens) {
-            encoding.ids.resize(static_cast<std::size_t>(maxTokens - 1));
-            encoding.ids.push_back(tokenizer.sepId());
-            encoding.typeIds.resize(encoding.ids.size(), 0);
-        }
-        EncoderInputs inputs;
-        inputs.addSequence(encoding);
-        ForwardResult result = model->forward(inputs, options);
-        for (const auto& [module, value] : result.linearInputAmax)
+    for (const std::map<std::string, float>& text : calibrationAmaxPerText(checkpoint, texts, progress))
+        for (const auto& [module, value] : text)
             amax[module] = std::max(amax[module], value);
-    }
     return amax;
 }
 
@@ -188,13 +159,61 @@ void validateQuantizeOptions(const QuantizeOptions& options)
                                                      std::to_string(options.groupSize) + ".");
     if (options.scaleDtype != Dtype::F32 && options.scaleDtype != Dtype::BF16 && options.scaleDtype != Dtype::F16)
         throw OptionError(TaskOption::ScaleDtype, "{option} must be float32, bfloat16 or float16.");
-    if (options.activations == ActivationScheme::Tensor && options.calibrationTexts.empty())
+    if (options.activations == ActivationScheme::Tensor && options.calibrationTexts.empty() &&
+        options.calibratedInputAmax.empty())
         throw OptionError(TaskOption::Calibration,
                           "Static per-tensor activations need calibration texts ({option}): the input scales come "
                           "from the largest values the Linears see on them.");
 }
 
 } // namespace
+
+float scaleForAmax(float amax, Dtype dtype)
+{
+    // An all-zero row would give a zero scale; 1 keeps its codes zero and its scale valid.
+    float scale = amax > 0 ? amax / fp8::kE4M3Max : 1.0f;
+    float stored = storedScale(scale, dtype);
+    if (!(stored > 0) || !std::isfinite(stored))
+        throw Error("A weight with amax " + std::to_string(amax) + " has no representable scale in " +
+                    dtypeName(dtype) + ".");
+    return stored;
+}
+
+Encoding calibrationEncoding(const Checkpoint& checkpoint, const std::string& text)
+{
+    const Tokenizer& tokenizer = checkpoint.tokenizer();
+    const int64_t maxTokens = checkpoint.layout().maxSequenceLength();
+    Encoding encoding = tokenizer.encode(text);
+    if (static_cast<int64_t>(encoding.ids.size()) > maxTokens) {
+        encoding.ids.resize(static_cast<std::size_t>(maxTokens - 1));
+        encoding.ids.push_back(tokenizer.sepId());
+        encoding.typeIds.resize(encoding.ids.size(), 0);
+    }
+    return encoding;
+}
+
+std::vector<std::map<std::string, float>> calibrationAmaxPerText(const std::shared_ptr<const Checkpoint>& checkpoint,
+                                                                 const std::vector<std::string>& texts,
+                                                                 const Progress& progress)
+{
+    std::unique_ptr<EncoderModel> model = EncoderModel::load(checkpoint);
+    ForwardOptions options;
+    options.mode = RunMode::Dequant;
+    options.linearInputAmax = true;
+    std::vector<std::map<std::string, float>> amax;
+    amax.reserve(texts.size());
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        progress.throwIfCancelled();
+        progress.report(0.5 * double(i) / double(texts.size()), "Calibrating");
+        EncoderInputs inputs;
+        inputs.addSequence(calibrationEncoding(*checkpoint, texts[i]));
+        ForwardResult result = model->forward(inputs, options);
+        std::map<std::string, float>& text = amax.emplace_back();
+        for (const auto& [module, value] : result.linearInputAmax)
+            text[module] = std::max(text[module], value);
+    }
+    return amax;
+}
 
 std::vector<std::string> readCalibrationTexts(const std::string& path)
 {
@@ -323,7 +342,9 @@ void quantizeCheckpoint(const std::string& sourceDir, const std::string& destina
     // Build the Linear list from the model structure so that every quantized weight is checked
     // against the architecture (loading validates shapes) before anything is written.
     std::map<std::string, float> inputAmax;
-    if (options.activations == ActivationScheme::Tensor)
+    if (options.activations == ActivationScheme::Tensor && !options.calibratedInputAmax.empty())
+        inputAmax = options.calibratedInputAmax;
+    else if (options.activations == ActivationScheme::Tensor)
         inputAmax = calibrateInputAmax(source, options.calibrationTexts, progress);
     else
         EncoderModel::load(source); // validates the checkpoint before anything is written

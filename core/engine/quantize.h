@@ -9,11 +9,14 @@
 // The destination is built in a temporary sibling folder and renamed into place when complete; the
 // source is only read.
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/progress.h"
 #include "io/safetensors.h"
+#include "text/tokenizer.h"
 
 namespace scalescope {
 
@@ -42,6 +45,9 @@ struct QuantizeOptions {
     int64_t blockRows = 128, blockColumns = 128; // block: block_structure [rows, columns]
     int64_t groupSize = 128;             // group: input channels per dynamic run (must divide every width)
     std::vector<std::string> calibrationTexts; // needed for ActivationScheme::Tensor
+    // ActivationScheme::Tensor with the amax per module measured already (the calibration lab):
+    // used instead of running calibrationTexts. A module missing from it gets amax 0.
+    std::map<std::string, float> calibratedInputAmax;
     Dtype scaleDtype = Dtype::F32;       // F32 | BF16 | F16
     EmbeddingQuantization embeddings = EmbeddingQuantization::Float;
     bool overwrite = false;              // replace an existing destination
@@ -54,5 +60,21 @@ void quantizeCheckpoint(const std::string& sourceDir, const std::string& destina
 
 // Reads a calibration file: one text per non-empty line. Throws naming the file when empty.
 std::vector<std::string> readCalibrationTexts(const std::string& path);
+
+class Checkpoint;
+
+// The scale quantize stores for an amax: amax / 448 narrowed to the scale dtype (1 for amax 0).
+// Weight rows, blocks and static input scales (static_minmax) all take it.
+float scaleForAmax(float amax, Dtype dtype);
+
+// One calibration text as the calibration forward feeds it: encoded alone, and cut to the model's
+// longest sequence (ending in the separator) when longer.
+Encoding calibrationEncoding(const Checkpoint& checkpoint, const std::string& text);
+
+// One float forward per text: per text, max |x| over real tokens of every Linear's input (head
+// included). static_minmax's amax after n texts is the max of the first n of these.
+std::vector<std::map<std::string, float>> calibrationAmaxPerText(const std::shared_ptr<const Checkpoint>& checkpoint,
+                                                                 const std::vector<std::string>& texts,
+                                                                 const Progress& progress = {});
 
 } // namespace scalescope

@@ -27,6 +27,7 @@ struct PanelResult {
     std::shared_ptr<const EvaluationResult> evaluation;
     std::shared_ptr<const SensitivityResult> sensitivity;
     std::shared_ptr<const DeviceCheckOutcome> deviceCheck;
+    std::shared_ptr<const CalibrationLabResult> calibration; // of the checkpoint open (no stamp)
 };
 
 class ResultPanel {
