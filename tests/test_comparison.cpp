@@ -25,6 +25,35 @@ const CapturePointMetrics& point(const ComparisonResult& result, const std::stri
     throw std::runtime_error("no point " + name);
 }
 
+// A backend that counts its forwards and, unless `resumes`, forwards whole (as a runner does):
+// compareRuns then keeps every reference capture of one forward instead of going a layer at a time.
+class CountedForwards : public InferenceBackend {
+public:
+    CountedForwards(InferenceBackend& inner, bool resumes) : inner_(inner), resumes_(resumes) {}
+    bool resumesFromLayer() const override { return resumes_ && inner_.resumesFromLayer(); }
+    const Checkpoint& checkpoint() const override { return inner_.checkpoint(); }
+    const std::vector<LinearInfo>& linears() const override { return inner_.linears(); }
+    std::vector<std::string> capturePoints() const override { return inner_.capturePoints(); }
+    ForwardResult forward(const EncoderInputs& inputs, const ForwardOptions& options, const Progress& progress) override
+    {
+        ++forwards;
+        return inner_.forward(inputs, options, progress);
+    }
+    std::string deviceName() const override { return inner_.deviceName(); }
+    int forwards = 0;
+
+private:
+    InferenceBackend& inner_;
+    bool resumes_;
+};
+
+void verifySameMetrics(const ErrorMetrics& a, const ErrorMetrics& b, const std::string& where)
+{
+    const auto same = [](double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); };
+    QVERIFY2(same(a.sqnrDb, b.sqnrDb) && same(a.mse, b.mse) && same(a.cosine, b.cosine) && same(a.maxAbsError, b.maxAbsError),
+             where.c_str());
+}
+
 } // namespace
 
 class TestComparison : public QObject {
@@ -189,6 +218,50 @@ private slots:
         for (std::size_t i = 0; i < range.series.at(0).y.size(); ++i)
             QVERIFY(std::fabs(range.series.at(1).y[i] - range.series.at(0).y[i]) <= 1e-5 * range.series.at(0).y[i]);
         QVERIFY(!QString::fromStdString(activationScaleChart(result, false).title).contains("dynamic"));
+    }
+
+    // In-process, compare goes a layer at a time (one layer's reference captures held); its result
+    // is the one a compare of two whole forwards gives, number for number, in fp8 and fp16 modes,
+    // with padding, FP8 attention and a float override in the run.
+    void layeredCompareEqualsWholeForwards()
+    {
+        TinyModelSpec spec;
+        const std::string floatDir = makeTempDir("cmp-layered-float");
+        writeTinyFloatCheckpoint(floatDir, spec);
+        const std::string fp8Dir = makeTempDir("cmp-layered-fp8") + "/m";
+        writeTinyFp8Checkpoint(floatDir, fp8Dir, {"channel", "token", "F32"});
+        auto run = EncoderModel::load(fp8Dir);
+        auto reference = EncoderModel::load(floatDir);
+        for (const RunMode mode : {RunMode::Fp8, RunMode::Fp16}) {
+            ComparisonInput input;
+            input.inputIds = {{0, 280, 281, 100, 290, 2}, {0, 77, 2}};
+            input.runMode = mode;
+            input.runAttention = AttentionPrecision::Fp8Aiu;
+            input.runOverrides.modules["roberta.encoder.layer.1.intermediate.dense"] = Precision::Float;
+            CountedForwards wholeRun(*run, false), wholeReference(*reference, false);
+            CountedForwards layeredRun(*run, true), layeredReference(*reference, true);
+            const ComparisonResult layered = compareRuns(layeredRun, &layeredReference, input);
+            const ComparisonResult whole = compareRuns(wholeRun, &wholeReference, input);
+            QCOMPARE(wholeRun.forwards, 1);
+            QCOMPARE(layeredRun.forwards, spec.numLayers + 1); // a layer at a time, the head last
+            QCOMPARE(layeredReference.forwards, spec.numLayers + 1);
+            QCOMPARE(layered.points.size(), whole.points.size());
+            for (std::size_t i = 0; i < whole.points.size(); ++i) {
+                QCOMPARE(layered.points[i].name, whole.points[i].name);
+                verifySameMetrics(layered.points[i].metrics, whole.points[i].metrics, whole.points[i].name);
+            }
+            verifySameMetrics(layered.finalLogits, whole.finalLogits, "final logits");
+            QCOMPARE(layered.activations.size(), whole.activations.size());
+            for (std::size_t i = 0; i < whole.activations.size(); ++i) {
+                QCOMPARE(layered.activations[i].module, whole.activations[i].module);
+                QCOMPARE(layered.activations[i].clipped, whole.activations[i].clipped);
+                QCOMPARE(layered.activations[i].elements, whole.activations[i].elements);
+            }
+            QCOMPARE(layered.outputRanges.size(), whole.outputRanges.size());
+            QCOMPARE(layered.attentionHeadroom.size(), whole.attentionHeadroom.size());
+            QCOMPARE(layered.findings.size(), whole.findings.size());
+            QCOMPARE(layered.qa.has_value(), whole.qa.has_value());
+        }
     }
 
     void perTensorLosesAtOutlierLayers()

@@ -616,12 +616,17 @@ ForwardResult EncoderGraph::run(const EncoderInputs& inputs, const ForwardOption
         ((1.0f - mask) * std::numeric_limits<float>::lowest()).view({padded.batch, 1, 1, padded.seq});
     if (options.recordLayerInputs)
         context.result.layerInputs.resize(static_cast<std::size_t>(layers) + 1);
-    for (int i = first; i < layers; ++i) {
+    const int stop = options.stopLayer >= 0 ? std::min(options.stopLayer, layers) : layers;
+    for (int i = first; i < stop; ++i) {
         progress.throwIfCancelled();
         progress.report(double(i) / double(layers + 1), "Layer " + std::to_string(i));
         if (options.recordLayerInputs)
             context.result.layerInputs[static_cast<std::size_t>(i)] = toFloatTensor(h);
         h = m.encoderLayer(i, h, keyMask, context);
+    }
+    if (options.stopLayer >= 0) {
+        context.result.stoppedHidden = toFloatTensor(h);
+        return std::move(context.result);
     }
     if (options.recordLayerInputs)
         context.result.layerInputs[static_cast<std::size_t>(layers)] = toFloatTensor(h);

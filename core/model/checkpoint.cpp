@@ -60,6 +60,21 @@ std::shared_ptr<const Checkpoint> Checkpoint::open(const std::string& dir)
     return checkpoint;
 }
 
+std::shared_ptr<const void> Checkpoint::derived(const std::string& key,
+                                                const std::function<std::shared_ptr<const void>()>& make) const
+{
+    {
+        const std::lock_guard<std::mutex> lock(derivedMutex_);
+        if (const auto it = derived_.find(key); it != derived_.end())
+            return it->second;
+    }
+    // Made outside the lock (it may take a while, and may itself derive another key); a race makes
+    // it twice and keeps the first.
+    std::shared_ptr<const void> made = make();
+    const std::lock_guard<std::mutex> lock(derivedMutex_);
+    return derived_.emplace(key, std::move(made)).first->second;
+}
+
 std::string Checkpoint::unusedTensorsNote() const
 {
     if (unusedLayerTensors_.empty())

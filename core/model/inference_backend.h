@@ -93,6 +93,11 @@ struct ForwardOptions {
     // InferenceBackend::resumesFromLayer() says so.
     int startLayer = 0;
     const FloatTensor* startHidden = nullptr;
+    // Stopping, for runs measured a layer at a time (compare keeps one layer's reference captures
+    // instead of the whole forward's): with stopLayer >= 0 the forward ends before layer stopLayer
+    // (numLayers: before the head), puts that layer's input into ForwardResult::stoppedHidden and
+    // has no outputs. Honoured where InferenceBackend::resumesFromLayer() says so.
+    int stopLayer = -1;
     // Record each layer's input (the embeddings output for layer 0) and, last, the head's input
     // into ForwardResult::layerInputs: the cache a resumed run starts from.
     bool recordLayerInputs = false;
@@ -148,6 +153,8 @@ struct ForwardResult {
     std::vector<FloatTensor> layerInputs;
     // Every K/V cast of a forward with FP8 attention, in execution order (K then V per layer).
     std::vector<AttentionCastRecord> attentionCasts;
+    // ForwardOptions::stopLayer: the input of the layer it stopped before ([batch, seq, hidden]).
+    FloatTensor stoppedHidden;
     double elapsedMs = 0;
 
     // The first module whose output was not finite, or "" when every output was finite.
