@@ -192,7 +192,7 @@ public:
                 break;
             progress_.throwIfCancelled();
 
-            const std::size_t count = std::min(batchSize, queue_.size());
+            const std::size_t count = windowsInNextBatch(batchSize);
             EncoderInputs inputs;
             std::size_t longest = 0;
             for (std::size_t i = 0; i < count; ++i) {
@@ -263,6 +263,22 @@ private:
     // the windows of the next kLengthPoolBatches batches are sorted by length, longest first, and
     // drained before more questions are read: each question finishes within its pool, and the
     // batches of a pool pad far less than batches of neighbours in the file.
+    // The queue's first windows that make the next forward: up to batchSize of them, padded to the
+    // longest, within options_.batchTokens (at least one).
+    std::size_t windowsInNextBatch(std::size_t batchSize) const
+    {
+        std::size_t count = 0, longest = 0;
+        while (count < std::min(batchSize, queue_.size())) {
+            const std::size_t length = queue_[count].question->windows[queue_[count].window].encoding.ids.size();
+            const std::size_t padded = std::max(longest, length) * (count + 1);
+            if (count > 0 && options_.batchTokens > 0 && padded > options_.batchTokens)
+                break;
+            longest = std::max(longest, length);
+            ++count;
+        }
+        return count;
+    }
+
     void fillQueue(std::size_t batchSize, std::size_t total)
     {
         const bool byLength = options_.groupByLength;

@@ -108,6 +108,11 @@ struct EvaluationOptions {
     // answer wins when its score beats the best span's); on SQuAD 1.1 it stays as given.
     QaOptions qa;
     int batchSize = 16;                        // windows per forward, across questions
+    // ...and no more padded tokens per forward than this (a single window always runs): a
+    // forward's largest activations (tokens x intermediate width) then stay small enough for the
+    // engine's allocator to reuse instead of mapping them afresh each time (engine/compute_threads.h
+    // keepForwardBuffers). With 16 windows of ~300 tokens a question took 4x longer than with 4.
+    std::size_t batchTokens = 2048;
     // Each window is as long as its tokens and a batch is padded to its longest window, so batches
     // are formed from windows of similar length: windows of the next few batches' questions are
     // sorted by length first. false batches them in file order (more padding, the same answers).
