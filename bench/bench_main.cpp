@@ -55,7 +55,7 @@ struct Options {
     bool skipPeer = false;
     bool skipSensitivity = false;
     std::size_t squadSamples = 64;
-    std::string profile; // "fp8" or "reference": only that forward, `repeats` times (for perf record)
+    std::string profile; // "fp8", "reference" or "compare": only that, `repeats` times (for perf record)
 };
 
 struct Timing {
@@ -374,7 +374,7 @@ bool parseArguments(int argc, char** argv, Options& options)
         else if (arg == "--profile") options.profile = next();
         else {
             std::cerr << "usage: scalescope-bench [--workdir DIR] [--output FILE] [--threads N] [--repeats N] [--seq N] [--skip-peer] [--skip-sensitivity] "
-                         "[--squad-samples N] [--profile fp8|reference]\n";
+                         "[--squad-samples N] [--profile fp8|reference|compare]\n";
             return false;
         }
     }
@@ -761,15 +761,25 @@ int runBench(const Options& options)
     setComputeThreads(options.threads);
     const Checkpoints checkpoints = prepareCheckpoints(options);
 
-    if (!options.profile.empty()) { // one forward over and over, nothing else: for a profiler
-        std::unique_ptr<EncoderModel> model =
-            EncoderModel::load(options.profile == "fp8" ? checkpoints.fp8Dir : checkpoints.floatDir);
+    if (!options.profile.empty()) { // one task over and over, nothing else: for a profiler
         std::mt19937 random(7);
-        const EncoderInputs inputs{{benchInputIds(options.sequenceLength, random)}, {}, {}, {}};
+        const std::vector<int64_t> ids = benchInputIds(options.sequenceLength, random);
+        const EncoderInputs inputs{{ids}, {}, {}, {}};
+        std::unique_ptr<EncoderModel> model =
+            EncoderModel::load(options.profile == "reference" ? checkpoints.floatDir : checkpoints.fp8Dir);
+        std::unique_ptr<EncoderModel> reference =
+            options.profile == "compare" ? EncoderModel::load(checkpoints.floatDir) : nullptr;
         ForwardOptions mode;
-        mode.mode = options.profile == "fp8" ? RunMode::Fp8 : RunMode::Dequant;
-        const Timing t = measure(options.repeats, [&] { model->forward(inputs, mode); });
-        std::printf("%s forward: %.1f ms median [%.1f-%.1f]\n", options.profile.c_str(), t.median(), t.min(), t.max());
+        mode.mode = options.profile == "reference" ? RunMode::Dequant : RunMode::Fp8;
+        ComparisonInput compareInput;
+        compareInput.inputIds = {ids};
+        const Timing t = measure(options.repeats, [&] {
+            if (reference)
+                compareRuns(*model, reference.get(), compareInput);
+            else
+                model->forward(inputs, mode);
+        });
+        std::printf("%s: %.1f ms median [%.1f-%.1f]\n", options.profile.c_str(), t.median(), t.min(), t.max());
         return 0;
     }
 
