@@ -378,6 +378,11 @@ private slots:
         QCOMPARE(both.categories.size(), std::size_t(4));
         QCOMPARE(both.series[1].x, (std::vector<double>{0, 1, 2, 3}));
         QVERIFY(both.series[1].color != both.series[0].color);
+
+        // Heat maps: B's cells would cover A's, so B is named absent rather than drawn.
+        ChartData cellsA = a, cellsB = b;
+        cellsA.series[0].style = cellsB.series[0].style = SeriesStyle::Cells;
+        QCOMPARE(overlayOrAbsent(cellsA, &cellsB, "A", "B").title, std::string("logits (A; B: heat map not drawn over A's)"));
     }
 
     void cliJsonKeysAndErrors()

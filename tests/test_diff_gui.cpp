@@ -256,7 +256,6 @@ private slots:
         // B's own series on every chart B ran for.
         ErrorsPanel* errors = window.errorsPanel();
         std::vector<ChartView*> overlaid = {errors->layerSqnrView(), errors->linearSqnrView(), window.askPanel()->logitsChart(),
-                                            window.attentionPanel()->keyChart(), window.attentionPanel()->valueChart(),
                                             window.attentionPanel()->smallValuesChart()};
         for (ChartView* view : window.scalesPanel()->charts())
             overlaid.push_back(view);
@@ -277,6 +276,12 @@ private slots:
         shot(window, window.askPanel(), QStringLiteral("diff-05-ask"));
         shot(window, window.attentionPanel(), QStringLiteral("diff-06-attention"));
         shot(window, window.sensitivityPanel(), QStringLiteral("diff-07-sensitivity"));
+        // The K/V heat maps: B's cells would cover A's, so the title says B is not drawn there.
+        for (ChartView* view : {window.attentionPanel()->keyChart(), window.attentionPanel()->valueChart()}) {
+            const ChartData& chart = view->chart();
+            QVERIFY2(chart.title.find("(A; B: heat map not drawn over A's)") != std::string::npos, chart.title.c_str());
+            QVERIFY(hasSeriesOf(chart, "A") && !hasSeriesOf(chart, "B"));
+        }
         // The sweep B never ran: named in the title, A's series named A.
         const ChartData& sweep = window.sensitivityPanel()->chart()->chart();
         QVERIFY2(sweep.title.find("(A; B: not run)") != std::string::npos, sweep.title.c_str());

@@ -756,6 +756,13 @@ ChartData overlayOrAbsent(const ChartData& a, const ChartData* b, const std::str
         return overlayAbsent(a, labelA, labelB, "not run");
     if (b->series.empty())
         return overlayAbsent(a, labelA, labelB, "no values");
+    // A heat map's cells fill the plot: B's cells would cover A's, not stand beside them.
+    auto cells = [](const ChartData& chart) {
+        return std::any_of(chart.series.begin(), chart.series.end(),
+                           [](const ChartSeries& s) { return s.style == SeriesStyle::Cells; });
+    };
+    if (cells(a) || cells(*b))
+        return overlayAbsent(a, labelA, labelB, "heat map not drawn over A's");
     return overlayCharts(a, *b, labelA, labelB);
 }
 

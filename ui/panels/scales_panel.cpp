@@ -140,15 +140,9 @@ void ScalesPanel::showLinear(int index)
     channels_->setChart(s.gridRows > 0 ? blockScalesChart(s) : channelScalesChart(s));
     exponents_->setChart(exponentHistogramChart(s));
     if (!overlay_.empty()) {
-        // A block grid is a heat map of A's cells: B's grid would cover it, so B is named absent.
         const LinearScaleStatistics* b = overlayOf(s);
-        const bool grids = s.gridRows > 0 || (b && b->gridRows > 0);
-        if (grids)
-            channels_->setChart(overlayAbsent(channels_->chart(), "A", "B", "grid not drawn over A's"));
-        else {
-            const ChartData bChannels = b ? channelScalesChart(*b) : ChartData{};
-            channels_->setChart(overlayOrAbsent(channels_->chart(), b ? &bChannels : nullptr, "A", "B"));
-        }
+        const ChartData bChannels = b ? (b->gridRows > 0 ? blockScalesChart(*b) : channelScalesChart(*b)) : ChartData{};
+        channels_->setChart(overlayOrAbsent(channels_->chart(), b ? &bChannels : nullptr, "A", "B"));
         const ChartData bExponents = b ? exponentHistogramChart(*b) : ChartData{};
         exponents_->setChart(overlayOrAbsent(exponents_->chart(), b ? &bExponents : nullptr, "A", "B"));
     }
