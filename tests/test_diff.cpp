@@ -382,7 +382,7 @@ private slots:
         // Heat maps: B's cells would cover A's, so B is named absent rather than drawn.
         ChartData cellsA = a, cellsB = b;
         cellsA.series[0].style = cellsB.series[0].style = SeriesStyle::Cells;
-        QCOMPARE(overlayOrAbsent(cellsA, &cellsB, "A", "B").title, std::string("logits (A; B: heat map not drawn over A's)"));
+        QCOMPARE(overlayOrAbsent(cellsA, &cellsB, "A", "B").title, std::string("logits (A; B: heat map not overlaid)"));
     }
 
     void cliJsonKeysAndErrors()

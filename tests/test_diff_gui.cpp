@@ -279,7 +279,7 @@ private slots:
         // The K/V heat maps: B's cells would cover A's, so the title says B is not drawn there.
         for (ChartView* view : {window.attentionPanel()->keyChart(), window.attentionPanel()->valueChart()}) {
             const ChartData& chart = view->chart();
-            QVERIFY2(chart.title.find("(A; B: heat map not drawn over A's)") != std::string::npos, chart.title.c_str());
+            QVERIFY2(chart.title.find("(A; B: heat map not overlaid)") != std::string::npos, chart.title.c_str());
             QVERIFY(hasSeriesOf(chart, "A") && !hasSeriesOf(chart, "B"));
         }
         // The sweep B never ran: named in the title, A's series named A.

@@ -762,7 +762,7 @@ ChartData overlayOrAbsent(const ChartData& a, const ChartData* b, const std::str
                            [](const ChartSeries& s) { return s.style == SeriesStyle::Cells; });
     };
     if (cells(a) || cells(*b))
-        return overlayAbsent(a, labelA, labelB, "heat map not drawn over A's");
+        return overlayAbsent(a, labelA, labelB, "heat map not overlaid");
     return overlayCharts(a, *b, labelA, labelB);
 }
 

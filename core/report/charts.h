@@ -25,7 +25,7 @@ ChartData overlayCharts(const ChartData& a, const ChartData& b, const std::strin
 ChartData overlayAbsent(const ChartData& a, const std::string& labelA, const std::string& labelB, const std::string& why);
 // The one rule every compared chart view follows: b null -> overlayAbsent(.., "not run"); b without
 // series -> overlayAbsent(.., "no values"); a heat map (Cells) on either side -> overlayAbsent(..,
-// "heat map not drawn over A's"); otherwise overlayCharts. A without series stays as it is.
+// "heat map not overlaid"); otherwise overlayCharts. A without series stays as it is.
 ChartData overlayOrAbsent(const ChartData& a, const ChartData* b, const std::string& labelA, const std::string& labelB);
 
 // Inspect charts.
