@@ -752,8 +752,13 @@ void addTitleAndLegend(QCustomPlot& plot, const ChartData& chart)
         legendRow->addElement(0, 2, new QCPLayoutElement(&plot));
         legendRow->setColumnStretchFactor(1, 0.001);
         legendRow->setMargins(QMargins(0, 0, 0, 0));
-        plot.legend->setFillOrder(QCPLegend::foColumnsFirst);
-        plot.legend->setWrap(4);
+        // Four entries a row, two when a name is long (a comparison's "A: ..." / "B: ..." entries):
+        // four long entries are wider than a half-screen chart, which cuts every entry's text.
+        std::size_t longest = 0;
+        for (const ChartSeries& series : chart.series)
+            longest = std::max(longest, series.name.size());
+        plot.legend->setWrap(longest > 14 ? 2 : 4);
+        plot.legend->setFillOrder(QCPLegend::foColumnsFirst); // after the wrap: it rearranges the entries
         plot.legend->setBorderPen(Qt::NoPen);
         plot.legend->setBrush(Qt::NoBrush);
         plot.legend->setColumnSpacing(24);

@@ -351,6 +351,40 @@ private slots:
         QCOMPARE(overlay.series[1].color, std::string(kOverlayColorB));
     }
 
+    // What a compared chart says when B has nothing for it, and B on repeated categories (the
+    // tokens of a QA window: "the" twice) stays at its own positions.
+    void overlayOrAbsentNamesTheMissingSide()
+    {
+        ChartData a;
+        a.title = "logits";
+        a.categories = {"the", "cat", "the", "mat"};
+        a.series = {ChartSeries{"start", SeriesStyle::Line, {0, 1, 2, 3}, {1, 2, 3, 4}, {}, "#0072B2"}};
+        const ChartData notRun = overlayOrAbsent(a, nullptr, "A", "B");
+        QCOMPARE(notRun.title, std::string("logits (A; B: not run)"));
+        QCOMPARE(notRun.series.size(), std::size_t(1));
+        QCOMPARE(notRun.series[0].name, std::string("A: start"));
+        const ChartData none{};
+        QCOMPARE(overlayOrAbsent(a, &none, "A", "B").title, std::string("logits (A; B: no values)"));
+        // A without series stays as it is (nothing of B on an empty chart).
+        const ChartData emptyA = overlayOrAbsent(none, nullptr, "A", "B");
+        QVERIFY(emptyA.title.empty() && emptyA.series.empty());
+
+        ChartData b = a;
+        b.series[0].y = {5, 6, 7, 8};
+        const ChartData both = overlayOrAbsent(a, &b, "A", "B");
+        QCOMPARE(both.title, std::string("logits (A and B)"));
+        QCOMPARE(both.series.size(), std::size_t(2));
+        QCOMPARE(both.series[1].name, std::string("B: start"));
+        QCOMPARE(both.categories.size(), std::size_t(4));
+        QCOMPARE(both.series[1].x, (std::vector<double>{0, 1, 2, 3}));
+        QVERIFY(both.series[1].color != both.series[0].color);
+
+        // Heat maps: B's cells would cover A's, so B is named absent rather than drawn.
+        ChartData cellsA = a, cellsB = b;
+        cellsA.series[0].style = cellsB.series[0].style = SeriesStyle::Cells;
+        QCOMPARE(overlayOrAbsent(cellsA, &cellsB, "A", "B").title, std::string("logits (A; B: heat map not overlaid)"));
+    }
+
     void cliJsonKeysAndErrors()
     {
         CliResult r = runCli({"diff", q(channel_), q(tensor_), "--json", "--input-ids", "0,5,6,7,8,9,2"});

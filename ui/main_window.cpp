@@ -486,6 +486,10 @@ void MainWindow::createActions()
     compareWithAction_ = new QAction(tr("Compare &With..."), this);
     compareWithAction_->setToolTip(tr("Open a second quantized checkpoint B of the same model and show it beside this one"));
     connect(compareWithAction_, &QAction::triggered, this, &MainWindow::chooseCompareWith);
+    clearComparisonAction_ = new QAction(tr("C&lear Comparison"), this);
+    clearComparisonAction_->setToolTip(tr("Remove checkpoint B from the charts, the Compare banner and the inspector"));
+    clearComparisonAction_->setEnabled(false);
+    connect(clearComparisonAction_, &QAction::triggered, this, &MainWindow::clearComparison);
     auto* quit = new QAction(tr("&Quit"), this);
     quit->setShortcut(QKeySequence::Quit);
     connect(quit, &QAction::triggered, this, &QWidget::close);
@@ -494,6 +498,7 @@ void MainWindow::createActions()
     file->addAction(open);
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     file->addAction(compareWithAction_);
+    file->addAction(clearComparisonAction_);
     file->addSeparator();
     file->addAction(reference);
     file->addAction(dequant);
@@ -935,7 +940,8 @@ void MainWindow::onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info)
     PanelResult opened;
     opened.checkpoint = info_;
     selection_->clear();
-    errors_->setOverlay(nullptr); // B belonged to the previous checkpoint (the session dropped it)
+    compareWith_.reset(); // B belonged to the previous checkpoint (the session dropped it)
+    showCompareWithInPanels(nullptr);
     evaluate_->setWarning(QString());
     showResult(opened);
     setWindowTitle(tr("ScaleScope - %1").arg(QDir::toNativeSeparators(info_->directory)));
@@ -1036,18 +1042,47 @@ void MainWindow::compareWith(const QString& dir)
 
 void MainWindow::rerunCompareWith()
 {
-    if (!session_->compareWithDirectory().isEmpty())
-        session_->compareWith(session_->compareWithDirectory());
+    if (session_->compareWithDirectory().isEmpty())
+        return;
+    if (compareWith_ && compareWith_->comparison) {
+        // B's run was of A's previous input: until B reruns, the charts say "B: not run".
+        auto pending = std::make_shared<CompareWithOutcome>(*compareWith_);
+        pending->comparison.reset();
+        compareWith_ = pending;
+        showCompareWithInPanels(compareWith_);
+    }
+    session_->compareWith(session_->compareWithDirectory());
+}
+
+void MainWindow::clearComparison()
+{
+    session_->clearCompareWith();
+    compareWith_.reset();
+    showCompareWithInPanels(nullptr);
+    statusBar()->showMessage(tr("Comparison cleared."), 3000);
+}
+
+void MainWindow::showCompareWithInPanels(std::shared_ptr<const CompareWithOutcome> b)
+{
+    scales_->setOverlay(b ? b->statistics : std::vector<LinearScaleStatistics>{}, b ? b->comparison : nullptr);
+    errors_->setCompareWith(b);
+    inspector_->setCompareWith(b);
+    ask_->setCompareWith(b);
+    fillMask_->setCompareWith(b);
+    deviceCheck_->setCompareWith(b);
+    calibration_->setCompareWith(b);
+    attention_->setCompareWith(b);
+    sensitivity_->setCompareWith(b);
+    evaluate_->setCompareWith(b);
+    clearComparisonAction_->setEnabled(b != nullptr);
 }
 
 void MainWindow::showCompareWith(std::shared_ptr<const CompareWithOutcome> outcome)
 {
     if (!info_ || !outcome)
         return;
-    scales_->setOverlay(outcome->statistics);
-    if (outcome->comparison && errors_->comparison())
-        errors_->setOverlay(outcome->comparison);
-    inspector_->setCompareWith(outcome);
+    compareWith_ = outcome;
+    showCompareWithInPanels(outcome);
     int tensorsDiffering = 0;
     for (const TensorDifference& t : outcome->diff->tensors)
         tensorsDiffering += t.verdict != kDiffIdentical;

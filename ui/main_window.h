@@ -54,6 +54,10 @@ public:
     // every run), and the inspector shows both schemes. Opening another checkpoint drops B.
     void compareWith(const QString& dir);
     QAction* compareWithAction() const { return compareWithAction_; }
+    // File > Clear Comparison: removes B from every chart, the Compare banner and the inspector.
+    void clearComparison();
+    QAction* clearComparisonAction() const { return clearComparisonAction_; }
+    std::shared_ptr<const CompareWithOutcome> comparedWith() const { return compareWith_; }
     // Empty: the checkpoint's dequantized weights stand in for the reference.
     void setReference(const QString& dir);
     // Fills the Demo menu; openDemo opens a demo checkpoint with its reference and fills in a
@@ -138,6 +142,9 @@ private:
     void showCompareWith(std::shared_ptr<const CompareWithOutcome> outcome);
     // After a run of A: B runs the same input again.
     void rerunCompareWith();
+    // Hands B (null: none) to every panel that draws it.
+    void showCompareWithInPanels(std::shared_ptr<const CompareWithOutcome> b);
+    std::shared_ptr<const CompareWithOutcome> compareWith_;
     void chooseReportFolder();
     void addRecent(const QString& dir);
     void rebuildRecentMenu();
@@ -199,6 +206,7 @@ private:
     std::array<QAction*, 3> referenceChoices_{}; // a folder, dequantized weights, the CPU emulation
     QAction* exportReportAction_ = nullptr;
     QAction* compareWithAction_ = nullptr;
+    QAction* clearComparisonAction_ = nullptr;
     QComboBox* mode_ = nullptr;
     QComboBox* device_ = nullptr;
     QLabel* deviceLabel_ = nullptr;

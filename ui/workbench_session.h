@@ -213,6 +213,8 @@ public:
     // checkpoint drops B (compareWithDirectory() is then empty).
     void compareWith(const QString& dir);
     QString compareWithDirectory() const { return compareDir_; }
+    // File > Clear Comparison: B is no longer compared (a B job under way is then dropped).
+    void clearCompareWith() { compareDir_.clear(); }
     // The run side of asks and masks: fp8 (default) or dequant (weights-only error), and how it
     // sums FP8 products (the DL16 twin with fp8 or fp16; the Mode box sets both at once).
     void setRunMode(RunMode mode, Accumulation accumulation = Accumulation::Float32);

@@ -703,8 +703,10 @@ ChartData overlayCharts(const ChartData& a, const ChartData& b, const std::strin
     for (ChartSeries& series : chart.series)
         series.name = labelA + ": " + series.name;
     // B's x positions follow A's categories by name, so that one layer's bars stand together.
+    // Same categories (the same tokens, which may repeat): B's x stays; otherwise by first name.
+    const bool sameCategories = a.categories == b.categories;
     auto positionOf = [&](double x) {
-        if (chart.categories.empty() || b.categories.empty())
+        if (sameCategories || chart.categories.empty() || b.categories.empty())
             return x;
         const std::size_t index = static_cast<std::size_t>(x);
         if (x < 0 || index >= b.categories.size())
@@ -733,6 +735,35 @@ ChartData overlayCharts(const ChartData& a, const ChartData& b, const std::strin
         chart.series.push_back(std::move(series));
     }
     return chart;
+}
+
+ChartData overlayAbsent(const ChartData& a, const std::string& labelA, const std::string& labelB, const std::string& why)
+{
+    if (a.series.empty())
+        return a;
+    ChartData chart = a;
+    chart.title = a.title + " (" + labelA + "; " + labelB + ": " + why + ")";
+    for (ChartSeries& series : chart.series)
+        series.name = labelA + ": " + series.name;
+    return chart;
+}
+
+ChartData overlayOrAbsent(const ChartData& a, const ChartData* b, const std::string& labelA, const std::string& labelB)
+{
+    if (a.series.empty())
+        return a;
+    if (!b)
+        return overlayAbsent(a, labelA, labelB, "not run");
+    if (b->series.empty())
+        return overlayAbsent(a, labelA, labelB, "no values");
+    // A heat map's cells fill the plot: B's cells would cover A's, not stand beside them.
+    auto cells = [](const ChartData& chart) {
+        return std::any_of(chart.series.begin(), chart.series.end(),
+                           [](const ChartSeries& s) { return s.style == SeriesStyle::Cells; });
+    };
+    if (cells(a) || cells(*b))
+        return overlayAbsent(a, labelA, labelB, "heat map not overlaid");
+    return overlayCharts(a, *b, labelA, labelB);
 }
 
 } // namespace scalescope

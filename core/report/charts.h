@@ -18,6 +18,15 @@ namespace scalescope {
 // B's values are placed by category name, a category A lacks is appended).
 inline const char* const kOverlayColorB = "#D55E00";
 ChartData overlayCharts(const ChartData& a, const ChartData& b, const std::string& labelA, const std::string& labelB);
+// A chart of A while B is compared with it but has nothing for this chart (B never ran the job,
+// or its run holds no such values): A's series named "<labelA>: <name>" and the title saying
+// "(<labelA>; <labelB>: <why>)", so that the legend and title tell B's absence. A chart without
+// series stays as it is.
+ChartData overlayAbsent(const ChartData& a, const std::string& labelA, const std::string& labelB, const std::string& why);
+// The one rule every compared chart view follows: b null -> overlayAbsent(.., "not run"); b without
+// series -> overlayAbsent(.., "no values"); a heat map (Cells) on either side -> overlayAbsent(..,
+// "heat map not overlaid"); otherwise overlayCharts. A without series stays as it is.
+ChartData overlayOrAbsent(const ChartData& a, const ChartData* b, const std::string& labelA, const std::string& labelB);
 
 // Inspect charts.
 ChartData weightScaleRangesChart(const std::vector<LinearScaleStatistics>& statistics);   // log y, min..max per Linear

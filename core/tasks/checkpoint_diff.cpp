@@ -512,6 +512,14 @@ DiffMetrics diffMetrics(InferenceBackend& a, InferenceBackend& b, InferenceBacke
     result.runA.referenceLabel = result.runB.referenceLabel = result.referenceLabel;
     result.runA.referenceIsStandIn = result.runB.referenceIsStandIn = result.referenceIsStandIn;
 
+    rankPointDifferences(result);
+    progress.report(1.0, "Compared A and B");
+    return result;
+}
+
+void rankPointDifferences(DiffMetrics& result)
+{
+    result.points.clear();
     if (result.runA.points.size() != result.runB.points.size())
         throw Error("A and B recorded different capture points.");
     for (std::size_t p = 0; p < result.runA.points.size(); ++p) {
@@ -531,8 +539,6 @@ DiffMetrics diffMetrics(InferenceBackend& a, InferenceBackend& b, InferenceBacke
     };
     std::stable_sort(result.ranked.begin(), result.ranked.end(),
         [&](std::size_t x, std::size_t y) { return magnitude(x) > magnitude(y); });
-    progress.report(1.0, "Compared A and B");
-    return result;
 }
 
 } // namespace scalescope

@@ -119,6 +119,11 @@ DiffMetrics diffMetrics(InferenceBackend& a, InferenceBackend& b, InferenceBacke
     const ComparisonInput& input, const SquadDataset* squad = nullptr, std::size_t maxSamples = 0,
     const Progress& progress = {});
 
+// runA's and runB's capture points side by side into `points` (execution order) and `ranked`
+// (largest |sqnrDifferenceDb| first, an undefined one first of all): the ranking diffMetrics and
+// the GUI's Compare banner share. Throws scalescope::Error when the two recorded other points.
+void rankPointDifferences(DiffMetrics& metrics);
+
 // The fields of one Linear as the inspector shows them for one side: "weights channel (F8_E4M3),
 // scales 0.0012..0.0044; activations dynamic token" in a line.
 std::string linearSchemeLine(const Checkpoint& checkpoint, const std::string& module);

@@ -188,7 +188,9 @@ void AskPanel::clearResults(const QString& why)
     showingResult_ = false;
     outcome_.reset();
     answers_->clear();
-    logits_->setChart({});
+    logitsA_ = {};
+    logitTokens_.clear();
+    drawLogits();
     context_->setExtraSelections({});
     result_->setText(why);
     banner_->clearResult();
@@ -379,8 +381,35 @@ void AskPanel::showLogits(const AskOutcome& outcome)
         = qaLogitsChart(tokens, qa.runStartLogits[window], qa.runEndLogits[window], qa.referenceStartLogits[window],
             qa.referenceEndLogits[window], true, answerTokens(encoding, outcome.runAnswers));
     relabelRunSeries(chart, outcome.stamp.modeName());
-    logits_->setChart(chart);
+    logitsA_ = chart;
+    logitTokens_ = tokens;
+    logitWindow_ = window;
+    drawLogits();
     logits_->setStamp(outcome.stamp.describe());
+}
+
+void AskPanel::setCompareWith(std::shared_ptr<const CompareWithOutcome> b)
+{
+    compareWith_ = std::move(b);
+    drawLogits();
+}
+
+void AskPanel::drawLogits()
+{
+    if (!compareWith_) {
+        logits_->setChart(logitsA_);
+        return;
+    }
+    // B's run of the same question has the same windows (same model, tokenizer and options).
+    const ComparisonResult* b = compareWith_->comparison.get();
+    const QaAgreement* qa = b && b->qa ? &*b->qa : nullptr;
+    if (!qa || logitWindow_ >= qa->runStartLogits.size() || qa->runStartLogits[logitWindow_].size() != logitTokens_.size()) {
+        logits_->setChart(overlayOrAbsent(logitsA_, nullptr, "A", "B"));
+        return;
+    }
+    ChartData bChart = qaLogitsChart(logitTokens_, qa->runStartLogits[logitWindow_], qa->runEndLogits[logitWindow_], {}, {}, false);
+    relabelRunSeries(bChart, compareWith_->stamp.modeName());
+    logits_->setChart(overlayOrAbsent(logitsA_, &bChart, "A", "B"));
 }
 
 } // namespace scalescope::ui

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "panels/result_panel.h"
+#include "report/chart_data.h"
 #include "tasks/question_answering.h"
 
 class QCheckBox;
@@ -56,6 +57,9 @@ public:
     QLabel* resultLabel() const { return result_; }
     QTableView* answersView() const { return answersView_; }
     StaleBanner* banner() const override { return banner_; }
+    // File > Compare With...: B's start/end logits on the same window beside A's (overlayOrAbsent:
+    // "B: not run" until B has answered A's question). Null removes B.
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b);
 
 signals:
     void askRequested(const QString& question, const QString& context, const scalescope::QaOptions& options);
@@ -68,6 +72,11 @@ private:
     void connectKeys();
     void highlightAnswers(const AskOutcome& outcome);
     void showLogits(const AskOutcome& outcome);
+    void drawLogits();
+    ChartData logitsA_; // A's chart, before any overlay
+    std::vector<std::string> logitTokens_;
+    std::size_t logitWindow_ = 0;
+    std::shared_ptr<const CompareWithOutcome> compareWith_;
     void requestAsk();
     void updateAskEnabled();
     bool busy_ = false;

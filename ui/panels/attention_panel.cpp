@@ -79,13 +79,37 @@ QString AttentionPanel::notRunReason() const
     return QStringLiteral("no run with FP8 attention (toolbar: FP8 Attention) yet");
 }
 
+void AttentionPanel::setCompareWith(std::shared_ptr<const CompareWithOutcome> b)
+{
+    compareWith_ = std::move(b);
+    drawCharts();
+}
+
+void AttentionPanel::drawCharts()
+{
+    if (!compareWith_) {
+        key_->setChart(keyA_);
+        value_->setChart(valueA_);
+        small_->setChart(smallA_);
+        return;
+    }
+    const ComparisonResult* b = compareWith_->comparison.get();
+    auto draw = [&](ChartView* view, const ChartData& a, ChartData (*build)(const ComparisonResult&)) {
+        const ChartData bChart = b ? build(*b) : ChartData{};
+        view->setChart(overlayOrAbsent(a, b ? &bChart : nullptr, "A", "B"));
+    };
+    draw(key_, keyA_, [](const ComparisonResult& c) { return attentionHeadroomChart(c, true); });
+    draw(value_, valueA_, [](const ComparisonResult& c) { return attentionHeadroomChart(c, false); });
+    draw(small_, smallA_, attentionSmallValuesChart);
+}
+
 QString AttentionPanel::summary() const { return summary_->text(); }
 
 void AttentionPanel::clearResults(const QString& why)
 {
     summary_->setText(why.isEmpty() ? kOffText : why);
-    for (ChartView* chart : {key_, value_, small_})
-        chart->setChart({});
+    keyA_ = valueA_ = smallA_ = {};
+    drawCharts();
     table_->removeRows(0, table_->rowCount());
     banner_->clearResult();
 }
@@ -104,9 +128,10 @@ void AttentionPanel::showComparison(const ComparisonResult& comparison, const Ru
         return;
     }
     banner_->setResultStamp(stamp);
-    key_->setChart(attentionHeadroomChart(comparison, true));
-    value_->setChart(attentionHeadroomChart(comparison, false));
-    small_->setChart(attentionSmallValuesChart(comparison));
+    keyA_ = attentionHeadroomChart(comparison, true);
+    valueA_ = attentionHeadroomChart(comparison, false);
+    smallA_ = attentionSmallValuesChart(comparison);
+    drawCharts();
     for (ChartView* chart : {key_, value_, small_})
         chart->setStamp(stamp.describe());
 

@@ -9,6 +9,7 @@
 #include <QWidget>
 
 #include "panels/result_panel.h"
+#include "report/chart_data.h"
 #include "tasks/compare_runs.h"
 
 class QLabel;
@@ -38,9 +39,15 @@ public:
     ChartView* keyChart() const { return key_; }
     ChartView* valueChart() const { return value_; }
     ChartView* smallValuesChart() const { return small_; }
+    // File > Compare With...: B's K/V headroom and small-value charts beside A's (overlayOrAbsent:
+    // "B: not run" until B has run A's input). Null removes B.
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b);
 
 private:
     void showComparison(const ComparisonResult& comparison, const RunStamp& stamp);
+    void drawCharts();
+    ChartData keyA_, valueA_, smallA_; // A's charts, before any overlay
+    std::shared_ptr<const CompareWithOutcome> compareWith_;
     QLabel* summary_ = nullptr;
     ChartView* key_ = nullptr;
     ChartView* value_ = nullptr;

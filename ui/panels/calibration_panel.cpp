@@ -11,6 +11,7 @@
 
 #include "charts/chart_view.h"
 #include "report/calibration_charts.h"
+#include "report/charts.h"
 #include "report_section.h"
 
 namespace scalescope::ui {
@@ -123,12 +124,24 @@ void CalibrationPanel::updateButtons()
 
 void CalibrationPanel::showMessage(const QString& text) { sentence_->setText(text); }
 
+void CalibrationPanel::setCompareWith(std::shared_ptr<const CompareWithOutcome> b)
+{
+    compareWith_ = std::move(b);
+    drawCharts();
+}
+
+void CalibrationPanel::drawCharts()
+{
+    convergence_->setChart(compareWith_ ? overlayOrAbsent(convergenceA_, nullptr, "A", "B") : convergenceA_);
+    clip_->setChart(compareWith_ ? overlayOrAbsent(clipA_, nullptr, "A", "B") : clipA_);
+}
+
 void CalibrationPanel::clearResults(const QString& why)
 {
     result_.reset();
     calibrationUsed_.clear();
-    convergence_->setChart({});
-    clip_->setChart({});
+    convergenceA_ = clipA_ = {};
+    drawCharts();
     sentence_->setText(why.isEmpty() ? kNotRun : why);
     updateButtons();
 }
@@ -147,11 +160,9 @@ void CalibrationPanel::takeResult(const PanelResult& result)
     result_ = result.calibration;
     calibrationUsed_ = calibration_->text();
     const CalibrationLabResult& lab = *result_;
-    convergence_->setChart(calibrationConvergenceChart(lab));
-    if (lab.evalSamples > 0)
-        clip_->setChart(calibrationClipChart(lab));
-    else
-        clip_->setChart({});
+    convergenceA_ = calibrationConvergenceChart(lab);
+    clipA_ = lab.evalSamples > 0 ? calibrationClipChart(lab) : ChartData{};
+    drawCharts();
     const QString name = QFileInfo(checkpoint_).fileName();
     for (ChartView* chart : {convergence_, clip_})
         chart->setStamp(tr("%1, %2 calibration and %3 evaluation texts").arg(name).arg(lab.calibrationSamples).arg(lab.evalSamples));

@@ -13,6 +13,7 @@
 
 #include "engine/calibration_lab.h"
 #include "panels/result_panel.h"
+#include "report/chart_data.h"
 
 class QLabel;
 class QLineEdit;
@@ -47,6 +48,9 @@ public:
     QLineEdit* destinationEdit() const { return destination_; }
     ChartView* convergenceChart() const { return convergence_; }
     ChartView* clipChart() const { return clip_; }
+    // File > Compare With...: the lab runs on A only, so while B is compared the charts name A's
+    // series "A: ..." and their titles say "B: not run" (overlayOrAbsent). Null removes B.
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b);
     QString sentence() const;
     const CalibrationLabResult* result() const { return result_.get(); }
 
@@ -55,6 +59,9 @@ signals:
     void writeRequested(const QString& calibrationFile, qint64 samples, const QString& destination);
 
 private:
+    void drawCharts();
+    ChartData convergenceA_, clipA_; // A's charts, before any overlay
+    std::shared_ptr<const CompareWithOutcome> compareWith_;
     void updateButtons();
     std::shared_ptr<const CalibrationLabResult> result_;
     QString checkpoint_;

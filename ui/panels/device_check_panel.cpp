@@ -25,6 +25,7 @@
 
 #include "charts/chart_view.h"
 #include "models/value_text.h"
+#include "report/charts.h"
 #include "report/check_report.h"
 #include "report_section.h"
 #include "settings.h"
@@ -452,12 +453,25 @@ void DeviceCheckPanel::showVerdict()
     details_->setText(html);
 }
 
+void DeviceCheckPanel::setCompareWith(std::shared_ptr<const CompareWithOutcome> b)
+{
+    compareWith_ = std::move(b);
+    drawCharts();
+}
+
+void DeviceCheckPanel::drawCharts()
+{
+    f1Chart_->setChart(compareWith_ ? overlayOrAbsent(f1A_, nullptr, "A", "B") : f1A_);
+    failureChart_->setChart(compareWith_ ? overlayOrAbsent(failureA_, nullptr, "A", "B") : failureA_);
+}
+
 void DeviceCheckPanel::showF1()
 {
     const CheckResult& r = outcome_->result;
     ChartData chart = checkF1IntervalChart(r);
     f1Chart_->setStamp(outcome_->stamp.describe());
-    f1Chart_->setChart(chart);
+    f1A_ = chart;
+    drawCharts();
     QStringList lines;
     for (const TwinCheck& twin : r.twins) {
         if (!r.runScores || !twin.twinScores || !twin.f1Difference)
@@ -504,7 +518,8 @@ void DeviceCheckPanel::showTwin(int twin)
     failureChart_->setStamp(outcome_->stamp.describe());
     const ChartData chart = checkFailureRateChart(outcome_->result, std::size_t(twin));
     const TwinCheck* shown = twinShown();
-    failureChart_->setChart(chart);
+    failureA_ = chart;
+    drawCharts();
     if (shown)
         fillTable(*shown);
     // Where the departures start is what the user came for: it is selected first (and so
@@ -609,9 +624,9 @@ void DeviceCheckPanel::clearResults(const QString& why)
         twinShown_->clear();
     }
     twinRow_->hide();
-    failureChart_->setChart({});
+    failureA_ = f1A_ = {};
+    drawCharts();
     failureChart_->setStamp(QString());
-    f1Chart_->setChart({});
     f1Chart_->setStamp(QString());
     f1Text_->clear();
     f1Text_->hide();

@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "panels/result_panel.h"
+#include "report/chart_data.h"
 #include "workbench_session.h"
 
 class QCheckBox;
@@ -72,6 +73,9 @@ public:
     QLabel* f1Label() const { return f1Text_; }
     ChartView* failureChart() const { return failureChart_; }
     ChartView* f1Chart() const { return f1Chart_; }
+    // File > Compare With...: B never runs a device check, so while B is compared the charts name
+    // A's series "A: ..." and their titles say "B: not run" (overlayOrAbsent). Null removes B.
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b);
     QTabWidget* chartTabs() const { return chartTabs_; }
     QTableWidget* table() const { return table_; }
     QPushButton* runButton() const { return run_; }
@@ -98,6 +102,9 @@ protected:
     void currentStampChanged(const RunStamp& now) override;
 
 private:
+    void drawCharts();
+    ChartData f1A_, failureA_; // A's charts, before any overlay
+    std::shared_ptr<const CompareWithOutcome> compareWith_;
     QWidget* makeControls();
     void showTwin(int twin);
     void fillTable(const TwinCheck& twin);

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "charts/chart_view.h"
+#include "common/error.h"
 #include "models/layer_metrics_model.h"
 #include "report/charts.h"
 #include "report/result_json.h"
@@ -27,6 +28,14 @@ ErrorsPanel::ErrorsPanel(QWidget* parent) : QWidget(parent)
 {
     summary_ = new QLabel(tr("Run a question or a mask: the error of every layer against the reference appears here."), this);
     summary_->setWordWrap(true);
+    compare_ = new QLabel(this);
+    compare_->setObjectName(QStringLiteral("compareBanner"));
+    compare_->setWordWrap(true);
+    compare_->setTextFormat(Qt::RichText);
+    // B's colour down the banner's edge ties it to B's series in the charts.
+    compare_->setStyleSheet(QStringLiteral("QLabel#compareBanner { background: #FBEFE6; border-left: 4px solid %1; padding: 4px; }")
+                                .arg(QString::fromLatin1(kOverlayColorB)));
+    compare_->hide();
     createTable();
     createCharts();
     layOut();
@@ -109,6 +118,7 @@ void ErrorsPanel::layOut()
     banner_ = new StaleBanner(this);
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(banner_);
+    layout->addWidget(compare_);
     layout->addWidget(summary_);
     layout->addWidget(vertical, 1);
 
@@ -276,6 +286,8 @@ void ErrorsPanel::clearResults(const QString& why)
 {
     comparison_.reset();
     overlay_.reset();
+    histogramA_ = {};
+    scatterA_ = {};
     metrics_->setPoints({});
     for (ChartView* chart : charts()) {
         chart->setChart({});
@@ -284,6 +296,7 @@ void ErrorsPanel::clearResults(const QString& why)
     drillTitle_->setText(tr("Click a layer or a row to see its error distribution."));
     summary_->setText(why);
     banner_->clearResult();
+    drawCompareBanner();
 }
 
 void ErrorsPanel::takeResult(const PanelResult& result)
@@ -318,15 +331,15 @@ void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparis
     const ComparisonResult& c = *comparison_;
     banner_->setResultStamp(stamp);
     // The drill-down showed a capture point of the previous run: it does not belong to this one.
-    histogram_->setChart({});
-    scatter_->setChart({});
+    histogramA_ = {};
+    scatterA_ = {};
     drillTitle_->setText(tr("Click a layer or a row to see its error distribution."));
     metrics_->setPoints(c.points);
     view_->resizeColumnsToContents();
     view_->setColumnWidth(0, std::min(view_->columnWidth(0), 320));
     overlay_.reset();
     drawRunCharts();
-    headroom_->setChart(fp16HeadroomChart(c));
+    drawCompareBanner(); // B's run was of the previous input: pending until B reruns
     for (ChartView* chart : charts())
         chart->setStamp(stamp.describe());
     auto db = [](double v) { return std::isinf(v) ? QStringLiteral("inf") : QString::number(v, 'f', 2); };
@@ -352,9 +365,17 @@ void ErrorsPanel::drawRunCharts()
     const ComparisonResult& c = *comparison_;
     using Builder = ChartData (*)(const ComparisonResult&);
     const std::pair<ChartView*, Builder> views[] = {{layerSqnr_, layerSqnrChart}, {layerCosine_, layerCosineChart},
-                                                    {growth_, errorGrowthChart}, {linearSqnr_, linearSqnrChart}};
-    for (const auto& [view, build] : views)
-        view->setChart(overlay_ ? overlayCharts(build(c), build(*overlay_), "A", "B") : build(c));
+                                                    {growth_, errorGrowthChart}, {linearSqnr_, linearSqnrChart},
+                                                    {headroom_, fp16HeadroomChart}};
+    for (const auto& [view, build] : views) {
+        if (!overlay_) {
+            view->setChart(build(c));
+            continue;
+        }
+        const ChartData b = build(*overlay_);
+        view->setChart(overlayOrAbsent(build(c), &b, "A", "B"));
+    }
+    drawDrillDown();
     showSelectedLinear();
     showSelectedPoint();
 }
@@ -364,9 +385,76 @@ void ErrorsPanel::setOverlay(std::shared_ptr<const ComparisonResult> b)
     overlay_ = std::move(b);
     if (!comparison_) {
         overlay_.reset(); // nothing of A to draw B beside
+        drawDrillDown();
         return;
     }
     drawRunCharts();
+}
+
+void ErrorsPanel::setCompareWith(std::shared_ptr<const CompareWithOutcome> b)
+{
+    compareWith_ = std::move(b);
+    setOverlay(compareWith_ ? compareWith_->comparison : nullptr);
+    drawCompareBanner();
+}
+
+void ErrorsPanel::drawCompareBanner()
+{
+    if (!compareWith_ || !compareWith_->diff) {
+        compare_->clear();
+        compare_->hide();
+        return;
+    }
+    const CheckpointDiff& diff = *compareWith_->diff;
+    int identical = 0, withinOneStep = 0, different = 0;
+    for (const TensorDifference& t : diff.tensors) {
+        identical += t.verdict == kDiffIdentical;
+        withinOneStep += t.verdict == kDiffWithinOneStep;
+        different += t.verdict == kDiffDifferent;
+    }
+    QStringList linears;
+    for (const LinearDifference& linear : diff.linears)
+        linears << QString::fromStdString(linear.module).toHtmlEscaped();
+    const int shown = 3;
+    QString linearText = linears.isEmpty() ? tr("none") : QStringList(linears.mid(0, shown)).join(QStringLiteral(", "));
+    if (linears.size() > shown)
+        linearText += tr(" and %1 more").arg(linears.size() - shown);
+    QString text = tr("<b>Compared with B</b> %1 (B's series in the second colour on every chart): "
+                      "%2 config field(s) differ; %3 Linear(s) with another scheme: %4.<br>"
+                      "Tensors: %5 identical, %6 same up to one E4M3 step, %7 different, %8 only in A, %9 only in B.")
+                       .arg(compareWith_->directory.toHtmlEscaped())
+                       .arg(diff.config.size())
+                       .arg(diff.linears.size())
+                       .arg(linearText)
+                       .arg(identical)
+                       .arg(withinOneStep)
+                       .arg(different)
+                       .arg(diff.onlyInA.size())
+                       .arg(diff.onlyInB.size());
+    if (comparison_ && overlay_) {
+        DiffMetrics sides;
+        sides.runA = *comparison_;
+        sides.runB = *overlay_;
+        try {
+            rankPointDifferences(sides);
+            QStringList top;
+            auto db = [](double v) { return std::isinf(v) ? QStringLiteral("inf") : QString::number(v, 'f', 1); };
+            for (std::size_t r = 0; r < std::min<std::size_t>(3, sides.ranked.size()); ++r) {
+                const PointDifference& p = sides.points[sides.ranked[r]];
+                top << tr("%1 (A %2 dB, B %3 dB)")
+                           .arg(QString::fromStdString(p.name).toHtmlEscaped(), db(p.a.sqnrDb), db(p.b.sqnrDb));
+            }
+            text += tr("<br>Where A and B differ most (SQNR): %1.").arg(top.join(QStringLiteral("; ")));
+        } catch (const Error& e) {
+            text += tr("<br>%1").arg(QString::fromUtf8(e.what()).toHtmlEscaped());
+        }
+    } else if (comparison_) {
+        text += tr("<br>B has not run A's last input yet.");
+    } else {
+        text += tr("<br>Run a question or a mask to compare both runs point by point.");
+    }
+    compare_->setText(text);
+    compare_->show();
 }
 
 // The first fp16 overflow finding of the run, as a second line of the summary ("" when none).
@@ -386,8 +474,16 @@ void ErrorsPanel::showCapturePoint(const CapturePointValues& values)
         return;
     }
     drillTitle_->setText(tr("Error distribution at %1 (%2 values)").arg(values.name).arg(values.run.size()));
-    histogram_->setChart(errorHistogramChart(values.name.toStdString(), values.run, values.reference));
-    scatter_->setChart(referenceScatterChart(values.name.toStdString(), values.run, values.reference));
+    histogramA_ = errorHistogramChart(values.name.toStdString(), values.run, values.reference);
+    scatterA_ = referenceScatterChart(values.name.toStdString(), values.run, values.reference);
+    drawDrillDown();
+}
+
+// One point's values are captured from A only: while B is compared, the drill-down says so.
+void ErrorsPanel::drawDrillDown()
+{
+    histogram_->setChart(overlay_ ? overlayOrAbsent(histogramA_, nullptr, "A", "B") : histogramA_);
+    scatter_->setChart(overlay_ ? overlayOrAbsent(scatterA_, nullptr, "A", "B") : scatterA_);
 }
 
 std::vector<ChartView*> ErrorsPanel::charts() const

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "panels/result_panel.h"
+#include "report/chart_data.h"
 #include "tasks/compare_runs.h"
 #include "workbench_session.h"
 
@@ -50,10 +51,17 @@ public:
     // The point selected through selectCapturePoint or a click on a row; empty for none.
     QString selectedCapturePoint() const;
     // File > Compare With...: checkpoint B's run on the same input against the same reference,
-    // drawn beside A's in the per-layer and per-Linear charts (second colour, legend). Null removes
+    // drawn beside A's in the per-layer, per-Linear and fp16 headroom charts (second colour, legend);
+    // the drill-down (A's captured values only) says "B: not run" in its title. Null removes
     // it; the next run of A removes it too (B's numbers would be of another input).
     void setOverlay(std::shared_ptr<const ComparisonResult> b);
     std::shared_ptr<const ComparisonResult> overlay() const { return overlay_; }
+    // File > Compare With...: the Compare banner above the table (B's folder, how many config
+    // fields differ, the Linears whose scheme differs, the tensors identical / within one E4M3 step /
+    // different, and the 3 capture points where A's and B's SQNR differ most) and B's run as the
+    // overlay (setOverlay). Null hides the banner and removes B.
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b);
+    QLabel* compareBanner() const { return compare_; }
     QTabWidget* chartTabs() const { return chartTabs_; }
     std::shared_ptr<const ComparisonResult> comparison() const { return comparison_; }
 
@@ -79,11 +87,16 @@ private:
     void highlightPoint(const CapturePointMetrics& point);
 
     void drawRunCharts();
+    void drawDrillDown();
+    ChartData histogramA_, scatterA_; // the drill-down of A's selected point, before any overlay
     std::shared_ptr<const ComparisonResult> comparison_;
     std::shared_ptr<const ComparisonResult> overlay_;
     QString selectedLinear_;
     QString selectedPoint_; // a capture point another view selected; the Linear's output otherwise
     QLabel* summary_ = nullptr;
+    QLabel* compare_ = nullptr;
+    std::shared_ptr<const CompareWithOutcome> compareWith_;
+    void drawCompareBanner();
     QCheckBox* outputsOnly_ = nullptr;
     LayerMetricsModel* metrics_ = nullptr;
     QSortFilterProxyModel* proxy_ = nullptr;

@@ -184,12 +184,24 @@ void EvaluatePanel::showFailure(const QString& message)
     summary_->setText(tr("<span style='color:#b00'>Evaluation failed:</span> %1").arg(message.toHtmlEscaped()));
 }
 
+void EvaluatePanel::setCompareWith(std::shared_ptr<const CompareWithOutcome> b)
+{
+    compareWith_ = std::move(b);
+    drawCharts();
+}
+
+void EvaluatePanel::drawCharts()
+{
+    scores_->setChart(compareWith_ ? overlayOrAbsent(scoresA_, nullptr, "A", "B") : scoresA_);
+    sqnr_->setChart(compareWith_ ? overlayOrAbsent(sqnrA_, nullptr, "A", "B") : sqnrA_);
+}
+
 void EvaluatePanel::clearResults(const QString& why)
 {
     result_.reset();
     disagreements_->setResult(nullptr);
-    scores_->setChart({});
-    sqnr_->setChart({});
+    scoresA_ = sqnrA_ = {};
+    drawCharts();
     emptyNote_->hide();
     summary_->setText(why);
     banner_->clearResult();
@@ -293,10 +305,10 @@ void EvaluatePanel::showResult(std::shared_ptr<const EvaluationResult> result, c
                     .arg(countText(static_cast<long long>(r.skipped.size()), tr("question was"), tr("questions were")));
     text += nonFiniteText(r, stamp);
     summary_->setText(text);
-    ChartData scoresChart = evaluationScoresChart(r);
-    relabelRunSeries(scoresChart, stamp.modeName());
-    scores_->setChart(scoresChart);
-    sqnr_->setChart(agreementSqnrChart(r));
+    scoresA_ = evaluationScoresChart(r);
+    relabelRunSeries(scoresA_, stamp.modeName());
+    sqnrA_ = agreementSqnrChart(r);
+    drawCharts();
     for (ChartView* chart : charts())
         chart->setStamp(stamp.describe());
 }

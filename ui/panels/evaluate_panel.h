@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "panels/result_panel.h"
+#include "report/chart_data.h"
 #include "tasks/evaluate.h"
 #include "workbench_session.h"
 
@@ -60,6 +61,9 @@ public:
     std::vector<ChartView*> charts() const;
     // The result shown, null when none.
     std::shared_ptr<const EvaluationResult> result() const { return result_; }
+    // File > Compare With...: B is never evaluated here, so while B is compared the charts name A's
+    // series "A: ..." and their titles say "B: not run" (overlayOrAbsent). Null removes B.
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b);
 
 signals:
     void evaluateRequested(const QString& squadFile, int maxSamples, double nullThreshold);
@@ -80,6 +84,9 @@ private:
     ChartView* scores_ = nullptr;
     ChartView* sqnr_ = nullptr;
     std::shared_ptr<const EvaluationResult> result_;
+    void drawCharts();
+    ChartData scoresA_, sqnrA_; // A's charts, before any overlay
+    std::shared_ptr<const CompareWithOutcome> compareWith_;
     QLabel* emptyNote_ = nullptr;
     QLabel* warning_ = nullptr;
     StaleBanner* banner_ = nullptr;

@@ -110,7 +110,10 @@ void FillMaskPanel::clearResults(const QString& why)
 {
     outcome_.reset();
     predictions_->clear();
-    chart_->setChart({});
+    chartA_ = {};
+    chartTokens_.clear();
+    chartTokenIds_.clear();
+    drawChart();
     result_->setText(why);
     banner_->clearResult();
 }
@@ -176,8 +179,10 @@ void FillMaskPanel::showOutcome(const FillMaskOutcome& outcome, const QString& r
     if (!run.empty()) {
         std::vector<std::string> tokens;
         std::vector<double> runP, referenceP;
+        chartTokenIds_.clear();
         for (const MaskPrediction& p : run.front()) {
             tokens.push_back(p.token);
+            chartTokenIds_.push_back(p.tokenId);
             runP.push_back(p.probability);
             const auto& distribution = agreement.masks.front().referenceDistribution;
             referenceP.push_back(static_cast<std::size_t>(p.tokenId) < distribution.size()
@@ -186,9 +191,40 @@ void FillMaskPanel::showOutcome(const FillMaskOutcome& outcome, const QString& r
         }
         ChartData chart = maskProbabilitiesChart(tokens, runP, referenceP, true);
         relabelRunSeries(chart, mode);
-        chart_->setChart(chart);
+        chartA_ = chart;
+        chartTokens_ = tokens;
+        drawChart();
         chart_->setStamp(outcome.stamp.describe());
     }
+}
+
+void FillMaskPanel::setCompareWith(std::shared_ptr<const CompareWithOutcome> b)
+{
+    compareWith_ = std::move(b);
+    drawChart();
+}
+
+void FillMaskPanel::drawChart()
+{
+    if (!compareWith_) {
+        chart_->setChart(chartA_);
+        return;
+    }
+    const ComparisonResult* b = compareWith_->comparison.get();
+    if (!b || !b->fillMask || b->fillMask->masks.empty()) {
+        chart_->setChart(overlayOrAbsent(chartA_, nullptr, "A", "B"));
+        return;
+    }
+    // B's probabilities of A's top tokens at the first mask (B ran the same text).
+    const auto& distribution = b->fillMask->masks.front().runDistribution;
+    std::vector<double> probabilities;
+    for (int64_t id : chartTokenIds_)
+        probabilities.push_back(id >= 0 && static_cast<std::size_t>(id) < distribution.size()
+                                    ? double(distribution[static_cast<std::size_t>(id)])
+                                    : 0.0);
+    ChartData bChart = maskProbabilitiesChart(chartTokens_, probabilities, {}, false);
+    relabelRunSeries(bChart, compareWith_->stamp.modeName());
+    chart_->setChart(overlayOrAbsent(chartA_, &bChart, "A", "B"));
 }
 
 } // namespace scalescope::ui

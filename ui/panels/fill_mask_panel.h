@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "panels/result_panel.h"
+#include "report/chart_data.h"
 
 class QLabel;
 class QLineEdit;
@@ -45,6 +46,9 @@ public:
 
     MaskPredictionsModel* predictionsModel() const { return predictions_; }
     ChartView* chart() const { return chart_; }
+    // File > Compare With...: B's probabilities of A's top tokens (first mask) beside A's
+    // (overlayOrAbsent: "B: not run" until B has filled A's text). Null removes B.
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b);
     QPushButton* fillButton() const { return fill_; }
     QLabel* resultLabel() const { return result_; }
 
@@ -52,6 +56,11 @@ signals:
     void fillRequested(const QString& text, int topK);
 
 private:
+    void drawChart();
+    ChartData chartA_; // A's chart, before any overlay
+    std::vector<std::string> chartTokens_;
+    std::vector<int64_t> chartTokenIds_;
+    std::shared_ptr<const CompareWithOutcome> compareWith_;
     void requestFill();
     void updateFillEnabled();
     bool busy_ = false;

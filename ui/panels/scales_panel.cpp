@@ -1,5 +1,7 @@
 #include "panels/scales_panel.h"
 
+#include <optional>
+
 #include <QComboBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -106,7 +108,9 @@ void ScalesPanel::setStatistics(std::vector<LinearScaleStatistics> statistics)
     }
     // The range chart's categories are the quantized Linears in the same order as the combo box.
     overlay_.clear();
+    overlayRun_.reset();
     drawRanges();
+    drawActivations();
     const int widest = widestScaleSpread(statistics_);
     int comboIndex = 0;
     for (std::size_t c = 0; c < comboToStatistics_.size(); ++c)
@@ -135,6 +139,13 @@ void ScalesPanel::showLinear(int index)
     // Block-wise weights: the scale grid as a heat map (output blocks by input blocks).
     channels_->setChart(s.gridRows > 0 ? blockScalesChart(s) : channelScalesChart(s));
     exponents_->setChart(exponentHistogramChart(s));
+    if (!overlay_.empty()) {
+        const LinearScaleStatistics* b = overlayOf(s);
+        const ChartData bChannels = b ? (b->gridRows > 0 ? blockScalesChart(*b) : channelScalesChart(*b)) : ChartData{};
+        channels_->setChart(overlayOrAbsent(channels_->chart(), b ? &bChannels : nullptr, "A", "B"));
+        const ChartData bExponents = b ? exponentHistogramChart(*b) : ChartData{};
+        exponents_->setChart(overlayOrAbsent(exponents_->chart(), b ? &bExponents : nullptr, "A", "B"));
+    }
     // The word embeddings are a table of rows, not a Linear's weight: say so and name their scales by row.
     const std::string per = s.gridRows > 0 ? s.weightStrategy + " (" + std::to_string(s.blockRows) + "x" +
                                                  std::to_string(s.blockColumns) + ")"
@@ -180,15 +191,51 @@ void ScalesPanel::drawRanges()
         ranges_->highlightCategory(label);
 }
 
-void ScalesPanel::setOverlay(std::vector<LinearScaleStatistics> b)
+void ScalesPanel::setOverlay(std::vector<LinearScaleStatistics> b, std::shared_ptr<const ComparisonResult> run)
 {
     overlay_ = std::move(b);
+    overlayRun_ = overlay_.empty() ? nullptr : std::move(run);
     drawRanges();
+    showLinear(linear_->currentIndex());
+    drawActivations();
+}
+
+const LinearScaleStatistics* ScalesPanel::overlayOf(const LinearScaleStatistics& s) const
+{
+    for (const LinearScaleStatistics& b : overlay_)
+        if (b.module == s.module)
+            return &b;
+    return nullptr;
+}
+
+void ScalesPanel::drawActivations()
+{
+    if (overlay_.empty()) {
+        activationRange_->setChart(activationRangeA_);
+        activationShares_->setChart(activationSharesA_);
+    } else {
+        std::optional<ChartData> bRange, bShares;
+        if (overlayRun_ && !overlayRun_->activations.empty()) {
+            bool anyStatic = false;
+            for (const LinearScaleStatistics& s : overlay_)
+                anyStatic = anyStatic || s.inputScale.has_value();
+            bRange = activationScaleChart(*overlayRun_, !anyStatic);
+            bShares = activationSharesChart(*overlayRun_);
+        } else if (overlayRun_) {
+            bRange = bShares = ChartData{}; // B ran but quantized no activations
+        }
+        activationRange_->setChart(overlayOrAbsent(activationRangeA_, bRange ? &*bRange : nullptr, "A", "B"));
+        activationShares_->setChart(overlayOrAbsent(activationSharesA_, bShares ? &*bShares : nullptr, "A", "B"));
+    }
+    for (ChartView* chart : {activationRange_, activationShares_})
+        chart->highlightCategory(selectedLabel());
 }
 
 void ScalesPanel::clearResults(const QString& why)
 {
     activationNote_->setText(why);
+    activationRangeA_ = {};
+    activationSharesA_ = {};
     activationRange_->setChart({});
     activationShares_->setChart({});
     banner_->clearResult();
@@ -220,8 +267,9 @@ void ScalesPanel::setComparison(const ComparisonResult& comparison, const RunSta
         activationNote_->setText(tr("No activation statistics for the last run: its activations were not quantized "
                                     "(weight-only FP8, dequant mode, a float checkpoint), or it ran on a runner "
                                     "device, which reports outputs only."));
-        activationRange_->setChart({});
-        activationShares_->setChart({});
+        activationRangeA_ = {};
+        activationSharesA_ = {};
+        drawActivations();
         return;
     }
     activationNote_->setText(tr("Activations of the last run: observed amax of each Linear's input against the "
@@ -230,10 +278,9 @@ void ScalesPanel::setComparison(const ComparisonResult& comparison, const RunSta
     bool anyStatic = false;
     for (const LinearScaleStatistics& s : statistics_)
         anyStatic = anyStatic || s.inputScale.has_value();
-    activationRange_->setChart(activationScaleChart(comparison, !anyStatic));
-    activationShares_->setChart(activationSharesChart(comparison));
-    for (ChartView* chart : {activationRange_, activationShares_})
-        chart->highlightCategory(selectedLabel());
+    activationRangeA_ = activationScaleChart(comparison, !anyStatic);
+    activationSharesA_ = activationSharesChart(comparison);
+    drawActivations();
 }
 
 std::string ScalesPanel::selectedLabel() const

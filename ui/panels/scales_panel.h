@@ -9,6 +9,7 @@
 
 #include "analysis/scale_statistics.h"
 #include "panels/result_panel.h"
+#include "report/chart_data.h"
 #include "tasks/compare_runs.h"
 
 class QComboBox;
@@ -35,9 +36,11 @@ public:
     QString notRunReason() const override { return QStringLiteral("no run yet: activation statistics come from answering a question or filling a mask"); }
     // The weight charts always (they are the checkpoint's), the activation charts of a current run.
     void addToReport(ReportSection& section, bool runResultCurrent) const override;
-    // File > Compare With...: checkpoint B's weight-scale ranges beside A's (second colour,
-    // legend); empty removes them, as does the next checkpoint's statistics.
-    void setOverlay(std::vector<LinearScaleStatistics> b);
+    // File > Compare With...: checkpoint B's weight-scale ranges, the selected Linear's channel
+    // scales and exponent histogram, and (with B's run on A's input) its activation charts beside
+    // A's (second colour, legend); a chart B has nothing for says "B: not run" (overlayOrAbsent).
+    // Empty statistics remove B, as does the next checkpoint's statistics.
+    void setOverlay(std::vector<LinearScaleStatistics> b, std::shared_ptr<const ComparisonResult> run = nullptr);
     bool hasOverlay() const { return !overlay_.empty(); }
     void selectLinear(const QString& module);
     QString selectedLinear() const;
@@ -55,6 +58,11 @@ private:
     void showLinear(int index);
     std::string selectedLabel() const; // the chart label of the Linear shown ("L3.ffn.in"), "" when none
     void drawRanges();
+    void drawActivations();
+    // B's statistics of the Linear A's `s` is (by module name), null when B has none.
+    const LinearScaleStatistics* overlayOf(const LinearScaleStatistics& s) const;
+    ChartData activationRangeA_, activationSharesA_; // A's activation charts, before any overlay
+    std::shared_ptr<const ComparisonResult> overlayRun_;
     std::vector<LinearScaleStatistics> statistics_;
     std::vector<LinearScaleStatistics> overlay_;
     std::vector<int> comboToStatistics_;

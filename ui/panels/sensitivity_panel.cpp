@@ -275,8 +275,16 @@ void SensitivityPanel::redraw()
 {
     // result_ is ranked already, live (partialSensitivityResult) and done alike.
     chart_->setStamp(stamp_.describe());
-    chart_->setChart(sensitivityChart(result_));
+    const ChartData chart = sensitivityChart(result_);
+    chart_->setChart(compareWith_ ? overlayOrAbsent(chart, nullptr, "A", "B") : chart);
     fillTable();
+}
+
+void SensitivityPanel::setCompareWith(std::shared_ptr<const CompareWithOutcome> b)
+{
+    compareWith_ = std::move(b);
+    if (!result_.entries.empty())
+        redraw();
 }
 
 void SensitivityPanel::fillTable()

@@ -57,6 +57,9 @@ public:
     QLabel* validityLabel() const { return validity_; } // which consumers can load the suggestion
     // Shades the entry that holds this Linear (its own, or its unit's) and selects its row; emits nothing.
     void selectLinear(const QString& module);
+    // File > Compare With...: B never runs a sweep, so while B is compared the chart names A's
+    // series "A: ..." and its title says "B: not run" (overlayOrAbsent). Null removes B.
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b);
 
 signals:
     void sweepRequested(const QString& granularity);
@@ -82,6 +85,7 @@ private:
     QTableWidget* table_ = nullptr;
     StaleBanner* banner_ = nullptr;
     SensitivityResult result_;
+    std::shared_ptr<const CompareWithOutcome> compareWith_;
     std::vector<SensitivityEntry> live_; // the entries of the running sweep, in the order they finished
     RunStamp stamp_;
 };
