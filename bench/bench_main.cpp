@@ -179,10 +179,17 @@ struct MemoryLedger {
     }
 };
 
-// Peak resident memory of a child process running `arguments` (argv[0] is the program), in MB;
-// its stdout goes to /dev/null. -1 when it could not run or failed.
-double childPeakResidentMb(const std::vector<std::string>& arguments)
+// Peak resident memory of a process running `arguments` (argv[0] is the program), in MB; its
+// stdout goes to /dev/null. -1 when it could not run or failed. Linux carries a process's peak
+// over exec, so a child forked from the bench (GBs resident) would report the bench's peak: the
+// program runs under /usr/bin/time, itself small, which forks it afresh and writes its peak.
+double childPeakResidentMb(const std::vector<std::string>& program, const std::string& workdir)
 {
+    const std::string peakFile = workdir + "/child-peak-kb.txt";
+    std::vector<std::string> arguments = {"/usr/bin/time", "-f", "%M", "-o", peakFile};
+    if (!fs::exists(arguments.front()))
+        return -1;
+    arguments.insert(arguments.end(), program.begin(), program.end());
     const pid_t child = fork();
     if (child < 0)
         return -1;
@@ -197,10 +204,11 @@ double childPeakResidentMb(const std::vector<std::string>& arguments)
         _exit(127);
     }
     int status = 0;
-    rusage usage{};
-    if (wait4(child, &status, 0, &usage) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return -1;
-    return double(usage.ru_maxrss) / 1024.0;
+    std::ifstream in(peakFile);
+    double kilobytes = -1;
+    return in >> kilobytes ? kilobytes / 1024.0 : -1;
 }
 
 // SQNR of the fp8 forward's Linears (the path that ran) against a float64 recomputation of the same
@@ -534,7 +542,8 @@ double compareCliPeakMb(const Checkpoints& checkpoints, const std::vector<int64_
     for (int64_t id : ids)
         idsText += (idsText.empty() ? "" : ",") + std::to_string(id);
     return childPeakResidentMb({SCALESCOPE_CLI, "compare", checkpoints.fp8Dir, "--reference", checkpoints.floatDir,
-                                "--input-ids", idsText, "--json"});
+                                "--input-ids", idsText, "--json"},
+                               fs::path(checkpoints.fp8Dir).parent_path().string());
 }
 
 // The forward's FLOPs, bare-GEMM rates of its shapes, and the attainable time of its Linears at those rates.
