@@ -39,7 +39,6 @@ struct Fp8FactoredGemm::Impl {
     std::vector<float> weightScales, bias;
     // The weight in the layout each primitive wants (one layout in practice), made from the first.
     std::vector<dnnl::memory> weightLayouts;
-    std::vector<std::shared_ptr<void>> weightBuffers; // the buffers weightLayouts live in, where they are ours
     struct Primitive {
         dnnl::matmul matmul;
         dnnl::memory weights;
@@ -68,9 +67,7 @@ struct Fp8FactoredGemm::Impl {
         for (const dnnl::memory& layout : weightLayouts)
             if (layout.get_desc() == wanted)
                 return layout;
-        LargeMemory made = largeMemory(wanted);
-        dnnl::memory converted = made.memory;
-        weightBuffers.push_back(made.buffer);
+        dnnl::memory converted(wanted, oneDnnCpuEngine());
         dnnl::stream stream(oneDnnCpuEngine());
         dnnl::memory source = weightLayouts.front();
         dnnl::reorder(source, converted).execute(stream, source, converted);
@@ -154,9 +151,7 @@ Fp8FactoredGemm::Fp8FactoredGemm(const std::string& module, const uint8_t* codes
         const dnnl::memory::desc plainDesc({in, out}, m.sourceType, dnnl::memory::format_tag::ba);
         dnnl::memory plainWeights(plainDesc, oneDnnCpuEngine(), plain);
         const dnnl::matmul::primitive_desc description = m.describe(384);
-        LargeMemory made = largeMemory(description.weights_desc());
-        dnnl::memory preferred = made.memory;
-        m.weightBuffers.push_back(made.buffer);
+        dnnl::memory preferred(description.weights_desc(), oneDnnCpuEngine());
         dnnl::stream stream(oneDnnCpuEngine());
         dnnl::reorder(plainWeights, preferred).execute(stream, plainWeights, preferred);
         stream.wait();
