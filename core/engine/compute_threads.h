@@ -1,7 +1,7 @@
 #pragma once
-// The engine's compute threads: how many threads the GEMMs (oneDNN's for the Linears, OpenBLAS's
-// for LibTorch's own products such as attention's) and LibTorch's intra-op pool get.
-// Process-wide; call once at start-up, before the first forward.
+// The engine's compute threads: how many threads the GEMMs (oneDNN's, or OpenBLAS's where
+// float_gemm.h chose it) and LibTorch's intra-op pool get. Process-wide; call setComputeThreads
+// once at start-up, before the first forward.
 
 #include <cstdint>
 #include <functional>

@@ -7,9 +7,10 @@ namespace scalescope {
 
 dnnl::engine& oneDnnCpuEngine();
 
-// oneDNN runs on LibTorch's OpenMP runtime, whose thread count compute_threads.cpp sets to 1 (the
-// LibTorch GEMMs run on OpenBLAS's threads instead). A oneDNN GEMM takes the compute threads for
-// the duration of a call, so every kind of GEMM gets the same threads and none overlap.
+// oneDNN runs on LibTorch's OpenMP runtime, whose thread count compute_threads.cpp sets to 1 when
+// the float32 GEMMs run on OpenBLAS's threads (placeComputeThreads). A oneDNN GEMM takes the
+// compute threads for the duration of a call, so every kind of GEMM gets the same threads and none
+// overlap.
 class OneDnnThreads {
 public:
     OneDnnThreads();
