@@ -18,6 +18,7 @@
 #include "engine/compute_threads.h"
 #include "io/safetensors.h"
 #include "engine/encoder_model.h"
+#include "support/cli_process.h"
 #include "support/fixtures.h"
 #include "support/reference_forward.h"
 #include "tasks/answer_question.h"
@@ -31,28 +32,6 @@ using json = nlohmann::json;
 namespace {
 
 const QString kSharedData = QStringLiteral(SCALESCOPE_SHARED_DATA);
-
-struct CliResult {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
-
-CliResult runCli(const QStringList& args)
-{
-    QProcess process;
-    process.start(QStringLiteral(SCALESCOPE_CLI), args);
-    CliResult result;
-    if (!process.waitForFinished(300000)) {
-        process.kill();
-        process.waitForFinished();
-        return result;
-    }
-    result.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    result.out = QString::fromUtf8(process.readAllStandardOutput());
-    result.err = QString::fromUtf8(process.readAllStandardError());
-    return result;
-}
 
 json runJson(const QStringList& args)
 {

@@ -24,6 +24,7 @@
 #include "engine/quantize.h"
 #include "io/safetensors.h"
 #include "model/checkpoint.h"
+#include "support/cli_process.h"
 #include "support/fixtures.h"
 
 using namespace scalescope;
@@ -88,27 +89,6 @@ std::vector<std::size_t> documentedOrder(std::size_t count, int order)
     for (std::size_t i = count; i > 1; --i)
         std::swap(indices[i - 1], indices[static_cast<std::size_t>(random() % i)]);
     return indices;
-}
-
-struct CliResult {
-    int exitCode = -1;
-    QString out, err;
-};
-
-CliResult runCli(const QStringList& args)
-{
-    QProcess process;
-    process.start(QStringLiteral(SCALESCOPE_CLI), args);
-    CliResult result;
-    if (!process.waitForFinished(300000)) {
-        process.kill();
-        process.waitForFinished();
-        return result;
-    }
-    result.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    result.out = QString::fromUtf8(process.readAllStandardOutput());
-    result.err = QString::fromUtf8(process.readAllStandardError());
-    return result;
 }
 
 QString q(const std::string& s) { return QString::fromStdString(s); }

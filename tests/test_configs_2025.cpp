@@ -21,6 +21,7 @@
 #include "engine/encoder_model.h"
 #include "model/checkpoint.h"
 #include "model/quantization_config.h"
+#include "support/cli_process.h"
 #include "support/fixtures.h"
 
 using namespace scalescope;
@@ -85,28 +86,6 @@ std::vector<Finding> diagnose(const std::string& dir)
 {
     const auto checkpoint = Checkpoint::open(dir);
     return diagnoseCheckpoint(*checkpoint, computeScaleStatistics(*checkpoint));
-}
-
-struct CliResult {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
-
-CliResult runCli(const QStringList& args)
-{
-    QProcess process;
-    process.start(QStringLiteral(SCALESCOPE_CLI), args);
-    CliResult result;
-    if (!process.waitForFinished(300000)) {
-        process.kill();
-        process.waitForFinished();
-        return result;
-    }
-    result.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    result.out = QString::fromUtf8(process.readAllStandardOutput());
-    result.err = QString::fromUtf8(process.readAllStandardError());
-    return result;
 }
 
 } // namespace

@@ -21,6 +21,7 @@
 #include "model/checkpoint.h"
 #include "report/charts.h"
 #include "report/result_json.h"
+#include "support/cli_process.h"
 #include "support/fixtures.h"
 #include "tasks/checkpoint_diff.h"
 
@@ -29,27 +30,6 @@ using namespace scalescope::testing;
 using json = nlohmann::json;
 
 namespace {
-
-struct CliResult {
-    int exitCode = -1;
-    QString out, err;
-};
-
-CliResult runCli(const QStringList& args)
-{
-    QProcess process;
-    process.start(QStringLiteral(SCALESCOPE_CLI), args);
-    CliResult r;
-    if (!process.waitForFinished(300000)) {
-        process.kill();
-        process.waitForFinished();
-        return r;
-    }
-    r.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    r.out = QString::fromUtf8(process.readAllStandardOutput());
-    r.err = QString::fromUtf8(process.readAllStandardError());
-    return r;
-}
 
 QString q(const std::string& s)
 {

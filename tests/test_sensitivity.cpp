@@ -23,6 +23,7 @@
 #include "io/safetensors.h"
 #include "model/checkpoint.h"
 #include "engine/encoder_model.h"
+#include "support/cli_process.h"
 #include "support/fixtures.h"
 #include "support/option_flags.h"
 #include "report/charts.h"
@@ -45,27 +46,6 @@ const std::string kDefect = "roberta.encoder.layer.0.intermediate.dense";
 const std::string kValueDefect = "roberta.encoder.layer.0.attention.self.value";
 const std::string kQuestion = "what is the capital of France ?";
 const std::string kContext = "Paris is the capital of France . the cat sat on the mat . a dog sat on the cat";
-
-struct CliResult {
-    int exitCode = -1;
-    QString out, err;
-};
-
-CliResult runCli(const QStringList& args)
-{
-    QProcess process;
-    process.start(QStringLiteral(SCALESCOPE_CLI), args);
-    CliResult r;
-    if (!process.waitForFinished(300000)) {
-        process.kill();
-        process.waitForFinished();
-        return r;
-    }
-    r.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    r.out = QString::fromUtf8(process.readAllStandardOutput());
-    r.err = QString::fromUtf8(process.readAllStandardError());
-    return r;
-}
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
 
