@@ -13,8 +13,12 @@
 #include <cstring>
 #include <fstream>
 #include <cmath>
+#include <algorithm>
 #include <memory>
+#include <mutex>
 #include <random>
+#include <set>
+#include <thread>
 
 #include "engine/compute_threads.h"
 #include "engine/activation_kernels.h"
@@ -435,6 +439,30 @@ private slots:
             QCOMPARE(scan.elements, expected.elements);
             QCOMPARE(scan.maxAbs, expected.maxAbs);
         }
+    }
+
+    // The engine's element-wise kernels (activation quantization, GEMM epilogues, weight decoding)
+    // go through parallelFor: with two compute threads its chunks run on two threads, each index once.
+    // (LibTorch's at::parallel_for is inline: compiled without OpenMP it silently ran one thread.)
+    void parallelForRunsOnTheComputeThreads()
+    {
+        const FloatGemmPath onednn = FloatGemmPath::OneDnn; // OpenBLAS GEMMs would take LibTorch's threads
+        forceFloatGemmPath(&onednn);
+        setComputeThreads(2);
+        const int64_t count = 4096;
+        std::vector<int> visits(static_cast<std::size_t>(count), 0);
+        std::mutex mutex;
+        std::set<std::thread::id> threads;
+        parallelFor(count, 64, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i)
+                ++visits[static_cast<std::size_t>(i)];
+            const std::lock_guard<std::mutex> lock(mutex);
+            threads.insert(std::this_thread::get_id());
+        });
+        forceFloatGemmPath(nullptr);
+        setComputeThreads(2);
+        QCOMPARE(std::count(visits.begin(), visits.end(), 1), static_cast<std::ptrdiff_t>(count));
+        QCOMPARE(threads.size(), std::size_t(2));
     }
 };
 
