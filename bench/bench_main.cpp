@@ -55,7 +55,7 @@ struct Options {
     bool skipPeer = false;
     bool skipSensitivity = false;
     std::size_t squadSamples = 64;
-    std::string profile; // "fp8", "reference" or "compare": only that, `repeats` times (for perf record)
+    std::string profile; // "fp8", "reference", "compare" or "load": only that, `repeats` times (for perf record)
 };
 
 struct Timing {
@@ -382,7 +382,7 @@ bool parseArguments(int argc, char** argv, Options& options)
         else if (arg == "--profile") options.profile = next();
         else {
             std::cerr << "usage: scalescope-bench [--workdir DIR] [--output FILE] [--threads N] [--repeats N] [--seq N] [--skip-peer] [--skip-sensitivity] "
-                         "[--squad-samples N] [--profile fp8|reference|compare]\n";
+                         "[--squad-samples N] [--profile fp8|reference|compare|load]\n";
             return false;
         }
     }
@@ -783,7 +783,10 @@ int runBench(const Options& options)
         ComparisonInput compareInput;
         compareInput.inputIds = {ids};
         const Timing t = measure(options.repeats, [&] {
-            if (reference)
+            if (options.profile == "load") { // the FP8 checkpoint, one model at a time as in the table
+                model.reset();
+                model = EncoderModel::load(checkpoints.fp8Dir);
+            } else if (reference)
                 compareRuns(*model, reference.get(), compareInput);
             else
                 model->forward(inputs, mode);

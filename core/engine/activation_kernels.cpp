@@ -267,15 +267,31 @@ float realRowsAmax(const float* src, int64_t rows, int64_t features, const std::
 OutputScan scanOutput(const float* src, int64_t rows, int64_t features, int64_t rowStride,
                       const std::vector<uint8_t>& isReal)
 {
+    // Chunks of rows on the compute threads (every module output passes here). Their results
+    // combine in any order to the same scan: counts add, and the maximum leaves NaN out.
+    const int64_t rowsPerChunk = std::max<int64_t>(1, 32768 / std::max<int64_t>(features, 1));
+    const int64_t chunks = (rows + rowsPerChunk - 1) / rowsPerChunk;
+    std::vector<OutputScan> partial(static_cast<std::size_t>(std::max<int64_t>(chunks, 0)));
+    parallelFor(chunks, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t chunk = begin; chunk < end; ++chunk) {
+            OutputScan& scan = partial[static_cast<std::size_t>(chunk)];
+            for (int64_t row = chunk * rowsPerChunk; row < std::min(rows, (chunk + 1) * rowsPerChunk); ++row) {
+                if (!isRealRow(isReal, row))
+                    continue;
+                const OutputScan rowScan = scanRow(src + row * rowStride, features, scan.maxAbs);
+                scan.maxAbs = rowScan.maxAbs;
+                scan.nonFinite += rowScan.nonFinite;
+                scan.belowHalfNormal += rowScan.belowHalfNormal;
+                scan.elements += rowScan.elements;
+            }
+        }
+    });
     OutputScan scan;
-    for (int64_t row = 0; row < rows; ++row) {
-        if (!isRealRow(isReal, row))
-            continue;
-        const OutputScan rowScan = scanRow(src + row * rowStride, features, scan.maxAbs);
-        scan.maxAbs = rowScan.maxAbs;
-        scan.nonFinite += rowScan.nonFinite;
-        scan.belowHalfNormal += rowScan.belowHalfNormal;
-        scan.elements += rowScan.elements;
+    for (const OutputScan& part : partial) {
+        scan.maxAbs = std::max(scan.maxAbs, part.maxAbs);
+        scan.nonFinite += part.nonFinite;
+        scan.belowHalfNormal += part.belowHalfNormal;
+        scan.elements += part.elements;
     }
     return scan;
 }

@@ -11,6 +11,7 @@
 #include <map>
 #include <random>
 
+#include "common/cpu_clones.h"
 #include "common/error.h"
 #include "engine/compute_threads.h"
 #include "engine/onednn_runtime.h"
@@ -28,6 +29,31 @@ uint16_t exactBf16(float value)
     uint32_t bits;
     std::memcpy(&bits, &value, sizeof bits);
     return static_cast<uint16_t>(bits >> 16);
+}
+
+// 64-byte lanes: one AVX-512 register in that clone, two AVX2 or four SSE2 ones in the others.
+typedef float EpilogueLanes __attribute__((vector_size(64)));
+constexpr int64_t kEpilogueLanes = sizeof(EpilogueLanes) / sizeof(float);
+
+// y[o] = y[o] * rowScale * scales[o] (+ bias[o]), left to right, in every clone and the tail alike.
+SCALESCOPE_CPU_CLONES void scaleRowAndAddBias(float* line, int64_t width, float rowScale, const float* scales,
+                                              const float* bias)
+{
+    int64_t o = 0;
+    for (; o + kEpilogueLanes <= width; o += kEpilogueLanes) {
+        EpilogueLanes values, channelScales;
+        std::memcpy(&values, line + o, sizeof values);
+        std::memcpy(&channelScales, scales + o, sizeof channelScales);
+        values = values * rowScale * channelScales;
+        if (bias) {
+            EpilogueLanes biases;
+            std::memcpy(&biases, bias + o, sizeof biases);
+            values = values + biases;
+        }
+        std::memcpy(line + o, &values, sizeof values);
+    }
+    for (; o < width; ++o)
+        line[o] = bias ? line[o] * rowScale * scales[o] + bias[o] : line[o] * rowScale * scales[o];
 }
 
 } // namespace
@@ -83,16 +109,8 @@ struct Fp8FactoredGemm::Impl {
         const float* b = bias.empty() ? nullptr : bias.data();
         const int64_t width = out;
         parallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(width, 1)), [&](int64_t begin, int64_t end) {
-            for (int64_t row = begin; row < end; ++row) {
-                float* line = y + row * width;
-                const float rowScale = rowScales[row];
-                if (b)
-                    for (int64_t o = 0; o < width; ++o)
-                        line[o] = line[o] * rowScale * scales[o] + b[o];
-                else
-                    for (int64_t o = 0; o < width; ++o)
-                        line[o] = line[o] * rowScale * scales[o];
-            }
+            for (int64_t row = begin; row < end; ++row)
+                scaleRowAndAddBias(y + row * width, width, rowScales[row], scales, b);
         });
     }
 

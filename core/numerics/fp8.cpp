@@ -7,6 +7,8 @@
 // unchanged (sign included), which decodes to the same "not a number" either way.
 #include "numerics/fp8.h"
 
+#include "common/cpu_clones.h"
+
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -115,12 +117,22 @@ inline float roundToE4M3Scalar(float value)
     return result;
 }
 
-// GCC/Clang vector extensions: at -O2 the compiler does not vectorise loops of unknown length, and
-// 16 bytes is the width every target (SSE2, NEON) has natively. Comparisons yield all-ones or zero
-// lanes, used as blend masks.
+// GCC/Clang vector extensions: at -O2 the compiler does not vectorise loops of unknown length.
+// 16 bytes is the width every target (SSE2, NEON) has natively; the activation hot path takes 64
+// bytes, which the CPU-specific clones run as one AVX-512 or two AVX2 registers and the baseline as
+// four SSE2 ones. Comparisons yield all-ones or zero lanes, used as blend masks.
 typedef float FloatLanes __attribute__((vector_size(16)));
 typedef int32_t IntLanes __attribute__((vector_size(16)));
 constexpr std::size_t kLanes = sizeof(FloatLanes) / sizeof(float);
+#if defined(__GNUC__) && !defined(__clang__)
+// The helpers below return 64-byte vectors; they are inlined into this file's loops and never
+// cross a call boundary, so the baseline target's ABI for such a return does not matter.
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+typedef float WideFloatLanes __attribute__((vector_size(64)));
+typedef int32_t WideIntLanes __attribute__((vector_size(64)));
+typedef uint16_t WideHalfWordLanes __attribute__((vector_size(32)));
+constexpr std::size_t kWideLanes = sizeof(WideFloatLanes) / sizeof(float);
 
 template <typename To, typename From>
 inline To bitCast(const From& from)
@@ -131,25 +143,27 @@ inline To bitCast(const From& from)
     return to;
 }
 
-inline IntLanes select(IntLanes mask, IntLanes ifSet, IntLanes ifClear)
+template <typename Ints>
+inline Ints select(Ints mask, Ints ifSet, Ints ifClear)
 {
     return (mask & ifSet) | (~mask & ifClear);
 }
 
-inline FloatLanes roundToE4M3Lanes(FloatLanes values)
+// roundToE4M3Scalar, lane by lane, for either lane width.
+template <typename Floats, typename Ints>
+inline Floats roundToE4M3Lanes(Floats values)
 {
-    const IntLanes bits = bitCast<IntLanes>(values);
-    const IntLanes sign = bits & static_cast<int32_t>(0x80000000u);
-    const IntLanes magnitude = bits & 0x7FFFFFFF;
-    const IntLanes maxBits = IntLanes{} + kE4M3MaxBits;
-    const IntLanes clamped = select(magnitude > kE4M3MaxBits, maxBits, magnitude);
-    const IntLanes normalRounded = (clamped + 0x7FFFF + ((clamped >> 20) & 1)) & static_cast<int32_t>(0xFFF00000u);
-    const FloatLanes absolute = bitCast<FloatLanes>(clamped);
-    const FloatLanes subnormalRounded = (absolute + kSubnormalShifter) - kSubnormalShifter;
-    IntLanes rounded = select(clamped < kE4M3MinNormalBits, bitCast<IntLanes>(subnormalRounded),
-                              normalRounded);
-    rounded = select(magnitude > kFloatInfinityBits, magnitude, rounded);
-    return bitCast<FloatLanes>(sign | rounded);
+    const Ints bits = bitCast<Ints>(values);
+    const Ints sign = bits & static_cast<int32_t>(0x80000000u);
+    const Ints magnitude = bits & 0x7FFFFFFF;
+    const Ints maxBits = Ints{} + kE4M3MaxBits;
+    const Ints clamped = select<Ints>(magnitude > kE4M3MaxBits, maxBits, magnitude);
+    const Ints normalRounded = (clamped + 0x7FFFF + ((clamped >> 20) & 1)) & static_cast<int32_t>(0xFFF00000u);
+    const Floats absolute = bitCast<Floats>(clamped);
+    const Floats subnormalRounded = (absolute + kSubnormalShifter) - kSubnormalShifter;
+    Ints rounded = select<Ints>(clamped < kE4M3MinNormalBits, bitCast<Ints>(subnormalRounded), normalRounded);
+    rounded = select<Ints>(magnitude > kFloatInfinityBits, magnitude, rounded);
+    return bitCast<Floats>(sign | rounded);
 }
 
 } // namespace
@@ -222,7 +236,7 @@ void quantDequantE4M3(float* values, std::size_t n, float scale)
     for (; i + kLanes <= n; i += kLanes) {
         FloatLanes lanes;
         std::memcpy(&lanes, values + i, sizeof lanes);
-        lanes = roundToE4M3Lanes(lanes / scale) * scale;
+        lanes = roundToE4M3Lanes<FloatLanes, IntLanes>(lanes / scale) * scale;
         std::memcpy(values + i, &lanes, sizeof lanes);
     }
     for (; i < n; ++i)
@@ -235,24 +249,24 @@ void quantizeToE4M3Values(float* values, std::size_t n, float scale)
     for (; i + kLanes <= n; i += kLanes) {
         FloatLanes lanes;
         std::memcpy(&lanes, values + i, sizeof lanes);
-        lanes = roundToE4M3Lanes(lanes / scale);
+        lanes = roundToE4M3Lanes<FloatLanes, IntLanes>(lanes / scale);
         std::memcpy(values + i, &lanes, sizeof lanes);
     }
     for (; i < n; ++i)
         values[i] = roundToE4M3Scalar(values[i] / scale);
 }
 
-void quantizeToE4M3Bf16(const float* src, std::size_t n, float scale, uint16_t* dst)
+SCALESCOPE_CPU_CLONES void quantizeToE4M3Bf16(const float* src, std::size_t n, float scale, uint16_t* dst)
 {
+    // Every rounded value is an E4M3 value, exact in bfloat16: its upper 16 bits are the bf16 bits.
     std::size_t i = 0;
-    for (; i + kLanes <= n; i += kLanes) {
-        FloatLanes lanes;
+    for (; i + kWideLanes <= n; i += kWideLanes) {
+        WideFloatLanes lanes;
         std::memcpy(&lanes, src + i, sizeof lanes);
-        lanes = roundToE4M3Lanes(lanes / scale);
-        uint32_t bits[kLanes];
-        std::memcpy(bits, &lanes, sizeof bits);
-        for (std::size_t j = 0; j < kLanes; ++j)
-            dst[i + j] = static_cast<uint16_t>(bits[j] >> 16);
+        lanes = roundToE4M3Lanes<WideFloatLanes, WideIntLanes>(lanes / scale);
+        const WideHalfWordLanes upper =
+            __builtin_convertvector(bitCast<WideIntLanes>(lanes) >> 16, WideHalfWordLanes);
+        std::memcpy(dst + i, &upper, sizeof upper);
     }
     for (; i < n; ++i)
         dst[i] = static_cast<uint16_t>(floatBits(roundToE4M3Scalar(src[i] / scale)) >> 16);
