@@ -210,15 +210,11 @@ public:
     std::shared_ptr<const Fp8FactoredGemm> factoredGemm(const std::string& name, const std::vector<const LinearWeights*>& members) const
     {
         const int64_t in = members.front()->info.inFeatures;
-        int64_t out = 0;
-        for (const LinearWeights* member : members)
-            out += member->info.outFeatures;
-        std::vector<uint8_t> codes;
+        std::vector<Fp8FactoredGemm::CodeRows> codes; // read in place from the mapping
         std::vector<float> scales, bias;
-        codes.reserve(static_cast<std::size_t>(out * in));
         for (const LinearWeights* member : members) {
             const TensorView& weight = store_.require(member->info.module + ".weight");
-            codes.insert(codes.end(), weight.data, weight.data + member->info.outFeatures * in);
+            codes.push_back({weight.data, member->info.outFeatures});
             const std::vector<float> stored = loadScale(store_.require(member->info.module + ".weight_scale"), precision_);
             for (int64_t o = 0; o < member->info.outFeatures; ++o)
                 scales.push_back(stored.size() == 1 ? stored[0] : stored[static_cast<std::size_t>(o)]);
@@ -227,8 +223,8 @@ public:
             else
                 bias.insert(bias.end(), static_cast<std::size_t>(member->info.outFeatures), 0.0f);
         }
-        auto gemm = std::make_shared<const Fp8FactoredGemm>(name, codes.data(), out, in, std::move(scales),
-                                                            std::move(bias), fp8GemmPath());
+        auto gemm = std::make_shared<const Fp8FactoredGemm>(name, codes, in, std::move(scales), std::move(bias),
+                                                            fp8GemmPath());
         // The codes are read again only by dequant mode, the fp16 twin and DL16 (each on first use).
         for (const LinearWeights* member : members)
             releaseResidentPages(store_.require(member->info.module + ".weight"));

@@ -128,9 +128,21 @@ struct Fp8FactoredGemm::Impl {
 
 Fp8FactoredGemm::Fp8FactoredGemm(const std::string& module, const uint8_t* codes, int64_t out, int64_t in,
                                  std::vector<float> weightScales, std::vector<float> bias, Fp8GemmPath sources)
+    : Fp8FactoredGemm(module, std::vector<CodeRows>{{codes, out}}, in, std::move(weightScales), std::move(bias), sources)
+{
+}
+
+Fp8FactoredGemm::Fp8FactoredGemm(const std::string& module, const std::vector<CodeRows>& stacked, int64_t in,
+                                 std::vector<float> weightScales, std::vector<float> bias, Fp8GemmPath sources)
     : impl_(std::make_unique<Impl>())
 {
     Impl& m = *impl_;
+    // Each output row's codes, wherever its block lies: no stacked copy of the codes is made.
+    std::vector<const uint8_t*> rowCodes;
+    for (const CodeRows& block : stacked)
+        for (int64_t row = 0; row < block.rows; ++row)
+            rowCodes.push_back(block.codes + row * in);
+    const int64_t out = static_cast<int64_t>(rowCodes.size());
     m.module = module;
     m.out = out;
     m.in = in;
@@ -157,13 +169,16 @@ Fp8FactoredGemm::Fp8FactoredGemm(const std::string& module, const uint8_t* codes
             bf16Table[code] = exactBf16(floatTable[code]);
         }
         parallelFor(out, std::max<int64_t>(1, 65536 / std::max<int64_t>(in, 1)), [&](int64_t begin, int64_t end) {
-            const std::size_t first = static_cast<std::size_t>(begin * in), last = static_cast<std::size_t>(end * in);
-            if (bf16)
-                for (std::size_t i = first; i < last; ++i)
-                    plainBf16[i] = bf16Table[codes[i]];
-            else
-                for (std::size_t i = first; i < last; ++i)
-                    plainFloat[i] = floatTable[codes[i]];
+            for (int64_t row = begin; row < end; ++row) {
+                const uint8_t* codes = rowCodes[static_cast<std::size_t>(row)];
+                const std::size_t first = static_cast<std::size_t>(row * in);
+                if (bf16)
+                    for (int64_t i = 0; i < in; ++i)
+                        plainBf16[first + static_cast<std::size_t>(i)] = bf16Table[codes[i]];
+                else
+                    for (int64_t i = 0; i < in; ++i)
+                        plainFloat[first + static_cast<std::size_t>(i)] = floatTable[codes[i]];
+            }
         });
         void* plain = bf16 ? static_cast<void*>(plainBf16.get()) : static_cast<void*>(plainFloat.get());
         const dnnl::memory::desc plainDesc({in, out}, m.sourceType, dnnl::memory::format_tag::ba);

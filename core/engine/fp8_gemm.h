@@ -59,6 +59,14 @@ public:
     // `codes` afterwards.
     Fp8FactoredGemm(const std::string& module, const uint8_t* codes, int64_t out, int64_t in,
                     std::vector<float> weightScales, std::vector<float> bias, Fp8GemmPath sources);
+    // The same over weights stacked along `out` (q, k and v as one GEMM) read where they lie (the
+    // checkpoint's mapping): `rows` code rows of width `in` from each block in turn, out = their sum.
+    struct CodeRows {
+        const uint8_t* codes;
+        int64_t rows;
+    };
+    Fp8FactoredGemm(const std::string& module, const std::vector<CodeRows>& stacked, int64_t in,
+                    std::vector<float> weightScales, std::vector<float> bias, Fp8GemmPath sources);
     ~Fp8FactoredGemm();
     Fp8FactoredGemm(const Fp8FactoredGemm&) = delete;
     Fp8FactoredGemm& operator=(const Fp8FactoredGemm&) = delete;

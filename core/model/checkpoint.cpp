@@ -34,29 +34,6 @@ std::shared_ptr<const Checkpoint> Checkpoint::open(const std::string& dir)
         checkpoint->unusedLayerTensors_.push_back(view->name);
     }
 
-    // A broken tokenizer is reported when a command needs text, so that `forward --input-ids` and
-    // `inspect` still work on a folder whose tokenizer files are damaged or missing.
-    try {
-        checkpoint->tokenizer_ = loadTokenizer(dir);
-    } catch (const Error& e) {
-        checkpoint->tokenizerError_ = e.what();
-    }
-    // Ids past the embedding table would otherwise surface at the first forward as "token id N is
-    // outside the vocabulary", naming neither file.
-    if (checkpoint->tokenizer_ && checkpoint->tokenizer_->vocabSize() > checkpoint->config_.vocabSize) {
-        std::string file = "the tokenizer files in " + dir;
-        for (const char* name : {"tokenizer.json", "vocab.txt", "vocab.json"})
-            if (fileExists(joinPath(dir, name))) {
-                file = joinPath(dir, name);
-                break;
-            }
-        checkpoint->tokenizerMismatch_ = file + " holds token ids up to " +
-                                      std::to_string(checkpoint->tokenizer_->vocabSize() - 1) + ", beyond vocab_size " +
-                                      std::to_string(checkpoint->config_.vocabSize) +
-                                      " in config.json: the tokenizer does not belong to this model.";
-        checkpoint->tokenizerError_ = checkpoint->tokenizerMismatch_;
-        checkpoint->tokenizer_.reset();
-    }
     return checkpoint;
 }
 
@@ -88,8 +65,50 @@ std::string Checkpoint::unusedTensorsNote() const
            " layers; check that config.json belongs to these weights.";
 }
 
+void Checkpoint::loadTokenizerOnce() const
+{
+    std::call_once(tokenizerLoaded_, [this] {
+        const std::string& dir = directory_;
+        // A broken tokenizer is reported when a command needs text, so that `forward --input-ids` and
+        // `inspect` still work on a folder whose tokenizer files are damaged or missing.
+        try {
+            tokenizer_ = loadTokenizer(dir);
+        } catch (const Error& e) {
+            tokenizerError_ = e.what();
+        }
+        // Ids past the embedding table would otherwise surface at the first forward as "token id N is
+        // outside the vocabulary", naming neither file.
+        if (tokenizer_ && tokenizer_->vocabSize() > config_.vocabSize) {
+            std::string file = "the tokenizer files in " + dir;
+            for (const char* name : {"tokenizer.json", "vocab.txt", "vocab.json"})
+                if (fileExists(joinPath(dir, name))) {
+                    file = joinPath(dir, name);
+                    break;
+                }
+            tokenizerMismatch_ = file + " holds token ids up to " + std::to_string(tokenizer_->vocabSize() - 1) +
+                                 ", beyond vocab_size " + std::to_string(config_.vocabSize) +
+                                 " in config.json: the tokenizer does not belong to this model.";
+            tokenizerError_ = tokenizerMismatch_;
+            tokenizer_.reset();
+        }
+    });
+}
+
+bool Checkpoint::hasTokenizer() const
+{
+    loadTokenizerOnce();
+    return tokenizer_ != nullptr;
+}
+
+const std::string& Checkpoint::tokenizerMismatch() const
+{
+    loadTokenizerOnce();
+    return tokenizerMismatch_;
+}
+
 const Tokenizer& Checkpoint::tokenizer() const
 {
+    loadTokenizerOnce();
     if (!tokenizer_)
         throw Error(tokenizerError_);
     return *tokenizer_;

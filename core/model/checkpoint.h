@@ -2,8 +2,8 @@
 // A Hugging Face model folder opened for reading: its config, its tensors (memory-mapped, never
 // modified), its layout and per-Linear plan, and its tokenizer when it has one. Opening validates
 // the config and maps the tensors; shape checks against the architecture happen when an
-// EncoderModel is built from it.
-// Threading: immutable after open.
+// EncoderModel is built from it; the tokenizer files are read when first asked for.
+// Threading: immutable after open (the tokenizer's first read is guarded).
 #include <functional>
 #include <map>
 #include <memory>
@@ -29,13 +29,16 @@ public:
     const TensorStore& tensors() const { return *tensors_; }
     const EncoderLayout& layout() const { return *layout_; }
     const LinearPlan& plan() const { return plan_; }
-    bool hasTokenizer() const { return tokenizer_ != nullptr; }
+    // The tokenizer files are read on the first of these three calls, not at open: a run on token
+    // ids, inspect's weights or a scales view never needs them (roberta-base's took a sixth of the
+    // load). Thread-safe.
+    bool hasTokenizer() const;
     // The folder's tokenizer (see loadTokenizer: WordPiece for BERT, byte-level BPE for RoBERTa).
     // Throws the sentence naming the folder when it has none, or naming the file when it is broken.
     const Tokenizer& tokenizer() const;
     // When the tokenizer holds ids past config.json's vocab_size, the sentence saying so (then
     // tokenizer() throws it); "" otherwise. Inspect reports it.
-    const std::string& tokenizerMismatch() const { return tokenizerMismatch_; }
+    const std::string& tokenizerMismatch() const;
     // Tensors no run reads because they belong to encoder layers past config.json's
     // num_hidden_layers (a 4-layer checkpoint whose config says 2), sorted by name.
     const std::vector<std::string>& unusedLayerTensors() const { return unusedLayerTensors_; }
@@ -58,9 +61,11 @@ private:
     std::unique_ptr<TensorStore> tensors_;
     std::unique_ptr<EncoderLayout> layout_;
     LinearPlan plan_;
-    std::unique_ptr<Tokenizer> tokenizer_;
-    std::string tokenizerError_;
-    std::string tokenizerMismatch_;
+    void loadTokenizerOnce() const;
+    mutable std::once_flag tokenizerLoaded_;
+    mutable std::unique_ptr<Tokenizer> tokenizer_;
+    mutable std::string tokenizerError_;
+    mutable std::string tokenizerMismatch_;
     std::vector<std::string> unusedLayerTensors_;
     int unusedFirstLayer_ = 0, unusedLastLayer_ = 0;
     mutable std::mutex derivedMutex_;
