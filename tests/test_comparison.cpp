@@ -2,7 +2,11 @@
 // compareRuns on generated checkpoints (per-tensor vs per-channel weights on outlier channels).
 #include <QtTest>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdint>
 
 #include "tasks/compare_runs.h"
 #include "analysis/squad_metric.h"
@@ -52,6 +56,33 @@ void verifySameMetrics(const ErrorMetrics& a, const ErrorMetrics& b, const std::
     const auto same = [](double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); };
     QVERIFY2(same(a.sqnrDb, b.sqnrDb) && same(a.mse, b.mse) && same(a.cosine, b.cosine) && same(a.maxAbsError, b.maxAbsError),
              where.c_str());
+}
+
+// Whole pages of the checkpoint's tensors under `prefix` that this process has in memory: the
+// present bit of each page in /proc/self/pagemap (this process's page table; the page cache keeps
+// released pages, so mincore would still count them).
+int64_t residentPages(const Checkpoint& checkpoint, const std::string& prefix)
+{
+    const std::uintptr_t pageSize = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const int pagemap = ::open("/proc/self/pagemap", O_RDONLY);
+    if (pagemap < 0)
+        throw std::runtime_error("cannot open /proc/self/pagemap");
+    int64_t present = 0;
+    for (const TensorView* view : checkpoint.tensors().tensors()) {
+        if (view->name.compare(0, prefix.size(), prefix) != 0)
+            continue;
+        const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(view->data);
+        for (std::uintptr_t page = (begin + pageSize - 1) / pageSize; (page + 1) * pageSize <= begin + view->byteSize; ++page) {
+            uint64_t entry = 0;
+            if (::pread(pagemap, &entry, sizeof entry, static_cast<off_t>(page * sizeof entry)) != sizeof entry) {
+                ::close(pagemap);
+                throw std::runtime_error("cannot read /proc/self/pagemap");
+            }
+            present += static_cast<int64_t>(entry >> 63);
+        }
+    }
+    ::close(pagemap);
+    return present;
 }
 
 } // namespace
@@ -261,6 +292,58 @@ private slots:
             QCOMPARE(layered.attentionHeadroom.size(), whole.attentionHeadroom.size());
             QCOMPARE(layered.findings.size(), whole.findings.size());
             QCOMPARE(layered.qa.has_value(), whole.qa.has_value());
+        }
+    }
+
+    void oneShotCompareReleasesMappedWeightsWithSameNumbers()
+    {
+        for (const char* architecture : {"RobertaForQuestionAnswering", "RobertaForMaskedLM"}) {
+            TinyModelSpec spec;
+            spec.architecture = architecture;
+            spec.hiddenSize = 128; // FFN weights of 64 pages each
+            spec.intermediateSize = 512;
+            const std::string floatDir = makeTempDir("cmp-oneshot-float");
+            writeTinyFloatCheckpoint(floatDir, spec);
+            const std::string fp8Dir = makeTempDir("cmp-oneshot-fp8") + "/m";
+            writeTinyFp8Checkpoint(floatDir, fp8Dir, {"channel", "token", "F32"});
+            auto run = EncoderModel::load(fp8Dir);
+            auto reference = EncoderModel::load(floatDir);
+            ComparisonInput input;
+            input.inputIds = {{0, 280, 281, 100, 290, 2}, {0, 77, 2}};
+            // Layer 0's reference weights in memory while the last layer runs (the compare reports
+            // step k over [k, k + 1) / (layers + 1)).
+            int64_t layer0WhileLastLayerRuns = -1;
+            Progress watch;
+            watch.callback = [&](double fraction, const std::string&) {
+                if (fraction >= double(spec.numLayers - 1) / double(spec.numLayers + 1) &&
+                    fraction < double(spec.numLayers) / double(spec.numLayers + 1))
+                    layer0WhileLastLayerRuns = residentPages(reference->checkpoint(), "roberta.encoder.layer.0.");
+            };
+            const ComparisonResult kept = compareRuns(*run, reference.get(), input, watch);
+            // The reference's float weights are read in place from the mapping, and stay.
+            const std::string layers = "roberta.encoder.layer.";
+            QVERIFY(residentPages(reference->checkpoint(), layers) > 0);
+            QVERIFY(layer0WhileLastLayerRuns > 0);
+            input.oneShot = true;
+            const ComparisonResult released = compareRuns(*run, reference.get(), input, watch);
+            QCOMPARE(layer0WhileLastLayerRuns, int64_t(0)); // let go of a layer at a time, not at the end
+            QCOMPARE(residentPages(reference->checkpoint(), ""), int64_t(0));
+            QCOMPARE(residentPages(run->checkpoint(), ""), int64_t(0));
+            QCOMPARE(released.points.size(), kept.points.size());
+            for (std::size_t i = 0; i < kept.points.size(); ++i) {
+                QCOMPARE(released.points[i].name, kept.points[i].name);
+                verifySameMetrics(released.points[i].metrics, kept.points[i].metrics, kept.points[i].name);
+            }
+            verifySameMetrics(released.finalLogits, kept.finalLogits, "final logits");
+            QCOMPARE(released.findings.size(), kept.findings.size());
+            QCOMPARE(released.activations.size(), kept.activations.size());
+            for (std::size_t i = 0; i < kept.activations.size(); ++i)
+                QCOMPARE(released.activations[i].clipped, kept.activations[i].clipped);
+            // A compare after a one-shot one reads the pages back: the same numbers again.
+            input.oneShot = false;
+            const ComparisonResult again = compareRuns(*run, reference.get(), input);
+            verifySameMetrics(again.finalLogits, kept.finalLogits, "final logits after a one-shot compare");
+            QVERIFY(residentPages(reference->checkpoint(), layers) > 0);
         }
     }
 

@@ -524,6 +524,28 @@ private slots:
 
     // ---- item 5: NaN and infinity --------------------------------------------------------------
 
+    void nonFiniteValuesAreCountedAcrossALargeTensor()
+    {
+        // 4,000 x 32 word embeddings: more values than the check converts at a time (65,536).
+        TinyModelSpec spec;
+        spec.vocabularySize = 4000;
+        const std::string dir = makeTempDir("hostile-nan-large");
+        writeTinyFloatCheckpoint(dir, spec);
+        const std::string table = "roberta.embeddings.word_embeddings.weight";
+        setElement(dir, table, 70001, NAN);
+        setElement(dir, table, 127999, INFINITY);
+        auto checkpoint = Checkpoint::open(dir);
+        const auto findings = diagnoseCheckpoint(*checkpoint, computeScaleStatistics(*checkpoint));
+        bool found = false;
+        for (const Finding& f : findings)
+            if (f.subject == table && f.code == "tensor-nonfinite") {
+                found = true;
+                QVERIFY2(f.message.find("1 NaN and 1 infinite values of 128000 (first at index 70001)") != std::string::npos,
+                         f.message.c_str());
+            }
+        QVERIFY(found);
+    }
+
     void nonFiniteWeightsAreFlaggedAndRefused()
     {
         const std::string dir = makeTempDir("hostile-nan");

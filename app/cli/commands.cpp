@@ -653,6 +653,7 @@ int commandCompare(const Arguments& args)
     std::unique_ptr<EncoderModel> reference;
     if (auto dir = args.value("reference"))
         reference = EncoderModel::load(*dir);
+    input.oneShot = true; // the process ends after this compare
     const ComparisonResult comparison = compareRuns(*run, reference.get(), input);
     json document = comparisonJson(comparison);
     document["checkpoint"] = checkpointDir;

@@ -297,6 +297,34 @@ struct ReferenceCaptures {
     }
 };
 
+// A one-shot compare's release (ComparisonInput::oneShot): the name prefixes of the tensors that
+// the forward parts from step `first` to step `last` read (step 0 the embeddings and layer 0, step
+// k layer k, step numLayers the head), "" for every tensor when the step covered the whole forward.
+// A MaskedLM head may run on the word embeddings (a tied decoder), so there they wait for the head.
+std::vector<std::string> tensorPrefixesOfSteps(const EncoderLayout& layout, int first, int last, int layers)
+{
+    if (first == 0 && last >= layers)
+        return {""};
+    std::vector<std::string> prefixes;
+    if (first == 0 && !layout.isMaskedLm())
+        prefixes.push_back(layout.embeddingsModule() + ".");
+    for (int layer = first; layer <= last && layer < layers; ++layer)
+        prefixes.push_back(layout.layerModule(layer) + ".");
+    return prefixes;
+}
+
+// Drops the pages of a checkpoint's tensors under these name prefixes from this process's resident
+// memory (releaseResidentPages: they come back from the page cache if read again).
+void releaseTensorPages(const Checkpoint& checkpoint, const std::vector<std::string>& prefixes)
+{
+    for (const TensorView* view : checkpoint.tensors().tensors())
+        for (const std::string& prefix : prefixes)
+            if (view->name.compare(0, prefix.size(), prefix) == 0) {
+                releaseResidentPages(*view);
+                break;
+            }
+}
+
 // One forward's part (a layer of a layered compare) added to the whole: everything in execution
 // order, the outputs and the stopped hidden state from the part itself.
 void appendForwardPart(ForwardResult& whole, ForwardResult&& part)
@@ -471,6 +499,11 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
         measurement.next = 0;
         referenceHidden = std::move(referenceResult.stoppedHidden);
         runHidden = std::move(runResult.stoppedHidden);
+        if (input.oneShot) {
+            const std::vector<std::string> done = tensorPrefixesOfSteps(layout, step, steps > 1 ? step : layers, layers);
+            releaseTensorPages(referenceModel.checkpoint(), done);
+            releaseTensorPages(run.checkpoint(), done);
+        }
     }
     result.runMs = runResult.elapsedMs;
     result.referenceMs = referenceResult.elapsedMs;
@@ -489,6 +522,9 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
     result.nonFiniteNote = nonFiniteNote(result);
     for (Finding& finding : checkpointAndNonFiniteFindings(run, runResult, result.runLabel))
         result.findings.push_back(std::move(finding));
+    if (input.oneShot) // the findings read the run's checkpoint whole; nothing reads either file again
+        for (const Checkpoint* checkpoint : {&run.checkpoint(), &referenceModel.checkpoint()})
+            releaseTensorPages(*checkpoint, {""});
     result.finalLogits = final.finalLogits;
     result.qa = std::move(final.qa);
     result.fillMask = std::move(final.fillMask);

@@ -43,6 +43,13 @@ struct ComparisonInput {
     // The text is a fill-mask request: the model must be a masked LM and the text hold a mask token
     // (otherwise a text is compared at every position).
     bool fillMask = false;
+    // The caller runs these models for this compare only (the CLI's compare): once both sides have
+    // run a part (the embeddings, each encoder layer), the pages of that part's file-mapped tensors
+    // leave this process's resident memory, and every mapped page once the findings are made, so
+    // the float reference's weights (500 MB at roberta-base) are never resident all at once. The
+    // numbers cannot change (a page read again comes back from the page cache), but a caller that
+    // compares again (the GUI) would fault every page in again each time: it leaves this off.
+    bool oneShot = false;
 };
 
 struct QaAgreement {
