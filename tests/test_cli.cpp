@@ -838,6 +838,10 @@ private slots:
                                        "fp16", "--plots", q(out + "/plots"), "--format", "svg", "--json"});
         QCOMPARE(compared["run"].get<std::string>(), std::string("fp16"));
         QCOMPARE(compared["first_nonfinite"].get<std::string>(), planted);
+        // The first capture point holding inf or NaN on the run side, found by the metrics pass.
+        const std::string runFirst = compared["final"]["nonfinite"]["run_first"].get<std::string>();
+        QVERIFY2(runFirst.rfind(planted + ".", 0) == 0, runFirst.c_str());
+        QVERIFY(compared["final"]["nonfinite"]["reference_first"].is_null());
         bool sawPlanted = false;
         for (const json& module : compared["headroom"])
             if (module["module"] == planted) {

@@ -7,9 +7,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <random>
 
 #include "tasks/compare_runs.h"
 #include "analysis/squad_metric.h"
+#include "common/parallel_chunks.h"
 #include "engine/compute_threads.h"
 #include "engine/encoder_model.h"
 #include "numerics/metrics.h"
@@ -119,6 +121,60 @@ private slots:
         pieces.add(x.data(), ref.data(), 1);
         pieces.add(x.data() + 1, ref.data() + 1, 2);
         QCOMPARE(pieces.result().sqnrDb, m.sqnrDb);
+    }
+
+    // A long input's block sums are made on the compute threads (common/parallel_chunks.h) and
+    // folded in block order: the metrics are the same bit for bit with the engine's threads, with
+    // the chunks run backwards one at a time, and on the calling thread alone; and they agree with
+    // sums taken here in double over the values.
+    void longInputsGiveTheSameMetricsHoweverTheBlocksRun()
+    {
+        std::mt19937 random(11);
+        std::normal_distribution<float> normal(0.0f, 3.0f);
+        const std::size_t n = 200003; // 196 blocks of 1024 and a tail that is not a whole lane group
+        std::vector<float> ref(n), x(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            ref[i] = normal(random);
+            x[i] = ref[i] + 0.01f * normal(random);
+        }
+        auto metricsWith = [&](ChunkRunner runner) {
+            installChunkRunner(runner);
+            ErrorAccumulator accumulator;
+            accumulator.add(x.data(), ref.data(), n);
+            return accumulator.result();
+        };
+        setComputeThreads(2); // installs the engine's runner
+        const ErrorMetrics threaded = computeErrorMetrics(x, ref);
+        const ErrorMetrics backwards = metricsWith([](int64_t count, const ChunkBody& body) {
+            for (int64_t chunk = count - 1; chunk >= 0; --chunk)
+                body(chunk, chunk + 1);
+        });
+        const ErrorMetrics alone = metricsWith(nullptr);
+        setComputeThreads(2);
+        for (const ErrorMetrics& other : {backwards, alone}) {
+            QCOMPARE(other.count, threaded.count); // and bit for bit (QCOMPARE on doubles is fuzzy):
+            QVERIFY(other.mse == threaded.mse);
+            QVERIFY(other.sqnrDb == threaded.sqnrDb);
+            QVERIFY(other.cosine == threaded.cosine);
+            QVERIFY(other.maxAbsError == threaded.maxAbsError);
+            QVERIFY(other.relativeL2 == threaded.relativeL2);
+        }
+        double ref2 = 0, err2 = 0, maxAbs = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const double e = double(ref[i]) - double(x[i]);
+            ref2 += double(ref[i]) * ref[i];
+            err2 += e * e;
+            maxAbs = std::max(maxAbs, std::fabs(double(float(ref[i] - x[i]))));
+        }
+        QVERIFY2(std::fabs(threaded.mse / (err2 / double(n)) - 1) < 1e-5, qPrintable(QString::number(threaded.mse)));
+        QVERIFY(std::fabs(threaded.sqnrDb - 10 * std::log10(ref2 / err2)) < 1e-4);
+        QVERIFY(threaded.maxAbsError == maxAbs);
+
+        // A NaN in the last block, past the threaded blocks' start, still reaches the result.
+        x[n - 100] = std::nanf("");
+        const ErrorMetrics withNan = computeErrorMetrics(x, ref);
+        QVERIFY(std::isnan(withNan.mse));
+        QVERIFY(std::isnan(withNan.maxAbsError));
     }
 
     void klByHand()

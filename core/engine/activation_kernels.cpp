@@ -195,7 +195,21 @@ struct RowCounts {
     int64_t clipped = 0, flushed = 0, subnormal = 0;
 };
 
-RowCounts countRow(const float* in, const float* quantized, int64_t features, const float* scales, int64_t runWidth,
+// A quantized value as the counts read it: float32 as is, or bfloat16 bits widened (exact).
+inline float quantizedValue(const float* quantized, int64_t i)
+{
+    return quantized[i];
+}
+inline float quantizedValue(const uint16_t* quantized, int64_t i)
+{
+    const uint32_t widened = static_cast<uint32_t>(quantized[i]) << 16;
+    float value;
+    std::memcpy(&value, &widened, sizeof value);
+    return value;
+}
+
+template <typename Quantized>
+RowCounts countRow(const float* in, const Quantized* quantized, int64_t features, const float* scales, int64_t runWidth,
                    bool quantizedAreValues)
 {
     // Read the codes back from the dequantized output d = q * s instead of rounding again:
@@ -213,7 +227,7 @@ RowCounts countRow(const float* in, const float* quantized, int64_t features, co
         int64_t clipped = 0, flushed = 0, subnormal = 0;
         for (int64_t i = begin; i < end; ++i) {
             const float v = in[i];
-            const float d = std::fabs(quantized[i]);
+            const float d = std::fabs(quantizedValue(quantized, i));
             amax = std::max(amax, std::fabs(v));
             clipped += fp8::clipsE4M3(v, scale);
             flushed += (v != 0.0f) & (d == 0.0f);
@@ -227,6 +241,50 @@ RowCounts countRow(const float* in, const float* quantized, int64_t features, co
     return counts;
 }
 
+// Rows in chunks on the compute threads (this runs over every Linear input of a compare); the
+// chunks' counts add and their maxima combine in any order to the same statistics.
+template <typename Quantized>
+ActivationStatistics countStatistics(const std::string& module, const float* src, const Quantized* quantized,
+                                     int64_t rows, int64_t features, const std::vector<float>& scales,
+                                     const std::vector<uint8_t>& isReal, int64_t groupSize, bool quantizedAreValues)
+{
+    const int64_t runs = runsPerRow(features, groupSize);
+    const int64_t runWidth = groupSize > 0 ? groupSize : std::max<int64_t>(features, 1);
+    const int64_t rowsPerChunk = std::max<int64_t>(1, 16384 / std::max<int64_t>(features, 1));
+    const int64_t chunks = (rows + rowsPerChunk - 1) / rowsPerChunk;
+    std::vector<ActivationStatistics> partial(static_cast<std::size_t>(std::max<int64_t>(chunks, 0)));
+    parallelFor(chunks, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t chunk = begin; chunk < end; ++chunk) {
+            ActivationStatistics& stats = partial[static_cast<std::size_t>(chunk)];
+            for (int64_t row = chunk * rowsPerChunk; row < std::min(rows, (chunk + 1) * rowsPerChunk); ++row) {
+                if (!isRealRow(isReal, row))
+                    continue;
+                const float* rowScales = scales.data() + row * runs;
+                const RowCounts counts = countRow(src + row * features, quantized + row * features, features,
+                                                  rowScales, runWidth, quantizedAreValues);
+                for (int64_t run = 0; run < runs; ++run)
+                    stats.inputScale = std::max(stats.inputScale, rowScales[run]);
+                stats.amax = std::max(stats.amax, counts.amax);
+                stats.elements += features;
+                stats.clipped += counts.clipped;
+                stats.flushedToZero += counts.flushed;
+                stats.subnormal += counts.subnormal;
+            }
+        }
+    });
+    ActivationStatistics stats;
+    stats.module = module;
+    for (const ActivationStatistics& part : partial) {
+        stats.inputScale = std::max(stats.inputScale, part.inputScale);
+        stats.amax = std::max(stats.amax, part.amax);
+        stats.elements += part.elements;
+        stats.clipped += part.clipped;
+        stats.flushedToZero += part.flushedToZero;
+        stats.subnormal += part.subnormal;
+    }
+    return stats;
+}
+
 } // namespace
 
 ActivationStatistics countActivationStatistics(const std::string& module, const float* src, const float* quantized,
@@ -234,25 +292,15 @@ ActivationStatistics countActivationStatistics(const std::string& module, const 
                                                const std::vector<uint8_t>& isReal, int64_t groupSize,
                                                bool quantizedAreValues)
 {
-    ActivationStatistics stats;
-    stats.module = module;
-    const int64_t runs = runsPerRow(features, groupSize);
-    const int64_t runWidth = groupSize > 0 ? groupSize : std::max<int64_t>(features, 1);
-    for (int64_t row = 0; row < rows; ++row) {
-        if (!isRealRow(isReal, row))
-            continue;
-        const float* rowScales = scales.data() + row * runs;
-        const RowCounts counts =
-            countRow(src + row * features, quantized + row * features, features, rowScales, runWidth, quantizedAreValues);
-        for (int64_t run = 0; run < runs; ++run)
-            stats.inputScale = std::max(stats.inputScale, rowScales[run]);
-        stats.amax = std::max(stats.amax, counts.amax);
-        stats.elements += features;
-        stats.clipped += counts.clipped;
-        stats.flushedToZero += counts.flushed;
-        stats.subnormal += counts.subnormal;
-    }
-    return stats;
+    return countStatistics(module, src, quantized, rows, features, scales, isReal, groupSize, quantizedAreValues);
+}
+
+ActivationStatistics countActivationStatisticsBf16(const std::string& module, const float* src,
+                                                   const uint16_t* quantizedValues, int64_t rows, int64_t features,
+                                                   const std::vector<float>& scales, const std::vector<uint8_t>& isReal)
+{
+    return countStatistics(module, src, quantizedValues, rows, features, scales, isReal, /*groupSize=*/0,
+                           /*quantizedAreValues=*/true);
 }
 
 float realRowsAmax(const float* src, int64_t rows, int64_t features, const std::vector<uint8_t>& isReal)

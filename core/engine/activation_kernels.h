@@ -42,6 +42,11 @@ ActivationStatistics countActivationStatistics(const std::string& module, const 
                                                int64_t rows, int64_t features, const std::vector<float>& scales,
                                                const std::vector<uint8_t>& isReal, int64_t groupSize = 0,
                                                bool quantizedAreValues = false);
+// The same for the bf16 path: quantizedValues are the E4M3 values as bfloat16 bits
+// (quantizeActivationsToBf16), read in place.
+ActivationStatistics countActivationStatisticsBf16(const std::string& module, const float* src,
+                                                   const uint16_t* quantizedValues, int64_t rows, int64_t features,
+                                                   const std::vector<float>& scales, const std::vector<uint8_t>& isReal);
 
 // One module output over the rows `isReal` marks (all when empty); consecutive rows start
 // `rowStride` floats apart, so a column slice of a wider matrix is scanned in place. NaN is not a

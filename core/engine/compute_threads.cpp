@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/parallel_chunks.h"
 #include "common/text_files.h"
 #include "engine/float_gemm.h"
 
@@ -39,6 +40,8 @@ void setComputeThreads(int threads)
     if (const SetBlasThreads setBlasThreads = openBlasSetThreads())
         setBlasThreads(threads);
     placeComputeThreads(floatGemmPath() == FloatGemmPath::Blas);
+    // Core's chunked loops (comparison metrics) run on the same threads as the engine's kernels.
+    installChunkRunner([](int64_t count, const ChunkBody& body) { parallelFor(count, 1, body); });
 }
 
 void placeComputeThreads(bool gemmsOnOpenBlas)

@@ -246,16 +246,9 @@ std::vector<float> quantizedInputBf16(const LinearInfo& info, const at::Tensor& 
     const float* src = input.data_ptr<float>();
     std::vector<float> rowScales =
         quantizeActivationsToBf16(src, bits, rows, features, info.activations, info.inputScale);
-    if (context.options.activationStatistics) {
-        std::vector<float> asFloat(static_cast<std::size_t>(rows * features));
-        for (std::size_t i = 0; i < asFloat.size(); ++i) {
-            const uint32_t widened = static_cast<uint32_t>(bits[i]) << 16;
-            std::memcpy(&asFloat[i], &widened, sizeof widened);
-        }
-        context.result.activationStatistics.push_back(countActivationStatistics(
-            info.module, src, asFloat.data(), rows, features, rowScales, context.realRowsFor(rows),
-            /*groupSize=*/0, /*quantizedAreValues=*/true));
-    }
+    if (context.options.activationStatistics)
+        context.result.activationStatistics.push_back(countActivationStatisticsBf16(
+            info.module, src, bits, rows, features, rowScales, context.realRowsFor(rows)));
     return rowScales;
 }
 

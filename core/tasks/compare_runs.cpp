@@ -372,11 +372,18 @@ struct RunMeasurement {
         if (sameReference && sameReference->tensor == r.tensor && samePoint != pointIndex.end()) {
             point.metrics = result.points[samePoint->second].metrics;
         } else {
-            if (result.runFirstNonFinite.empty() && !allFinite(data, elementCount(shape)))
-                result.runFirstNonFinite = name;
-            if (result.referenceFirstNonFinite.empty() && !allFinite(r.tensor->values.data(), r.tensor->values.size()))
-                result.referenceFirstNonFinite = name;
             point.metrics = metricsOverRealTokens(shape, data, *r.tensor, lengths);
+            // An inf or NaN on either side makes the squared error sum inf or NaN, so a finite mean
+            // over every value of the point leaves no non-finite value to look for. Otherwise (padding
+            // rows not measured, or an overflow of finite values) each side is scanned whole.
+            const std::size_t count = elementCount(shape);
+            const bool everyValueFinite =
+                static_cast<std::size_t>(point.metrics.count) == count && std::isfinite(point.metrics.mse);
+            if (!everyValueFinite && result.runFirstNonFinite.empty() && !allFinite(data, count))
+                result.runFirstNonFinite = name;
+            if (!everyValueFinite && result.referenceFirstNonFinite.empty() &&
+                !allFinite(r.tensor->values.data(), r.tensor->values.size()))
+                result.referenceFirstNonFinite = name;
         }
         pointIndex[name] = result.points.size();
         result.points.push_back(std::move(point));
