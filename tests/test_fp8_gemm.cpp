@@ -167,6 +167,24 @@ private slots:
         agreement.sqnrDb = 10 * std::log10(signal / noise);
         QVERIFY2(agreement.worstErrorOverBound <= 1.0, qPrintable(QString("error %1x the float32 bound").arg(agreement.worstErrorOverBound)));
         QVERIFY2(agreement.sqnrDb > 120, qPrintable(QString("SQNR %1 dB").arg(agreement.sqnrDb)));
+
+        // The same codes under other scales and bias (how the fp16 twin borrows the stored weights'
+        // buffers): as a GEMM made from the codes with those scales, bit for bit.
+        std::vector<float> otherScales = weightScales, otherBias;
+        for (float& s : otherScales) s = scale(random);
+        if (withBias)
+            for (int o = 0; o < out; ++o)
+                otherBias.push_back(offset(random));
+        const Fp8FactoredGemm borrowing(gemm, otherScales, otherBias);
+        const Fp8FactoredGemm fresh("test", w.data(), out, in, otherScales, otherBias, factoredSources());
+        QCOMPARE(borrowing.module(), std::string("test"));
+        std::vector<float> fromBorrowed(y.size()), fromFresh(y.size());
+        borrowing.run(values.data(), rowScales.data(), rows, fromBorrowed.data());
+        fresh.run(values.data(), rowScales.data(), rows, fromFresh.data());
+        QVERIFY(fromBorrowed == fromFresh);
+        QVERIFY(fromBorrowed != y);
+        gemm.run(values.data(), rowScales.data(), rows, again.data()); // the lender keeps its own scales
+        QVERIFY(again == y);
     }
 
     // Whole Linears of a model in fp8 mode: from the captured input, the FP8 activation values (the

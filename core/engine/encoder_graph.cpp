@@ -419,7 +419,7 @@ struct EncoderGraph::Impl {
                                      },
                                      progress.cancel};
             halfWeights = std::make_unique<EncoderWeights>(
-                loadEncoderWeights(*checkpoint, preparing, StoredPrecision::Half));
+                loadEncoderWeights(*checkpoint, preparing, StoredPrecision::Half, &weights));
         });
         return *halfWeights;
     }
@@ -454,7 +454,10 @@ struct EncoderGraph::Impl {
                         layout().positionOffset();
         }
         const EncoderWeights& weights = context.weights;
-        const at::Tensor sum = context.stored(at::embedding(weights.wordEmbeddings, ids) +
+        at::Tensor words = at::embedding(weights.wordEmbeddings, ids).contiguous(); // a fresh tensor
+        if (weights.roundWordEmbeddingsOnLookup)
+            half::roundToHalfInPlace(words.data_ptr<float>(), static_cast<std::size_t>(words.numel()));
+        const at::Tensor sum = context.stored(words +
                                               at::embedding(weights.positionEmbeddings, positions) +
                                               at::embedding(weights.tokenTypeEmbeddings, types));
         at::Tensor h = context.stored(at::layer_norm(sum, {c.hiddenSize}, weights.embeddingNormWeight,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
 
 #include "common/error.h"
 #include "numerics/dl16.h"
@@ -168,10 +169,32 @@ std::function<Dl16Weight()> dl16WeightMaker(const TensorView& weight, const Tens
     };
 }
 
+// The factored GEMMs of loaded weights by the name they were made under.
+std::map<std::string, std::shared_ptr<const Fp8FactoredGemm>> factoredGemmsOf(const EncoderWeights* weights)
+{
+    std::map<std::string, std::shared_ptr<const Fp8FactoredGemm>> gemms;
+    if (!weights)
+        return gemms;
+    auto add = [&](const std::shared_ptr<const Fp8FactoredGemm>& gemm) {
+        if (gemm)
+            gemms[gemm->module()] = gemm;
+    };
+    for (const LayerWeights& layer : weights->layers) {
+        add(layer.qkvFactoredGemm);
+        for (const LinearWeights* linear : {&layer.query, &layer.key, &layer.value, &layer.attentionOutput,
+                                            &layer.intermediate, &layer.output})
+            add(linear->factoredGemm);
+    }
+    for (const LinearWeights* linear : {&weights->qaOutputs, &weights->lmDense, &weights->lmDecoder})
+        add(linear->factoredGemm);
+    return gemms;
+}
+
 class WeightLoader {
 public:
-    WeightLoader(const Checkpoint& checkpoint, StoredPrecision precision)
-        : checkpoint_(checkpoint), store_(checkpoint.tensors()), layout_(checkpoint.layout()), precision_(precision)
+    WeightLoader(const Checkpoint& checkpoint, StoredPrecision precision, const EncoderWeights* codesFrom)
+        : checkpoint_(checkpoint), store_(checkpoint.tensors()), layout_(checkpoint.layout()), precision_(precision),
+          lendingGemms_(factoredGemmsOf(codesFrom))
     {
     }
 
@@ -223,6 +246,11 @@ public:
             else
                 bias.insert(bias.end(), static_cast<std::size_t>(member->info.outFeatures), 0.0f);
         }
+        const int64_t out = static_cast<int64_t>(scales.size());
+        const auto lending = lendingGemms_.find(name);
+        if (lending != lendingGemms_.end() && lending->second->inFeatures() == in &&
+            lending->second->outFeatures() == out && lending->second->readsBf16() == (fp8GemmPath() == Fp8GemmPath::Bf16))
+            return std::make_shared<const Fp8FactoredGemm>(*lending->second, std::move(scales), std::move(bias));
         auto gemm = std::make_shared<const Fp8FactoredGemm>(name, codes, in, std::move(scales), std::move(bias),
                                                             fp8GemmPath());
         // The codes are read again only by dequant mode, the fp16 twin and DL16 (each on first use).
@@ -317,6 +345,7 @@ private:
     const TensorStore& store_;
     const EncoderLayout& layout_;
     StoredPrecision precision_;
+    std::map<std::string, std::shared_ptr<const Fp8FactoredGemm>> lendingGemms_; // see loadEncoderWeights
 };
 
 void fuseQkv(LayerWeights& layer)
@@ -438,15 +467,24 @@ bool runsFactored(const LinearInfo& info)
            info.activations != ActivationQuantization::DynamicPerGroup && fp8GemmPath() != Fp8GemmPath::Float32;
 }
 
-EncoderWeights loadEncoderWeights(const Checkpoint& checkpoint, const Progress& progress, StoredPrecision precision)
+EncoderWeights loadEncoderWeights(const Checkpoint& checkpoint, const Progress& progress, StoredPrecision precision,
+                                  const EncoderWeights* codesFrom)
 {
     const ModelConfig& c = checkpoint.config();
     const EncoderLayout& layout = checkpoint.layout();
-    const WeightLoader loader(checkpoint, precision);
+    const WeightLoader loader(checkpoint, precision, codesFrom);
     const int64_t h = c.hiddenSize;
     EncoderWeights weights;
     progress.report(0.0, "Loading embeddings");
-    weights.wordEmbeddings = loader.wordEmbeddings(c.vocabSize, h);
+    const bool shareWordEmbeddings = precision == StoredPrecision::Half && codesFrom &&
+                                     !checkpoint.plan().wordEmbeddings().quantized && !layout.isMaskedLm() &&
+                                     codesFrom->wordEmbeddings.defined() && !codesFrom->roundWordEmbeddingsOnLookup;
+    if (shareWordEmbeddings) {
+        weights.wordEmbeddings = codesFrom->wordEmbeddings;
+        weights.roundWordEmbeddingsOnLookup = true;
+    } else {
+        weights.wordEmbeddings = loader.wordEmbeddings(c.vocabSize, h);
+    }
     weights.positionEmbeddings = loader.tensor(layout.positionEmbeddingsTensor(), {c.maxPositionEmbeddings, h});
     weights.tokenTypeEmbeddings = loader.tensor(layout.tokenTypeEmbeddingsTensor(), {c.typeVocabSize, h});
     weights.embeddingNormWeight = loader.tensor(layout.embeddingNormPrefix() + ".weight", {h});

@@ -194,7 +194,29 @@ Fp8FactoredGemm::Fp8FactoredGemm(const std::string& module, const std::vector<Co
     }
 }
 
+Fp8FactoredGemm::Fp8FactoredGemm(const Fp8FactoredGemm& sameCodes, std::vector<float> weightScales,
+                                 std::vector<float> bias)
+    : impl_(std::make_unique<Impl>())
+{
+    const Impl& from = *sameCodes.impl_;
+    Impl& m = *impl_;
+    m.module = from.module;
+    m.sourceType = from.sourceType;
+    m.out = from.out;
+    m.in = from.in;
+    m.weightScales = std::move(weightScales);
+    m.bias = std::move(bias);
+    if (static_cast<int64_t>(m.weightScales.size()) != m.out || (!m.bias.empty() && static_cast<int64_t>(m.bias.size()) != m.out))
+        throw Error("Linear '" + m.module + "': the factored FP8 GEMM needs one weight scale and bias value per output channel.");
+    m.weightLayouts = from.weightLayouts; // oneDNN memory objects are handles: the buffers are shared
+}
+
 Fp8FactoredGemm::~Fp8FactoredGemm() = default;
+
+const std::string& Fp8FactoredGemm::module() const
+{
+    return impl_->module;
+}
 
 int64_t Fp8FactoredGemm::inFeatures() const
 {

@@ -67,10 +67,14 @@ public:
     };
     Fp8FactoredGemm(const std::string& module, const std::vector<CodeRows>& stacked, int64_t in,
                     std::vector<float> weightScales, std::vector<float> bias, Fp8GemmPath sources);
+    // The same converted codes under other scales and bias (the fp16 twin's half-rounded ones):
+    // the weight buffers are shared with `sameCodes`, not copied.
+    Fp8FactoredGemm(const Fp8FactoredGemm& sameCodes, std::vector<float> weightScales, std::vector<float> bias);
     ~Fp8FactoredGemm();
     Fp8FactoredGemm(const Fp8FactoredGemm&) = delete;
     Fp8FactoredGemm& operator=(const Fp8FactoredGemm&) = delete;
 
+    const std::string& module() const; // the name it was made under (a Linear, or a layer's "<layer>.qkv")
     int64_t inFeatures() const;
     int64_t outFeatures() const;
 
