@@ -42,7 +42,7 @@ struct ForwardContext {
     const EncoderWeights& weights;
     const EncoderLayout& layout;
     std::vector<uint8_t> realRows; // per flattened token row: 1 real, 0 padding
-    ForwardResult result;
+    ForwardResult result{};
 
     StoredPrecision storedPrecision() const
     {
@@ -118,8 +118,8 @@ struct ForwardContext {
         }
     }
     int64_t sequenceLength = 1;
-    std::vector<std::pair<int, int>> logitPositions; // the MaskedLM head's gathered (row, position)s
-    bool gatheredRows = false;                       // set once the head runs on those positions only
+    std::vector<std::pair<int, int>> logitPositions{}; // the MaskedLM head's gathered (row, position)s
+    bool gatheredRows = false;                         // set once the head runs on those positions only
 
     // The earliest recent capture point that was this very tensor, or "". Recent contiguous captures
     // are held (their memory cannot be reused meanwhile), so an equal data pointer and shape mean
@@ -138,7 +138,7 @@ struct ForwardContext {
         return same;
     }
     static constexpr std::size_t kRecentCaptures = 8; // a layer's q/k/v inputs are 4 captures apart
-    std::deque<std::pair<std::string, at::Tensor>> recentCaptures;
+    std::deque<std::pair<std::string, at::Tensor>> recentCaptures{};
 };
 
 // Quantize-dequantize a Linear's input as `fp8` mode does: per token row, per run of channels, or per tensor.
@@ -604,7 +604,7 @@ ForwardResult EncoderGraph::run(const EncoderInputs& inputs, const ForwardOption
     const Impl& m = *impl_;
     checkAccumulation(*m.checkpoint, options);
     const PaddedBatch padded = padForwardInputs(inputs, m.config().padTokenId);
-    ForwardContext context{options, m.weightsFor(options.mode, progress), m.layout(), padded.realRows, {}, {}};
+    ForwardContext context{options, m.weightsFor(options.mode, progress), m.layout(), padded.realRows};
     context.sequenceLength = padded.seq;
     context.logitPositions = inputs.logitPositions;
     context.result.firstNonFiniteByRow.assign(static_cast<std::size_t>(padded.batch), std::string());

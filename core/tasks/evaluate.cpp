@@ -304,7 +304,7 @@ private:
         } catch (const Cancelled&) {
             throw;
         } catch (const Error& e) {
-            result_.skipped.push_back({index, example.id, e.what()});
+            result_.skipped.push_back({index, example.id, e.what(), {}});
             return;
         }
         const std::size_t windows = question.windows.size();
