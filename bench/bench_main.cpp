@@ -187,7 +187,7 @@ Resident residentNow()
 }
 
 // What each part of a loaded model pair adds to resident memory, in the order the bench builds
-// them (docs/PERFORMANCE.md "Memory budget").
+// them (docs/ARCHITECTURE.md, "Speed and memory": the memory budget of a loaded model).
 struct MemoryLedger {
     Resident last = residentNow();
     json parts = json::array();
