@@ -112,7 +112,11 @@ struct EvaluationOptions {
     // forward's largest activations (tokens x intermediate width) then stay small enough for the
     // engine's allocator to reuse instead of mapping them afresh each time (engine/compute_threads.h
     // keepForwardBuffers). With 16 windows of ~300 tokens a question took 4x longer than with 4.
-    std::size_t batchTokens = 2048;
+    // The cap also sets evaluate's memory: a batch through both models holds ~450 KB per token at
+    // roberta-base width, and the heap keeps about two batches' worth. 64 SQuAD questions, CLI
+    // peak / questions per second on an AVX2 EPYC: 2048 tokens 2.92 GB / 1.46, 1024 2.22 GB / 1.38,
+    // 512 1.54 GB / 1.34; on an AVX-512 EPYC about 1200 tokens (4 windows) ran faster than 2048.
+    std::size_t batchTokens = 1024;
     // Each window is as long as its tokens and a batch is padded to its longest window, so batches
     // are formed from windows of similar length: windows of the next few batches' questions are
     // sorted by length first. false batches them in file order (more padding, the same answers).
