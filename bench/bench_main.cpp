@@ -102,23 +102,6 @@ std::string cpuModelAndFlags()
     return model + " (" + shown + ")";
 }
 
-// Peak resident memory since the start or the last restartPeakResident, in MB: /proc/self/status's
-// VmHWM, which clear_refs can restart (getrusage's maximum cannot).
-double peakResidentMb()
-{
-    std::ifstream status("/proc/self/status");
-    std::string key;
-    double kb = 0;
-    while (status >> key) {
-        if (key == "VmHWM:" && status >> kb)
-            return kb / 1024.0;
-        status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
-    }
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return double(usage.ru_maxrss) / 1024.0; // kilobytes on Linux
-}
-
 // Starts the peak over from what is resident now, so that generating and quantizing the
 // checkpoints on a first run (a float model, its FP8 copy) does not count as the models' peak.
 // False where the kernel refuses (Linux before 4.0, or /proc read-only).
@@ -167,6 +150,7 @@ std::string ms(double v)
 // checkpoint files and libraries), from /proc/self/status.
 struct Resident {
     double anonMb = 0, fileMb = 0;
+    double peakMb = 0; // VmHWM: the peak since the start or the last restartPeakResident
 };
 Resident residentNow()
 {
@@ -180,10 +164,23 @@ Resident residentNow()
             r.anonMb = kb / 1024.0;
         else if (key == "RssFile:" && status >> kb >> unit)
             r.fileMb = kb / 1024.0;
+        else if (key == "VmHWM:" && status >> kb >> unit)
+            r.peakMb = kb / 1024.0;
         else
             status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
     }
     return r;
+}
+
+// Peak resident memory in MB: VmHWM, which clear_refs can restart (getrusage's maximum, the
+// fallback where /proc does not say, cannot).
+double peakResidentMb()
+{
+    if (const double peak = residentNow().peakMb; peak > 0)
+        return peak;
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return double(usage.ru_maxrss) / 1024.0; // kilobytes on Linux
 }
 
 // What each part of a loaded model pair adds to resident memory, in the order the bench builds
