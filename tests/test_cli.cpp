@@ -139,7 +139,9 @@ private slots:
 
     // The third line of --version names the float32 GEMM and how it was chosen: measured the first
     // time on a machine (kept in the cache folder), read from the cache after that, measured again
-    // when the cache is damaged, or forced by SCALESCOPE_FLOAT_GEMM.
+    // when the cache is damaged, or forced by SCALESCOPE_FLOAT_GEMM. The measurement runs on the
+    // threads SCALESCOPE_THREADS asks for, as every other command does (it once ran on LibTorch's
+    // default of one and was kept for runs on two).
     void versionNamesTheFloatGemm()
     {
         const QString cache = QString::fromStdString(makeTempDir("float-gemm-cache"));
@@ -148,6 +150,7 @@ private slots:
             QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
             environment.insert("XDG_CACHE_HOME", cache);
             environment.remove("SCALESCOPE_FLOAT_GEMM");
+            environment.insert("SCALESCOPE_THREADS", "2");
             if (!forced.isEmpty())
                 environment.insert("SCALESCOPE_FLOAT_GEMM", forced);
             process.setProcessEnvironment(environment);
@@ -164,6 +167,8 @@ private slots:
         // The path in use is the one the measurement kept.
         const json kept = json::parse(readAll(cacheFile.toStdString()));
         const bool blas = kept.begin().value()["path"] == "blas";
+        QCOMPARE(kept.begin().value()["threads"].get<int>(), 2);
+        QCOMPARE(kept.begin().value()["measured"].get<std::string>(), std::string("float32 layer"));
         QVERIFY2(second.contains(blas ? "float32 GEMM: BLAS (" : "float32 GEMM: oneDNN "), qPrintable(second));
         QFile damaged(cacheFile);
         QVERIFY(damaged.open(QIODevice::WriteOnly | QIODevice::Truncate));

@@ -19,11 +19,13 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "engine/compute_threads.h"
 #include "engine/activation_kernels.h"
 #include "engine/float_gemm.h"
 #include "engine/fp8_gemm.h"
+#include "engine/matmul_benchmark.h"
 #include "io/safetensors.h"
 #include "engine/encoder_model.h"
 #include "support/fixtures.h"
@@ -390,6 +392,18 @@ private slots:
         QCOMPARE(entry["intermediate"].get<int>(), 88);
         // The same shapes again: the choice made, not a new measurement.
         QCOMPARE(&chooseFloatGemm(40, 88, 16), &chooseFloatGemm(40, 88, 16));
+    }
+
+    // The choice's timing runs whole layers on either path: heads of 64 channels where 64 divides
+    // the width (128: two), one head where it does not (40, 200), one or several layers in a row.
+    void floatLayerTimingRunsAtAnyWidth()
+    {
+        for (FloatGemmPath path : {FloatGemmPath::OneDnn, FloatGemmPath::Blas})
+            for (const auto& [hidden, intermediate, layers] : {std::tuple{128, 256, 2}, {40, 88, 1}, {200, 96, 3}}) {
+                const double gflops = measureFloatLayerGflops(path, hidden, intermediate, 24, layers, 1);
+                QVERIFY2(std::isfinite(gflops) && gflops > 0,
+                         qPrintable(QString("%1 at %2/%3: %4").arg(floatGemmPathName(path)).arg(hidden).arg(intermediate).arg(gflops)));
+            }
     }
 
     // The bf16 GEMM's input made in one pass (quantizeActivationsToBf16) is the upper half of the

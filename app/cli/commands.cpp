@@ -822,16 +822,18 @@ int run(const std::vector<std::string>& args)
         printUsage(args.empty() ? std::cerr : std::cout);
         return args.empty() ? 2 : 0;
     }
-    if (args[0] == "--version") {
-        std::cout << "scalescope-cli " << SCALESCOPE_VERSION << "\n" << fp8GemmDescription() << "\n"
-                  << floatGemmDescription() << "\n";
-        return 0;
-    }
+    // Threads first, --version too: it may measure the float32 GEMM (floatGemmDescription), and a
+    // measurement on LibTorch's default of one thread would be cached for the runs that use two.
     try {
         setComputeThreads(computeThreadsFromEnvironment(std::getenv("SCALESCOPE_THREADS")));
     } catch (const Error& e) {
         std::cerr << "scalescope-cli: " << e.what() << "\n";
         return 1;
+    }
+    if (args[0] == "--version") {
+        std::cout << "scalescope-cli " << SCALESCOPE_VERSION << "\n" << fp8GemmDescription() << "\n"
+                  << floatGemmDescription() << "\n";
+        return 0;
     }
 
     for (const Command& command : commands()) {

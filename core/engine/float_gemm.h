@@ -8,7 +8,11 @@
 // kernel on an AMX Xeon it did not recognise, while on an AVX512_BF16 EPYC it beat oneDNN's float32
 // matmul by ~1.5x). So the candidates are timed at a model's own shapes the first time a model of
 // those shapes loads, checked against a float64 recomputation, and the fastest is used
-// (chooseFloatGemm). The measurement is kept per CPU, library versions, threads and shapes in the
+// (chooseFloatGemm). Each is timed inside a whole float32 layer (matmul_benchmark.h
+// measureFloatLayerGflops), element-wise work included, because the path also decides where that
+// work runs: beside OpenBLAS's threads LibTorch keeps one (compute_threads.h). On an AVX2 EPYC
+// OpenBLAS's bare GEMMs ran 150 GFLOP/s against oneDNN's 134, yet a reference forward took 711-776 ms
+// on OpenBLAS and 580-612 ms on oneDNN. The measurement is kept per CPU, library versions, threads and shapes in the
 // user's cache folder, so a later start costs nothing. SCALESCOPE_FLOAT_GEMM=blas|onednn overrides
 // the measurement (tests, and a user who knows better); =measure measures again and rewrites the
 // cache (a first run on a busy machine may have measured badly).
@@ -32,7 +36,8 @@ const char* floatGemmPathName(FloatGemmPath path); // "onednn", "blas"
 
 struct FloatGemmCandidate {
     FloatGemmPath path = FloatGemmPath::OneDnn;
-    double gflops = 0;   // at the model's shapes, weighted as a forward runs them; 0 when not timed
+    double gflops = 0;   // a float32 layer's products per second at the model's shapes, its element-wise
+                         // work counted as time; 0 when not timed
     std::string problem; // why it was not a candidate (unavailable, failed its self-check), or ""
 };
 
