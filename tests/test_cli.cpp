@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <memory>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -180,6 +182,45 @@ private slots:
         QVERIFY2(forcedBlas.contains("float32 GEMM: BLAS (") && forcedBlas.contains("SCALESCOPE_FLOAT_GEMM"),
                  qPrintable(forcedBlas));
         QVERIFY2(version("onednn").contains("float32 GEMM: oneDNN "), "forced oneDNN");
+    }
+
+    // Processes started together on one machine make one measurement and keep its choice: the
+    // first measures while the others wait for it and read the cache (the CPU runner's float32 bits
+    // match the workbench's only when both run the same path).
+    void concurrentStartsAgreeOnTheFloatGemm()
+    {
+        const QString cache = QString::fromStdString(makeTempDir("float-gemm-together"));
+        std::vector<std::unique_ptr<QProcess>> processes;
+        for (int i = 0; i < 3; ++i) {
+            auto process = std::make_unique<QProcess>();
+            QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+            environment.insert("XDG_CACHE_HOME", cache);
+            environment.remove("SCALESCOPE_FLOAT_GEMM");
+            environment.insert("SCALESCOPE_THREADS", "2");
+            process->setProcessEnvironment(environment);
+            process->start(QStringLiteral(SCALESCOPE_CLI), {"--version"});
+            QVERIFY(process->waitForStarted());
+            processes.push_back(std::move(process));
+        }
+        int measured = 0, cached = 0;
+        QStringList paths;
+        for (auto& process : processes) {
+            QVERIFY(process->waitForFinished(180000));
+            QCOMPARE(process->exitCode(), 0);
+            const QString out = QString::fromUtf8(process->readAllStandardOutput());
+            measured += out.contains(", measured at 384 x 768/3072:");
+            cached += out.contains(", cached at 384 x 768/3072:");
+            const int at = out.indexOf("float32 GEMM: ");
+            QVERIFY2(at >= 0, qPrintable(out));
+            paths << out.mid(at, out.indexOf(' ', at + 14) - at);
+        }
+        QCOMPARE(measured, 1);
+        QCOMPARE(cached, 2);
+        QVERIFY2(paths.count(paths.front()) == 3, qPrintable(paths.join(" | ")));
+        const json kept = json::parse(readAll((cache + "/scalescope/float-gemm.json").toStdString()));
+        QCOMPARE(kept.size(), std::size_t(1));
+        QVERIFY2(paths.front().contains(kept.begin().value()["path"] == "blas" ? "BLAS" : "oneDNN"),
+                 qPrintable(paths.front()));
     }
 
     void tokenizeJson()

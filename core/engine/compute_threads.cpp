@@ -30,12 +30,17 @@ SetBlasThreads openBlasSetThreads()
     return reinterpret_cast<SetBlasThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
 }
 
+int onePerCore()
+{
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 } // namespace
 
 void setComputeThreads(int threads)
 {
     if (threads <= 0)
-        threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        threads = onePerCore();
     configuredThreads = threads;
     if (const SetBlasThreads setBlasThreads = openBlasSetThreads())
         setBlasThreads(threads);
@@ -85,7 +90,9 @@ int computeThreadsFromEnvironment(const char* value)
 
 int computeThreads()
 {
-    return configuredThreads > 0 ? configuredThreads : at::get_num_threads();
+    // Not LibTorch's count when unset: placeComputeThreads lowers that to one beside OpenBLAS, and
+    // the float GEMM choice (keyed by this count) then changed its key within one process.
+    return configuredThreads > 0 ? configuredThreads : onePerCore();
 }
 
 } // namespace scalescope

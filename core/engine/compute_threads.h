@@ -10,6 +10,7 @@ namespace scalescope {
 
 // Sets the compute threads; 0 means one per core.
 void setComputeThreads(int threads);
+// The compute threads: as set, or one per core until set.
 int computeThreads();
 
 // Where LibTorch's element-wise work runs, given whether the float32 GEMMs run on OpenBLAS

@@ -8,14 +8,17 @@
 // kernel on an AMX Xeon it did not recognise, while on an AVX512_BF16 EPYC it beat oneDNN's float32
 // matmul by ~1.5x). So the candidates are timed at a model's own shapes the first time a model of
 // those shapes loads, checked against a float64 recomputation, and the fastest is used
-// (chooseFloatGemm). Each is timed inside a whole float32 layer (matmul_benchmark.h
+// (chooseFloatGemm). Each is timed inside whole float32 layers (matmul_benchmark.h
 // measureFloatLayerGflops), element-wise work included, because the path also decides where that
 // work runs: beside OpenBLAS's threads LibTorch keeps one (compute_threads.h). On an AVX2 EPYC
-// OpenBLAS's bare GEMMs ran 150 GFLOP/s against oneDNN's 134, yet a reference forward took 711-776 ms
-// on OpenBLAS and 580-612 ms on oneDNN. The measurement is kept per CPU, library versions, threads and shapes in the
-// user's cache folder, so a later start costs nothing. SCALESCOPE_FLOAT_GEMM=blas|onednn overrides
-// the measurement (tests, and a user who knows better); =measure measures again and rewrites the
-// cache (a first run on a busy machine may have measured badly).
+// OpenBLAS's bare GEMMs ran 150 GFLOP/s against oneDNN's 134, yet a reference forward took
+// 711-776 ms on OpenBLAS and 580-612 ms on oneDNN. The measurement is kept per CPU, library
+// versions, threads and shapes in the user's cache folder, so a later start costs nothing, and the
+// processes of one machine agree: one measures at a time, and the first one's choice stands (a
+// CPU runner's float32 results match the workbench's bit for bit only on the same path).
+// SCALESCOPE_FLOAT_GEMM=blas|onednn overrides the measurement (tests, and a user who knows better);
+// =measure measures again and rewrites the cache (a first run on a busy machine may have measured
+// badly).
 //
 // The weight is read in place in a Linear's own [out, in] layout by both candidates: no packed
 // copy, so a model's memory does not double.
@@ -50,8 +53,8 @@ struct FloatGemmChoice {
 
 // Chooses the float32 GEMM for a model with these widths (rows: a typical token count) and makes it
 // the one floatLinear and floatBatchedMatmul use from now on; the thread placement follows it
-// (compute_threads.h). Measures on the first call for these shapes on this machine (a fraction of a
-// second at roberta-base size), then reads the cache. Thread-safe.
+// (compute_threads.h). Measures on the first call for these shapes on this machine (about 2.5 s at
+// roberta-base size), then reads the cache. Thread-safe.
 const FloatGemmChoice& chooseFloatGemm(int64_t hidden, int64_t intermediate, int64_t rows = 384);
 // The path in use (OneDnn until a choice is made).
 FloatGemmPath floatGemmPath();

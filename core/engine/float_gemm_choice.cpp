@@ -1,11 +1,15 @@
 // oneDNN's version and the BLAS's configuration (no LibTorch headers): which float32 GEMM runs,
 // chosen by timing the candidates at a model's shapes (float_gemm.h), and the cache of those times.
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -161,12 +165,17 @@ FloatGemmChoice measure(int64_t hidden, int64_t intermediate, int64_t rows)
 {
     FloatGemmChoice choice;
     choice.source = "measured";
+    choice.hidden = hidden;
+    choice.intermediate = intermediate;
+    choice.rows = rows;
     for (FloatGemmPath path : kCandidates)
         choice.candidates.push_back({path, 0, ""});
     // Times a candidate on its own thread placement and keeps its best rate. The previous
     // candidate's idle threads spin for a while after its last call (OpenBLAS's for ~2^28 cycles,
     // 0.1 s at 2.5 GHz); timing this one next to them would measure both.
     auto timeOn = [](FloatGemmCandidate& candidate, const std::function<double()>& time) {
+        if (!candidate.problem.empty()) // unusable stays unusable, with no rate
+            return;
         try {
             placeComputeThreads(candidate.path == FloatGemmPath::Blas);
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -210,6 +219,46 @@ FloatGemmChoice measure(int64_t hidden, int64_t intermediate, int64_t rows)
         }
     return choice;
 }
+
+// Holds the cache folder's measurement lock, so that the processes of one machine measure one at a
+// time and the first one's choice stands for all. Two processes timing at once slow each other, and
+// on a machine where the paths are close each may keep a different one: a CPU runner's float32
+// results then differed from the in-process ones in the last bits (summation order; test_dl16 saw
+// it on an AVX2 EPYC). The wait is bounded: a holder that stops answering costs a measurement of
+// our own after kWait, never a hang (the kernel drops the lock of a holder that dies). The lock file
+// stays: removing it would let two processes lock two different files of one name.
+class MeasurementLock {
+public:
+    MeasurementLock()
+    {
+        constexpr auto kWait = std::chrono::seconds(60);
+        std::error_code ignored;
+        const fs::path file = fs::path(floatGemmCacheFile()).replace_extension(".lock");
+        fs::create_directories(file.parent_path(), ignored);
+        fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd_ < 0) // an unwritable cache folder: nothing is kept, so there is nothing to agree on
+            return;
+        const auto deadline = std::chrono::steady_clock::now() + kWait;
+        while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+            if (errno != EWOULDBLOCK || std::chrono::steady_clock::now() > deadline) {
+                ::close(fd_);
+                fd_ = -1;
+                return;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    }
+    ~MeasurementLock()
+    {
+        if (fd_ >= 0)
+            ::close(fd_);
+    }
+    MeasurementLock(const MeasurementLock&) = delete;
+    MeasurementLock& operator=(const MeasurementLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
 
 struct Choices {
     std::mutex mutex;
@@ -263,13 +312,16 @@ const FloatGemmChoice& chooseFloatGemm(int64_t hidden, int64_t intermediate, int
             choice.path = forced;
             choice.source = "SCALESCOPE_FLOAT_GEMM";
         } else if (asked == "measure" || !cachedChoice(key, choice)) { // "measure": a busy first run is redone
-            choice = measure(hidden, intermediate, rows);
+            const MeasurementLock oneAtATime;
+            // Another process may have measured while this one waited: its choice stands.
+            if (asked == "measure" || !cachedChoice(key, choice)) {
+                choice = measure(hidden, intermediate, rows);
+                writeCache(key, choice);
+            }
         }
         choice.hidden = hidden;
         choice.intermediate = intermediate;
         choice.rows = rows;
-        if (choice.source == "measured")
-            writeCache(key, choice);
         it = all.byKey.emplace(key, std::move(choice)).first;
     }
     all.last = &it->second;
