@@ -1,5 +1,7 @@
 #include "support/fixtures.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -7,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
 
@@ -701,13 +704,50 @@ void editTensorBytes(const std::string& dir, const std::string& tensorName,
     writeSafetensors(joinPath(dir, "model.safetensors"), tensors, {{"format", "pt"}});
 }
 
+namespace {
+
+// The folders makeTempDir made, removed when the test process ends: a full ctest run made about
+// a thousand (1.5 GB) and left every one in /tmp. Only by the process that made them: a forked
+// child that returned through exit() would otherwise remove its parent's folders under it.
+class TempDirsOfThisProcess {
+public:
+    void add(const std::string& path)
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        paths_.push_back(path);
+    }
+    ~TempDirsOfThisProcess()
+    {
+        if (::getpid() != owner_)
+            return;
+        for (const std::string& path : paths_) {
+            std::error_code ignored; // a folder a test made unremovable stays; the run goes on
+            std::filesystem::remove_all(path, ignored); // links are removed, never followed
+        }
+    }
+
+private:
+    const pid_t owner_ = ::getpid();
+    std::mutex mutex_;
+    std::vector<std::string> paths_;
+};
+
+TempDirsOfThisProcess& tempDirsOfThisProcess()
+{
+    static TempDirsOfThisProcess dirs;
+    return dirs;
+}
+
+} // namespace
+
 std::string makeTempDir(const std::string& prefix)
 {
     QTemporaryDir dir(QDir::tempPath() + "/" + QString::fromStdString(prefix) + "-XXXXXX");
     if (!dir.isValid())
         throw Error("Cannot create a temporary folder under " + QDir::tempPath().toStdString() + ": " +
                     dir.errorString().toStdString() + ".");
-    dir.setAutoRemove(false);
+    dir.setAutoRemove(false); // the whole test may use it; removed at the process's end
+    tempDirsOfThisProcess().add(dir.path().toStdString());
     return dir.path().toStdString();
 }
 

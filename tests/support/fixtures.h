@@ -134,7 +134,8 @@ void copyCheckpoint(const std::string& sourceDir, const std::string& destination
 void editTensorBytes(const std::string& dir, const std::string& tensorName,
                      const std::function<void(std::vector<uint8_t>& bytes)>& edit);
 
-// A fresh temporary folder under QDir::tempPath(), removed by the caller's QTemporaryDir if desired.
+// A fresh temporary folder under QDir::tempPath(), removed with everything in it when the test
+// process ends.
 std::string makeTempDir(const std::string& prefix);
 
 } // namespace scalescope::testing
