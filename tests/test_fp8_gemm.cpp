@@ -369,9 +369,13 @@ private slots:
     {
         const std::string cache = makeTempDir("cache");
         const QByteArray previous = qgetenv("XDG_CACHE_HOME");
+        const QByteArray forced = qgetenv("SCALESCOPE_FLOAT_GEMM"); // a whole run may force a path
         qputenv("XDG_CACHE_HOME", QByteArray::fromStdString(cache));
+        qunsetenv("SCALESCOPE_FLOAT_GEMM");
         const FloatGemmChoice choice = chooseFloatGemm(40, 88, 16); // widths no other test loads
         qputenv("XDG_CACHE_HOME", previous);
+        if (!forced.isNull())
+            qputenv("SCALESCOPE_FLOAT_GEMM", forced);
         QCOMPARE(choice.source, std::string("measured"));
         QCOMPARE(choice.candidates.size(), std::size_t(2));
         double best = 0;
