@@ -199,6 +199,28 @@ struct MemoryLedger {
     }
 };
 
+// Runs `arguments` (argv[0] is the program) with its stdout written to `stdoutFile`; true when it
+// exited with 0.
+bool runChildProcess(const std::vector<std::string>& arguments, const std::string& stdoutFile)
+{
+    std::fflush(stdout); // the child would write what this process still buffers
+    const pid_t child = fork();
+    if (child < 0)
+        return false;
+    if (child == 0) {
+        std::vector<char*> argv;
+        for (const std::string& a : arguments)
+            argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        if (!std::freopen(stdoutFile.c_str(), "w", stdout))
+            _exit(127);
+        execv(argv[0], argv.data());
+        _exit(127);
+    }
+    int status = 0;
+    return waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 // Peak resident memory of a process running `arguments` (argv[0] is the program), in MB; its
 // stdout goes to /dev/null. -1 when it could not run or failed. Linux carries a process's peak
 // over exec, so a child forked from the bench (GBs resident) would report the bench's peak: the
@@ -210,21 +232,7 @@ double childPeakResidentMb(const std::vector<std::string>& program, const std::s
     if (!fs::exists(arguments.front()))
         return -1;
     arguments.insert(arguments.end(), program.begin(), program.end());
-    const pid_t child = fork();
-    if (child < 0)
-        return -1;
-    if (child == 0) {
-        std::vector<char*> argv;
-        for (const std::string& a : arguments)
-            argv.push_back(const_cast<char*>(a.c_str()));
-        argv.push_back(nullptr);
-        if (!std::freopen("/dev/null", "w", stdout))
-            _exit(127);
-        execv(argv[0], argv.data());
-        _exit(127);
-    }
-    int status = 0;
-    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    if (!runChildProcess(arguments, "/dev/null"))
         return -1;
     std::ifstream in(peakFile);
     double kilobytes = -1;
@@ -593,22 +601,7 @@ Timing firstLoadInNewProcess(const Options& options)
     const std::vector<std::string> arguments = {"/proc/self/exe", "--workdir", options.workdir, "--threads",
                                                 std::to_string(options.threads), "--profile", "first-load"};
     for (int i = 0; i < options.repeats; ++i) {
-        std::fflush(stdout); // the child would write what this process still buffers
-        const pid_t child = fork();
-        if (child < 0)
-            return {};
-        if (child == 0) {
-            std::vector<char*> argv;
-            for (const std::string& a : arguments)
-                argv.push_back(const_cast<char*>(a.c_str()));
-            argv.push_back(nullptr);
-            if (!std::freopen(outputFile.c_str(), "w", stdout))
-                _exit(127);
-            execv(argv[0], argv.data());
-            _exit(127);
-        }
-        int status = 0;
-        if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        if (!runChildProcess(arguments, outputFile))
             return {};
         std::ifstream in(outputFile);
         double ms = -1;
