@@ -418,14 +418,14 @@ void TestFp8::quantDequantMatchesFormula()
 
 void TestFp8::quantDequantTailsAndOffsets()
 {
-    // Every start offset and length around the batch width, so both the batched and the leftover
-    // elements are checked, and nothing outside [start, start + n) is touched.
+    // Every start offset and length around the batch width (8 values), so both the batched and the
+    // leftover elements are checked, and nothing outside [start, start + n) is touched.
     std::vector<float> source;
-    for (int i = 0; i < 40; ++i)
-        source.push_back(static_cast<float>(i) * 1.37f - 20.0f);
+    for (int i = 0; i < 80; ++i)
+        source.push_back(static_cast<float>(i) * 0.73f - 29.0f);
     const float scale = 0.11f;
     for (std::size_t start = 0; start < 5; ++start) {
-        for (std::size_t n = 0; n < 20; ++n) {
+        for (std::size_t n = 0; n < 40; ++n) { // several 8-value batches and every tail
             std::vector<float> values = source;
             fp8::quantDequantE4M3(values.data() + start, n, scale);
             for (std::size_t i = 0; i < values.size(); ++i) {

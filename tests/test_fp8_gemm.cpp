@@ -26,6 +26,7 @@
 #include "engine/float_gemm.h"
 #include "engine/fp8_gemm.h"
 #include "engine/matmul_benchmark.h"
+#include "numerics/fp8.h"
 #include "io/safetensors.h"
 #include "engine/encoder_model.h"
 #include "support/fixtures.h"
@@ -92,6 +93,80 @@ public:
     ForcedPath& operator=(const ForcedPath&) = delete;
 };
 
+
+// Bit-for-bit equality, any NaN equal to any NaN.
+bool sameFloat(float a, float b)
+{
+    if (std::isnan(a) || std::isnan(b))
+        return std::isnan(a) && std::isnan(b);
+    uint32_t x, y;
+    std::memcpy(&x, &a, sizeof x);
+    std::memcpy(&y, &b, sizeof y);
+    return x == y;
+}
+
+// docs/ARCHITECTURE.md's activation rule, written out for one run of values with the codec
+// (encode, then decode the code): s = max(amax(|run|) / 448, FLT_MIN) for a dynamic scale (a NaN
+// is no magnitude), or the given static one; the E4M3 value of x / s, and that times s.
+struct RuleRun {
+    float scale = 0;
+    std::vector<float> values, dequantized;
+};
+RuleRun activationRule(const float* x, int64_t n, const float* staticScale)
+{
+    RuleRun r;
+    float amax = 0;
+    for (int64_t i = 0; i < n; ++i)
+        if (std::fabs(x[i]) > amax)
+            amax = std::fabs(x[i]);
+    r.scale = staticScale ? *staticScale : std::max(amax / 448.0f, FLT_MIN);
+    for (int64_t i = 0; i < n; ++i) {
+        const float value = fp8::decodeE4M3(fp8::encodeE4M3(x[i] / r.scale));
+        r.values.push_back(value);
+        r.dequantized.push_back(value * r.scale);
+    }
+    return r;
+}
+
+// Rows of normal values with the cases the rounding treats apart: zeros, NaN, infinities, the
+// largest float, subnormals, and exact E4M3 midpoints of the row's own scale.
+std::vector<float> activationRows(std::mt19937& random, int64_t rows, int64_t features)
+{
+    std::normal_distribution<float> normal(0.0f, 3.0f);
+    const float specials[] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, FLT_MAX, 1e-40f, -3e-39f, 1e-3f};
+    std::vector<float> x(static_cast<std::size_t>(rows * features));
+    for (float& v : x)
+        v = normal(random);
+    for (int64_t row = 0; row < rows; ++row) {
+        float* r = x.data() + row * features;
+        if (row % 5 == 1) // a special somewhere in the row
+            r[random() % features] = specials[random() % std::size(specials)];
+        if (row % 7 == 3 && features > 2) { // amax 224 puts a per-token scale at 0.5, x / s at the midpoints 13.5 and -0.328125
+            r[0] = 224.0f;
+            r[1] = 6.75f;
+            r[2] = -0.1640625f;
+        }
+    }
+    return x;
+}
+
+// Values x whose x / scale is exactly an E4M3 midpoint (ties to even) while x * (1 / scale) is
+// not: a quantizer that multiplies by the reciprocal instead of dividing rounds them differently.
+std::vector<float> divisionMidpoints(float scale)
+{
+    std::vector<float> found;
+    const float inverse = 1.0f / scale;
+    for (int code = 0; code < 0x7E; ++code) {
+        const float midpoint = (fp8::decodeE4M3(static_cast<uint8_t>(code)) + fp8::decodeE4M3(static_cast<uint8_t>(code + 1))) / 2;
+        float x = midpoint * scale;
+        for (int step = 0; step < 8; ++step, x = std::nextafter(x, INFINITY))
+            if (x / scale == midpoint && x * inverse != midpoint) {
+                found.push_back(code % 2 ? x : -x);
+                break;
+            }
+    }
+    return found;
+}
 } // namespace
 
 class TestFp8Gemm : public QObject {
@@ -475,6 +550,85 @@ private slots:
             QCOMPARE(scan.elements, expected.elements);
             QCOMPARE(scan.maxAbs, expected.maxAbs);
         }
+    }
+
+    // The activation quantizers (one pass per row in 64-byte lanes, rows over two threads) against
+    // the rule written out with the codec: every scheme, widths around the lane count, rows with
+    // NaN, infinities, subnormals and midpoints. quantDequantActivations is what the float32 FP8
+    // path multiplies; quantizeActivationValues and the bf16 bits are what the factored GEMMs read.
+    void activationQuantizersFollowTheRule()
+    {
+        const FloatGemmPath onednn = FloatGemmPath::OneDnn; // so that LibTorch's threads are the compute threads
+        forceFloatGemmPath(&onednn);
+        setComputeThreads(2);
+        std::mt19937 random(37);
+        const float staticScale = 0.03f;
+        for (const int64_t features : {1, 15, 16, 17, 33, 768, 3072}) {
+            const int64_t rows = 64;
+            std::vector<float> x = activationRows(random, rows, features);
+            const std::vector<float> midpoints = divisionMidpoints(staticScale);
+            QVERIFY(midpoints.size() > 10);
+            for (std::size_t i = 0; i < midpoints.size() && i < x.size() / 2; ++i) // in the last rows
+                x[x.size() - 1 - i] = midpoints[i];
+            const std::size_t n = x.size();
+            for (const ActivationQuantization scheme :
+                 {ActivationQuantization::DynamicPerToken, ActivationQuantization::DynamicPerTensor,
+                  ActivationQuantization::StaticPerTensor}) {
+                std::vector<RuleRun> expected;
+                for (int64_t row = 0; row < rows; ++row) {
+                    const float* whole = scheme == ActivationQuantization::DynamicPerToken ? x.data() + row * features : x.data();
+                    const int64_t span = scheme == ActivationQuantization::DynamicPerToken ? features : rows * features;
+                    RuleRun all = activationRule(whole, span, scheme == ActivationQuantization::StaticPerTensor ? &staticScale : nullptr);
+                    expected.push_back(activationRule(x.data() + row * features, features, &all.scale));
+                }
+                std::vector<float> dequantized(n), values(n);
+                std::vector<uint16_t> bits(n);
+                const std::vector<float> scalesA =
+                    quantDequantActivations(x.data(), dequantized.data(), rows, features, scheme, staticScale);
+                const std::vector<float> scalesB =
+                    quantizeActivationValues(x.data(), values.data(), rows, features, scheme, staticScale);
+                const std::vector<float> scalesC =
+                    quantizeActivationsToBf16(x.data(), bits.data(), rows, features, scheme, staticScale);
+                for (int64_t row = 0; row < rows; ++row) {
+                    const RuleRun& e = expected[static_cast<std::size_t>(row)];
+                    const std::size_t r = static_cast<std::size_t>(row);
+                    QVERIFY2(sameFloat(scalesA[r], e.scale) && sameFloat(scalesB[r], e.scale) && sameFloat(scalesC[r], e.scale),
+                             qPrintable(QString("features %1, row %2: scale").arg(features).arg(row)));
+                    for (int64_t i = 0; i < features; ++i) {
+                        const std::size_t at = static_cast<std::size_t>(row * features + i);
+                        uint32_t valueBits;
+                        std::memcpy(&valueBits, &e.values[static_cast<std::size_t>(i)], sizeof valueBits);
+                        const bool ok = sameFloat(dequantized[at], e.dequantized[static_cast<std::size_t>(i)]) &&
+                                        sameFloat(values[at], e.values[static_cast<std::size_t>(i)]) &&
+                                        (std::isnan(e.values[static_cast<std::size_t>(i)]) ? (bits[at] & 0x7F80) == 0x7F80 && (bits[at] & 0x7F) != 0
+                                                                                         : bits[at] == valueBits >> 16);
+                        QVERIFY2(ok, qPrintable(QString("features %1, row %2, channel %3: x %4, got %5 / %6, rule %7 / %8")
+                                                    .arg(features).arg(row).arg(i).arg(double(x[at]))
+                                                    .arg(double(dequantized[at])).arg(double(values[at]))
+                                                    .arg(double(e.dequantized[static_cast<std::size_t>(i)]))
+                                                    .arg(double(e.values[static_cast<std::size_t>(i)]))));
+                    }
+                }
+            }
+            // Groups of 32 channels (the last one shorter where 32 does not divide the width).
+            const int64_t group = 32, runs = runsPerRow(features, group);
+            std::vector<float> dequantized(n);
+            const std::vector<float> scales =
+                quantDequantActivations(x.data(), dequantized.data(), rows, features, ActivationQuantization::DynamicPerGroup,
+                                        0.0f, group);
+            QCOMPARE(scales.size(), static_cast<std::size_t>(rows * runs));
+            for (int64_t row = 0; row < rows; ++row)
+                for (int64_t run = 0; run < runs; ++run) {
+                    const int64_t begin = row * features + run * group, width = std::min(group, features - run * group);
+                    const RuleRun e = activationRule(x.data() + begin, width, nullptr);
+                    QVERIFY(sameFloat(scales[static_cast<std::size_t>(row * runs + run)], e.scale));
+                    for (int64_t i = 0; i < width; ++i)
+                        QVERIFY2(sameFloat(dequantized[static_cast<std::size_t>(begin + i)], e.dequantized[static_cast<std::size_t>(i)]),
+                                 qPrintable(QString("group: features %1, row %2, run %3, channel %4").arg(features).arg(row).arg(run).arg(i)));
+                }
+        }
+        forceFloatGemmPath(nullptr);
+        setComputeThreads(2);
     }
 
     // The engine's element-wise kernels (activation quantization, GEMM epilogues, weight decoding)

@@ -21,10 +21,7 @@ namespace {
 
 float rowAmax(const float* row, int64_t features)
 {
-    float amax = 0;
-    for (int64_t i = 0; i < features; ++i)
-        amax = std::max(amax, std::fabs(row[i]));
-    return amax;
+    return fp8::maxMagnitude(row, static_cast<std::size_t>(features));
 }
 
 // One row of scanOutput. Every module output of every forward passes here (tens of millions of
@@ -75,60 +72,63 @@ bool isRealRow(const std::vector<uint8_t>& isReal, int64_t row)
     return isReal.empty() || isReal[static_cast<std::size_t>(row)];
 }
 
+// Rows per parallelFor chunk: about 16 Ki values, so that a chunk outweighs handing it out.
+int64_t rowGrain(int64_t features)
+{
+    return std::max<int64_t>(1, 16384 / std::max<int64_t>(features, 1));
+}
+
 // Group activations: every run of groupSize channels of a row gets s = max(amax(|run|) / 448,
 // FLT_MIN), or MXFP8's power of two mx::activationScale(amax); a shorter last run uses the max of
-// its own elements (as zero-padding would).
+// its own elements (as zero-padding would). Rows are spread over the compute threads.
 std::vector<float> quantDequantGroups(const float* src, float* dst, int64_t rows, int64_t features, int64_t groupSize,
                                       bool mxfp8Scales)
 {
     const int64_t runs = runsPerRow(features, groupSize);
     std::vector<float> scales(static_cast<std::size_t>(rows * runs));
-    for (int64_t row = 0; row < rows; ++row)
-        for (int64_t run = 0; run < runs; ++run) {
-            const int64_t begin = run * groupSize;
-            const int64_t width = std::min(groupSize, features - begin);
-            const float amax = rowAmax(src + row * features + begin, width);
-            const float scale = mxfp8Scales ? mx::activationScale(amax) : std::max(amax / fp8::kE4M3Max, FLT_MIN);
-            scales[static_cast<std::size_t>(row * runs + run)] = scale;
-            fp8::quantDequantE4M3(dst + row * features + begin, static_cast<std::size_t>(width), scale);
-        }
+    parallelFor(rows, rowGrain(features), [&](int64_t first, int64_t last) {
+        for (int64_t row = first; row < last; ++row)
+            for (int64_t run = 0; run < runs; ++run) {
+                const int64_t begin = row * features + run * groupSize;
+                const int64_t width = std::min(groupSize, features - run * groupSize);
+                const float amax = rowAmax(src + begin, width);
+                const float scale = mxfp8Scales ? mx::activationScale(amax) : std::max(amax / fp8::kE4M3Max, FLT_MIN);
+                scales[static_cast<std::size_t>(row * runs + run)] = scale;
+                fp8::quantDequantE4M3(src + begin, static_cast<std::size_t>(width), scale, dst + begin);
+            }
+    });
     return scales;
 }
 
-// The scale of each row for a per-token or per-tensor `scheme` (the same for every row of a
-// per-tensor scheme).
-std::vector<float> activationScales(const float* src, int64_t rows, int64_t features, ActivationQuantization scheme,
-                                    float staticScale)
+// A per-token or per-tensor `scheme` in one pass per row: the row's scale (per token from its own
+// amax; per tensor one scale for all rows, from an amax pass before; static as given), then
+// quantizeRow(row, scale) writes the row's quantized form. Rows are spread over the compute
+// threads between GEMMs; returns each row's scale. Group schemes are the callers' to dispatch.
+template <typename QuantizeRow>
+std::vector<float> quantizeRowsInOnePass(const float* src, int64_t rows, int64_t features,
+                                         ActivationQuantization scheme, float staticScale,
+                                         const QuantizeRow& quantizeRow)
 {
     std::vector<float> rowScales(static_cast<std::size_t>(rows), staticScale);
-    if (scheme == ActivationQuantization::DynamicPerToken) {
-        for (int64_t row = 0; row < rows; ++row)
-            rowScales[static_cast<std::size_t>(row)] =
-                std::max(rowAmax(src + row * features, features) / fp8::kE4M3Max, FLT_MIN);
-    } else if (scheme == ActivationQuantization::DynamicPerTensor) {
-        float amax = 0;
-        for (int64_t row = 0; row < rows; ++row)
-            amax = std::max(amax, rowAmax(src + row * features, features));
+    const int64_t grain = rowGrain(features);
+    if (scheme == ActivationQuantization::DynamicPerTensor) {
+        std::vector<float> rowAmaxes(static_cast<std::size_t>(rows), 0.0f);
+        parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+            for (int64_t row = begin; row < end; ++row)
+                rowAmaxes[static_cast<std::size_t>(row)] = rowAmax(src + row * features, features);
+        });
+        const float amax = rows > 0 ? *std::max_element(rowAmaxes.begin(), rowAmaxes.end()) : 0.0f;
         std::fill(rowScales.begin(), rowScales.end(), std::max(amax / fp8::kE4M3Max, FLT_MIN));
     }
+    parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {
+            float& scale = rowScales[static_cast<std::size_t>(row)];
+            if (scheme == ActivationQuantization::DynamicPerToken)
+                scale = std::max(rowAmax(src + row * features, features) / fp8::kE4M3Max, FLT_MIN);
+            quantizeRow(row, scale);
+        }
+    });
     return rowScales;
-}
-
-using RowQuantizer = void (*)(float*, std::size_t, float);
-
-std::vector<float> quantizeRows(const float* src, float* dst, int64_t rows, int64_t features,
-                                ActivationQuantization scheme, float staticScale, RowQuantizer quantizeRow)
-{
-    const std::vector<float> rowScales = activationScales(src, rows, features, scheme, staticScale);
-    for (int64_t row = 0; row < rows; ++row)
-        quantizeRow(dst + row * features, static_cast<std::size_t>(features), rowScales[static_cast<std::size_t>(row)]);
-    return rowScales;
-}
-
-void copyRows(const float* src, float* dst, int64_t rows, int64_t features)
-{
-    if (rows > 0 && dst != src)
-        std::memcpy(dst, src, static_cast<std::size_t>(rows * features) * sizeof(float));
 }
 
 } // namespace
@@ -142,10 +142,11 @@ std::vector<float> quantDequantActivations(const float* src, float* dst, int64_t
                                            ActivationQuantization scheme, float staticScale, int64_t groupSize,
                                            bool mxfp8Scales)
 {
-    copyRows(src, dst, rows, features);
     if (scheme == ActivationQuantization::DynamicPerGroup)
         return quantDequantGroups(src, dst, rows, features, groupSize, mxfp8Scales);
-    return quantizeRows(src, dst, rows, features, scheme, staticScale, fp8::quantDequantE4M3);
+    return quantizeRowsInOnePass(src, rows, features, scheme, staticScale, [&](int64_t row, float scale) {
+        fp8::quantDequantE4M3(src + row * features, static_cast<std::size_t>(features), scale, dst + row * features);
+    });
 }
 
 std::vector<float> quantizeActivationValues(const float* src, float* dst, int64_t rows, int64_t features,
@@ -155,8 +156,9 @@ std::vector<float> quantizeActivationValues(const float* src, float* dst, int64_
     // take the quantDequantActivations path for them (encoder_graph.cpp's dispatch).
     if (scheme == ActivationQuantization::DynamicPerGroup)
         throw std::logic_error("quantizeActivationValues: group activation scales do not factor out of the GEMM");
-    copyRows(src, dst, rows, features);
-    return quantizeRows(src, dst, rows, features, scheme, staticScale, fp8::quantizeToE4M3Values);
+    return quantizeRowsInOnePass(src, rows, features, scheme, staticScale, [&](int64_t row, float scale) {
+        fp8::quantizeToE4M3Values(src + row * features, static_cast<std::size_t>(features), scale, dst + row * features);
+    });
 }
 
 std::vector<float> quantizeActivationsToBf16(const float* src, uint16_t* dst, int64_t rows, int64_t features,
@@ -164,27 +166,9 @@ std::vector<float> quantizeActivationsToBf16(const float* src, uint16_t* dst, in
 {
     if (scheme == ActivationQuantization::DynamicPerGroup)
         throw std::logic_error("quantizeActivationsToBf16: group activation scales do not factor out of the GEMM");
-    std::vector<float> rowScales(static_cast<std::size_t>(rows), staticScale);
-    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(features, 1));
-    if (scheme == ActivationQuantization::DynamicPerTensor) {
-        std::vector<float> chunkAmax(static_cast<std::size_t>(rows), 0.0f);
-        parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
-            for (int64_t row = begin; row < end; ++row)
-                chunkAmax[static_cast<std::size_t>(row)] = rowAmax(src + row * features, features);
-        });
-        const float amax = rows > 0 ? *std::max_element(chunkAmax.begin(), chunkAmax.end()) : 0.0f;
-        std::fill(rowScales.begin(), rowScales.end(), std::max(amax / fp8::kE4M3Max, FLT_MIN));
-    }
-    parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
-        for (int64_t row = begin; row < end; ++row) {
-            const float* in = src + row * features;
-            float& scale = rowScales[static_cast<std::size_t>(row)];
-            if (scheme == ActivationQuantization::DynamicPerToken)
-                scale = std::max(rowAmax(in, features) / fp8::kE4M3Max, FLT_MIN);
-            fp8::quantizeToE4M3Bf16(in, static_cast<std::size_t>(features), scale, dst + row * features);
-        }
+    return quantizeRowsInOnePass(src, rows, features, scheme, staticScale, [&](int64_t row, float scale) {
+        fp8::quantizeToE4M3Bf16(src + row * features, static_cast<std::size_t>(features), scale, dst + row * features);
     });
-    return rowScales;
 }
 
 namespace {

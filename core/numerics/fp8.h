@@ -31,14 +31,22 @@ uint8_t encodeE5M2(float value);
 // bit for bit (tested over all codes and their midpoints).
 float roundToE4M3(float value);
 
-// In place: x[i] = roundToE4M3(x[i] / scale) * scale, in float32, for n values.
-void quantDequantE4M3(float* values, std::size_t n, float scale);
+// dst[i] = roundToE4M3(src[i] / scale) * scale, in float32, for n values (dst may be src).
+void quantDequantE4M3(const float* src, std::size_t n, float scale, float* dst);
+// The same in place.
+inline void quantDequantE4M3(float* values, std::size_t n, float scale)
+{
+    quantDequantE4M3(values, n, scale, values);
+}
 
-// In place: x[i] = roundToE4M3(x[i] / scale), the E4M3 values themselves (the scale is applied
-// later, e.g. after a GEMM on the values): quantDequantE4M3 without the final multiplication.
-void quantizeToE4M3Values(float* values, std::size_t n, float scale);
+// dst[i] = roundToE4M3(src[i] / scale), the E4M3 values themselves (the scale is applied later,
+// e.g. after a GEMM on the values): quantDequantE4M3 without the final multiplication.
+void quantizeToE4M3Values(const float* src, std::size_t n, float scale, float* dst);
 
-// quantizeToE4M3Values from src into dst as bfloat16 bits: every E4M3 value is exactly a bfloat16
+// The largest |x| of n values, NaN left out (0 for none): the amax a dynamic scale is taken from.
+float maxMagnitude(const float* values, std::size_t n);
+
+// quantizeToE4M3Values written as bfloat16 bits: every E4M3 value is exactly a bfloat16
 // (the float32's upper half), so this is the same rounding written in the form a bf16 GEMM reads,
 // in one pass over the input.
 void quantizeToE4M3Bf16(const float* src, std::size_t n, float scale, uint16_t* dst);
