@@ -126,11 +126,6 @@ inline float roundToE4M3Scalar(float value)
 // that way on an AVX2 EPYC, against 0.44 ns with 32-byte lanes (maxMagnitude's four running maxima
 // included), and 1.2 ns for the earlier passes (a scalar amax, a copy, then 16-byte lanes without
 // clones). Comparisons yield all-ones or zero lanes, used as blend masks.
-#if defined(__GNUC__) && !defined(__clang__)
-// The helpers below return 32- and 64-byte vectors; they are inlined into this file's loops and
-// never cross a call boundary, so the baseline target's ABI for such a return does not matter.
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
 typedef float FloatLanes __attribute__((vector_size(32)));
 typedef int32_t IntLanes __attribute__((vector_size(32)));
 constexpr std::size_t kLanes = sizeof(FloatLanes) / sizeof(float);
@@ -139,36 +134,30 @@ typedef int32_t WideIntLanes __attribute__((vector_size(64)));
 typedef uint16_t WideHalfWordLanes __attribute__((vector_size(32)));
 constexpr std::size_t kWideLanes = sizeof(WideFloatLanes) / sizeof(float);
 
-template <typename To, typename From>
-inline To bitCast(const From& from)
-{
-    static_assert(sizeof(To) == sizeof(From), "bitCast needs equal sizes");
-    To to;
-    std::memcpy(&to, &from, sizeof to);
-    return to;
-}
-
+// Lane helpers take and give vectors by reference, and reinterpret_cast between vector types of
+// one size is a bit cast without a call: clang refuses a 32- or 64-byte vector passed or returned
+// by value in code compiled without AVX (the baseline clone), and a reference raises no ABI question.
 template <typename Ints>
-inline Ints select(Ints mask, Ints ifSet, Ints ifClear)
+inline void selectLanes(Ints& out, const Ints& mask, const Ints& ifSet, const Ints& ifClear)
 {
-    return (mask & ifSet) | (~mask & ifClear);
+    out = (mask & ifSet) | (~mask & ifClear);
 }
 
-// roundToE4M3Scalar, lane by lane, for either lane width.
+// roundToE4M3Scalar, lane by lane, in place, for either lane width.
 template <typename Floats, typename Ints>
-inline Floats roundToE4M3Lanes(Floats values)
+inline void roundToE4M3Lanes(Floats& values)
 {
-    const Ints bits = bitCast<Ints>(values);
+    const Ints bits = reinterpret_cast<Ints>(values);
     const Ints sign = bits & static_cast<int32_t>(0x80000000u);
     const Ints magnitude = bits & 0x7FFFFFFF;
-    const Ints maxBits = Ints{} + kE4M3MaxBits;
-    const Ints clamped = select<Ints>(magnitude > kE4M3MaxBits, maxBits, magnitude);
+    Ints clamped;
+    selectLanes<Ints>(clamped, magnitude > kE4M3MaxBits, Ints{} + kE4M3MaxBits, magnitude);
     const Ints normalRounded = (clamped + 0x7FFFF + ((clamped >> 20) & 1)) & static_cast<int32_t>(0xFFF00000u);
-    const Floats absolute = bitCast<Floats>(clamped);
-    const Floats subnormalRounded = (absolute + kSubnormalShifter) - kSubnormalShifter;
-    Ints rounded = select<Ints>(clamped < kE4M3MinNormalBits, bitCast<Ints>(subnormalRounded), normalRounded);
-    rounded = select<Ints>(magnitude > kFloatInfinityBits, magnitude, rounded);
-    return bitCast<Floats>(sign | rounded);
+    const Floats subnormalRounded = (reinterpret_cast<Floats>(clamped) + kSubnormalShifter) - kSubnormalShifter;
+    Ints rounded;
+    selectLanes<Ints>(rounded, clamped < kE4M3MinNormalBits, reinterpret_cast<Ints>(subnormalRounded), normalRounded);
+    selectLanes<Ints>(rounded, magnitude > kFloatInfinityBits, magnitude, rounded);
+    values = reinterpret_cast<Floats>(sign | rounded);
 }
 
 } // namespace
@@ -241,7 +230,9 @@ SCALESCOPE_CPU_CLONES void quantDequantE4M3(const float* src, std::size_t n, flo
     for (; i + kLanes <= n; i += kLanes) {
         FloatLanes lanes;
         std::memcpy(&lanes, src + i, sizeof lanes);
-        lanes = roundToE4M3Lanes<FloatLanes, IntLanes>(lanes / scale) * scale;
+        lanes = lanes / scale;
+        roundToE4M3Lanes<FloatLanes, IntLanes>(lanes);
+        lanes = lanes * scale;
         std::memcpy(dst + i, &lanes, sizeof lanes);
     }
     for (; i < n; ++i)
@@ -254,7 +245,8 @@ SCALESCOPE_CPU_CLONES void quantizeToE4M3Values(const float* src, std::size_t n,
     for (; i + kLanes <= n; i += kLanes) {
         FloatLanes lanes;
         std::memcpy(&lanes, src + i, sizeof lanes);
-        lanes = roundToE4M3Lanes<FloatLanes, IntLanes>(lanes / scale);
+        lanes = lanes / scale;
+        roundToE4M3Lanes<FloatLanes, IntLanes>(lanes);
         std::memcpy(dst + i, &lanes, sizeof lanes);
     }
     for (; i < n; ++i)
@@ -264,12 +256,15 @@ SCALESCOPE_CPU_CLONES void quantizeToE4M3Values(const float* src, std::size_t n,
 namespace {
 
 // Per lane m = m < |x| ? |x| : m, as the scalar loop: a NaN compares false and never wins.
-inline FloatLanes laneMaxMagnitude(FloatLanes maxima, const float* values)
+inline void laneMaxMagnitude(FloatLanes& maxima, const float* values)
 {
     IntLanes bits;
     std::memcpy(&bits, values, sizeof bits);
-    const FloatLanes magnitude = bitCast<FloatLanes>(bits & 0x7FFFFFFF);
-    return bitCast<FloatLanes>(select<IntLanes>(maxima < magnitude, bitCast<IntLanes>(magnitude), bitCast<IntLanes>(maxima)));
+    const IntLanes magnitude = bits & 0x7FFFFFFF;
+    IntLanes kept;
+    selectLanes<IntLanes>(kept, maxima < reinterpret_cast<FloatLanes>(magnitude), magnitude,
+                          reinterpret_cast<IntLanes>(maxima));
+    maxima = reinterpret_cast<FloatLanes>(kept);
 }
 
 } // namespace
@@ -282,9 +277,9 @@ SCALESCOPE_CPU_CLONES float maxMagnitude(const float* values, std::size_t n)
     std::size_t i = 0;
     for (; i + 4 * kLanes <= n; i += 4 * kLanes)
         for (std::size_t k = 0; k < 4; ++k)
-            maxima[k] = laneMaxMagnitude(maxima[k], values + i + k * kLanes);
+            laneMaxMagnitude(maxima[k], values + i + k * kLanes);
     for (; i + kLanes <= n; i += kLanes)
-        maxima[0] = laneMaxMagnitude(maxima[0], values + i);
+        laneMaxMagnitude(maxima[0], values + i);
     float amax = 0.0f;
     for (const FloatLanes& m : maxima)
         for (std::size_t lane = 0; lane < kLanes; ++lane)
@@ -303,9 +298,10 @@ SCALESCOPE_CPU_CLONES void quantizeToE4M3Bf16(const float* src, std::size_t n, f
     for (; i + kWideLanes <= n; i += kWideLanes) {
         WideFloatLanes lanes;
         std::memcpy(&lanes, src + i, sizeof lanes);
-        lanes = roundToE4M3Lanes<WideFloatLanes, WideIntLanes>(lanes / scale);
+        lanes = lanes / scale;
+        roundToE4M3Lanes<WideFloatLanes, WideIntLanes>(lanes);
         const WideHalfWordLanes upper =
-            __builtin_convertvector(bitCast<WideIntLanes>(lanes) >> 16, WideHalfWordLanes);
+            __builtin_convertvector(reinterpret_cast<WideIntLanes>(lanes) >> 16, WideHalfWordLanes);
         std::memcpy(dst + i, &upper, sizeof upper);
     }
     for (; i < n; ++i)
