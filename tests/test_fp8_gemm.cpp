@@ -93,7 +93,6 @@ public:
     ForcedPath& operator=(const ForcedPath&) = delete;
 };
 
-
 // Bit-for-bit equality, any NaN equal to any NaN.
 bool sameFloat(float a, float b)
 {
@@ -167,6 +166,7 @@ std::vector<float> divisionMidpoints(float scale)
     }
     return found;
 }
+
 } // namespace
 
 class TestFp8Gemm : public QObject {

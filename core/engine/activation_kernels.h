@@ -2,7 +2,7 @@
 // FP8 activation kernels of `fp8` mode on plain float rows: quantize-dequantize a Linear's input as
 // docs/ARCHITECTURE.md defines it (dynamic per token, per group of channels, dynamic or static per tensor), and the shares of
 // clipped, flushed and subnormal values of that input. Torch-free. The quantizers make each row in
-// one pass (its amax, then the rounding, in 64-byte lanes) and spread rows over the compute threads
+// one pass (its amax, then the rounding, in vector lanes) and spread rows over the compute threads
 // between GEMMs (compute_threads.h parallelFor): on a CPU without bf16 the float32 FP8 path runs
 // them on every Linear input, so they are as hot there as the bf16 path's.
 #include <cstdint>
