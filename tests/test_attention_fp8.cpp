@@ -21,6 +21,7 @@
 #include "engine/encoder_model.h"
 #include "numerics/attention_fp8.h"
 #include "support/fixtures.h"
+#include "support/float_bits.h"
 #include "support/reference_forward.h"
 #include "tasks/compare_runs.h"
 #include "tasks/sensitivity.h"
@@ -43,13 +44,6 @@ double sqnrDb(const std::vector<float>& reference, const std::vector<float>& x)
         noise += (double(reference[i]) - x[i]) * (double(reference[i]) - x[i]);
     }
     return noise == 0 ? INFINITY : 10 * std::log10(signal / noise);
-}
-
-uint32_t bitsOf(float value)
-{
-    uint32_t bits;
-    std::memcpy(&bits, &value, sizeof bits);
-    return bits;
 }
 
 // The cast as the design words it, for one sequence of real rows: scale = max(amax / range, 1e-5)

@@ -24,19 +24,13 @@
 #include "numerics/fp8.h"
 #include "numerics/half.h"
 #include "support/fixtures.h"
+#include "support/float_bits.h"
 
 using namespace scalescope;
 using namespace scalescope::testing;
 using json = nlohmann::json;
 
 namespace {
-
-uint32_t bitsOf(float value)
-{
-    uint32_t bits;
-    std::memcpy(&bits, &value, sizeof bits);
-    return bits;
-}
 
 float fromBits(uint32_t bits)
 {

@@ -13,31 +13,18 @@
 
 #include "numerics/fp8.h"
 #include "numerics/half.h"
+#include "support/float_bits.h"
 
 using namespace scalescope;
+using namespace scalescope::testing;
 
 namespace {
-
-uint32_t bitsOf(float value)
-{
-    uint32_t bits;
-    std::memcpy(&bits, &value, sizeof bits);
-    return bits;
-}
 
 float floatFromBits(uint32_t bits)
 {
     float value;
     std::memcpy(&value, &bits, sizeof value);
     return value;
-}
-
-// Same value, same sign of zero; any NaN equals any NaN.
-bool sameFloat(float a, float b)
-{
-    if (std::isnan(a) || std::isnan(b))
-        return std::isnan(a) && std::isnan(b);
-    return bitsOf(a) == bitsOf(b);
 }
 
 QString describe(float value)

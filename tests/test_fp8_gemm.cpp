@@ -30,6 +30,7 @@
 #include "io/safetensors.h"
 #include "engine/encoder_model.h"
 #include "support/fixtures.h"
+#include "support/float_bits.h"
 #include "support/reference_forward.h"
 
 using namespace scalescope;
@@ -92,17 +93,6 @@ public:
     ForcedPath(const ForcedPath&) = delete;
     ForcedPath& operator=(const ForcedPath&) = delete;
 };
-
-// Bit-for-bit equality, any NaN equal to any NaN.
-bool sameFloat(float a, float b)
-{
-    if (std::isnan(a) || std::isnan(b))
-        return std::isnan(a) && std::isnan(b);
-    uint32_t x, y;
-    std::memcpy(&x, &a, sizeof x);
-    std::memcpy(&y, &b, sizeof y);
-    return x == y;
-}
 
 // docs/ARCHITECTURE.md's activation rule, written out for one run of values with the codec
 // (encode, then decode the code): s = max(amax(|run|) / 448, FLT_MIN) for a dynamic scale (a NaN
@@ -596,8 +586,7 @@ private slots:
                              qPrintable(QString("features %1, row %2: scale").arg(features).arg(row)));
                     for (int64_t i = 0; i < features; ++i) {
                         const std::size_t at = static_cast<std::size_t>(row * features + i);
-                        uint32_t valueBits;
-                        std::memcpy(&valueBits, &e.values[static_cast<std::size_t>(i)], sizeof valueBits);
+                        const uint32_t valueBits = bitsOf(e.values[static_cast<std::size_t>(i)]);
                         const bool ok = sameFloat(dequantized[at], e.dequantized[static_cast<std::size_t>(i)]) &&
                                         sameFloat(values[at], e.values[static_cast<std::size_t>(i)]) &&
                                         (std::isnan(e.values[static_cast<std::size_t>(i)]) ? (bits[at] & 0x7F80) == 0x7F80 && (bits[at] & 0x7F) != 0
