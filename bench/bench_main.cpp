@@ -55,10 +55,22 @@ struct Options {
     bool skipPeer = false;
     bool skipSensitivity = false;
     std::size_t squadSamples = 64;
-    // "fp8", "reference", "compare" or "load": only that, `repeats` times (for perf record);
-    // "first-load": one FP8 checkpoint load in this process, its time printed (the table's fresh-process row).
+    // One of kProfiles: "fp8", "reference", "compare" or "load": only that, `repeats` times (for
+    // perf record); "first-load": one FP8 checkpoint load in this process, its time printed (the
+    // table's fresh-process row).
     std::string profile;
 };
+
+const std::vector<std::string> kProfiles = {"fp8", "reference", "compare", "load", "first-load"};
+
+// kProfiles as the usage line writes them: fp8|reference|...
+std::string profileChoices()
+{
+    std::string choices;
+    for (const std::string& name : kProfiles)
+        choices += (choices.empty() ? "" : "|") + name;
+    return choices;
+}
 
 struct Timing {
     std::vector<double> ms;
@@ -409,15 +421,15 @@ bool parseArguments(int argc, char** argv, Options& options)
         else if (arg == "--squad-samples") options.squadSamples = static_cast<std::size_t>(std::atol(next().c_str()));
         else if (arg == "--profile") {
             options.profile = next();
-            if (options.profile != "fp8" && options.profile != "reference" && options.profile != "compare" &&
-                options.profile != "load" && options.profile != "first-load") {
-                std::cerr << "scalescope-bench: --profile takes fp8, reference, compare, load or first-load, not \""
-                          << options.profile << "\"\n";
+            if (std::find(kProfiles.begin(), kProfiles.end(), options.profile) == kProfiles.end()) {
+                std::cerr << "scalescope-bench: --profile takes " << profileChoices() << ", not \"" << options.profile
+                          << "\"\n";
                 return false;
             }
         } else {
             std::cerr << "usage: scalescope-bench [--workdir DIR] [--output FILE] [--threads N] [--repeats N] [--seq N] [--skip-peer] [--skip-sensitivity] "
-                         "[--squad-samples N] [--profile fp8|reference|compare|load|first-load]\n";
+                         "[--squad-samples N] [--profile "
+                      << profileChoices() << "]\n";
             return false;
         }
     }
