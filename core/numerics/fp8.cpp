@@ -160,6 +160,18 @@ inline void roundToE4M3Lanes(Floats& values)
     values = reinterpret_cast<Floats>(sign | rounded);
 }
 
+// Per lane m = m < |x| ? |x| : m, as the scalar loop: a NaN compares false and never wins.
+inline void laneMaxMagnitude(FloatLanes& maxima, const float* values)
+{
+    IntLanes bits;
+    std::memcpy(&bits, values, sizeof bits);
+    const IntLanes magnitude = bits & 0x7FFFFFFF;
+    IntLanes kept;
+    selectLanes<IntLanes>(kept, maxima < reinterpret_cast<FloatLanes>(magnitude), magnitude,
+                          reinterpret_cast<IntLanes>(maxima));
+    maxima = reinterpret_cast<FloatLanes>(kept);
+}
+
 } // namespace
 
 float decodeE4M3(uint8_t code)
@@ -252,22 +264,6 @@ SCALESCOPE_CPU_CLONES void quantizeToE4M3Values(const float* src, std::size_t n,
     for (; i < n; ++i)
         dst[i] = roundToE4M3Scalar(src[i] / scale);
 }
-
-namespace {
-
-// Per lane m = m < |x| ? |x| : m, as the scalar loop: a NaN compares false and never wins.
-inline void laneMaxMagnitude(FloatLanes& maxima, const float* values)
-{
-    IntLanes bits;
-    std::memcpy(&bits, values, sizeof bits);
-    const IntLanes magnitude = bits & 0x7FFFFFFF;
-    IntLanes kept;
-    selectLanes<IntLanes>(kept, maxima < reinterpret_cast<FloatLanes>(magnitude), magnitude,
-                          reinterpret_cast<IntLanes>(maxima));
-    maxima = reinterpret_cast<FloatLanes>(kept);
-}
-
-} // namespace
 
 SCALESCOPE_CPU_CLONES float maxMagnitude(const float* values, std::size_t n)
 {
