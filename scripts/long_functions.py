@@ -5,7 +5,9 @@ A function's length runs from the first line of its signature to its closing bra
 its opening brace is on: alone on the next line (the project's style for functions) or at the end of
 the signature (`) {`). Only a brace at namespace or class scope whose statement reads as a signature
 opens a function; lambdas, control blocks and local classes inside a body count as part of that
-function, and a lambda or braced initializer at namespace scope is no function.
+function, and a lambda or braced initializer at namespace scope is no function. A brace inside a
+signature's parentheses is a default argument (`= {}`), and a function-try-block's handlers
+(`) try { } catch (...) { }`) count as part of its function.
 Comments, string and character literals and preprocessor lines are ignored.
 Usage: scripts/long_functions.py [--limit N] DIR...    scripts/long_functions.py --self-test
 """
@@ -16,9 +18,12 @@ import sys
 
 # What may follow a signature's closing parenthesis before its body.
 SIGNATURE_END = re.compile(r"\)\s*(?:const|volatile|noexcept(?:\s*\([^()]*\))?|override|final|mutable|&&?|"
-                           r"->\s*[\w:<>,\s*&]+?|\s)*$")
+                           r"->\s*[\w:<>,\s*&]+?|\s)*(?:\btry\s*)?$")
 # A constructor's member-initializer list after its parameters: `) : a_(x), b_{y}`.
-INITIALIZER_LIST = re.compile(r"\)\s*(?:noexcept\s*)?:(?!:)")
+INITIALIZER_LIST = re.compile(r"\)\s*(?:noexcept\s*)?(?:\btry\s*)?:(?!:)")
+# A function-try-block's signature: its handlers (`catch (...) { }` after the body) belong to the function.
+TRY_SIGNATURE = re.compile(r"\)[^()]*\btry\b")
+HANDLER = re.compile(r"^\s*catch\b")
 LAMBDA = re.compile(r"\[[^\[\]]*\]\s*(?:\(|\{|mutable\b|->|$)")
 CONTAINER = re.compile(r"\b(?:namespace|class|struct|union|enum)\b|^\s*extern\s*\"\"\s*$")
 CONTROL = re.compile(r"^\s*(?:if|for|while|switch|catch|do|else|try)\b")
@@ -73,6 +78,14 @@ def strip_code(text):
     return "".join(out)
 
 
+def outside_parentheses(text):
+    """The text with what its parentheses hold removed, so a default argument's lambda is not the statement's."""
+    emptied = None
+    while emptied != text:
+        emptied, text = text, re.sub(r"\([^()]*\)", "\x01", text)
+    return text.replace("\x01", "()")
+
+
 def classify(statement):
     """'function', 'initializer' (a member initializer's brace), 'container' or 'other'."""
     text = re.sub(r"\[\[.*?\]\]", " ", statement)
@@ -82,7 +95,7 @@ def classify(statement):
     if INITIALIZER_LIST.search(text) and re.search(r"[\w>]\s*$", text):
         return "initializer"
     if SIGNATURE_END.search(text) or INITIALIZER_LIST.search(text) and re.search(r"[)}]\s*$", text):
-        if LAMBDA.search(text) or re.search(r"=\s*$", text):
+        if LAMBDA.search(outside_parentheses(text)) or re.search(r"=\s*$", text):
             return "other"
         return "function"
     if CONTAINER.search(text) and not re.search(r"=\s*$", text):
@@ -94,20 +107,32 @@ def functions(text):
     """(first line, last line, signature) of every function body in the text, lines 1-based."""
     code = strip_code(text)
     found = []
-    # Each open brace: (kind, first line of its statement, statement text).
+    # Each open brace: (kind, first line of its statement, statement text). Kinds whose contents are
+    # skipped: a function's body, another body, a try-function's handler, and a braced argument inside
+    # a signature's parentheses (a default `= {}`, which may hold a lambda with its own semicolons).
     stack = []
     statement, statement_line = [], None
+    # Parentheses open in the statement: a brace inside them is an argument, not a body.
+    parentheses = 0
+    # A function-try-block whose body has closed: (first line, last line, signature) until no handler follows.
+    try_function = None
     line = 1
     line_text_start = 0
 
     def in_body():
-        return any(kind in ("function", "other") for kind, _, _ in stack)
+        return any(kind in ("function", "other", "handler", "argument") for kind, _, _ in stack)
+
+    def finish_try_function():
+        nonlocal try_function
+        if try_function:
+            found.append(try_function)
+            try_function = None
 
     for i, c in enumerate(code):
         if c == "\n":
             current = code[line_text_start:i]
             if not in_body() and STATEMENT_BREAK.fullmatch(current):
-                statement, statement_line = [], None
+                statement, statement_line, parentheses = [], None, 0
             line += 1
             line_text_start = i + 1
             if statement:
@@ -118,30 +143,49 @@ def functions(text):
                 stack.append(("block", line, ""))
             elif c == "}" and stack:
                 kind, first, signature = stack.pop()
-                if kind == "function":
+                if kind in ("function", "handler") and TRY_SIGNATURE.search(signature):
+                    try_function = (first, line, signature)
+                elif kind == "function":
                     found.append((first, line, signature))
+                elif kind == "argument":
+                    statement.append(c)
             continue
-        if c == "{":
+        if c == "{" and parentheses > 0:
+            stack.append(("argument", line, ""))
+            statement.append(c)
+        elif c == "{":
             text_so_far = "".join(statement).strip()
-            kind = classify(text_so_far)
-            stack.append((kind, statement_line or line, text_so_far))
-            if kind != "initializer":
-                statement, statement_line = [], None
+            if try_function and HANDLER.match(text_so_far):
+                stack.append(("handler", try_function[0], try_function[2]))
+                try_function = None
             else:
-                statement.append(c)
+                finish_try_function()
+                kind = classify(text_so_far)
+                stack.append((kind, statement_line or line, text_so_far))
+                if kind == "initializer":
+                    statement.append(c)
+                    continue
+            statement, statement_line, parentheses = [], None, 0
         elif c == "}":
+            finish_try_function()
             kind = stack.pop()[0] if stack else "container"
             if kind == "initializer":
                 statement.append(c)
             else:
-                statement, statement_line = [], None
+                statement, statement_line, parentheses = [], None, 0
         elif c == ";":
-            statement, statement_line = [], None
+            finish_try_function()
+            statement, statement_line, parentheses = [], None, 0
         else:
+            if c == "(":
+                parentheses += 1
+            elif c == ")":
+                parentheses = max(0, parentheses - 1)
             if not statement and not c.isspace():
                 statement_line = line
             if statement or not c.isspace():
                 statement.append(c)
+    finish_try_function()
     return found
 
 
@@ -193,6 +237,33 @@ extern "C" int entry(const char* data) {
     return 0;
 }
 #define MACRO(x) { x }
+int bracedDefault(const Options& options = {}, std::vector<int> sizes = {1, {2}},
+                  Callback done = [](int x) { return x; })
+{
+    return 0;
+}
+const bool registered = add([](int x) {
+    x += 1;
+    return x;
+});
+int tryBlock(int x)
+try
+{
+    return x;
+}
+catch (const std::exception& error)
+{
+    return -1;
+}
+catch (...) {
+    return -2;
+}
+Holder::Holder(int v) try : value_{v}, other_(v) {
+}
+catch (...)
+{
+}
+int after() { return 0; }
 } // namespace a
 '''
 
@@ -200,7 +271,8 @@ extern "C" int entry(const char* data) {
 def self_test():
     got = [(first, last, signature.split("(")[0].split()[-1]) for first, last, signature in functions(SELF_TEST)]
     expected = [(3, 9, "ownLine"), (10, 19, "sameLine"), (21, 21, "inlineOne"), (22, 26, "Holder"),
-                (35, 38, "entry")]
+                (35, 38, "entry"), (40, 44, "bracedDefault"), (49, 60, "tryBlock"), (61, 65, "Holder::Holder"),
+                (66, 66, "after")]
     if got != expected:
         print(f"long_functions self-test failed:\n  got      {got}\n  expected {expected}")
         return 1
