@@ -10,6 +10,7 @@ signature's parentheses is a default argument (`= {}`), and a function-try-block
 (`) try { } catch (...) { }`) count as part of its function.
 Comments, string and character literals and preprocessor lines are ignored.
 Usage: scripts/long_functions.py [--limit N] DIR...    scripts/long_functions.py --self-test
+Exit status: 1 when a function is over the limit (or the self-test fails), 0 otherwise.
 """
 import argparse
 import pathlib
@@ -297,7 +298,7 @@ def main():
                 print(f"{path}:{line}: {length} lines: {signature[:90]}")
                 count += 1
     print(f"{count} function(s) over {options.limit} lines")
-    return 0
+    return 1 if count else 0
 
 
 if __name__ == "__main__":
