@@ -276,6 +276,387 @@ std::string percentText(double fraction)
     return buffer;
 }
 
+// The longest input every side's model takes.
+int sharedSequenceLimit(const EncoderLayout& layout, const std::vector<CheckRun>& twins)
+{
+    int limit = int(layout.maxSequenceLength());
+    for (const CheckRun& twin : twins)
+        limit = std::min(limit, int(twin.backend->checkpoint().layout().maxSequenceLength()));
+    return limit;
+}
+
+// A measurement before its inputs: the run, its twins, and its points (every capture point of the
+// run's model, then the logits).
+RunMeasurements unmeasured(
+    const CheckRun& run, const std::vector<CheckRun>& twins, CheckInputSet::Kind kind, bool questionAnswering)
+{
+    const EncoderLayout& layout = run.backend->checkpoint().layout();
+    RunMeasurements result;
+    result.kind = kind;
+    result.runName = run.name;
+    result.runDescription = run.description;
+    for (const CheckRun& twin : twins) {
+        result.twinNames.push_back(twin.name);
+        result.twinDescriptions.push_back(twin.description);
+    }
+    result.twinForwardMs.assign(twins.size(), 0.0);
+    result.points = run.backend->capturePoints();
+    for (const std::string& name : result.points) {
+        const CapturePointMetrics described = describeCapturePoint(layout, name);
+        result.pointLabels.push_back(checkPointLabel(described));
+        result.pointLayers.push_back(described.layer);
+    }
+    result.points.push_back(questionAnswering ? kQaLogitsPoint : kMaskedLmLogitsPoint);
+    result.pointLabels.push_back("logits");
+    result.pointLayers.push_back(-1);
+    return result;
+}
+
+// Each capture point's index among the measurement's points (all but the last, the logits).
+std::unordered_map<std::string, std::size_t> capturePointIndex(const RunMeasurements& measurements)
+{
+    std::unordered_map<std::string, std::size_t> index;
+    for (std::size_t p = 0; p + 1 < measurements.points.size(); ++p)
+        index[measurements.points[p]] = p;
+    return index;
+}
+
+// What the forward cache's keys name each twin by: its checkpoint by content, not by folder, and
+// how it runs.
+struct TwinCacheNames {
+    std::vector<std::string> checkpointHashes, signatures;
+};
+
+TwinCacheNames twinCacheNames(const std::vector<CheckRun>& twins)
+{
+    TwinCacheNames names;
+    for (const CheckRun& twin : twins) {
+        names.checkpointHashes.push_back(CheckpointManifest::of(twin.backend->checkpoint().directory()).hash);
+        const Checkpoint* floatWeights = twin.options.floatWeightsFrom;
+        names.signatures.push_back(
+            runSignature(twin, floatWeights ? CheckpointManifest::of(floatWeights->directory()).hash : ""));
+    }
+    return names;
+}
+
+// The sequences of input `index` (a question's windows, or a text's one sequence, into member),
+// or an Error saying why it cannot be measured.
+std::vector<Encoding> inputSequences(const CheckInputSet& inputs, std::size_t index, const Tokenizer& tokenizer,
+    const QaOptions& qa, int limit, BatchedInput& member)
+{
+    std::vector<Encoding> sequences;
+    if (inputs.kind == CheckInputSet::Kind::Squad) {
+        member.example = &inputs.questions[index];
+        member.windows = buildQaWindows(tokenizer, member.example->question, member.example->context, qa);
+        for (const QaWindow& window : member.windows)
+            sequences.push_back(window.encoding);
+    } else {
+        Encoding encoding = tokenizer.encode(inputs.texts[index]);
+        if (int(encoding.ids.size()) > limit)
+            throw Error("it is " + std::to_string(encoding.ids.size()) + " tokens long, more than the model's "
+                + std::to_string(limit));
+        sequences.push_back(std::move(encoding));
+    }
+    return sequences;
+}
+
+// Inputs [begin, end) in one batch: every input that can be windowed; one that cannot is skipped
+// and listed (in measured, with its reason).
+InputBatch batchOf(const CheckInputSet& inputs, std::size_t begin, std::size_t end, const Tokenizer& tokenizer,
+    const QaOptions& qa, int limit, std::vector<InputMeasurement>& measured)
+{
+    InputBatch batch;
+    for (std::size_t index = begin; index < end; ++index) {
+        InputMeasurement& input = measured[index];
+        input.id = inputs.inputId(index);
+        BatchedInput member;
+        member.index = index;
+        std::vector<Encoding> sequences;
+        try {
+            sequences = inputSequences(inputs, index, tokenizer, qa, limit, member);
+        } catch (const Cancelled&) {
+            throw;
+        } catch (const Error& e) {
+            input.skipped = true;
+            input.skipReason = e.what();
+            continue;
+        }
+        member.firstRow = batch.lengths.size();
+        member.rows = sequences.size();
+        for (const Encoding& sequence : sequences) {
+            batch.inputs.addSequence(sequence);
+            batch.lengths.push_back(sequence.ids.size());
+        }
+        batch.members.push_back(std::move(member));
+    }
+    for (BatchedInput& member : batch.members) {
+        member.lengthsInBatch.assign(batch.lengths.size(), 0);
+        for (std::size_t row = member.firstRow; row < member.firstRow + member.rows; ++row)
+            member.lengthsInBatch[row] = batch.lengths[row];
+    }
+    return batch;
+}
+
+// Each twin's forward of a batch: its outputs, and its captures with one copy per distinct tensor.
+struct TwinForwards {
+    std::vector<StoredCaptures> stored;
+    std::vector<ForwardResult> results;
+};
+
+// The twins' forwards of the batch, each from the forward cache when it holds it (and into the
+// cache when not); forwardMs adds up the time of those that ran.
+TwinForwards forwardTwins(const std::vector<CheckRun>& twins, const InputBatch& batch, const TwinCacheNames& cacheNames,
+    const CheckMeasureOptions& options, std::vector<double>& forwardMs)
+{
+    TwinForwards forwards;
+    std::vector<StoredCaptures>& stored = forwards.stored;
+    stored.resize(twins.size());
+    forwards.results.resize(twins.size());
+    for (std::size_t t = 0; t < twins.size(); ++t) {
+        const std::string key = options.cache
+            ? ForwardCache::key(cacheNames.checkpointHashes[t], cacheNames.signatures[t], batch.inputs)
+            : std::string();
+        CachedForward cached;
+        if (options.cache && options.cache->load(key, cached)) {
+            forwards.results[t].outputs = cached.outputs;
+            stored[t].adopt(std::move(cached));
+            continue;
+        }
+        ForwardOptions forward = twins[t].options;
+        forward.capture.all = true;
+        forward.onCapture = [&stored, t](const std::string& name, const std::vector<int64_t>& shape, const float* data,
+                                const std::string& sameAs) { stored[t].add(name, shape, data, sameAs); };
+        forwards.results[t] = twins[t].backend->forward(batch.inputs, forward);
+        forwardMs[t] += forwards.results[t].elapsedMs;
+        if (options.cache) {
+            stored[t].forward.outputs = forwards.results[t].outputs;
+            options.cache->store(key, stored[t].forward);
+        }
+    }
+    return forwards;
+}
+
+// Every capture point of the run against each twin's, per input of the batch.
+void measureCaptures(const ForwardResult& runResult, const std::vector<StoredCaptures>& stored,
+    const std::vector<CheckRun>& twins, const InputBatch& batch,
+    const std::unordered_map<std::string, std::size_t>& pointIndex, std::vector<InputMeasurement>& measured)
+{
+    for (const NamedTensor& capture : runResult.captures) {
+        const auto point = pointIndex.find(capture.name);
+        if (point == pointIndex.end())
+            throw Error("The run recorded the capture point \"" + capture.name + "\", which its layout does not name.");
+        for (std::size_t t = 0; t < twins.size(); ++t) {
+            const auto twin = stored[t].byName.find(capture.name);
+            if (twin == stored[t].byName.end())
+                throw Error(
+                    "The twin \"" + twins[t].name + "\" did not record the capture point \"" + capture.name + "\".");
+            if (twin->second->shape != capture.tensor.shape)
+                throw Error("Capture point \"" + capture.name + "\" differs in shape between the run and the twin \""
+                    + twins[t].name + "\".");
+            for (const BatchedInput& member : batch.members)
+                measured[member.index].values[t][point->second] = tensorValues(metricsOverRealTokens(
+                    capture.tensor.shape, capture.tensor.values.data(), *twin->second, member.lengthsInBatch));
+        }
+    }
+}
+
+// Per input of the batch: its logits against each twin's and, for a question, each side's answer
+// and its score.
+void measureOutputs(const ForwardResult& runResult, const std::vector<ForwardResult>& twinResults,
+    const InputBatch& batch, std::size_t logitsPoint, bool questionAnswering, const QaOptions& qa,
+    std::vector<InputMeasurement>& measuredInputs)
+{
+    for (const BatchedInput& member : batch.members) {
+        InputMeasurement& measured = measuredInputs[member.index];
+        for (std::size_t t = 0; t < twinResults.size(); ++t)
+            measured.values[t][logitsPoint]
+                = logitsValues(runResult, twinResults[t], member.lengthsInBatch, questionAnswering);
+        if (!member.example)
+            continue;
+        // A side whose logits are not finite answers nothing: its prediction is "" and scored so.
+        const auto predict = [&](const ForwardResult& side) {
+            return rowsFinite(member, side) ? predictionText(bestAnswer(member, side, qa)) : std::string();
+        };
+        measured.hasAnswer = !member.example->golds.empty();
+        measured.runPrediction = predict(runResult);
+        measured.runScore = scorePrediction(*member.example, measured.runPrediction);
+        for (const ForwardResult& twin : twinResults) {
+            measured.twinPredictions.push_back(predict(twin));
+            measured.twinScores.push_back(scorePrediction(*member.example, measured.twinPredictions.back()));
+        }
+    }
+}
+
+// One point of one twin before any input is counted.
+PointCheck uncountedPoint(const RunMeasurements& measurements, std::size_t p, bool checked)
+{
+    PointCheck point;
+    point.point = measurements.points[p];
+    point.label = measurements.pointLabels[p];
+    point.layer = measurements.pointLayers[p];
+    point.median = noValues();
+    point.worst = noValues();
+    point.checked = checked;
+    return point;
+}
+
+// Counts, per point of twin t, the inputs on which a metric is past its threshold, and per input
+// the first point where one is (where its departure starts).
+void countFailures(TwinCheck& twin, const RunMeasurements& measurements, std::size_t t,
+    const std::vector<const PointThresholds*>& pointThresholds)
+{
+    for (std::size_t i = 0; i < measurements.inputs.size(); ++i) {
+        const InputMeasurement& input = measurements.inputs[i];
+        if (input.skipped)
+            continue;
+        for (std::size_t p = 0; p < twin.points.size(); ++p) {
+            PointCheck& point = twin.points[p];
+            ++point.inputs;
+            if (!point.checked)
+                continue;
+            bool failed = false;
+            for (CheckMetric metric : allCheckMetrics()) {
+                const std::size_t m = metricIndex(metric);
+                if (!passesThreshold(metric, input.values[t][p][m], pointThresholds[p]->thresholds[m])) {
+                    ++point.metricFailures[m];
+                    failed = true;
+                }
+            }
+            if (failed) {
+                ++point.failures;
+                if (twin.firstFailingPoint[i].empty()) {
+                    twin.firstFailingPoint[i] = point.point;
+                    ++point.departuresStartHere;
+                }
+            }
+        }
+        if (!twin.firstFailingPoint[i].empty())
+            ++twin.failingInputs;
+    }
+}
+
+// Per point of twin t: its failure rate against the gate, the median and worst of every metric,
+// and the point where most departures start.
+void summarizePoints(TwinCheck& twin, const RunMeasurements& measurements, std::size_t t, const CheckGate& gate)
+{
+    for (std::size_t p = 0; p < twin.points.size(); ++p) {
+        PointCheck& point = twin.points[p];
+        point.failureRate = point.inputs ? double(point.failures) / double(point.inputs) : 0.0;
+        point.failed = point.checked && point.failureRate > gate.maxFailureRate;
+        if (point.failed)
+            ++twin.failedPoints;
+        for (CheckMetric metric : allCheckMetrics()) {
+            const std::size_t m = metricIndex(metric);
+            std::vector<double> values;
+            for (const InputMeasurement& input : measurements.inputs)
+                if (!input.skipped)
+                    values.push_back(input.values[t][p][m]);
+            point.median[m] = percentileOf(values, 50);
+            point.worst[m] = percentileOf(values, lowerIsWorse(metric) ? 0 : 100);
+        }
+        if (point.departuresStartHere > twin.departureStartInputs) {
+            twin.departureStartInputs = point.departuresStartHere;
+            twin.departureStart = point.point;
+        }
+    }
+}
+
+// Twin t's measurements held against the thresholds (a point without one is not checked).
+TwinCheck thresholdTwin(const RunMeasurements& measurements, std::size_t t,
+    const std::vector<const PointThresholds*>& pointThresholds, const CheckGate& gate)
+{
+    TwinCheck twin;
+    twin.twin = measurements.twinNames[t];
+    twin.description = measurements.twinDescriptions[t];
+    twin.firstFailingPoint.assign(measurements.inputs.size(), std::string());
+    for (std::size_t p = 0; p < measurements.points.size(); ++p)
+        twin.points.push_back(uncountedPoint(measurements, p, pointThresholds[p] != nullptr));
+    countFailures(twin, measurements, t, pointThresholds);
+    summarizePoints(twin, measurements, t, gate);
+    return twin;
+}
+
+// Twin t's answers scored, and the run's F1 against them with its bootstrap interval.
+void scoreTwin(TwinCheck& twin, const RunMeasurements& measurements, std::size_t t, const std::vector<bool>& hasAnswer)
+{
+    std::vector<ExampleScore> twinScores;
+    std::vector<double> differences;
+    for (const InputMeasurement& input : measurements.inputs)
+        if (!input.skipped) {
+            twinScores.push_back(input.twinScores[t]);
+            differences.push_back(100.0 * (input.runScore.f1 - input.twinScores[t].f1));
+        }
+    twin.twinScores = aggregateScores(twinScores, hasAnswer);
+    twin.f1Difference = pairedBootstrap(differences);
+}
+
+// Per point, the twin the run is closest to: the lowest failure rate, then the highest median SQNR.
+std::vector<std::string> bestTwinPerPoint(const std::vector<TwinCheck>& twins, std::size_t pointCount)
+{
+    std::vector<std::string> best;
+    for (std::size_t p = 0; p < pointCount; ++p) {
+        std::size_t closest = 0;
+        for (std::size_t t = 1; t < twins.size(); ++t) {
+            const PointCheck& candidate = twins[t].points[p];
+            const PointCheck& current = twins[closest].points[p];
+            const double candidateSqnr = candidate.median[metricIndex(CheckMetric::SqnrDb)];
+            const double currentSqnr = current.median[metricIndex(CheckMetric::SqnrDb)];
+            if (candidate.failureRate < current.failureRate
+                || (candidate.failureRate == current.failureRate && candidateSqnr > currentSqnr))
+                closest = t;
+        }
+        best.push_back(twins.empty() ? std::string() : twins[closest].twin);
+    }
+    return best;
+}
+
+// Why the check fails against its primary twin, one sentence a reason; none when it passes.
+std::vector<std::string> failureReasons(
+    const TwinCheck& primary, std::size_t measured, std::size_t matched, const CheckGate& gate)
+{
+    std::vector<std::string> reasons;
+    if (measured == 0)
+        reasons.push_back("No input could be measured.");
+    if (primary.failedPoints > 0) {
+        const PointCheck* first = nullptr;
+        for (const PointCheck& point : primary.points)
+            if (point.failed) {
+                first = &point;
+                break;
+            }
+        reasons.push_back(std::to_string(primary.failedPoints) + " of " + std::to_string(matched)
+            + " checked points fail on more than " + percentText(gate.maxFailureRate) + " of inputs; the first is "
+            + first->point + " (" + percentText(first->failureRate) + ").");
+    }
+    if (primary.f1Difference && std::isfinite(primary.f1Difference->low)) {
+        const double dropHigh = -primary.f1Difference->low;
+        if (dropHigh > gate.maxF1Drop) {
+            char buffer[200];
+            std::snprintf(buffer, sizeof buffer,
+                "The F1 drop against %s may be up to %.2f points (95 %% interval of the difference %.2f to "
+                "%.2f), more than the allowed %.2f.",
+                primary.twin.c_str(), dropHigh, primary.f1Difference->low, primary.f1Difference->high, gate.maxF1Drop);
+            reasons.push_back(buffer);
+        }
+    }
+    return reasons;
+}
+
+std::string verdictSentence(const CheckResult& result, const std::string& runName, std::size_t measured)
+{
+    const TwinCheck& primary = result.twins.front();
+    // "The device" or "The fp8 run": a run name is a label, not a word to start a sentence with.
+    const std::string subject = runName == "device" ? std::string("The device") : "The " + runName + " run";
+    if (result.passed)
+        return subject + " passes against " + primary.twin + ": every point fails on at most "
+            + percentText(result.gate.maxFailureRate) + " of " + std::to_string(measured) + " inputs.";
+    std::string sentence = subject + " fails against " + primary.twin + ".";
+    if (!primary.departureStart.empty())
+        sentence += " Departures start at " + primary.departureStart + " on "
+            + std::to_string(primary.departureStartInputs) + " of " + std::to_string(measured) + " inputs.";
+    return sentence;
+}
+
 } // namespace
 
 const std::array<CheckMetric, kCheckMetricCount>& allCheckMetrics()
@@ -445,42 +826,14 @@ RunMeasurements measureRuns(const CheckRun& run, const std::vector<CheckRun>& tw
     qa.topK = 1;
     if (inputs.squadV2 && !qa.nullThreshold)
         qa.nullThreshold = 0.0f;
-    int limit = int(layout.maxSequenceLength());
-    for (const CheckRun& twin : twins)
-        limit = std::min(limit, int(twin.backend->checkpoint().layout().maxSequenceLength()));
+    const int limit = sharedSequenceLimit(layout, twins);
     if (inputs.kind == CheckInputSet::Kind::Squad)
         validateQaOptions(qa, layout.specialTokensInPair(), limit);
 
-    RunMeasurements result;
-    result.kind = inputs.kind;
-    result.runName = run.name;
-    result.runDescription = run.description;
-    for (const CheckRun& twin : twins) {
-        result.twinNames.push_back(twin.name);
-        result.twinDescriptions.push_back(twin.description);
-    }
-    result.twinForwardMs.assign(twins.size(), 0.0);
-    result.points = run.backend->capturePoints();
-    std::unordered_map<std::string, std::size_t> pointIndex;
-    for (std::size_t p = 0; p < result.points.size(); ++p) {
-        pointIndex[result.points[p]] = p;
-        const CapturePointMetrics described = describeCapturePoint(layout, result.points[p]);
-        result.pointLabels.push_back(checkPointLabel(described));
-        result.pointLayers.push_back(described.layer);
-    }
-    const std::size_t logitsPoint = result.points.size();
-    result.points.push_back(questionAnswering ? kQaLogitsPoint : kMaskedLmLogitsPoint);
-    result.pointLabels.push_back("logits");
-    result.pointLayers.push_back(-1);
-
-    // The cache keys name each twin's checkpoint by content, not by folder.
-    std::vector<std::string> twinCheckpointHashes, twinSignatures;
-    if (options.cache)
-        for (const CheckRun& twin : twins) {
-            twinCheckpointHashes.push_back(CheckpointManifest::of(twin.backend->checkpoint().directory()).hash);
-            const Checkpoint* floatWeights = twin.options.floatWeightsFrom;
-            twinSignatures.push_back(runSignature(twin, floatWeights ? CheckpointManifest::of(floatWeights->directory()).hash : ""));
-        }
+    RunMeasurements result = unmeasured(run, twins, inputs.kind, questionAnswering);
+    const std::unordered_map<std::string, std::size_t> pointIndex = capturePointIndex(result);
+    const std::size_t logitsPoint = result.points.size() - 1;
+    const TwinCacheNames cacheNames = options.cache ? twinCacheNames(twins) : TwinCacheNames{};
 
     const Clock::time_point started = Clock::now();
     const Tokenizer& tokenizer = checkpoint.tokenizer();
@@ -490,123 +843,24 @@ RunMeasurements measureRuns(const CheckRun& run, const std::vector<CheckRun>& tw
     for (std::size_t begin = 0; begin < inputs.count(); begin += batchInputs) {
         options.progress.throwIfCancelled();
         options.progress.report(double(done) / double(inputs.count()),
-                                "Measuring " + run.name + " against " + joinedWords(result.twinNames) + ": input " +
-                                    std::to_string(done + 1) + " of " + std::to_string(inputs.count()));
-        // The batch: every input that can be windowed; one that cannot is skipped and listed.
-        InputBatch batch;
+            "Measuring " + run.name + " against " + joinedWords(result.twinNames) + ": input "
+                + std::to_string(done + 1) + " of " + std::to_string(inputs.count()));
         const std::size_t end = std::min(inputs.count(), begin + batchInputs);
-        for (std::size_t index = begin; index < end; ++index) {
-            InputMeasurement& measured = result.inputs[index];
-            measured.id = inputs.inputId(index);
-            BatchedInput member;
-            member.index = index;
-            std::vector<Encoding> sequences;
-            try {
-                if (inputs.kind == CheckInputSet::Kind::Squad) {
-                    member.example = &inputs.questions[index];
-                    member.windows = buildQaWindows(tokenizer, member.example->question, member.example->context, qa);
-                    for (const QaWindow& window : member.windows)
-                        sequences.push_back(window.encoding);
-                } else {
-                    Encoding encoding = tokenizer.encode(inputs.texts[index]);
-                    if (int(encoding.ids.size()) > limit)
-                        throw Error("it is " + std::to_string(encoding.ids.size()) +
-                                    " tokens long, more than the model's " + std::to_string(limit));
-                    sequences.push_back(std::move(encoding));
-                }
-            } catch (const Cancelled&) {
-                throw;
-            } catch (const Error& e) {
-                measured.skipped = true;
-                measured.skipReason = e.what();
-                continue;
-            }
-            member.firstRow = batch.lengths.size();
-            member.rows = sequences.size();
-            for (const Encoding& sequence : sequences) {
-                batch.inputs.addSequence(sequence);
-                batch.lengths.push_back(sequence.ids.size());
-            }
-            batch.members.push_back(std::move(member));
-        }
+        const InputBatch batch = batchOf(inputs, begin, end, tokenizer, qa, limit, result.inputs);
         done = end;
         if (batch.members.empty())
             continue;
-        for (BatchedInput& member : batch.members) {
-            member.lengthsInBatch.assign(batch.lengths.size(), 0);
-            for (std::size_t row = member.firstRow; row < member.firstRow + member.rows; ++row)
-                member.lengthsInBatch[row] = batch.lengths[row];
-        }
-
-        // The twins keep one copy per distinct tensor; the run's captures come back with its result
-        // (not streamed), so that a device pool can split the batch's rows.
-        std::vector<StoredCaptures> stored(twins.size());
-        std::vector<ForwardResult> twinResults(twins.size());
-        for (std::size_t t = 0; t < twins.size(); ++t) {
-            const std::string key =
-                options.cache ? ForwardCache::key(twinCheckpointHashes[t], twinSignatures[t], batch.inputs) : std::string();
-            CachedForward cached;
-            if (options.cache && options.cache->load(key, cached)) {
-                twinResults[t].outputs = cached.outputs;
-                stored[t].adopt(std::move(cached));
-                continue;
-            }
-            ForwardOptions forward = twins[t].options;
-            forward.capture.all = true;
-            forward.onCapture = [&stored, t](const std::string& name, const std::vector<int64_t>& shape,
-                                             const float* data, const std::string& sameAs) {
-                stored[t].add(name, shape, data, sameAs);
-            };
-            twinResults[t] = twins[t].backend->forward(batch.inputs, forward);
-            result.twinForwardMs[t] += twinResults[t].elapsedMs;
-            if (options.cache) {
-                stored[t].forward.outputs = twinResults[t].outputs;
-                options.cache->store(key, stored[t].forward);
-            }
-        }
+        const TwinForwards twinForwards = forwardTwins(twins, batch, cacheNames, options, result.twinForwardMs);
         ForwardOptions forward = run.options;
         forward.capture.all = true;
         forward.onCapture = nullptr;
         const ForwardResult runResult = run.backend->forward(batch.inputs, forward);
         result.runForwardMs += runResult.elapsedMs;
 
-        for (BatchedInput& member : batch.members)
+        for (const BatchedInput& member : batch.members)
             result.inputs[member.index].values.assign(twins.size(), std::vector<CheckValues>(result.points.size(), noValues()));
-        for (const NamedTensor& capture : runResult.captures) {
-            const auto point = pointIndex.find(capture.name);
-            if (point == pointIndex.end())
-                throw Error("The run recorded the capture point \"" + capture.name + "\", which its layout does not name.");
-            for (std::size_t t = 0; t < twins.size(); ++t) {
-                const auto twin = stored[t].byName.find(capture.name);
-                if (twin == stored[t].byName.end())
-                    throw Error("The twin \"" + twins[t].name + "\" did not record the capture point \"" + capture.name + "\".");
-                if (twin->second->shape != capture.tensor.shape)
-                    throw Error("Capture point \"" + capture.name + "\" differs in shape between the run and the twin \"" +
-                                twins[t].name + "\".");
-                for (const BatchedInput& member : batch.members)
-                    result.inputs[member.index].values[t][point->second] = tensorValues(metricsOverRealTokens(
-                        capture.tensor.shape, capture.tensor.values.data(), *twin->second, member.lengthsInBatch));
-            }
-        }
-        for (const BatchedInput& member : batch.members) {
-            InputMeasurement& measured = result.inputs[member.index];
-            for (std::size_t t = 0; t < twins.size(); ++t)
-                measured.values[t][logitsPoint] =
-                    logitsValues(runResult, twinResults[t], member.lengthsInBatch, questionAnswering);
-            if (!member.example)
-                continue;
-            // A side whose logits are not finite answers nothing: its prediction is "" and scored so.
-            const auto predict = [&](const ForwardResult& side) {
-                return rowsFinite(member, side) ? predictionText(bestAnswer(member, side, qa)) : std::string();
-            };
-            measured.hasAnswer = !member.example->golds.empty();
-            measured.runPrediction = predict(runResult);
-            measured.runScore = scorePrediction(*member.example, measured.runPrediction);
-            for (const ForwardResult& twin : twinResults) {
-                measured.twinPredictions.push_back(predict(twin));
-                measured.twinScores.push_back(scorePrediction(*member.example, measured.twinPredictions.back()));
-            }
-        }
+        measureCaptures(runResult, twinForwards.stored, twins, batch, pointIndex, result.inputs);
+        measureOutputs(runResult, twinForwards.results, batch, logitsPoint, questionAnswering, qa, result.inputs);
     }
     // Numbers computed while a checkpoint file was rewritten in place are not to be reported.
     checkpoint.tensors().checkUnchanged();
@@ -750,142 +1004,20 @@ CheckResult evaluateCheck(RunMeasurements measurements, const ThresholdSet& thre
             runScores.push_back(input.runScore);
             hasAnswer.push_back(input.hasAnswer);
         }
-
     for (std::size_t t = 0; t < measurements.twinNames.size(); ++t) {
-        TwinCheck twin;
-        twin.twin = measurements.twinNames[t];
-        twin.description = measurements.twinDescriptions[t];
-        twin.firstFailingPoint.assign(measurements.inputs.size(), std::string());
-        for (std::size_t p = 0; p < pointCount; ++p) {
-            PointCheck point;
-            point.point = measurements.points[p];
-            point.label = measurements.pointLabels[p];
-            point.layer = measurements.pointLayers[p];
-            point.median = noValues();
-            point.worst = noValues();
-            point.checked = pointThresholds[p] != nullptr;
-            twin.points.push_back(std::move(point));
-        }
-        for (std::size_t i = 0; i < measurements.inputs.size(); ++i) {
-            const InputMeasurement& input = measurements.inputs[i];
-            if (input.skipped)
-                continue;
-            for (std::size_t p = 0; p < pointCount; ++p) {
-                PointCheck& point = twin.points[p];
-                ++point.inputs;
-                if (!point.checked)
-                    continue;
-                bool failed = false;
-                for (CheckMetric metric : allCheckMetrics()) {
-                    const std::size_t m = metricIndex(metric);
-                    if (!passesThreshold(metric, input.values[t][p][m], pointThresholds[p]->thresholds[m])) {
-                        ++point.metricFailures[m];
-                        failed = true;
-                    }
-                }
-                if (failed) {
-                    ++point.failures;
-                    if (twin.firstFailingPoint[i].empty()) {
-                        twin.firstFailingPoint[i] = point.point;
-                        ++point.departuresStartHere;
-                    }
-                }
-            }
-            if (!twin.firstFailingPoint[i].empty())
-                ++twin.failingInputs;
-        }
-        for (std::size_t p = 0; p < pointCount; ++p) {
-            PointCheck& point = twin.points[p];
-            point.failureRate = point.inputs ? double(point.failures) / double(point.inputs) : 0.0;
-            point.failed = point.checked && point.failureRate > gate.maxFailureRate;
-            if (point.failed)
-                ++twin.failedPoints;
-            for (CheckMetric metric : allCheckMetrics()) {
-                const std::size_t m = metricIndex(metric);
-                std::vector<double> values;
-                for (const InputMeasurement& input : measurements.inputs)
-                    if (!input.skipped)
-                        values.push_back(input.values[t][p][m]);
-                point.median[m] = percentileOf(values, 50);
-                point.worst[m] = percentileOf(values, lowerIsWorse(metric) ? 0 : 100);
-            }
-            if (point.departuresStartHere > twin.departureStartInputs) {
-                twin.departureStartInputs = point.departuresStartHere;
-                twin.departureStart = point.point;
-            }
-        }
-        if (qa) {
-            std::vector<ExampleScore> twinScores;
-            std::vector<double> differences;
-            for (const InputMeasurement& input : measurements.inputs)
-                if (!input.skipped) {
-                    twinScores.push_back(input.twinScores[t]);
-                    differences.push_back(100.0 * (input.runScore.f1 - input.twinScores[t].f1));
-                }
-            twin.twinScores = aggregateScores(twinScores, hasAnswer);
-            twin.f1Difference = pairedBootstrap(differences);
-        }
+        TwinCheck twin = thresholdTwin(measurements, t, pointThresholds, gate);
+        if (qa)
+            scoreTwin(twin, measurements, t, hasAnswer);
         result.twins.push_back(std::move(twin));
     }
     if (qa)
         result.runScores = aggregateScores(runScores, hasAnswer);
-
-    for (std::size_t p = 0; p < pointCount; ++p) {
-        std::size_t best = 0;
-        for (std::size_t t = 1; t < result.twins.size(); ++t) {
-            const PointCheck& candidate = result.twins[t].points[p];
-            const PointCheck& current = result.twins[best].points[p];
-            const double candidateSqnr = candidate.median[metricIndex(CheckMetric::SqnrDb)];
-            const double currentSqnr = current.median[metricIndex(CheckMetric::SqnrDb)];
-            if (candidate.failureRate < current.failureRate ||
-                (candidate.failureRate == current.failureRate && candidateSqnr > currentSqnr))
-                best = t;
-        }
-        result.bestTwinPerPoint.push_back(result.twins.empty() ? std::string() : result.twins[best].twin);
-    }
+    result.bestTwinPerPoint = bestTwinPerPoint(result.twins, pointCount);
 
     // The verdict: the first twin's failure rates and F1 interval.
-    const TwinCheck& primary = result.twins.front();
-    const std::size_t measured = measurements.measuredInputs();
-    if (measured == 0)
-        result.reasons.push_back("No input could be measured.");
-    if (primary.failedPoints > 0) {
-        const PointCheck* first = nullptr;
-        for (const PointCheck& point : primary.points)
-            if (point.failed) {
-                first = &point;
-                break;
-            }
-        result.reasons.push_back(std::to_string(primary.failedPoints) + " of " + std::to_string(matched) +
-                                 " checked points fail on more than " + percentText(gate.maxFailureRate) +
-                                 " of inputs; the first is " + first->point + " (" + percentText(first->failureRate) + ").");
-    }
-    if (primary.f1Difference && std::isfinite(primary.f1Difference->low)) {
-        const double dropHigh = -primary.f1Difference->low;
-        if (dropHigh > gate.maxF1Drop) {
-            char buffer[200];
-            std::snprintf(buffer, sizeof buffer,
-                          "The F1 drop against %s may be up to %.2f points (95 %% interval of the difference %.2f to "
-                          "%.2f), more than the allowed %.2f.",
-                          primary.twin.c_str(), dropHigh, primary.f1Difference->low, primary.f1Difference->high,
-                          gate.maxF1Drop);
-            result.reasons.push_back(buffer);
-        }
-    }
+    result.reasons = failureReasons(result.twins.front(), measurements.measuredInputs(), matched, gate);
     result.passed = result.reasons.empty();
-    // "The device" or "The fp8 run": a run name is a label, not a word to start a sentence with.
-    const std::string subject = measurements.runName == "device" ? std::string("The device")
-                                                                 : "The " + measurements.runName + " run";
-    if (result.passed) {
-        result.verdictSentence = subject + " passes against " + primary.twin + ": every point fails on at most " +
-                                 percentText(gate.maxFailureRate) + " of " + std::to_string(measured) + " inputs.";
-    } else {
-        result.verdictSentence = subject + " fails against " + primary.twin + ".";
-        if (!primary.departureStart.empty())
-            result.verdictSentence += " Departures start at " + primary.departureStart + " on " +
-                                      std::to_string(primary.departureStartInputs) + " of " + std::to_string(measured) +
-                                      " inputs.";
-    }
+    result.verdictSentence = verdictSentence(result, measurements.runName, measurements.measuredInputs());
     result.measurements = std::move(measurements);
     return result;
 }
