@@ -113,64 +113,59 @@ void addFmsNames(json& entry, const EncoderLayout& layout, const std::string& mo
     entry["fms_fused_name"] = layout.fmsName(module, true) + suffix;
 }
 
-} // namespace
+json schemesJson(const QuantizationConfig& quantization)
+{
+    json schemes = json::array();
+    for (const ConfigGroup& g : quantization.groups) {
+        const auto reason = unsupportedSchemeReason(quantization, g);
+        auto args = [](const std::optional<QuantizationArgs>& a) { return a ? argsSummaryJson(*a) : json(nullptr); };
+        schemes.push_back(
+            {{"group", g.name}, {"targets", g.targets}, {"format", g.format}, {"description", describeScheme(g)},
+                {"weights", args(g.weights)}, {"input_activations", args(g.inputActivations)},
+                {"output_activations", args(g.outputActivations)}, {"supported", !reason},
+                {"unsupported_reason", reason ? json(*reason) : json(nullptr)}, {"runs_on_aiu", runsOnAiu(g)}});
+    }
+    return schemes;
+}
 
-json inspectJson(const Checkpoint& checkpoint, const std::vector<LinearScaleStatistics>& statistics,
-                 const std::vector<Finding>& findings)
+json transformsJson(const std::vector<TransformScheme>& transforms)
+{
+    json out = json::array();
+    for (const TransformScheme& t : transforms)
+        out.push_back({{"name", t.name}, {"type", t.type}, {"locations", t.locations}, {"targets", t.targets},
+            {"head_dim", t.headDim ? json(*t.headDim) : json(nullptr)}, {"randomize", t.randomize}});
+    return out;
+}
+
+// The quantization config as read and what it means (schemes, transforms, status); nulls and
+// empty lists for a float checkpoint.
+void addQuantizationJson(json& out, const Checkpoint& checkpoint)
 {
     const ModelConfig& c = checkpoint.config();
-    json out;
-    out["checkpoint"] = checkpoint.directory();
-    out["architecture"] = architectureName(c.architecture);
-    out["config"] = {{"vocab_size", c.vocabSize},           {"hidden_size", c.hiddenSize},
-                     {"num_hidden_layers", c.numLayers},     {"num_attention_heads", c.numHeads},
-                     {"intermediate_size", c.intermediateSize}, {"max_position_embeddings", c.maxPositionEmbeddings},
-                     {"layer_norm_eps", c.layerNormEps},     {"pad_token_id", c.padTokenId},
-                     {"torch_dtype", c.torchDtype}};
-    out["tokenizer"] = checkpoint.hasTokenizer();
-    if (c.quantization) {
-        out["quantization_config"] = c.quantization->raw;
-        json schemes = json::array();
-        for (const ConfigGroup& g : c.quantization->groups) {
-            const auto reason = unsupportedSchemeReason(*c.quantization, g);
-            auto args = [](const std::optional<QuantizationArgs>& a) { return a ? argsSummaryJson(*a) : json(nullptr); };
-            schemes.push_back({{"group", g.name},
-                               {"targets", g.targets},
-                               {"format", g.format},
-                               {"description", describeScheme(g)},
-                               {"weights", args(g.weights)},
-                               {"input_activations", args(g.inputActivations)},
-                               {"output_activations", args(g.outputActivations)},
-                               {"supported", !reason},
-                               {"unsupported_reason", reason ? json(*reason) : json(nullptr)},
-                               {"runs_on_aiu", runsOnAiu(g)}});
-        }
-        out["schemes"] = schemes;
-        out["ignore"] = c.quantization->ignore;
-        json transforms = json::array();
-        for (const TransformScheme& t : c.quantization->transforms)
-            transforms.push_back({{"name", t.name},
-                                  {"type", t.type},
-                                  {"locations", t.locations},
-                                  {"targets", t.targets},
-                                  {"head_dim", t.headDim ? json(*t.headDim) : json(nullptr)},
-                                  {"randomize", t.randomize}});
-        out["transforms"] = transforms;
-        const auto refusal = transformRefusal(*c.quantization);
-        out["transform_refusal"] = refusal ? json(*refusal) : json(nullptr);
-        json misreadBy = json::array();
-        for (const StatusMisreading& m : statusMisreadings(checkpoint))
-            misreadBy.push_back(consumerName(m.consumer));
-        out["quantization_status"] = {{"label", c.quantization->status.empty() ? json(nullptr) : json(c.quantization->status)},
-                                      {"runs_as_compressed", checkpoint.plan().anyQuantized()},
-                                      {"misread_by", misreadBy}};
-    } else {
+    if (!c.quantization) {
         out["quantization_config"] = nullptr;
         out["schemes"] = json::array();
         out["transforms"] = json::array();
         out["transform_refusal"] = nullptr;
         out["quantization_status"] = nullptr;
+        return;
     }
+    out["quantization_config"] = c.quantization->raw;
+    out["schemes"] = schemesJson(*c.quantization);
+    out["ignore"] = c.quantization->ignore;
+    out["transforms"] = transformsJson(c.quantization->transforms);
+    const auto refusal = transformRefusal(*c.quantization);
+    out["transform_refusal"] = refusal ? json(*refusal) : json(nullptr);
+    json misreadBy = json::array();
+    for (const StatusMisreading& m : statusMisreadings(checkpoint))
+        misreadBy.push_back(consumerName(m.consumer));
+    out["quantization_status"]
+        = {{"label", c.quantization->status.empty() ? json(nullptr) : json(c.quantization->status)},
+            {"runs_as_compressed", checkpoint.plan().anyQuantized()}, {"misread_by", misreadBy}};
+}
+
+json tensorsJson(const Checkpoint& checkpoint)
+{
     json tensors = json::array();
     for (const TensorView* view : checkpoint.tensors().tensors()) {
         json tensor = {{"name", view->name}, {"dtype", dtypeName(view->dtype)}, {"shape", view->shape}};
@@ -179,10 +174,14 @@ json inspectJson(const Checkpoint& checkpoint, const std::vector<LinearScaleStat
             addFmsNames(tensor, checkpoint.layout(), view->name.substr(0, dot), view->name.substr(dot));
         tensors.push_back(tensor);
     }
-    out["tensors"] = tensors;
-    // The word embeddings, quantized or not: how the plan reads them (a group may quantize the
-    // table, docs/ARCHITECTURE.md "Configs written since 2025"), with their scale statistics when
-    // they have an entry.
+    return tensors;
+}
+
+// The word embeddings, quantized or not: how the plan reads them (a group may quantize the
+// table, docs/ARCHITECTURE.md "Configs written since 2025"); inspectJson adds their scale
+// statistics when they have an entry.
+json wordEmbeddingsJson(const Checkpoint& checkpoint)
+{
     const EmbeddingInfo& embedding = checkpoint.plan().wordEmbeddings();
     const TensorView* table = checkpoint.tensors().find(checkpoint.layout().wordEmbeddingsTensor());
     json embeddings = {{"module", embedding.module},
@@ -195,6 +194,96 @@ json inspectJson(const Checkpoint& checkpoint, const std::vector<LinearScaleStat
                        {"rule", embedding.rule}};
     if (const std::string& problem = checkpoint.plan().wordEmbeddingsProblem(); !problem.empty())
         embeddings["problem"] = problem;
+    return embeddings;
+}
+
+json capturePointsJson(const std::vector<CapturePointMetrics>& capturePoints)
+{
+    json points = json::array();
+    for (const CapturePointMetrics& p : capturePoints) {
+        json point = metricsJson(p.metrics);
+        point["name"] = p.name;
+        point["module"] = p.module;
+        point["kind"] = captureKindName(p.kind);
+        point["layer"] = p.layer;
+        points.push_back(point);
+    }
+    return points;
+}
+
+json activationsJson(const std::vector<ActivationStatistics>& statistics)
+{
+    json activations = json::array();
+    for (const ActivationStatistics& a : statistics) {
+        const double n = a.elements > 0 ? double(a.elements) : 1.0;
+        activations.push_back({{"module", a.module}, {"amax", a.amax}, {"input_scale", a.inputScale},
+            {"elements", a.elements}, {"clipped_share", double(a.clipped) / n},
+            {"flushed_share", double(a.flushedToZero) / n}, {"subnormal_share", double(a.subnormal) / n}});
+    }
+    return activations;
+}
+
+json comparedQaJson(const QaAgreement& qa)
+{
+    auto answer = [](const QaAnswer& a) {
+        return json{{"text", a.text}, {"score", a.score}, {"start", a.start}, {"end", a.end}, {"null", a.isNull}};
+    };
+    return {{"same_best_answer", qa.sameBestAnswer}, {"run_answer", answer(qa.runAnswer)},
+        {"reference_answer", answer(qa.referenceAnswer)}, {"answer_f1", qa.answerF1},
+        {"start_logits", metricsJson(qa.startLogits)}, {"end_logits", metricsJson(qa.endLogits)}};
+}
+
+json comparedFillMaskJson(const FillMaskAgreement& fillMask)
+{
+    auto top = [](const std::vector<std::pair<int64_t, float>>& list) {
+        json out = json::array();
+        for (const auto& [id, p] : list)
+            out.push_back({{"token_id", id}, {"probability", p}});
+        return out;
+    };
+    json masks = json::array();
+    for (const auto& m : fillMask.masks)
+        masks.push_back({{"position", m.position}, {"top1_agrees", m.top1Agrees}, {"top_k_overlap", m.topKOverlap},
+            {"kl_divergence", finiteOrNull(m.klDivergence)}, {"run_top", top(m.runTop)},
+            {"reference_top", top(m.referenceTop)}});
+    return {{"masks", masks}};
+}
+
+// The final outputs compared: the logits, the head's answer or masks, and where values stopped
+// being finite.
+json finalOutputsJson(const ComparisonResult& c)
+{
+    json final = {{"logits", metricsJson(c.finalLogits)}};
+    if (c.qa)
+        final["qa"] = comparedQaJson(*c.qa);
+    if (c.fillMask)
+        final["fill_mask"] = comparedFillMaskJson(*c.fillMask);
+    if (!c.nonFiniteNote.empty()) {
+        final["nonfinite"] = {{"run_first", c.runFirstNonFinite.empty() ? json(nullptr) : json(c.runFirstNonFinite)},
+            {"reference_first", c.referenceFirstNonFinite.empty() ? json(nullptr) : json(c.referenceFirstNonFinite)},
+            {"run_outputs", c.runOutputsNonFinite}, {"reference_outputs", c.referenceOutputsNonFinite},
+            {"note", c.nonFiniteNote}};
+    }
+    return final;
+}
+
+} // namespace
+
+json inspectJson(const Checkpoint& checkpoint, const std::vector<LinearScaleStatistics>& statistics,
+    const std::vector<Finding>& findings)
+{
+    const ModelConfig& c = checkpoint.config();
+    json out;
+    out["checkpoint"] = checkpoint.directory();
+    out["architecture"] = architectureName(c.architecture);
+    out["config"] = {{"vocab_size", c.vocabSize}, {"hidden_size", c.hiddenSize}, {"num_hidden_layers", c.numLayers},
+        {"num_attention_heads", c.numHeads}, {"intermediate_size", c.intermediateSize},
+        {"max_position_embeddings", c.maxPositionEmbeddings}, {"layer_norm_eps", c.layerNormEps},
+        {"pad_token_id", c.padTokenId}, {"torch_dtype", c.torchDtype}};
+    out["tokenizer"] = checkpoint.hasTokenizer();
+    addQuantizationJson(out, checkpoint);
+    out["tensors"] = tensorsJson(checkpoint);
+    json embeddings = wordEmbeddingsJson(checkpoint);
     json linears = json::array();
     for (const LinearScaleStatistics& s : statistics) {
         if (s.embedding) {
@@ -269,66 +358,9 @@ json comparisonJson(const ComparisonResult& c)
     out["reference_is_stand_in"] = c.referenceIsStandIn;
     if (c.referenceIsStandIn)
         out["note"] = "No --reference was given, so dequant (dequantized weights, float activations) stands in for the reference.";
-    json points = json::array();
-    for (const CapturePointMetrics& p : c.points) {
-        json point = metricsJson(p.metrics);
-        point["name"] = p.name;
-        point["module"] = p.module;
-        point["kind"] = captureKindName(p.kind);
-        point["layer"] = p.layer;
-        points.push_back(point);
-    }
-    out["points"] = points;
-    json activations = json::array();
-    for (const ActivationStatistics& a : c.activations) {
-        const double n = a.elements > 0 ? double(a.elements) : 1.0;
-        activations.push_back({{"module", a.module},
-                               {"amax", a.amax},
-                               {"input_scale", a.inputScale},
-                               {"elements", a.elements},
-                               {"clipped_share", double(a.clipped) / n},
-                               {"flushed_share", double(a.flushedToZero) / n},
-                               {"subnormal_share", double(a.subnormal) / n}});
-    }
-    out["activations"] = activations;
-    json final = {{"logits", metricsJson(c.finalLogits)}};
-    if (c.qa) {
-        auto answer = [](const QaAnswer& a) {
-            return json{{"text", a.text}, {"score", a.score}, {"start", a.start}, {"end", a.end}, {"null", a.isNull}};
-        };
-        final["qa"] = {{"same_best_answer", c.qa->sameBestAnswer},
-                       {"run_answer", answer(c.qa->runAnswer)},
-                       {"reference_answer", answer(c.qa->referenceAnswer)},
-                       {"answer_f1", c.qa->answerF1},
-                       {"start_logits", metricsJson(c.qa->startLogits)},
-                       {"end_logits", metricsJson(c.qa->endLogits)}};
-    }
-    if (c.fillMask) {
-        json masks = json::array();
-        for (const auto& m : c.fillMask->masks) {
-            auto top = [](const std::vector<std::pair<int64_t, float>>& list) {
-                json out = json::array();
-                for (const auto& [id, p] : list)
-                    out.push_back({{"token_id", id}, {"probability", p}});
-                return out;
-            };
-            masks.push_back({{"position", m.position},
-                             {"top1_agrees", m.top1Agrees},
-                             {"top_k_overlap", m.topKOverlap},
-                             {"kl_divergence", finiteOrNull(m.klDivergence)},
-                             {"run_top", top(m.runTop)},
-                             {"reference_top", top(m.referenceTop)}});
-        }
-        final["fill_mask"] = {{"masks", masks}};
-    }
-    if (!c.nonFiniteNote.empty()) {
-        final["nonfinite"] = {{"run_first", c.runFirstNonFinite.empty() ? json(nullptr) : json(c.runFirstNonFinite)},
-                              {"reference_first", c.referenceFirstNonFinite.empty() ? json(nullptr) : json(c.referenceFirstNonFinite)},
-                              {"run_outputs", c.runOutputsNonFinite},
-                              {"reference_outputs", c.referenceOutputsNonFinite},
-                              {"note", c.nonFiniteNote}};
-    }
-    out["final"] = final;
+    out["points"] = capturePointsJson(c.points);
+    out["activations"] = activationsJson(c.activations);
+    out["final"] = finalOutputsJson(c);
     out["headroom"] = headroomJson(c.outputRanges);
     json nonFinite = json::array();
     for (const ModuleNonFinite& module : c.runNonFinite)
