@@ -153,6 +153,78 @@ void printCheckText(const CheckResult& result)
     }
 }
 
+CheckGate checkGate(const Arguments& args)
+{
+    CheckGate gate;
+    if (const auto rate = args.floatValue("max-failure-rate")) {
+        if (!(*rate >= 0 && *rate <= 1))
+            throw UsageError{"--max-failure-rate must be a fraction from 0 to 1 (0.01 is 1 %)."};
+        gate.maxFailureRate = *rate;
+    }
+    if (const auto drop = args.floatValue("max-f1-drop")) {
+        if (!(*drop >= 0 && *drop <= 100))
+            throw UsageError{"--max-f1-drop must be F1 points from 0 to 100."};
+        gate.maxF1Drop = *drop;
+    }
+    return gate;
+}
+
+// The run under test: the checkpoint on the devices (opened into `device`), or without devices
+// the checkpoint's model on this CPU.
+CheckRun runUnderTest(const Arguments& args, const std::string& checkpointDir, const std::vector<DeviceSpec>* devices,
+    const CheckRunSources& sources, std::unique_ptr<InferenceBackend>& device)
+{
+    CheckRun run;
+    run.options.mode = comparedRunMode(args);
+    run.options.accumulation = accumulationOption(args, runModeName(run.options.mode));
+    const std::string runName = runLabel(run.options.mode, run.options.accumulation);
+    if (devices) {
+        device = openBackends(*devices, Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
+        run.name = "device";
+        run.backend = device.get();
+        run.description = device->deviceName() + " running " + checkpointDir + " as " + runName;
+    } else {
+        run.name = runName;
+        run.backend = sources.checkpoint;
+        run.options.floatWeightsFrom = floatWeightSource(sources.reference);
+        run.description = "the " + run.name + " run of " + checkpointDir + " on this CPU";
+    }
+    return run;
+}
+
+// The thresholds read from --thresholds, or without them a noise floor measured now; says where
+// they came from.
+std::string settleThresholds(std::optional<ThresholdSet>& thresholds, const Arguments& args,
+    const CheckRunSources& sources, const CheckInputSet& inputs, const CheckMeasureOptions& options,
+    const std::string& checkpointDir)
+{
+    if (!thresholds) {
+        thresholds = measureNoiseFloor(sources, {}, inputs, options);
+        return "measured now: " + thresholds->provenance["run_descriptions"] + " on the same inputs";
+    }
+    const auto recorded = thresholds->provenance.find("checkpoint_sha256");
+    if (recorded != thresholds->provenance.end() && recorded->second != CheckpointManifest::of(checkpointDir).hash)
+        std::cerr << "scalescope-cli check: note: the thresholds were measured on another checkpoint ("
+                  << terminalSafe(thresholds->provenance["checkpoint"]) << ").\n";
+    return "read from " + *args.value("thresholds");
+}
+
+// The --junit report and the --plots charts, each named in the document.
+void writeCheckFiles(json& document, const CheckResult& result, const Arguments& args, const std::string& junitPath)
+{
+    if (!junitPath.empty()) {
+        writeBytesAtomically(junitPath, checkJunitXml(result), args.flag("force"));
+        document["junit"] = junitPath;
+    }
+    if (const auto plots = args.value("plots")) {
+        std::vector<ChartData> charts = {checkFailureRateChart(result), checkDepartureStartChart(result)};
+        if (result.runScores)
+            charts.push_back(checkF1IntervalChart(result));
+        document["plots"]
+            = writePlotFiles(charts, *plots, args.value("format", "png"), document, "check", args.flag("force"));
+    }
+}
+
 } // namespace
 
 int commandNoiseFloor(const Arguments& args)
@@ -208,17 +280,7 @@ int commandCheck(const Arguments& args)
     const std::vector<DeviceSpec> devices = deviceOptions(args);
     const bool onDevice = !(devices.size() == 1 && devices.front().isCpu());
     const std::vector<std::string> against = runNames(args, "against", onDevice ? "emulation" : "reference");
-    CheckGate gate;
-    if (const auto rate = args.floatValue("max-failure-rate")) {
-        if (!(*rate >= 0 && *rate <= 1))
-            throw UsageError{"--max-failure-rate must be a fraction from 0 to 1 (0.01 is 1 %)."};
-        gate.maxFailureRate = *rate;
-    }
-    if (const auto drop = args.floatValue("max-f1-drop")) {
-        if (!(*drop >= 0 && *drop <= 100))
-            throw UsageError{"--max-f1-drop must be F1 points from 0 to 100."};
-        gate.maxF1Drop = *drop;
-    }
+    const CheckGate gate = checkGate(args);
     const std::string junitPath = args.value("junit", "");
     if (!junitPath.empty())
         checkOutputFileTarget(junitPath, args.flag("force"));
@@ -235,40 +297,15 @@ int commandCheck(const Arguments& args)
     std::vector<CheckRun> twins;
     for (const std::string& name : against)
         twins.push_back(namedCheckRun(name, sources, TaskOption::Against));
-
-    CheckRun run;
     std::unique_ptr<InferenceBackend> device;
-    run.options.mode = comparedRunMode(args);
-    run.options.accumulation = accumulationOption(args, runModeName(run.options.mode));
-    const std::string runName = runLabel(run.options.mode, run.options.accumulation);
-    if (onDevice) {
-        device = openBackends(devices, Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
-        run.name = "device";
-        run.backend = device.get();
-        run.description = device->deviceName() + " running " + checkpointDir + " as " + runName;
-    } else {
-        run.name = runName;
-        run.backend = model.get();
-        run.options.floatWeightsFrom = floatWeightSource(reference.get());
-        run.description = "the " + run.name + " run of " + checkpointDir + " on this CPU";
-    }
+    const CheckRun run = runUnderTest(args, checkpointDir, onDevice ? &devices : nullptr, sources, device);
 
     InterruptFlag interrupt;
     ForwardCache cache;
     CheckMeasureOptions options = measureOptions(args, interrupt.flag(), &cache);
     ProgressLine progressLine;
     progressLine.attach(options.progress);
-    std::string thresholdsSource;
-    if (!thresholds) {
-        thresholds = measureNoiseFloor(sources, {}, inputs, options);
-        thresholdsSource = "measured now: " + thresholds->provenance["run_descriptions"] + " on the same inputs";
-    } else {
-        thresholdsSource = "read from " + *args.value("thresholds");
-        const auto recorded = thresholds->provenance.find("checkpoint_sha256");
-        if (recorded != thresholds->provenance.end() && recorded->second != CheckpointManifest::of(checkpointDir).hash)
-            std::cerr << "scalescope-cli check: note: the thresholds were measured on another checkpoint ("
-                      << terminalSafe(thresholds->provenance["checkpoint"]) << ").\n";
-    }
+    const std::string thresholdsSource = settleThresholds(thresholds, args, sources, inputs, options, checkpointDir);
     CheckResult result = evaluateCheck(measureRuns(run, twins, inputs, options), *thresholds, gate);
     progressLine.close();
 
@@ -279,16 +316,7 @@ int commandCheck(const Arguments& args)
     document["reference"] = referenceDir.empty() ? json(nullptr) : json(referenceDir);
     document["thresholds_source"] = thresholdsSource;
     document["inputs_file"] = inputs.path;
-    if (!junitPath.empty()) {
-        writeBytesAtomically(junitPath, checkJunitXml(result), args.flag("force"));
-        document["junit"] = junitPath;
-    }
-    if (const auto plots = args.value("plots")) {
-        std::vector<ChartData> charts = {checkFailureRateChart(result), checkDepartureStartChart(result)};
-        if (result.runScores)
-            charts.push_back(checkF1IntervalChart(result));
-        document["plots"] = writePlotFiles(charts, *plots, args.value("format", "png"), document, "check", args.flag("force"));
-    }
+    writeCheckFiles(document, result, args, junitPath);
     if (args.flag("json"))
         std::cout << jsonText(document) << std::endl;
     else {
