@@ -503,40 +503,35 @@ void checkPlotFormat(const Arguments& args)
     }
 }
 
-int commandInspect(const Arguments& args)
+// inspect's --plots: the weight scales of every Linear, then the scales and exponents of one
+// (--linear, or the one whose scales spread widest).
+std::vector<ChartData> inspectCharts(
+    const Arguments& args, const Checkpoint& checkpoint, const std::vector<LinearScaleStatistics>& statistics)
 {
-    checkPlotFormat(args);
-    std::shared_ptr<const Checkpoint> checkpoint = Checkpoint::open(args.positionals()[0]);
-    const std::vector<LinearScaleStatistics> statistics = computeScaleStatistics(*checkpoint);
-    const std::vector<Finding> findings = diagnoseCheckpoint(*checkpoint, statistics);
-    checkpoint->tensors().checkUnchanged(); // statistics of a file rewritten meanwhile are not reported
-    json document = inspectJson(*checkpoint, statistics, findings);
+    std::vector<ChartData> charts = {weightScaleRangesChart(statistics), weightCodeSharesChart(statistics)};
+    std::string linear = args.value("linear", "");
+    int chosen = -1;
+    for (std::size_t i = 0; i < statistics.size(); ++i)
+        if (statistics[i].module == linear)
+            chosen = static_cast<int>(i);
+    if (!linear.empty() && chosen < 0)
+        throw Error("--linear " + linear + " is not a Linear module of " + checkpoint.directory() + ".");
+    if (chosen < 0)
+        chosen = widestScaleSpread(statistics);
+    if (chosen >= 0) {
+        const LinearScaleStatistics& linear = statistics[static_cast<std::size_t>(chosen)];
+        // A block-wise weight's scales are a grid: a heat map of output by input blocks.
+        charts.push_back(linear.gridRows > 0 ? blockScalesChart(linear) : channelScalesChart(linear));
+        charts.push_back(exponentHistogramChart(statistics[static_cast<std::size_t>(chosen)]));
+    }
+    return charts;
+}
 
-    if (auto plots = args.value("plots")) {
-        std::vector<ChartData> charts = {weightScaleRangesChart(statistics), weightCodeSharesChart(statistics)};
-        std::string linear = args.value("linear", "");
-        int chosen = -1;
-        for (std::size_t i = 0; i < statistics.size(); ++i)
-            if (statistics[i].module == linear)
-                chosen = static_cast<int>(i);
-        if (!linear.empty() && chosen < 0)
-            throw Error("--linear " + linear + " is not a Linear module of " + checkpoint->directory() + ".");
-        if (chosen < 0)
-            chosen = widestScaleSpread(statistics);
-        if (chosen >= 0) {
-            const LinearScaleStatistics& linear = statistics[static_cast<std::size_t>(chosen)];
-            // A block-wise weight's scales are a grid: a heat map of output by input blocks.
-            charts.push_back(linear.gridRows > 0 ? blockScalesChart(linear) : channelScalesChart(linear));
-            charts.push_back(exponentHistogramChart(statistics[static_cast<std::size_t>(chosen)]));
-        }
-        document["plots"] = writePlotFiles(charts, *plots, args.value("format", "png"), document, "inspect", args.flag("force"));
-    }
-    if (args.flag("json")) {
-        printJson(document);
-        return 0;
-    }
-    const ModelConfig& c = checkpoint->config();
-    std::cout << shown(checkpoint->directory()) << "\n  " << architectureName(c.architecture) << ", " << c.numLayers
+// inspect's heading: the model's shape, its quantization schemes, its word embeddings.
+void printCheckpointSummary(const Checkpoint& checkpoint)
+{
+    const ModelConfig& c = checkpoint.config();
+    std::cout << shown(checkpoint.directory()) << "\n  " << architectureName(c.architecture) << ", " << c.numLayers
               << " layers, hidden " << c.hiddenSize << ", " << c.numHeads << " heads, intermediate "
               << c.intermediateSize << ", vocabulary " << c.vocabSize << ", dtype " << shown(c.torchDtype) << "\n";
     if (c.quantization) {
@@ -555,19 +550,24 @@ int commandInspect(const Arguments& args)
         if (const auto refusal = transformRefusal(*c.quantization))
             std::cout << "  transform_config: " << shown(*refusal) << "\n";
         std::cout << "  quantization_status: "
-                  << (c.quantization->status.empty() ? std::string("missing") : "\"" + shown(c.quantization->status) + "\"")
-                  << (checkpoint->plan().anyQuantized() ? "; FP8 weights on disk, run as compressed" : "") << "\n";
+                  << (c.quantization->status.empty() ? std::string("missing")
+                                                     : "\"" + shown(c.quantization->status) + "\"")
+                  << (checkpoint.plan().anyQuantized() ? "; FP8 weights on disk, run as compressed" : "") << "\n";
     } else {
         std::cout << "  not quantized\n";
     }
-    const EmbeddingInfo& embedding = checkpoint->plan().wordEmbeddings();
+    const EmbeddingInfo& embedding = checkpoint.plan().wordEmbeddings();
     if (embedding.quantized)
         std::cout << "  word embeddings " << shown(embedding.module) << ": FP8 "
                   << embeddingScaleText(embedding.weightStrategy) << " (" << shown(embedding.rule) << ")\n";
-    else if (!checkpoint->plan().wordEmbeddingsProblem().empty())
-        std::cout << "  word embeddings " << shown(embedding.module) << ": cannot run: "
-                  << shown(checkpoint->plan().wordEmbeddingsProblem()) << "\n";
-    std::cout << "  " << checkpoint->tensors().tensors().size() << " tensors\n\n";
+    else if (!checkpoint.plan().wordEmbeddingsProblem().empty())
+        std::cout << "  word embeddings " << shown(embedding.module)
+                  << ": cannot run: " << shown(checkpoint.plan().wordEmbeddingsProblem()) << "\n";
+}
+
+// inspect's table: one row per Linear, its weight scales and its input's.
+void printScaleTable(const std::vector<LinearScaleStatistics>& statistics)
+{
     std::cout << std::left << std::setw(52) << "Linear" << std::right << std::setw(9) << "weight" << std::setw(12)
               << "scale min" << std::setw(12) << "median" << std::setw(12) << "max" << std::setw(9) << "ratio"
               << std::setw(9) << "clip%" << std::setw(9) << "uflow%" << "  " << "input" << "\n";
@@ -590,6 +590,27 @@ int commandInspect(const Arguments& args)
             std::cout << ", scales " << embeddingScaleText(s.weightStrategy);
         std::cout << std::defaultfloat << "\n";
     }
+}
+
+int commandInspect(const Arguments& args)
+{
+    checkPlotFormat(args);
+    std::shared_ptr<const Checkpoint> checkpoint = Checkpoint::open(args.positionals()[0]);
+    const std::vector<LinearScaleStatistics> statistics = computeScaleStatistics(*checkpoint);
+    const std::vector<Finding> findings = diagnoseCheckpoint(*checkpoint, statistics);
+    checkpoint->tensors().checkUnchanged(); // statistics of a file rewritten meanwhile are not reported
+    json document = inspectJson(*checkpoint, statistics, findings);
+
+    if (auto plots = args.value("plots"))
+        document["plots"] = writePlotFiles(inspectCharts(args, *checkpoint, statistics), *plots,
+            args.value("format", "png"), document, "inspect", args.flag("force"));
+    if (args.flag("json")) {
+        printJson(document);
+        return 0;
+    }
+    printCheckpointSummary(*checkpoint);
+    std::cout << "  " << checkpoint->tensors().tensors().size() << " tensors\n\n";
+    printScaleTable(statistics);
     std::cout << "\n";
     printFindings(findings);
     printConsumers(assessConsumers(*checkpoint));
