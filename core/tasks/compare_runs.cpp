@@ -45,14 +45,6 @@ std::vector<std::pair<int64_t, float>> topK(const std::vector<float>& probabilit
     return out;
 }
 
-std::size_t elementCount(const std::vector<int64_t>& shape)
-{
-    std::size_t count = 1;
-    for (int64_t dim : shape)
-        count *= static_cast<std::size_t>(dim);
-    return count;
-}
-
 bool allFinite(const float* values, std::size_t count)
 {
     for (std::size_t i = 0; i < count; ++i)

@@ -40,14 +40,6 @@ CheckValues noValues()
     return values;
 }
 
-std::size_t elementCount(const std::vector<int64_t>& shape)
-{
-    std::size_t count = 1;
-    for (int64_t extent : shape)
-        count *= std::size_t(extent);
-    return count;
-}
-
 std::size_t metricIndex(CheckMetric metric)
 {
     return static_cast<std::size_t>(metric);
