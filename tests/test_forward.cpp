@@ -601,6 +601,42 @@ private slots:
         QCOMPARE(aliases, std::size_t(3 * spec.numLayers + 1));
     }
 
+    // keptCapture, what compare and the device check keep of each capture: a point that names an
+    // earlier one as the same tensor shares that one's copy; any other point, or one whose shape
+    // differs from the named one's, gets its own copy of the data.
+    void keptCapturesShareOnlyTheSameTensor()
+    {
+        TinyModelSpec spec;
+        const std::string floatDir = makeTempDir("float");
+        writeTinyFloatCheckpoint(floatDir, spec);
+        auto model = EncoderModel::load(floatDir);
+        std::map<std::string, std::shared_ptr<const FloatTensor>> kept;
+        std::map<std::string, std::string> sameAs;
+        ForwardOptions options;
+        options.mode = RunMode::Dequant;
+        options.capture.all = true;
+        options.onCapture = [&](const std::string& name, const std::vector<int64_t>& shape, const float* data,
+                                const std::string& same) {
+            const auto earlier = kept.find(same);
+            kept[name] = keptCapture(earlier == kept.end() ? nullptr : earlier->second, shape, data);
+            sameAs[name] = same;
+        };
+        model->forward({{idsFor(floatDir)}, {}, {}, {}}, options);
+        const std::string layer1 = "roberta.encoder.layer.1.attention.self.";
+        const auto& input = kept.at("roberta.encoder.layer.0.output");
+        QCOMPARE(kept.at(layer1 + "query.input").get(), input.get());
+        QCOMPARE(kept.at(layer1 + "value.input").get(), input.get());
+        QVERIFY(kept.at(layer1 + "query.output").get() != kept.at(layer1 + "key.output").get());
+        for (const auto& [name, same] : sameAs)
+            QCOMPARE(kept.at(name).get() == (same.empty() ? nullptr : kept.at(same).get()), !same.empty());
+
+        const std::vector<int64_t> flat = {input->numel()};
+        const auto reshaped = keptCapture(input, flat, input->values.data());
+        QVERIFY(reshaped.get() != input.get());
+        QCOMPARE(reshaped->shape, flat);
+        QVERIFY(reshaped->values == input->values);
+    }
+
     // Per-tensor scales stored with shape [] run exactly like the same scales with shape [1].
     void zeroDimensionalScalesRunLikeOneElement()
     {

@@ -28,4 +28,15 @@ const FloatTensor& ForwardResult::output(const std::string& name) const
     throw Error("The forward pass produced no \"" + name + "\".");
 }
 
+std::shared_ptr<const FloatTensor> keptCapture(
+    std::shared_ptr<const FloatTensor> same, const std::vector<int64_t>& shape, const float* data)
+{
+    if (same && same->shape == shape)
+        return same;
+    auto copy = std::make_shared<FloatTensor>();
+    copy->shape = shape;
+    copy->values.assign(data, data + elementCount(shape));
+    return copy;
+}
+
 } // namespace scalescope

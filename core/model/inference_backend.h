@@ -181,4 +181,10 @@ public:
     virtual bool resumesFromLayer() const { return false; }
 };
 
+// What a caller of ForwardOptions::onCapture keeps of one capture: `same`, the tensor it kept for
+// the earlier point that `sameAs` names (null when there is none), when that has this shape, so
+// q, k and v share one copy of their one input; otherwise a copy of the data.
+std::shared_ptr<const FloatTensor> keptCapture(
+    std::shared_ptr<const FloatTensor> same, const std::vector<int64_t>& shape, const float* data);
+
 } // namespace scalescope

@@ -270,15 +270,8 @@ struct ReferenceCaptures {
     }
     void add(const std::string& name, const std::vector<int64_t>& shape, const float* data, const std::string& sameAs)
     {
-        std::shared_ptr<const FloatTensor> tensor;
-        if (const Point* same = sameAs.empty() ? nullptr : find(sameAs); same && same->tensor->shape == shape)
-            tensor = same->tensor;
-        if (!tensor) {
-            auto copy = std::make_shared<FloatTensor>();
-            copy->shape = shape;
-            copy->values.assign(data, data + elementCount(shape));
-            tensor = std::move(copy);
-        }
+        const Point* same = sameAs.empty() ? nullptr : find(sameAs);
+        std::shared_ptr<const FloatTensor> tensor = keptCapture(same ? same->tensor : nullptr, shape, data);
         index[name] = points.size();
         points.push_back({name, std::move(tensor)});
     }

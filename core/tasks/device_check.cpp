@@ -53,16 +53,9 @@ struct StoredCaptures {
 
     void add(const std::string& name, const std::vector<int64_t>& shape, const float* data, const std::string& sameAs)
     {
-        std::shared_ptr<const FloatTensor> tensor;
-        if (!sameAs.empty())
-            if (const auto same = byName.find(sameAs); same != byName.end() && same->second->shape == shape)
-                tensor = same->second;
-        if (!tensor) {
-            auto copy = std::make_shared<FloatTensor>();
-            copy->shape = shape;
-            copy->values.assign(data, data + elementCount(shape));
-            tensor = std::move(copy);
-        }
+        const auto same = sameAs.empty() ? byName.end() : byName.find(sameAs);
+        std::shared_ptr<const FloatTensor> tensor
+            = keptCapture(same == byName.end() ? nullptr : same->second, shape, data);
         byName[name] = tensor;
         forward.captures.emplace_back(name, std::move(tensor));
     }
