@@ -6,6 +6,7 @@
 #include "common/json_values.h"
 #include "common/text_files.h"
 #include "text/bpe_tokenizer.h"
+#include "text/vocabulary.h"
 #include "text/wordpiece_tokenizer.h"
 
 namespace scalescope {
@@ -22,8 +23,8 @@ std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir)
         if (type != nullptr && type->is_string() && type->get<std::string>() == "WordPiece")
             return WordPieceTokenizer::loadFromTokenizerJson(tokenizerJson);
         if (type != nullptr && !(type->is_string() && type->get<std::string>() == "BPE"))
-            throw Error(tokenizerJson + " holds a " + (type->is_string() ? abbreviatedText(type->get<std::string>(), 60) : quotedJsonValue(*type)) +
-                        " tokenizer model; only BPE (RoBERTa) and WordPiece (BERT) are supported.");
+            throw Error(tokenizerJson + " holds a " + quotedModelType(*type)
+                + " tokenizer model; only BPE (RoBERTa) and WordPiece (BERT) are supported.");
         return BpeTokenizer::loadFromTokenizerJson(tokenizerJson);
     }
     if (fileExists(joinPath(dir, "vocab.txt")))
