@@ -11,6 +11,13 @@
 
 namespace scalescope {
 
+std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir, TokenizerKind kind)
+{
+    if (kind == TokenizerKind::WordPiece)
+        return WordPieceTokenizer::loadFromDirectory(dir);
+    return BpeTokenizer::loadFromDirectory(dir);
+}
+
 std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir)
 {
     const std::string tokenizerJson = joinPath(dir, "tokenizer.json");
