@@ -4,7 +4,6 @@
 // forward's logits against the test-side reference forward (>= 100 dB where both forwards' casts
 // chose the same codes), the cast capture points, the headroom per head in compare's result and
 // JSON, the sweep's "attention of layer N in FP8" entries, the overrides and the refusals.
-#include <QProcess>
 #include <QtTest>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 #include "engine/compute_threads.h"
 #include "engine/encoder_model.h"
 #include "numerics/attention_fp8.h"
+#include "support/cli_process.h"
 #include "support/fixtures.h"
 #include "support/float_bits.h"
 #include "support/reference_forward.h"
@@ -115,19 +115,6 @@ CastDisagreement firstCastDisagreement(const std::map<std::string, ReferenceTens
                 return found;
         }
     return found;
-}
-
-struct CliRun {
-    int exitCode = -1;
-    std::string out, err;
-};
-
-CliRun runCli(const QStringList& args)
-{
-    QProcess cli;
-    cli.start(QStringLiteral(SCALESCOPE_CLI), args);
-    cli.waitForFinished(180000);
-    return {cli.exitCode(), cli.readAllStandardOutput().toStdString(), cli.readAllStandardError().toStdString()};
 }
 
 } // namespace
@@ -379,10 +366,10 @@ private slots:
 
     void cliCompareWritesHeadroomAndRefusesAnUnknownAttention()
     {
-        const CliRun compare = runCli({"compare", q(fp8_), "--reference", q(float_), "--question", q(kQuestion),
-                                       "--context", q(kContext), "--attention", "fp8-aiu", "--json"});
-        QVERIFY2(compare.exitCode == 0, compare.err.c_str());
-        const json document = json::parse(compare.out);
+        const CliResult compare = runCli({"compare", q(fp8_), "--reference", q(float_), "--question", q(kQuestion),
+            "--context", q(kContext), "--attention", "fp8-aiu", "--json"});
+        QVERIFY2(compare.exitCode == 0, qPrintable(compare.err));
+        const json document = json::parse(compare.out.toStdString());
         QCOMPARE(document.at("attention").get<std::string>(), std::string("fp8-aiu"));
         const json& headroom = document.at("attention_headroom");
         QCOMPARE(headroom.size(), std::size_t(4));
@@ -393,13 +380,14 @@ private slots:
             QVERIFY(head.at("zero_share").get<double>() >= 0);
             QVERIFY(head.contains("subnormal_share"));
         }
-        const CliRun bad = runCli({"qa", q(fp8_), "--question", q(kQuestion), "--context", q(kContext), "--attention", "fp8"});
+        const CliResult bad
+            = runCli({"qa", q(fp8_), "--question", q(kQuestion), "--context", q(kContext), "--attention", "fp8"});
         QCOMPARE(bad.exitCode, 2);
-        QVERIFY2(bad.err.find("--attention must be float or fp8-aiu") != std::string::npos, bad.err.c_str());
-        const CliRun qa = runCli({"qa", q(fp8_), "--question", q(kQuestion), "--context", q(kContext), "--attention",
-                                  "fp8-aiu", "--json"});
-        QVERIFY2(qa.exitCode == 0, qa.err.c_str());
-        QCOMPARE(json::parse(qa.out).at("attention").get<std::string>(), std::string("fp8-aiu"));
+        QVERIFY2(bad.err.contains("--attention must be float or fp8-aiu"), qPrintable(bad.err));
+        const CliResult qa = runCli(
+            {"qa", q(fp8_), "--question", q(kQuestion), "--context", q(kContext), "--attention", "fp8-aiu", "--json"});
+        QVERIFY2(qa.exitCode == 0, qPrintable(qa.err));
+        QCOMPARE(json::parse(qa.out.toStdString()).at("attention").get<std::string>(), std::string("fp8-aiu"));
     }
 
     // The sweep: one "attention of layer N in FP8" entry per layer, measured, never suggested.

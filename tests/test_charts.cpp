@@ -771,6 +771,36 @@ private slots:
         QVERIFY(QString::fromStdString(chart.yLabel).contains("1 - cosine"));
     }
 
+    // compare --plots writes the four layer and Linear charts always, and the activation, fp16 and
+    // attention charts only when the comparison holds their values; each is its builder's chart.
+    void comparisonPlotsHoldTheChartsWithValues()
+    {
+        ComparisonResult comparison;
+        const auto ids = [&] {
+            std::vector<std::string> out;
+            for (const ChartData& chart : comparisonPlots(comparison, true))
+                out.push_back(chart.id);
+            return out;
+        };
+        const std::vector<std::string> always = {layerSqnrChart(comparison).id, layerCosineChart(comparison).id,
+            errorGrowthChart(comparison).id, linearSqnrChart(comparison).id};
+        QCOMPARE(ids(), always);
+
+        comparison.activations.push_back({"m", 2.0f, 0.01f, 4, 0, 0, 0});
+        comparison.outputRanges.push_back({"m", 3.0f, 0, 4});
+        CastHeadroom cast;
+        cast.module = "k";
+        comparison.attentionHeadroom.push_back(cast);
+        std::vector<std::string> all = always;
+        for (const ChartData& chart : {activationSharesChart(comparison), activationScaleChart(comparison, true),
+                 fp16HeadroomChart(comparison), attentionHeadroomChart(comparison, true),
+                 attentionHeadroomChart(comparison, false), attentionSmallValuesChart(comparison)})
+            all.push_back(chart.id);
+        QCOMPARE(ids(), all);
+        QCOMPARE(comparisonChart(ComparisonChart::ActivationRange, comparison, false).title,
+            activationScaleChart(comparison, false).title);
+    }
+
     // NaN, zero and negative scales are shown in red at the bottom of the axis, not dropped.
     void invalidChannelScalesAreMarked()
     {

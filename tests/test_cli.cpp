@@ -17,6 +17,7 @@
 
 #include "io/safetensors.h"
 #include "model/checkpoint.h"
+#include "support/cli_process.h"
 #include "support/fixtures.h"
 #include "support/reference_forward.h"
 
@@ -25,31 +26,6 @@ using namespace scalescope::testing;
 using json = nlohmann::json;
 
 namespace {
-
-struct CliResult {
-    int exitCode = -1;
-    bool crashed = false;
-    QString out;
-    QString err;
-};
-
-CliResult runCli(const QStringList& args)
-{
-    QProcess process;
-    process.start(QStringLiteral(SCALESCOPE_CLI), args);
-    CliResult result;
-    if (!process.waitForFinished(300000)) {
-        process.kill();
-        process.waitForFinished();
-        result.crashed = true;
-        return result;
-    }
-    result.crashed = process.exitStatus() != QProcess::NormalExit;
-    result.exitCode = process.exitCode();
-    result.out = QString::fromUtf8(process.readAllStandardOutput());
-    result.err = QString::fromUtf8(process.readAllStandardError());
-    return result;
-}
 
 json runJson(const QStringList& args)
 {

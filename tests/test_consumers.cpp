@@ -1,7 +1,7 @@
 // How each consumer (the AIU's fms + fms_mo, vLLM, compressed-tensors) loads a checkpoint
 // (analysis/consumers.h, issue 26): tiny checkpoints with one known property each, and the verdict
-// and finding (consumer, code, modules, loading) DESIGN.md's "How each consumer loads a
-// checkpoint" gives for it; then keep-float writing for every consumer (both names in ignore, kept
+// and finding (consumer, code, modules, loading) docs/ARCHITECTURE.md's "How each consumer loads
+// a checkpoint" gives for it; then keep-float writing for every consumer (both names in ignore, kept
 // weights in the model's 16-bit dtype, q/k/v alone refused) and its output loading as intended.
 #include <QtTest>
 

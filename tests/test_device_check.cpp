@@ -5,7 +5,6 @@
 // runner without the difference passes, and the thresholds file is reproducible.
 #include <QDir>
 #include <QFile>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QXmlStreamReader>
 #include <QtTest>
@@ -17,8 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "support/fixtures.h"
 #include "report/check_report.h"
+#include "support/cli_process.h"
+#include "support/fixtures.h"
 #include "tasks/device_check.h"
 
 using namespace scalescope;
@@ -74,28 +74,13 @@ ThresholdSet flatThresholds(const std::vector<std::string>& points, double sqnr)
     return set;
 }
 
-struct CliResult {
-    int exitCode = -1;
-    QString out, err;
-};
-
 // The tiny fixture takes 128 tokens at most.
 const QStringList kWindowOptions = {"--max-seq-len", "128", "--doc-stride", "32"};
 
-CliResult runCli(const QStringList& args)
+// The CLI on the tiny fixture's windows; a check runs many forwards, so it gets ten minutes.
+CliResult runCheckCli(const QStringList& args)
 {
-    QProcess process;
-    process.start(QStringLiteral(SCALESCOPE_CLI), args + kWindowOptions);
-    CliResult result;
-    if (!process.waitForFinished(600000)) {
-        process.kill();
-        process.waitForFinished();
-        return result;
-    }
-    result.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-    result.out = QString::fromUtf8(process.readAllStandardOutput());
-    result.err = QString::fromUtf8(process.readAllStandardError());
-    return result;
+    return runCli(args + kWindowOptions, 600000);
 }
 
 QString q(const std::string& text)
@@ -444,9 +429,9 @@ private slots:
     {
         const std::string root = dir_.path().toStdString();
         QStringList args = {"noise-floor", q(fp8Dir_), "--reference", q(floatDir_), "--squad", q(squadPath_), "--output"};
-        const CliResult first = runCli(args + QStringList{q(root + "/t1.json")});
+        const CliResult first = runCheckCli(args + QStringList{q(root + "/t1.json")});
         QVERIFY2(first.exitCode == 0, qPrintable(first.err));
-        const CliResult second = runCli(args + QStringList{q(root + "/t2.json")});
+        const CliResult second = runCheckCli(args + QStringList{q(root + "/t2.json")});
         QVERIFY2(second.exitCode == 0, qPrintable(second.err));
         json a = json::parse(readText(root + "/t1.json"));
         json b = json::parse(readText(root + "/t2.json"));
@@ -472,11 +457,11 @@ private slots:
         QVERIFY2(sqnr > 40 && sqnr < 120, qPrintable(QString::number(sqnr)));
 
         // An existing output is not replaced without --force, and nothing is written on a usage error.
-        const CliResult again = runCli(args + QStringList{q(root + "/t1.json")});
+        const CliResult again = runCheckCli(args + QStringList{q(root + "/t1.json")});
         QCOMPARE(again.exitCode, 1);
         QVERIFY2(again.err.contains("already exists"), qPrintable(again.err));
-        const CliResult badRuns = runCli({"noise-floor", q(fp8Dir_), "--squad", q(squadPath_), "--runs", "reference,gpu",
-                                          "--output", q(root + "/t3.json")});
+        const CliResult badRuns = runCheckCli({"noise-floor", q(fp8Dir_), "--squad", q(squadPath_), "--runs",
+            "reference,gpu", "--output", q(root + "/t3.json")});
         QVERIFY(badRuns.exitCode != 0);
         QVERIFY2(badRuns.err.contains("--runs") && badRuns.err.contains("gpu"), qPrintable(badRuns.err));
         QVERIFY(!QFile::exists(q(root + "/t3.json")));
@@ -486,15 +471,15 @@ private slots:
     {
         const std::string root = dir_.path().toStdString();
         const std::string thresholds = root + "/thresholds.json";
-        const CliResult floor = runCli({"noise-floor", q(fp8Dir_), "--reference", q(floatDir_), "--squad", q(squadPath_),
-                                        "--output", q(thresholds), "--force"});
+        const CliResult floor = runCheckCli({"noise-floor", q(fp8Dir_), "--reference", q(floatDir_), "--squad",
+            q(squadPath_), "--output", q(thresholds), "--force"});
         QVERIFY2(floor.exitCode == 0, qPrintable(floor.err));
 
         const std::string proxy = "runner:sh " + shellQuote(proxyScript_) + " " + shellQuote(SCALESCOPE_CLI) + " " +
                                   shellQuote(fp8Dir_) + " " + shellQuote(perturbedFp8Dir_);
         const std::string junit = root + "/check.xml";
-        const CliResult departing = runCli({"check", q(fp8Dir_), "--device", q(proxy), "--thresholds", q(thresholds),
-                                            "--squad", q(squadPath_), "--junit", q(junit), "--json"});
+        const CliResult departing = runCheckCli({"check", q(fp8Dir_), "--device", q(proxy), "--thresholds",
+            q(thresholds), "--squad", q(squadPath_), "--junit", q(junit), "--json"});
         QVERIFY2(departing.exitCode == 1, qPrintable(departing.err + departing.out.left(2000)));
         const json result = parsedJson(departing.out);
         QCOMPARE(result["verdict"], json("fail"));
@@ -519,8 +504,8 @@ private slots:
 
         // The same runner without the difference tracks the emulation: exit 0.
         const std::string plain = "runner:" + shellQuote(SCALESCOPE_CLI) + " runner";
-        const CliResult same = runCli({"check", q(fp8Dir_), "--device", q(plain), "--thresholds", q(thresholds),
-                                       "--squad", q(squadPath_), "--json"});
+        const CliResult same = runCheckCli({"check", q(fp8Dir_), "--device", q(plain), "--thresholds", q(thresholds),
+            "--squad", q(squadPath_), "--json"});
         QVERIFY2(same.exitCode == 0, qPrintable(same.err + same.out.left(3000)));
         const json passed = parsedJson(same.out);
         QCOMPARE(passed["verdict"], json("pass"));
@@ -534,8 +519,8 @@ private slots:
         qputenv("SCALESCOPE_CHECK_CACHE", QByteArray::fromStdString(cacheDir));
         const QStringList args = {"check", q(fp8Dir_), "--reference", q(floatDir_), "--squad", q(squadPath_),
                                   "--against", "emulation,fp16", "--max-samples", "12", "--json"};
-        const CliResult first = runCli(args);
-        const CliResult second = runCli(args);
+        const CliResult first = runCheckCli(args);
+        const CliResult second = runCheckCli(args);
         qputenv("SCALESCOPE_CHECK_CACHE", QByteArray::fromStdString(root + "/check-cache"));
         json a = parsedJson(first.out), b = parsedJson(second.out);
         QVERIFY2(a.is_object() && b.is_object(), qPrintable(first.err + second.err));
@@ -558,10 +543,10 @@ private slots:
         QFile damaged(folder.filePath(entries.front()));
         QVERIFY(damaged.resize(damaged.size() / 2));
         qputenv("SCALESCOPE_CHECK_CACHE", QByteArray::fromStdString(cacheDir));
-        const CliResult third = runCli(args);
+        const CliResult third = runCheckCli(args);
         // A cap of 0 MB keeps nothing: every entry is removed right after it is stored.
         qputenv("SCALESCOPE_CHECK_CACHE_MB", "0");
-        const CliResult capped = runCli(args);
+        const CliResult capped = runCheckCli(args);
         qunsetenv("SCALESCOPE_CHECK_CACHE_MB");
         qputenv("SCALESCOPE_CHECK_CACHE", QByteArray::fromStdString(root + "/check-cache"));
         json c = parsedJson(third.out);
@@ -582,12 +567,12 @@ private slots:
         // the dl16 twin; it never fails against that one.
         const std::string root = dir_.path().toStdString();
         const std::string thresholds = root + "/thresholds-dl16.json";
-        const CliResult floor = runCli({"noise-floor", q(fp8Dir_), "--reference", q(floatDir_), "--squad", q(squadPath_),
-                                        "--output", q(thresholds)});
+        const CliResult floor = runCheckCli({"noise-floor", q(fp8Dir_), "--reference", q(floatDir_), "--squad",
+            q(squadPath_), "--output", q(thresholds)});
         QVERIFY2(floor.exitCode == 0, qPrintable(floor.err));
         const std::string runner = "runner:" + shellQuote(SCALESCOPE_CLI) + " runner";
-        const CliResult r = runCli({"check", q(fp8Dir_), "--device", q(runner), "--accumulate", "dl16", "--thresholds",
-                                    q(thresholds), "--squad", q(squadPath_), "--against", "emulation,dl16", "--json"});
+        const CliResult r = runCheckCli({"check", q(fp8Dir_), "--device", q(runner), "--accumulate", "dl16",
+            "--thresholds", q(thresholds), "--squad", q(squadPath_), "--against", "emulation,dl16", "--json"});
         QVERIFY2(r.exitCode == 1, qPrintable(r.err));
         const json result = parsedJson(r.out);
         QVERIFY2(result.is_object(), qPrintable(r.err));
@@ -609,8 +594,8 @@ private slots:
         // Embeddings and the first Linears' inputs are the same float values in both runs.
         QVERIFY(differing > 10 && differing < againstEmulation.size());
         // Against the dl16 twin alone it passes.
-        const CliResult alone = runCli({"check", q(fp8Dir_), "--device", q(runner), "--accumulate", "dl16", "--thresholds",
-                                        q(thresholds), "--squad", q(squadPath_), "--against", "dl16", "--json"});
+        const CliResult alone = runCheckCli({"check", q(fp8Dir_), "--device", q(runner), "--accumulate", "dl16",
+            "--thresholds", q(thresholds), "--squad", q(squadPath_), "--against", "dl16", "--json"});
         QVERIFY2(alone.exitCode == 0, qPrintable(alone.err + alone.out.left(2000)));
     }
 
@@ -619,7 +604,7 @@ private slots:
         const std::string root = dir_.path().toStdString();
         const std::string garbage = root + "/garbage.json";
         writeText(garbage, "{\"format\": \"scalescope-thresholds\", \"version\": 1, \"percentile\": 99, \"points\": [{\"point\": 3}]}");
-        const CliResult bad = runCli({"check", q(fp8Dir_), "--thresholds", q(garbage), "--squad", q(squadPath_)});
+        const CliResult bad = runCheckCli({"check", q(fp8Dir_), "--thresholds", q(garbage), "--squad", q(squadPath_)});
         QCOMPARE(bad.exitCode, 1);
         QVERIFY2(bad.err.contains(q(garbage)) && bad.err.contains("without a \"point\" name"), qPrintable(bad.err));
         QCOMPARE(bad.err.count('\n'), 1);
@@ -627,21 +612,22 @@ private slots:
         const std::string foreign = root + "/foreign.json";
         writeText(foreign, "{\"format\": \"scalescope-thresholds\", \"version\": 1, \"percentile\": 99, "
                            "\"points\": [{\"point\": \"bert.encoder.layer.0.output\", \"thresholds\": {\"sqnr_db\": 60}}]}");
-        const CliResult other = runCli({"check", q(fp8Dir_), "--thresholds", q(foreign), "--squad", q(squadPath_)});
+        const CliResult other
+            = runCheckCli({"check", q(fp8Dir_), "--thresholds", q(foreign), "--squad", q(squadPath_)});
         QCOMPARE(other.exitCode, 1);
         QVERIFY2(other.err.contains("name none of this model's capture points"), qPrintable(other.err));
 
-        const CliResult both = runCli({"check", q(fp8Dir_), "--squad", q(squadPath_), "--texts", q(squadPath_)});
+        const CliResult both = runCheckCli({"check", q(fp8Dir_), "--squad", q(squadPath_), "--texts", q(squadPath_)});
         QCOMPARE(both.exitCode, 2);
-        const CliResult missing = runCli({"noise-floor", q(fp8Dir_), "--texts", q(root + "/none.txt"), "--output",
-                                          q(root + "/never.json")});
+        const CliResult missing = runCheckCli(
+            {"noise-floor", q(fp8Dir_), "--texts", q(root + "/none.txt"), "--output", q(root + "/never.json")});
         QCOMPARE(missing.exitCode, 1);
         QVERIFY2(missing.err.contains(q(root + "/none.txt")), qPrintable(missing.err));
         QVERIFY(!QFile::exists(q(root + "/never.json")));
-        const CliResult rate = runCli({"check", q(fp8Dir_), "--squad", q(squadPath_), "--max-failure-rate", "5"});
+        const CliResult rate = runCheckCli({"check", q(fp8Dir_), "--squad", q(squadPath_), "--max-failure-rate", "5"});
         QCOMPARE(rate.exitCode, 2);
         QVERIFY2(rate.err.contains("--max-failure-rate"), qPrintable(rate.err));
-        const CliResult twin = runCli({"check", q(fp8Dir_), "--squad", q(squadPath_), "--against", "gpu"});
+        const CliResult twin = runCheckCli({"check", q(fp8Dir_), "--squad", q(squadPath_), "--against", "gpu"});
         QVERIFY(twin.exitCode != 0);
         QVERIFY2(twin.err.contains("--against") && twin.err.contains("dl16"), qPrintable(twin.err));
     }
@@ -650,8 +636,8 @@ private slots:
     {
         // With no device, the FP8 run is held against the float reference: it departs where FP8
         // first acts, the first Linear's output (its input is the same float embeddings).
-        const CliResult r = runCli({"check", q(fp8Dir_), "--reference", q(floatDir_), "--squad", q(squadPath_),
-                                    "--against", "reference,fp16", "--json"});
+        const CliResult r = runCheckCli({"check", q(fp8Dir_), "--reference", q(floatDir_), "--squad", q(squadPath_),
+            "--against", "reference,fp16", "--json"});
         QVERIFY2(r.exitCode == 1, qPrintable(r.err));
         const json result = parsedJson(r.out);
         QCOMPARE(result["thresholds_source"].get<std::string>().rfind("measured now", 0), std::size_t(0));

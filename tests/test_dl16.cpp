@@ -4,7 +4,6 @@
 // boundaries, every FP8 Linear of a tiny checkpoint run through the engine and recomputed bit for
 // bit (fp8 and fp16 modes, dynamic and static activations), the refusals, `--accumulate dl16`
 // through the CLI and a CPU runner.
-#include <QProcess>
 #include <QtTest>
 
 #include <cfloat>
@@ -23,6 +22,7 @@
 #include "numerics/dl16.h"
 #include "numerics/fp8.h"
 #include "numerics/half.h"
+#include "support/cli_process.h"
 #include "support/fixtures.h"
 #include "support/float_bits.h"
 
@@ -109,19 +109,6 @@ std::string shellQuote(const std::string& text)
     for (char c : text)
         quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
     return quoted + "'";
-}
-
-struct CliRun {
-    int exitCode = -1;
-    std::string out, err;
-};
-
-CliRun runCli(const QStringList& args)
-{
-    QProcess cli;
-    cli.start(QStringLiteral(SCALESCOPE_CLI), args);
-    cli.waitForFinished(180000);
-    return {cli.exitCode(), cli.readAllStandardOutput().toStdString(), cli.readAllStandardError().toStdString()};
 }
 
 const EncoderInputs kInputs{{{0, 5, 6, 7, 8, 9, 10, 11, 12, 13, 2}}, {}, {}, {}};
@@ -536,10 +523,10 @@ private slots:
     {
         const std::string dir = fixtures().tokenQa;
         const std::string output = makeTempDir("dl16-cli") + "/out.safetensors";
-        const CliRun forward = runCli({"forward", QString::fromStdString(dir), "--input-ids", "0,5,6,7,8,9,10,11,12,13,2",
-                                       "--accumulate", "dl16", "--output", QString::fromStdString(output), "--json"});
-        QVERIFY2(forward.exitCode == 0, forward.err.c_str());
-        const json document = json::parse(forward.out);
+        const CliResult forward = runCli({"forward", QString::fromStdString(dir), "--input-ids",
+            "0,5,6,7,8,9,10,11,12,13,2", "--accumulate", "dl16", "--output", QString::fromStdString(output), "--json"});
+        QVERIFY2(forward.exitCode == 0, qPrintable(forward.err));
+        const json document = json::parse(forward.out.toStdString());
         QCOMPARE(document.at("accumulation").get<std::string>(), std::string("dl16"));
         QCOMPARE(document.at("mode").get<std::string>(), std::string("fp8"));
         // The file holds the in-process dl16 logits, bit for bit (and not the float32 ones).
@@ -555,39 +542,39 @@ private slots:
                             expected.values.size() * sizeof(float)) != 0);
         QCOMPARE(file->metadata().at("accumulation"), std::string("dl16"));
 
-        const CliRun qa = runCli({"qa", QString::fromStdString(dir), "--question", "where is the cat", "--context",
-                                  "the cat sat on the mat", "--accumulate", "dl16", "--json"});
-        QVERIFY2(qa.exitCode == 0, qa.err.c_str());
-        QCOMPARE(json::parse(qa.out).at("accumulation").get<std::string>(), std::string("dl16"));
-        const CliRun qaFp16 = runCli({"qa", QString::fromStdString(dir), "--question", "where is the cat", "--context",
-                                      "the cat sat on the mat", "--mode", "fp16", "--accumulate", "dl16", "--json"});
-        QVERIFY2(qaFp16.exitCode == 0, qaFp16.err.c_str());
+        const CliResult qa = runCli({"qa", QString::fromStdString(dir), "--question", "where is the cat", "--context",
+            "the cat sat on the mat", "--accumulate", "dl16", "--json"});
+        QVERIFY2(qa.exitCode == 0, qPrintable(qa.err));
+        QCOMPARE(json::parse(qa.out.toStdString()).at("accumulation").get<std::string>(), std::string("dl16"));
+        const CliResult qaFp16 = runCli({"qa", QString::fromStdString(dir), "--question", "where is the cat",
+            "--context", "the cat sat on the mat", "--mode", "fp16", "--accumulate", "dl16", "--json"});
+        QVERIFY2(qaFp16.exitCode == 0, qPrintable(qaFp16.err));
 
         // Refusals: one sentence, usage errors.
-        const CliRun bogus = runCli({"forward", QString::fromStdString(dir), "--input-ids", "0,5,2", "--accumulate", "dl8",
-                                     "--output", QString::fromStdString(output + ".2")});
+        const CliResult bogus = runCli({"forward", QString::fromStdString(dir), "--input-ids", "0,5,2", "--accumulate",
+            "dl8", "--output", QString::fromStdString(output + ".2")});
         QCOMPARE(bogus.exitCode, 2);
-        QVERIFY2(QString::fromStdString(bogus.err).contains("--accumulate must be float32 or dl16"), bogus.err.c_str());
-        const CliRun dequant = runCli({"qa", QString::fromStdString(dir), "--question", "q", "--context", "c", "--mode",
-                                       "dequant", "--accumulate", "dl16"});
+        QVERIFY2(bogus.err.contains("--accumulate must be float32 or dl16"), qPrintable(bogus.err));
+        const CliResult dequant = runCli({"qa", QString::fromStdString(dir), "--question", "q", "--context", "c",
+            "--mode", "dequant", "--accumulate", "dl16"});
         QCOMPARE(dequant.exitCode, 2);
-        QVERIFY2(QString::fromStdString(dequant.err).contains("fp8 or fp16"), dequant.err.c_str());
-        QCOMPARE(QString::fromStdString(dequant.err).count('\n'), 1);
-        const CliRun block = runCli({"forward", QString::fromStdString(fixtures().blockQa), "--input-ids", "0,5,2",
-                                     "--accumulate", "dl16", "--output", QString::fromStdString(output + ".3")});
+        QVERIFY2(dequant.err.contains("fp8 or fp16"), qPrintable(dequant.err));
+        QCOMPARE(dequant.err.count('\n'), 1);
+        const CliResult block = runCli({"forward", QString::fromStdString(fixtures().blockQa), "--input-ids", "0,5,2",
+            "--accumulate", "dl16", "--output", QString::fromStdString(output + ".3")});
         QVERIFY(block.exitCode != 0);
-        QVERIFY2(QString::fromStdString(block.err).contains("block"), block.err.c_str());
+        QVERIFY2(block.err.contains("block"), qPrintable(block.err));
         QVERIFY(!QFileInfo::exists(QString::fromStdString(output + ".3")));
     }
 
     void cliCompareAndEvaluate()
     {
         const std::string dir = fixtures().tokenQa;
-        const CliRun compare = runCli({"compare", QString::fromStdString(dir), "--reference",
-                                       QString::fromStdString(fixtures().floatQa), "--question", "where is the cat",
-                                       "--context", "the cat sat on the mat", "--accumulate", "dl16", "--json"});
-        QVERIFY2(compare.exitCode == 0, compare.err.c_str());
-        const json c = json::parse(compare.out);
+        const CliResult compare = runCli({"compare", QString::fromStdString(dir), "--reference",
+            QString::fromStdString(fixtures().floatQa), "--question", "where is the cat", "--context",
+            "the cat sat on the mat", "--accumulate", "dl16", "--json"});
+        QVERIFY2(compare.exitCode == 0, qPrintable(compare.err));
+        const json c = json::parse(compare.out.toStdString());
         QCOMPARE(c.at("run").get<std::string>(), std::string("fp8+dl16"));
         QCOMPARE(c.at("accumulation").get<std::string>(), std::string("dl16"));
 
@@ -600,10 +587,11 @@ private slots:
                              {"data", json::array({{{"title", "t"}, {"paragraphs", json::array({paragraph})}}})}};
             std::ofstream(squad) << document.dump();
         }
-        const CliRun evaluate = runCli({"evaluate", QString::fromStdString(dir), "--squad", QString::fromStdString(squad),
-                                        "--max-seq-len", "64", "--doc-stride", "16", "--accumulate", "dl16", "--json"});
-        QVERIFY2(evaluate.exitCode == 0, evaluate.err.c_str());
-        const json e = json::parse(evaluate.out);
+        const CliResult evaluate
+            = runCli({"evaluate", QString::fromStdString(dir), "--squad", QString::fromStdString(squad),
+                "--max-seq-len", "64", "--doc-stride", "16", "--accumulate", "dl16", "--json"});
+        QVERIFY2(evaluate.exitCode == 0, qPrintable(evaluate.err));
+        const json e = json::parse(evaluate.out.toStdString());
         QVERIFY2(e.dump().find("fp8+dl16") != std::string::npos, e.dump().c_str());
     }
 

@@ -14,6 +14,7 @@
 #include "engine/encoder_model.h"
 #include "io/safetensors.h"
 #include "model/architecture.h"
+#include "model/checkpoint.h"
 #include "report/family_table_json.h"
 #include "support/fixtures.h"
 #include "tasks/answer_question.h"
@@ -135,6 +136,26 @@ private slots:
         QCOMPARE(QString::fromStdString(architecturesWithHeadText(HeadKind::MaskedLM)),
                  QString("a RobertaForMaskedLM, BertForMaskedLM or CloneForMaskedLM checkpoint"));
         QVERIFY_THROWS_EXCEPTION(Error, registerEncoderFamily(cloneFamily()));
+    }
+
+    // A checkpoint's tokenizer is the kind its family entry names, whatever other tokenizer files
+    // lie beside it: a folder holding both a WordPiece vocab.txt and a BPE vocab.json + merges.txt
+    // (which a look at the files alone reads as WordPiece) gives a RoBERTa checkpoint BPE and a
+    // BERT one WordPiece.
+    void theFamilyEntryNamesTheTokenizer()
+    {
+        QTemporaryDir dir;
+        const std::string roberta = dir.filePath("roberta").toStdString();
+        const std::string bert = dir.filePath("bert").toStdString();
+        testing::TinyModelSpec spec;
+        testing::writeTinyFloatCheckpoint(roberta, spec);
+        spec.architecture = "BertForQuestionAnswering";
+        testing::writeTinyFloatCheckpoint(bert, spec);
+        testing::writeTinyWordPieceTokenizer(roberta, spec.words);
+        testing::writeTinyTokenizer(bert, spec.words);
+        QCOMPARE(loadTokenizer(roberta)->maskToken(), std::string("[MASK]"));
+        QCOMPARE(Checkpoint::open(roberta)->tokenizer().maskToken(), std::string("<mask>"));
+        QCOMPARE(Checkpoint::open(bert)->tokenizer().maskToken(), std::string("[MASK]"));
     }
 
     // The clone family, registered above and nowhere else in the project, loads, is diagnosed and

@@ -33,12 +33,13 @@
 #include "engine/compute_threads.h"
 #include "io/atomic_write.h"
 #include "io/output_folder.h"
-#include "io/temporary_owner.h"
 #include "io/safetensors.h"
+#include "io/temporary_owner.h"
 #include "model/checkpoint.h"
 #include "model/quantization_config.h"
 #include "numerics/metrics.h"
 #include "report/csv.h"
+#include "support/cli_process.h"
 #include "support/fixtures.h"
 #include "text/bpe_tokenizer.h"
 
@@ -47,38 +48,6 @@ using namespace scalescope::testing;
 using json = nlohmann::json;
 
 namespace {
-
-struct CliResult {
-    int exitCode = -1;
-    bool crashed = false;
-    QString out;
-    QString err;
-    QByteArray rawOut;
-};
-
-CliResult runProgram(const QString& program, const QStringList& args)
-{
-    QProcess process;
-    process.start(program, args);
-    CliResult result;
-    if (!process.waitForFinished(300000)) {
-        process.kill();
-        process.waitForFinished();
-        result.crashed = true;
-        return result;
-    }
-    result.crashed = process.exitStatus() != QProcess::NormalExit;
-    result.exitCode = process.exitCode();
-    result.rawOut = process.readAllStandardOutput();
-    result.out = QString::fromUtf8(result.rawOut);
-    result.err = QString::fromUtf8(process.readAllStandardError());
-    return result;
-}
-
-CliResult runCli(const QStringList& args)
-{
-    return runProgram(QStringLiteral(SCALESCOPE_CLI), args);
-}
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
 

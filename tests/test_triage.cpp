@@ -451,6 +451,13 @@ private slots:
         QCOMPARE(summary["verdict"]["suspects"][0]["module"].get<std::string>(), kDefect.toStdString());
         QCOMPARE(summary["sensitivity"]["granularity"].get<std::string>(), std::string("linear"));
         QVERIFY(summary["sensitivity"]["suggested_float"].dump().find(kDefect.toStdString()) != std::string::npos);
+        // The sweep as `sensitivity --json` writes it (report/result_json): its ranked entries, each
+        // with its two measures.
+        const json& entries = summary["sensitivity"]["entries"];
+        QCOMPARE(entries.size(), window.sensitivityPanel()->result().entries.size());
+        QCOMPARE(entries[0]["rank"].get<int>(), 1);
+        QVERIFY(entries[0].contains("float_one") && entries[0].contains("recovered_db"));
+        QVERIFY(summary["sensitivity"]["target_reached"].is_boolean());
         QVERIFY(files.contains(dir.filePath("sensitivity.csv")));
         bool sweepChart = false;
         for (const json& id : summary["charts"])

@@ -33,7 +33,7 @@
 #include "tasks/sensitivity.h"
 
 namespace scalescope {
-struct CalibrationLabResult; // engine/calibration_lab.h
+struct CalibrationLabResult; // tasks/calibration_lab_result.h
 }
 
 namespace scalescope::ui {

@@ -1,5 +1,5 @@
 #pragma once
-// `scalescope-cli calibrate`: the calibration lab (tasks/calibration_lab.h) of a float checkpoint,
+// `scalescope-cli calibrate`: the calibration lab (engine/calibration_lab.h) of a float checkpoint,
 // and with --write the checkpoint quantized with the suggested number of samples.
 #include "arguments.h"
 

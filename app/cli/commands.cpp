@@ -680,22 +680,11 @@ int commandCompare(const Arguments& args)
     document["checkpoint"] = checkpointDir;
 
     if (auto plots = args.value("plots")) {
-        std::vector<ChartData> charts = {layerSqnrChart(comparison), layerCosineChart(comparison),
-                                         errorGrowthChart(comparison), linearSqnrChart(comparison)};
-        if (!comparison.activations.empty()) {
-            charts.push_back(activationSharesChart(comparison));
-            const auto& linears = run->linears();
-            const bool anyStatic = std::any_of(linears.begin(), linears.end(),
-                [](const LinearInfo& l) { return l.activations == ActivationQuantization::StaticPerTensor; });
-            charts.push_back(activationScaleChart(comparison, !anyStatic));
-        }
-        if (!comparison.outputRanges.empty())
-            charts.push_back(fp16HeadroomChart(comparison));
-        if (!comparison.attentionHeadroom.empty())
-            for (ChartData chart : {attentionHeadroomChart(comparison, true), attentionHeadroomChart(comparison, false),
-                                    attentionSmallValuesChart(comparison)})
-                charts.push_back(std::move(chart));
-        document["plots"] = writePlotFiles(charts, *plots, args.value("format", "png"), document, "compare", args.flag("force"));
+        const auto& linears = run->linears();
+        const bool anyStatic = std::any_of(linears.begin(), linears.end(),
+            [](const LinearInfo& l) { return l.activations == ActivationQuantization::StaticPerTensor; });
+        document["plots"] = writePlotFiles(comparisonPlots(comparison, !anyStatic), *plots, args.value("format", "png"),
+            document, "compare", args.flag("force"));
     }
     if (args.flag("json")) {
         printJson(document);

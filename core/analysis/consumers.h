@@ -1,9 +1,9 @@
 #pragma once
 // Whether the runtimes that serve a checkpoint load it as intended: for each consumer (the AIU's
 // fms + fms_mo, vLLM, compressed-tensors under transformers), a verdict and the findings behind it,
-// one per rule of DESIGN.md "How each consumer loads a checkpoint". This file is the one place
-// those rules live in C++: inspect reports them, keep-float asks keepFloatRefusal() and writes
-// keepFloatIgnoreNames(), and the Model panel can show ConsumerReport as it is.
+// one per rule of docs/ARCHITECTURE.md "How each consumer loads a checkpoint". This file is the one
+// place those rules live in C++: inspect reports them, keep-float asks keepFloatRefusal() and
+// writes keepFloatIgnoreNames(), and the Model panel can show ConsumerReport as it is.
 //
 // The AIU loads q, k and v either fused into one Linear (fms's default fused_weights=True) or
 // unfused (aiu-fms-testing-utils' encoder path, --unfuse_weights). Every AIU finding is tagged with
@@ -55,8 +55,8 @@ struct ConsumerReport {
 // The verdict a set of findings gives (the worst severity among them).
 ConsumerVerdict verdictOf(const std::vector<ConsumerFinding>& findings);
 
-// quantization_status judged against the tensors (DESIGN "Configs written since 2025"): when FP8
-// weights are on disk under a label other than exactly "compressed" (frozen, calibration,
+// quantization_status judged against the tensors (ARCHITECTURE "Configs written since 2025"): when
+// FP8 weights are on disk under a label other than exactly "compressed" (frozen, calibration,
 // initialized, decompressed, missing), the consumers that read the label and so misread the
 // checkpoint, each with what it then does; empty when the label agrees with the tensors. vLLM is
 // never listed: it does not read quantization_status. (ScaleScope itself runs FP8 weights as

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "model/model_config.h"
+#include "text/tokenizer.h"
 
 namespace scalescope {
 
@@ -25,8 +26,6 @@ class TensorStore;
 struct TensorView;
 
 enum class LinearRole { Query, Key, Value, AttentionOutput, Intermediate, Output, QaOutputs, LmDense, LmDecoder };
-
-enum class TokenizerKind { BytePairEncoding, WordPiece };
 
 struct SpecialTokenTexts {
     std::string begin; // <s> / [CLS]
@@ -66,7 +65,7 @@ struct EncoderFamily {
     std::string prefix; // module prefix of the encoder: roberta.embeddings, roberta.encoder.layer.N
     std::string layerPath = "encoder.layer"; // <prefix>.<layerPath>.N is encoder layer N
     std::vector<ModelClass> classes;
-    TokenizerKind tokenizer = TokenizerKind::BytePairEncoding;
+    TokenizerKind tokenizer = TokenizerKind::BytePairEncoding; // what Checkpoint::tokenizer() loads
     // config.json defaults when a key is absent (transformers' config class values).
     int64_t defaultTypeVocabSize = 1;
     double defaultLayerNormEps = 1e-5;

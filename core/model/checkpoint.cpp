@@ -72,7 +72,7 @@ void Checkpoint::loadTokenizerOnce() const
         // A broken tokenizer is reported when a command needs text, so that `forward --input-ids` and
         // `inspect` still work on a folder whose tokenizer files are damaged or missing.
         try {
-            tokenizer_ = loadTokenizer(dir);
+            tokenizer_ = loadTokenizer(dir, layout_->family().tokenizer);
         } catch (const Error& e) {
             tokenizerError_ = e.what();
         }

@@ -33,7 +33,8 @@ public:
     // ids, inspect's weights or a scales view never needs them (roberta-base's took a sixth of the
     // load). Thread-safe.
     bool hasTokenizer() const;
-    // The folder's tokenizer (see loadTokenizer: WordPiece for BERT, byte-level BPE for RoBERTa).
+    // The folder's tokenizer, of the kind its family's entry names (WordPiece for BERT, byte-level
+    // BPE for RoBERTa).
     // Throws the sentence naming the folder when it has none, or naming the file when it is broken.
     const Tokenizer& tokenizer() const;
     // When the tokenizer holds ids past config.json's vocab_size, the sentence saying so (then

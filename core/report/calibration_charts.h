@@ -1,10 +1,10 @@
 #pragma once
-// The calibration lab's charts (engine/calibration_lab.h), for the Calibration view and
+// The calibration lab's charts (tasks/calibration_lab_result.h), for the Calibration view and
 // `calibrate --plots`. x = the sample counts as categories (8, 16, 32, ... evenly spaced: a log2
 // axis for the doubling default sizes). One line per Linear, or per encoder layer (its worst
 // Linear) when there are more than 12 Linears.
-#include "engine/calibration_lab.h"
 #include "report/chart_data.h"
+#include "tasks/calibration_lab_result.h"
 
 namespace scalescope {
 

@@ -408,6 +408,55 @@ ChartData attentionSmallValuesChart(const ComparisonResult& comparison)
     return chart;
 }
 
+ChartData comparisonChart(ComparisonChart which, const ComparisonResult& comparison, bool scalesAreDynamic)
+{
+    switch (which) {
+    case ComparisonChart::LayerSqnr:
+        return layerSqnrChart(comparison);
+    case ComparisonChart::LayerCosine:
+        return layerCosineChart(comparison);
+    case ComparisonChart::ErrorGrowth:
+        return errorGrowthChart(comparison);
+    case ComparisonChart::LinearSqnr:
+        return linearSqnrChart(comparison);
+    case ComparisonChart::ActivationShares:
+        return activationSharesChart(comparison);
+    case ComparisonChart::ActivationRange:
+        return activationScaleChart(comparison, scalesAreDynamic);
+    case ComparisonChart::Fp16Headroom:
+        return fp16HeadroomChart(comparison);
+    case ComparisonChart::AttentionKeys:
+        return attentionHeadroomChart(comparison, true);
+    case ComparisonChart::AttentionValues:
+        return attentionHeadroomChart(comparison, false);
+    case ComparisonChart::AttentionSmallValues:
+        return attentionSmallValuesChart(comparison);
+    }
+    return {};
+}
+
+std::vector<ComparisonChart> comparisonChartsWithValues(const ComparisonResult& comparison)
+{
+    std::vector<ComparisonChart> charts = {ComparisonChart::LayerSqnr, ComparisonChart::LayerCosine,
+        ComparisonChart::ErrorGrowth, ComparisonChart::LinearSqnr};
+    if (!comparison.activations.empty())
+        charts.insert(charts.end(), {ComparisonChart::ActivationShares, ComparisonChart::ActivationRange});
+    if (!comparison.outputRanges.empty())
+        charts.push_back(ComparisonChart::Fp16Headroom);
+    if (!comparison.attentionHeadroom.empty())
+        charts.insert(charts.end(),
+            {ComparisonChart::AttentionKeys, ComparisonChart::AttentionValues, ComparisonChart::AttentionSmallValues});
+    return charts;
+}
+
+std::vector<ChartData> comparisonPlots(const ComparisonResult& comparison, bool scalesAreDynamic)
+{
+    std::vector<ChartData> charts;
+    for (ComparisonChart which : comparisonChartsWithValues(comparison))
+        charts.push_back(comparisonChart(which, comparison, scalesAreDynamic));
+    return charts;
+}
+
 ChartData errorHistogramChart(const std::string& point, const std::vector<float>& run,
                               const std::vector<float>& reference, int bins)
 {

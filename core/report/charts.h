@@ -57,6 +57,29 @@ ChartData attentionHeadroomChart(const ComparisonResult& comparison, bool key);
 // Per layer's K and V: the share of values FP8 rounds to zero and to a subnormal (all heads).
 ChartData attentionSmallValuesChart(const ComparisonResult& comparison);
 
+// The compare charts by name, for every front end: `compare --plots` writes comparisonPlots(), the
+// workbench's Errors, Scales and Attention panels draw each of theirs with comparisonChart().
+enum class ComparisonChart {
+    LayerSqnr,
+    LayerCosine,
+    ErrorGrowth,
+    LinearSqnr,
+    ActivationShares,
+    ActivationRange,
+    Fp16Headroom,
+    AttentionKeys,
+    AttentionValues,
+    AttentionSmallValues
+};
+// One of them (the builders above); scalesAreDynamic is activationScaleChart's, the others ignore it.
+ChartData comparisonChart(ComparisonChart which, const ComparisonResult& comparison, bool scalesAreDynamic = false);
+// The charts a comparison has values for, in this order: layer SQNR, layer cosine, error growth,
+// Linear SQNR; activation shares and range with activation statistics; fp16 headroom with output
+// ranges; K, V and small values with FP8 attention.
+std::vector<ComparisonChart> comparisonChartsWithValues(const ComparisonResult& comparison);
+// Those charts built, as `compare --plots` writes them.
+std::vector<ChartData> comparisonPlots(const ComparisonResult& comparison, bool scalesAreDynamic);
+
 // Drill-down of one capture point: histogram of (run - reference), and reference vs run values
 // (subsampled evenly to at most maxPoints).
 ChartData errorHistogramChart(const std::string& point, const std::vector<float>& run,

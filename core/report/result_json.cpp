@@ -599,4 +599,117 @@ nlohmann::json diffJson(const CheckpointDiff& diff, const DiffMetrics* metrics)
     return document;
 }
 
+namespace {
+
+json sensitivityMetricsJson(const SensitivityMetrics& m, const std::string& kind)
+{
+    json out = {{"sqnr_db", finiteOrNull(m.sqnrDb)}, {"agrees", m.agrees}, {"finite", m.finite}};
+    if (kind == "qa") {
+        out["answer"] = m.answer;
+        out["answer_f1"] = m.answerF1;
+    } else if (kind == "fill-mask") {
+        out["top1_agreement"] = m.top1Agreement;
+        out["kl_divergence"] = finiteOrNull(m.klDivergence);
+    } else if (kind == "squad") {
+        out["exact"] = m.exact;
+        out["f1"] = m.f1;
+        out["agreement"] = m.agreement;
+    }
+    return out;
+}
+
+json causeJson(const SensitivityCause& c)
+{
+    return {{"module", c.module},
+            {"label", c.label},
+            {"explanation", c.explanation},
+            {"input_quantized", c.inputQuantized},
+            {"input_clipped_share", c.inputClippedShare},
+            {"input_flushed_share", c.inputFlushedShare},
+            {"input_subnormal_share", c.inputSubnormalShare},
+            {"weight_clipped_share", c.weightClippedShare},
+            {"weight_underflow_share", c.weightUnderflowShare},
+            {"fp8_floor_sqnr_db", finiteOrNull(c.floorSqnrDb)},
+            {"isolated_sqnr_db", finiteOrNull(c.isolatedSqnrDb)},
+            {"beyond_fp8_rounding", c.beyondFloor},
+            {"kind", c.kind},
+            {"weight_only_sqnr_db", finiteOrNull(c.weightOnlySqnrDb)},
+            {"input_only_sqnr_db", finiteOrNull(c.inputOnlySqnrDb)},
+            {"input_per_token_sqnr_db", finiteOrNull(c.inputPerTokenSqnrDb)}};
+}
+
+} // namespace
+
+json sensitivityJson(const SensitivityResult& r)
+{
+    json entries = json::array();
+    for (const SensitivityEntry& e : r.entries) {
+        json entry = {{"module", e.module},
+                      {"label", e.label},
+                      {"rank", e.rank},
+                      {"linears", e.linears},
+                      {"fp8_attention", e.fp8Attention},
+                      {"float_one", sensitivityMetricsJson(e.floatOne, r.inputKind)},
+                      {"fp8_one", sensitivityMetricsJson(e.fp8One, r.inputKind)},
+                      {"sqnr_gain_db", finiteOrNull(e.floatOne.sqnrDb - r.baseline.sqnrDb)},
+                      {"sqnr_loss_db", finiteOrNull(r.allFloat.sqnrDb - e.fp8One.sqnrDb)},
+                      // The two measures the chart draws (sensitivity.h); null when infinite or
+                      // not measurable, with the infinite case said by the flag beside it.
+                      {"recovered_db", finiteOrNull(e.recoveredDb)},
+                      {"recovered_infinite", std::isinf(e.recoveredDb)},
+                      {"lost_alone_db", finiteOrNull(e.lostAloneDb)},
+                      {"lost_alone_infinite", std::isinf(e.lostAloneDb)},
+                      {"tie_rank", e.tieRank ? json(e.tieRank) : json(nullptr)}};
+        if (e.cause)
+            entry["cause"] = causeJson(*e.cause);
+        entries.push_back(entry);
+    }
+    json causes = json::array();
+    for (const SensitivityCause& c : r.causes)
+        causes.push_back(causeJson(c));
+    json verified = json::array();
+    for (const SensitivityResult::VerifiedPrefix& v : r.verifiedPrefixes) {
+        json prefix = sensitivityMetricsJson(v.metrics, r.inputKind);
+        prefix["float_linears"] = v.floatLinears;
+        verified.push_back(prefix);
+    }
+    json document = {{"input", r.inputKind},
+                     {"granularity", r.granularity},
+                     {"reference_label", r.referenceLabel},
+                     {"samples", r.samples},
+                     {"baseline", sensitivityMetricsJson(r.baseline, r.inputKind)},
+                     {"all_float", sensitivityMetricsJson(r.allFloat, r.inputKind)},
+                     {"entries", entries},
+                     {"causes", causes},
+                     {"target", r.target},
+                     {"suggested_float", r.suggestedFloat},
+                     {"suggested_float_count", r.suggestedFloat.size()},
+                     {"suggested_tied", r.suggestedTied},
+                     {"mode", runModeName(r.runMode)},
+                     {"accumulation", accumulationName(r.runAccumulation)},
+                     {"attention", attentionPrecisionName(r.runAttention)},
+                     {"spread", {{"estimated", r.spread.estimated},
+                                 {"db", r.spread.estimated ? json(r.spread.db) : json(nullptr)},
+                                 {"f1_points", r.inputKind == "squad" ? json(r.spread.f1Points) : json(nullptr)},
+                                 {"basis", r.spread.basis},
+                                 {"method", r.spread.method}}},
+                     {"target_reached", r.suggestionReached},
+                     {"suggestion_note", r.suggestionNote},
+                     {"verified_prefixes", verified},
+                     {"forwards", r.forwards},
+                     {"complete", r.complete}};
+    if (r.suggestedMetrics)
+        document["suggested_float_metrics"] = sensitivityMetricsJson(*r.suggestedMetrics, r.inputKind);
+    if (r.suggestionValidity) {
+        document["suggestion_valid_for"] = r.suggestionValidity->consumers;
+        document["suggestion_split_units"] = r.suggestionValidity->splitUnits;
+        document["suggestion_validity"] = r.suggestionValidity->sentence;
+    }
+    if (r.inputKind == "squad")
+        document["reference_scores"] = sensitivityMetricsJson(r.reference, r.inputKind);
+    if (!r.complete)
+        document["stopped_reason"] = r.stoppedReason;
+    return document;
+}
+
 } // namespace scalescope

@@ -3,14 +3,15 @@
 // --json output and the workbench's report (summary.json).
 #include <nlohmann/json.hpp>
 
-#include "tasks/checkpoint_diff.h"
-#include "tasks/compare_runs.h"
-#include "tasks/evaluate.h"
 #include "analysis/consumers.h"
 #include "analysis/diagnostics.h"
 #include "analysis/scale_statistics.h"
 #include "model/checkpoint.h"
 #include "numerics/metrics.h"
+#include "tasks/checkpoint_diff.h"
+#include "tasks/compare_runs.h"
+#include "tasks/evaluate.h"
+#include "tasks/sensitivity.h"
 
 namespace scalescope {
 
@@ -40,6 +41,17 @@ nlohmann::json evaluationNonFiniteJson(const EvaluationResult& evaluation);
 // `evaluate --json`'s document.
 nlohmann::json evaluationJson(const EvaluationResult& evaluation, const std::string& checkpointDir,
                               const std::string& referenceDir);
+
+// `sensitivity --json`'s document (the CLI adds "checkpoint", "reference" and "plots"), and the
+// workbench report's "sensitivity": {"input", "granularity", "reference_label", "samples",
+// "baseline", "all_float", "entries": [{"module", "label", "rank", "linears", "fp8_attention",
+// "float_one", "fp8_one", "sqnr_gain_db", "sqnr_loss_db", "recovered_db", "recovered_infinite",
+// "lost_alone_db", "lost_alone_infinite", "tie_rank", "cause"}], "causes", "target",
+// "suggested_float", "suggested_float_count", "suggested_tied", "mode", "accumulation",
+// "attention", "spread", "target_reached", "suggestion_note", "verified_prefixes", "forwards",
+// "complete"}, and where they apply "suggested_float_metrics", "suggestion_valid_for",
+// "suggestion_split_units", "suggestion_validity", "reference_scores", "stopped_reason".
+nlohmann::json sensitivityJson(const SensitivityResult& result);
 
 // `diff --json`'s document: {"a", "b", "identical", "config": [{"field","a","b"}], "linears":
 // [{"module", "differences": [{"field","a","b"}]}], "tensors": [{"name", "verdict", "dtype_a",

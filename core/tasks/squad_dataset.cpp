@@ -46,30 +46,10 @@ std::string describePosition(const std::string& text, std::size_t offset)
 // a file of a million '[' must be refused, not crash the program.
 void checkNestingDepth(const std::string& text, const std::string& sourceName, int maxDepth)
 {
-    int depth = 0;
-    bool inString = false;
-    bool escaped = false;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (inString) {
-            if (escaped)
-                escaped = false;
-            else if (c == '\\')
-                escaped = true;
-            else if (c == '"')
-                inString = false;
-            continue;
-        }
-        if (c == '"') {
-            inString = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > maxDepth)
-                throw Error(sourceName + " nests arrays and objects more than " + std::to_string(maxDepth) +
-                            " levels deep at " + describePosition(text, i) + "; a SQuAD file needs 9.");
-        } else if (c == ']' || c == '}') {
-            depth = std::max(0, depth - 1); // unbalanced brackets are the parser's to report
-        }
-    }
+    const long long at = jsonNestingExceeded(text.data(), text.data() + text.size(), maxDepth);
+    if (at >= 0)
+        throw Error(sourceName + " nests arrays and objects more than " + std::to_string(maxDepth) + " levels deep at "
+            + describePosition(text, static_cast<std::size_t>(at)) + "; a SQuAD file needs 9.");
 }
 
 json parseJson(const std::string& text, const std::string& sourceName)

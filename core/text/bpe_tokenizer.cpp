@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/json_values.h"
 #include "common/text_files.h"
+#include "text/code_point_ranges.h"
 #include "text/generated/unicode_tables.h"
 #include "text/utf8.h"
 #include "text/vocabulary.h"
@@ -40,16 +41,8 @@ CharClass classify(char32_t cp)
             return CharClass::Whitespace;
         return CharClass::Other;
     }
-    const auto* begin = unicode_tables::kCharRanges;
-    const auto* end = begin + unicode_tables::kCharRangeCount;
-    const auto* it = std::upper_bound(begin, end, cp,
-                                      [](char32_t value, const unicode_tables::CharRange& range) {
-                                          return value < range.first;
-                                      });
-    if (it == begin)
-        return CharClass::Other;
-    --it;
-    return cp <= it->last ? it->charClass : CharClass::Other;
+    return rangeValue(std::begin(unicode_tables::kCharRanges), std::end(unicode_tables::kCharRanges), cp,
+        &unicode_tables::CharRange::charClass);
 }
 
 // ---- GPT-2 byte <-> symbol mapping ---------------------------------------------------------------
@@ -402,28 +395,17 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::loadFromFiles(const std::string& voc
     Impl& impl = *tokenizer->impl_;
     impl.setVocabulary(readJsonFile(vocabJsonPath), vocabJsonPath);
 
-    const std::string merges = readFileToString(mergesTxtPath);
-    std::size_t lineStart = 0;
-    int lineNumber = 0;
     int rank = 0;
-    while (lineStart < merges.size()) {
-        std::size_t lineEnd = merges.find('\n', lineStart);
-        if (lineEnd == std::string::npos)
-            lineEnd = merges.size();
-        std::string line = merges.substr(lineStart, lineEnd - lineStart);
-        lineStart = lineEnd + 1;
-        ++lineNumber;
-        if (!line.empty() && line.back() == '\r')
-            line.pop_back();
+    forEachLine(readFileToString(mergesTxtPath), [&](const std::string& line, int lineNumber) {
         if (line.empty() || (lineNumber == 1 && line.rfind("#version", 0) == 0))
-            continue;
+            return;
         const std::size_t space = line.find(' ');
         if (space == std::string::npos || space == 0 || space + 1 == line.size() ||
             line.find(' ', space + 1) != std::string::npos)
             throw Error(mergesTxtPath + " line " + std::to_string(lineNumber) +
                         " is not a merge of two symbols separated by one space.");
         impl.addMerge(line.substr(0, space), line.substr(space + 1), rank++);
-    }
+    });
     impl.finish(vocabJsonPath);
     return tokenizer;
 }
@@ -431,15 +413,11 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::loadFromFiles(const std::string& voc
 std::unique_ptr<BpeTokenizer> BpeTokenizer::loadFromTokenizerJson(const std::string& path)
 {
     const nlohmann::json root = readJsonFile(path);
-    if (!root.is_object())
-        throw Error(path + " is not a tokenizer: expected a JSON object.");
-    const auto model = root.find("model");
-    if (model == root.end() || !model->is_object())
-        throw Error(path + " has no \"model\" object.");
-    const auto type = model->find("type");
-    if (type != model->end() && !(type->is_string() && type->get<std::string>() == "BPE"))
-        throw Error(path + " holds a " + (type->is_string() ? abbreviatedText(type->get<std::string>(), 60) : quotedJsonValue(*type)) +
-                    " tokenizer model, not the byte-level BPE that RoBERTa uses.");
+    const nlohmann::json& model = tokenizerJsonModel(root, path);
+    const auto type = model.find("type");
+    if (type != model.end() && !(type->is_string() && type->get<std::string>() == "BPE"))
+        throw Error(path + " holds a " + quotedModelType(*type)
+            + " tokenizer model, not the byte-level BPE that RoBERTa uses.");
     const auto preTokenizer = root.find("pre_tokenizer");
     if (preTokenizer != root.end() && !preTokenizer->is_null() && !mentionsByteLevel(*preTokenizer))
         throw Error(path + " does not pre-tokenize at byte level (no ByteLevel pre_tokenizer), "
@@ -447,8 +425,8 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::loadFromTokenizerJson(const std::str
 
     std::unique_ptr<BpeTokenizer> tokenizer(new BpeTokenizer());
     Impl& impl = *tokenizer->impl_;
-    const auto vocab = model->find("vocab");
-    if (vocab == model->end())
+    const auto vocab = model.find("vocab");
+    if (vocab == model.end())
         throw Error(path + " has no model.vocab.");
     impl.setVocabulary(*vocab, path);
 
@@ -471,8 +449,8 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::loadFromTokenizerJson(const std::str
         }
     }
 
-    const auto merges = model->find("merges");
-    if (merges == model->end() || !merges->is_array())
+    const auto merges = model.find("merges");
+    if (merges == model.end() || !merges->is_array())
         throw Error(path + " has no model.merges list.");
     int rank = 0;
     for (const auto& merge : *merges) {

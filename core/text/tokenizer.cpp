@@ -6,9 +6,17 @@
 #include "common/json_values.h"
 #include "common/text_files.h"
 #include "text/bpe_tokenizer.h"
+#include "text/vocabulary.h"
 #include "text/wordpiece_tokenizer.h"
 
 namespace scalescope {
+
+std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir, TokenizerKind kind)
+{
+    if (kind == TokenizerKind::WordPiece)
+        return WordPieceTokenizer::loadFromDirectory(dir);
+    return BpeTokenizer::loadFromDirectory(dir);
+}
 
 std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir)
 {
@@ -22,8 +30,8 @@ std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir)
         if (type != nullptr && type->is_string() && type->get<std::string>() == "WordPiece")
             return WordPieceTokenizer::loadFromTokenizerJson(tokenizerJson);
         if (type != nullptr && !(type->is_string() && type->get<std::string>() == "BPE"))
-            throw Error(tokenizerJson + " holds a " + (type->is_string() ? abbreviatedText(type->get<std::string>(), 60) : quotedJsonValue(*type)) +
-                        " tokenizer model; only BPE (RoBERTa) and WordPiece (BERT) are supported.");
+            throw Error(tokenizerJson + " holds a " + quotedModelType(*type)
+                + " tokenizer model; only BPE (RoBERTa) and WordPiece (BERT) are supported.");
         return BpeTokenizer::loadFromTokenizerJson(tokenizerJson);
     }
     if (fileExists(joinPath(dir, "vocab.txt")))

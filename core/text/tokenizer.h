@@ -55,9 +55,16 @@ public:
     virtual int specialTokensInSingle() const { return 2; }
 };
 
-// Loads the tokenizer of a model folder: tokenizer.json (model type BPE or WordPiece), else
-// vocab.txt (WordPiece, with tokenizer_config.json when present), else vocab.json + merges.txt
-// (byte-level BPE). Throws one sentence naming the folder when none of them is there.
+// The tokenizer a model family uses (EncoderFamily::tokenizer).
+enum class TokenizerKind { BytePairEncoding, WordPiece };
+
+// Loads the tokenizer of that kind from a model folder: its tokenizer.json, else vocab.json +
+// merges.txt (BPE) or vocab.txt with tokenizer_config.json when present (WordPiece). Throws one
+// sentence naming the folder when they are not there, or naming the file when it holds another kind.
+std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir, TokenizerKind kind);
+// A folder of tokenizer files alone, its kind read from them: tokenizer.json (model type BPE or
+// WordPiece), else vocab.txt (WordPiece), else vocab.json + merges.txt (byte-level BPE). Throws one
+// sentence naming the folder when none of them is there.
 std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir);
 
 } // namespace scalescope

@@ -18,6 +18,37 @@ int64_t requireTokenId(const nlohmann::json& value, const std::string& token, co
     return static_cast<int64_t>(id);
 }
 
+void forEachLine(const std::string& text, const std::function<void(const std::string& line, int lineNumber)>& onLine)
+{
+    std::size_t lineStart = 0;
+    int lineNumber = 0;
+    while (lineStart < text.size()) {
+        std::size_t lineEnd = text.find('\n', lineStart);
+        if (lineEnd == std::string::npos)
+            lineEnd = text.size();
+        std::string line = text.substr(lineStart, lineEnd - lineStart);
+        lineStart = lineEnd + 1;
+        if (!line.empty() && line.back() == '\r')
+            line.pop_back();
+        onLine(line, ++lineNumber);
+    }
+}
+
+const nlohmann::json& tokenizerJsonModel(const nlohmann::json& root, const std::string& path)
+{
+    if (!root.is_object())
+        throw Error(path + " is not a tokenizer: expected a JSON object.");
+    const auto model = root.find("model");
+    if (model == root.end() || !model->is_object())
+        throw Error(path + " has no \"model\" object.");
+    return *model;
+}
+
+std::string quotedModelType(const nlohmann::json& type)
+{
+    return type.is_string() ? abbreviatedText(type.get<std::string>(), 60) : quotedJsonValue(type);
+}
+
 void Vocabulary::add(const std::string& token, int32_t id)
 {
     if (rebinding_ == Rebinding::LaterIdWins)

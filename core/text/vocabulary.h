@@ -1,8 +1,10 @@
 #pragma once
 // What both tokenizers keep and check the same way: the id table (token strings to ids and back),
-// its size limit and the token ids a vocabulary file gives.
+// its size limit, the token ids a vocabulary file gives, the lines of a text vocabulary file and
+// the model object of a tokenizer.json.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -18,6 +20,17 @@ constexpr std::size_t kMaxVocabEntries = 10'000'000;
 // The id a vocabulary file maps `token` to; throws naming the file when it is not a non-negative
 // integer below kMaxVocabEntries.
 int64_t requireTokenId(const nlohmann::json& value, const std::string& token, const std::string& path);
+
+// Calls onLine for each line of a text vocabulary file's contents (vocab.txt, merges.txt), numbered
+// from 1, without its "\n" or "\r\n". A last line without "\n" is a line; nothing after a final
+// "\n" is.
+void forEachLine(const std::string& text, const std::function<void(const std::string& line, int lineNumber)>& onLine);
+
+// The "model" object of a tokenizer.json's root (read from `path`); throws naming the file when the
+// root is no JSON object or has no such object.
+const nlohmann::json& tokenizerJsonModel(const nlohmann::json& root, const std::string& path);
+// A tokenizer.json model "type" as a message quotes it: the string (abbreviated), else the JSON.
+std::string quotedModelType(const nlohmann::json& type);
 
 // A tokenizer's id table, filled while loading and const afterwards. Ids need not be dense: an id
 // below size() that no token was added for is unknown. When two strings share an id, the first one

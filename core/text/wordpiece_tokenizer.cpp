@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/json_values.h"
 #include "common/text_files.h"
+#include "text/code_point_ranges.h"
 #include "text/generated/wordpiece_unicode_tables.h"
 #include "text/utf8.h"
 #include "text/vocabulary.h"
@@ -30,15 +31,7 @@ constexpr int64_t kMaxInputCharsLimit = 1'000'000;
 
 std::uint8_t tableFlags(char32_t cp)
 {
-    const auto* begin = std::begin(tables::kFlagRanges);
-    const auto* end = std::end(tables::kFlagRanges);
-    const auto* it = std::upper_bound(begin, end, cp, [](char32_t value, const tables::FlagRange& range) {
-        return value < range.first;
-    });
-    if (it == begin)
-        return 0;
-    --it;
-    return cp <= it->last ? it->flags : 0;
+    return rangeValue(std::begin(tables::kFlagRanges), std::end(tables::kFlagRanges), cp, &tables::FlagRange::flags);
 }
 
 // ASCII dominates real text; a direct table spares the binary search for it.
@@ -77,15 +70,8 @@ int combiningClass(char32_t cp)
 {
     if (cp < 0x300)
         return 0;
-    const auto* begin = std::begin(tables::kCombiningRanges);
-    const auto* end = std::end(tables::kCombiningRanges);
-    const auto* it = std::upper_bound(begin, end, cp, [](char32_t value, const tables::CombiningRange& range) {
-        return value < range.first;
-    });
-    if (it == begin)
-        return 0;
-    --it;
-    return cp <= it->last ? it->combiningClass : 0;
+    return rangeValue(std::begin(tables::kCombiningRanges), std::end(tables::kCombiningRanges), cp,
+        &tables::CombiningRange::combiningClass);
 }
 
 // ---- normalization -------------------------------------------------------------------------------
@@ -488,19 +474,8 @@ std::unique_ptr<WordPieceTokenizer> WordPieceTokenizer::loadFromVocabTxt(const s
     const std::string clsName = tokenName(config, "cls_token", "[CLS]", configName);
     impl.maskName = tokenName(config, "mask_token", "[MASK]", configName);
 
-    const std::string vocab = readFileToString(vocabTxtPath, kMaxVocabTxtBytes);
     std::unordered_map<std::string, int> lineOfToken;
-    std::size_t lineStart = 0;
-    int lineNumber = 0;
-    while (lineStart < vocab.size()) {
-        std::size_t lineEnd = vocab.find('\n', lineStart);
-        if (lineEnd == std::string::npos)
-            lineEnd = vocab.size();
-        std::string token = vocab.substr(lineStart, lineEnd - lineStart);
-        lineStart = lineEnd + 1;
-        ++lineNumber;
-        if (!token.empty() && token.back() == '\r')
-            token.pop_back();
+    forEachLine(readFileToString(vocabTxtPath, kMaxVocabTxtBytes), [&](const std::string& token, int lineNumber) {
         if (token.empty())
             throw Error(vocabTxtPath + " line " + std::to_string(lineNumber) +
                         " is empty; a WordPiece vocabulary has one token on every line.");
@@ -513,7 +488,7 @@ std::unique_ptr<WordPieceTokenizer> WordPieceTokenizer::loadFromVocabTxt(const s
             throw Error(vocabTxtPath + " lists the token \"" + token + "\" twice, on lines " +
                         std::to_string(it->second) + " and " + std::to_string(lineNumber) + ".");
         impl.vocabulary.add(token, lineNumber - 1);
-    }
+    });
     if (impl.vocabulary.empty())
         throw Error(vocabTxtPath + " holds no tokens.");
 
@@ -647,21 +622,15 @@ std::pair<std::string, std::string> postProcessorSpecials(const nlohmann::json& 
 std::unique_ptr<WordPieceTokenizer> WordPieceTokenizer::loadFromTokenizerJson(const std::string& path)
 {
     const nlohmann::json root = readJsonFile(path);
-    if (!root.is_object())
-        throw Error(path + " is not a tokenizer: expected a JSON object.");
-    const auto model = root.find("model");
-    if (model == root.end() || !model->is_object())
-        throw Error(path + " has no \"model\" object.");
-    const auto type = model->find("type");
-    if (type == model->end() || !(type->is_string() && type->get<std::string>() == "WordPiece"))
-        throw Error(path + " holds a " +
-                    (type == model->end() ? std::string("untyped")
-                                          : (type->is_string() ? abbreviatedText(type->get<std::string>(), 60) : quotedJsonValue(*type))) +
-                    " tokenizer model, not the WordPiece model that BERT uses.");
+    const nlohmann::json& model = tokenizerJsonModel(root, path);
+    const auto type = model.find("type");
+    if (type == model.end() || !(type->is_string() && type->get<std::string>() == "WordPiece"))
+        throw Error(path + " holds a " + (type == model.end() ? std::string("untyped") : quotedModelType(*type))
+            + " tokenizer model, not the WordPiece model that BERT uses.");
 
     std::unique_ptr<WordPieceTokenizer> tokenizer(new WordPieceTokenizer());
     Impl& impl = *tokenizer->impl_;
-    const std::string unkName = impl.readWordPieceModel(*model, path);
+    const std::string unkName = impl.readWordPieceModel(model, path);
     impl.readBertNormalizer(root, path);
     const auto preTokenizer = root.find("pre_tokenizer");
     if (preTokenizer == root.end() || !preTokenizer->is_object() ||

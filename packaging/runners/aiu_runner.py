@@ -637,7 +637,7 @@ def _runtime_dtype(dtype: Optional[str], cast_bf16: bool) -> Optional[str]:
 
 def plan_fms_load(quantization: Dict[str, Any], architecture: str, num_layers: int, dtypes: Dict[str, str],
                   where: str, world_size: int, mode: str, fused_weights: bool, cast_bf16: bool) -> FmsLoadPlan:
-    """The AIU consumer's rules, as DESIGN.md's "How each consumer loads a checkpoint" states them
+    """The AIU consumer's rules, as docs/ARCHITECTURE.md's "How each consumer loads a checkpoint" states them
     (fms `get_model` with fms_mo's `_infer_quantization_config` and FP8Linear): refuses, with one
     sentence naming the file and the group or module and BEFORE anything is loaded, every
     checkpoint fms and fms_mo would load differently from what its tensors say, and returns how

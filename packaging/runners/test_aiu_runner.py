@@ -1607,7 +1607,7 @@ class FmsAdapterOnFakes(unittest.TestCase):
     # -- D6: what fms_mo cannot represent --
 
     def test_configs_fms_mo_would_misread_are_refused_with_one_sentence(self):
-        """Each rule of DESIGN's "How each consumer loads a checkpoint" (AIU) that a checkpoint can
+        """Each rule of ARCHITECTURE's "How each consumer loads a checkpoint" (AIU) that a checkpoint can
         break: refused before get_model, in one sentence naming the file and the problem."""
         def config(**changes):
             quantization = fp8_config(**{k: v for k, v in changes.items() if k in ("weights", "activations", "ignore")})

@@ -94,13 +94,13 @@ void AttentionPanel::drawCharts()
         return;
     }
     const ComparisonResult* b = compareWith_->comparison.get();
-    auto draw = [&](ChartView* view, const ChartData& a, ChartData (*build)(const ComparisonResult&)) {
-        const ChartData bChart = b ? build(*b) : ChartData{};
+    auto draw = [&](ChartView* view, const ChartData& a, ComparisonChart which) {
+        const ChartData bChart = b ? comparisonChart(which, *b) : ChartData{};
         view->setChart(overlayOrAbsent(a, b ? &bChart : nullptr, "A", "B"));
     };
-    draw(key_, keyA_, [](const ComparisonResult& c) { return attentionHeadroomChart(c, true); });
-    draw(value_, valueA_, [](const ComparisonResult& c) { return attentionHeadroomChart(c, false); });
-    draw(small_, smallA_, attentionSmallValuesChart);
+    draw(key_, keyA_, ComparisonChart::AttentionKeys);
+    draw(value_, valueA_, ComparisonChart::AttentionValues);
+    draw(small_, smallA_, ComparisonChart::AttentionSmallValues);
 }
 
 QString AttentionPanel::summary() const { return summary_->text(); }
@@ -128,9 +128,9 @@ void AttentionPanel::showComparison(const ComparisonResult& comparison, const Ru
         return;
     }
     banner_->setResultStamp(stamp);
-    keyA_ = attentionHeadroomChart(comparison, true);
-    valueA_ = attentionHeadroomChart(comparison, false);
-    smallA_ = attentionSmallValuesChart(comparison);
+    keyA_ = comparisonChart(ComparisonChart::AttentionKeys, comparison);
+    valueA_ = comparisonChart(ComparisonChart::AttentionValues, comparison);
+    smallA_ = comparisonChart(ComparisonChart::AttentionSmallValues, comparison);
     drawCharts();
     for (ChartView* chart : {key_, value_, small_})
         chart->setStamp(stamp.describe());

@@ -11,9 +11,9 @@
 
 #include <memory>
 
-#include "engine/calibration_lab.h"
 #include "panels/result_panel.h"
 #include "report/chart_data.h"
+#include "tasks/calibration_lab_result.h"
 
 class QLabel;
 class QLineEdit;

@@ -363,17 +363,16 @@ void ErrorsPanel::drawRunCharts()
     if (!comparison_)
         return;
     const ComparisonResult& c = *comparison_;
-    using Builder = ChartData (*)(const ComparisonResult&);
-    const std::pair<ChartView*, Builder> views[] = {{layerSqnr_, layerSqnrChart}, {layerCosine_, layerCosineChart},
-                                                    {growth_, errorGrowthChart}, {linearSqnr_, linearSqnrChart},
-                                                    {headroom_, fp16HeadroomChart}};
-    for (const auto& [view, build] : views) {
+    const std::pair<ChartView*, ComparisonChart> views[] = {{layerSqnr_, ComparisonChart::LayerSqnr},
+        {layerCosine_, ComparisonChart::LayerCosine}, {growth_, ComparisonChart::ErrorGrowth},
+        {linearSqnr_, ComparisonChart::LinearSqnr}, {headroom_, ComparisonChart::Fp16Headroom}};
+    for (const auto& [view, which] : views) {
         if (!overlay_) {
-            view->setChart(build(c));
+            view->setChart(comparisonChart(which, c));
             continue;
         }
-        const ChartData b = build(*overlay_);
-        view->setChart(overlayOrAbsent(build(c), &b, "A", "B"));
+        const ChartData b = comparisonChart(which, *overlay_);
+        view->setChart(overlayOrAbsent(comparisonChart(which, c), &b, "A", "B"));
     }
     drawDrillDown();
     showSelectedLinear();

@@ -219,8 +219,8 @@ void ScalesPanel::drawActivations()
             bool anyStatic = false;
             for (const LinearScaleStatistics& s : overlay_)
                 anyStatic = anyStatic || s.inputScale.has_value();
-            bRange = activationScaleChart(*overlayRun_, !anyStatic);
-            bShares = activationSharesChart(*overlayRun_);
+            bRange = comparisonChart(ComparisonChart::ActivationRange, *overlayRun_, !anyStatic);
+            bShares = comparisonChart(ComparisonChart::ActivationShares, *overlayRun_);
         } else if (overlayRun_) {
             bRange = bShares = ChartData{}; // B ran but quantized no activations
         }
@@ -278,8 +278,8 @@ void ScalesPanel::setComparison(const ComparisonResult& comparison, const RunSta
     bool anyStatic = false;
     for (const LinearScaleStatistics& s : statistics_)
         anyStatic = anyStatic || s.inputScale.has_value();
-    activationRangeA_ = activationScaleChart(comparison, !anyStatic);
-    activationSharesA_ = activationSharesChart(comparison);
+    activationRangeA_ = comparisonChart(ComparisonChart::ActivationRange, comparison, !anyStatic);
+    activationSharesA_ = comparisonChart(ComparisonChart::ActivationShares, comparison);
     drawActivations();
 }
 

@@ -14,9 +14,10 @@
 #include "charts/chart_view.h"
 #include "models/value_text.h"
 #include "report/charts.h"
-#include "tasks/sensitivity_words.h"
+#include "report/result_json.h"
 #include "report_section.h"
 #include "stale_banner.h"
+#include "tasks/sensitivity_words.h"
 
 namespace scalescope::ui {
 namespace {
@@ -126,17 +127,7 @@ void SensitivityPanel::addToReport(ReportSection& section, bool runResultCurrent
         return;
     section.addChart(chart_);
     section.addTable(QStringLiteral("sensitivity"), table_->model());
-    nlohmann::json suggested = nlohmann::json::array();
-    for (const std::string& module : result_.suggestedFloat)
-        suggested.push_back(module);
-    section.summary()["sensitivity"] = {{"granularity", result_.granularity},
-                                        {"entries", result_.entries.size()},
-                                        {"complete", result_.complete},
-                                        {"target", result_.target},
-                                        {"suggested_float", suggested},
-                                        {"suggested_tied", result_.suggestedTied},
-                                        {"suggestion_reached", result_.suggestionReached},
-                                        {"suggestion_note", result_.suggestionNote}};
+    section.summary()["sensitivity"] = sensitivityJson(result_);
 }
 
 void SensitivityPanel::selectLinear(const QString& module)

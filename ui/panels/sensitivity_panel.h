@@ -43,7 +43,7 @@ public:
     StaleBanner* banner() const override { return banner_; }
     QString reportName() const override { return QStringLiteral("sensitivity"); }
     QString notRunReason() const override { return QStringLiteral("no sensitivity sweep run yet"); }
-    // The sweep chart and table, and summary["sensitivity"]: granularity, target, the suggestion.
+    // The sweep chart and table, and summary["sensitivity"]: sensitivityJson, as `sensitivity --json`.
     void addToReport(ReportSection& section, bool runResultCurrent) const override;
     const SensitivityResult& result() const { return result_; }
     ChartView* chart() const { return chart_; }
