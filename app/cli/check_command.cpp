@@ -238,8 +238,7 @@ int commandCheck(const Arguments& args)
 
     CheckRun run;
     std::unique_ptr<InferenceBackend> device;
-    run.options.mode = comparedRunMode(args);
-    run.options.accumulation = accumulationOption(args, runModeName(run.options.mode));
+    applyRunSettings(runSettingsOption(args, ModeChoices::RunSide, DeviceChoices::Several), run.options);
     const std::string runName = runLabel(run.options.mode, run.options.accumulation);
     if (onDevice) {
         device = openBackends(devices, Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
