@@ -323,7 +323,7 @@ private slots:
         auto run = EncoderModel::load(fp8_);
         auto reference = EncoderModel::load(float_);
         ComparisonInput input = qaInput();
-        input.runAttention = AttentionPrecision::Fp8Aiu;
+        input.runs.run.attention = AttentionPrecision::Fp8Aiu;
         const ComparisonResult result = compareRuns(*run, reference.get(), input);
         QCOMPARE(result.attentionHeadroom.size(), std::size_t(4));
         const EncoderLayout& layout = run->checkpoint().layout();

@@ -633,12 +633,9 @@ int commandCompare(const Arguments& args)
 
     // The run goes to --device; a float reference runs in-process on CPU (the yardstick). Without
     // --reference, dequant on the same device stands in.
-    const RunSettings runSettings = runSettingsOption(args, ModeChoices::RunSide, DeviceChoices::One);
-    input.runMode = runSettings.mode;
-    input.runAccumulation = runSettings.accumulation;
-    input.runAttention = runSettings.attention;
+    input.runs.run = runSettingsOption(args, ModeChoices::RunSide, DeviceChoices::One);
     std::unique_ptr<InferenceBackend> run =
-        openBackend(parseDeviceSpec(runSettings.device), Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
+        openBackend(parseDeviceSpec(input.runs.run.device), Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
     std::unique_ptr<EncoderModel> reference;
     if (auto dir = args.value("reference"))
         reference = EncoderModel::load(*dir);

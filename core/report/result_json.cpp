@@ -261,8 +261,8 @@ json comparisonJson(const ComparisonResult& c)
 {
     json out;
     out["run"] = c.runLabel;
-    out["accumulation"] = accumulationName(c.runAccumulation);
-    out["attention"] = attentionPrecisionName(c.runAttention);
+    out["accumulation"] = accumulationName(c.run.accumulation);
+    out["attention"] = attentionPrecisionName(c.run.attention);
     if (!c.attentionHeadroom.empty())
         out["attention_headroom"] = attentionHeadroomJson(c.attentionHeadroom);
     out["reference"] = c.referenceLabel;

@@ -418,12 +418,12 @@ void compareDisagreements(InferenceBackend& run, InferenceBackend* reference, co
             input.question = example.question;
             input.context = example.context;
             input.qaOptions = result.qa;
-            input.runMode = options.runMode;
-            input.runOverrides = options.runOverrides;
-            input.referenceMode = options.referenceMode;
-            input.runAccumulation = options.runAccumulation;
-            input.runAttention = options.runAttention;
-            input.referenceAccumulation = options.referenceAccumulation;
+            input.runs.run.mode = options.runMode;
+            input.runs.run.overrides = options.runOverrides;
+            input.runs.reference.mode = options.referenceMode;
+            input.runs.run.accumulation = options.runAccumulation;
+            input.runs.run.attention = options.runAttention;
+            input.runs.reference.accumulation = options.referenceAccumulation;
             const ComparisonResult comparison = compareRuns(run, reference, input, comparisonProgress);
             for (const CapturePointMetrics& point : comparison.points)
                 if (point.kind == CaptureKind::Embeddings || point.kind == CaptureKind::LayerOutput)
