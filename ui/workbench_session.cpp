@@ -580,11 +580,11 @@ void WorkbenchSession::evaluate(const QString& squadFile, int maxSamples, double
             options.qa = fitWindowsToModel(options.qa, run_->checkpoint().layout());
             if (dataset.isV2)
                 options.qa.nullThreshold = static_cast<float>(nullThreshold);
-            options.runMode = stamp.mode;
-            options.runAccumulation = stamp.accumulation;
-            options.runAttention = stamp.attention;
-            options.runOverrides = stamp.overrides();
-            options.referenceMode = stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_
+            options.runs.run.mode = stamp.mode;
+            options.runs.run.accumulation = stamp.accumulation;
+            options.runs.run.attention = stamp.attention;
+            options.runs.run.overrides = stamp.overrides();
+            options.runs.reference.mode = stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_
                 ? stamp.mode
                 : RunMode::Dequant;
             options.maxSamples = static_cast<std::size_t>(std::max(0, maxSamples));

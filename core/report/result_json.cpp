@@ -418,8 +418,8 @@ json evaluationJson(const EvaluationResult& r, const std::string& checkpointDir,
 {
     json run = squadScoresJson(r.runScores);
     run["label"] = r.runLabel;
-    run["accumulation"] = accumulationName(r.runAccumulation);
-    run["attention"] = attentionPrecisionName(r.runAttention);
+    run["accumulation"] = accumulationName(r.run.accumulation);
+    run["attention"] = attentionPrecisionName(r.run.attention);
     run["checkpoint"] = checkpointDir;
     json reference = squadScoresJson(r.referenceScores);
     reference["label"] = r.referenceLabel;
