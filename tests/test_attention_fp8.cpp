@@ -410,7 +410,7 @@ private slots:
         SensitivityInput input;
         input.single = qaInput();
         SensitivityOptions options;
-        options.runAttention = AttentionPrecision::Fp8Aiu;
+        options.run.attention = AttentionPrecision::Fp8Aiu;
         options.targetSqnrDb = 1000; // unreachable: every prefix is verified
         const SensitivityResult result = runSensitivity(*run, reference.get(), input, options);
         const EncoderLayout& layout = run->checkpoint().layout();
@@ -427,7 +427,7 @@ private slots:
         QCOMPARE(attentionEntries, 2);
         for (const std::string& name : result.suggestedFloat)
             QVERIFY2(layout.findLinear(name), name.c_str());
-        QCOMPARE(result.runAttention, AttentionPrecision::Fp8Aiu);
+        QCOMPARE(result.run.attention, AttentionPrecision::Fp8Aiu);
 
         SensitivityOptions plain;
         const SensitivityResult without = runSensitivity(*run, reference.get(), input, plain);

@@ -627,9 +627,9 @@ void WorkbenchSession::sensitivity(const QString& granularity)
         // and the sweep would suggest nothing to fix.
         options.targetSqnrDb = verdictThresholds().goodSqnrDb;
         // The sweep is about FP8 Linears: in Dequant mode it still sweeps the fp8 run; the FP16 twin sweeps the twin.
-        options.runMode = stamp.mode == RunMode::Fp16 ? RunMode::Fp16 : RunMode::Fp8;
-        options.runAccumulation = stamp.accumulation;
-        options.runAttention = stamp.attention; // FP8 attention adds an entry per layer
+        options.run.mode = stamp.mode == RunMode::Fp16 ? RunMode::Fp16 : RunMode::Fp8;
+        options.run.accumulation = stamp.accumulation;
+        options.run.attention = stamp.attention; // FP8 attention adds an entry per layer
         options.onEntry = [self, stamp, observer](const SensitivityEntry& entry) {
             if (observer)
                 observer(entry);

@@ -110,9 +110,9 @@ json sensitivityJson(const SensitivityResult& r)
                      {"suggested_float", r.suggestedFloat},
                      {"suggested_float_count", r.suggestedFloat.size()},
                      {"suggested_tied", r.suggestedTied},
-                     {"mode", runModeName(r.runMode)},
-                     {"accumulation", accumulationName(r.runAccumulation)},
-                     {"attention", attentionPrecisionName(r.runAttention)},
+                     {"mode", runModeName(r.run.mode)},
+                     {"accumulation", accumulationName(r.run.accumulation)},
+                     {"attention", attentionPrecisionName(r.run.attention)},
                      {"spread", {{"estimated", r.spread.estimated},
                                  {"db", r.spread.estimated ? json(r.spread.db) : json(nullptr)},
                                  {"f1_points", r.inputKind == "squad" ? json(r.spread.f1Points) : json(nullptr)},
@@ -195,10 +195,7 @@ int commandSensitivity(const Arguments& args)
         options.targetSqnrDb = *t;
     if (auto t = args.floatValue("target-f1-drop"))
         options.targetF1Drop = *t;
-    const RunSettings runSettings = runSettingsOption(args, ModeChoices::RunSide, DeviceChoices::One);
-    options.runMode = runSettings.mode;
-    options.runAccumulation = runSettings.accumulation;
-    options.runAttention = runSettings.attention;
+    options.run = runSettingsOption(args, ModeChoices::RunSide, DeviceChoices::One);
     input.maxSamples = static_cast<std::size_t>(args.intValue("max-samples", 0, 0, 100'000'000));
     if (args.has("format") && !args.has("plots"))
         throw UsageError{"--format applies only with --plots."};
@@ -209,7 +206,7 @@ int commandSensitivity(const Arguments& args)
         input.squad = &dataset;
     }
     std::unique_ptr<InferenceBackend> run =
-        openBackend(parseDeviceSpec(runSettings.device), Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
+        openBackend(parseDeviceSpec(options.run.device), Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
     std::unique_ptr<EncoderModel> reference;
     if (auto dir = args.value("reference"))
         reference = EncoderModel::load(*dir);

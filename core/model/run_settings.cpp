@@ -1,5 +1,7 @@
 #include "model/run_settings.h"
 
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "model/inference_backend.h"
@@ -14,6 +16,13 @@ std::string RunSettings::label() const
 std::string RunSettings::problem() const
 {
     return accumulationProblem(mode, accumulation);
+}
+
+RunSettings RunSettings::withOverrides(PrecisionOverrides other) const
+{
+    RunSettings settings = *this;
+    settings.overrides = std::move(other);
+    return settings;
 }
 
 bool operator==(const RunSettings& a, const RunSettings& b)

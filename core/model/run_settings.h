@@ -28,6 +28,9 @@ struct RunSettings {
     std::string label() const;
     // The sentence that refuses this combination ("" when it can run).
     std::string problem() const;
+    // The same side with other per-Linear overrides: what a sweep or a runner's forward varies
+    // from one forward to the next.
+    RunSettings withOverrides(PrecisionOverrides other) const;
     friend bool operator==(const RunSettings& a, const RunSettings& b);
     friend bool operator!=(const RunSettings& a, const RunSettings& b) { return !(a == b); }
 };
