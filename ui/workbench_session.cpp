@@ -705,10 +705,10 @@ void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
 
         CheckRun run;
         run.backend = run_.get();
-        run.options.mode = inProcess ? stamp.mode : RunMode::Fp8;
-        run.options.overrides = stamp.overrides();
-        run.options.floatWeightsFrom = floatWeightSource(sources.reference);
-        run.name = inProcess ? runModeName(run.options.mode) : "device";
+        run.settings.mode = inProcess ? stamp.mode : RunMode::Fp8;
+        run.settings.overrides = stamp.overrides();
+        run.floatWeightsFrom = floatWeightSource(sources.reference);
+        run.name = inProcess ? runModeName(run.settings.mode) : "device";
         const std::string checkpointName = QFileInfo(stamp.checkpoint).fileName().toStdString();
         run.description = inProcess ? "the " + run.name + " run of " + checkpointName + " on this CPU"
                                     : run_->deviceName() + " running " + checkpointName + " in fp8 mode";

@@ -238,8 +238,8 @@ int commandCheck(const Arguments& args)
 
     CheckRun run;
     std::unique_ptr<InferenceBackend> device;
-    applyRunSettings(runSettingsOption(args, ModeChoices::RunSide, DeviceChoices::Several), run.options);
-    const std::string runName = runLabel(run.options.mode, run.options.accumulation);
+    run.settings = runSettingsOption(args, ModeChoices::RunSide, DeviceChoices::Several);
+    const std::string runName = run.settings.label();
     if (onDevice) {
         device = openBackends(devices, Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
         run.name = "device";
@@ -248,7 +248,7 @@ int commandCheck(const Arguments& args)
     } else {
         run.name = runName;
         run.backend = model.get();
-        run.options.floatWeightsFrom = floatWeightSource(reference.get());
+        run.floatWeightsFrom = floatWeightSource(reference.get());
         run.description = "the " + run.name + " run of " + checkpointDir + " on this CPU";
     }
 

@@ -8,6 +8,8 @@
 
 namespace scalescope {
 
+RunSettings::RunSettings(RunMode mode, Accumulation accumulation) : mode(mode), accumulation(accumulation) {}
+
 std::string RunSettings::label() const
 {
     return runLabel(mode, accumulation);
