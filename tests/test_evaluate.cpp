@@ -485,8 +485,8 @@ private slots:
             const EvaluatedExample& got = result.examples[i];
             QCOMPARE(got.index, i);
             QCOMPARE(got.example.id, ex.id);
-            const auto runAnswers = answerQuestion(*run, ex.question, ex.context, RunMode::Fp8, single).answers;
-            const auto refAnswers = answerQuestion(*reference, ex.question, ex.context, RunMode::Dequant, single).answers;
+            const auto runAnswers = answerQuestion(*run, ex.question, ex.context, RunSettings{RunMode::Fp8}, single).answers;
+            const auto refAnswers = answerQuestion(*reference, ex.question, ex.context, referenceRunSettings(), single).answers;
             QVERIFY(!runAnswers.empty() && !refAnswers.empty());
             for (const auto& [mine, theirs] : {std::make_pair(got.runAnswer, runAnswers[0]),
                                                std::make_pair(got.referenceAnswer, refAnswers[0])}) {

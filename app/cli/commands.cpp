@@ -188,7 +188,7 @@ int commandQa(const Arguments& args)
     const std::string context = args.required("context");
 
     RunSelection run = selectRun(args, args.positionals()[0]);
-    const QaResult result = answerQuestion(*run.model, question, context, forwardOptions(run.settings), options);
+    const QaResult result = answerQuestion(*run.model, question, context, run.settings, options);
 
     if (args.flag("json")) {
         json answers = json::array();
@@ -232,7 +232,7 @@ int commandFillMask(const Arguments& args)
     const int topK = args.intValue("top-k", 5, 1, 1000);
     const std::string text = args.required("text");
     RunSelection run = selectRun(args, args.positionals()[0]);
-    const FillMaskResult result = runFillMask(*run.model, text, run.settings.mode, topK);
+    const FillMaskResult result = runFillMask(*run.model, text, run.settings, topK);
     // NaN or infinite logits make every probability NaN: the ranking is printed as it is, marked,
     // and the command fails so that no script takes it for a prediction.
     std::string nonFinite;
