@@ -81,8 +81,7 @@ RunSelection selectRun(const Arguments& args, const std::string& checkpointDir)
         if (device.isCpu())
             return EncoderModel::load(checkpointDir);
         RunnerOptions options = cliRunnerOptions();
-        options.initialMode = run.settings.mode; // spares the runner a reload on the first forward
-        options.initialAccumulation = run.settings.accumulation;
+        options.initialSettings = run.settings; // spares the runner a reload on the first forward
         return RunnerBackend::start(device, Checkpoint::open(checkpointDir), options);
     };
     if (run.modeName != "reference") {
