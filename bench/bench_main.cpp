@@ -965,7 +965,7 @@ int runBench(const Options& options)
     std::string context = contextOf300Words();
     QaOptions qa;
     m.qaLatency = measure(options.repeats, [&] {
-        answerQuestion(*fp8, "where do farmers bring grain every autumn?", context, RunMode::Fp8, qa);
+        answerQuestion(*fp8, "where do farmers bring grain every autumn?", context, RunSettings{RunMode::Fp8}, qa);
     });
     if (!options.skipPeer)
         runPyTorchPeers(options, checkpoints, m);

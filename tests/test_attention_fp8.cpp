@@ -310,7 +310,7 @@ private slots:
         auto run = EncoderModel::load(fp8_);
         auto reference = EncoderModel::load(float_);
         ComparisonInput input = qaInput();
-        input.runAttention = AttentionPrecision::Fp8Aiu;
+        input.runs.run.attention = AttentionPrecision::Fp8Aiu;
         const ComparisonResult result = compareRuns(*run, reference.get(), input);
         QCOMPARE(result.attentionHeadroom.size(), std::size_t(4));
         const EncoderLayout& layout = run->checkpoint().layout();
@@ -398,7 +398,7 @@ private slots:
         SensitivityInput input;
         input.single = qaInput();
         SensitivityOptions options;
-        options.runAttention = AttentionPrecision::Fp8Aiu;
+        options.run.attention = AttentionPrecision::Fp8Aiu;
         options.targetSqnrDb = 1000; // unreachable: every prefix is verified
         const SensitivityResult result = runSensitivity(*run, reference.get(), input, options);
         const EncoderLayout& layout = run->checkpoint().layout();
@@ -415,7 +415,7 @@ private slots:
         QCOMPARE(attentionEntries, 2);
         for (const std::string& name : result.suggestedFloat)
             QVERIFY2(layout.findLinear(name), name.c_str());
-        QCOMPARE(result.runAttention, AttentionPrecision::Fp8Aiu);
+        QCOMPARE(result.run.attention, AttentionPrecision::Fp8Aiu);
 
         SensitivityOptions plain;
         const SensitivityResult without = runSensitivity(*run, reference.get(), input, plain);

@@ -166,7 +166,7 @@ private slots:
         options.maxSeqLen = 24;
         options.docStride = 4;
         options.topK = 3;
-        const QaResult result = answerQuestion(*model, kQuestion, kContext, RunMode::Fp8, options);
+        const QaResult result = answerQuestion(*model, kQuestion, kContext, RunSettings{RunMode::Fp8}, options);
         QVERIFY(result.windows.size() >= 3);
         QVERIFY(!result.answers.empty());
         const Tokenizer& tokenizer = model->checkpoint().tokenizer();

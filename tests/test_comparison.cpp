@@ -322,9 +322,9 @@ private slots:
         for (const RunMode mode : {RunMode::Fp8, RunMode::Fp16}) {
             ComparisonInput input;
             input.inputIds = {{0, 280, 281, 100, 290, 2}, {0, 77, 2}};
-            input.runMode = mode;
-            input.runAttention = AttentionPrecision::Fp8Aiu;
-            input.runOverrides.modules["roberta.encoder.layer.1.intermediate.dense"] = Precision::Float;
+            input.runs.run.mode = mode;
+            input.runs.run.attention = AttentionPrecision::Fp8Aiu;
+            input.runs.run.overrides.modules["roberta.encoder.layer.1.intermediate.dense"] = Precision::Float;
             CountedForwards wholeRun(*run, false), wholeReference(*reference, false);
             CountedForwards layeredRun(*run, true), layeredReference(*reference, true);
             const ComparisonResult layered = compareRuns(layeredRun, &layeredReference, input);

@@ -109,7 +109,7 @@ class TestDemo : public QObject {
         QuestionRun run;
         run.answers.reserve(questions_.size());
         for (const DemoQuestion& q : questions_) {
-            const QaResult result = answerQuestion(*model, q.question, q.context, mode, QaOptions{});
+            const QaResult result = answerQuestion(*model, q.question, q.context, RunSettings{mode}, QaOptions{});
             run.answers.push_back(result.answers.empty() ? std::string() : result.answers.front().text);
             for (std::size_t w = 0; w < result.startLogits.size(); ++w) {
                 run.logits.insert(run.logits.end(), result.startLogits[w].begin(), result.startLogits[w].end());
@@ -385,7 +385,7 @@ private slots:
         auto model = EncoderModel::load(demo_ + "/" + checkpoint.toStdString());
         int inTopFive = 0;
         for (const MaskSentence& sentence : maskSentences_) {
-            const FillMaskResult result = runFillMask(*model, sentence.text, RunMode(mode), 5);
+            const FillMaskResult result = runFillMask(*model, sentence.text, RunSettings{RunMode(mode)}, 5);
             QCOMPARE(result.predictions.size(), std::size_t(1));
             for (const MaskPrediction& prediction : result.predictions.front()) {
                 // Predicted tokens carry the word's leading space (" flood").

@@ -600,7 +600,7 @@ private slots:
         const std::string dir = fixtures().tokenQa;
         auto model = EncoderModel::load(dir);
         RunnerOptions runnerOptions;
-        runnerOptions.initialAccumulation = Accumulation::Dl16;
+        runnerOptions.initialSettings.accumulation = Accumulation::Dl16;
         auto runner = RunnerBackend::start(shellQuote(SCALESCOPE_CLI) + " runner", dir, runnerOptions);
         for (RunMode mode : {RunMode::Fp8, RunMode::Fp16}) {
             for (Accumulation accumulation : {Accumulation::Dl16, Accumulation::Float32, Accumulation::Dl16}) {

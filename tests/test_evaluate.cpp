@@ -485,8 +485,8 @@ private slots:
             const EvaluatedExample& got = result.examples[i];
             QCOMPARE(got.index, i);
             QCOMPARE(got.example.id, ex.id);
-            const auto runAnswers = answerQuestion(*run, ex.question, ex.context, RunMode::Fp8, single).answers;
-            const auto refAnswers = answerQuestion(*reference, ex.question, ex.context, RunMode::Dequant, single).answers;
+            const auto runAnswers = answerQuestion(*run, ex.question, ex.context, RunSettings{RunMode::Fp8}, single).answers;
+            const auto refAnswers = answerQuestion(*reference, ex.question, ex.context, referenceRunSettings(), single).answers;
             QVERIFY(!runAnswers.empty() && !refAnswers.empty());
             for (const auto& [mine, theirs] : {std::make_pair(got.runAnswer, runAnswers[0]),
                                                std::make_pair(got.referenceAnswer, refAnswers[0])}) {
@@ -664,7 +664,7 @@ private slots:
         const SquadDataset dataset = parseSquadJson(tinySquad().dump(), "tiny.json");
         EvaluationOptions options = smallWindows();
         options.maxSamples = 4;
-        options.runMode = RunMode::Fp16;
+        options.runs.run.mode = RunMode::Fp16;
         const EvaluationResult twin = evaluateSquad(*run, nullptr, dataset, options);
         QCOMPARE(twin.runLabel, std::string("fp16"));
         QCOMPARE(twin.nonFiniteQuestions, std::size_t(4));
@@ -679,7 +679,7 @@ private slots:
         for (const EvaluatedExample& e : twin.examples)
             QCOMPARE(e.firstNonFinite, planted);
 
-        options.runMode = RunMode::Fp8;
+        options.runs.run.mode = RunMode::Fp8;
         const EvaluationResult fp8 = evaluateSquad(*run, nullptr, dataset, options);
         QCOMPARE(fp8.nonFiniteQuestions, std::size_t(0));
         QVERIFY(fp8.nonFiniteStarts.empty());

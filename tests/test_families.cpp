@@ -185,8 +185,9 @@ private slots:
 
         const auto roberta = EncoderModel::load(robertaDir);
         const auto cloned = EncoderModel::load(cloneDir);
-        const QaResult expected = answerQuestion(*roberta, "where is the cat", "the cat sat on the mat", RunMode::Fp8, {});
-        const QaResult got = answerQuestion(*cloned, "where is the cat", "the cat sat on the mat", RunMode::Fp8, {});
+        const RunSettings fp8{RunMode::Fp8};
+        const QaResult expected = answerQuestion(*roberta, "where is the cat", "the cat sat on the mat", fp8, {});
+        const QaResult got = answerQuestion(*cloned, "where is the cat", "the cat sat on the mat", fp8, {});
         QCOMPARE(got.startLogits, expected.startLogits);
         QCOMPARE(got.endLogits, expected.endLogits);
         QVERIFY(!got.startLogits.empty() && !got.startLogits[0].empty());

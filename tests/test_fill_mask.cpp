@@ -58,7 +58,7 @@ private slots:
         const std::string dir = bert ? bertFp8Dir_ : fp8Dir_;
         auto model = EncoderModel::load(dir);
         const RunMode runMode = mode == "fp8" ? RunMode::Fp8 : RunMode::Dequant;
-        const FillMaskResult result = runFillMask(*model, text.toStdString(), runMode, 5);
+        const FillMaskResult result = runFillMask(*model, text.toStdString(), RunSettings{runMode}, 5);
         const Tokenizer& tokenizer = model->checkpoint().tokenizer();
         QCOMPARE(result.encoding.ids.front(), tokenizer.clsId());
         QCOMPARE(result.encoding.ids.back(), tokenizer.sepId());
@@ -96,23 +96,23 @@ private slots:
     void refusesBadRequests()
     {
         auto model = EncoderModel::load(fp8Dir_);
-        QVERIFY_THROWS_EXCEPTION(Error, runFillMask(*model, "no mask here", RunMode::Fp8, 5));
+        QVERIFY_THROWS_EXCEPTION(Error, runFillMask(*model, "no mask here", RunSettings{RunMode::Fp8}, 5));
         // A BERT checkpoint takes [MASK]; RoBERTa's spelling is plain text to it, and the error says
         // which token it wants.
         auto bert = EncoderModel::load(bertFp8Dir_);
         try {
-            runFillMask(*bert, "the <mask>", RunMode::Fp8, 5);
+            runFillMask(*bert, "the <mask>", RunSettings{RunMode::Fp8}, 5);
             QFAIL("no error");
         } catch (const Error& e) {
             QVERIFY2(QString(e.what()).contains("[MASK]"), e.what());
         }
-        QVERIFY_THROWS_EXCEPTION(Error, runFillMask(*model, "the <mask>", RunMode::Fp8, 0));
+        QVERIFY_THROWS_EXCEPTION(Error, runFillMask(*model, "the <mask>", RunSettings{RunMode::Fp8}, 0));
         TinyModelSpec qaSpec;
         const std::string qaDir = makeTempDir("qa");
         writeTinyFloatCheckpoint(qaDir, qaSpec);
         auto qa = EncoderModel::load(qaDir);
         try {
-            runFillMask(*qa, "the <mask>", RunMode::Fp8, 5);
+            runFillMask(*qa, "the <mask>", RunSettings{RunMode::Fp8}, 5);
             QFAIL("no error");
         } catch (const Error& e) {
             QVERIFY(QString(e.what()).contains("RobertaForMaskedLM"));

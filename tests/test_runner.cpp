@@ -413,8 +413,9 @@ private slots:
         auto engine = EncoderModel::load(dir);
         auto runner = RunnerBackend::start(cliRunnerCommand(), dir);
         // Logits only at the mask positions travel as logit_positions.
-        const FillMaskResult expected = runFillMask(*engine, "the cat <mask> on the <mask>", RunMode::Fp8, 5);
-        const FillMaskResult ours = runFillMask(*runner, "the cat <mask> on the <mask>", RunMode::Fp8, 5);
+        const RunSettings fp8{RunMode::Fp8};
+        const FillMaskResult expected = runFillMask(*engine, "the cat <mask> on the <mask>", fp8, 5);
+        const FillMaskResult ours = runFillMask(*runner, "the cat <mask> on the <mask>", fp8, 5);
         QCOMPARE(ours.maskPositions, expected.maskPositions);
         QCOMPARE(ours.predictions.size(), std::size_t(2));
         for (std::size_t m = 0; m < ours.predictions.size(); ++m) {
@@ -446,8 +447,8 @@ private slots:
         const std::string context = "the cat sat on the mat and the dog sat on a mat of the capital of France";
         auto engine = EncoderModel::load(dir);
         auto runner = RunnerBackend::start(cliRunnerCommand(), dir);
-        const QaResult expected = answerQuestion(*engine, question, context, runMode, options);
-        const QaResult ours = answerQuestion(*runner, question, context, runMode, options);
+        const QaResult expected = answerQuestion(*engine, question, context, RunSettings{runMode}, options);
+        const QaResult ours = answerQuestion(*runner, question, context, RunSettings{runMode}, options);
         QVERIFY(expected.windows.size() > 1);
         QCOMPARE(ours.windows.size(), expected.windows.size());
         QCOMPARE(ours.startLogits, expected.startLogits);
@@ -960,7 +961,7 @@ private slots:
         QCOMPARE(qa->startCount(), 1);
 
         auto mlm = RunnerBackend::start(command, fixtures().fp8Mlm);
-        const FillMaskResult fill = runFillMask(*mlm, "the cat <mask> on the mat", RunMode::Fp8, 3);
+        const FillMaskResult fill = runFillMask(*mlm, "the cat <mask> on the mat", RunSettings{RunMode::Fp8}, 3);
         QCOMPARE(fill.predictions.size(), std::size_t(1));
         const int64_t maskId = mlm->checkpoint().tokenizer().maskId();
         const double vocab = double(mlm->config().vocabSize);

@@ -526,14 +526,14 @@ private slots:
         for (const SensitivityEntry& e : r.entries) {
             ComparisonInput alone = qaInput();
             for (const std::string& m : e.linears)
-                alone.runOverrides.modules[m] = Precision::Float;
+                alone.runs.run.overrides.modules[m] = Precision::Float;
             const ComparisonResult kept = compareRuns(*run, floatModel.get(), alone);
             QCOMPARE(e.floatOne.sqnrDb, kept.finalLogits.sqnrDb);
             QCOMPARE(e.floatOne.agrees, kept.qa->sameBestAnswer);
             QCOMPARE(e.floatOne.answer, kept.qa->runAnswer.text);
-            alone.runOverrides.othersFloat = true;
+            alone.runs.run.overrides.othersFloat = true;
             for (const std::string& m : e.linears)
-                alone.runOverrides.modules[m] = Precision::Fp8;
+                alone.runs.run.overrides.modules[m] = Precision::Fp8;
             const ComparisonResult fp8Only = compareRuns(*run, floatModel.get(), alone);
             QCOMPARE(e.fp8One.sqnrDb, fp8Only.finalLogits.sqnrDb);
             QCOMPARE(e.fp8One.agrees, fp8Only.qa->sameBestAnswer);
@@ -564,7 +564,7 @@ private slots:
             auto run = EncoderModel::load(valueDefect_);
             auto reference = EncoderModel::load(float_);
             ComparisonInput alone = qaInput();
-            alone.runOverrides.modules[kValueDefect] = Precision::Float;
+            alone.runs.run.overrides.modules[kValueDefect] = Precision::Float;
             valueFloat = compareRuns(*run, reference.get(), alone).finalLogits.sqnrDb;
         }
         const QString target = QString::number(valueFloat - 1.0, 'f', 3);

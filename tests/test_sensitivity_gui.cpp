@@ -155,7 +155,7 @@ class TestSensitivityGui : public QObject {
         input.question = kQuestion;
         input.context = kContext;
         for (const QString& module : floatLinears)
-            input.runOverrides.modules[module.toStdString()] = Precision::Float;
+            input.runs.run.overrides.modules[module.toStdString()] = Precision::Float;
         return compareRuns(*run, reference.get(), input);
     }
 
@@ -481,7 +481,7 @@ private slots:
         ComparisonInput input;
         input.text = text.toStdString();
         const ComparisonResult declared = compareRuns(*run, floatModel.get(), input);
-        input.runOverrides.modules[linear.toStdString()] = Precision::Float;
+        input.runs.run.overrides.modules[linear.toStdString()] = Precision::Float;
         const ComparisonResult independent = compareRuns(*run, floatModel.get(), input);
         QCOMPARE(outcome->comparison->fillMask->masks.front().runDistribution,
                  independent.fillMask->masks.front().runDistribution);

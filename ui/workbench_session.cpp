@@ -416,11 +416,11 @@ void WorkbenchSession::ask(const QString& question, const QString& context, cons
         input.question = question.toStdString();
         input.context = context.toStdString();
         input.qaOptions = fitWindowsToModel(options, run_->checkpoint().layout());
-        input.runMode = mode;
-        input.runAccumulation = stamp.accumulation;
-        input.runAttention = stamp.attention;
-        input.runOverrides = stamp.overrides();
-        input.referenceMode = emulationReference && reference_ ? mode : RunMode::Dequant;
+        input.runs.run.mode = mode;
+        input.runs.run.accumulation = stamp.accumulation;
+        input.runs.run.attention = stamp.attention;
+        input.runs.run.overrides = stamp.overrides();
+        input.runs.reference.mode = emulationReference && reference_ ? mode : RunMode::Dequant;
         auto outcome = std::make_shared<AskOutcome>();
         outcome->stamp = stamp;
         outcome->question = question;
@@ -501,11 +501,11 @@ void WorkbenchSession::fillMask(const QString& text, int topK)
         input.text = text.toStdString();
         input.fillMask = true;
         input.topK = topK;
-        input.runMode = mode;
-        input.runAccumulation = stamp.accumulation;
-        input.runAttention = stamp.attention;
-        input.runOverrides = stamp.overrides();
-        input.referenceMode = emulationReference && reference_ ? mode : RunMode::Dequant;
+        input.runs.run.mode = mode;
+        input.runs.run.accumulation = stamp.accumulation;
+        input.runs.run.attention = stamp.attention;
+        input.runs.run.overrides = stamp.overrides();
+        input.runs.reference.mode = emulationReference && reference_ ? mode : RunMode::Dequant;
         auto outcome = std::make_shared<FillMaskOutcome>();
         outcome->stamp = stamp;
         outcome->text = text;
@@ -538,20 +538,20 @@ void WorkbenchSession::capturePoint(const QString& name)
             inputs.addSequence(run_->checkpoint().tokenizer().encode(lastInput_->text));
         }
         ForwardOptions runOptions;
-        runOptions.mode = lastInput_->runMode;
-        runOptions.accumulation = lastInput_->runAccumulation;
-        runOptions.attention = lastInput_->runAttention;
+        runOptions.mode = lastInput_->runs.run.mode;
+        runOptions.accumulation = lastInput_->runs.run.accumulation;
+        runOptions.attention = lastInput_->runs.run.attention;
         runOptions.overrides = stamp.overrides(); // as the run the drill-down belongs to
         runOptions.floatWeightsFrom = floatWeightSource(reference_.get());
         runOptions.capture.names = {name.toStdString()};
         ForwardOptions referenceOptions = runOptions;
-        referenceOptions.mode = lastInput_->referenceMode;
-        referenceOptions.accumulation = lastInput_->referenceAccumulation;
+        referenceOptions.mode = lastInput_->runs.reference.mode;
+        referenceOptions.accumulation = lastInput_->runs.reference.accumulation;
         referenceOptions.overrides = {}; // the what-if is the run side's, as in compareRuns
         referenceOptions.attention = AttentionPrecision::Float;
         // The K/V cast points exist on both sides once the run has FP8 attention, as in compareRuns.
         referenceOptions.attentionCastPoints = runOptions.attentionCastPoints =
-            lastInput_->runAttention != AttentionPrecision::Float;
+            lastInput_->runs.run.attention != AttentionPrecision::Float;
         InferenceBackend& reference = reference_ ? *reference_ : *run_;
         auto values = std::make_shared<CapturePointValues>();
         values->stamp = stamp;
@@ -580,11 +580,11 @@ void WorkbenchSession::evaluate(const QString& squadFile, int maxSamples, double
             options.qa = fitWindowsToModel(options.qa, run_->checkpoint().layout());
             if (dataset.isV2)
                 options.qa.nullThreshold = static_cast<float>(nullThreshold);
-            options.runMode = stamp.mode;
-            options.runAccumulation = stamp.accumulation;
-            options.runAttention = stamp.attention;
-            options.runOverrides = stamp.overrides();
-            options.referenceMode = stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_
+            options.runs.run.mode = stamp.mode;
+            options.runs.run.accumulation = stamp.accumulation;
+            options.runs.run.attention = stamp.attention;
+            options.runs.run.overrides = stamp.overrides();
+            options.runs.reference.mode = stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_
                 ? stamp.mode
                 : RunMode::Dequant;
             options.maxSamples = static_cast<std::size_t>(std::max(0, maxSamples));
@@ -619,7 +619,7 @@ void WorkbenchSession::sensitivity(const QString& granularity)
             throw Error("Ask a question or fill a mask first; the sweep runs on that input.");
         SensitivityInput input;
         input.single = *lastInput_;
-        input.single.runOverrides = {};
+        input.single.runs.run.overrides = {};
         SensitivityOptions options;
         options.granularity = granularity.toStdString();
         // The suggestion aims where the Triage verdict turns good: on a model graded poor whose
@@ -627,9 +627,9 @@ void WorkbenchSession::sensitivity(const QString& granularity)
         // and the sweep would suggest nothing to fix.
         options.targetSqnrDb = verdictThresholds().goodSqnrDb;
         // The sweep is about FP8 Linears: in Dequant mode it still sweeps the fp8 run; the FP16 twin sweeps the twin.
-        options.runMode = stamp.mode == RunMode::Fp16 ? RunMode::Fp16 : RunMode::Fp8;
-        options.runAccumulation = stamp.accumulation;
-        options.runAttention = stamp.attention; // FP8 attention adds an entry per layer
+        options.run.mode = stamp.mode == RunMode::Fp16 ? RunMode::Fp16 : RunMode::Fp8;
+        options.run.accumulation = stamp.accumulation;
+        options.run.attention = stamp.attention; // FP8 attention adds an entry per layer
         options.onEntry = [self, stamp, observer](const SensitivityEntry& entry) {
             if (observer)
                 observer(entry);
@@ -705,10 +705,10 @@ void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
 
         CheckRun run;
         run.backend = run_.get();
-        run.options.mode = inProcess ? stamp.mode : RunMode::Fp8;
-        run.options.overrides = stamp.overrides();
-        run.options.floatWeightsFrom = floatWeightSource(sources.reference);
-        run.name = inProcess ? runModeName(run.options.mode) : "device";
+        run.settings.mode = inProcess ? stamp.mode : RunMode::Fp8;
+        run.settings.overrides = stamp.overrides();
+        run.floatWeightsFrom = floatWeightSource(sources.reference);
+        run.name = inProcess ? runModeName(run.settings.mode) : "device";
         const std::string checkpointName = QFileInfo(stamp.checkpoint).fileName().toStdString();
         run.description = inProcess ? "the " + run.name + " run of " + checkpointName + " on this CPU"
                                     : run_->deviceName() + " running " + checkpointName + " in fp8 mode";

@@ -117,35 +117,28 @@ std::vector<std::string> Arguments::values(const std::string& name) const
     return it == repeated_.end() ? std::vector<std::string>() : it->second;
 }
 
-RunMode comparedRunMode(const Arguments& args)
+RunSettings runSettingsOption(const Arguments& args, ModeChoices modes, DeviceChoices devices)
 {
-    const std::string name = args.value("mode", "fp8");
-    RunMode mode = RunMode::Fp8;
-    if (!parseRunMode(name, mode))
-        throw UsageError{"--mode must be fp8, dequant or fp16, not \"" + name + "\"."};
-    return mode;
-}
-
-Accumulation accumulationOption(const Arguments& args, const std::string& modeName)
-{
-    const std::string name = args.value("accumulate", "float32");
-    Accumulation accumulation = Accumulation::Float32;
-    if (!parseAccumulation(name, accumulation))
-        throw UsageError{"--accumulate must be float32 or dl16, not \"" + name + "\"."};
-    RunMode mode = RunMode::Fp8;
-    if (accumulation == Accumulation::Dl16 && !(parseRunMode(modeName, mode) && runsFp8(mode)))
+    RunSettings settings;
+    const std::string modeName = args.value("mode", "fp8");
+    if (modes == ModeChoices::RunSideOrReference && modeName == "reference")
+        settings.mode = RunMode::Dequant; // a float checkpoint runs the same in either mode
+    else if (!parseRunMode(modeName, settings.mode))
+        throw UsageError{std::string(modes == ModeChoices::RunSide ? "--mode must be fp8, dequant or fp16"
+                                                                   : "--mode must be fp8, dequant, fp16 or reference") +
+                         ", not \"" + modeName + "\"."};
+    const std::string accumulation = args.value("accumulate", "float32");
+    if (!parseAccumulation(accumulation, settings.accumulation))
+        throw UsageError{"--accumulate must be float32 or dl16, not \"" + accumulation + "\"."};
+    if (!settings.problem().empty())
         throw UsageError{"--accumulate dl16 models FP8 x FP8 products, so it needs --mode fp8 or fp16, not " +
                          modeName + "."};
-    return accumulation;
-}
-
-AttentionPrecision attentionOption(const Arguments& args)
-{
-    const std::string name = args.value("attention", "float");
-    AttentionPrecision attention = AttentionPrecision::Float;
-    if (!parseAttentionPrecision(name, attention))
-        throw UsageError{"--attention must be float or fp8-aiu, not \"" + name + "\"."};
-    return attention;
+    const std::string attention = args.value("attention", "float");
+    if (!parseAttentionPrecision(attention, settings.attention))
+        throw UsageError{"--attention must be float or fp8-aiu, not \"" + attention + "\"."};
+    if (devices == DeviceChoices::One)
+        settings.device = deviceOption(args).text();
+    return settings;
 }
 
 DeviceSpec deviceOption(const Arguments& args)

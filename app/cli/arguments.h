@@ -9,6 +9,7 @@
 
 #include "device/device_spec.h"
 #include "device/runner_backend.h"
+#include "model/run_settings.h"
 #include "tasks/compare_runs.h"
 
 namespace scalescope::cli {
@@ -57,14 +58,18 @@ DeviceSpec deviceOption(const Arguments& args);
 // The options of every runner the CLI starts: the runner's progress lines are printed on stderr, so
 // a long load (an AIU runner compiles for minutes) is seen to be working.
 RunnerOptions cliRunnerOptions();
-// compare's, evaluate's and sensitivity's --mode: the run side's mode, fp8 (default), dequant or fp16
-// (the reference is the other side, so "reference" is not one). UsageError otherwise.
-RunMode comparedRunMode(const Arguments& args);
-// --accumulate float32 (default) | dl16: how the run sums FP8 products (the DL16 twin). dl16 needs an
-// FP8 mode: with any other --mode (named modeName) it is a usage error, as is any other value.
-Accumulation accumulationOption(const Arguments& args, const std::string& modeName);
-// --attention float (the default) or fp8-aiu: AIU FP8 attention (linear_plan.h AttentionPrecision).
-AttentionPrecision attentionOption(const Arguments& args);
+// Which --mode values a command takes: the run side of a comparison, fp8 (the default), dequant or
+// fp16 (the reference is the other side, so "reference" is not one); or also `reference` (qa,
+// fill-mask, forward), the float reference itself, which runs as dequant.
+enum class ModeChoices { RunSide, RunSideOrReference };
+// Whether --device names the one device the run goes to (RunSettings::device), or evaluate's and
+// check's several (deviceOptions), which the settings do not hold.
+enum class DeviceChoices { One, Several };
+// The run side's settings, the one reading of their flags: --mode; --accumulate float32 (default)
+// or dl16 (the DL16 twin), which needs an FP8 mode; --attention float (default) or fp8-aiu (AIU FP8
+// attention, linear_plan.h AttentionPrecision); --device as deviceOption reads it. A flag the
+// command does not take keeps its default. UsageError naming the flag otherwise.
+RunSettings runSettingsOption(const Arguments& args, ModeChoices modes, DeviceChoices devices);
 // Every --device, plus one per line of --devices FILE (blank lines and # comments skipped); cpu
 // when neither is given. Several make a device pool (see core/device/backend_pool.h).
 std::vector<DeviceSpec> deviceOptions(const Arguments& args);

@@ -175,9 +175,8 @@ CheckRun runUnderTest(const Arguments& args, const std::string& checkpointDir, c
     const CheckRunSources& sources, std::unique_ptr<InferenceBackend>& device)
 {
     CheckRun run;
-    run.options.mode = comparedRunMode(args);
-    run.options.accumulation = accumulationOption(args, runModeName(run.options.mode));
-    const std::string runName = runLabel(run.options.mode, run.options.accumulation);
+    run.settings = runSettingsOption(args, ModeChoices::RunSide, DeviceChoices::Several);
+    const std::string runName = run.settings.label();
     if (devices) {
         device = openBackends(*devices, Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
         run.name = "device";
@@ -186,7 +185,7 @@ CheckRun runUnderTest(const Arguments& args, const std::string& checkpointDir, c
     } else {
         run.name = runName;
         run.backend = sources.checkpoint;
-        run.options.floatWeightsFrom = floatWeightSource(sources.reference);
+        run.floatWeightsFrom = floatWeightSource(sources.reference);
         run.description = "the " + run.name + " run of " + checkpointDir + " on this CPU";
     }
     return run;

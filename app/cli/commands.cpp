@@ -57,13 +57,11 @@ using json = nlohmann::json;
 
 const std::set<std::string> kRunOptions = {"mode", "reference", "device"};
 
-// What a command runs: the model (the checkpoint itself, or the reference checkpoint), the mode,
-// and a note for the output when dequant stands in for a missing reference.
+// What a command runs: the model (the checkpoint itself, or the reference checkpoint), its
+// settings, and a note for the output when dequant stands in for a missing reference.
 struct RunSelection {
     std::unique_ptr<InferenceBackend> model;
-    RunMode mode = RunMode::Fp8;
-    Accumulation accumulation = Accumulation::Float32; // --accumulate (qa, forward)
-    AttentionPrecision attention = AttentionPrecision::Float; // --attention (qa, forward)
+    RunSettings settings; // --mode reference runs as dequant
     std::string modeName;
     std::string referenceDir;
     std::string note;
@@ -75,38 +73,31 @@ struct RunSelection {
 RunSelection selectRun(const Arguments& args, const std::string& checkpointDir)
 {
     RunSelection run;
+    run.settings = runSettingsOption(args, ModeChoices::RunSideOrReference, DeviceChoices::One);
     run.modeName = args.value("mode", "fp8");
     run.referenceDir = args.value("reference", "");
-    run.accumulation = accumulationOption(args, run.modeName);
-    run.attention = attentionOption(args);
-    const DeviceSpec device = deviceOption(args);
-    auto open = [&](RunMode mode) -> std::unique_ptr<InferenceBackend> {
+    const DeviceSpec device = parseDeviceSpec(run.settings.device);
+    auto open = [&]() -> std::unique_ptr<InferenceBackend> {
         if (device.isCpu())
             return EncoderModel::load(checkpointDir);
         RunnerOptions options = cliRunnerOptions();
-        options.initialMode = mode; // spares the runner a reload on the first forward
-        options.initialAccumulation = run.accumulation;
+        options.initialSettings = run.settings; // spares the runner a reload on the first forward
         return RunnerBackend::start(device, Checkpoint::open(checkpointDir), options);
     };
-    if (run.modeName != "reference" && parseRunMode(run.modeName, run.mode)) {
-        run.model = open(run.mode);
-    } else if (run.modeName == "reference") {
-        run.mode = RunMode::Dequant; // a float checkpoint runs the same in either mode
-        if (run.referenceDir.empty()) {
-            run.model = open(run.mode);
-            run.note = "No --reference was given, so dequant (dequantized weights, float activations) stands in for the reference.";
-        } else {
-            std::shared_ptr<const Checkpoint> checkpoint = Checkpoint::open(checkpointDir);
-            run.model = EncoderModel::load(run.referenceDir);
-            if (run.model->config().architecture != checkpoint->config().architecture)
-                throw Error("The reference " + run.referenceDir + " is " +
-                            architectureName(run.model->config().architecture) + " but " + checkpointDir + " is " +
-                            architectureName(checkpoint->config().architecture) + ".");
-            if (!device.isCpu())
-                run.note = "The reference " + run.referenceDir + " ran in-process on CPU; --device applies to the checkpoint's own modes.";
-        }
+    if (run.modeName != "reference") {
+        run.model = open();
+    } else if (run.referenceDir.empty()) {
+        run.model = open();
+        run.note = "No --reference was given, so dequant (dequantized weights, float activations) stands in for the reference.";
     } else {
-        throw UsageError{"--mode must be fp8, dequant, fp16 or reference, not \"" + run.modeName + "\"."};
+        std::shared_ptr<const Checkpoint> checkpoint = Checkpoint::open(checkpointDir);
+        run.model = EncoderModel::load(run.referenceDir);
+        if (run.model->config().architecture != checkpoint->config().architecture)
+            throw Error("The reference " + run.referenceDir + " is " +
+                        architectureName(run.model->config().architecture) + " but " + checkpointDir + " is " +
+                        architectureName(checkpoint->config().architecture) + ".");
+        if (!device.isCpu())
+            run.note = "The reference " + run.referenceDir + " ran in-process on CPU; --device applies to the checkpoint's own modes.";
     }
     if (const std::string unused = run.model->checkpoint().unusedTensorsNote(); !unused.empty())
         run.note += (run.note.empty() ? "" : " ") + unused;
@@ -116,8 +107,8 @@ RunSelection selectRun(const Arguments& args, const std::string& checkpointDir)
 void addRunFields(json& out, const RunSelection& run)
 {
     out["mode"] = run.modeName;
-    out["accumulation"] = accumulationName(run.accumulation);
-    out["attention"] = attentionPrecisionName(run.attention);
+    out["accumulation"] = accumulationName(run.settings.accumulation);
+    out["attention"] = attentionPrecisionName(run.settings.attention);
     out["reference"] = run.referenceDir.empty() ? json(nullptr) : json(run.referenceDir);
     if (!run.note.empty())
         out["note"] = run.note;
@@ -196,11 +187,7 @@ int commandQa(const Arguments& args)
     const std::string context = args.required("context");
 
     RunSelection run = selectRun(args, args.positionals()[0]);
-    ForwardOptions forward;
-    forward.mode = run.mode;
-    forward.accumulation = run.accumulation;
-    forward.attention = run.attention;
-    const QaResult result = answerQuestion(*run.model, question, context, forward, options);
+    const QaResult result = answerQuestion(*run.model, question, context, run.settings, options);
 
     if (args.flag("json")) {
         json answers = json::array();
@@ -223,8 +210,10 @@ int commandQa(const Arguments& args)
     }
     if (!run.note.empty())
         std::cout << "Note: " << run.note << "\n";
-    std::cout << "Mode " << (run.accumulation == Accumulation::Dl16 ? runLabel(run.mode, run.accumulation) : run.modeName)
-              << (run.attention == AttentionPrecision::Float ? "" : std::string(", attention ") + attentionPrecisionName(run.attention))
+    std::cout << "Mode " << (run.settings.accumulation == Accumulation::Dl16 ? run.settings.label() : run.modeName)
+              << (run.settings.attention == AttentionPrecision::Float
+                      ? ""
+                      : std::string(", attention ") + attentionPrecisionName(run.settings.attention))
               << ", " << result.windows.size() << " window(s), forward "
               << std::fixed << std::setprecision(1) << result.elapsedMs << " ms\n";
     if (result.answers.empty())
@@ -242,7 +231,7 @@ int commandFillMask(const Arguments& args)
     const int topK = args.intValue("top-k", 5, 1, 1000);
     const std::string text = args.required("text");
     RunSelection run = selectRun(args, args.positionals()[0]);
-    const FillMaskResult result = runFillMask(*run.model, text, run.mode, topK);
+    const FillMaskResult result = runFillMask(*run.model, text, run.settings, topK);
     // NaN or infinite logits make every probability NaN: the ranking is printed as it is, marked,
     // and the command fails so that no script takes it for a prediction.
     std::string nonFinite;
@@ -303,16 +292,13 @@ int commandForward(const Arguments& args)
         throw Error(output + " already exists; pass --force to overwrite it.");
     RunSelection run = selectRun(args, args.positionals()[0]);
 
-    ForwardOptions options;
-    options.mode = run.mode;
-    options.accumulation = run.accumulation;
-    options.attention = run.attention;
+    ForwardOptions options = forwardOptions(run.settings);
     const std::string capture = args.value("capture", "");
     if (capture == "all") {
         options.capture.all = true;
     } else if (!capture.empty()) {
         std::vector<std::string> points = run.model->capturePoints();
-        if (run.attention == AttentionPrecision::Fp8Aiu) // the K/V casts are points of such a run
+        if (run.settings.attention == AttentionPrecision::Fp8Aiu) // the K/V casts are points of such a run
             for (int layer = 0; layer < static_cast<int>(run.model->config().numLayers); ++layer)
                 for (const std::string& cast : {run.model->checkpoint().layout().keyCastModule(layer),
                                                 run.model->checkpoint().layout().valueCastModule(layer)}) {
@@ -340,8 +326,8 @@ int commandForward(const Arguments& args)
         tensors.push_back(makeF32Tensor(t.name, t.tensor));
     std::map<std::string, std::string> metadata = {{"mode", run.modeName}, {"checkpoint", args.positionals()[0]},
                                                    {"producer", "scalescope-cli"},
-                                                   {"accumulation", accumulationName(run.accumulation)},
-                                                   {"attention", attentionPrecisionName(run.attention)}};
+                                                   {"accumulation", accumulationName(run.settings.accumulation)},
+                                                   {"attention", attentionPrecisionName(run.settings.attention)}};
     if (!run.note.empty())
         metadata["note"] = run.note;
     writeSafetensors(output, tensors, metadata);
@@ -667,10 +653,9 @@ int commandCompare(const Arguments& args)
 
     // The run goes to --device; a float reference runs in-process on CPU (the yardstick). Without
     // --reference, dequant on the same device stands in.
-    input.runMode = comparedRunMode(args);
-    input.runAccumulation = accumulationOption(args, runModeName(input.runMode));
-    input.runAttention = attentionOption(args);
-    std::unique_ptr<InferenceBackend> run = openBackend(deviceOption(args), Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
+    input.runs.run = runSettingsOption(args, ModeChoices::RunSide, DeviceChoices::One);
+    std::unique_ptr<InferenceBackend> run =
+        openBackend(parseDeviceSpec(input.runs.run.device), Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
     std::unique_ptr<EncoderModel> reference;
     if (auto dir = args.value("reference"))
         reference = EncoderModel::load(*dir);

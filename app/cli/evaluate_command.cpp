@@ -218,9 +218,7 @@ int commandEvaluate(const Arguments& args)
     options.qa.nullThreshold = args.floatValue("null-threshold");
     options.batchSize = args.intValue("batch-size", 16, 1, 4096);
     options.maxSamples = static_cast<std::size_t>(args.intValue("max-samples", 0, 0, kMaxSamples));
-    options.runMode = comparedRunMode(args);
-    options.runAccumulation = accumulationOption(args, runModeName(options.runMode));
-    options.runAttention = attentionOption(args);
+    options.runs.run = runSettingsOption(args, ModeChoices::RunSide, DeviceChoices::Several);
 
     // Refuse what would fail at the end before spending the evaluation's time.
     if (!csvPath.empty())

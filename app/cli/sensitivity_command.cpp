@@ -86,9 +86,7 @@ int commandSensitivity(const Arguments& args)
         options.targetSqnrDb = *t;
     if (auto t = args.floatValue("target-f1-drop"))
         options.targetF1Drop = *t;
-    options.runMode = comparedRunMode(args);
-    options.runAccumulation = accumulationOption(args, runModeName(options.runMode));
-    options.runAttention = attentionOption(args);
+    options.run = runSettingsOption(args, ModeChoices::RunSide, DeviceChoices::One);
     input.maxSamples = static_cast<std::size_t>(args.intValue("max-samples", 0, 0, 100'000'000));
     if (args.has("format") && !args.has("plots"))
         throw UsageError{"--format applies only with --plots."};
@@ -98,7 +96,8 @@ int commandSensitivity(const Arguments& args)
         dataset = readSquadFile(*squad);
         input.squad = &dataset;
     }
-    std::unique_ptr<InferenceBackend> run = openBackend(deviceOption(args), Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
+    std::unique_ptr<InferenceBackend> run =
+        openBackend(parseDeviceSpec(options.run.device), Checkpoint::open(checkpointDir), {}, cliRunnerOptions());
     std::unique_ptr<EncoderModel> reference;
     if (auto dir = args.value("reference"))
         reference = EncoderModel::load(*dir);

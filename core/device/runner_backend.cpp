@@ -494,9 +494,9 @@ std::unique_ptr<RunnerBackend> RunnerBackend::start(const DeviceSpec& device,
     m.channel = std::make_unique<RunnerChannel>(device, options.stderrLinesKept, options.onLogLine,
                                                 options.onProgressLine);
 
-    if (const std::string problem = accumulationProblem(options.initialMode, options.initialAccumulation); !problem.empty())
+    if (const std::string problem = options.initialSettings.problem(); !problem.empty())
         throw Error(problem);
-    m.ensureReady(options.initialMode, options.initialAccumulation, progress);
+    m.ensureReady(options.initialSettings.mode, options.initialSettings.accumulation, progress);
     progress.report(1.0, "Runner ready");
     return backend;
 }

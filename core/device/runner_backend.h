@@ -31,6 +31,7 @@
 
 #include "device/device_spec.h"
 #include "model/inference_backend.h"
+#include "model/run_settings.h"
 
 namespace scalescope {
 
@@ -76,10 +77,10 @@ struct RunnerOptions {
     // $TMPDIR, else /tmp. A runner on another host needs a folder both hosts see at the same path,
     // and the checkpoint at the same path too.
     std::string exchangeParent;
-    // The mode the runner loads at start; forward() reloads when it asks for the other one.
-    RunMode initialMode = RunMode::Fp8;
-    // The accumulation it loads at start (sent as "accumulate" only when it is dl16).
-    Accumulation initialAccumulation = Accumulation::Float32;
+    // What the runner loads at start; forward() reloads when it asks for another mode or
+    // accumulation. Of the settings only those two travel (accumulation as "accumulate", sent only
+    // when it is dl16).
+    RunSettings initialSettings;
     // Called with every stderr line of the runner, on the calling thread, while a request is pending.
     std::function<void(const std::string& line)> onLogLine;
     // Called with every progress line of the runner, on the calling thread (the CLI prints them).
@@ -91,7 +92,7 @@ struct RunnerOptions {
 class RunnerBackend : public InferenceBackend {
 public:
     // Opens checkpointDir locally, starts `command` through /bin/sh -c, checks hello's protocol
-    // version and loads the checkpoint in options.initialMode. Throws scalescope::Error.
+    // version and loads the checkpoint as options.initialSettings say. Throws scalescope::Error.
     static std::unique_ptr<RunnerBackend> start(const std::string& command, const std::string& checkpointDir,
                                                 const RunnerOptions& options = {}, const Progress& progress = {});
     // The same for a checkpoint that is already open (it is not opened twice).

@@ -187,15 +187,16 @@ LoadRequest parseLoadRequest(const json& request)
         if (!mode->is_string())
             throw Error("The load request's \"mode\" must be \"fp8\", \"dequant\" or \"fp16\".");
         const std::string& name = mode->get_ref<const std::string&>();
-        if (!parseRunMode(name, load.mode))
+        if (!parseRunMode(name, load.settings.mode))
             throw Error("The load request's mode \"" + abbreviatedText(name, 40) +
                         "\" is not fp8 or dequant (nor fp16, the AIU's CPU twin).");
     }
     if (const auto accumulate = request.find("accumulate"); accumulate != request.end()) {
-        if (!accumulate->is_string() || !parseAccumulation(accumulate->get_ref<const std::string&>(), load.accumulation))
+        if (!accumulate->is_string() ||
+            !parseAccumulation(accumulate->get_ref<const std::string&>(), load.settings.accumulation))
             throw Error("The load request's \"accumulate\" must be \"float32\" or \"dl16\", not " +
                         abbreviatedText(accumulate->dump(), 40) + ".");
-        if (const std::string problem = accumulationProblem(load.mode, load.accumulation); !problem.empty())
+        if (const std::string problem = load.settings.problem(); !problem.empty())
             throw Error(problem);
     }
     return load;

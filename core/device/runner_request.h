@@ -12,6 +12,7 @@
 
 #include "model/inference_backend.h"
 #include "model/linear_plan.h"
+#include "model/run_settings.h"
 
 namespace scalescope {
 
@@ -49,9 +50,10 @@ int negotiatedProtocol(const nlohmann::json& hello);
 struct LoadRequest {
     std::string hash;       // protocol 2: a checkpoint received by hash (then `checkpoint` is empty)
     std::string checkpoint; // a folder path on the runner's host
-    RunMode mode = RunMode::Fp8;
-    // "accumulate": how FP8 products are summed ("float32" when absent; "dl16" only with an FP8 mode).
-    Accumulation accumulation = Accumulation::Float32;
+    // Of the settings only "mode" and "accumulate" travel: how FP8 products are summed ("float32"
+    // when absent; "dl16" only with an FP8 mode). A forward names its own overrides; the rest keep
+    // their defaults.
+    RunSettings settings;
 };
 LoadRequest parseLoadRequest(const nlohmann::json& request);
 

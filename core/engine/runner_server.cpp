@@ -226,7 +226,6 @@ private:
     {
         const LoadRequest parsed = parseLoadRequest(request);
         const std::string dir = parsed.hash.empty() ? parsed.checkpoint : cache_.published(parsed.hash);
-        const RunMode mode = parsed.mode;
 
         const std::string canonical = canonicalFolder(dir);
         // EncoderModel runs either mode from the same weights, so a mode switch costs nothing here.
@@ -241,13 +240,12 @@ private:
                  << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count()
                  << " ms" << std::endl;
         }
-        mode_ = mode;
-        accumulation_ = parsed.accumulation;
+        settings_ = parsed.settings;
         json answer = {{"architecture", architectureName(model_->config().architecture)}};
         // Said back only when asked for, so a client can tell a runner that runs the DL16 twin
         // from one that ignored the field.
         if (request.contains("accumulate"))
-            answer["accumulate"] = accumulationName(accumulation_);
+            answer["accumulate"] = accumulationName(settings_.accumulation);
         return answer;
     }
 
@@ -257,10 +255,7 @@ private:
             throw Error("No checkpoint is loaded; send a load request first.");
         ForwardRequest parsed = parseForwardRequest(request, protocol_);
         const EncoderInputs& inputs = parsed.inputs;
-        ForwardOptions options;
-        options.mode = mode_;
-        options.accumulation = accumulation_;
-        options.overrides = std::move(parsed.overrides);
+        ForwardOptions options = forwardOptions(settings_.withOverrides(std::move(parsed.overrides)));
         options.capture = std::move(parsed.capture);
         if (!options.capture.names.empty()) {
             const std::vector<std::string> points = model_->capturePoints();
@@ -280,7 +275,7 @@ private:
         for (const NamedTensor& t : result.captures)
             tensors.push_back(makeF32Tensor(t.name, t.tensor));
         const std::map<std::string, std::string> metadata = {{"producer", "scalescope-cli runner"},
-                                                             {"mode", runLabel(mode_, accumulation_)}};
+                                                             {"mode", settings_.label()}};
         log_ << "scalescope runner: forward " << inputs.inputIds.size() << " sequence(s), " << result.captures.size()
              << " capture(s), " << result.elapsedMs << " ms" << std::endl;
         nlohmann::json answer = forwardSummaryJson(result);
@@ -304,8 +299,7 @@ private:
     std::chrono::steady_clock::time_point lastProgress_{};
     std::unique_ptr<EncoderModel> model_;
     std::string loadedFolder_;
-    RunMode mode_ = RunMode::Fp8;
-    Accumulation accumulation_ = Accumulation::Float32;
+    RunSettings settings_; // as the last load asked
 };
 
 void respond(std::ostream& out, json response)

@@ -1,10 +1,14 @@
 #include "model/run_settings.h"
 
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "model/inference_backend.h"
 
 namespace scalescope {
+
+RunSettings::RunSettings(RunMode mode, Accumulation accumulation) : mode(mode), accumulation(accumulation) {}
 
 std::string RunSettings::label() const
 {
@@ -14,6 +18,13 @@ std::string RunSettings::label() const
 std::string RunSettings::problem() const
 {
     return accumulationProblem(mode, accumulation);
+}
+
+RunSettings RunSettings::withOverrides(PrecisionOverrides other) const
+{
+    RunSettings settings = *this;
+    settings.overrides = std::move(other);
+    return settings;
 }
 
 bool operator==(const RunSettings& a, const RunSettings& b)

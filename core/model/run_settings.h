@@ -15,6 +15,12 @@ namespace scalescope {
 struct ForwardOptions;
 
 struct RunSettings {
+    // Constructors rather than aggregate initialization: GCC 12 warns of a maybe-uninitialized
+    // std::map (the overrides) in every braced temporary of an aggregate that holds one.
+    RunSettings() = default;
+    // A mode and accumulation with everything else at its default (the named runs of a check).
+    explicit RunSettings(RunMode mode, Accumulation accumulation = Accumulation::Float32);
+
     RunMode mode = RunMode::Fp8;
     // Dl16 (the DL16 twin) with an FP8 mode only: problem() says so otherwise.
     Accumulation accumulation = Accumulation::Float32;
@@ -28,6 +34,9 @@ struct RunSettings {
     std::string label() const;
     // The sentence that refuses this combination ("" when it can run).
     std::string problem() const;
+    // The same side with other per-Linear overrides: what a sweep or a runner's forward varies
+    // from one forward to the next.
+    RunSettings withOverrides(PrecisionOverrides other) const;
     friend bool operator==(const RunSettings& a, const RunSettings& b);
     friend bool operator!=(const RunSettings& a, const RunSettings& b) { return !(a == b); }
 };

@@ -691,7 +691,7 @@ std::string sensitivityChartTitle(const SensitivityResult& result)
         title += " per " + noun;
     const std::string reference = sweepReferenceName(result);
     if (!reference.empty())
-        title += ", " + std::string(result.runMode == RunMode::Fp16 ? "FP16 twin" : "FP8") + " vs " + reference;
+        title += ", " + std::string(result.run.mode == RunMode::Fp16 ? "FP16 twin" : "FP8") + " vs " + reference;
     if (!result.target.empty())
         title += "; target: " + result.target;
     return title;

@@ -350,8 +350,8 @@ json comparisonJson(const ComparisonResult& c)
 {
     json out;
     out["run"] = c.runLabel;
-    out["accumulation"] = accumulationName(c.runAccumulation);
-    out["attention"] = attentionPrecisionName(c.runAttention);
+    out["accumulation"] = accumulationName(c.run.accumulation);
+    out["attention"] = attentionPrecisionName(c.run.attention);
     if (!c.attentionHeadroom.empty())
         out["attention_headroom"] = attentionHeadroomJson(c.attentionHeadroom);
     out["reference"] = c.referenceLabel;
@@ -450,8 +450,8 @@ json evaluationJson(const EvaluationResult& r, const std::string& checkpointDir,
 {
     json run = squadScoresJson(r.runScores);
     run["label"] = r.runLabel;
-    run["accumulation"] = accumulationName(r.runAccumulation);
-    run["attention"] = attentionPrecisionName(r.runAttention);
+    run["accumulation"] = accumulationName(r.run.accumulation);
+    run["attention"] = attentionPrecisionName(r.run.attention);
     run["checkpoint"] = checkpointDir;
     json reference = squadScoresJson(r.referenceScores);
     reference["label"] = r.referenceLabel;
@@ -685,9 +685,9 @@ json sensitivityJson(const SensitivityResult& r)
                      {"suggested_float", r.suggestedFloat},
                      {"suggested_float_count", r.suggestedFloat.size()},
                      {"suggested_tied", r.suggestedTied},
-                     {"mode", runModeName(r.runMode)},
-                     {"accumulation", accumulationName(r.runAccumulation)},
-                     {"attention", attentionPrecisionName(r.runAttention)},
+                     {"mode", runModeName(r.run.mode)},
+                     {"accumulation", accumulationName(r.run.accumulation)},
+                     {"attention", attentionPrecisionName(r.run.attention)},
                      {"spread", {{"estimated", r.spread.estimated},
                                  {"db", r.spread.estimated ? json(r.spread.db) : json(nullptr)},
                                  {"f1_points", r.inputKind == "squad" ? json(r.spread.f1Points) : json(nullptr)},

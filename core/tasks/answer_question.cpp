@@ -7,23 +7,8 @@
 
 namespace scalescope {
 
-QaResult answerQuestion(InferenceBackend& model, const std::string& question, const std::string& context, RunMode mode,
-                        const QaOptions& options, const Progress& progress)
-{
-    return answerQuestion(model, question, context, mode, Accumulation::Float32, options, progress);
-}
-
-QaResult answerQuestion(InferenceBackend& model, const std::string& question, const std::string& context, RunMode mode,
-                        Accumulation accumulation, const QaOptions& options, const Progress& progress)
-{
-    ForwardOptions run;
-    run.mode = mode;
-    run.accumulation = accumulation;
-    return answerQuestion(model, question, context, run, options, progress);
-}
-
 QaResult answerQuestion(InferenceBackend& model, const std::string& question, const std::string& context,
-                        const ForwardOptions& run, const QaOptions& options, const Progress& progress)
+                        const RunSettings& run, const QaOptions& options, const Progress& progress)
 {
     const ModelConfig& config = model.config();
     if (!model.checkpoint().layout().isQuestionAnswering())
@@ -48,17 +33,14 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
     // Windows run in batches: one batch keeps the matmuls large, a bounded batch keeps memory flat
     // for very long contexts.
     constexpr std::size_t kWindowsPerBatch = 8;
-    ForwardOptions forwardOptions;
-    forwardOptions.mode = run.mode;
-    forwardOptions.accumulation = run.accumulation;
-    forwardOptions.attention = run.attention;
+    const ForwardOptions runOptions = forwardOptions(run);
     for (std::size_t first = 0; first < result.windows.size(); first += kWindowsPerBatch) {
         progress.throwIfCancelled();
         const std::size_t last = std::min(result.windows.size(), first + kWindowsPerBatch);
         EncoderInputs inputs;
         for (std::size_t w = first; w < last; ++w)
             inputs.addSequence(result.windows[w].encoding);
-        ForwardResult forward = model.forward(inputs, forwardOptions);
+        ForwardResult forward = model.forward(inputs, runOptions);
         const FloatTensor& start = forward.outputs.at(0).tensor; // [batch, seq]
         const FloatTensor& end = forward.outputs.at(1).tensor;
         const std::size_t seq = static_cast<std::size_t>(start.shape.at(1));
@@ -73,7 +55,7 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
         progress.report(double(last) / double(result.windows.size()), "Answering");
     }
     if (!result.nonFinite.empty())
-        throw Error("The " + runLabel(run.mode, run.accumulation) + " run of " + model.checkpoint().directory() +
+        throw Error("The " + run.label() + " run of " + model.checkpoint().directory() +
                     " has no answer to rank: " + describeNonFinite(result.nonFinite) +
                     "; `scalescope-cli forward --json` lists every module.");
     result.answers = postprocessQa(result.windows, result.startLogits, result.endLogits, context, options);

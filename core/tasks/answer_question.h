@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "model/inference_backend.h"
+#include "model/run_settings.h"
 #include "tasks/question_answering.h"
 
 namespace scalescope {
@@ -17,16 +18,10 @@ struct QaResult {
     std::vector<ModuleNonFinite> nonFinite;      // over all windows (empty when every output was finite)
 };
 
-// Throws scalescope::Error when the model is not a QA model or the options are invalid, and when a
-// module's output is inf or NaN (naming the first such module: no answer can be ranked then).
-QaResult answerQuestion(InferenceBackend& model, const std::string& question, const std::string& context, RunMode mode,
-                        const QaOptions& options, const Progress& progress = {});
-// The same with the FP8 products summed as `accumulation` says (the DL16 twin: Accumulation::Dl16).
-QaResult answerQuestion(InferenceBackend& model, const std::string& question, const std::string& context, RunMode mode,
-                        Accumulation accumulation, const QaOptions& options, const Progress& progress = {});
-// The same with the run settings of `run` (mode, accumulation, attention; its captures, overrides
-// and callbacks are not used).
+// The model runs as `run` says (its device is the model's own). Throws scalescope::Error when the
+// model is not a QA model or the options are invalid, and when a module's output is inf or NaN
+// (naming the first such module: no answer can be ranked then).
 QaResult answerQuestion(InferenceBackend& model, const std::string& question, const std::string& context,
-                        const ForwardOptions& run, const QaOptions& options, const Progress& progress = {});
+                        const RunSettings& run, const QaOptions& options, const Progress& progress = {});
 
 } // namespace scalescope

@@ -470,8 +470,7 @@ DiffMetrics diffMetrics(InferenceBackend& a, InferenceBackend& b, InferenceBacke
     // Without a float reference, A's dequant run is the one yardstick for both sides.
     InferenceBackend* yardstick = reference ? reference : &a;
     ComparisonInput runInput = input;
-    runInput.runMode = RunMode::Fp8;
-    runInput.referenceMode = RunMode::Dequant;
+    runInput.runs = RunPair{}; // each checkpoint's FP8 run against the dequant yardstick
 
     std::vector<ComparisonInput> inputs;
     if (squad) {

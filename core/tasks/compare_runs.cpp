@@ -426,29 +426,23 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
     InferenceBackend& referenceModel = reference ? *reference : run;
     checkModelsMatch(run, referenceModel);
     ComparisonResult result;
-    result.runLabel = runLabel(input.runMode, input.runAccumulation);
-    result.runAccumulation = input.runAccumulation;
+    result.runLabel = input.runs.run.label();
+    result.run = input.runs.run;
     result.referenceIsStandIn = reference == nullptr;
     result.referenceLabel = reference ? "reference (" + reference->checkpoint().directory() + ")" : "dequant";
     const PreparedInput prepared = prepareInput(run, input);
     const EncoderLayout& layout = run.checkpoint().layout();
 
-    ForwardOptions runOptions;
-    runOptions.mode = input.runMode;
-    runOptions.accumulation = input.runAccumulation;
-    runOptions.attention = input.runAttention;
-    runOptions.overrides = input.runOverrides;
+    ForwardOptions runOptions = forwardOptions(input.runs.run);
     runOptions.floatWeightsFrom = floatWeightSource(reference);
     runOptions.capture.all = true;
     runOptions.activationStatistics = true;
-    ForwardOptions referenceOptions;
-    referenceOptions.mode = input.referenceMode;
-    referenceOptions.accumulation = input.referenceAccumulation;
+    ForwardOptions referenceOptions = forwardOptions(input.runs.reference);
     referenceOptions.capture.all = true;
     // Both sides record the K/V cast points in every layer once any layer runs FP8 attention.
-    result.runAttention = input.runAttention;
-    runOptions.attentionCastPoints = referenceOptions.attentionCastPoints = anyAttentionRunsFp8(
-        layout, static_cast<int>(run.config().numLayers), input.runAttention, input.runOverrides);
+    runOptions.attentionCastPoints = referenceOptions.attentionCastPoints =
+        anyAttentionRunsFp8(layout, static_cast<int>(run.config().numLayers), input.runs.run.attention,
+                            input.runs.run.overrides);
 
     // The reference's capture points are kept, one copy per distinct tensor; the run is measured
     // against them point by point as it computes, so its captures are never copied or kept. Where
@@ -481,7 +475,7 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
         };
         Progress second = progress;
         second.callback = [&](double f, const std::string& stage) {
-            progress.report((double(step) + 0.5 + 0.5 * f) / double(steps), runStageLabel(input.runMode) + stage);
+            progress.report((double(step) + 0.5 + 0.5 * f) / double(steps), runStageLabel(input.runs.run.mode) + stage);
         };
         appendForwardPart(referenceResult, referenceModel.forward(prepared.inputs, referenceStep, first));
         appendForwardPart(runResult, run.forward(prepared.inputs, runStep, second));
@@ -506,7 +500,7 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
     for (const ModuleOutputRange& range : result.outputRanges)
         result.outputRangeLabels.push_back(layout.outputModuleLabel(range.module));
     result.runNonFinite = runResult.nonFinite;
-    for (Finding& finding : diagnoseOutputRanges(result.outputRanges, layout, input.runMode))
+    for (Finding& finding : diagnoseOutputRanges(result.outputRanges, layout, input.runs.run.mode))
         result.findings.push_back(std::move(finding));
     FinalOutputComparison final = compareFinalOutputs(run, runResult, referenceResult, prepared, input);
     result.runOutputsNonFinite = final.runOutputsNonFinite;

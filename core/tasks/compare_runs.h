@@ -12,6 +12,7 @@
 #include "analysis/comparison.h"
 #include "analysis/diagnostics.h"
 #include "model/inference_backend.h"
+#include "model/run_settings.h"
 #include "tasks/fill_mask.h"
 #include "tasks/question_answering.h"
 
@@ -26,20 +27,12 @@ struct ComparisonInput {
     std::vector<std::vector<int64_t>> inputIds;
     QaOptions qaOptions;
     int topK = 5;
-    // The run side's mode: fp8 (the default), dequant to see the weights' share of the error, or
-    // fp16 to see the run as a float16 device (the AIU) stores it.
-    RunMode runMode = RunMode::Fp8;
-    // The reference side's mode: dequant (a float checkpoint runs the same either way), or fp8 to
-    // compare a device's FP8 run with the in-process CPU emulation of the same checkpoint.
-    RunMode referenceMode = RunMode::Dequant;
-    // How each side sums its FP8 products (the DL16 twin: Accumulation::Dl16, fp8 or fp16 modes only).
-    Accumulation runAccumulation = Accumulation::Float32;
-    Accumulation referenceAccumulation = Accumulation::Float32;
-    // The run side's attention: float, or AIU FP8 attention (fp8-aiu). The reference keeps float
-    // attention and records the same K/V cast points.
-    AttentionPrecision runAttention = AttentionPrecision::Float;
-    // Per-Linear what-if precision of the run side (docs/ARCHITECTURE.md "Precision overrides").
-    PrecisionOverrides runOverrides;
+    // The run side: fp8 (the default), dequant to see the weights' share of the error, or fp16 to see
+    // the run as a float16 device (the AIU) stores it; DL16 sums, AIU FP8 attention, what-if
+    // overrides. The reference side: dequant (a float checkpoint runs the same either way), or fp8
+    // to compare a device's FP8 run with the in-process CPU emulation of the same checkpoint; it
+    // records the same K/V cast points as the run.
+    RunPair runs;
     // The text is a fill-mask request: the model must be a masked LM and the text hold a mask token
     // (otherwise a text is compared at every position).
     bool fillMask = false;
@@ -86,8 +79,7 @@ struct FillMaskAgreement {
 
 struct ComparisonResult {
     std::string runLabel;          // "fp8", "fp16", "fp8+dl16" (runLabel of linear_plan.h)
-    Accumulation runAccumulation = Accumulation::Float32; // how the run side summed its FP8 products
-    AttentionPrecision runAttention = AttentionPrecision::Float;
+    RunSettings run;               // how the run side ran
     // With FP8 attention in some layer: per layer, K and V, and head, how much of E4M3 the shared
     // per-sequence scale leaves each head (empty otherwise).
     std::vector<CastHeadroom> attentionHeadroom;

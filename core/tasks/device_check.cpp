@@ -70,15 +70,23 @@ struct StoredCaptures {
 // What makes two in-process runs of one checkpoint compute the same numbers, for the cache key.
 std::string runSignature(const CheckRun& run, const std::string& floatWeightsHash)
 {
-    std::string signature = std::string("mode=") + runModeName(run.options.mode);
-    signature += std::string(";accumulation=") + accumulationName(run.options.accumulation);
-    signature += ";others_float=" + std::to_string(run.options.overrides.othersFloat);
-    for (const auto& [module, precision] : run.options.overrides.modules)
+    std::string signature = std::string("mode=") + runModeName(run.settings.mode);
+    signature += std::string(";accumulation=") + accumulationName(run.settings.accumulation);
+    signature += ";others_float=" + std::to_string(run.settings.overrides.othersFloat);
+    for (const auto& [module, precision] : run.settings.overrides.modules)
         signature += ";" + module + "=" + (precision == Precision::Float ? "float" : "fp8");
     signature += ";float_weights=" + floatWeightsHash;
-    if (run.options.attention != AttentionPrecision::Float) // absent for float: older cache keys stay valid
-        signature += std::string(";attention=") + attentionPrecisionName(run.options.attention);
+    if (run.settings.attention != AttentionPrecision::Float) // absent for float: older cache keys stay valid
+        signature += std::string(";attention=") + attentionPrecisionName(run.settings.attention);
     return signature;
+}
+
+// A side's forward as it runs it; the caller adds what it records.
+ForwardOptions forwardOptionsOf(const CheckRun& run)
+{
+    ForwardOptions options = forwardOptions(run.settings);
+    options.floatWeightsFrom = run.floatWeightsFrom;
+    return options;
 }
 
 // log-softmax of values[0, n) into out.
@@ -317,7 +325,7 @@ TwinCacheNames twinCacheNames(const std::vector<CheckRun>& twins)
     TwinCacheNames names;
     for (const CheckRun& twin : twins) {
         names.checkpointHashes.push_back(CheckpointManifest::of(twin.backend->checkpoint().directory()).hash);
-        const Checkpoint* floatWeights = twin.options.floatWeightsFrom;
+        const Checkpoint* floatWeights = twin.floatWeightsFrom;
         names.signatures.push_back(
             runSignature(twin, floatWeights ? CheckpointManifest::of(floatWeights->directory()).hash : ""));
     }
@@ -407,7 +415,7 @@ TwinForwards forwardTwins(const std::vector<CheckRun>& twins, const InputBatch& 
             stored[t].adopt(std::move(cached));
             continue;
         }
-        ForwardOptions forward = twins[t].options;
+        ForwardOptions forward = forwardOptionsOf(twins[t]);
         forward.capture.all = true;
         forward.onCapture = [&stored, t](const std::string& name, const std::vector<int64_t>& shape, const float* data,
                                 const std::string& sameAs) { stored[t].add(name, shape, data, sameAs); };
@@ -697,39 +705,38 @@ CheckRun namedCheckRun(const std::string& name, const CheckRunSources& sources, 
         const bool half = name == "reference-fp16";
         if (sources.reference) {
             run.backend = sources.reference;
-            run.options.mode = half ? RunMode::Fp16 : RunMode::Dequant;
             run.description = "the float reference " + sources.reference->checkpoint().directory() +
                               (half ? " in the fp16 twin" : " in float32");
         } else {
             run.backend = sources.checkpoint;
-            run.options.mode = half ? RunMode::Fp16 : RunMode::Dequant;
             run.description = std::string("dequant standing in for the reference") + (half ? ", in the fp16 twin" : "");
         }
         // Every Linear float: in fp16 mode a float checkpoint has nothing to quantize, and the
         // dequant stand-in must not quantize either.
-        run.options.overrides.othersFloat = true;
+        PrecisionOverrides everyLinearFloat;
+        everyLinearFloat.othersFloat = true;
+        run.settings = RunSettings{half ? RunMode::Fp16 : RunMode::Dequant}.withOverrides(everyLinearFloat);
     } else if (name == "emulation") {
         run.backend = sources.checkpoint;
-        run.options.mode = RunMode::Fp8;
+        run.settings = RunSettings{RunMode::Fp8};
         run.description = "the FP8 emulation of " + checkpointDir + " on this CPU";
     } else if (name == "fp16") {
         run.backend = sources.checkpoint;
-        run.options.mode = RunMode::Fp16;
+        run.settings = RunSettings{RunMode::Fp16};
         run.description = "the FP8 run of " + checkpointDir + " in the fp16 twin";
     } else if (name == "dl16") {
         run.backend = sources.checkpoint;
-        run.options.mode = RunMode::Fp8;
-        run.options.accumulation = Accumulation::Dl16;
+        run.settings = RunSettings{RunMode::Fp8, Accumulation::Dl16};
         run.description = "the FP8 run of " + checkpointDir + " with DL16 accumulation (fms-model-optimizer's AIU model)";
     } else if (name == "dequant") {
         run.backend = sources.checkpoint;
-        run.options.mode = RunMode::Dequant;
+        run.settings = RunSettings{RunMode::Dequant};
         run.description = "dequantized weights of " + checkpointDir + " on float activations";
     } else {
         throw OptionError(option, "{option} names \"" + name + "\", which is not a run; the runs are " +
                                       joinedWords(checkRunNames(), " and ") + ".");
     }
-    run.options.floatWeightsFrom = floatWeightSource(sources.reference);
+    run.floatWeightsFrom = floatWeightSource(sources.reference);
     return run;
 }
 
@@ -836,7 +843,7 @@ RunMeasurements measureRuns(const CheckRun& run, const std::vector<CheckRun>& tw
         if (batch.members.empty())
             continue;
         const TwinForwards twinForwards = forwardTwins(twins, batch, cacheNames, options, result.twinForwardMs);
-        ForwardOptions forward = run.options;
+        ForwardOptions forward = forwardOptionsOf(run);
         forward.capture.all = true;
         forward.onCapture = nullptr;
         const ForwardResult runResult = run.backend->forward(batch.inputs, forward);

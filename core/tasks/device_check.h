@@ -29,6 +29,7 @@
 #include "common/option_error.h"
 #include "common/progress.h"
 #include "model/inference_backend.h"
+#include "model/run_settings.h"
 #include "tasks/evaluate.h"
 #include "tasks/forward_cache.h"
 #include "tasks/question_answering.h"
@@ -60,11 +61,12 @@ extern const char* const kMaskedLmLogitsPoint;
 // Values of every metric at one point for one input; NaN where a point has no such metric.
 using CheckValues = std::array<double, kCheckMetricCount>;
 
-// One side of a measurement: a backend and how it runs there. The task sets capture/onCapture.
+// One side of a measurement: a backend and how it runs there. The task sets what it records.
 struct CheckRun {
     std::string name;                 // "device", "emulation", "reference", "fp16", "dl16", ...
     InferenceBackend* backend = nullptr;
-    ForwardOptions options;           // mode, overrides, accumulation, floatWeightsFrom
+    RunSettings settings;
+    const Checkpoint* floatWeightsFrom = nullptr; // ForwardOptions::floatWeightsFrom
     std::string description;          // one line for reports: what runs where
 };
 

@@ -202,15 +202,9 @@ public:
             }
             result_.batchTokens += count * longest;
 
-            ForwardOptions runOptions;
-            runOptions.mode = options_.runMode;
-            runOptions.accumulation = options_.runAccumulation;
-            runOptions.attention = options_.runAttention;
-            runOptions.overrides = options_.runOverrides;
+            ForwardOptions runOptions = forwardOptions(options_.runs.run);
             runOptions.floatWeightsFrom = &reference_ == &run_ ? nullptr : floatWeightSource(&reference_);
-            ForwardOptions referenceOptions;
-            referenceOptions.mode = options_.referenceMode;
-            referenceOptions.accumulation = options_.referenceAccumulation;
+            const ForwardOptions referenceOptions = forwardOptions(options_.runs.reference);
             const ForwardResult runResult = run_.forward(inputs, runOptions, forwardProgress_);
             const ForwardResult referenceResult = reference_.forward(inputs, referenceOptions, forwardProgress_);
             result_.runForwardMs += runResult.elapsedMs;
@@ -418,12 +412,7 @@ void compareDisagreements(InferenceBackend& run, InferenceBackend* reference, co
             input.question = example.question;
             input.context = example.context;
             input.qaOptions = result.qa;
-            input.runMode = options.runMode;
-            input.runOverrides = options.runOverrides;
-            input.referenceMode = options.referenceMode;
-            input.runAccumulation = options.runAccumulation;
-            input.runAttention = options.runAttention;
-            input.referenceAccumulation = options.referenceAccumulation;
+            input.runs = options.runs;
             const ComparisonResult comparison = compareRuns(run, reference, input, comparisonProgress);
             for (const CapturePointMetrics& point : comparison.points)
                 if (point.kind == CaptureKind::Embeddings || point.kind == CaptureKind::LayerOutput)
@@ -509,9 +498,8 @@ EvaluationResult evaluateSquad(InferenceBackend& run, InferenceBackend* referenc
     result.datasetPath = dataset.path;
     result.datasetVersion = dataset.version;
     result.squadV2 = dataset.isV2;
-    result.runLabel = runLabel(options.runMode, options.runAccumulation);
-    result.runAccumulation = options.runAccumulation;
-    result.runAttention = options.runAttention;
+    result.runLabel = options.runs.run.label();
+    result.run = options.runs.run;
     result.referenceIsStandIn = reference == nullptr;
     result.referenceLabel = reference ? "reference (" + reference->checkpoint().directory() + ")" : "dequant";
     if (!reference)

@@ -127,24 +127,15 @@ struct EvaluationOptions {
     // How each side runs. The defaults are the product's comparison (FP8 against a float reference
     // or the dequantized stand-in); the workbench passes its Mode box, and the run's own mode for
     // the reference when that is the CPU emulation of the same checkpoint.
-    RunMode runMode = RunMode::Fp8;
-    RunMode referenceMode = RunMode::Dequant;
-    // How each side sums its FP8 products (the DL16 twin: Accumulation::Dl16, fp8 or fp16 modes only).
-    Accumulation runAccumulation = Accumulation::Float32;
-    Accumulation referenceAccumulation = Accumulation::Float32;
-    // The run side's attention (AIU FP8 attention: fp8-aiu); the reference keeps float attention.
-    AttentionPrecision runAttention = AttentionPrecision::Float;
-    // Per-Linear what-if precision of the run side (docs/ARCHITECTURE.md "Precision overrides").
-    PrecisionOverrides runOverrides;
+    RunPair runs;
 };
 
 struct EvaluationResult {
     std::string datasetPath;
     std::string datasetVersion;
     bool squadV2 = false;
-    std::string runLabel;                   // "fp8", "dequant", "fp16", "fp8+dl16": runLabel(runMode, runAccumulation)
-    Accumulation runAccumulation = Accumulation::Float32; // how the run side summed its FP8 products
-    AttentionPrecision runAttention = AttentionPrecision::Float;
+    std::string runLabel;                   // "fp8", "dequant", "fp16", "fp8+dl16": RunSettings::label of the run
+    RunSettings run;                        // how the run side ran
     std::string referenceLabel;             // "reference (DIR)" or "dequant"
     bool referenceIsStandIn = false;
     std::string note;                       // says so when dequant stands in for the reference

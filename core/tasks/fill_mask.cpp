@@ -39,7 +39,8 @@ std::vector<MaskPrediction> withTokenTexts(const Tokenizer& tokenizer, const std
     return predictions;
 }
 
-FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, RunMode mode, int topK, const Progress& progress)
+FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, const RunSettings& run, int topK,
+                           const Progress& progress)
 {
     requireMaskedLm(model);
     if (topK < 1)
@@ -59,9 +60,7 @@ FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, Run
     if (result.maskPositions.empty())
         throw Error("The text has no " + tokenizer.maskToken() + " token to fill.");
 
-    ForwardOptions options;
-    options.mode = mode;
-    ForwardResult forward = model.forward(inputs, options, progress);
+    ForwardResult forward = model.forward(inputs, forwardOptions(run), progress);
     const FloatTensor& logits = forward.outputs.at(0).tensor; // [masks, vocab]
     const std::size_t vocab = static_cast<std::size_t>(logits.shape.back());
     const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(topK), vocab);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/inference_backend.h"
+#include "model/run_settings.h"
 
 namespace scalescope {
 
@@ -32,8 +33,9 @@ void requireMaskedLm(const InferenceBackend& model);
 // The token ids and probabilities of a ranking with each token's decoded text.
 std::vector<MaskPrediction> withTokenTexts(const Tokenizer& tokenizer, const std::vector<std::pair<int64_t, float>>& ranked);
 
-// Throws scalescope::Error when the model is not a MaskedLM, the text has no mask token, or topK < 1.
-FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, RunMode mode, int topK,
+// The model runs as `run` says (its device is the model's own). Throws scalescope::Error when the
+// model is not a MaskedLM, the text has no mask token, or topK < 1.
+FillMaskResult runFillMask(InferenceBackend& model, const std::string& text, const RunSettings& run, int topK,
                            const Progress& progress = {});
 
 // Softmax over logits in double precision, returned as float.

@@ -92,10 +92,9 @@ struct Tally {
 class Sweep {
 public:
     // reference: the float checkpoint's model, or `run` itself standing in (dequant).
-    Sweep(InferenceBackend& run, InferenceBackend& reference, RunMode mode, Accumulation accumulation,
-          AttentionPrecision attention, const Progress& progress, SensitivityResult& result)
-        : run_(run), reference_(reference), mode_(mode), accumulation_(accumulation), attention_(attention),
-          progress_(progress), result_(result),
+    Sweep(InferenceBackend& run, InferenceBackend& reference, const RunSettings& settings, const Progress& progress,
+          SensitivityResult& result)
+        : run_(run), reference_(reference), settings_(settings), progress_(progress), result_(result),
           floatWeights_(&reference == &run ? nullptr : floatWeightSource(&reference))
     {
     }
@@ -107,8 +106,7 @@ public:
 
     void runReferences()
     {
-        ForwardOptions options;
-        options.mode = RunMode::Dequant;
+        const ForwardOptions options = forwardOptions(referenceRunSettings());
         for (Case& c : cases) {
             progress_.throwIfCancelled();
             c.reference = reference_.forward(c.prepared.inputs, options, cancelOnly());
@@ -164,11 +162,7 @@ private:
         for (std::size_t i = 0; i < cases.size(); ++i) {
             progress_.throwIfCancelled();
             progress_.report(std::min(1.0, double(done_) / double(plannedRuns)), stage);
-            ForwardOptions options;
-            options.mode = mode_;
-            options.accumulation = accumulation_;
-            options.attention = attention_;
-            options.overrides = overrides;
+            ForwardOptions options = forwardOptions(settings_.withOverrides(overrides));
             options.floatWeightsFrom = floatWeights_; // kept float means the reference's weights
             if (baseline && i == 0)
                 recordCauseInputs(options);
@@ -190,9 +184,7 @@ private:
 
     InferenceBackend& run_;
     InferenceBackend& reference_;
-    RunMode mode_;
-    Accumulation accumulation_;
-    AttentionPrecision attention_;
+    RunSettings settings_;
     const Progress& progress_;
     SensitivityResult& result_;
     const Checkpoint* floatWeights_;
@@ -534,7 +526,7 @@ void copyInfo(const SensitivitySweepInfo& info, SensitivityResult& result)
     result.granularity = info.granularity;
     result.referenceLabel = info.referenceLabel;
     result.referenceIsStandIn = info.referenceIsStandIn;
-    result.runMode = info.runMode;
+    result.run = info.run;
     result.target = info.target;
     result.samples = info.samples;
     result.baseline = info.baseline;
@@ -868,9 +860,8 @@ SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* refere
     result.granularity = options.granularity;
     result.referenceIsStandIn = reference == nullptr;
     result.referenceLabel = reference ? "reference (" + reference->checkpoint().directory() + ")" : "dequant";
-    std::vector<SensitivityEntry> units = sweepUnits(run, options.granularity, options.runAttention);
-    Sweep sweep(run, reference ? *reference : run, options.runMode, options.runAccumulation, options.runAttention,
-                progress, result);
+    std::vector<SensitivityEntry> units = sweepUnits(run, options.granularity, options.run.attention);
+    Sweep sweep(run, reference ? *reference : run, options.run, progress, result);
     buildCases(sweep, run, input, result);
     sweep.plannedRuns = 2 + 2 * units.size() + units.size() / 2;
     sweep.runReferences();
@@ -879,16 +870,14 @@ SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* refere
     allFloat.othersFloat = true;
     result.allFloat = sweep.measure(allFloat, "All float");
     const Target target{options.targetSqnrDb, options.targetF1Drop, result.inputKind == "squad", result.reference.f1};
-    result.runMode = options.runMode;
-    result.runAccumulation = options.runAccumulation;
-    result.runAttention = options.runAttention;
+    result.run = options.run;
     result.target = target.text();
     auto info = std::make_shared<SensitivitySweepInfo>();
     info->inputKind = result.inputKind;
     info->granularity = result.granularity;
     info->referenceLabel = result.referenceLabel;
     info->referenceIsStandIn = result.referenceIsStandIn;
-    info->runMode = result.runMode;
+    info->run = result.run;
     info->target = result.target;
     info->statedSpreadDb = options.spreadDb;
     info->samples = result.samples;

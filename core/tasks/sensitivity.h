@@ -59,7 +59,7 @@ struct SensitivitySweepInfo {
     std::string granularity;              // "linear", "unit" or "layer"
     std::string referenceLabel;           // "reference (DIR)" or "dequant"
     bool referenceIsStandIn = false;
-    RunMode runMode = RunMode::Fp8;       // the run side: fp8, or the fp16 twin
+    RunSettings run;                      // the run side: fp8, or the fp16 twin (no overrides)
     std::string target;                   // "the answer agrees with the reference", "final SQNR >= 30.00 dB", ...
     std::optional<double> statedSpreadDb; // SensitivityOptions::spreadDb
     std::size_t samples = 1;
@@ -112,11 +112,11 @@ struct SensitivityOptions {
     std::string granularity = "linear";   // one of sensitivityGranularities()
     std::optional<double> targetSqnrDb;   // suggestion target: final SQNR at least this
     std::optional<double> targetF1Drop;   // suggestion target: F1 (percent) within this of the reference
-    RunMode runMode = RunMode::Fp8;       // the run side's mode (fp16: the sweep on the AIU's fp16 twin)
-    Accumulation runAccumulation = Accumulation::Float32; // the run side's FP8 sums (Dl16: the DL16 twin)
-    // AIU FP8 attention on the run side (fp8-aiu) adds one entry per layer, "the attention of layer N
-    // in FP8" (EncoderLayout::fp8AttentionUnit): ranked with the rest, never suggested.
-    AttentionPrecision runAttention = AttentionPrecision::Float;
+    // The run side: its mode (fp16: the sweep on the AIU's fp16 twin) and FP8 sums (Dl16: the DL16
+    // twin); AIU FP8 attention (fp8-aiu) adds one entry per layer, "the attention of layer N in FP8"
+    // (EncoderLayout::fp8AttentionUnit), ranked with the rest, never suggested. Its overrides are
+    // not used: each run of the sweep sets its own. The reference runs referenceRunSettings().
+    RunSettings run;
     // A stated tie tolerance in dB instead of the estimate (estimateSensitivitySpread); 0 claims no
     // ties, so every entry is its own step of the suggestion.
     std::optional<double> spreadDb;
@@ -136,9 +136,7 @@ struct SensitivityResult {
     std::vector<SensitivityEntry> entries; // ranked (rank order) when complete, else in model order
     std::vector<SensitivityCause> causes;  // every quantized Linear, model order
     std::string target;                    // "answer agrees", "SQNR >= 30 dB", ...
-    RunMode runMode = RunMode::Fp8;
-    Accumulation runAccumulation = Accumulation::Float32;
-    AttentionPrecision runAttention = AttentionPrecision::Float;
+    RunSettings run;                       // the run side as SensitivityOptions::run gave it
     SensitivitySpread spread;              // estimated on the entries (live: on those finished)
     std::vector<std::string> suggestedFloat; // Linear names
     // The suggested Linears that come from a tie group: the sweep cannot tell them apart, so the

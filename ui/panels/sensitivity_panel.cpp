@@ -40,7 +40,7 @@ QString baselineText(const SensitivityResult& r)
     QStringList parts;
     if (!r.referenceLabel.empty())
         parts << QObject::tr("%1: final SQNR %2 dB against %3, %4.")
-                     .arg(r.runMode == RunMode::Fp16 ? QObject::tr("The FP16 twin") : QObject::tr("All FP8"),
+                     .arg(r.run.mode == RunMode::Fp16 ? QObject::tr("The FP16 twin") : QObject::tr("All FP8"),
                           significantText(r.baseline.sqnrDb), QString::fromStdString(r.referenceLabel),
                           r.baseline.agrees ? QObject::tr("the answer agrees") : QObject::tr("the answer differs"));
     if (!r.target.empty())
