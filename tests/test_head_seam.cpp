@@ -19,6 +19,7 @@
 #include "tasks/sensitivity.h"
 
 using namespace scalescope;
+using namespace scalescope::testing;
 using nlohmann::json;
 
 namespace {
@@ -138,8 +139,8 @@ private slots:
         QCOMPARE(pooled.shape, (std::vector<int64_t>{2, int64_t(hidden)}));
         const std::string last = "roberta.encoder.layer." + std::to_string(model->config().numLayers - 1) + ".output";
         for (std::size_t row = 0; row < ids_.size(); ++row) {
-            const auto reference = testing::referenceForward(qaFp8_, ids_[row], mode.toStdString());
-            const testing::ReferenceTensor& states = reference.at(last);
+            const auto reference = scalescope::testing::referenceForward(qaFp8_, ids_[row], mode.toStdString());
+            const scalescope::testing::ReferenceTensor& states = reference.at(last);
             std::vector<double> mean(hidden, 0.0);
             for (std::size_t t = 0; t < ids_[row].size(); ++t)
                 for (std::size_t i = 0; i < hidden; ++i)
