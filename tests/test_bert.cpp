@@ -109,7 +109,7 @@ private slots:
         QCOMPARE(checkpoint->config().padTokenId, int64_t(0));
         QCOMPARE(layout.capturePoints().front(), std::string("bert.embeddings.output"));
         QCOMPARE(layout.tokenTypeEmbeddingsTensor(), std::string("bert.embeddings.token_type_embeddings.weight"));
-        QCOMPARE(layout.lmHeadNormPrefix(), std::string("cls.predictions.transform.LayerNorm"));
+        QCOMPARE(layout.headDefinition().steps.at(3).module, std::string("cls.predictions.transform.LayerNorm"));
         const auto& linears = layout.linears();
         QCOMPARE(linears.size(), std::size_t(2 * 6 + 2));
         QCOMPARE(linears[4].module, std::string("bert.encoder.layer.0.intermediate.dense"));

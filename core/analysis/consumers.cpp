@@ -546,20 +546,22 @@ private:
                       listed(heads) + " is stored FP8, but fms builds the heads as plain Linears, which compute with "
                       "the codes as weights (garbage out).",
                       "Store the head float (list it in ignore when quantizing).");
+        // fms loads the pooler into the module named like a head Linear of some heads (a masked LM's
+        // transform): with both stored, that head may get the pooler's weights.
         const std::string pooler = layout_.poolerModule();
-        if (!layout_.isMaskedLm() || pooler.empty())
+        const LayoutLinear* dense = nullptr;
+        for (const LayoutLinear& linear : layout_.linears())
+            if (linear.layer < 0 && linear.fmsName == layout_.family().fmsPoolerModule)
+                dense = &linear;
+        if (!dense || pooler.empty())
             return;
         std::vector<std::string> poolerTensors;
         for (const TensorView* view : checkpoint_.tensors().tensors())
             if (view->name.rfind(pooler + ".", 0) == 0)
                 poolerTensors.push_back(view->name);
         if (!poolerTensors.empty()) {
-            const LayoutLinear* dense = nullptr;
-            for (const LayoutLinear& linear : layout_.linears())
-                if (linear.role == LinearRole::LmDense)
-                    dense = &linear;
-            const std::string denseName = dense ? dense->module : "the head's dense Linear";
-            const std::string fms = dense ? dense->fmsName : "the same module";
+            const std::string denseName = dense->module;
+            const std::string fms = dense->fmsName;
             list_.add("both", "aiu-pooler-collision", Severity::Error, poolerTensors,
                       "The masked-LM checkpoint still holds " + pooler + ", which fms loads into " + fms + " like " +
                           denseName + ", so the head may get the pooler's weights.",

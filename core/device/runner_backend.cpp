@@ -354,7 +354,7 @@ struct RunnerBackend::Impl {
         json request = {{"op", "forward"}, {"input_ids", inputs.inputIds}, {"attention_mask", mask}, {"capture", selected}};
         if (!inputs.tokenTypeIds.empty())
             request["token_type_ids"] = inputs.tokenTypeIds;
-        if (checkpoint->layout().isMaskedLm() && !inputs.logitPositions.empty()) {
+        if (checkpoint->layout().headGathersPositions() && !inputs.logitPositions.empty()) {
             json positions = json::array();
             for (const auto& [row, position] : inputs.logitPositions)
                 positions.push_back({row, position});
@@ -369,16 +369,11 @@ struct RunnerBackend::Impl {
     // is read (a hostile or broken runner cannot make the client read gigabytes).
     std::vector<std::pair<std::string, std::vector<int64_t>>> expectedOutputs(const EncoderInputs& inputs) const
     {
-        const ModelConfig& c = checkpoint->config();
         const int64_t batch = static_cast<int64_t>(inputs.inputIds.size());
         int64_t seq = 0;
         for (const auto& row : inputs.inputIds)
             seq = std::max<int64_t>(seq, static_cast<int64_t>(row.size()));
-        if (checkpoint->layout().isQuestionAnswering())
-            return {{"start_logits", {batch, seq}}, {"end_logits", {batch, seq}}};
-        if (inputs.logitPositions.empty())
-            return {{"logits", {batch, seq, c.vocabSize}}};
-        return {{"logits", {static_cast<int64_t>(inputs.logitPositions.size()), c.vocabSize}}};
+        return checkpoint->layout().finalOutputShapes(batch, seq, static_cast<int64_t>(inputs.logitPositions.size()));
     }
 
     static FloatTensor readTensor(const TensorStore& store, const std::string& file, const std::string& tensorName,

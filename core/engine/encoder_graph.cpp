@@ -119,7 +119,7 @@ struct ForwardContext {
     }
     int64_t sequenceLength = 1;
     std::vector<std::pair<int, int>> logitPositions{}; // the MaskedLM head's gathered (row, position)s
-    bool gatheredRows = false;                         // set once the head runs on those positions only
+    bool gatheredRows = false; // set once the head's rows are no longer token rows (gathered positions, pooled sequences)
 
     // The earliest recent capture point that was this very tensor, or "". Recent contiguous captures
     // are held (their memory cannot be reused meanwhile), so an equal data pointer and shape mean
@@ -557,29 +557,73 @@ struct EncoderGraph::Impl {
         return output;
     }
 
+    // The head as its definition says (model/architecture.h HeadDefinition): its steps in order on
+    // the last hidden state, then each final output, whole or one column of the last step's result.
     void runHead(const at::Tensor& h, const EncoderInputs& inputs, ForwardContext& context) const
     {
+        const HeadDefinition& head = layout().headDefinition();
+        at::Tensor x = h;
+        for (const HeadStep& step : head.steps)
+            x = runHeadStep(step, x, inputs, context);
+        for (const HeadOutput& output : head.outputs)
+            context.result.outputs.push_back(
+                {output.name, toFloatTensor(output.column >= 0 ? x.select(-1, output.column) : x)});
+    }
+
+    at::Tensor runHeadStep(const HeadStep& step, const at::Tensor& x, const EncoderInputs& inputs,
+                           ForwardContext& context) const
+    {
         const ModelConfig& c = config();
-        if (layout().isQuestionAnswering()) {
-            const at::Tensor logits = runLinear(context.weights.qaOutputs, h, context);
-            context.result.outputs.push_back({"start_logits", toFloatTensor(logits.select(-1, 0))});
-            context.result.outputs.push_back({"end_logits", toFloatTensor(logits.select(-1, 1))});
-            return;
+        switch (step.kind) {
+        case HeadStepKind::Linear:
+            return runLinear(context.weights.headLinears.at(step.module), x, context);
+        case HeadStepKind::Gelu:
+            return context.stored(at::gelu(x));
+        case HeadStepKind::Tanh:
+            return context.stored(at::tanh(x));
+        case HeadStepKind::LayerNorm: {
+            const auto& [weight, bias] = context.weights.headNorms.at(step.module);
+            return context.stored(at::layer_norm(x, {c.hiddenSize}, weight, bias, c.layerNormEps));
         }
-        at::Tensor states = h;
-        if (!inputs.logitPositions.empty()) {
-            const int64_t seq = h.size(1);
-            std::vector<int64_t> flat;
-            for (const auto& [row, position] : inputs.logitPositions)
-                flat.push_back(int64_t(row) * seq + position);
-            states = h.reshape({-1, c.hiddenSize}).index_select(0, at::tensor(flat, at::kLong));
-            context.gatheredRows = true;
+        case HeadStepKind::GatherLogitPositions:
+            return gatherLogitPositions(x, inputs, context);
+        case HeadStepKind::Normalize: // as torch's F.normalize: the norm clamped at 1e-12
+            return context.stored(x / x.norm(2, {-1}, true).clamp_min(1e-12));
+        default:
+            return pool(step.kind, x, context);
         }
-        const EncoderWeights& weights = context.weights;
-        const at::Tensor dense = context.stored(at::gelu(runLinear(weights.lmDense, states, context)));
-        const at::Tensor normed = context.stored(
-            at::layer_norm(dense, {c.hiddenSize}, weights.lmNormWeight, weights.lmNormBias, c.layerNormEps));
-        context.result.outputs.push_back({"logits", toFloatTensor(runLinear(weights.lmDecoder, normed, context))});
+    }
+
+    // A masked LM's logits only where they are asked for: [count, width].
+    static at::Tensor gatherLogitPositions(const at::Tensor& x, const EncoderInputs& inputs, ForwardContext& context)
+    {
+        if (inputs.logitPositions.empty())
+            return x;
+        const int64_t seq = x.size(1);
+        std::vector<int64_t> flat;
+        for (const auto& [row, position] : inputs.logitPositions)
+            flat.push_back(int64_t(row) * seq + position);
+        context.gatheredRows = true;
+        return x.reshape({-1, x.size(-1)}).index_select(0, at::tensor(flat, at::kLong));
+    }
+
+    // One vector per sequence from its real tokens (the attention mask), as sentence-transformers'
+    // Pooling computes it: [batch, width].
+    static at::Tensor pool(HeadStepKind kind, const at::Tensor& x, ForwardContext& context)
+    {
+        const int64_t batch = x.size(0), seq = x.size(1);
+        context.gatheredRows = true;
+        if (kind == HeadStepKind::PoolFirstToken)
+            return x.select(1, 0).contiguous();
+        std::vector<float> maskValues(context.realRows.begin(), context.realRows.end());
+        if (maskValues.size() != static_cast<std::size_t>(batch * seq))
+            maskValues.assign(static_cast<std::size_t>(batch * seq), 1.0f);
+        const at::Tensor mask = at::tensor(maskValues).reshape({batch, seq, 1});
+        if (kind == HeadStepKind::PoolMax) // padding never wins (sentence-transformers sets it to -1e9)
+            return context.stored(std::get<0>(x.masked_fill(mask.eq(0), -1e9).max(1)));
+        const at::Tensor counts = mask.sum(1).clamp_min(1e-9);
+        const at::Tensor sums = (x * mask).sum(1);
+        return context.stored(kind == HeadStepKind::PoolMean ? sums / counts : sums / counts.sqrt());
     }
 };
 

@@ -185,8 +185,8 @@ std::map<std::string, std::shared_ptr<const Fp8FactoredGemm>> factoredGemmsOf(co
                                             &layer.intermediate, &layer.output})
             add(linear->factoredGemm);
     }
-    for (const LinearWeights* linear : {&weights->qaOutputs, &weights->lmDense, &weights->lmDecoder})
-        add(linear->factoredGemm);
+    for (const auto& [module, linear] : weights->headLinears)
+        add(linear.factoredGemm);
     return gemms;
 }
 
@@ -392,20 +392,20 @@ LayerWeights loadLayer(const WeightLoader& loader, const EncoderLayout& layout, 
     return layer;
 }
 
+// The head's parameters in the order its steps use them (HeadDefinition::steps).
 void loadHead(const WeightLoader& loader, const Checkpoint& checkpoint, EncoderWeights& weights)
 {
     const EncoderLayout& layout = checkpoint.layout();
-    const ModelConfig& c = checkpoint.config();
-    const std::vector<LayoutLinear>& linears = layout.linears();
-    const std::size_t head = static_cast<std::size_t>(c.numLayers) * 6;
-    if (layout.isQuestionAnswering()) {
-        weights.qaOutputs = loader.linear(linears[head].module);
-        return;
+    const int64_t hidden = checkpoint.config().hiddenSize;
+    for (const HeadStep& step : layout.headDefinition().steps) {
+        if (step.kind == HeadStepKind::Linear)
+            weights.headLinears[step.module] = layout.findLinear(step.module)->tiedWeight.empty()
+                                                   ? loader.linear(step.module)
+                                                   : loader.tiedLinear(step.module, weights.wordEmbeddings);
+        else if (step.kind == HeadStepKind::LayerNorm)
+            weights.headNorms[step.module] = {loader.tensor(step.module + ".weight", {hidden}),
+                                              loader.tensor(step.module + ".bias", {hidden})};
     }
-    weights.lmDense = loader.linear(linears[head].module);
-    weights.lmNormWeight = loader.tensor(layout.lmHeadNormPrefix() + ".weight", {c.hiddenSize});
-    weights.lmNormBias = loader.tensor(layout.lmHeadNormPrefix() + ".bias", {c.hiddenSize});
-    weights.lmDecoder = loader.tiedLinear(linears[head + 1].module, weights.wordEmbeddings);
 }
 
 } // namespace
@@ -477,7 +477,7 @@ EncoderWeights loadEncoderWeights(const Checkpoint& checkpoint, const Progress& 
     EncoderWeights weights;
     progress.report(0.0, "Loading embeddings");
     const bool shareWordEmbeddings = precision == StoredPrecision::Half && codesFrom &&
-                                     !checkpoint.plan().wordEmbeddings().quantized && !layout.isMaskedLm() &&
+                                     !checkpoint.plan().wordEmbeddings().quantized && !layout.headReadsWordEmbeddings() &&
                                      codesFrom->wordEmbeddings.defined() && !codesFrom->roundWordEmbeddingsOnLookup;
     if (shareWordEmbeddings) {
         weights.wordEmbeddings = codesFrom->wordEmbeddings;

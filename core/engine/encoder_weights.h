@@ -6,6 +6,9 @@
 #include <ATen/ATen.h>
 
 #include <functional>
+#include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "common/progress.h"
@@ -61,9 +64,10 @@ struct EncoderWeights {
     bool roundWordEmbeddingsOnLookup = false;
     at::Tensor embeddingNormWeight, embeddingNormBias;
     std::vector<LayerWeights> layers;
-    LinearWeights qaOutputs;          // QuestionAnswering head
-    LinearWeights lmDense, lmDecoder; // MaskedLM head
-    at::Tensor lmNormWeight, lmNormBias;
+    // The head's Linears by module name and its LayerNorms' weight and bias by tensor prefix, as its
+    // HeadDefinition (model/architecture.h) names them.
+    std::map<std::string, LinearWeights> headLinears;
+    std::map<std::string, std::pair<at::Tensor, at::Tensor>> headNorms;
 };
 
 // The float32 weight of a Linear, and the stacked [3h, h] weight of a fused q/k/v, decoded on first

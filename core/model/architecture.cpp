@@ -23,6 +23,43 @@ const std::vector<EncoderLinearPattern>& bertStyleEncoderLinears()
     return linears;
 }
 
+HeadDefinition questionAnsweringHead()
+{
+    HeadDefinition head;
+    head.kind = HeadKind::QuestionAnswering;
+    head.linears = {{LinearRole::QaOutputs, "qa_outputs", "qa_head", false, HeadWidth::SpanEnds, {}}};
+    head.steps = {{HeadStepKind::Linear, "qa_outputs"}};
+    head.outputs = {{"start_logits", FinalOutputKind::TokenScores, 0}, {"end_logits", FinalOutputKind::TokenScores, 1}};
+    head.finalPoint = "qa_logits"; // device_check.h kQaLogitsPoint
+    return head;
+}
+
+HeadDefinition maskedLmHead(HeadLinearPattern transform, const std::string& norm, HeadLinearPattern decoder,
+                            std::vector<std::string> decoderBias)
+{
+    HeadDefinition head;
+    head.kind = HeadKind::MaskedLM;
+    transform.out = HeadWidth::Hidden;
+    decoder.out = HeadWidth::Vocabulary;
+    decoder.tiedToWordEmbeddings = true;
+    decoder.biasTensors = std::move(decoderBias);
+    head.steps = {{HeadStepKind::GatherLogitPositions, ""}, {HeadStepKind::Linear, transform.hfModule},
+                  {HeadStepKind::Gelu, ""},                 {HeadStepKind::LayerNorm, norm},
+                  {HeadStepKind::Linear, decoder.hfModule}};
+    head.linears = {std::move(transform), std::move(decoder)};
+    head.outputs = {{"logits", FinalOutputKind::TokenLogits, -1}};
+    head.finalPoint = "logits"; // device_check.h kMaskedLmLogitsPoint
+    return head;
+}
+
+const HeadDefinition* EncoderFamily::head(HeadKind kind) const
+{
+    for (const HeadDefinition& definition : heads)
+        if (definition.kind == kind)
+            return &definition;
+    return nullptr;
+}
+
 namespace {
 
 // RoBERTa: positions after pad_token_id, byte-level BPE, <s> A </s></s> B </s>, the MLM head under
@@ -42,11 +79,11 @@ EncoderFamily robertaFamily()
     family.specials = {"<s>", "</s>", "<mask>"};
     family.specialTokensInPair = 4;
     family.encoderLinears = bertStyleEncoderLinears();
-    family.questionAnsweringHead = {{LinearRole::QaOutputs, "qa_outputs", "qa_head", false}};
-    family.maskedLmHead = {{LinearRole::LmDense, "lm_head.dense", "classification_head.dense", false},
-                           {LinearRole::LmDecoder, "lm_head.decoder", "classification_head.head", true}};
-    family.maskedLmNorm = "lm_head.layer_norm";
-    family.decoderBiasTensors = {"lm_head.decoder.bias", "lm_head.bias"};
+    family.heads = {questionAnsweringHead(),
+                    maskedLmHead({LinearRole::LmDense, "lm_head.dense", "classification_head.dense", false, HeadWidth::Hidden, {}},
+                                 "lm_head.layer_norm",
+                                 {LinearRole::LmDecoder, "lm_head.decoder", "classification_head.head", true, HeadWidth::Vocabulary, {}},
+                                 {"lm_head.decoder.bias", "lm_head.bias"})};
     family.poolerModule = "roberta.pooler.dense";
     family.quantizeIgnore = {"lm_head", "re:lm_head\\..*", "qa_outputs"};
     return family;
@@ -70,11 +107,13 @@ EncoderFamily bertFamily()
     family.specials = {"[CLS]", "[SEP]", "[MASK]"};
     family.specialTokensInPair = 3;
     family.encoderLinears = bertStyleEncoderLinears();
-    family.questionAnsweringHead = {{LinearRole::QaOutputs, "qa_outputs", "qa_head", false}};
-    family.maskedLmHead = {{LinearRole::LmDense, "cls.predictions.transform.dense", "classification_head.dense", false},
-                           {LinearRole::LmDecoder, "cls.predictions.decoder", "classification_head.head", true}};
-    family.maskedLmNorm = "cls.predictions.transform.LayerNorm";
-    family.decoderBiasTensors = {"cls.predictions.decoder.bias", "cls.predictions.bias"};
+    family.heads = {questionAnsweringHead(),
+                    maskedLmHead({LinearRole::LmDense, "cls.predictions.transform.dense", "classification_head.dense", false,
+                                  HeadWidth::Hidden, {}},
+                                 "cls.predictions.transform.LayerNorm",
+                                 {LinearRole::LmDecoder, "cls.predictions.decoder", "classification_head.head", true,
+                                  HeadWidth::Vocabulary, {}},
+                                 {"cls.predictions.decoder.bias", "cls.predictions.bias"})};
     family.poolerModule = "bert.pooler.dense";
     family.quantizeIgnore = {"re:cls\\..*", "qa_outputs"};
     return family;
@@ -94,9 +133,13 @@ struct FamilyRegistry {
 
     const EncoderFamily& add(EncoderFamily family)
     {
-        for (const ModelClass& added : family.classes)
+        for (const ModelClass& added : family.classes) {
             if (findArchitectureIn(added.name).modelClass)
                 throw Error("The encoder family table already has a model class named " + added.name + ".");
+            if (!family.head(added.head))
+                throw Error("The encoder family " + family.name + " has no " + headKindName(added.head) +
+                            " head for its class " + added.name + ".");
+        }
         entries.push_back(std::move(family));
         order.push_back(&entries.back());
         return entries.back();
@@ -186,7 +229,8 @@ EncoderLayout::EncoderLayout(const ModelConfig& config)
         throw Error("The model config names no architecture of the encoder family table.");
     const EncoderFamily& family = *config.architecture.family;
     architecture_ = config.architecture;
-    head_ = config.architecture.modelClass->head;
+    head_ = family.head(config.architecture.modelClass->head);
+    hiddenSize_ = config.hiddenSize;
     prefix_ = family.prefix;
     layerPrefix_ = family.prefix + "." + family.layerPath + ".";
     numLayers_ = static_cast<int>(config.numLayers);
@@ -231,25 +275,74 @@ EncoderLayout::EncoderLayout(const ModelConfig& config)
         capturePoints_.push_back(layerOutput(layer));
         outputModules_.push_back(layerModule(layer));
     }
-    const bool qa = head_ == HeadKind::QuestionAnswering;
-    for (const HeadLinearPattern& pattern : qa ? family.questionAnsweringHead : family.maskedLmHead) {
+    for (const HeadLinearPattern& pattern : head_->linears) {
         LayoutLinear linear;
         linear.module = pattern.hfModule;
         linear.role = pattern.role;
         linear.inFeatures = hidden;
-        linear.outFeatures = pattern.role == LinearRole::QaOutputs ? 2
-                             : pattern.role == LinearRole::LmDecoder ? config.vocabSize
-                                                                     : hidden;
+        linear.outFeatures = pattern.out == HeadWidth::SpanEnds     ? 2
+                             : pattern.out == HeadWidth::Vocabulary ? config.vocabSize
+                                                                    : hidden;
         linear.shortLabel = pattern.hfModule;
         linear.fmsName = pattern.fmsModule;
         linear.fmsFusedName = pattern.fmsModule;
-        if (pattern.tiedToWordEmbeddings) {
-            linear.biasTensors = family.decoderBiasTensors;
+        linear.biasTensors = pattern.biasTensors;
+        if (pattern.tiedToWordEmbeddings)
             linear.tiedWeight = wordEmbeddingsTensor();
-        }
         addLinearPoints(linear.module);
         add(std::move(linear));
     }
+}
+
+bool EncoderLayout::headGathersPositions() const
+{
+    for (const HeadStep& step : head_->steps)
+        if (step.kind == HeadStepKind::GatherLogitPositions)
+            return true;
+    return false;
+}
+
+bool EncoderLayout::headReadsWordEmbeddings() const
+{
+    for (const HeadLinearPattern& linear : head_->linears)
+        if (linear.tiedToWordEmbeddings)
+            return true;
+    return false;
+}
+
+std::vector<std::pair<std::string, std::vector<int64_t>>> EncoderLayout::finalOutputShapes(int64_t batch, int64_t seq,
+                                                                                           int64_t gathered) const
+{
+    // The leading dimensions as the steps leave them, then the last step's width.
+    std::vector<int64_t> rows{batch, seq};
+    int64_t width = hiddenSize_;
+    for (const HeadStep& step : head_->steps) {
+        switch (step.kind) {
+        case HeadStepKind::Linear:
+            width = findLinear(step.module)->outFeatures;
+            break;
+        case HeadStepKind::GatherLogitPositions:
+            if (gathered > 0)
+                rows = {gathered};
+            break;
+        case HeadStepKind::PoolFirstToken:
+        case HeadStepKind::PoolMean:
+        case HeadStepKind::PoolMax:
+        case HeadStepKind::PoolMeanSqrtLen:
+            rows = {batch};
+            break;
+        default:
+            break;
+        }
+    }
+    std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
+    for (const HeadOutput& output : head_->outputs) {
+        std::vector<int64_t> shape = rows;
+        if (output.column < 0)
+            shape.push_back(width);
+        shapes.emplace_back(output.name, std::move(shape));
+    }
+    return shapes;
 }
 
 const LayoutLinear* EncoderLayout::findLinear(const std::string& module) const
@@ -389,8 +482,6 @@ std::string EncoderLayout::tokenTypeEmbeddingsTensor() const { return embeddings
 std::string EncoderLayout::embeddingNormPrefix() const { return embeddingsModule() + ".LayerNorm"; }
 std::string EncoderLayout::attentionNormPrefix(int layer) const { return layerModule(layer) + ".attention.output.LayerNorm"; }
 std::string EncoderLayout::outputNormPrefix(int layer) const { return layerModule(layer) + ".output.LayerNorm"; }
-std::string EncoderLayout::lmHeadNormPrefix() const { return family().maskedLmNorm; }
-
 const TensorView* findStoredBias(const TensorStore& store, const LayoutLinear& linear)
 {
     for (const std::string& name : linear.biasTensors)

@@ -44,13 +44,69 @@ struct EncoderLinearPattern {
     bool outIsIntermediate = false;
 };
 
+// How wide a head Linear's output is, from the config.
+enum class HeadWidth { Hidden, Vocabulary, SpanEnds /* 2: start and end */ };
+
 // One head Linear: absolute names.
 struct HeadLinearPattern {
     LinearRole role = LinearRole::QaOutputs;
     std::string hfModule;  // qa_outputs
     std::string fmsModule; // qa_head
     bool tiedToWordEmbeddings = false; // its weight may be absent: then the word embeddings serve
+    HeadWidth out = HeadWidth::Hidden;
+    // Where its bias may be stored, first match wins; empty: "<hfModule>.bias".
+    std::vector<std::string> biasTensors;
 };
+
+// One step of a head, run in order on the last hidden state [batch, seq, hidden].
+enum class HeadStepKind {
+    Linear,               // the head Linear named `module`
+    Gelu,
+    Tanh,
+    LayerNorm,            // weight and bias under the prefix `module`, the config's layer_norm_eps
+    GatherLogitPositions, // keep only EncoderInputs::logitPositions: [count, width] (a masked LM's masks)
+    PoolFirstToken,       // [batch, width]: the first token (<s>, [CLS])
+    PoolMean,             // [batch, width]: the mean over tokens whose attention mask is 1
+    PoolMax,              // [batch, width]: the max over those tokens
+    PoolMeanSqrtLen,      // [batch, width]: their sum over sqrt(count)
+    Normalize,            // each row divided by its L2 norm
+};
+struct HeadStep {
+    HeadStepKind kind = HeadStepKind::Linear;
+    std::string module; // Linear: its hfModule; LayerNorm: its tensor prefix
+};
+
+// How a final output is read, compared between two runs and agreed on (tasks/final_outputs.h):
+// TokenScores: one score per position, [batch, seq] (a QA span end): over each row's real
+// positions, agreement = the same argmax. TokenLogits: a distribution per position, [batch, seq,
+// width] or gathered [count, width]: agreement = the same argmax at every real position. Vector: one
+// vector per sequence, [batch, width] (a pooled embedding): agreement = a cosine of at least
+// kVectorAgreementCosine for every row.
+enum class FinalOutputKind { TokenScores, TokenLogits, Vector };
+struct HeadOutput {
+    std::string name;  // start_logits, logits, pooled
+    FinalOutputKind kind = FinalOutputKind::TokenLogits;
+    int column = -1;   // >= 0: the output is that column of the last step's last dimension
+};
+
+// A head: everything the engine, the runner client, the consumers and the tasks need to know about
+// it. The engine runs `steps` (nothing else); the final outputs are `outputs`.
+struct HeadDefinition {
+    HeadKind kind = HeadKind::QuestionAnswering;
+    std::vector<HeadLinearPattern> linears; // in execution order
+    std::vector<HeadStep> steps;
+    std::vector<HeadOutput> outputs;
+    // The name of the final outputs as one capture point of a device check ("qa_logits", "logits").
+    std::string finalPoint;
+};
+
+// The QA span head (qa_outputs: hidden -> 2, start and end logits at every position), the same in
+// every BERT-style family.
+HeadDefinition questionAnsweringHead();
+// A masked-LM head: transform Linear, GELU, LayerNorm, decoder (tied to the word embeddings when its
+// weight is absent; its bias also stored under decoderBias), at the gathered positions when given.
+HeadDefinition maskedLmHead(HeadLinearPattern transform, const std::string& norm, HeadLinearPattern decoder,
+                            std::vector<std::string> decoderBias);
 
 // A Hugging Face model class of a family ("architectures"[0] in config.json).
 struct ModelClass {
@@ -77,11 +133,12 @@ struct EncoderFamily {
     std::string fmsEmbeddingsModule = "base_model.enc_norm"; // the fms module whose output is the embeddings output
     std::string fmsWordEmbeddingsModule = "base_model.embedding"; // fms's word-embedding table (a plain nn.Embedding)
     std::vector<EncoderLinearPattern> encoderLinears; // in execution order
-    std::vector<HeadLinearPattern> questionAnsweringHead;
-    std::vector<HeadLinearPattern> maskedLmHead;      // the transform Linear, then the decoder
-    std::string maskedLmNorm;                          // lm_head.layer_norm
-    std::vector<std::string> decoderBiasTensors;      // first match wins
+    // One entry per head kind the classes use (each class names its kind).
+    std::vector<HeadDefinition> heads;
+    // The head of that kind; null when the family has none.
+    const HeadDefinition* head(HeadKind kind) const;
     std::string poolerModule;                          // roberta.pooler.dense (not run)
+    std::string fmsPoolerModule = "classification_head.dense"; // where fms loads the pooler's weights
     std::vector<std::string> quantizeIgnore;           // what quantize lists in `ignore`
 };
 
@@ -131,9 +188,20 @@ public:
 
     Architecture architecture() const { return architecture_; }
     const EncoderFamily& family() const { return *architecture_.family; }
-    HeadKind head() const { return head_; }
-    bool isQuestionAnswering() const { return head_ == HeadKind::QuestionAnswering; }
-    bool isMaskedLm() const { return head_ == HeadKind::MaskedLM; }
+    // The head's kind (which tasks it serves) and its definition (how it computes, what its final
+    // outputs are): the one place every consumer of final outputs asks.
+    HeadKind head() const { return head_->kind; }
+    bool isQuestionAnswering() const { return head() == HeadKind::QuestionAnswering; }
+    bool isMaskedLm() const { return head() == HeadKind::MaskedLM; }
+    const HeadDefinition& headDefinition() const { return *head_; }
+    // The head keeps only EncoderInputs::logitPositions (a masked LM's masks) when they are given.
+    bool headGathersPositions() const;
+    // A head Linear may run on the word embeddings (a tied decoder).
+    bool headReadsWordEmbeddings() const;
+    // The final outputs' names and shapes for a forward of `batch` rows of `seq` tokens, with
+    // `gathered` logit positions (0: none given), in the head's output order.
+    std::vector<std::pair<std::string, std::vector<int64_t>>> finalOutputShapes(int64_t batch, int64_t seq,
+                                                                                int64_t gathered) const;
 
     // Linears in execution order: six per encoder layer, then the head's.
     const std::vector<LayoutLinear>& linears() const { return linears_; }
@@ -193,7 +261,6 @@ public:
     std::string embeddingNormPrefix() const;        // <prefix>.embeddings.LayerNorm
     std::string attentionNormPrefix(int layer) const;
     std::string outputNormPrefix(int layer) const;
-    std::string lmHeadNormPrefix() const;           // lm_head.layer_norm (MaskedLM)
 
     // The first position id: RoBERTa numbers positions after pad_token_id, BERT from 0.
     int64_t positionOffset() const { return positionOffset_; }
@@ -219,7 +286,8 @@ public:
 
 private:
     Architecture architecture_;
-    HeadKind head_;
+    const HeadDefinition* head_ = nullptr; // in the family table
+    int64_t hiddenSize_ = 0;
     std::string prefix_;
     std::string layerPrefix_; // roberta.encoder.layer.
     std::vector<LayoutLinear> linears_;

@@ -46,7 +46,7 @@ void validateForwardInputs(const EncoderInputs& inputs, const ModelConfig& confi
                                 std::to_string(config.typeVocabSize) + ".");
         }
     }
-    if (layout.isMaskedLm())
+    if (layout.headGathersPositions())
         for (const auto& [row, position] : inputs.logitPositions)
             if (row < 0 || static_cast<std::size_t>(row) >= inputs.inputIds.size() || position < 0 ||
                 static_cast<std::size_t>(position) >= seq)

@@ -23,6 +23,16 @@ const char* architectureName(Architecture architecture)
     return architecture.modelClass ? architecture.modelClass->name.c_str() : "?";
 }
 
+const char* headKindName(HeadKind head)
+{
+    switch (head) {
+    case HeadKind::QuestionAnswering: return "question-answering";
+    case HeadKind::MaskedLM: return "masked-lm";
+    case HeadKind::Embedding: return "embedding";
+    }
+    return "?";
+}
+
 HeadKind headOf(Architecture architecture)
 {
     return architecture.modelClass ? architecture.modelClass->head : HeadKind::QuestionAnswering;

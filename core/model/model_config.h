@@ -10,7 +10,12 @@
 
 namespace scalescope {
 
-enum class HeadKind { QuestionAnswering, MaskedLM };
+// What a model class's head is for, which decides the tasks it serves: question answering, fill-mask,
+// or a pooled embedding (one vector per sequence). How each is computed and compared is its entry's
+// HeadDefinition in the family table (model/architecture.h).
+enum class HeadKind { QuestionAnswering, MaskedLM, Embedding };
+// "question-answering", "masked-lm", "embedding": the head's key in the family table's JSON.
+const char* headKindName(HeadKind head);
 
 struct EncoderFamily; // model/architecture.h: the family table
 struct ModelClass;

@@ -21,12 +21,10 @@ const char* roleKey(LinearRole role)
     return "?";
 }
 
-const char* headKey(HeadKind head) { return head == HeadKind::MaskedLM ? "masked-lm" : "question-answering"; }
-
-nlohmann::json headJson(const EncoderFamily& family, const std::vector<HeadLinearPattern>& head)
+nlohmann::json headJson(const EncoderFamily& family, const HeadDefinition& head)
 {
     nlohmann::json linears = nlohmann::json::array();
-    for (const HeadLinearPattern& pattern : head) {
+    for (const HeadLinearPattern& pattern : head.linears) {
         nlohmann::json linear{{"role", roleKey(pattern.role)}, {"hf", pattern.hfModule}, {"fms", pattern.fmsModule}};
         if (pattern.tiedToWordEmbeddings)
             linear["tied_weight"] = family.prefix + ".embeddings.word_embeddings.weight";
@@ -40,10 +38,18 @@ nlohmann::json familyJson(const EncoderFamily& family)
     nlohmann::json classes = nlohmann::json::array();
     for (const ModelClass& modelClass : family.classes)
         classes.push_back({{"name", modelClass.name},
-                           {"head", headKey(modelClass.head)},
+                           {"head", headKindName(modelClass.head)},
                            {"fms_architecture", modelClass.fmsArchitecture.empty()
                                                     ? nlohmann::json(nullptr)
                                                     : nlohmann::json(modelClass.fmsArchitecture)}});
+    nlohmann::json heads = nlohmann::json::object();
+    std::vector<std::string> decoderBiasTensors; // the tied decoder's (what the AIU runner reads)
+    for (const HeadDefinition& head : family.heads) {
+        heads[headKindName(head.kind)] = headJson(family, head);
+        for (const HeadLinearPattern& linear : head.linears)
+            if (linear.tiedToWordEmbeddings)
+                decoderBiasTensors = linear.biasTensors;
+    }
     nlohmann::json linears = nlohmann::json::array();
     for (const EncoderLinearPattern& pattern : family.encoderLinears)
         linears.push_back({{"role", roleKey(pattern.role)},
@@ -68,10 +74,8 @@ nlohmann::json familyJson(const EncoderFamily& family)
         {"layer_module", family.prefix + "." + family.layerPath + ".{layer}"},
         {"fms_layer_module", family.fmsLayerPrefix + ".{layer}"},
         {"encoder_linears", linears},
-        {"heads",
-         {{headKey(HeadKind::QuestionAnswering), headJson(family, family.questionAnsweringHead)},
-          {headKey(HeadKind::MaskedLM), headJson(family, family.maskedLmHead)}}},
-        {"decoder_bias_tensors", family.decoderBiasTensors},
+        {"heads", heads},
+        {"decoder_bias_tensors", decoderBiasTensors},
         {"pooler_module", family.poolerModule},
         {"quantize_ignore", family.quantizeIgnore},
     };

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/option_error.h"
 #include "tasks/fill_mask.h"
+#include "tasks/final_outputs.h"
 
 namespace scalescope {
 namespace {
@@ -45,21 +46,6 @@ std::vector<std::pair<int64_t, float>> topK(const std::vector<float>& probabilit
     return out;
 }
 
-bool allFinite(const float* values, std::size_t count)
-{
-    for (std::size_t i = 0; i < count; ++i)
-        if (!std::isfinite(values[i]))
-            return false;
-    return true;
-}
-
-bool outputsFinite(const ForwardResult& result)
-{
-    for (const NamedTensor& output : result.outputs)
-        if (!allFinite(output.tensor.values.data(), output.tensor.values.size()))
-            return false;
-    return true;
-}
 
 // What a compare adds to the run's own findings: the checkpoint's errors (what inspect reports as
 // errors, e.g. a NaN FP8 weight code, is as much a cause of a bad run as an activation finding),
@@ -121,7 +107,7 @@ PreparedInput prepareInput(const InferenceBackend& run, const ComparisonInput& i
     PreparedInput prepared;
     const bool isQa = !input.question.empty() || !input.context.empty();
     if (isQa) {
-        if (!layout.isQuestionAnswering())
+        if (layout.head() != HeadKind::QuestionAnswering)
             throw OptionError(TaskOption::Question,
                               wrongHeadSentence("{option} need", HeadKind::QuestionAnswering,
                                                 run.checkpoint().directory(), a.architecture));
@@ -135,7 +121,7 @@ PreparedInput prepareInput(const InferenceBackend& run, const ComparisonInput& i
         const Tokenizer& tokenizer = run.checkpoint().tokenizer();
         prepared.maskedText = tokenizer.encode(input.text);
         prepared.inputs.addSequence(prepared.maskedText);
-        prepared.isFillMask = layout.isMaskedLm() && std::count(prepared.maskedText.ids.begin(),
+        prepared.isFillMask = layout.head() == HeadKind::MaskedLM && std::count(prepared.maskedText.ids.begin(),
                                                                 prepared.maskedText.ids.end(), tokenizer.maskId()) > 0;
         if (input.fillMask && !prepared.isFillMask)
             throw Error("The text has no " + tokenizer.maskToken() + " token to fill.");
@@ -235,24 +221,6 @@ FillMaskAgreement compareMasks(const FloatTensor& runLogits, const FloatTensor& 
     return agreement;
 }
 
-// Start and end logits of every window together: the QA head's whole output.
-ErrorMetrics startAndEndMetrics(const ForwardResult& runResult, const ForwardResult& referenceResult,
-                                const std::vector<std::size_t>& lengths)
-{
-    const FloatTensor& runStart = runResult.output("start_logits");
-    const FloatTensor& runEnd = runResult.output("end_logits");
-    const FloatTensor& refStart = referenceResult.output("start_logits");
-    const FloatTensor& refEnd = referenceResult.output("end_logits");
-    ErrorAccumulator both;
-    const std::size_t seq = static_cast<std::size_t>(runStart.shape.at(1));
-    for (std::size_t w = 0; w < lengths.size(); ++w) {
-        both.add(runStart.values.data() + w * seq, refStart.values.data() + w * seq, lengths[w]);
-        both.add(runEnd.values.data() + w * seq, refEnd.values.data() + w * seq, lengths[w]);
-    }
-    return both.result();
-}
-
-
 // The reference side's capture points in execution order. A point the backend reports as the same
 // tensor as an earlier one (q, k and v inputs, the previous layer's output) shares that one's copy.
 struct ReferenceCaptures {
@@ -285,13 +253,13 @@ struct ReferenceCaptures {
 // A one-shot compare's release (ComparisonInput::oneShot): the name prefixes of the tensors that
 // the forward parts from step `first` to step `last` read (step 0 the embeddings and layer 0, step
 // k layer k, step numLayers the head), "" for every tensor when the step covered the whole forward.
-// A MaskedLM head may run on the word embeddings (a tied decoder), so there they wait for the head.
+// A head may run on the word embeddings (a masked LM's tied decoder), so there they wait for the head.
 std::vector<std::string> tensorPrefixesOfSteps(const EncoderLayout& layout, int first, int last, int layers)
 {
     if (first == 0 && last >= layers)
         return {""};
     std::vector<std::string> prefixes;
-    if (first == 0 && !layout.isMaskedLm())
+    if (first == 0 && !layout.headReadsWordEmbeddings())
         prefixes.push_back(layout.embeddingsModule() + ".");
     for (int layer = first; layer <= last && layer < layers; ++layer)
         prefixes.push_back(layout.layerModule(layer) + ".");
@@ -401,17 +369,13 @@ FinalOutputComparison compareFinalOutputs(const InferenceBackend& run, const For
     result.referenceOutputsNonFinite = !outputsFinite(referenceResult);
     const bool finite = !result.runOutputsNonFinite && !result.referenceOutputsNonFinite;
     const EncoderLayout& layout = run.checkpoint().layout();
-    if (layout.isQuestionAnswering()) {
+    result.finalLogits = finalOutputMetrics(layout, runResult, referenceResult, prepared.lengths);
+    // What a task shows of the final outputs: a QA head's answers, a masked LM's fill-mask distributions.
+    if (layout.head() == HeadKind::QuestionAnswering)
         result.qa = compareAnswers(runResult, referenceResult, prepared, input, run.checkpoint().tokenizer(), finite);
-        result.finalLogits = startAndEndMetrics(runResult, referenceResult, prepared.lengths);
-    } else {
-        const FloatTensor& runLogits = runResult.output("logits");
-        const FloatTensor& refLogits = referenceResult.output("logits");
-        result.finalLogits = metricsOverRealTokens(runLogits, refLogits, prepared.lengths);
-        if (prepared.isFillMask)
-            result.fillMask = compareMasks(runLogits, refLogits, prepared, run.checkpoint().tokenizer(),
-                                           result.finalLogits, input.topK, finite);
-    }
+    else if (prepared.isFillMask)
+        result.fillMask = compareMasks(runResult.output("logits"), referenceResult.output("logits"), prepared,
+                                       run.checkpoint().tokenizer(), result.finalLogits, input.topK, finite);
     return result;
 }
 

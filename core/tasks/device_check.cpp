@@ -14,6 +14,7 @@
 #include "device/checkpoint_manifest.h"
 #include "io/sha256.h"
 #include "tasks/compare_runs.h"
+#include "tasks/final_outputs.h"
 #include "text/utf8.h"
 
 namespace scalescope {
@@ -133,41 +134,22 @@ struct DistributionSums {
     }
 };
 
-// The logits point of one input: SQNR, cosine and max |error| over the real tokens' logits, and the
-// distribution metrics per window (QA: start and end over the window's positions; masked LM: each
-// real position over the vocabulary), averaged.
-CheckValues logitsValues(const ForwardResult& run, const ForwardResult& twin, const std::vector<std::size_t>& lengths,
-                         bool questionAnswering)
+// The final point of one input: SQNR, cosine and max |error| over the real values of the head's
+// final outputs (tasks/final_outputs.h), and the distribution metrics per distribution (QA: start
+// and end over each window's positions; masked LM: each real position over the vocabulary),
+// averaged; a pooled vector has no distribution.
+CheckValues logitsValues(const EncoderLayout& layout, const ForwardResult& run, const ForwardResult& twin,
+                         const std::vector<std::size_t>& lengths)
 {
     CheckValues values = noValues();
     ErrorAccumulator error;
     DistributionSums sums;
-    if (questionAnswering) {
-        for (const char* name : {"start_logits", "end_logits"}) {
-            const FloatTensor& r = run.output(name);
-            const FloatTensor& t = twin.output(name);
-            if (r.shape != t.shape || r.shape.size() != 2 || std::size_t(r.shape[0]) != lengths.size())
-                throw Error(std::string("The run's and the twin's ") + name + " differ in shape.");
-            const std::size_t seq = std::size_t(r.shape[1]);
-            for (std::size_t row = 0; row < lengths.size(); ++row) {
-                const std::size_t n = std::min(lengths[row], seq);
-                error.add(r.values.data() + row * seq, t.values.data() + row * seq, n);
-                sums.add(r.values.data() + row * seq, t.values.data() + row * seq, n);
-            }
-        }
-    } else {
-        const FloatTensor& r = run.output("logits");
-        const FloatTensor& t = twin.output("logits");
-        if (r.shape != t.shape || r.shape.size() != 3 || std::size_t(r.shape[0]) != lengths.size())
-            throw Error("The run's and the twin's logits differ in shape.");
-        const std::size_t seq = std::size_t(r.shape[1]), vocab = std::size_t(r.shape[2]);
-        for (std::size_t row = 0; row < lengths.size(); ++row)
-            for (std::size_t position = 0; position < std::min(lengths[row], seq); ++position) {
-                const std::size_t offset = (row * seq + position) * vocab;
-                error.add(r.values.data() + offset, t.values.data() + offset, vocab);
-                sums.add(r.values.data() + offset, t.values.data() + offset, vocab);
-            }
-    }
+    forEachFinalOutputRow(layout, run, twin, lengths, [&](const FinalOutputRow& row) {
+        error.add(row.run, row.reference, row.values);
+        if (row.output->kind != FinalOutputKind::Vector)
+            for (std::size_t at = 0; at + row.width <= row.values && row.width > 0; at += row.width)
+                sums.add(row.run + at, row.reference + at, row.width);
+    });
     const ErrorMetrics metrics = error.result();
     values[metricIndex(CheckMetric::SqnrDb)] = metrics.sqnrDb;
     values[metricIndex(CheckMetric::Cosine)] = metrics.cosine;
@@ -280,8 +262,7 @@ int sharedSequenceLimit(const EncoderLayout& layout, const std::vector<CheckRun>
 
 // A measurement before its inputs: the run, its twins, and its points (every capture point of the
 // run's model, then the logits).
-RunMeasurements unmeasured(
-    const CheckRun& run, const std::vector<CheckRun>& twins, CheckInputSet::Kind kind, bool questionAnswering)
+RunMeasurements unmeasured(const CheckRun& run, const std::vector<CheckRun>& twins, CheckInputSet::Kind kind)
 {
     const EncoderLayout& layout = run.backend->checkpoint().layout();
     RunMeasurements result;
@@ -299,7 +280,7 @@ RunMeasurements unmeasured(
         result.pointLabels.push_back(checkPointLabel(described));
         result.pointLayers.push_back(described.layer);
     }
-    result.points.push_back(questionAnswering ? kQaLogitsPoint : kMaskedLmLogitsPoint);
+    result.points.push_back(layout.headDefinition().finalPoint);
     result.pointLabels.push_back("logits");
     result.pointLayers.push_back(-1);
     return result;
@@ -455,15 +436,15 @@ void measureCaptures(const ForwardResult& runResult, const std::vector<StoredCap
 
 // Per input of the batch: its logits against each twin's and, for a question, each side's answer
 // and its score.
-void measureOutputs(const ForwardResult& runResult, const std::vector<ForwardResult>& twinResults,
-    const InputBatch& batch, std::size_t logitsPoint, bool questionAnswering, const QaOptions& qa,
+void measureOutputs(const EncoderLayout& layout, const ForwardResult& runResult,
+    const std::vector<ForwardResult>& twinResults, const InputBatch& batch, std::size_t logitsPoint, const QaOptions& qa,
     std::vector<InputMeasurement>& measuredInputs)
 {
     for (const BatchedInput& member : batch.members) {
         InputMeasurement& measured = measuredInputs[member.index];
         for (std::size_t t = 0; t < twinResults.size(); ++t)
             measured.values[t][logitsPoint]
-                = logitsValues(runResult, twinResults[t], member.lengthsInBatch, questionAnswering);
+                = logitsValues(layout, runResult, twinResults[t], member.lengthsInBatch);
         if (!member.example)
             continue;
         // A side whose logits are not finite answers nothing: its prediction is "" and scored so.
@@ -822,7 +803,7 @@ RunMeasurements measureRuns(const CheckRun& run, const std::vector<CheckRun>& tw
     if (inputs.kind == CheckInputSet::Kind::Squad)
         validateQaOptions(qa, layout.specialTokensInPair(), limit);
 
-    RunMeasurements result = unmeasured(run, twins, inputs.kind, questionAnswering);
+    RunMeasurements result = unmeasured(run, twins, inputs.kind);
     const std::unordered_map<std::string, std::size_t> pointIndex = capturePointIndex(result);
     const std::size_t logitsPoint = result.points.size() - 1;
     const TwinCacheNames cacheNames = options.cache ? twinCacheNames(twins) : TwinCacheNames{};
@@ -852,7 +833,7 @@ RunMeasurements measureRuns(const CheckRun& run, const std::vector<CheckRun>& tw
         for (const BatchedInput& member : batch.members)
             result.inputs[member.index].values.assign(twins.size(), std::vector<CheckValues>(result.points.size(), noValues()));
         measureCaptures(runResult, twinForwards.stored, twins, batch, pointIndex, result.inputs);
-        measureOutputs(runResult, twinForwards.results, batch, logitsPoint, questionAnswering, qa, result.inputs);
+        measureOutputs(layout, runResult, twinForwards.results, batch, logitsPoint, qa, result.inputs);
     }
     // Numbers computed while a checkpoint file was rewritten in place are not to be reported.
     checkpoint.tensors().checkUnchanged();

@@ -13,6 +13,7 @@
 #include "common/option_error.h"
 #include "common/text_files.h"
 #include "tasks/evaluate.h"
+#include "tasks/final_outputs.h"
 #include "tasks/sensitivity_cause.h"
 
 namespace scalescope {
@@ -37,47 +38,6 @@ std::string formatNumber(double value)
     char text[32];
     std::snprintf(text, sizeof text, "%.2f", value);
     return text;
-}
-
-// Index of the largest value among n, NaN never wins.
-std::size_t argmax(const float* values, std::size_t n)
-{
-    std::size_t best = 0;
-    for (std::size_t i = 1; i < n; ++i)
-        if (values[i] > values[best] || std::isnan(values[best]))
-            best = i;
-    return best;
-}
-
-// The argmax at every real position agrees (MaskedLM logits over the vocabulary; QA logits over
-// each window's real tokens).
-bool argmaxAgrees(const FloatTensor& run, const FloatTensor& reference, const std::vector<std::size_t>& lengths)
-{
-    if (run.shape.size() == 3) {
-        const std::size_t seq = std::size_t(run.shape[1]), vocab = std::size_t(run.shape[2]);
-        for (std::size_t b = 0; b < lengths.size(); ++b)
-            for (std::size_t t = 0; t < lengths[b] && t < seq; ++t) {
-                const std::size_t at = (b * seq + t) * vocab;
-                if (argmax(run.values.data() + at, vocab) != argmax(reference.values.data() + at, vocab))
-                    return false;
-            }
-        return true;
-    }
-    const std::size_t seq = std::size_t(run.shape.at(1));
-    for (std::size_t b = 0; b < lengths.size(); ++b) {
-        const std::size_t n = std::min(lengths[b], seq);
-        if (argmax(run.values.data() + b * seq, n) != argmax(reference.values.data() + b * seq, n))
-            return false;
-    }
-    return true;
-}
-
-bool forwardAgrees(const ForwardResult& run, const ForwardResult& reference, const std::vector<std::size_t>& lengths)
-{
-    for (const NamedTensor& output : run.outputs)
-        if (!argmaxAgrees(output.tensor, reference.output(output.name), lengths))
-            return false;
-    return true;
 }
 
 // Sums over the cases of one configuration.
@@ -311,7 +271,7 @@ private:
             metrics.klDivergence = kl / n;
             metrics.agrees = finite && agreeing == f.fillMask->masks.size();
         } else {
-            metrics.agrees = finite && forwardAgrees(runResult, c.reference, c.prepared.lengths);
+            metrics.agrees = finite && finalOutputsAgree(run_.checkpoint().layout(), runResult, c.reference, c.prepared.lengths);
         }
     }
 

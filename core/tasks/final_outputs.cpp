@@ -1,0 +1,110 @@
+#include "tasks/final_outputs.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+#include "numerics/metrics.h"
+
+namespace scalescope {
+namespace {
+
+// Index of the largest value among n, NaN never wins.
+std::size_t argmax(const float* values, std::size_t n)
+{
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < n; ++i)
+        if (values[i] > values[best] || std::isnan(values[best]))
+            best = i;
+    return best;
+}
+
+bool rowAgrees(const FinalOutputRow& row)
+{
+    if (row.output->kind == FinalOutputKind::Vector)
+        return computeErrorMetrics(row.run, row.reference, row.values).cosine >= kVectorAgreementCosine;
+    for (std::size_t at = 0; at + row.width <= row.values && row.width > 0; at += row.width)
+        if (argmax(row.run + at, row.width) != argmax(row.reference + at, row.width))
+            return false;
+    return true;
+}
+
+} // namespace
+
+void forEachFinalOutputRow(const EncoderLayout& layout, const ForwardResult& run, const ForwardResult& reference,
+                           const std::vector<std::size_t>& lengths,
+                           const std::function<void(const FinalOutputRow&)>& visit)
+{
+    struct Side {
+        const HeadOutput* output;
+        const FloatTensor* run;
+        const FloatTensor* reference;
+    };
+    std::vector<Side> sides;
+    std::size_t rows = 0;
+    for (const HeadOutput& output : layout.headDefinition().outputs) {
+        const FloatTensor& r = run.output(output.name);
+        const FloatTensor& t = reference.output(output.name);
+        if (r.shape != t.shape || r.shape.size() < 2 || r.values.size() != t.values.size())
+            throw Error("The two runs' " + output.name + " outputs differ in shape.");
+        rows = std::max(rows, static_cast<std::size_t>(r.shape[0]));
+        sides.push_back({&output, &r, &t});
+    }
+    for (std::size_t row = 0; row < rows; ++row)
+        for (const Side& side : sides) {
+            const std::vector<int64_t>& shape = side.run->shape;
+            if (row >= static_cast<std::size_t>(shape[0]))
+                continue;
+            // A sequence with no real token (another input's row in a shared batch) has no vector.
+            if (side.output->kind == FinalOutputKind::Vector && row < lengths.size() && lengths[row] == 0)
+                continue;
+            const std::size_t rowSize = side.run->values.size() / static_cast<std::size_t>(shape[0]);
+            FinalOutputRow view{side.output, row, side.run->values.data() + row * rowSize,
+                                side.reference->values.data() + row * rowSize, rowSize, rowSize};
+            const bool perToken = side.output->kind == FinalOutputKind::TokenScores ||
+                                  (side.output->kind == FinalOutputKind::TokenLogits && shape.size() == 3);
+            if (perToken) { // [batch, seq] or [batch, seq, width]: the row's real tokens only
+                const std::size_t seq = static_cast<std::size_t>(shape[1]);
+                const std::size_t real = std::min(row < lengths.size() ? lengths[row] : seq, seq);
+                view.width = shape.size() == 3 ? static_cast<std::size_t>(shape[2]) : real;
+                view.values = shape.size() == 3 ? real * view.width : real;
+            }
+            visit(view);
+        }
+}
+
+ErrorMetrics finalOutputMetrics(const EncoderLayout& layout, const ForwardResult& run, const ForwardResult& reference,
+                                const std::vector<std::size_t>& lengths)
+{
+    ErrorAccumulator all;
+    forEachFinalOutputRow(layout, run, reference, lengths,
+                          [&](const FinalOutputRow& row) { all.add(row.run, row.reference, row.values); });
+    return all.result();
+}
+
+bool finalOutputsAgree(const EncoderLayout& layout, const ForwardResult& run, const ForwardResult& reference,
+                       const std::vector<std::size_t>& lengths)
+{
+    bool agrees = true;
+    forEachFinalOutputRow(layout, run, reference, lengths,
+                          [&](const FinalOutputRow& row) { agrees = agrees && rowAgrees(row); });
+    return agrees;
+}
+
+bool allFinite(const float* values, std::size_t count)
+{
+    for (std::size_t i = 0; i < count; ++i)
+        if (!std::isfinite(values[i]))
+            return false;
+    return true;
+}
+
+bool outputsFinite(const ForwardResult& result)
+{
+    for (const NamedTensor& output : result.outputs)
+        if (!allFinite(output.tensor.values.data(), output.tensor.values.size()))
+            return false;
+    return true;
+}
+
+} // namespace scalescope

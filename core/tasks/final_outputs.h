@@ -1,0 +1,55 @@
+#pragma once
+// The final outputs of a forward as the model's head defines them (model/architecture.h
+// HeadDefinition::outputs): the one place that knows how they are cut into rows, measured against
+// another run's, and agreed on. Compare, sensitivity, device checks and evaluation ask it instead of
+// branching on the head; what a task shows of them (QA answers, fill-mask distributions) builds on
+// it in compare_runs. No LibTorch.
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "model/architecture.h"
+#include "model/inference_backend.h"
+#include "numerics/metrics.h"
+
+namespace scalescope {
+
+// A pooled vector agrees with its reference when their cosine is at least this: a vector has no
+// argmax, and 0.99 is where sentence embeddings' nearest neighbours start to move.
+constexpr double kVectorAgreementCosine = 0.99;
+
+// One row of one final output, compared as a unit: a sequence's scores over its real positions
+// (TokenScores), a sequence's logits at its real positions or one gathered position's
+// (TokenLogits), a sequence's vector (Vector).
+struct FinalOutputRow {
+    const HeadOutput* output = nullptr;
+    std::size_t row = 0;
+    const float* run = nullptr;
+    const float* reference = nullptr;
+    std::size_t values = 0; // the row's real values
+    // The width of one distribution or vector in the row: the row's positions (TokenScores), the
+    // logits' width (TokenLogits), the vector's (Vector).
+    std::size_t width = 0;
+};
+
+// Every row of every final output: row by row, the head's outputs in order within a row. lengths:
+// each sequence's real tokens. Throws naming the output when the two sides' shapes differ.
+void forEachFinalOutputRow(const EncoderLayout& layout, const ForwardResult& run, const ForwardResult& reference,
+                           const std::vector<std::size_t>& lengths,
+                           const std::function<void(const FinalOutputRow&)>& visit);
+
+// The head's whole output against the reference's: SQNR, cosine, ... over every real value.
+ErrorMetrics finalOutputMetrics(const EncoderLayout& layout, const ForwardResult& run, const ForwardResult& reference,
+                                const std::vector<std::size_t>& lengths);
+
+// The two sides agree on every row: the same argmax of every distribution (a QA row's positions, a
+// masked LM's vocabulary at each real position), and a cosine of at least kVectorAgreementCosine
+// for every vector.
+bool finalOutputsAgree(const EncoderLayout& layout, const ForwardResult& run, const ForwardResult& reference,
+                       const std::vector<std::size_t>& lengths);
+
+// No value is NaN or infinite; no output holds one.
+bool allFinite(const float* values, std::size_t count);
+bool outputsFinite(const ForwardResult& result);
+
+} // namespace scalescope
