@@ -384,36 +384,41 @@ const Checkpoint* floatWeightSource(const InferenceBackend* reference)
     return reference && !reference->checkpoint().plan().anyQuantized() ? &reference->checkpoint() : nullptr;
 }
 
-ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference, const ComparisonInput& input,
-                             const Progress& progress)
-{
-    InferenceBackend& referenceModel = reference ? *reference : run;
-    checkModelsMatch(run, referenceModel);
-    ComparisonResult result;
-    result.runLabel = input.runs.run.label();
-    result.run = input.runs.run;
-    result.referenceIsStandIn = reference == nullptr;
-    result.referenceLabel = reference ? "reference (" + reference->checkpoint().directory() + ")" : "dequant";
-    const PreparedInput prepared = prepareInput(run, input);
-    const EncoderLayout& layout = run.checkpoint().layout();
+namespace {
 
+// Each side's forward options: its settings, every capture point, the run's activation statistics
+// and float weights, and the K/V cast points on both sides once any layer runs FP8 attention.
+std::pair<ForwardOptions, ForwardOptions> sideOptions(const InferenceBackend& run, const InferenceBackend* reference,
+                                                      const ComparisonInput& input)
+{
     ForwardOptions runOptions = forwardOptions(input.runs.run);
     runOptions.floatWeightsFrom = floatWeightSource(reference);
     runOptions.capture.all = true;
     runOptions.activationStatistics = true;
     ForwardOptions referenceOptions = forwardOptions(input.runs.reference);
     referenceOptions.capture.all = true;
-    // Both sides record the K/V cast points in every layer once any layer runs FP8 attention.
     runOptions.attentionCastPoints = referenceOptions.attentionCastPoints =
-        anyAttentionRunsFp8(layout, static_cast<int>(run.config().numLayers), input.runs.run.attention,
-                            input.runs.run.overrides);
+        anyAttentionRunsFp8(run.checkpoint().layout(), static_cast<int>(run.config().numLayers),
+                            input.runs.run.attention, input.runs.run.overrides);
+    return {std::move(runOptions), std::move(referenceOptions)};
+}
 
-    // The reference's capture points are kept, one copy per distinct tensor; the run is measured
-    // against them point by point as it computes, so its captures are never copied or kept. Where
-    // both backends resume from a layer (in-process), the two forwards go a layer at a time, so only
-    // one layer's reference captures are held (40 MB at roberta-base, seq 384, against 450 MB for
-    // the whole forward); the numbers are the same, as a resumed layer starts from the exact hidden
-    // state the full forward would have passed it.
+struct SideResults {
+    ForwardResult run, reference;
+};
+
+// Runs both sides, the run measured against the reference's capture points as it computes. The
+// reference's capture points are kept, one copy per distinct tensor, so the run's captures are never
+// copied or kept. Where both backends resume from a layer (in-process), the two forwards go a layer
+// at a time, so only one layer's reference captures are held (40 MB at roberta-base, seq 384,
+// against 450 MB for the whole forward); the numbers are the same, as a resumed layer starts from the
+// exact hidden state the full forward would have passed it.
+SideResults runSides(InferenceBackend& run, InferenceBackend& referenceModel, const PreparedInput& prepared,
+                     const ComparisonInput& input, std::pair<ForwardOptions, ForwardOptions> options,
+                     ComparisonResult& result, const Progress& progress)
+{
+    const EncoderLayout& layout = run.checkpoint().layout();
+    auto& [runOptions, referenceOptions] = options;
     ReferenceCaptures stored;
     RunMeasurement measurement{stored, layout, prepared.lengths, result, {}, 0};
     referenceOptions.onCapture = [&](const std::string& name, const std::vector<int64_t>& shape, const float* data,
@@ -422,7 +427,7 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
                                const std::string& sameAs) { measurement.measure(name, shape, data, sameAs); };
     const int layers = static_cast<int>(run.config().numLayers);
     const int steps = run.resumesFromLayer() && referenceModel.resumesFromLayer() ? layers + 1 : 1;
-    ForwardResult referenceResult, runResult;
+    SideResults results;
     FloatTensor referenceHidden, runHidden;
     for (int step = 0; step < steps; ++step) {
         ForwardOptions referenceStep = referenceOptions, runStep = runOptions;
@@ -441,22 +446,30 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
         second.callback = [&](double f, const std::string& stage) {
             progress.report((double(step) + 0.5 + 0.5 * f) / double(steps), runStageLabel(input.runs.run.mode) + stage);
         };
-        appendForwardPart(referenceResult, referenceModel.forward(prepared.inputs, referenceStep, first));
-        appendForwardPart(runResult, run.forward(prepared.inputs, runStep, second));
+        appendForwardPart(results.reference, referenceModel.forward(prepared.inputs, referenceStep, first));
+        appendForwardPart(results.run, run.forward(prepared.inputs, runStep, second));
         if (measurement.next != stored.points.size())
             throw Error("The run and the reference recorded different capture points.");
         stored.clear();
         measurement.next = 0;
-        referenceHidden = std::move(referenceResult.stoppedHidden);
-        runHidden = std::move(runResult.stoppedHidden);
+        referenceHidden = std::move(results.reference.stoppedHidden);
+        runHidden = std::move(results.run.stoppedHidden);
         if (input.oneShot) {
             const std::vector<std::string> done = tensorPrefixesOfSteps(layout, step, steps > 1 ? step : layers, layers);
             releaseTensorPages(referenceModel.checkpoint(), done);
             releaseTensorPages(run.checkpoint(), done);
         }
     }
+    return results;
+}
+
+// What the run itself shows: its timing, activation statistics and their findings, the FP8
+// attention's headroom, every module's output range against float16's and where it turns non-finite.
+void describeRun(const InferenceBackend& run, ForwardResult& runResult, const RunSettings& settings,
+                 ComparisonResult& result)
+{
+    const EncoderLayout& layout = run.checkpoint().layout();
     result.runMs = runResult.elapsedMs;
-    result.referenceMs = referenceResult.elapsedMs;
     result.activations = std::move(runResult.activationStatistics);
     result.attentionHeadroom = summarizeAttentionHeadroom(runResult.attentionCasts);
     result.findings = diagnoseActivations(result.activations, run.linears());
@@ -464,13 +477,32 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
     for (const ModuleOutputRange& range : result.outputRanges)
         result.outputRangeLabels.push_back(layout.outputModuleLabel(range.module));
     result.runNonFinite = runResult.nonFinite;
-    for (Finding& finding : diagnoseOutputRanges(result.outputRanges, layout, input.runs.run.mode))
+    for (Finding& finding : diagnoseOutputRanges(result.outputRanges, layout, settings.mode))
         result.findings.push_back(std::move(finding));
-    FinalOutputComparison final = compareFinalOutputs(run, runResult, referenceResult, prepared, input);
+}
+
+} // namespace
+
+ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference, const ComparisonInput& input,
+                             const Progress& progress)
+{
+    InferenceBackend& referenceModel = reference ? *reference : run;
+    checkModelsMatch(run, referenceModel);
+    ComparisonResult result;
+    result.runLabel = input.runs.run.label();
+    result.run = input.runs.run;
+    result.referenceIsStandIn = reference == nullptr;
+    result.referenceLabel = reference ? "reference (" + reference->checkpoint().directory() + ")" : "dequant";
+    const PreparedInput prepared = prepareInput(run, input);
+    SideResults sides =
+        runSides(run, referenceModel, prepared, input, sideOptions(run, reference, input), result, progress);
+    result.referenceMs = sides.reference.elapsedMs;
+    describeRun(run, sides.run, input.runs.run, result);
+    FinalOutputComparison final = compareFinalOutputs(run, sides.run, sides.reference, prepared, input);
     result.runOutputsNonFinite = final.runOutputsNonFinite;
     result.referenceOutputsNonFinite = final.referenceOutputsNonFinite;
     result.nonFiniteNote = nonFiniteNote(result);
-    for (Finding& finding : checkpointAndNonFiniteFindings(run, runResult, result.runLabel))
+    for (Finding& finding : checkpointAndNonFiniteFindings(run, sides.run, result.runLabel))
         result.findings.push_back(std::move(finding));
     if (input.oneShot) // the findings read the run's checkpoint whole; nothing reads either file again
         for (const Checkpoint* checkpoint : {&run.checkpoint(), &referenceModel.checkpoint()})
