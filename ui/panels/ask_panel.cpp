@@ -27,7 +27,7 @@
 #include "stale_banner.h"
 #include "tasks/question_answering.h"
 #include "text/bpe_tokenizer.h" // byteOffsetOfCodePoint
-#include "workbench_session.h"
+#include "session_results.h"
 
 namespace scalescope::ui {
 

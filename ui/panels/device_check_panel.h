@@ -15,7 +15,7 @@
 
 #include "panels/result_panel.h"
 #include "report/chart_data.h"
-#include "workbench_session.h"
+#include "session_results.h"
 
 class QCheckBox;
 class QComboBox;

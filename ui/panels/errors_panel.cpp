@@ -20,7 +20,7 @@
 #include "report_section.h"
 #include "frozen_column_table.h"
 #include "stale_banner.h"
-#include "workbench_session.h"
+#include "session_results.h"
 
 namespace scalescope::ui {
 

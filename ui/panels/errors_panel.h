@@ -9,7 +9,7 @@
 #include "panels/result_panel.h"
 #include "report/chart_data.h"
 #include "tasks/compare_runs.h"
-#include "workbench_session.h"
+#include "session_results.h"
 
 class QCheckBox;
 class QLabel;

@@ -10,7 +10,7 @@
 #include "panels/result_panel.h"
 #include "report/chart_data.h"
 #include "tasks/evaluate.h"
-#include "workbench_session.h"
+#include "session_results.h"
 
 class QDoubleSpinBox;
 class QHBoxLayout;

@@ -19,7 +19,7 @@
 #include "report/charts.h"
 #include "report_section.h"
 #include "stale_banner.h"
-#include "workbench_session.h"
+#include "session_results.h"
 
 namespace scalescope::ui {
 

@@ -20,7 +20,7 @@
 #include "models/tensor_table_model.h"
 #include "models/value_text.h"
 #include "report_section.h"
-#include "workbench_session.h"
+#include "session_results.h"
 
 namespace scalescope::ui {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "workbench_session.h"
+#include "session_results.h"
 
 namespace scalescope::ui {
 

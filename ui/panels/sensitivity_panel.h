@@ -15,7 +15,7 @@
 
 #include "panels/result_panel.h"
 #include "tasks/sensitivity.h"
-#include "workbench_session.h"
+#include "session_results.h"
 
 class QComboBox;
 class QLabel;
