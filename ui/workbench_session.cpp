@@ -41,6 +41,57 @@ Progress progressPart(const Progress& whole, double from, double to)
     return part;
 }
 
+// Where a device check's thresholds come from: a noise floor measured now on the same inputs
+// (reference vs reference-fp16), or a thresholds file. `source` says which in words.
+ThresholdSet checkThresholds(const DeviceCheckRequest& request, const CheckRunSources& sources,
+                             const CheckInputSet& inputs, const CheckMeasureOptions& options, const QString& checkpoint,
+                             QString& source)
+{
+    if (request.thresholdsFile.isEmpty()) {
+        ThresholdSet thresholds = measureNoiseFloor(sources, {}, inputs, options); // reference vs reference-fp16
+        source = WorkbenchSession::tr("measured now: %1 on the same questions")
+                     .arg(QString::fromStdString(thresholds.provenance["run_descriptions"]));
+        return thresholds;
+    }
+    ThresholdSet thresholds = readThresholdsFile(request.thresholdsFile.toStdString());
+    source = WorkbenchSession::tr("read from %1").arg(request.thresholdsFile);
+    const auto recorded = thresholds.provenance.find("checkpoint_sha256");
+    if (recorded != thresholds.provenance.end()
+        && recorded->second != CheckpointManifest::of(checkpoint.toStdString()).hash)
+        source += WorkbenchSession::tr(", measured on another checkpoint (%1)")
+                      .arg(QString::fromStdString(thresholds.provenance["checkpoint"]));
+    return thresholds;
+}
+
+// The run a device check tests (DeviceCheckRequest): the device in fp8 mode, or on the
+// in-process CPU the run in the Mode box's mode, with the what-if's float Linears either way.
+CheckRun runUnderTest(InferenceBackend* backend, const RunStamp& stamp, const CheckRunSources& sources)
+{
+    const bool inProcess = stamp.device == QLatin1String("cpu");
+    CheckRun run;
+    run.backend = backend;
+    run.options.mode = inProcess ? stamp.mode : RunMode::Fp8;
+    run.options.overrides = stamp.overrides();
+    run.options.floatWeightsFrom = floatWeightSource(sources.reference);
+    run.name = inProcess ? runModeName(run.options.mode) : "device";
+    const std::string checkpointName = QFileInfo(stamp.checkpoint).fileName().toStdString();
+    run.description = inProcess ? "the " + run.name + " run of " + checkpointName + " on this CPU"
+                                : backend->deviceName() + " running " + checkpointName + " in fp8 mode";
+    if (!stamp.floatLinears.isEmpty())
+        run.description += ", " + stamp.floatText().toStdString();
+    return run;
+}
+
+QString cacheNote(const ForwardCache& cache)
+{
+    return cache.problem().empty() ? WorkbenchSession::tr("CPU side: %1 batches from the cache in %2, %3 computed")
+                                         .arg(cache.hits())
+                                         .arg(QString::fromStdString(cache.folder()))
+                                         .arg(cache.misses())
+                                   : WorkbenchSession::tr("The check cache is off for this run: %1")
+                                         .arg(QString::fromStdString(cache.problem()));
+}
+
 } // namespace
 
 WorkbenchSession::WorkbenchSession(QObject* parent) : QObject(parent)
@@ -558,6 +609,19 @@ void WorkbenchSession::sensitivity(const QString& granularity)
     });
 }
 
+InferenceBackend* WorkbenchSession::checkTwinBackend(const RunStamp& stamp, const Progress& progress)
+{
+    // The twins run the checkpoint on this CPU: the run itself when it runs here, else the
+    // CPU-emulation reference when that is loaded, else a copy loaded once for the checks.
+    if (stamp.device == QLatin1String("cpu"))
+        return run_.get();
+    if (stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_)
+        return reference_.get();
+    if (!inProcessTwin_)
+        inProcessTwin_ = EncoderModel::load(stamp.checkpoint.toStdString(), progressPart(progress, 0, 0.05));
+    return inProcessTwin_.get();
+}
+
 void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
 {
     const RunStamp stamp = currentStamp();
@@ -567,20 +631,8 @@ void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
         if (request.twins.isEmpty())
             throw Error("Choose at least one twin to check the run against.");
         const bool inProcess = stamp.device == QLatin1String("cpu");
-        // The twins run the checkpoint on this CPU: the run itself when it runs here, else the
-        // CPU-emulation reference when that is loaded, else a copy loaded once for the checks.
-        InferenceBackend* twinBackend = run_.get();
-        if (!inProcess) {
-            if (stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_)
-                twinBackend = reference_.get();
-            else {
-                if (!inProcessTwin_)
-                    inProcessTwin_ = EncoderModel::load(stamp.checkpoint.toStdString(), progressPart(progress, 0, 0.05));
-                twinBackend = inProcessTwin_.get();
-            }
-        }
         CheckRunSources sources;
-        sources.checkpoint = twinBackend;
+        sources.checkpoint = checkTwinBackend(stamp, progress);
         sources.reference = stamp.referenceKind == RunStamp::Reference::Folder ? reference_.get() : nullptr;
 
         const CheckInputSet inputs
@@ -599,33 +651,11 @@ void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
         auto outcome = std::make_shared<DeviceCheckOutcome>();
         outcome->stamp = stamp;
         outcome->request = request;
-        ThresholdSet thresholds;
-        if (request.thresholdsFile.isEmpty()) {
-            options.progress = progressPart(progress, start, split);
-            thresholds = measureNoiseFloor(sources, {}, inputs, options); // reference vs reference-fp16
-            outcome->thresholdsSource = tr("measured now: %1 on the same questions")
-                                            .arg(QString::fromStdString(thresholds.provenance["run_descriptions"]));
-        } else {
-            thresholds = readThresholdsFile(request.thresholdsFile.toStdString());
-            outcome->thresholdsSource = tr("read from %1").arg(request.thresholdsFile);
-            const auto recorded = thresholds.provenance.find("checkpoint_sha256");
-            if (recorded != thresholds.provenance.end()
-                && recorded->second != CheckpointManifest::of(stamp.checkpoint.toStdString()).hash)
-                outcome->thresholdsSource += tr(", measured on another checkpoint (%1)")
-                                                 .arg(QString::fromStdString(thresholds.provenance["checkpoint"]));
-        }
+        options.progress = progressPart(progress, start, split);
+        const ThresholdSet thresholds = checkThresholds(request, sources, inputs, options, stamp.checkpoint,
+                                                        outcome->thresholdsSource);
 
-        CheckRun run;
-        run.backend = run_.get();
-        run.options.mode = inProcess ? stamp.mode : RunMode::Fp8;
-        run.options.overrides = stamp.overrides();
-        run.options.floatWeightsFrom = floatWeightSource(sources.reference);
-        run.name = inProcess ? runModeName(run.options.mode) : "device";
-        const std::string checkpointName = QFileInfo(stamp.checkpoint).fileName().toStdString();
-        run.description = inProcess ? "the " + run.name + " run of " + checkpointName + " on this CPU"
-                                    : run_->deviceName() + " running " + checkpointName + " in fp8 mode";
-        if (!stamp.floatLinears.isEmpty())
-            run.description += ", " + stamp.floatText().toStdString();
+        const CheckRun run = runUnderTest(run_.get(), stamp, sources);
         outcome->runUnderTest = QString::fromStdString(run.description);
         std::vector<CheckRun> twins;
         for (const QString& name : request.twins)
@@ -636,12 +666,7 @@ void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
         gate.maxFailureRate = request.maxFailureRate;
         gate.maxF1Drop = request.maxF1Drop;
         outcome->result = evaluateCheck(std::move(measured), thresholds, gate);
-        outcome->cacheNote = cache.problem().empty()
-                                 ? tr("CPU side: %1 batches from the cache in %2, %3 computed")
-                                       .arg(cache.hits())
-                                       .arg(QString::fromStdString(cache.folder()))
-                                       .arg(cache.misses())
-                                 : tr("The check cache is off for this run: %1").arg(QString::fromStdString(cache.problem()));
+        outcome->cacheNote = cacheNote(cache);
         std::shared_ptr<const DeviceCheckOutcome> result = outcome;
         return [this, result] { emit deviceChecked(result); };
     });

@@ -136,6 +136,8 @@ private:
     // On the GUI thread once a checkpoint is open on `usedDevice` (`device` was asked for).
     void deliverOpened(std::shared_ptr<const CheckpointInfo> result, const QString& device, const QString& usedDevice,
                        const QString& deviceError);
+    // On the worker thread: the backend a device check's twins run on (this CPU).
+    InferenceBackend* checkTwinBackend(const RunStamp& stamp, const Progress& progress);
 
     JobTracker jobs_;
     QThreadPool worker_;
