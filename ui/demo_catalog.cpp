@@ -26,6 +26,22 @@ QJsonDocument readJson(const QString& path)
 
 } // namespace
 
+bool DemoCatalog::holdsCheckpoint(const QString& dir) const
+{
+    for (const DemoCheckpoint& demo : checkpoints)
+        if (QFileInfo(demo.directory) == QFileInfo(dir))
+            return true;
+    return false;
+}
+
+bool DemoCatalog::holdsPassage(const QString& context) const
+{
+    for (const DemoPassage& passage : passages)
+        if (passage.context.trimmed() == context.trimmed())
+            return true;
+    return false;
+}
+
 QString findDemoFolder(const QString& compiledInFolder)
 {
     const QStringList candidates = {

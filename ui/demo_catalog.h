@@ -26,6 +26,12 @@ struct DemoCatalog {
     QVector<QString> maskSentences;
 
     bool isEmpty() const { return checkpoints.isEmpty(); }
+    // Whether dir is one of the demo checkpoints, which know only the demo corpus.
+    bool holdsCheckpoint(const QString& dir) const;
+    // Whether context is one of the passages (surrounding white space aside).
+    bool holdsPassage(const QString& context) const;
+    // The demo corpus as a SQuAD file (folder/corpus/questions.json), whether or not it exists.
+    QString questionsFile() const { return folder + QStringLiteral("/corpus/questions.json"); }
 };
 
 // compiledInFolder: the source tree's demo folder known at build time (may not exist).

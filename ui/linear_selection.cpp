@@ -26,6 +26,14 @@ void LinearSelection::select(const QString& module)
     emit selected(current_);
 }
 
+void LinearSelection::follow(QObject* view, std::function<void(const QString&)> show)
+{
+    connect(this, &LinearSelection::selected, view, [show = std::move(show)](const QString& module) {
+        if (!module.isEmpty())
+            show(module);
+    });
+}
+
 void LinearSelection::clear()
 {
     if (current_.isEmpty())

@@ -7,6 +7,8 @@
 #include <QObject>
 #include <QString>
 
+#include <functional>
+
 namespace scalescope::ui {
 
 class LinearSelection : public QObject {
@@ -21,6 +23,9 @@ public:
     void select(const QString& module);
     // Another checkpoint opened: nothing is selected.
     void clear();
+    // A view that shows one Linear at a time follows the selection: `show` gets every Linear
+    // selected while `view` lives. A cleared selection leaves the view on the Linear it shows.
+    void follow(QObject* view, std::function<void(const QString&)> show);
 
     // The part of a tensor name that names its module; a module name as it is.
     static QString moduleOf(const QString& subject);

@@ -9,7 +9,7 @@
 
 #include "report_export.h"
 #include "report_section.h"
-#include "workbench_session.h"
+#include "session_results.h"
 
 namespace scalescope::ui {
 

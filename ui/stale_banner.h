@@ -4,7 +4,7 @@
 // into a warning naming what changed, with a Rerun button. A panel with no result hides it.
 #include <QFrame>
 
-#include "workbench_session.h"
+#include "run_stamp.h"
 
 class QLabel;
 class QPushButton;

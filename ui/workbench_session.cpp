@@ -41,6 +41,57 @@ Progress progressPart(const Progress& whole, double from, double to)
     return part;
 }
 
+// Where a device check's thresholds come from: a noise floor measured now on the same inputs
+// (reference vs reference-fp16), or a thresholds file. `source` says which in words.
+ThresholdSet checkThresholds(const DeviceCheckRequest& request, const CheckRunSources& sources,
+                             const CheckInputSet& inputs, const CheckMeasureOptions& options, const QString& checkpoint,
+                             QString& source)
+{
+    if (request.thresholdsFile.isEmpty()) {
+        ThresholdSet thresholds = measureNoiseFloor(sources, {}, inputs, options); // reference vs reference-fp16
+        source = WorkbenchSession::tr("measured now: %1 on the same questions")
+                     .arg(QString::fromStdString(thresholds.provenance["run_descriptions"]));
+        return thresholds;
+    }
+    ThresholdSet thresholds = readThresholdsFile(request.thresholdsFile.toStdString());
+    source = WorkbenchSession::tr("read from %1").arg(request.thresholdsFile);
+    const auto recorded = thresholds.provenance.find("checkpoint_sha256");
+    if (recorded != thresholds.provenance.end()
+        && recorded->second != CheckpointManifest::of(checkpoint.toStdString()).hash)
+        source += WorkbenchSession::tr(", measured on another checkpoint (%1)")
+                      .arg(QString::fromStdString(thresholds.provenance["checkpoint"]));
+    return thresholds;
+}
+
+// The run a device check tests (DeviceCheckRequest): the device in fp8 mode, or on the
+// in-process CPU the run in the Mode box's mode, with the what-if's float Linears either way.
+CheckRun runUnderTest(InferenceBackend* backend, const RunStamp& stamp, const CheckRunSources& sources)
+{
+    const bool inProcess = stamp.device == QLatin1String("cpu");
+    CheckRun run;
+    run.backend = backend;
+    run.settings.mode = inProcess ? stamp.mode : RunMode::Fp8;
+    run.settings.overrides = stamp.overrides();
+    run.floatWeightsFrom = floatWeightSource(sources.reference);
+    run.name = inProcess ? runModeName(run.settings.mode) : "device";
+    const std::string checkpointName = QFileInfo(stamp.checkpoint).fileName().toStdString();
+    run.description = inProcess ? "the " + run.name + " run of " + checkpointName + " on this CPU"
+                                : backend->deviceName() + " running " + checkpointName + " in fp8 mode";
+    if (!stamp.floatLinears.isEmpty())
+        run.description += ", " + stamp.floatText().toStdString();
+    return run;
+}
+
+QString cacheNote(const ForwardCache& cache)
+{
+    return cache.problem().empty() ? WorkbenchSession::tr("CPU side: %1 batches from the cache in %2, %3 computed")
+                                         .arg(cache.hits())
+                                         .arg(QString::fromStdString(cache.folder()))
+                                         .arg(cache.misses())
+                                   : WorkbenchSession::tr("The check cache is off for this run: %1")
+                                         .arg(QString::fromStdString(cache.problem()));
+}
+
 } // namespace
 
 WorkbenchSession::WorkbenchSession(QObject* parent) : QObject(parent)
@@ -112,94 +163,6 @@ void WorkbenchSession::submit(JobKind kind, const QString& operation,
             Qt::QueuedConnection);
     };
     worker_.start(std::move(task));
-}
-
-QString RunStamp::modeName() const
-{
-    QString name;
-    switch (mode) {
-    case RunMode::Dequant: name = WorkbenchSession::tr("Dequant"); break;
-    case RunMode::Fp16:
-        name = accumulation == Accumulation::Dl16 ? WorkbenchSession::tr("FP16 twin + DL16") : WorkbenchSession::tr("FP16 twin");
-        break;
-    case RunMode::Fp8:
-        name = accumulation == Accumulation::Dl16 ? WorkbenchSession::tr("FP8 + DL16") : WorkbenchSession::tr("FP8");
-        break;
-    }
-    return attention == AttentionPrecision::Fp8Aiu ? WorkbenchSession::tr("%1, FP8 attention").arg(name) : name;
-}
-
-QString RunStamp::referenceText() const
-{
-    switch (referenceKind) {
-    case Reference::Folder:
-        return QFileInfo(referenceFolder).fileName().isEmpty() ? referenceFolder : QFileInfo(referenceFolder).fileName();
-    case Reference::CpuEmulation:
-        return WorkbenchSession::tr("CPU FP8 emulation");
-    case Reference::Dequant:
-        break;
-    }
-    return WorkbenchSession::tr("dequantized weights");
-}
-
-QString RunStamp::deviceText() const
-{
-    if (device == QLatin1String("cpu"))
-        return WorkbenchSession::tr("CPU");
-    return WorkbenchSession::tr("runner");
-}
-
-QString RunStamp::describe() const
-{
-    if (!isValid())
-        return WorkbenchSession::tr("no checkpoint");
-    const QString text = WorkbenchSession::tr("%1, %2 vs %3, %4")
-                             .arg(QFileInfo(checkpoint).fileName(), modeName(), referenceText(), deviceText());
-    return floatLinears.isEmpty() ? text : text + QStringLiteral("; ") + floatText();
-}
-
-PrecisionOverrides RunStamp::overrides() const
-{
-    PrecisionOverrides overrides;
-    for (const QString& module : floatLinears)
-        overrides.modules[module.toStdString()] = Precision::Float;
-    return overrides;
-}
-
-QString RunStamp::floatText(int shown) const
-{
-    if (floatLinears.isEmpty())
-        return QString();
-    QStringList labels = floatLabels.size() == floatLinears.size() ? floatLabels : floatLinears;
-    if (labels.size() > shown) {
-        labels = labels.mid(0, shown);
-        labels << QStringLiteral("...");
-    }
-    const QString list = labels.join(QStringLiteral(", "));
-    return floatLinears.size() == 1 ? WorkbenchSession::tr("1 Linear in float: %1").arg(list)
-                                    : WorkbenchSession::tr("%1 Linears in float: %2").arg(floatLinears.size()).arg(list);
-}
-
-QString RunStamp::differenceFrom(const RunStamp& other) const
-{
-    QStringList parts;
-    if (checkpoint != other.checkpoint)
-        parts << WorkbenchSession::tr("checkpoint");
-    if (referenceKind != other.referenceKind || referenceFolder != other.referenceFolder)
-        parts << WorkbenchSession::tr("reference");
-    if (mode != other.mode || accumulation != other.accumulation)
-        parts << WorkbenchSession::tr("mode");
-    if (attention != other.attention)
-        parts << WorkbenchSession::tr("attention");
-    if (device != other.device)
-        parts << WorkbenchSession::tr("device");
-    if (floatLinears != other.floatLinears)
-        parts << WorkbenchSession::tr("Linears run in float");
-    if (parts.size() > 1) {
-        const QString last = parts.takeLast();
-        return parts.join(QStringLiteral(", ")) + WorkbenchSession::tr(" and ") + last;
-    }
-    return parts.isEmpty() ? QString() : parts.front();
 }
 
 RunStamp WorkbenchSession::currentStamp() const
@@ -646,6 +609,19 @@ void WorkbenchSession::sensitivity(const QString& granularity)
     });
 }
 
+InferenceBackend* WorkbenchSession::checkTwinBackend(const RunStamp& stamp, const Progress& progress)
+{
+    // The twins run the checkpoint on this CPU: the run itself when it runs here, else the
+    // CPU-emulation reference when that is loaded, else a copy loaded once for the checks.
+    if (stamp.device == QLatin1String("cpu"))
+        return run_.get();
+    if (stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_)
+        return reference_.get();
+    if (!inProcessTwin_)
+        inProcessTwin_ = EncoderModel::load(stamp.checkpoint.toStdString(), progressPart(progress, 0, 0.05));
+    return inProcessTwin_.get();
+}
+
 void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
 {
     const RunStamp stamp = currentStamp();
@@ -655,20 +631,8 @@ void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
         if (request.twins.isEmpty())
             throw Error("Choose at least one twin to check the run against.");
         const bool inProcess = stamp.device == QLatin1String("cpu");
-        // The twins run the checkpoint on this CPU: the run itself when it runs here, else the
-        // CPU-emulation reference when that is loaded, else a copy loaded once for the checks.
-        InferenceBackend* twinBackend = run_.get();
-        if (!inProcess) {
-            if (stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_)
-                twinBackend = reference_.get();
-            else {
-                if (!inProcessTwin_)
-                    inProcessTwin_ = EncoderModel::load(stamp.checkpoint.toStdString(), progressPart(progress, 0, 0.05));
-                twinBackend = inProcessTwin_.get();
-            }
-        }
         CheckRunSources sources;
-        sources.checkpoint = twinBackend;
+        sources.checkpoint = checkTwinBackend(stamp, progress);
         sources.reference = stamp.referenceKind == RunStamp::Reference::Folder ? reference_.get() : nullptr;
 
         const CheckInputSet inputs
@@ -687,33 +651,11 @@ void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
         auto outcome = std::make_shared<DeviceCheckOutcome>();
         outcome->stamp = stamp;
         outcome->request = request;
-        ThresholdSet thresholds;
-        if (request.thresholdsFile.isEmpty()) {
-            options.progress = progressPart(progress, start, split);
-            thresholds = measureNoiseFloor(sources, {}, inputs, options); // reference vs reference-fp16
-            outcome->thresholdsSource = tr("measured now: %1 on the same questions")
-                                            .arg(QString::fromStdString(thresholds.provenance["run_descriptions"]));
-        } else {
-            thresholds = readThresholdsFile(request.thresholdsFile.toStdString());
-            outcome->thresholdsSource = tr("read from %1").arg(request.thresholdsFile);
-            const auto recorded = thresholds.provenance.find("checkpoint_sha256");
-            if (recorded != thresholds.provenance.end()
-                && recorded->second != CheckpointManifest::of(stamp.checkpoint.toStdString()).hash)
-                outcome->thresholdsSource += tr(", measured on another checkpoint (%1)")
-                                                 .arg(QString::fromStdString(thresholds.provenance["checkpoint"]));
-        }
+        options.progress = progressPart(progress, start, split);
+        const ThresholdSet thresholds = checkThresholds(request, sources, inputs, options, stamp.checkpoint,
+                                                        outcome->thresholdsSource);
 
-        CheckRun run;
-        run.backend = run_.get();
-        run.settings.mode = inProcess ? stamp.mode : RunMode::Fp8;
-        run.settings.overrides = stamp.overrides();
-        run.floatWeightsFrom = floatWeightSource(sources.reference);
-        run.name = inProcess ? runModeName(run.settings.mode) : "device";
-        const std::string checkpointName = QFileInfo(stamp.checkpoint).fileName().toStdString();
-        run.description = inProcess ? "the " + run.name + " run of " + checkpointName + " on this CPU"
-                                    : run_->deviceName() + " running " + checkpointName + " in fp8 mode";
-        if (!stamp.floatLinears.isEmpty())
-            run.description += ", " + stamp.floatText().toStdString();
+        const CheckRun run = runUnderTest(run_.get(), stamp, sources);
         outcome->runUnderTest = QString::fromStdString(run.description);
         std::vector<CheckRun> twins;
         for (const QString& name : request.twins)
@@ -724,12 +666,7 @@ void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
         gate.maxFailureRate = request.maxFailureRate;
         gate.maxF1Drop = request.maxF1Drop;
         outcome->result = evaluateCheck(std::move(measured), thresholds, gate);
-        outcome->cacheNote = cache.problem().empty()
-                                 ? tr("CPU side: %1 batches from the cache in %2, %3 computed")
-                                       .arg(cache.hits())
-                                       .arg(QString::fromStdString(cache.folder()))
-                                       .arg(cache.misses())
-                                 : tr("The check cache is off for this run: %1").arg(QString::fromStdString(cache.problem()));
+        outcome->cacheNote = cacheNote(cache);
         std::shared_ptr<const DeviceCheckOutcome> result = outcome;
         return [this, result] { emit deviceChecked(result); };
     });

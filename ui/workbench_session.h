@@ -1,7 +1,7 @@
 #pragma once
 // The GUI's handle on the engine: owns the loaded checkpoint's EncoderModel and its reference, runs
 // every model call on one dedicated worker thread (an engine is never used from two threads), and
-// reports results as signals carrying immutable plain structs.
+// reports results as signals carrying immutable plain structs (session_results.h).
 //
 // Every request is a job of its JobTracker (jobs()): a result whose job was superseded by a newer
 // request of the same kind is dropped, so a slow answer never overwrites a newer one. cancel()
@@ -19,146 +19,11 @@
 #include <memory>
 #include <optional>
 
-#include "analysis/consumers.h"
-#include "analysis/diagnostics.h"
-#include "analysis/scale_statistics.h"
 #include "engine/encoder_model.h"
 #include "job_tracker.h"
-#include "tasks/checkpoint_diff.h"
-#include "tasks/compare_runs.h"
-#include "tasks/device_check.h"
-#include "tasks/evaluate.h"
-#include "tasks/fill_mask.h"
-#include "tasks/question_answering.h"
-#include "tasks/sensitivity.h"
-
-namespace scalescope {
-struct CalibrationLabResult; // tasks/calibration_lab_result.h
-}
+#include "session_results.h"
 
 namespace scalescope::ui {
-
-// What produced a result: the checkpoint, reference, mode and device in effect when the run was
-// asked for. A view compares its result's stamp with the session's current one to know whether it
-// still describes what the window shows as open.
-struct RunStamp {
-    enum class Reference { Dequant, Folder, CpuEmulation };
-    QString checkpoint;  // folder; empty when nothing is open
-    Reference referenceKind = Reference::Dequant;
-    QString referenceFolder; // for Reference::Folder
-    RunMode mode = RunMode::Fp8;
-    // How the run side sums FP8 products: Dl16 is the DL16 twin (fp8 and fp16 modes only).
-    Accumulation accumulation = Accumulation::Float32;
-    // The run side's attention: float, or AIU FP8 attention (math_fp8's K/V casts).
-    AttentionPrecision attention = AttentionPrecision::Float;
-    QString device = QStringLiteral("cpu"); // "cpu" or "runner:COMMAND"
-    // The what-if of the run side (docs/ARCHITECTURE.md "Precision overrides"): Linears run in float, by exact
-    // module name in layout order, and their short labels ("L3.ffn.in") in the same order. Only the
-    // names count for equality; the labels follow from them.
-    QStringList floatLinears;
-    QStringList floatLabels;
-
-    bool isValid() const { return !checkpoint.isEmpty(); }
-    // The run side's overrides: every floatLinears entry Float.
-    PrecisionOverrides overrides() const;
-    // "2 Linears in float: L3.ffn.in, L7.attn.out" (at most `shown` labels, then "..."); empty
-    // without overrides.
-    QString floatText(int shown = 3) const;
-    // "FP8", "Dequant", "FP8 + DL16", "FP8, FP8 attention": how a run is labelled on screen
-    QString modeName() const;
-    QString referenceText() const;
-    QString deviceText() const;
-    // One line for a stale banner or a chart stamp: "qa-fp8, FP8 vs qa-float, CPU" and, with
-    // overrides, "; 1 Linear in float: L0.ffn.in".
-    QString describe() const;
-    // What differs between this and other, in words ("checkpoint", "mode and reference"); empty
-    // when equal.
-    QString differenceFrom(const RunStamp& other) const;
-    friend bool operator==(const RunStamp& a, const RunStamp& b)
-    {
-        return a.checkpoint == b.checkpoint && a.referenceKind == b.referenceKind &&
-               a.referenceFolder == b.referenceFolder && a.mode == b.mode &&
-               a.accumulation == b.accumulation && a.attention == b.attention && a.device == b.device &&
-               a.floatLinears == b.floatLinears;
-    }
-    friend bool operator!=(const RunStamp& a, const RunStamp& b) { return !(a == b); }
-};
-
-// What the window shows about a freshly opened checkpoint.
-struct CheckpointInfo {
-    QString directory;
-    std::shared_ptr<const Checkpoint> checkpoint;
-    std::vector<LinearScaleStatistics> statistics;
-    std::vector<Finding> findings;
-    std::vector<ConsumerReport> consumers; // what the AIU stack, vLLM and transformers will do with it
-    std::vector<LinearInfo> linears;
-    bool runnable = true;      // false when the engine refused it (findings say why)
-    QString loadError;         // the engine's sentence when not runnable
-    double loadMs = 0;
-    QString deviceName;        // the backend's own name ("CPU (in-process)", the runner's)
-};
-
-struct AskOutcome {
-    RunStamp stamp;
-    QString question, context;
-    std::shared_ptr<const ComparisonResult> comparison; // holds windows and both sides' logits
-    std::vector<QaAnswer> runAnswers, referenceAnswers; // n-best
-    QaOptions options;
-    std::map<int64_t, std::string> specialTokens;       // the windows' specials as the tokenizer spells them
-};
-
-struct FillMaskOutcome {
-    RunStamp stamp;
-    QString text;
-    int topK = 5;
-    std::shared_ptr<const ComparisonResult> comparison; // fillMask holds both sides per mask
-    // Per mask, top-k with token texts, for display.
-    std::vector<std::vector<MaskPrediction>> run, reference;
-};
-
-// Values of one capture point in the run and in the reference (for error histograms/scatter).
-struct CapturePointValues {
-    RunStamp stamp;
-    QString name;
-    std::vector<float> run, reference;
-};
-
-// What the Device check panel asks for (DESIGN "Device checks and gates"): the run under test is
-// the selected device in fp8 mode, or, on the in-process CPU, the Mode box's mode; it is held
-// against the twins (checkRunNames()) on the first maxQuestions questions of a SQuAD file.
-struct DeviceCheckRequest {
-    QString squadFile;
-    int maxQuestions = 200;   // 0: all
-    // Empty: thresholds from a noise floor (reference vs reference-fp16) measured on the same
-    // questions first; otherwise a thresholds file written by noise-floor.
-    QString thresholdsFile;
-    QStringList twins;        // the first decides the verdict
-    double maxFailureRate = 0.01;
-    double maxF1Drop = 1.0;
-};
-
-struct DeviceCheckOutcome {
-    RunStamp stamp;
-    DeviceCheckRequest request;
-    CheckResult result;
-    // One line each, for the panel and the report: what ran as the run under test, where the
-    // thresholds came from.
-    QString runUnderTest;
-    QString thresholdsSource;
-    QString cacheNote; // how much of the CPU side came from the disk cache (tasks/forward_cache.h)
-};
-
-// File > Compare With...: a second checkpoint B beside the open one (A). The diff of the two
-// (tasks/checkpoint_diff.h), B's scale statistics, and, when an input ran on A, B's fp8 run on the
-// same input against the same reference as A's run (null otherwise).
-struct CompareWithOutcome {
-    RunStamp stamp;                                    // A's state it was made in
-    QString directory;
-    std::shared_ptr<const Checkpoint> checkpoint;
-    std::vector<LinearScaleStatistics> statistics;
-    std::shared_ptr<const CheckpointDiff> diff;
-    std::shared_ptr<const ComparisonResult> comparison;
-};
 
 class WorkbenchSession : public QObject {
     Q_OBJECT
@@ -271,6 +136,8 @@ private:
     // On the GUI thread once a checkpoint is open on `usedDevice` (`device` was asked for).
     void deliverOpened(std::shared_ptr<const CheckpointInfo> result, const QString& device, const QString& usedDevice,
                        const QString& deviceError);
+    // On the worker thread: the backend a device check's twins run on (this CPU).
+    InferenceBackend* checkTwinBackend(const RunStamp& stamp, const Progress& progress);
 
     JobTracker jobs_;
     QThreadPool worker_;
@@ -297,15 +164,3 @@ private:
 };
 
 } // namespace scalescope::ui
-
-Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::CheckpointInfo>)
-Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::AskOutcome>)
-Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::FillMaskOutcome>)
-Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::CapturePointValues>)
-Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::EvaluationResult>)
-Q_DECLARE_METATYPE(scalescope::ui::RunStamp)
-Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::DeviceCheckOutcome>)
-Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::SensitivityEntry>)
-Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::SensitivityResult>)
-Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::CompareWithOutcome>)
-Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::CalibrationLabResult>)

@@ -27,6 +27,7 @@
 #include "stale_banner.h"
 #include "tasks/question_answering.h"
 #include "text/bpe_tokenizer.h" // byteOffsetOfCodePoint
+#include "session_results.h"
 #include "workbench_session.h"
 
 namespace scalescope::ui {
@@ -39,12 +40,26 @@ int stringPositionOfCodePoint(const QString& text, int codePoint)
     return position;
 }
 
-AskPanel::AskPanel(QWidget* parent) : QWidget(parent)
+AskPanel::AskPanel(WorkbenchSession* session, QWidget* parent) : QWidget(parent)
 {
     createInputs();
     createResults();
     layOut();
     connectKeys();
+    connect(this, &AskPanel::askRequested, session, &WorkbenchSession::ask);
+    connect(banner_, &StaleBanner::rerunRequested, this, &AskPanel::rerun);
+}
+
+void AskPanel::askAbout(const QString& question, const QString& context)
+{
+    setInputs(question, context);
+    emit askRequested(question, context, options());
+}
+
+void AskPanel::rerun()
+{
+    if (outcome_)
+        emit askRequested(outcome_->question, outcome_->context, outcome_->options);
 }
 
 void AskPanel::createInputs()
@@ -247,6 +262,16 @@ void AskPanel::takeResult(const PanelResult& result)
         return;
     outcome_ = result.ask;
     showOutcome(*result.ask, result.referenceLabel);
+    warnIfOutsideDemoCorpus(*result.ask);
+}
+
+void AskPanel::warnIfOutsideDemoCorpus(const AskOutcome& outcome)
+{
+    if (!demo_.holdsCheckpoint(outcome.stamp.checkpoint) || demo_.holdsPassage(outcome.context))
+        return;
+    result_->setText(result_->text() +
+                     tr("<br><span style='color:#8a5a00'>The demo models were trained on the demo passages "
+                        "only (Demo &gt; Passages): about other text their answers mean nothing.</span>"));
 }
 
 void AskPanel::addToReport(ReportSection& section, bool runResultCurrent) const

@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "demo_catalog.h"
 #include "panels/result_panel.h"
 #include "report/chart_data.h"
 #include "tasks/question_answering.h"
@@ -26,16 +27,27 @@ struct AskOutcome;
 class AnswersModel;
 class ChartView;
 class StaleBanner;
+class WorkbenchSession;
 
 class AskPanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
-    explicit AskPanel(QWidget* parent = nullptr);
+    // Questions go to `session` (askRequested); the stale banner's Rerun asks the answered one again.
+    explicit AskPanel(WorkbenchSession* session, QWidget* parent = nullptr);
 
     void setInputs(const QString& question, const QString& context);
     QString question() const;
     QString context() const;
     QaOptions options() const;
+    // Shows these inputs and asks them at once, without the checks of the Answer button (Evaluate's
+    // "open in Ask", a demo's first question).
+    void askAbout(const QString& question, const QString& context);
+    // Asks the answered question again with its options (another mode, reference or what-if now
+    // holds); nothing when no question was answered.
+    void rerun();
+    // The demo's checkpoints and passages: a demo checkpoint's answer about other text gets a
+    // note that it means nothing.
+    void setDemoCatalog(const DemoCatalog& demo) { demo_ = demo; }
     void showOutcome(const AskOutcome& outcome, const QString& referenceLabel);
     // The answered question on screen (its inputs, for a rerun and the report); null when none.
     std::shared_ptr<const AskOutcome> outcome() const { return outcome_; }
@@ -59,7 +71,7 @@ public:
     StaleBanner* banner() const override { return banner_; }
     // File > Compare With...: B's start/end logits on the same window beside A's (overlayOrAbsent:
     // "B: not run" until B has answered A's question). Null removes B.
-    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b);
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b) override;
 
 signals:
     void askRequested(const QString& question, const QString& context, const scalescope::QaOptions& options);
@@ -71,6 +83,8 @@ private:
     void layOut();
     void connectKeys();
     void highlightAnswers(const AskOutcome& outcome);
+    void warnIfOutsideDemoCorpus(const AskOutcome& outcome);
+    DemoCatalog demo_;
     void showLogits(const AskOutcome& outcome);
     void drawLogits();
     ChartData logitsA_; // A's chart, before any overlay

@@ -41,7 +41,7 @@ public:
     ChartView* smallValuesChart() const { return small_; }
     // File > Compare With...: B's K/V headroom and small-value charts beside A's (overlayOrAbsent:
     // "B: not run" until B has run A's input). Null removes B.
-    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b);
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b) override;
 
 private:
     void showComparison(const ComparisonResult& comparison, const RunStamp& stamp);

@@ -13,6 +13,7 @@
 #include "report/calibration_charts.h"
 #include "report/charts.h"
 #include "report_section.h"
+#include "workbench_session.h"
 
 namespace scalescope::ui {
 namespace {
@@ -22,7 +23,7 @@ const QString kNotRun = QObject::tr("Pick calibration and evaluation texts (one 
 
 } // namespace
 
-CalibrationPanel::CalibrationPanel(QWidget* parent) : QWidget(parent)
+CalibrationPanel::CalibrationPanel(WorkbenchSession* session, QWidget* parent) : QWidget(parent)
 {
     calibration_ = new QLineEdit(this);
     calibration_->setObjectName(QStringLiteral("calibrationFile"));
@@ -81,6 +82,27 @@ CalibrationPanel::CalibrationPanel(QWidget* parent) : QWidget(parent)
     layout->addWidget(sentence_);
     layout->addWidget(charts, 1);
     updateButtons();
+    connectSession(session);
+}
+
+void CalibrationPanel::connectSession(WorkbenchSession* session)
+{
+    connect(this, &CalibrationPanel::runRequested, session, &WorkbenchSession::calibrationLab);
+    connect(this, &CalibrationPanel::writeRequested, session, &WorkbenchSession::writeCalibrated);
+    connect(session, &WorkbenchSession::calibrationLabFinished, this,
+            [this, session](std::shared_ptr<const CalibrationLabResult> lab, const QString& checkpoint) {
+                // A lab of a checkpoint closed meanwhile says nothing about the open one.
+                if (checkpoint != session->checkpointDirectory())
+                    return;
+                PanelResult result;
+                result.calibration = std::move(lab);
+                takeResult(result);
+            });
+    connect(session, &WorkbenchSession::calibratedWritten, this, [this](const QString&, const QString& summary) { showMessage(summary); });
+    connect(session, &WorkbenchSession::failed, this, [this](const QString& operation, const QString& message) {
+        if (operation == tr("Calibration lab") || operation == tr("Write calibrated checkpoint"))
+            showMessage(message);
+    });
 }
 
 QString CalibrationPanel::sentence() const { return result_ ? sentence_->text() : QString(); }
@@ -153,6 +175,11 @@ void CalibrationPanel::takeResult(const PanelResult& result)
         checkpoint_ = result.checkpoint->directory;
         clearResults(QString());
         destination_->setText(checkpoint_ + QStringLiteral("-fp8-static"));
+        const CheckpointInfo& info = *result.checkpoint;
+        setRunnable(info.runnable && !info.checkpoint->config().quantization,
+                    info.runnable ? tr("The calibration lab calibrates a float checkpoint; this one is already "
+                                       "quantized (open its float original).")
+                                  : info.loadError);
         return;
     }
     if (!result.calibration)

@@ -22,11 +22,14 @@ class QPushButton;
 namespace scalescope::ui {
 
 class ChartView;
+class WorkbenchSession;
 
 class CalibrationPanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
-    explicit CalibrationPanel(QWidget* parent = nullptr);
+    // The lab and the calibrated writes run in `session`; their results, messages and failures
+    // show here.
+    explicit CalibrationPanel(WorkbenchSession* session, QWidget* parent = nullptr);
 
     void takeResult(const PanelResult& result) override;
     void clearResults(const QString& why) override;
@@ -50,7 +53,7 @@ public:
     ChartView* clipChart() const { return clip_; }
     // File > Compare With...: the lab runs on A only, so while B is compared the charts name A's
     // series "A: ..." and their titles say "B: not run" (overlayOrAbsent). Null removes B.
-    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b);
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b) override;
     QString sentence() const;
     const CalibrationLabResult* result() const { return result_.get(); }
 
@@ -63,6 +66,7 @@ private:
     ChartData convergenceA_, clipA_; // A's charts, before any overlay
     std::shared_ptr<const CompareWithOutcome> compareWith_;
     void updateButtons();
+    void connectSession(WorkbenchSession* session);
     std::shared_ptr<const CalibrationLabResult> result_;
     QString checkpoint_;
     QString calibrationUsed_; // the calibration file of the result on screen

@@ -30,6 +30,7 @@
 #include "report_section.h"
 #include "settings.h"
 #include "stale_banner.h"
+#include "workbench_session.h"
 
 namespace scalescope::ui {
 namespace {
@@ -71,9 +72,49 @@ std::string signedText(double value)
 
 } // namespace
 
-DeviceCheckPanel::DeviceCheckPanel(QWidget* parent) : QWidget(parent)
+DeviceCheckPanel::DeviceCheckPanel(WorkbenchSession* session, QWidget* parent) : QWidget(parent)
 {
     QWidget* controls = makeControls();
+    QLayout* verdictRow = makeVerdictArea();
+    twinRow_ = makeTwinRow();
+    QWidget* results = makeResults();
+
+    banner_ = new StaleBanner(this);
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(banner_);
+    layout->addWidget(controls);
+    layout->addWidget(runUnderTest_);
+    layout->addLayout(verdictRow);
+    layout->addWidget(twinRow_);
+    layout->addWidget(results, 1);
+
+    connect(banner_, &StaleBanner::rerunRequested, this, &DeviceCheckPanel::requestCheck);
+    connect(failureChart_, &ChartView::categoryClicked, this, &DeviceCheckPanel::pointClicked);
+    connect(table_, &QTableWidget::cellClicked, this, [this](int row, int) { pointClicked(row); });
+    connect(table_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
+        const TwinCheck* twin = twinShown();
+        if (twin && row >= 0 && std::size_t(row) < twin->points.size())
+            emit showInErrorsRequested(QString::fromStdString(twin->points[std::size_t(row)].point));
+    });
+    connectSession(session);
+    currentStampChanged(RunStamp{});
+    setRunnable(false, tr("no checkpoint is open"));
+}
+
+void DeviceCheckPanel::connectSession(WorkbenchSession* session)
+{
+    connect(this, &DeviceCheckPanel::checkRequested, session, &WorkbenchSession::deviceCheck);
+    connect(this, &DeviceCheckPanel::cancelRequested, session->jobs(), &JobTracker::cancel);
+    connect(session->jobs(), &JobTracker::progress, this, &DeviceCheckPanel::showProgress);
+    connect(session, &WorkbenchSession::failed, this, [this](const QString& operation, const QString& message) {
+        if (operation == tr("Device check"))
+            showFailure(message);
+    });
+}
+
+// The run under test above the verdict, and the verdict beside its words.
+QLayout* DeviceCheckPanel::makeVerdictArea()
+{
     runUnderTest_ = new QLabel(this);
     runUnderTest_->setObjectName(QStringLiteral("deviceCheckRunUnderTest"));
     runUnderTest_->setWordWrap(true);
@@ -102,7 +143,11 @@ DeviceCheckPanel::DeviceCheckPanel(QWidget* parent) : QWidget(parent)
     auto* verdictRow = new QHBoxLayout;
     verdictRow->addWidget(verdict_, 0, Qt::AlignTop);
     verdictRow->addLayout(words, 1);
+    return verdictRow;
+}
 
+QWidget* DeviceCheckPanel::makeTwinRow()
+{
     twinShown_ = new QComboBox(this);
     twinShown_->setToolTip(tr("The twin whose failure rates the chart and the table show; the first decides the verdict"));
     connect(twinShown_, qOverload<int>(&QComboBox::currentIndexChanged), this, &DeviceCheckPanel::showTwin);
@@ -112,10 +157,15 @@ DeviceCheckPanel::DeviceCheckPanel(QWidget* parent) : QWidget(parent)
     twinRow->addWidget(twinLabel);
     twinRow->addWidget(twinShown_);
     twinRow->addStretch(1);
-    twinRow_ = new QWidget(this);
-    twinRow_->setLayout(twinRow);
-    twinRow_->hide();
+    auto* row = new QWidget(this);
+    row->setLayout(twinRow);
+    row->hide();
+    return row;
+}
 
+// The failure chart and the F1 chart in tabs beside the per-point table.
+QWidget* DeviceCheckPanel::makeResults()
+{
     failureChart_ = new ChartView(this);
     failureChart_->setPlaceholder(tr("The failure rate of every capture point appears here."));
     // Title, rotated point labels and legend take some 190 px; below this the bars had none left.
@@ -149,26 +199,7 @@ DeviceCheckPanel::DeviceCheckPanel(QWidget* parent) : QWidget(parent)
     results->addWidget(table_);
     results->setStretchFactor(0, 3);
     results->setStretchFactor(1, 2);
-
-    banner_ = new StaleBanner(this);
-    auto* layout = new QVBoxLayout(this);
-    layout->addWidget(banner_);
-    layout->addWidget(controls);
-    layout->addWidget(runUnderTest_);
-    layout->addLayout(verdictRow);
-    layout->addWidget(twinRow_);
-    layout->addWidget(results, 1);
-
-    connect(banner_, &StaleBanner::rerunRequested, this, &DeviceCheckPanel::requestCheck);
-    connect(failureChart_, &ChartView::categoryClicked, this, &DeviceCheckPanel::pointClicked);
-    connect(table_, &QTableWidget::cellClicked, this, [this](int row, int) { pointClicked(row); });
-    connect(table_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
-        const TwinCheck* twin = twinShown();
-        if (twin && row >= 0 && std::size_t(row) < twin->points.size())
-            emit showInErrorsRequested(QString::fromStdString(twin->points[std::size_t(row)].point));
-    });
-    currentStampChanged(RunStamp{});
-    setRunnable(false, tr("no checkpoint is open"));
+    return results;
 }
 
 QWidget* DeviceCheckPanel::makeControls()
@@ -176,7 +207,24 @@ QWidget* DeviceCheckPanel::makeControls()
     auto* box = new QWidget(this);
     auto* grid = new QGridLayout(box);
     grid->setContentsMargins(0, 0, 0, 0);
+    QLayout* file = makeFileRow(box);
+    grid->addWidget(new QLabel(tr("SQuAD file:"), box), 0, 0);
+    grid->addLayout(file, 0, 1);
+    QLayout* thresholds = makeThresholdsRow(box);
+    grid->addWidget(new QLabel(tr("Thresholds:"), box), 1, 0);
+    grid->addLayout(thresholds, 1, 1);
+    QLayout* against = makeTwinChecks(box);
+    grid->addWidget(new QLabel(tr("Against:"), box), 2, 0);
+    grid->addLayout(against, 2, 1);
+    QLayout* gate = makeGateRow(box);
+    grid->addWidget(new QLabel(tr("Gate:"), box), 3, 0);
+    grid->addLayout(gate, 3, 1);
+    grid->setColumnStretch(1, 1);
+    return box;
+}
 
+QLayout* DeviceCheckPanel::makeFileRow(QWidget* box)
+{
     squad_ = new QLineEdit(box);
     squad_->setPlaceholderText(tr("SQuAD v1.1 or v2.0 JSON (the Evaluate panel's file when it has one)"));
     squad_->setText(Settings().squadFile()); // the file Evaluate used last
@@ -191,15 +239,18 @@ QWidget* DeviceCheckPanel::makeControls()
     inputs->addWidget(browse);
     inputs->addWidget(new QLabel(tr("Questions:"), box));
     inputs->addWidget(questions_);
-    grid->addWidget(new QLabel(tr("SQuAD file:"), box), 0, 0);
-    grid->addLayout(inputs, 0, 1);
     connect(browse, &QPushButton::clicked, this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("Choose a SQuAD File"), squad_->text(),
                                                           tr("SQuAD JSON (*.json);;All files (*)"));
         if (!path.isEmpty())
             setSquadFile(path);
     });
+    return inputs;
+}
 
+// Measure the noise floor first, or read the thresholds from a file.
+QLayout* DeviceCheckPanel::makeThresholdsRow(QWidget* box)
+{
     measureFloor_ = new QRadioButton(tr("Measure noise floor on these inputs"), box);
     measureFloor_->setToolTip(tr("First runs the float reference in float32 and in the fp16 twin on the same questions; "
                                  "each point's threshold is the 99th percentile of how far those two drift apart"));
@@ -217,8 +268,6 @@ QWidget* DeviceCheckPanel::makeControls()
     thresholds->addWidget(useFile_);
     thresholds->addWidget(thresholdsFile_, 1);
     thresholds->addWidget(load);
-    grid->addWidget(new QLabel(tr("Thresholds:"), box), 1, 0);
-    grid->addLayout(thresholds, 1, 1);
     connect(load, &QPushButton::clicked, this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("Load Thresholds File"), thresholdsFile_->text(),
                                                           tr("Thresholds JSON (*.json);;All files (*)"));
@@ -231,7 +280,11 @@ QWidget* DeviceCheckPanel::makeControls()
         if (!text.isEmpty())
             useFile_->setChecked(true);
     });
+    return thresholds;
+}
 
+QLayout* DeviceCheckPanel::makeTwinChecks(QWidget* box)
+{
     auto* against = new QHBoxLayout;
     for (const QString& name : twinNames()) {
         auto* check = new QCheckBox(name, box);
@@ -241,9 +294,12 @@ QWidget* DeviceCheckPanel::makeControls()
         against->addWidget(check);
     }
     against->addStretch(1);
-    grid->addWidget(new QLabel(tr("Against:"), box), 2, 0);
-    grid->addLayout(against, 2, 1);
+    return against;
+}
 
+// The gate's two limits, Run Check, Cancel and the check's own progress bar.
+QLayout* DeviceCheckPanel::makeGateRow(QWidget* box)
+{
     maxFailureRate_ = new QDoubleSpinBox(box);
     maxFailureRate_->setRange(0.0, 100.0);
     maxFailureRate_->setDecimals(2);
@@ -274,13 +330,9 @@ QWidget* DeviceCheckPanel::makeControls()
     gate->addWidget(cancel_);
     gate->addWidget(progress_, 1);
     gate->addStretch(0);
-    grid->addWidget(new QLabel(tr("Gate:"), box), 3, 0);
-    grid->addLayout(gate, 3, 1);
-    grid->setColumnStretch(1, 1);
-
     connect(run_, &QPushButton::clicked, this, &DeviceCheckPanel::requestCheck);
     connect(cancel_, &QPushButton::clicked, this, &DeviceCheckPanel::cancelRequested);
-    return box;
+    return gate;
 }
 
 QCheckBox* DeviceCheckPanel::twinBox(const QString& name) const
@@ -399,6 +451,13 @@ void DeviceCheckPanel::currentStampChanged(const RunStamp& now)
 
 void DeviceCheckPanel::takeResult(const PanelResult& result)
 {
+    if (result.checkpoint) {
+        const CheckpointInfo& info = *result.checkpoint;
+        setRunnable(info.runnable && !info.checkpoint->layout().isMaskedLm(),
+                    info.runnable ? tr("the check runs SQuAD questions, which need a question-answering checkpoint; "
+                                       "this one is a masked language model.")
+                                  : info.loadError);
+    }
     if (result.deviceCheck)
         showResult(result.deviceCheck);
 }

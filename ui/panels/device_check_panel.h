@@ -15,12 +15,13 @@
 
 #include "panels/result_panel.h"
 #include "report/chart_data.h"
-#include "workbench_session.h"
+#include "session_results.h"
 
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
+class QLayout;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
@@ -33,11 +34,13 @@ namespace scalescope::ui {
 
 class ChartView;
 class StaleBanner;
+class WorkbenchSession;
 
 class DeviceCheckPanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
-    explicit DeviceCheckPanel(QWidget* parent = nullptr);
+    // Checks run in `session` (checkRequested, cancelRequested); its progress and failures show here.
+    explicit DeviceCheckPanel(WorkbenchSession* session, QWidget* parent = nullptr);
 
     void setSquadFile(const QString& path);
     QString squadFile() const;
@@ -75,7 +78,7 @@ public:
     ChartView* f1Chart() const { return f1Chart_; }
     // File > Compare With...: B never runs a device check, so while B is compared the charts name
     // A's series "A: ..." and their titles say "B: not run" (overlayOrAbsent). Null removes B.
-    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b);
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b) override;
     QTabWidget* chartTabs() const { return chartTabs_; }
     QTableWidget* table() const { return table_; }
     QPushButton* runButton() const { return run_; }
@@ -106,6 +109,14 @@ private:
     ChartData f1A_, failureA_; // A's charts, before any overlay
     std::shared_ptr<const CompareWithOutcome> compareWith_;
     QWidget* makeControls();
+    QLayout* makeFileRow(QWidget* box);
+    QLayout* makeThresholdsRow(QWidget* box);
+    QLayout* makeTwinChecks(QWidget* box);
+    QLayout* makeGateRow(QWidget* box);
+    QLayout* makeVerdictArea();
+    QWidget* makeTwinRow();
+    QWidget* makeResults();
+    void connectSession(WorkbenchSession* session);
     void showTwin(int twin);
     void fillTable(const TwinCheck& twin);
     void showVerdict();

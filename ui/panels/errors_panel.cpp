@@ -20,11 +20,13 @@
 #include "report_section.h"
 #include "frozen_column_table.h"
 #include "stale_banner.h"
+#include "linear_selection.h"
+#include "session_results.h"
 #include "workbench_session.h"
 
 namespace scalescope::ui {
 
-ErrorsPanel::ErrorsPanel(QWidget* parent) : QWidget(parent)
+ErrorsPanel::ErrorsPanel(WorkbenchSession* session, LinearSelection* selection, QWidget* parent) : QWidget(parent)
 {
     summary_ = new QLabel(tr("Run a question or a mask: the error of every layer against the reference appears here."), this);
     summary_->setWordWrap(true);
@@ -40,6 +42,16 @@ ErrorsPanel::ErrorsPanel(QWidget* parent) : QWidget(parent)
     createCharts();
     layOut();
     connectClicks();
+    connectSessionAndSelection(session, selection);
+}
+
+void ErrorsPanel::connectSessionAndSelection(WorkbenchSession* session, LinearSelection* selection)
+{
+    connect(this, &ErrorsPanel::capturePointRequested, session, &WorkbenchSession::capturePoint);
+    connect(session, &WorkbenchSession::capturePointReady, this,
+            [this](std::shared_ptr<const CapturePointValues> values) { showCapturePoint(*values); });
+    connect(this, &ErrorsPanel::linearSelected, selection, &LinearSelection::select);
+    selection->follow(this, [this](const QString& module) { selectLinear(module); });
 }
 
 void ErrorsPanel::createTable()

@@ -9,7 +9,7 @@
 #include "panels/result_panel.h"
 #include "report/chart_data.h"
 #include "tasks/compare_runs.h"
-#include "workbench_session.h"
+#include "session_results.h"
 
 class QCheckBox;
 class QLabel;
@@ -22,12 +22,16 @@ namespace scalescope::ui {
 struct CapturePointValues;
 class ChartView;
 class LayerMetricsModel;
+class LinearSelection;
 class StaleBanner;
+class WorkbenchSession;
 
 class ErrorsPanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
-    explicit ErrorsPanel(QWidget* parent = nullptr);
+    // Drill-down points are captured by `session`; the Linear shown follows `selection`, and a
+    // click on a Linear's bar selects it there.
+    ErrorsPanel(WorkbenchSession* session, LinearSelection* selection, QWidget* parent = nullptr);
 
     // A new run: its metrics, and the drill-down of the previous run removed.
     void setComparison(std::shared_ptr<const ComparisonResult> comparison, const RunStamp& stamp);
@@ -60,7 +64,7 @@ public:
     // fields differ, the Linears whose scheme differs, the tensors identical / within one E4M3 step /
     // different, and the 3 capture points where A's and B's SQNR differ most) and B's run as the
     // overlay (setOverlay). Null hides the banner and removes B.
-    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b);
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b) override;
     QLabel* compareBanner() const { return compare_; }
     QTabWidget* chartTabs() const { return chartTabs_; }
     std::shared_ptr<const ComparisonResult> comparison() const { return comparison_; }
@@ -81,6 +85,7 @@ private:
     void createCharts();
     void layOut();
     void connectClicks();
+    void connectSessionAndSelection(WorkbenchSession* session, LinearSelection* selection);
     static QString headroomSentence(const ComparisonResult& comparison);
     void showSelectedLinear();
     bool showSelectedPoint();

@@ -2,6 +2,7 @@
 
 #include <QDoubleSpinBox>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -23,6 +24,7 @@
 #include "report_section.h"
 #include "settings.h"
 #include "stale_banner.h"
+#include "workbench_session.h"
 
 namespace scalescope::ui {
 
@@ -68,7 +70,7 @@ QHBoxLayout* EvaluatePanel::makeInputRow()
     return row;
 }
 
-EvaluatePanel::EvaluatePanel(QWidget* parent) : QWidget(parent)
+EvaluatePanel::EvaluatePanel(WorkbenchSession* session, QWidget* parent) : QWidget(parent), session_(session)
 {
     QHBoxLayout* row = makeInputRow();
 
@@ -136,6 +138,28 @@ EvaluatePanel::EvaluatePanel(QWidget* parent) : QWidget(parent)
     };
     connect(view_, &QTableView::doubleClicked, this, open);
     connect(view_, &QTableView::activated, this, open);
+    connectSession();
+}
+
+void EvaluatePanel::connectSession()
+{
+    connect(this, &EvaluatePanel::evaluateRequested, session_, &WorkbenchSession::evaluate);
+    connect(this, &EvaluatePanel::evaluateRequested, this, &EvaluatePanel::warnIfDemoEvaluatesOtherText);
+    connect(session_, &WorkbenchSession::evaluationProgress, this, &EvaluatePanel::showProgress);
+    connect(session_, &WorkbenchSession::failed, this, [this](const QString& operation, const QString& message) {
+        if (operation == tr("Evaluate"))
+            showFailure(message);
+    });
+}
+
+void EvaluatePanel::warnIfDemoEvaluatesOtherText(const QString& squadFile)
+{
+    const bool demoCorpus = QFileInfo(squadFile) == QFileInfo(demo_.questionsFile());
+    setWarning(demo_.holdsCheckpoint(session_->checkpointDirectory()) && !demoCorpus
+                   ? tr("The demo models were trained on the demo corpus only: on this SQuAD file their "
+                        "answers, EM and F1 mean nothing. FP8 against the reference still shows the "
+                        "quantization error.")
+                   : QString());
 }
 
 void EvaluatePanel::setSquadFile(const QString& path) { file_->setText(path); }
@@ -345,6 +369,14 @@ QString EvaluatePanel::nonFiniteText(const EvaluationResult& r, const RunStamp& 
 
 void EvaluatePanel::takeResult(const PanelResult& result)
 {
+    if (result.checkpoint) {
+        setWarning(QString()); // it was about the previous checkpoint
+        const CheckpointInfo& info = *result.checkpoint;
+        setRunnable(info.runnable && !info.checkpoint->layout().isMaskedLm(),
+                    info.runnable ? tr("SQuAD evaluation needs a question-answering checkpoint; this one is a masked "
+                                       "language model.")
+                                  : info.loadError);
+    }
     if (result.evaluation)
         showResult(result.evaluation, result.stamp);
 }

@@ -7,10 +7,11 @@
 
 #include <memory>
 
+#include "demo_catalog.h"
 #include "panels/result_panel.h"
 #include "report/chart_data.h"
 #include "tasks/evaluate.h"
-#include "workbench_session.h"
+#include "session_results.h"
 
 class QDoubleSpinBox;
 class QHBoxLayout;
@@ -26,17 +27,21 @@ namespace scalescope::ui {
 class ChartView;
 class DisagreementsModel;
 class StaleBanner;
+class WorkbenchSession;
 
 class EvaluatePanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
-    explicit EvaluatePanel(QWidget* parent = nullptr);
+    // Evaluations run in `session` (evaluateRequested); its progress and failures show here.
+    explicit EvaluatePanel(WorkbenchSession* session, QWidget* parent = nullptr);
 
     void setSquadFile(const QString& path);
     void showProgress(int done, int total, double questionsPerSecond, int windowsDone);
     void showResult(std::shared_ptr<const EvaluationResult> result, const RunStamp& stamp);
     // A warning above the results (the demo models know only their own corpus); empty hides it.
     void setWarning(const QString& text);
+    // The demo: a demo checkpoint evaluated on another file than the demo corpus gets the warning.
+    void setDemoCatalog(const DemoCatalog& demo) { demo_ = demo; }
     QLabel* warningLabel() const { return warning_; }
     // The evaluation stopped with an error: the summary says so instead of "Evaluating...".
     void showFailure(const QString& message);
@@ -63,7 +68,7 @@ public:
     std::shared_ptr<const EvaluationResult> result() const { return result_; }
     // File > Compare With...: B is never evaluated here, so while B is compared the charts name A's
     // series "A: ..." and their titles say "B: not run" (overlayOrAbsent). Null removes B.
-    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b);
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b) override;
 
 signals:
     void evaluateRequested(const QString& squadFile, int maxSamples, double nullThreshold);
@@ -71,6 +76,10 @@ signals:
 
 private:
     QHBoxLayout* makeInputRow();
+    void connectSession();
+    void warnIfDemoEvaluatesOtherText(const QString& squadFile);
+    WorkbenchSession* session_ = nullptr;
+    DemoCatalog demo_;
     void sizeColumns();
     static QString nonFiniteText(const EvaluationResult& result, const RunStamp& stamp);
     QLineEdit* file_ = nullptr;

@@ -19,11 +19,12 @@
 #include "report/charts.h"
 #include "report_section.h"
 #include "stale_banner.h"
+#include "session_results.h"
 #include "workbench_session.h"
 
 namespace scalescope::ui {
 
-FillMaskPanel::FillMaskPanel(QWidget* parent) : QWidget(parent)
+FillMaskPanel::FillMaskPanel(WorkbenchSession* session, QWidget* parent) : QWidget(parent)
 {
     text_ = new QLineEdit(this);
     text_->setPlaceholderText(tr("A sentence with the model's mask token where a word is missing"));
@@ -67,6 +68,14 @@ FillMaskPanel::FillMaskPanel(QWidget* parent) : QWidget(parent)
         shortcut->setContext(Qt::WidgetWithChildrenShortcut);
         connect(shortcut, &QShortcut::activated, this, &FillMaskPanel::requestFill);
     }
+    connect(this, &FillMaskPanel::fillRequested, session, &WorkbenchSession::fillMask);
+    connect(banner_, &StaleBanner::rerunRequested, this, &FillMaskPanel::rerun);
+}
+
+void FillMaskPanel::rerun()
+{
+    if (outcome_)
+        emit fillRequested(outcome_->text, outcome_->topK);
 }
 
 void FillMaskPanel::setText(const QString& text)

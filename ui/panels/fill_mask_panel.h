@@ -19,11 +19,13 @@ namespace scalescope::ui {
 class ChartView;
 class MaskPredictionsModel;
 class StaleBanner;
+class WorkbenchSession;
 
 class FillMaskPanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
-    explicit FillMaskPanel(QWidget* parent = nullptr);
+    // Texts go to `session` (fillRequested); the stale banner's Rerun fills the filled text again.
+    explicit FillMaskPanel(WorkbenchSession* session, QWidget* parent = nullptr);
 
     // A text written with any family's mask token shows the open checkpoint's.
     void setText(const QString& text);
@@ -34,6 +36,9 @@ public:
     void showOutcome(const FillMaskOutcome& outcome, const QString& referenceLabel);
     // The filled text on screen (its inputs, for a rerun and the report); null when none.
     std::shared_ptr<const FillMaskOutcome> outcome() const { return outcome_; }
+    // Fills the filled text again with its top-k (another mode, reference or what-if now holds);
+    // nothing when no text was filled.
+    void rerun();
     void setBusy(bool busy) override;
     void clearResults(const QString& why) override;
     void takeResult(const PanelResult& result) override;
@@ -48,7 +53,7 @@ public:
     ChartView* chart() const { return chart_; }
     // File > Compare With...: B's probabilities of A's top tokens (first mask) beside A's
     // (overlayOrAbsent: "B: not run" until B has filled A's text). Null removes B.
-    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b);
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b) override;
     QPushButton* fillButton() const { return fill_; }
     QLabel* resultLabel() const { return result_; }
 

@@ -56,7 +56,7 @@ auto findIf(const Items& items, Pred pred) -> decltype(&*items.begin())
 
 } // namespace
 
-LinearInspector::LinearInspector(QWidget* parent) : QWidget(parent)
+LinearInspector::LinearInspector(LinearSelection* selection, QWidget* parent) : QWidget(parent)
 {
     title_ = new QLabel(tr("Select a Linear in the Model tree, a chart, a finding or the sweep."), this);
     title_->setWordWrap(true);
@@ -107,6 +107,7 @@ LinearInspector::LinearInspector(QWidget* parent) : QWidget(parent)
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(scroll);
+    connect(selection, &LinearSelection::selected, this, &LinearInspector::showLinear);
     refresh();
 }
 

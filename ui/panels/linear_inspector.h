@@ -18,11 +18,13 @@ class QPushButton;
 namespace scalescope::ui {
 
 class ChartView;
+class LinearSelection;
 
 class LinearInspector : public QWidget {
     Q_OBJECT
 public:
-    explicit LinearInspector(QWidget* parent = nullptr);
+    // Shows the Linear `selection` holds (nothing when it is cleared).
+    explicit LinearInspector(LinearSelection* selection, QWidget* parent = nullptr);
 
     // An opened checkpoint resets everything; a comparison or a sweep replaces that part.
     void takeResult(const PanelResult& result);

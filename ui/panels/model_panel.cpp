@@ -14,13 +14,14 @@
 #include <QVBoxLayout>
 
 #include "frozen_column_table.h"
+#include "linear_selection.h"
 #include "models/consumers_model.h"
 #include "models/diagnostics_model.h"
 #include "models/module_tree_model.h"
 #include "models/tensor_table_model.h"
 #include "models/value_text.h"
 #include "report_section.h"
-#include "workbench_session.h"
+#include "session_results.h"
 
 namespace scalescope::ui {
 namespace {
@@ -46,7 +47,7 @@ QLineEdit* makeFilter(const QString& placeholder, QSortFilterProxyModel* proxy, 
 
 } // namespace
 
-ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent)
+ModelPanel::ModelPanel(LinearSelection* selection, QWidget* parent) : QWidget(parent)
 {
     tensors_ = new TensorTableModel(this);
     tree_ = new ModuleTreeModel(this);
@@ -88,6 +89,8 @@ ModelPanel::ModelPanel(QWidget* parent) : QWidget(parent)
     layout->addWidget(vertical, 1);
 
     connectSelection();
+    connect(this, &ModelPanel::linearSelected, selection, &LinearSelection::select);
+    selection->follow(this, [this](const QString& module) { selectSubject(module); });
 }
 
 // The module tree with its filter.

@@ -22,6 +22,7 @@ class QTabWidget;
 namespace scalescope::ui {
 
 class ConsumersModel;
+class LinearSelection;
 class DiagnosticsModel;
 class ModuleTreeModel;
 class TensorTableModel;
@@ -29,7 +30,8 @@ class TensorTableModel;
 class ModelPanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
-    explicit ModelPanel(QWidget* parent = nullptr);
+    // The subject shown follows `selection`, and a Linear picked here is selected there.
+    explicit ModelPanel(LinearSelection* selection, QWidget* parent = nullptr);
 
     void showCheckpoint(const CheckpointInfo& info);
     // What it shows is the open checkpoint: no run result, no stamp, nothing to clear.

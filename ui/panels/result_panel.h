@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "workbench_session.h"
+#include "session_results.h"
 
 namespace scalescope::ui {
 
@@ -52,6 +52,9 @@ public:
     virtual QString notRunReason() const { return QStringLiteral("nothing ran yet"); }
     // A job runs: inputs that would start another are off.
     virtual void setBusy(bool /*busy*/) { }
+    // File > Compare With...: checkpoint B beside the open one (null: none). A panel that draws
+    // B (an overlay, "B: not run" in its titles) takes it; the others ignore it.
+    virtual void setCompareWith(std::shared_ptr<const CompareWithOutcome> /*b*/) { }
 
     bool hasResult() const;
     bool isStale() const;

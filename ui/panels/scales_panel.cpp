@@ -11,13 +11,14 @@
 #include <QVBoxLayout>
 
 #include "charts/chart_view.h"
+#include "linear_selection.h"
 #include "report/charts.h"
 #include "report_section.h"
 #include "stale_banner.h"
 
 namespace scalescope::ui {
 
-ScalesPanel::ScalesPanel(QWidget* parent) : QWidget(parent)
+ScalesPanel::ScalesPanel(LinearSelection* selection, QWidget* parent) : QWidget(parent)
 {
     ranges_ = new ChartView(this);
     linear_ = new QComboBox(this);
@@ -90,6 +91,13 @@ ScalesPanel::ScalesPanel(QWidget* parent) : QWidget(parent)
         }
     });
     connect(linear_, qOverload<int>(&QComboBox::activated), this, [this] { emit linearSelected(selectedLinear()); });
+    connect(this, &ScalesPanel::linearSelected, selection, &LinearSelection::select);
+    selection->follow(this, [this](const QString& module) { selectLinear(module); });
+}
+
+void ScalesPanel::setCompareWith(std::shared_ptr<const CompareWithOutcome> b)
+{
+    setOverlay(b ? b->statistics : std::vector<LinearScaleStatistics>{}, b ? b->comparison : nullptr);
 }
 
 void ScalesPanel::setStatistics(std::vector<LinearScaleStatistics> statistics)

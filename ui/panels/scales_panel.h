@@ -18,12 +18,14 @@ class QLabel;
 namespace scalescope::ui {
 
 class ChartView;
+class LinearSelection;
 class StaleBanner;
 
 class ScalesPanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
-    explicit ScalesPanel(QWidget* parent = nullptr);
+    // Follows `selection` (and selects through it) for the Linear its per-Linear charts show.
+    explicit ScalesPanel(LinearSelection* selection, QWidget* parent = nullptr);
 
     void setStatistics(std::vector<LinearScaleStatistics> statistics);
     void setComparison(const ComparisonResult& comparison, const RunStamp& stamp);
@@ -42,6 +44,8 @@ public:
     // Empty statistics remove B, as does the next checkpoint's statistics.
     void setOverlay(std::vector<LinearScaleStatistics> b, std::shared_ptr<const ComparisonResult> run = nullptr);
     bool hasOverlay() const { return !overlay_.empty(); }
+    // B's statistics and run as the overlay (setOverlay).
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b) override;
     void selectLinear(const QString& module);
     QString selectedLinear() const;
     // The line above the per-Linear charts: dtype, scale granularity, scale range, code shares.

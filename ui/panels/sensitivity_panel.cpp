@@ -3,21 +3,26 @@
 #include <algorithm>
 
 #include <QComboBox>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QMessageBox>
 #include <QPushButton>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
 #include "charts/chart_view.h"
+#include "linear_selection.h"
 #include "models/value_text.h"
 #include "report/charts.h"
 #include "report/result_json.h"
 #include "report_section.h"
 #include "stale_banner.h"
 #include "tasks/sensitivity_words.h"
+#include "workbench_session.h"
 
 namespace scalescope::ui {
 namespace {
@@ -50,7 +55,8 @@ QString baselineText(const SensitivityResult& r)
 
 } // namespace
 
-SensitivityPanel::SensitivityPanel(QWidget* parent) : QWidget(parent)
+SensitivityPanel::SensitivityPanel(WorkbenchSession* session, LinearSelection* selection, QWidget* parent)
+    : QWidget(parent), session_(session)
 {
     granularity_ = new QComboBox(this);
     granularity_->addItem(tr("per Linear"), QStringLiteral("linear"));
@@ -119,6 +125,38 @@ SensitivityPanel::SensitivityPanel(QWidget* parent) : QWidget(parent)
         if (row >= 0 && std::size_t(row) < result_.entries.size())
             emit linearSelected(QString::fromStdString(result_.entries[std::size_t(row)].linears.front()));
     });
+    connectSessionAndSelection(selection);
+}
+
+void SensitivityPanel::connectSessionAndSelection(LinearSelection* selection)
+{
+    connect(this, &SensitivityPanel::sweepRequested, session_, &WorkbenchSession::sensitivity);
+    connect(session_, &WorkbenchSession::sensitivityEntry, this, &SensitivityPanel::addEntry);
+    connect(session_, &WorkbenchSession::failed, this, [this](const QString& operation, const QString& message) {
+        if (operation == tr("Sensitivity") || operation == tr("Save fixed checkpoint"))
+            showMessage(message);
+    });
+    connect(session_, &WorkbenchSession::keptFloat, this, [this](const QString&, const QString& summary) { showMessage(summary); });
+    connect(this, &SensitivityPanel::keepFloatRequested, this, &SensitivityPanel::saveFixedCheckpoint);
+    connect(this, &SensitivityPanel::linearSelected, selection, &LinearSelection::select);
+    selection->follow(this, [this](const QString& module) { selectLinear(module); });
+}
+
+void SensitivityPanel::saveFixedCheckpoint(const QStringList& modules)
+{
+    if (modules.isEmpty()) {
+        showMessage(tr("Select the rows to keep float, or run a sweep that suggests some."));
+        return;
+    }
+    // The dialogs belong to the window, as the triage card asks for them too.
+    const QString dst = QFileDialog::getSaveFileName(window(), tr("Save Fixed Checkpoint As (a new folder)"),
+                                                     session_->checkpointDirectory() + QStringLiteral("-fixed"));
+    if (dst.isEmpty())
+        return;
+    const bool exists = QFileInfo::exists(dst);
+    if (exists && QMessageBox::question(window(), tr("Replace Checkpoint"), tr("%1 exists. Replace it?").arg(dst)) != QMessageBox::Yes)
+        return;
+    session_->keepFloat(modules, dst, exists);
 }
 
 void SensitivityPanel::addToReport(ReportSection& section, bool runResultCurrent) const

@@ -15,7 +15,7 @@
 
 #include "panels/result_panel.h"
 #include "tasks/sensitivity.h"
-#include "workbench_session.h"
+#include "session_results.h"
 
 class QComboBox;
 class QLabel;
@@ -25,11 +25,15 @@ class QTableWidget;
 namespace scalescope::ui {
 
 class ChartView;
+class LinearSelection;
+class WorkbenchSession;
 
 class SensitivityPanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
-    explicit SensitivityPanel(QWidget* parent = nullptr);
+    // Sweeps and Save Fixed Checkpoint run in `session`, whose entries, messages and failures show
+    // here; the shaded entry follows `selection`, and a click on a bar or row selects there.
+    SensitivityPanel(WorkbenchSession* session, LinearSelection* selection, QWidget* parent = nullptr);
 
     void addEntry(const RunStamp& stamp, std::shared_ptr<const SensitivityEntry> entry);
     void showResult(std::shared_ptr<const SensitivityResult> result, const RunStamp& stamp);
@@ -59,7 +63,10 @@ public:
     void selectLinear(const QString& module);
     // File > Compare With...: B never runs a sweep, so while B is compared the chart names A's
     // series "A: ..." and its title says "B: not run" (overlayOrAbsent). Null removes B.
-    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b);
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b) override;
+    // Asks for a new folder and has the session write the open checkpoint there with `modules`
+    // float (Save Fixed Checkpoint here and on the triage card).
+    void saveFixedCheckpoint(const QStringList& modules);
 
 signals:
     void sweepRequested(const QString& granularity);
@@ -75,6 +82,9 @@ private:
     void fillTable();
     QStringList modulesToKeep() const;
     void requestSweep();
+    void connectSessionAndSelection(LinearSelection* selection);
+
+    WorkbenchSession* session_ = nullptr;
 
     QComboBox* granularity_ = nullptr;
     QPushButton* run_ = nullptr;

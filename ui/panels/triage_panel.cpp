@@ -74,7 +74,7 @@ Grade consumerGrade(ConsumerVerdict verdict)
 
 } // namespace
 
-TriagePanel::TriagePanel(QWidget* parent) : QWidget(parent)
+TriagePanel::TriagePanel(LinearSelection* selection, QWidget* parent) : QWidget(parent)
 {
     verdict_ = new QLabel(this);
     verdict_->setObjectName(QStringLiteral("triageVerdict"));
@@ -141,6 +141,8 @@ TriagePanel::TriagePanel(QWidget* parent) : QWidget(parent)
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(scroll);
+    connect(this, &TriagePanel::linearSelected, selection, &LinearSelection::select);
+    selection->follow(this, [this](const QString& module) { selectLinear(module); });
     refresh();
 }
 

@@ -20,10 +20,13 @@ class QTableWidget;
 
 namespace scalescope::ui {
 
+class LinearSelection;
+
 class TriagePanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
-    explicit TriagePanel(QWidget* parent = nullptr);
+    // The suspect shaded follows `selection`, and a suspect clicked is selected there.
+    explicit TriagePanel(LinearSelection* selection, QWidget* parent = nullptr);
 
     void takeResult(const PanelResult& result) override;
     void clearResults(const QString& why) override;

@@ -1,0 +1,262 @@
+#include "result_tabs.h"
+
+#include <QFileInfo>
+#include <QPushButton>
+#include <QSplitter>
+
+#include "input_panels.h"
+#include "linear_selection.h"
+#include "panels/ask_panel.h"
+#include "panels/attention_panel.h"
+#include "panels/calibration_panel.h"
+#include "panels/device_check_panel.h"
+#include "panels/errors_panel.h"
+#include "panels/evaluate_panel.h"
+#include "panels/fill_mask_panel.h"
+#include "panels/linear_inspector.h"
+#include "panels/model_panel.h"
+#include "panels/scales_panel.h"
+#include "panels/sensitivity_panel.h"
+#include "panels/triage_panel.h"
+#include "stale_banner.h"
+#include "workbench_session.h"
+
+namespace scalescope::ui {
+
+ResultTabs::ResultTabs(WorkbenchSession* session, LinearSelection* selection, QWidget* parent)
+    : QTabWidget(parent), session_(session), selection_(selection)
+{
+    createPanels(parent);
+    connectResults();
+    connectPanels();
+    connectDeviceCheck();
+    connectTriage();
+}
+
+void ResultTabs::createPanels(QWidget* parent)
+{
+    triage_ = new TriagePanel(selection_, this);
+    model_ = new ModelPanel(selection_, this);
+    ask_ = new AskPanel(session_, this);
+    fillMask_ = new FillMaskPanel(session_, this);
+    scales_ = new ScalesPanel(selection_, this);
+    errors_ = new ErrorsPanel(session_, selection_, this);
+    evaluate_ = new EvaluatePanel(session_, this);
+    addTab(triage_, tr("Triage"));
+    addTab(model_, tr("Model"));
+    addTab(ask_, tr("Ask"));
+    addTab(fillMask_, tr("Fill Mask"));
+    addTab(scales_, tr("Scales"));
+    addTab(errors_, tr("Errors"));
+    addTab(evaluate_, tr("Evaluate"));
+    deviceCheck_ = new DeviceCheckPanel(session_, this);
+    addTab(deviceCheck_, tr("Device Check"));
+    sensitivity_ = new SensitivityPanel(session_, selection_, this);
+    addTab(sensitivity_, tr("Sensitivity"));
+    attention_ = new AttentionPanel(this);
+    addTab(attention_, tr("Attention"));
+    calibration_ = new CalibrationPanel(session_, this);
+    addTab(calibration_, tr("Calibration"));
+    // The verdict first.
+    panels_ = {triage_, model_, ask_, fillMask_, scales_, errors_, evaluate_, deviceCheck_, sensitivity_, attention_,
+               calibration_};
+    inputs_ = new InputPanels(this, ask_, fillMask_, this);
+    // A splitter dragged to the end hides a chart for good, with no hint how to get it back.
+    for (QSplitter* splitter : findChildren<QSplitter*>())
+        splitter->setChildrenCollapsible(false);
+    inspector_ = new LinearInspector(selection_, parent);
+}
+
+PanelResult ResultTabs::resultOf(const RunStamp& stamp) const
+{
+    PanelResult result;
+    result.stamp = stamp;
+    result.referenceLabel = referenceLabel_;
+    return result;
+}
+
+void ResultTabs::showResult(const PanelResult& result)
+{
+    for (ResultPanel* panel : panels_)
+        panel->takeResult(result);
+    inspector_->takeResult(result);
+}
+
+// The session's results, each to every panel (each takes the parts it shows), its state and busy.
+void ResultTabs::connectResults()
+{
+    connect(session_, &WorkbenchSession::referenceChanged, this, [this](const QString& label) { referenceLabel_ = label; });
+    connect(session_, &WorkbenchSession::answered, this, [this](std::shared_ptr<const AskOutcome> outcome) {
+        PanelResult result = resultOf(outcome->stamp);
+        result.ask = outcome;
+        result.comparison = outcome->comparison;
+        showResult(result);
+        emit inputRan();
+    });
+    connect(session_, &WorkbenchSession::masksFilled, this, [this](std::shared_ptr<const FillMaskOutcome> outcome) {
+        PanelResult result = resultOf(outcome->stamp);
+        result.fillMask = outcome;
+        result.comparison = outcome->comparison;
+        showResult(result);
+        emit inputRan();
+    });
+    connect(session_, &WorkbenchSession::evaluated, this,
+        [this](std::shared_ptr<const EvaluationResult> evaluation, const RunStamp& stamp) {
+            PanelResult result = resultOf(stamp);
+            result.evaluation = std::move(evaluation);
+            showResult(result);
+        });
+    connect(session_, &WorkbenchSession::sensitivityFinished, this,
+        [this](std::shared_ptr<const SensitivityResult> sweep, const RunStamp& stamp) {
+            PanelResult result = resultOf(stamp);
+            result.sensitivity = std::move(sweep);
+            showResult(result);
+        });
+    connect(session_, &WorkbenchSession::deviceChecked, this, [this](std::shared_ptr<const DeviceCheckOutcome> outcome) {
+        PanelResult result = resultOf(outcome->stamp);
+        result.deviceCheck = std::move(outcome);
+        showResult(result);
+    });
+    connect(session_, &WorkbenchSession::stateChanged, this, &ResultTabs::showState);
+    connect(session_->jobs(), &JobTracker::busyChanged, this, [this](bool busy) {
+        for (ResultPanel* panel : panels_)
+            panel->setBusy(busy);
+    });
+}
+
+void ResultTabs::showCheckpoint(std::shared_ptr<const CheckpointInfo> info)
+{
+    info_ = std::move(info);
+    PanelResult opened;
+    opened.checkpoint = info_;
+    showResult(opened);
+    inputs_->showCheckpoint(*info_);
+}
+
+void ResultTabs::showState()
+{
+    const RunStamp now = session_->currentStamp();
+    const QString why = tr("Opened %1: the results of the previous checkpoint were cleared.")
+                            .arg(QFileInfo(now.checkpoint).fileName());
+    // Results of another checkpoint say nothing about this one: they go. Results of this one under
+    // another reference, mode or device are kept, marked stale, and rerun when that is cheap.
+    // A panel with no result may still hold a message about the previous checkpoint (a failed
+    // evaluation, a cancelled sweep): it is replaced too.
+    const bool anotherCheckpoint = now.checkpoint != shownCheckpoint_;
+    shownCheckpoint_ = now.checkpoint;
+    const QString fresh = tr("Opened %1: nothing has run on it yet.").arg(QFileInfo(now.checkpoint).fileName());
+    for (ResultPanel* panel : panels_) {
+        if (panel->hasResult() && panel->banner()->resultStamp().checkpoint != now.checkpoint)
+            panel->clearResults(why);
+        else if (anotherCheckpoint && panel->banner() && !panel->hasResult())
+            panel->clearResults(fresh);
+        panel->setCurrentStamp(now);
+    }
+    inspector_->setCurrentStamp(now);
+    inspector_->setFloatLinears(now.floatLinears);
+    inputs_->rerunStale();
+    model_->setFloatLinears(now.floatLinears);
+}
+
+void ResultTabs::setCompareWith(std::shared_ptr<const CompareWithOutcome> b)
+{
+    for (ResultPanel* panel : panels_)
+        panel->setCompareWith(b);
+    inspector_->setCompareWith(b);
+}
+
+// What one view asks of another: Errors and Scales rerun the last input, the Model tree and the
+// inspector toggle Linears to float, the inspector and Evaluate lead to another tab.
+void ResultTabs::connectPanels()
+{
+    // These views show the last question's or mask's run: rerun whichever it was.
+    for (StaleBanner* banner : {errors_->banner(), scales_->banner()})
+        connect(banner, &StaleBanner::rerunRequested, inputs_, &InputPanels::rerunLast);
+    connect(model_, &ModelPanel::floatLinearsEdited, this, &ResultTabs::setFloatLinears);
+    connect(inspector_, &LinearInspector::floatToggled, this, &ResultTabs::setLinearFloat);
+    connect(inspector_, &LinearInspector::showScalesRequested, this,
+            [this](const QString& module) { showLinearIn(scales_, module); });
+    connect(inspector_, &LinearInspector::showErrorsRequested, this,
+            [this](const QString& module) { showLinearIn(errors_, module); });
+    connect(evaluate_, &EvaluatePanel::openInAsk, this, [this](const QString& question, const QString& context) {
+        ask_->askAbout(question, context);
+        setCurrentWidget(ask_);
+    });
+}
+
+void ResultTabs::connectDeviceCheck()
+{
+    // A point clicked in the check is selected in Errors, whose drill-down draws it for the last
+    // question when the results there hold it.
+    auto showPoint = [this](const QString& point) {
+        // A Linear's input or output: that Linear becomes the one every view shows (first, so
+        // that Errors then selects this very point rather than the Linear's output).
+        QString module = point;
+        if (module.endsWith(QLatin1String(".input")))
+            module.chop(6);
+        else if (module.endsWith(QLatin1String(".output")))
+            module.chop(7);
+        if (info_ && module != point)
+            for (const LinearInfo& linear : info_->linears)
+                if (linear.module == module.toStdString())
+                    selection_->select(module);
+        if (errors_->selectCapturePoint(point) && !errors_->isStale())
+            session_->capturePoint(point);
+    };
+    connect(deviceCheck_, &DeviceCheckPanel::capturePointSelected, this, showPoint);
+    connect(deviceCheck_, &DeviceCheckPanel::showInErrorsRequested, this, [this, showPoint](const QString& point) {
+        showPoint(point);
+        setCurrentWidget(errors_);
+    });
+    // The check uses the file Evaluate uses, unless the user chose another for it.
+    connect(evaluate_, &EvaluatePanel::evaluateRequested, this, [this](const QString& squadFile) {
+        if (deviceCheck_->squadFile().isEmpty())
+            deviceCheck_->setSquadFile(squadFile);
+    });
+}
+
+// The triage card's buttons press what the user would press elsewhere.
+void ResultTabs::connectTriage()
+{
+    connect(triage_, &TriagePanel::runInFloatRequested, this, [this](const QString& module) { setLinearFloat(module, true); });
+    connect(triage_, &TriagePanel::showScalesRequested, this, [this](const QString& module) { showLinearIn(scales_, module); });
+    connect(triage_, &TriagePanel::showErrorsRequested, this, [this](const QString& module) { showLinearIn(errors_, module); });
+    connect(triage_, &TriagePanel::answerRequested, inputs_, &InputPanels::runOrShow);
+    connect(triage_, &TriagePanel::sweepRequested, this, [this] {
+        if (sensitivity_->runButton()->isEnabled())
+            sensitivity_->runButton()->click();
+    });
+    connect(triage_, &TriagePanel::evaluateRequested, this, [this] {
+        setCurrentWidget(evaluate_);
+        if (evaluate_->evaluateButton()->isEnabled())
+            evaluate_->evaluateButton()->click();
+    });
+    connect(triage_, &TriagePanel::saveFixedRequested, sensitivity_, &SensitivityPanel::saveFixedCheckpoint);
+}
+
+void ResultTabs::setFloatLinears(const QStringList& modules)
+{
+    const QStringList before = session_->floatLinears();
+    session_->setFloatLinears(modules); // a change reruns the last result's input (showState)
+    model_->setFloatLinears(session_->floatLinears());
+    // Nothing ran yet: the what-if runs the input the open checkpoint's panel holds.
+    if (session_->floatLinears() != before && !inputs_->hasResult())
+        inputs_->runCurrent();
+}
+
+void ResultTabs::setLinearFloat(const QString& module, bool inFloat)
+{
+    QStringList modules = session_->floatLinears();
+    modules.removeAll(module);
+    if (inFloat)
+        modules << module;
+    setFloatLinears(modules);
+}
+
+void ResultTabs::showLinearIn(QWidget* panel, const QString& module)
+{
+    selection_->select(module);
+    setCurrentWidget(panel);
+}
+
+} // namespace scalescope::ui
