@@ -18,6 +18,8 @@ packages=(
   libopenblas0-pthread
   # GUI tests and screenshots
   xvfb xauth imagemagick fonts-dejavu-core
+  # scripts/long_functions.py, which the test command runs
+  python3
 )
 
 # --dev adds the development tools: PyTorch for the demo training recipe and the benchmark's peer,

@@ -292,6 +292,7 @@ std::vector<std::vector<float>> bootstrapAmax(
 std::vector<float> scaleSetAt(const std::vector<AmaxBySizeAndOrder>& amaxAt, std::size_t s, std::size_t o)
 {
     std::vector<float> set;
+    set.reserve(amaxAt.size());
     for (const AmaxBySizeAndOrder& linear : amaxAt)
         set.push_back(linear[s][o]);
     return set;
@@ -442,6 +443,7 @@ CalibrationLabResult runCalibrationLab(const std::string& floatDir, const Calibr
     };
     const AmaxPerText perText = calibrationAmaxPerText(checkpoint, options.calibrationTexts, calibrating);
     std::vector<std::vector<std::size_t>> orders;
+    orders.reserve(static_cast<std::size_t>(options.orders));
     for (int order = 0; order < options.orders; ++order)
         orders.push_back(calibrationSampleOrder(static_cast<std::size_t>(count), order));
     std::vector<std::string> modules;
