@@ -110,7 +110,7 @@ private slots:
         QVERIFY(window.askPanel()->banner()->isStale());
         const auto outcome = ask(window);
         QVERIFY(outcome && outcome->comparison);
-        QCOMPARE(outcome->stamp.attention, AttentionPrecision::Fp8Aiu);
+        QCOMPARE(outcome->stamp.run.attention, AttentionPrecision::Fp8Aiu);
         const std::vector<CastHeadroom>& headroom = outcome->comparison->attentionHeadroom;
         QCOMPARE(headroom.size(), std::size_t(4)); // 2 layers, K and V
         const int heads = 4;

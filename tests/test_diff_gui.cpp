@@ -236,7 +236,7 @@ private slots:
         QVERIFY(open(window, channel_));
         window.fp8AttentionAction()->setChecked(true); // the Attention view's charts fill too
         QVERIFY(idle(window));
-        QVERIFY(window.session()->currentStamp().attention == AttentionPrecision::Fp8Aiu);
+        QVERIFY(window.session()->currentStamp().run.attention == AttentionPrecision::Fp8Aiu);
         QVERIFY(ask(window));
         // A sweep of A: B never runs one.
         window.tabs()->setCurrentWidget(window.sensitivityPanel());
@@ -322,7 +322,7 @@ private slots:
         window.fp8AttentionAction()->setChecked(false);
         QVERIFY(compared.wait(60000));
         QVERIFY(idle(window));
-        QCOMPARE(window.comparedWith()->stamp.attention, AttentionPrecision::Float);
+        QCOMPARE(window.comparedWith()->stamp.run.attention, AttentionPrecision::Float);
 
         // Mode fp8 -> dequant: B's overlay is marked stale with A's until the rerun (on its own, as
         // for any mode switch) refreshes both in dequant.
@@ -335,7 +335,7 @@ private slots:
         QVERIFY(compared.count() > 0 || compared.wait(60000));
         QVERIFY(idle(window));
         QVERIFY(!errors->isStale());
-        QCOMPARE(window.comparedWith()->stamp.mode, RunMode::Dequant);
+        QCOMPARE(window.comparedWith()->stamp.run.mode, RunMode::Dequant);
         QVERIFY(errors->overlay());
         checkOverlaid(errors->layerSqnrView());
 

@@ -743,7 +743,7 @@ private slots:
         QVERIFY(window.askPanel()->banner()->label()->text().contains("mode"));
         QVERIFY(answered.wait(30000));
         const auto outcome = answered.takeFirst().at(0).value<std::shared_ptr<const AskOutcome>>();
-        QCOMPARE(outcome->stamp.mode, RunMode::Dequant);
+        QCOMPARE(outcome->stamp.run.mode, RunMode::Dequant);
         QCOMPARE(outcome->question, QString("what is the capital of France ?"));
         QVERIFY(!window.askPanel()->banner()->isStale());
         QVERIFY(!window.errorsPanel()->banner()->isStale());
@@ -762,7 +762,7 @@ private slots:
         QCOMPARE(window.modeBox()->currentText(), QString("FP16 twin (AIU)"));
         QVERIFY(answered.wait(30000));
         const auto twin = answered.takeFirst().at(0).value<std::shared_ptr<const AskOutcome>>();
-        QCOMPARE(twin->stamp.mode, RunMode::Fp16);
+        QCOMPARE(twin->stamp.run.mode, RunMode::Fp16);
         QCOMPARE(window.askPanel()->answersModel()->headerData(AnswersModel::RunAnswerColumn, Qt::Horizontal).toString(),
                  QString("FP16 twin answer"));
         const ChartData headroom = window.errorsPanel()->charts().at(6)->chart();
@@ -795,8 +795,8 @@ private slots:
         QCOMPARE(window.modeBox()->currentText(), QString("FP8, DL16 accumulation"));
         QVERIFY(answered.wait(30000));
         const auto outcome = answered.takeFirst().at(0).value<std::shared_ptr<const AskOutcome>>();
-        QCOMPARE(outcome->stamp.mode, RunMode::Fp8);
-        QVERIFY(outcome->stamp.accumulation == Accumulation::Dl16);
+        QCOMPARE(outcome->stamp.run.mode, RunMode::Fp8);
+        QVERIFY(outcome->stamp.run.accumulation == Accumulation::Dl16);
         QCOMPARE(outcome->comparison->runLabel, std::string("fp8+dl16"));
         QCOMPARE(window.askPanel()->answersModel()->headerData(AnswersModel::RunAnswerColumn, Qt::Horizontal).toString(),
                  QString("FP8 + DL16 answer"));
@@ -811,8 +811,8 @@ private slots:
         window.modeBox()->setCurrentIndex(4);
         QVERIFY(answered.wait(30000));
         const auto twin = answered.takeFirst().at(0).value<std::shared_ptr<const AskOutcome>>();
-        QCOMPARE(twin->stamp.mode, RunMode::Fp16);
-        QVERIFY(twin->stamp.accumulation == Accumulation::Dl16);
+        QCOMPARE(twin->stamp.run.mode, RunMode::Fp16);
+        QVERIFY(twin->stamp.run.accumulation == Accumulation::Dl16);
         QCOMPARE(twin->comparison->runLabel, std::string("fp16+dl16"));
         window.modeBox()->setCurrentIndex(0); // the Mode box is remembered across windows
         QTRY_VERIFY_WITH_TIMEOUT(!window.session()->busy(), 30000);
@@ -833,7 +833,7 @@ private slots:
         QTest::mouseClick(window.evaluatePanel()->evaluateButton(), Qt::LeftButton);
         QVERIFY(evaluated.wait(60000));
         QVERIFY(!window.evaluatePanel()->charts().front()->chart().series.empty());
-        QCOMPARE(evaluated.at(0).at(1).value<RunStamp>().mode, RunMode::Fp8);
+        QCOMPARE(evaluated.at(0).at(1).value<RunStamp>().run.mode, RunMode::Fp8);
 
         QTemporaryDir before;
         QVERIFY(window.exportReport(before.path()).contains(before.filePath("evaluation_scores.png")));
@@ -860,7 +860,7 @@ private slots:
         QTest::mouseClick(window.evaluatePanel()->banner()->rerunButton(), Qt::LeftButton);
         QVERIFY(evaluated.wait(60000));
         QVERIFY(!window.evaluatePanel()->banner()->isStale());
-        QCOMPARE(evaluated.at(0).at(1).value<RunStamp>().mode, RunMode::Dequant);
+        QCOMPARE(evaluated.at(0).at(1).value<RunStamp>().run.mode, RunMode::Dequant);
     }
 
     // Item 3: every panel usable at 1024x640, with and without results on screen.
@@ -909,7 +909,7 @@ private slots:
         QVERIFY(window.lastError().contains("as before"));
         // Runs work on the device it went back to.
         QVERIFY(answerAndWait(window, "where is the cat ?"));
-        QCOMPARE(window.askPanel()->banner()->resultStamp().device, QString("cpu"));
+        QCOMPARE(window.askPanel()->banner()->resultStamp().run.device, std::string("cpu"));
     }
 
     // Item 6: Tab moves through the Ask panel without editing the passage; edits drop highlights.

@@ -19,9 +19,9 @@ nlohmann::json stampJson(const RunStamp& stamp)
     json["checkpoint"] = stamp.checkpoint.toStdString();
     json["reference"] = stamp.referenceKind == RunStamp::Reference::Folder ? stamp.referenceFolder.toStdString()
                                                                            : stamp.referenceText().toStdString();
-    json["mode"] = runModeName(stamp.mode);
-    json["accumulation"] = accumulationName(stamp.accumulation);
-    json["device"] = stamp.device.toStdString();
+    json["mode"] = runModeName(stamp.run.mode);
+    json["accumulation"] = accumulationName(stamp.run.accumulation);
+    json["device"] = stamp.run.device;
     json["float_linears"] = nlohmann::json::array();
     for (const QString& module : stamp.floatLinears)
         json["float_linears"].push_back(module.toStdString());

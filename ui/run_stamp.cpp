@@ -17,16 +17,16 @@ QString tr(const char* text)
 QString RunStamp::modeName() const
 {
     QString name;
-    switch (mode) {
+    switch (run.mode) {
     case RunMode::Dequant: name = tr("Dequant"); break;
     case RunMode::Fp16:
-        name = accumulation == Accumulation::Dl16 ? tr("FP16 twin + DL16") : tr("FP16 twin");
+        name = run.accumulation == Accumulation::Dl16 ? tr("FP16 twin + DL16") : tr("FP16 twin");
         break;
     case RunMode::Fp8:
-        name = accumulation == Accumulation::Dl16 ? tr("FP8 + DL16") : tr("FP8");
+        name = run.accumulation == Accumulation::Dl16 ? tr("FP8 + DL16") : tr("FP8");
         break;
     }
-    return attention == AttentionPrecision::Fp8Aiu ? tr("%1, FP8 attention").arg(name) : name;
+    return run.attention == AttentionPrecision::Fp8Aiu ? tr("%1, FP8 attention").arg(name) : name;
 }
 
 QString RunStamp::referenceText() const
@@ -44,7 +44,7 @@ QString RunStamp::referenceText() const
 
 QString RunStamp::deviceText() const
 {
-    if (device == QLatin1String("cpu"))
+    if (run.device == "cpu")
         return tr("CPU");
     return tr("runner");
 }
@@ -56,14 +56,6 @@ QString RunStamp::describe() const
     const QString text = tr("%1, %2 vs %3, %4")
                              .arg(QFileInfo(checkpoint).fileName(), modeName(), referenceText(), deviceText());
     return floatLinears.isEmpty() ? text : text + QStringLiteral("; ") + floatText();
-}
-
-PrecisionOverrides RunStamp::overrides() const
-{
-    PrecisionOverrides overrides;
-    for (const QString& module : floatLinears)
-        overrides.modules[module.toStdString()] = Precision::Float;
-    return overrides;
 }
 
 QString RunStamp::floatText(int shown) const
@@ -87,11 +79,11 @@ QString RunStamp::differenceFrom(const RunStamp& other) const
         parts << tr("checkpoint");
     if (referenceKind != other.referenceKind || referenceFolder != other.referenceFolder)
         parts << tr("reference");
-    if (mode != other.mode || accumulation != other.accumulation)
+    if (run.mode != other.run.mode || run.accumulation != other.run.accumulation)
         parts << tr("mode");
-    if (attention != other.attention)
+    if (run.attention != other.run.attention)
         parts << tr("attention");
-    if (device != other.device)
+    if (run.device != other.run.device)
         parts << tr("device");
     if (floatLinears != other.floatLinears)
         parts << tr("Linears run in float");

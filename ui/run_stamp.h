@@ -5,7 +5,7 @@
 #include <QString>
 #include <QStringList>
 
-#include "model/linear_plan.h"
+#include "model/run_settings.h"
 
 namespace scalescope::ui {
 
@@ -17,21 +17,16 @@ struct RunStamp {
     QString checkpoint;  // folder; empty when nothing is open
     Reference referenceKind = Reference::Dequant;
     QString referenceFolder; // for Reference::Folder
-    RunMode mode = RunMode::Fp8;
-    // How the run side sums FP8 products: Dl16 is the DL16 twin (fp8 and fp16 modes only).
-    Accumulation accumulation = Accumulation::Float32;
-    // The run side's attention: float, or AIU FP8 attention (math_fp8's K/V casts).
-    AttentionPrecision attention = AttentionPrecision::Float;
-    QString device = QStringLiteral("cpu"); // "cpu" or "runner:COMMAND"
-    // The what-if of the run side (docs/ARCHITECTURE.md "Precision overrides"): Linears run in float, by exact
-    // module name in layout order, and their short labels ("L3.ffn.in") in the same order. Only the
-    // names count for equality; the labels follow from them.
+    // How the run side computed: mode, accumulation (Dl16: the DL16 twin), attention, device ("cpu" or
+    // "runner:COMMAND") and its what-if overrides (docs/ARCHITECTURE.md "Precision overrides"): every
+    // floatLinears entry Float.
+    RunSettings run;
+    // The Linears run in float, by exact module name in layout order, and their short labels
+    // ("L3.ffn.in") in the same order, for the words on screen; run.overrides holds the same names.
     QStringList floatLinears;
     QStringList floatLabels;
 
     bool isValid() const { return !checkpoint.isEmpty(); }
-    // The run side's overrides: every floatLinears entry Float.
-    PrecisionOverrides overrides() const;
     // "2 Linears in float: L3.ffn.in, L7.attn.out" (at most `shown` labels, then "..."); empty
     // without overrides.
     QString floatText(int shown = 3) const;
@@ -48,9 +43,7 @@ struct RunStamp {
     friend bool operator==(const RunStamp& a, const RunStamp& b)
     {
         return a.checkpoint == b.checkpoint && a.referenceKind == b.referenceKind &&
-               a.referenceFolder == b.referenceFolder && a.mode == b.mode &&
-               a.accumulation == b.accumulation && a.attention == b.attention && a.device == b.device &&
-               a.floatLinears == b.floatLinears;
+               a.referenceFolder == b.referenceFolder && a.run == b.run && a.floatLinears == b.floatLinears;
     }
     friend bool operator!=(const RunStamp& a, const RunStamp& b) { return !(a == b); }
 };

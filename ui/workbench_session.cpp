@@ -67,11 +67,10 @@ ThresholdSet checkThresholds(const DeviceCheckRequest& request, const CheckRunSo
 // in-process CPU the run in the Mode box's mode, with the what-if's float Linears either way.
 CheckRun runUnderTest(InferenceBackend* backend, const RunStamp& stamp, const CheckRunSources& sources)
 {
-    const bool inProcess = stamp.device == QLatin1String("cpu");
+    const bool inProcess = stamp.run.device == "cpu";
     CheckRun run;
     run.backend = backend;
-    run.settings.mode = inProcess ? stamp.mode : RunMode::Fp8;
-    run.settings.overrides = stamp.overrides();
+    run.settings = RunSettings(inProcess ? stamp.run.mode : RunMode::Fp8).withOverrides(stamp.run.overrides);
     run.floatWeightsFrom = floatWeightSource(sources.reference);
     run.name = inProcess ? runModeName(run.settings.mode) : "device";
     const std::string checkpointName = QFileInfo(stamp.checkpoint).fileName().toStdString();
@@ -171,13 +170,25 @@ RunStamp WorkbenchSession::currentStamp() const
     stamp.checkpoint = checkpointDir_;
     stamp.referenceKind = referenceKind_;
     stamp.referenceFolder = referenceKind_ == RunStamp::Reference::Folder ? referenceDir_ : QString();
-    stamp.mode = runMode_;
-    stamp.accumulation = accumulation_;
-    stamp.attention = attention_;
-    stamp.device = device_;
+    // The one place the window's controls become a run's settings.
+    stamp.run = RunSettings(runMode_, accumulation_);
+    stamp.run.attention = attention_;
+    stamp.run.device = device_.toStdString();
+    for (const QString& module : floatLinears_)
+        stamp.run.overrides.modules[module.toStdString()] = Precision::Float;
     stamp.floatLinears = floatLinears_;
     stamp.floatLabels = floatLabels_;
     return stamp;
+}
+
+RunPair WorkbenchSession::runPair(const RunStamp& stamp) const
+{
+    RunPair pair;
+    pair.run = stamp.run;
+    // The CPU emulation as the reference runs the same checkpoint in the run's own mode.
+    if (stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_)
+        pair.reference = RunSettings(stamp.run.mode);
+    return pair;
 }
 
 void WorkbenchSession::setFloatLinears(const QStringList& modules)
@@ -369,9 +380,7 @@ void WorkbenchSession::setReference(const QString& dir)
 void WorkbenchSession::ask(const QString& question, const QString& context, const QaOptions& options)
 {
     const RunStamp stamp = currentStamp();
-    const RunMode mode = stamp.mode;
-    const bool emulationReference = stamp.referenceKind == RunStamp::Reference::CpuEmulation;
-    submit(JobKind::Run, tr("Answer"), [this, question, context, options, mode, stamp, emulationReference](
+    submit(JobKind::Run, tr("Answer"), [this, question, context, options, stamp](
                                            const Progress& progress) -> std::function<void()> {
         if (!run_)
             throw Error("No runnable checkpoint is open.");
@@ -379,11 +388,7 @@ void WorkbenchSession::ask(const QString& question, const QString& context, cons
         input.question = question.toStdString();
         input.context = context.toStdString();
         input.qaOptions = fitWindowsToModel(options, run_->checkpoint().layout());
-        input.runs.run.mode = mode;
-        input.runs.run.accumulation = stamp.accumulation;
-        input.runs.run.attention = stamp.attention;
-        input.runs.run.overrides = stamp.overrides();
-        input.runs.reference.mode = emulationReference && reference_ ? mode : RunMode::Dequant;
+        input.runs = runPair(stamp);
         auto outcome = std::make_shared<AskOutcome>();
         outcome->stamp = stamp;
         outcome->question = question;
@@ -454,9 +459,7 @@ void WorkbenchSession::compareWith(const QString& dir)
 void WorkbenchSession::fillMask(const QString& text, int topK)
 {
     const RunStamp stamp = currentStamp();
-    const RunMode mode = stamp.mode;
-    const bool emulationReference = stamp.referenceKind == RunStamp::Reference::CpuEmulation;
-    submit(JobKind::Run, tr("Fill mask"), [this, text, topK, mode, stamp, emulationReference](
+    submit(JobKind::Run, tr("Fill mask"), [this, text, topK, stamp](
                                               const Progress& progress) -> std::function<void()> {
         if (!run_)
             throw Error("No runnable checkpoint is open.");
@@ -464,11 +467,7 @@ void WorkbenchSession::fillMask(const QString& text, int topK)
         input.text = text.toStdString();
         input.fillMask = true;
         input.topK = topK;
-        input.runs.run.mode = mode;
-        input.runs.run.accumulation = stamp.accumulation;
-        input.runs.run.attention = stamp.attention;
-        input.runs.run.overrides = stamp.overrides();
-        input.runs.reference.mode = emulationReference && reference_ ? mode : RunMode::Dequant;
+        input.runs = runPair(stamp);
         auto outcome = std::make_shared<FillMaskOutcome>();
         outcome->stamp = stamp;
         outcome->text = text;
@@ -500,18 +499,14 @@ void WorkbenchSession::capturePoint(const QString& name)
         } else {
             inputs.addSequence(run_->checkpoint().tokenizer().encode(lastInput_->text));
         }
-        ForwardOptions runOptions;
-        runOptions.mode = lastInput_->runs.run.mode;
-        runOptions.accumulation = lastInput_->runs.run.accumulation;
-        runOptions.attention = lastInput_->runs.run.attention;
-        runOptions.overrides = stamp.overrides(); // as the run the drill-down belongs to
+        // The overrides are those of the run the drill-down belongs to; the what-if is the run side's
+        // alone, as in compareRuns.
+        ForwardOptions runOptions = forwardOptions(lastInput_->runs.run.withOverrides(stamp.run.overrides));
         runOptions.floatWeightsFrom = floatWeightSource(reference_.get());
         runOptions.capture.names = {name.toStdString()};
-        ForwardOptions referenceOptions = runOptions;
-        referenceOptions.mode = lastInput_->runs.reference.mode;
-        referenceOptions.accumulation = lastInput_->runs.reference.accumulation;
-        referenceOptions.overrides = {}; // the what-if is the run side's, as in compareRuns
-        referenceOptions.attention = AttentionPrecision::Float;
+        ForwardOptions referenceOptions = forwardOptions(lastInput_->runs.reference);
+        referenceOptions.floatWeightsFrom = runOptions.floatWeightsFrom;
+        referenceOptions.capture = runOptions.capture;
         // The K/V cast points exist on both sides once the run has FP8 attention, as in compareRuns.
         referenceOptions.attentionCastPoints = runOptions.attentionCastPoints =
             lastInput_->runs.run.attention != AttentionPrecision::Float;
@@ -543,13 +538,7 @@ void WorkbenchSession::evaluate(const QString& squadFile, int maxSamples, double
             options.qa = fitWindowsToModel(options.qa, run_->checkpoint().layout());
             if (dataset.isV2)
                 options.qa.nullThreshold = static_cast<float>(nullThreshold);
-            options.runs.run.mode = stamp.mode;
-            options.runs.run.accumulation = stamp.accumulation;
-            options.runs.run.attention = stamp.attention;
-            options.runs.run.overrides = stamp.overrides();
-            options.runs.reference.mode = stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_
-                ? stamp.mode
-                : RunMode::Dequant;
+            options.runs = runPair(stamp);
             options.maxSamples = static_cast<std::size_t>(std::max(0, maxSamples));
             options.onUpdate = [self](const EvaluationUpdate& update) {
                 const int done = static_cast<int>(update.done);
@@ -575,6 +564,7 @@ void WorkbenchSession::sensitivity(const QString& granularity)
     QPointer<WorkbenchSession> self(this);
     // The sweep sets its own overrides on the checkpoint as it is: its results claim none.
     RunStamp stamp = currentStamp();
+    stamp.run = stamp.run.withOverrides({});
     stamp.floatLinears.clear();
     stamp.floatLabels.clear();
     submit(JobKind::Sensitivity, tr("Sensitivity"), [this, self, granularity, stamp, observer = sweepEntryObserver_](const Progress& progress) -> std::function<void()> {
@@ -582,7 +572,7 @@ void WorkbenchSession::sensitivity(const QString& granularity)
             throw Error("Ask a question or fill a mask first; the sweep runs on that input.");
         SensitivityInput input;
         input.single = *lastInput_;
-        input.single.runs.run.overrides = {};
+        input.single.runs.run = input.single.runs.run.withOverrides({});
         SensitivityOptions options;
         options.granularity = granularity.toStdString();
         // The suggestion aims where the Triage verdict turns good: on a model graded poor whose
@@ -590,9 +580,9 @@ void WorkbenchSession::sensitivity(const QString& granularity)
         // and the sweep would suggest nothing to fix.
         options.targetSqnrDb = verdictThresholds().goodSqnrDb;
         // The sweep is about FP8 Linears: in Dequant mode it still sweeps the fp8 run; the FP16 twin sweeps the twin.
-        options.run.mode = stamp.mode == RunMode::Fp16 ? RunMode::Fp16 : RunMode::Fp8;
-        options.run.accumulation = stamp.accumulation;
-        options.run.attention = stamp.attention; // FP8 attention adds an entry per layer
+        // FP8 attention adds an entry per layer.
+        options.run = stamp.run;
+        options.run.mode = stamp.run.mode == RunMode::Fp16 ? RunMode::Fp16 : RunMode::Fp8;
         options.onEntry = [self, stamp, observer](const SensitivityEntry& entry) {
             if (observer)
                 observer(entry);
@@ -613,7 +603,7 @@ InferenceBackend* WorkbenchSession::checkTwinBackend(const RunStamp& stamp, cons
 {
     // The twins run the checkpoint on this CPU: the run itself when it runs here, else the
     // CPU-emulation reference when that is loaded, else a copy loaded once for the checks.
-    if (stamp.device == QLatin1String("cpu"))
+    if (stamp.run.device == "cpu")
         return run_.get();
     if (stamp.referenceKind == RunStamp::Reference::CpuEmulation && reference_)
         return reference_.get();
@@ -630,7 +620,7 @@ void WorkbenchSession::deviceCheck(const DeviceCheckRequest& request)
             throw Error("No runnable checkpoint is open.");
         if (request.twins.isEmpty())
             throw Error("Choose at least one twin to check the run against.");
-        const bool inProcess = stamp.device == QLatin1String("cpu");
+        const bool inProcess = stamp.run.device == "cpu";
         CheckRunSources sources;
         sources.checkpoint = checkTwinBackend(stamp, progress);
         sources.reference = stamp.referenceKind == RunStamp::Reference::Folder ? reference_.get() : nullptr;

@@ -97,6 +97,9 @@ public:
     QStringList floatLinears() const { return floatLinears_; }
     // The state a run asked for now would be stamped with.
     RunStamp currentStamp() const;
+    // The two sides a task of this stamp runs: the stamp's run, against dequantized weights (a float
+    // reference runs the same either way) or, with the CPU emulation as the reference, the same mode.
+    RunPair runPair(const RunStamp& stamp) const;
 
     bool busy() const { return jobs_.busy(); }
     // Busy, progress and the cancel flag of every job the session runs.

@@ -432,18 +432,19 @@ void DeviceCheckPanel::currentStampChanged(const RunStamp& now)
         runUnderTest_->setText(tr("Open a checkpoint: the check runs it on the device selected in the toolbar."));
         return;
     }
-    if (now.device == QLatin1String("cpu")) {
+    const QString device = QString::fromStdString(now.run.device);
+    if (device == QLatin1String("cpu")) {
         runUnderTest_->setText(tr("Run under test: the in-process run in %1 mode (CPU device, Mode box). To check a "
                                   "device, choose it in the toolbar.")
                                    .arg(now.modeName()));
-        runUnderTest_->setToolTip(now.mode == RunMode::Fp8
+        runUnderTest_->setToolTip(now.run.mode == RunMode::Fp8
                                       ? tr("In FP8 mode on the CPU the emulation twin computes the same as the run")
                                       : QString());
     } else {
         runUnderTest_->setToolTip(QString());
         runUnderTest_->setText(tr("Run under test: the selected device (%1) in fp8 mode; the twins run on this CPU.")
-                                   .arg(now.device.startsWith(QLatin1String("runner:")) ? now.device.mid(7).section(QLatin1Char('\n'), 0, 0)
-                                                                                        : now.device));
+                                   .arg(device.startsWith(QLatin1String("runner:")) ? device.mid(7).section(QLatin1Char('\n'), 0, 0)
+                                                                                    : device));
     }
     if (!now.floatLinears.isEmpty())
         runUnderTest_->setText(runUnderTest_->text() + QLatin1Char(' ') + tr("The run keeps %1.").arg(now.floatText()));
