@@ -11,6 +11,12 @@
 // from another version) is a miss and is removed. A cache that cannot be written (read-only, full
 // disk) never fails a check: the problem is recorded once and caching stops.
 //
+// The cache deletes only what it can prove it wrote: it works in a folder that holds its marker
+// file (kForwardCacheMarker, written into a folder it creates or finds holding nothing but
+// entries; a folder with anything else is not used, and the problem says so), and there only on
+// regular files of this user named like an entry (64 hex digits and ".safetensors"): never a link,
+// never through one.
+//
 // Threading: one object per check, used from the check's thread.
 #include <cstdint>
 #include <memory>
@@ -22,6 +28,9 @@
 #include "model/inference_backend.h"
 
 namespace scalescope {
+
+// The file that makes a folder the cache's.
+constexpr const char* kForwardCacheMarker = ".scalescope-check-cache";
 
 struct ForwardCacheSettings {
     std::string folder;
@@ -58,11 +67,15 @@ public:
     const std::string& problem() const { return problem_; }
 
 private:
+    // Whether the folder is the cache's (above), writing the marker into a folder that may become
+    // it; `create` makes a missing folder. A folder that is not sets problem().
+    bool claimFolder(bool create);
     void evict();
 
     ForwardCacheSettings settings_;
     std::size_t hits_ = 0, misses_ = 0;
     bool trimmed_ = false;
+    bool folderClaimed_ = false;
     std::string problem_;
 };
 
