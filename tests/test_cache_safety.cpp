@@ -198,6 +198,35 @@ private slots:
         QVERIFY2(lostOutside.empty(), lostOutside.c_str());
     }
 
+    void runnerRemovesOnlyUploadsOfGoneSessions()
+    {
+        const std::string folder = makeTempDir("runner-cache-partials");
+        ::chmod(folder.c_str(), 0700);
+        const std::string stale = folder + "/" + kHash + ".partial-" + goneOwnerTag() + "-Ab12Cd";
+        fs::create_directory(stale);
+        writeFile(stale + "/model.safetensors", "half an upload of a runner killed during it");
+        // A live process's (pid 1 runs), another host's, and an older version's without an owner stay.
+        const std::string live = folder + "/" + kHash + ".partial-" + thisHostTag() + "-1-Ef34Gh";
+        const std::string elsewhere = folder + "/" + kHash + ".partial-0123456789abcdef-" +
+                                      std::to_string(goneProcessId()) + "-Ij56Kl";
+        const std::string ownerless = folder + "/" + kHash + ".partial-Mn78Op";
+        for (const std::string& path : {live, elsewhere, ownerless})
+            fs::create_directory(path);
+
+        RunnerCache cache(folder);
+        QVERIFY(!cache.has(kHash));
+        QVERIFY2(!fs::exists(stale), stale.c_str());
+        for (const std::string& path : {live, elsewhere, ownerless})
+            QVERIFY2(fs::is_directory(path), path.c_str());
+
+        // This session's upload folder carries its owner, so that the next session can tell.
+        const auto incoming = cache.receive(kHash, "model.safetensors", std::string(64, '0'));
+        bool named = false;
+        for (const fs::directory_entry& entry : fs::directory_iterator(folder))
+            named = named || entry.path().filename().string().rfind(kHash + ".partial-" + temporaryOwnerTag() + "-", 0) == 0;
+        QVERIFY(named);
+    }
+
     void nothingOfTheUsersIsDeletedByAnyCacheOrSweep()
     {
         const std::string folder = userFolder("every-setting");
