@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/environment.h"
 #include "common/error.h"
 #include "io/atomic_write.h"
 #include "io/safetensors.h"
@@ -23,12 +24,6 @@ namespace fs = std::filesystem;
 constexpr const char* kCacheFormat = "scalescope-check-cache-1";
 constexpr const char* kOutputPrefix = "output:";
 constexpr const char* kTensorPrefix = "tensor:";
-
-std::string environment(const char* name)
-{
-    const char* value = std::getenv(name);
-    return value ? std::string(value) : std::string();
-}
 
 void hashIds(Sha256& hash, const std::vector<std::vector<int64_t>>& rows, const char* label)
 {
@@ -75,20 +70,18 @@ bool isOwnRegularFile(const fs::path& path)
 ForwardCacheSettings defaultForwardCacheSettings()
 {
     ForwardCacheSettings settings;
-    if (std::string folder = environment("SCALESCOPE_CHECK_CACHE"); !folder.empty())
+    if (std::string folder = environmentText("SCALESCOPE_CHECK_CACHE"); !folder.empty())
         settings.folder = folder;
-    else if (std::string xdg = environment("XDG_CACHE_HOME"); !xdg.empty())
+    else if (std::string xdg = environmentText("XDG_CACHE_HOME"); !xdg.empty())
         settings.folder = (fs::path(xdg) / "scalescope" / "check").string();
-    else if (std::string home = environment("HOME"); !home.empty())
+    else if (std::string home = environmentText("HOME"); !home.empty())
         settings.folder = (fs::path(home) / ".cache" / "scalescope" / "check").string();
     else
         settings.folder = (fs::temp_directory_path() / "scalescope-check-cache").string();
-    if (std::string megabytes = environment("SCALESCOPE_CHECK_CACHE_MB"); !megabytes.empty()) {
-        char* end = nullptr;
-        const unsigned long long value = std::strtoull(megabytes.c_str(), &end, 10);
-        if (end && *end == '\0' && value <= (1ull << 30))
-            settings.maxBytes = value << 20;
-    }
+    if (std::string megabytes = environmentText("SCALESCOPE_CHECK_CACHE_MB"); !megabytes.empty())
+        settings.maxBytes = environmentInteger("SCALESCOPE_CHECK_CACHE_MB", megabytes, 0, kMaxForwardCacheMegabytes,
+                                               "a size in megabytes", "4096")
+                            << 20;
     return settings;
 }
 

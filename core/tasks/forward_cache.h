@@ -5,7 +5,8 @@
 // runs (the AIU team keeps "validation info" files for the same reason).
 //
 // Where: $SCALESCOPE_CHECK_CACHE, else $XDG_CACHE_HOME/scalescope/check, else
-// ~/.cache/scalescope/check. How big: $SCALESCOPE_CHECK_CACHE_MB megabytes (default 4096); after
+// ~/.cache/scalescope/check. How big: $SCALESCOPE_CHECK_CACHE_MB megabytes (default 4096, at most
+// kMaxForwardCacheMegabytes; any other value is refused, common/environment.h); after
 // each store the least recently used entries are removed until the folder fits (an entry read is
 // used). Entries are safetensors files written atomically; one that cannot be read (truncated,
 // from another version) is a miss and is removed. A cache that cannot be written (read-only, full
@@ -36,7 +37,8 @@ struct ForwardCacheSettings {
     std::string folder;
     std::uint64_t maxBytes = 4096ull << 20;
 };
-// From the environment, as above.
+constexpr std::uint64_t kMaxForwardCacheMegabytes = 1ull << 30; // a pebibyte: no cap at all
+// From the environment, as above; throws scalescope::Error naming a variable that holds no size.
 ForwardCacheSettings defaultForwardCacheSettings();
 
 // A forward's outputs and its captures in execution order; captures that were the same tensor
