@@ -170,7 +170,7 @@ ThresholdSet thresholdsFromJson(const json& document, const std::string& sourceN
 
 ThresholdSet readThresholdsFile(const std::string& path)
 {
-    return thresholdsFromJson(readJsonFile(path), path);
+    return readingUserFile(path, [&] { return thresholdsFromJson(readJsonFile(path), path); });
 }
 
 json checkResultJson(const CheckResult& result)

@@ -404,7 +404,10 @@ CheckInputSet squadCheckInputs(const std::string& path, std::size_t maxSamples)
     return inputs;
 }
 
-CheckInputSet textCheckInputs(const std::string& path, std::size_t maxSamples)
+namespace {
+
+// The texts file read whole; textCheckInputs names the file when that needs more memory than there is.
+CheckInputSet textCheckInputsOf(const std::string& path, std::size_t maxSamples)
 {
     const std::string text = readFileToString(path);
     CheckInputSet inputs;
@@ -432,6 +435,13 @@ CheckInputSet textCheckInputs(const std::string& path, std::size_t maxSamples)
     if (inputs.texts.empty())
         throw Error(path + " holds no text (one text per line is expected).");
     return inputs;
+}
+
+} // namespace
+
+CheckInputSet textCheckInputs(const std::string& path, std::size_t maxSamples)
+{
+    return readingUserFile(path, [&] { return textCheckInputsOf(path, maxSamples); });
 }
 
 std::size_t RunMeasurements::measuredInputs() const

@@ -10,7 +10,9 @@
 
 namespace scalescope {
 
-std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir)
+namespace {
+
+std::unique_ptr<Tokenizer> loadTokenizerFiles(const std::string& dir)
 {
     const std::string tokenizerJson = joinPath(dir, "tokenizer.json");
     if (fileExists(tokenizerJson)) {
@@ -32,6 +34,13 @@ std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir)
         return BpeTokenizer::loadFromDirectory(dir);
     throw Error("No tokenizer in " + dir +
                 ": expected tokenizer.json, vocab.txt (BERT) or vocab.json and merges.txt (RoBERTa).");
+}
+
+} // namespace
+
+std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir)
+{
+    return readingUserFile("the tokenizer in " + dir, [&] { return loadTokenizerFiles(dir); });
 }
 
 } // namespace scalescope
