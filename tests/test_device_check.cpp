@@ -736,6 +736,19 @@ private slots:
         QVERIFY(twin.exitCode != 0);
         QVERIFY2(twin.err.contains("--against") && twin.err.contains("dl16"), qPrintable(twin.err));
 
+        // JUnit onto what --force cannot replace is refused without advising --force; an empty
+        // path is refused, not ignored.
+        QDir(q(root)).mkpath("junit-folder");
+        QFile::link(q(squadPath_), q(root + "/junit-link.xml"));
+        for (const std::string& target : {root + "/junit-folder", root + "/junit-link.xml", std::string("/dev/null")}) {
+            const CliResult junit = runCli({"check", q(fp8Dir_), "--squad", q(squadPath_), "--junit", q(target)});
+            QCOMPARE(junit.exitCode, 1);
+            QVERIFY2(junit.err.contains(q(target)) && junit.err.contains("even when forced") && !junit.err.contains("pass --force"),
+                     qPrintable(junit.err));
+        }
+        const CliResult emptyJunit = runCli({"check", q(fp8Dir_), "--squad", q(squadPath_), "--junit", ""});
+        QCOMPARE(emptyJunit.exitCode, 1);
+        QVERIFY2(emptyJunit.err.contains("The output path is empty"), qPrintable(emptyJunit.err));
     }
 
     void fp8AgainstTheReferenceDepartsFromTheFirstQuantizedLinear()

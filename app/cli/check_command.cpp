@@ -220,7 +220,7 @@ int commandCheck(const Arguments& args)
         gate.maxF1Drop = *drop;
     }
     const std::string junitPath = args.value("junit", "");
-    if (!junitPath.empty())
+    if (args.has("junit")) // an empty path too, which is refused rather than ignored
         checkOutputFileTarget(junitPath, args.flag("force"));
     const CheckInputSet inputs = readCheckInputs(args);
     std::optional<ThresholdSet> thresholds;
