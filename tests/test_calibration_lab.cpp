@@ -345,6 +345,13 @@ private slots:
         const CliResult missing = runCli({"calibrate", q(floatDir_), "--calibration", q(dir + "/absent.txt")});
         QCOMPARE(missing.exitCode, 1);
         QVERIFY2(missing.err.contains(q(dir + "/absent.txt")), qPrintable(missing.err));
+        // An empty --eval file is called what it is (it was called "the calibration file").
+        writeLines(dir + "/cal.txt", {"the cat sat on the mat"});
+        const CliResult emptyEval =
+            runCli({"calibrate", q(floatDir_), "--calibration", q(dir + "/cal.txt"), "--eval", q(dir + "/empty.txt")});
+        QCOMPARE(emptyEval.exitCode, 1);
+        QVERIFY2(emptyEval.err.contains("The evaluation file " + q(dir + "/empty.txt") + " has no text"),
+                 qPrintable(emptyEval.err));
     }
 };
 

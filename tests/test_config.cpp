@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "model/architecture.h"
 #include "model/model_config.h"
+#include "model/quantization_config.h"
 
 using namespace scalescope;
 using json = nlohmann::json;
@@ -142,7 +143,50 @@ private slots:
             << R"("weights": {"num_bits": 18446744073709551615, "type": "float", "strategy": "channel"})"
             << "is 18446744073709551615";
     }
-    void quantizationIntegersAreCheckedAs64Bit()
+    // Issue 52 item 6: "dynamic": "yes" ran as dynamic per-token. A key of another type than its
+    // own is refused naming the key and quoting the value.
+    void quantizationKeysOfAnotherTypeAreRefused_data()
+    {
+        QTest::addColumn<QString>("args");
+        QTest::addColumn<QString>("expected");
+        const QString activations = R"("input_activations": {"num_bits": 8, "type": "float", "strategy": "token", )";
+        QTest::newRow("dynamic yes") << activations + R"("dynamic": "yes"})"
+                                     << "\"group_0.input_activations.dynamic\" is \"yes\"; it must be true, false or \"local\"";
+        QTest::newRow("dynamic 1") << activations + R"("dynamic": 1})" << "\"group_0.input_activations.dynamic\" is 1;";
+        QTest::newRow("symmetric as text") << activations + R"("dynamic": true, "symmetric": "true"})"
+                                           << "\"group_0.input_activations.symmetric\" is \"true\"; it must be true or false";
+        QTest::newRow("scale_dtype a number") << activations + R"("dynamic": true, "scale_dtype": 5})"
+                                              << "\"group_0.input_activations.scale_dtype\" is 5; it must be a string";
+        QTest::newRow("strategy a list") << R"("weights": {"num_bits": 8, "type": "float", "strategy": ["channel"]})"
+                                         << "\"group_0.weights.strategy\" is [\"channel\"]; it must be a string";
+        QTest::newRow("block_structure a number")
+            << R"("weights": {"num_bits": 8, "type": "float", "strategy": "block", "block_structure": 128})"
+            << "\"group_0.weights.block_structure\" is 128; it must be a list of two sizes or \"RxC\"";
+        QTest::newRow("observer_kwargs a list") << R"("weights": {"num_bits": 8, "type": "float", "observer_kwargs": []})"
+                                                << "\"group_0.weights.observer_kwargs\" is []; it must be an object";
+    }
+    void quantizationKeysOfAnotherTypeAreRefused() { expectQuantizationArgsRefused(); }
+    void quantizationDynamicSpellings()
+    {
+        const auto dynamicOf = [](const std::string& value) {
+            const std::string text = R"({"quant_method": "compressed-tensors", "format": "float-quantized",
+                "config_groups": {"group_0": {"targets": ["Linear"], "input_activations": {"num_bits": 8,
+                "type": "float", "strategy": "token", "dynamic": )" + value + "}}}}";
+            const QuantizationArgs args = *parseQuantizationConfig(json::parse(text), "c.json").groups[0].inputActivations;
+            return std::make_pair(args.dynamic, args.dynamicLocal);
+        };
+        QCOMPARE(dynamicOf("true"), std::make_pair(true, false));
+        QCOMPARE(dynamicOf("false"), std::make_pair(false, false));
+        QCOMPARE(dynamicOf("\"False\""), std::make_pair(false, false));
+        QCOMPARE(dynamicOf("\"local\""), std::make_pair(true, true));
+        QCOMPARE(dynamicOf("null"), std::make_pair(false, false));
+    }
+
+    void quantizationIntegersAreCheckedAs64Bit() { expectQuantizationArgsRefused(); }
+
+private:
+    // The row's "args" in group_0 of a compressed-tensors config are refused with "expected".
+    void expectQuantizationArgsRefused()
     {
         QFETCH(QString, args);
         QFETCH(QString, expected);
@@ -157,6 +201,8 @@ private slots:
             QVERIFY2(!message.contains(".."), qPrintable(message));
         }
     }
+
+private slots:
 
     void parsesDesignExample()
     {

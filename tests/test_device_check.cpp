@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "report/check_report.h"
+#include "numerics/metrics.h"
 #include "support/cli_process.h"
 #include "support/fixtures.h"
 #include "tasks/device_check.h"
@@ -379,6 +380,96 @@ private slots:
         QVERIFY(refused(twice).find("twice") != std::string::npos);
     }
 
+    void thresholdsOutsideTheirMetricsRangeAreRefused()
+    {
+        ThresholdSet set;
+        set.points.push_back({"a", 12, values(kInf, 1.0, 0.0, 0.0, 0.0)});
+        set.points.push_back({"L2.out", 12, values(-kInf, -1.0, kInf, kInf, 1.0)});
+        const json good = thresholdsJson(set);
+        QCOMPARE(thresholdsFromJson(good, "t.json").points.size(), std::size_t(2)); // the ends are in range
+        const auto refusal = [&](const char* metric, const json& value) {
+            json document = good;
+            document["points"][1]["thresholds"][metric] = value;
+            try {
+                thresholdsFromJson(document, "t.json");
+            } catch (const Error& e) {
+                return std::string(e.what());
+            }
+            return std::string();
+        };
+        QCOMPARE(refusal("cosine", 2.0),
+                 std::string("t.json gives cosine at point L2.out the threshold 2.0, outside the metric's range -1.0 to 1.0."));
+        // What a noise floor of cosines rounded past 1 wrote: quoted to the digit that puts it outside.
+        QVERIFY2(refusal("cosine", std::nextafter(1.0, 2.0)).find("the threshold 1.0000000000000002, outside") != std::string::npos,
+                 refusal("cosine", std::nextafter(1.0, 2.0)).c_str());
+        QVERIFY(refusal("cosine", "-inf").find("cosine at point L2.out") != std::string::npos);
+        QVERIFY(refusal("max_abs", -0.5).find("max_abs at point L2.out the threshold -0.5, outside the metric's range 0.0 to inf") !=
+                std::string::npos);
+        QVERIFY(refusal("cross_entropy", -1e-18).find("cross_entropy at point L2.out") != std::string::npos);
+        QVERIFY(refusal("mean_probability_difference", 1.5).find("mean_probability_difference at point L2.out") != std::string::npos);
+        json percentile = good;
+        percentile["percentile"] = 101;
+        try {
+            thresholdsFromJson(percentile, "t.json");
+            QFAIL("a percentile of 101 was accepted");
+        } catch (const Error& e) {
+            QCOMPARE(std::string(e.what()), std::string("t.json has a \"percentile\" of 101, outside 0 to 100."));
+        }
+    }
+
+    void aRunIdenticalToItsTwinPassesEveryNoiseFloor()
+    {
+        // Cosines of identical values are 1 exactly, whatever rounding does to the quotient of the
+        // sums, and no cosine passes 1 (found by a search over random vectors, before: 1 +- 2^-52).
+        std::mt19937 random(7);
+        std::normal_distribution<float> normal(0.0f, 3.0f);
+        for (int trial = 0; trial < 2000; ++trial) {
+            std::vector<float> x(std::size_t(1 + trial % 97));
+            for (float& v : x)
+                v = normal(random);
+            QCOMPARE(computeErrorMetrics(x, x).cosine, 1.0);
+            std::vector<float> near = x;
+            near[0] = std::nextafter(near[0], 100.0f);
+            QVERIFY(computeErrorMetrics(near, x).cosine <= 1.0);
+        }
+        // A noise floor whose cosines rounded past 1 (measured before the metric was bounded) still
+        // writes a threshold a run identical to its twin meets.
+        RunMeasurements floor = syntheticMeasurement({"a", "logits"}, 10, 60.0);
+        for (InputMeasurement& input : floor.inputs)
+            input.values[0] = {values(60.0, std::nextafter(1.0, 2.0), 0.0, -1e-17, 0.0),
+                               values(60.0, std::nextafter(1.0, 2.0), 0.0, -1e-17, 0.0)};
+        const ThresholdSet thresholds = noiseFloorThresholds(floor);
+        for (const PointThresholds& point : thresholds.points)
+            for (CheckMetric metric : allCheckMetrics())
+                QVERIFY2(checkMetricRange(metric).contains(point.thresholds[std::size_t(metric)]), checkMetricName(metric));
+        RunMeasurements identical = syntheticMeasurement({"a", "logits"}, 10, kInf);
+        for (InputMeasurement& input : identical.inputs)
+            input.values[0] = {values(kInf, 1.0, 0.0, 0.0, 0.0), values(kInf, 1.0, 0.0, 0.0, 0.0)};
+        const CheckResult result = evaluateCheck(identical, thresholds, CheckGate{});
+        QVERIFY2(result.passed, result.verdictSentence.c_str());
+        // And the file it writes reads back.
+        QCOMPARE(thresholdsFromJson(thresholdsJson(thresholds), "t.json").points.size(), std::size_t(2));
+    }
+
+    void aLargeThresholdsFileIsReadWhole()
+    {
+        // 200,000 points: reading took 67 s when each point was looked for among those before it.
+        constexpr std::size_t count = 200000;
+        json document = thresholdsJson(flatThresholds({"p"}, 50.0));
+        json& points = document["points"];
+        points = json::array();
+        for (std::size_t i = 0; i < count; ++i)
+            points.push_back({{"point", "point " + std::to_string(i)}, {"samples", i}, {"thresholds", {{"sqnr_db", double(i)}}}});
+        const ThresholdSet set = thresholdsFromJson(document, "big.json");
+        QCOMPARE(set.points.size(), count);
+        QCOMPARE(set.points.back().point, "point " + std::to_string(count - 1));
+        QCOMPARE(set.points.back().thresholds[std::size_t(CheckMetric::SqnrDb)], double(count - 1));
+        QCOMPARE(set.points.back().samples, count - 1);
+        // A repeated name is still found, however far apart the two are.
+        points.push_back(points[0]);
+        QVERIFY_THROWS_EXCEPTION(Error, thresholdsFromJson(document, "big.json"));
+    }
+
     void junitHasACasePerCheckedPointAndOneEndToEnd()
     {
         const std::vector<std::string> points = {"emb", "L0 <out>", "logits"};
@@ -630,6 +721,20 @@ private slots:
         const CliResult twin = runCheckCli({"check", q(fp8Dir_), "--squad", q(squadPath_), "--against", "gpu"});
         QVERIFY(twin.exitCode != 0);
         QVERIFY2(twin.err.contains("--against") && twin.err.contains("dl16"), qPrintable(twin.err));
+
+        // JUnit onto what --force cannot replace is refused without advising --force; an empty
+        // path is refused, not ignored.
+        QDir(q(root)).mkpath("junit-folder");
+        QFile::link(q(squadPath_), q(root + "/junit-link.xml"));
+        for (const std::string& target : {root + "/junit-folder", root + "/junit-link.xml", std::string("/dev/null")}) {
+            const CliResult junit = runCli({"check", q(fp8Dir_), "--squad", q(squadPath_), "--junit", q(target)});
+            QCOMPARE(junit.exitCode, 1);
+            QVERIFY2(junit.err.contains(q(target)) && junit.err.contains("even when forced") && !junit.err.contains("pass --force"),
+                     qPrintable(junit.err));
+        }
+        const CliResult emptyJunit = runCli({"check", q(fp8Dir_), "--squad", q(squadPath_), "--junit", ""});
+        QCOMPARE(emptyJunit.exitCode, 1);
+        QVERIFY2(emptyJunit.err.contains("The output path is empty"), qPrintable(emptyJunit.err));
     }
 
     void fp8AgainstTheReferenceDepartsFromTheFirstQuantizedLinear()

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -239,6 +240,30 @@ private slots:
         QVERIFY(t);
         QCOMPARE(t->verdict, std::string(kDiffDifferent));
         QCOMPARE(t->maxUlps, uint64_t(2));
+    }
+
+    // A NaN scale is a NaN mismatch: no ULP distance of its bits, no ratio (issue 52 item 7).
+    void nanScaleIsANanMismatch()
+    {
+        const std::string copy = root_ + "/channel-nan";
+        copyCheckpoint(channel_, copy);
+        editTensorBytes(copy, kScaleTensor, [&](std::vector<uint8_t>& bytes) {
+            const float nan = std::numeric_limits<float>::quiet_NaN();
+            std::memcpy(bytes.data() + 4 * 5, &nan, 4);
+        });
+        const auto a = Checkpoint::open(channel_);
+        const auto b = Checkpoint::open(copy);
+        const TensorDifference* t = findTensor(diffCheckpoints(*a, *b), kScaleTensor);
+        QVERIFY(t);
+        QCOMPARE(t->verdict, std::string(kDiffDifferent));
+        QCOMPARE(t->nanMismatches, int64_t(1));
+        QCOMPARE(t->valuesDiffering, int64_t(0));
+        QCOMPARE(t->maxUlps, uint64_t(0));
+        QVERIFY(t->ulpHistogram.empty());
+        // NaN on both sides is no difference.
+        const TensorDifference* same = findTensor(diffCheckpoints(*b, *b), kScaleTensor);
+        QVERIFY(same);
+        QCOMPARE(same->nanMismatches, int64_t(0));
     }
 
     void codeOneStepApart_data()

@@ -942,6 +942,45 @@ private slots:
         QCOMPARE(computeThreadsFromEnvironment(nullptr), 0);
     }
 
+    // Every variable the program reads is checked like SCALESCOPE_THREADS: none is ignored.
+    void environmentSettingsAreChecked_data()
+    {
+        QTest::addColumn<QString>("variable");
+        QTest::addColumn<QString>("value");
+        QTest::addColumn<QString>("allowed");
+        const QString megabytes = "it must be an integer from 0 to 1073741824 (unset, 4096)";
+        QTest::newRow("cache size not a number") << "SCALESCOPE_CHECK_CACHE_MB" << "abc" << megabytes;
+        QTest::newRow("cache size negative") << "SCALESCOPE_CHECK_CACHE_MB" << "-5" << megabytes;
+        QTest::newRow("cache size an expression") << "SCALESCOPE_CHECK_CACHE_MB" << "2^40" << megabytes;
+        QTest::newRow("cache size beyond the bound") << "SCALESCOPE_CHECK_CACHE_MB" << "1099511627776" << megabytes;
+        QTest::newRow("cache size with a space") << "SCALESCOPE_CHECK_CACHE_MB" << " 64" << megabytes;
+        QTest::newRow("fp8 gemm unknown") << "SCALESCOPE_FP8_GEMM" << "bf16-fast"
+                                          << "is not one of float32, factored-float32";
+        QTest::newRow("fp8 gemm in capitals") << "SCALESCOPE_FP8_GEMM" << "FLOAT32"
+                                              << "is not one of float32, factored-float32";
+        QTest::newRow("float gemm unknown") << "SCALESCOPE_FLOAT_GEMM" << "cublas" << "is not one of blas, onednn, measure";
+    }
+
+    void environmentSettingsAreChecked()
+    {
+        QFETCH(QString, variable);
+        QFETCH(QString, value);
+        QFETCH(QString, allowed);
+        QProcess process;
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(variable, value);
+        process.setProcessEnvironment(environment);
+        process.start(QStringLiteral(SCALESCOPE_CLI), {"tokenize", q(floatDir_), "--text", "the cat"});
+        QVERIFY(process.waitForFinished(300000));
+        const QString err = QString::fromUtf8(process.readAllStandardError());
+        QCOMPARE(process.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(process.exitCode(), 1);
+        QVERIFY2(err.startsWith("scalescope-cli: " + variable + "=\"" + value + "\" is not ") && err.contains(allowed),
+                 qPrintable(err));
+        QCOMPARE(err.count('\n'), 1);
+        QVERIFY(process.readAllStandardOutput().isEmpty());
+    }
+
     // What --force cannot fix is said without advising --force, and before any forward runs.
     void forwardOutputProblemsComeFirst()
     {

@@ -672,7 +672,7 @@ void WorkbenchSession::calibrationLab(const QString& calibrationFile, const QStr
                CalibrationLabOptions options;
                options.calibrationTexts = readCalibrationTexts(calibrationFile.toStdString());
                if (!evaluationFile.isEmpty())
-                   options.evalTexts = readCalibrationTexts(evaluationFile.toStdString());
+                   options.evalTexts = readCalibrationTexts(evaluationFile.toStdString(), "evaluation file");
                std::shared_ptr<const CalibrationLabResult> result = std::make_shared<const CalibrationLabResult>(
                    runCalibrationLab(checkpoint.toStdString(), options, progress));
                return [this, result, checkpoint] { emit calibrationLabFinished(result, checkpoint); };

@@ -152,7 +152,7 @@ int commandCalibrate(const Arguments& args)
         throw Error(*write + " already exists; pass --force to replace it.");
     options.calibrationTexts = readCalibrationTexts(calibrationFile);
     if (auto eval = args.value("eval"))
-        options.evalTexts = readCalibrationTexts(*eval);
+        options.evalTexts = readCalibrationTexts(*eval, "evaluation file");
 
     Progress progress;
     progress.callback = [](double fraction, const std::string& stage) {

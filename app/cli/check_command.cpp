@@ -281,7 +281,7 @@ int commandCheck(const Arguments& args)
     const std::vector<std::string> against = runNames(args, "against", onDevice ? "emulation" : "reference");
     const CheckGate gate = checkGate(args);
     const std::string junitPath = args.value("junit", "");
-    if (!junitPath.empty())
+    if (args.has("junit")) // an empty path too, which is refused rather than ignored
         checkOutputFileTarget(junitPath, args.flag("force"));
     const CheckInputSet inputs = readCheckInputs(args);
     std::optional<ThresholdSet> thresholds;

@@ -25,6 +25,7 @@
 #include "analysis/scale_statistics.h"
 #include "arguments.h"
 #include "common/error.h"
+#include "tasks/forward_cache.h"
 #include "tasks/non_finite.h"
 #include "common/option_error.h"
 #include "engine/open_backend.h"
@@ -819,8 +820,14 @@ int run(const std::vector<std::string>& args)
     }
     // Threads first, --version too: it may measure the float32 GEMM (floatGemmDescription), and a
     // measurement on LibTorch's default of one thread would be cached for the runs that use two.
+    // Every setting the environment makes is checked here, before any command, as this one is: a
+    // bad value is one sentence naming the variable, whichever command would have read it.
     try {
         setComputeThreads(computeThreadsFromEnvironment(std::getenv("SCALESCOPE_THREADS")));
+        fp8GemmPathFromEnvironment();
+        floatGemmRequestFromEnvironment();
+        defaultForwardCacheSettings();
+        runnerDeadlinesFromEnvironment();
     } catch (const Error& e) {
         std::cerr << "scalescope-cli: " << e.what() << "\n";
         return 1;

@@ -58,6 +58,8 @@ std::string tensorLine(const TensorDifference& t)
         line << "; " << t.valuesDiffering << " of " << t.elements << " values differ";
         if (t.valuesDiffering)
             line << ", up to " << t.maxUlps << " ULP" << (t.maxUlps == 1 ? "" : "s") << " of " << t.ulpUnit;
+        if (t.nanMismatches)
+            line << ", " << t.nanMismatches << " NaN mismatches";
         if (t.hasRatio && t.valuesDiffering)
             line << ", B/A " << std::setprecision(6) << t.ratioMin << ".." << t.ratioMax;
     }

@@ -221,7 +221,7 @@ int commandEvaluate(const Arguments& args)
     options.runs.run = runSettingsOption(args, ModeChoices::RunSide, DeviceChoices::Several);
 
     // Refuse what would fail at the end before spending the evaluation's time.
-    if (!csvPath.empty())
+    if (args.has("csv")) // an empty path too, which is refused rather than ignored
         checkOutputFileTarget(csvPath, args.flag("force"));
 
     const SquadDataset dataset = readSquadFile(squadPath);

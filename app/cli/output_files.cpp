@@ -11,12 +11,14 @@ namespace scalescope::cli {
 
 void checkOutputFileTarget(const std::string& path, bool force)
 {
+    // What --force cannot fix (a folder, a device, a link, an empty path) is said first, never
+    // with advice to pass --force.
+    if (const std::string problem = outputTargetProblem(path); !problem.empty())
+        throw Error(problem);
     // symlink_status: a dangling link is "there" and is not replaced without --force.
     std::error_code statusError;
     if (std::filesystem::exists(std::filesystem::symlink_status(path, statusError)) && !force)
         throw Error(path + " already exists; pass --force to overwrite it.");
-    if (const std::string problem = outputTargetProblem(path); !problem.empty())
-        throw Error(problem);
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
     if (!parent.empty() && !directoryExists(parent.string()))
         throw Error("Cannot write " + path + ": the folder " + parent.string() + " does not exist.");

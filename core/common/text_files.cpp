@@ -34,7 +34,14 @@ std::string sizeText(std::uint64_t bytes)
 
 } // namespace
 
-std::string readFileToString(const std::string& path, std::uint64_t maxBytes)
+void throwOutOfMemoryReading(const std::string& path)
+{
+    throw Error("Cannot read " + path + ": it needs more memory than the process can have.");
+}
+
+namespace {
+
+std::string readFileWithin(const std::string& path, std::uint64_t maxBytes)
 {
     struct stat info {};
     if (::stat(path.c_str(), &info) != 0)
@@ -79,6 +86,13 @@ std::string readFileToString(const std::string& path, std::uint64_t maxBytes)
     if (content.empty() && S_ISFIFO(info.st_mode))
         throw Error("Cannot read " + path + ": it is a pipe, and no program wrote anything to it.");
     return content;
+}
+
+} // namespace
+
+std::string readFileToString(const std::string& path, std::uint64_t maxBytes)
+{
+    return readingUserFile(path, [&] { return readFileWithin(path, maxBytes); });
 }
 
 nlohmann::json readJsonFile(const std::string& path, std::uint64_t maxBytes)

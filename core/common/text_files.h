@@ -2,6 +2,7 @@
 // Whole-file reads with errors that name the file.
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,12 @@ constexpr std::uint64_t kMaxTextFileBytes = 256ull << 20;
 // cap in the sentence, and a FIFO that no program writes to reads as nothing (never waits in
 // open()). Throws scalescope::Error "Cannot read <path>: <reason>."
 std::string readFileToString(const std::string& path, std::uint64_t maxBytes = kMaxTextFileBytes);
+// Runs read(), which reads the user's file (or folder) at path: a std::bad_alloc on the way, a file
+// far larger in memory than on disk, becomes one sentence naming it (never an uncaught exception).
+template <typename Read>
+decltype(auto) readingUserFile(const std::string& path, Read&& read);
+// "Cannot read PATH: it needs more memory than the process can have."
+[[noreturn]] void throwOutOfMemoryReading(const std::string& path);
 // Parses a JSON file read by readFileToString; the error names the file and the parser's byte
 // position, or the memory the parse needed.
 nlohmann::json readJsonFile(const std::string& path, std::uint64_t maxBytes = kMaxJsonFileBytes);
@@ -54,5 +61,15 @@ enum class SymbolicLinks { Follow, Report };
 const char* nonFileKind(const std::string& path, SymbolicLinks links = SymbolicLinks::Follow);
 bool directoryExists(const std::string& path);
 std::string joinPath(const std::string& dir, const std::string& name);
+
+template <typename Read>
+decltype(auto) readingUserFile(const std::string& path, Read&& read)
+{
+    try {
+        return read();
+    } catch (const std::bad_alloc&) {
+        throwOutOfMemoryReading(path);
+    }
+}
 
 } // namespace scalescope

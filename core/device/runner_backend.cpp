@@ -48,26 +48,6 @@ std::string defaultExchangeParent()
 
 constexpr const char* kExchangePrefix = "scalescope-runner-";
 
-// Exchange folders are named "scalescope-runner-OWNER-XXXXXX" (io/temporary_owner.h): one whose
-// owner on this host is gone (kill -9, a crash) is removed by the next client that starts in the
-// same parent folder, which other hosts may share (SCALESCOPE_RUNNER_EXCHANGE_DIR).
-void removeStaleExchangeFolders(const std::string& parent)
-{
-    std::error_code error;
-    for (const auto& entry : std::filesystem::directory_iterator(parent, error)) {
-        const std::string name = entry.path().filename().string();
-        const std::size_t prefix = std::strlen(kExchangePrefix);
-        const std::size_t mkdtempSuffix = 7; // "-XXXXXX"
-        if (name.compare(0, prefix, kExchangePrefix) != 0 || name.size() <= prefix + mkdtempSuffix ||
-            name[name.size() - mkdtempSuffix] != '-' || !entry.is_directory(error))
-            continue;
-        const std::optional<TemporaryOwner> owner =
-            parseTemporaryOwner(std::string_view(name).substr(prefix, name.size() - prefix - mkdtempSuffix));
-        if (owner && ownerIsGoneHere(*owner)) // never by age: a live session may sit idle for days
-            std::filesystem::remove_all(entry.path(), error);
-    }
-}
-
 int64_t nonFiniteValues(const FloatTensor& tensor)
 {
     return std::count_if(tensor.values.begin(), tensor.values.end(), [](float v) { return !std::isfinite(v); });
@@ -133,6 +113,11 @@ uint64_t largestForwardBytes(const ModelConfig& c, const EncoderInputs& inputs, 
 }
 
 } // namespace
+
+void removeStaleExchangeFolders(const std::string& parent)
+{
+    removeFoldersOfGoneOwners(parent, [](std::string_view name) { return ownerOfMkdtempName(name, kExchangePrefix); });
+}
 
 const std::vector<std::string>& runnerRequestKinds()
 {

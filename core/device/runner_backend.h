@@ -60,6 +60,12 @@ std::chrono::milliseconds defaultRunnerDeadline(const std::string& request);
 // as a map; empty when unset. Throws scalescope::Error naming the variable and the item at fault.
 std::map<std::string, std::chrono::milliseconds> runnerDeadlinesFromEnvironment();
 
+// Exchange folders are named "scalescope-runner-OWNER-XXXXXX" (io/temporary_owner.h): one whose
+// owner on this host is gone (kill -9, a crash) is removed by the next client that starts in the
+// same parent folder, which other hosts may share (SCALESCOPE_RUNNER_EXCHANGE_DIR). Nothing else
+// in `parent` is touched: no other name, no link.
+void removeStaleExchangeFolders(const std::string& parent);
+
 struct RunnerOptions {
     // Idle timeouts: how long the runner may stay silent. Every progress line restarts them.
     // The child gets this long to start and answer hello (ssh and torchrun take a while).

@@ -1,8 +1,12 @@
 #include "engine/calibration_lab.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -52,16 +56,22 @@ std::string decibels(double db)
     return text;
 }
 
-// A folder under the system's temporary directory, removed with everything in it when done.
+constexpr const char* kCalibrationFolderPrefix = "scalescope-calibrate-";
+
+// A folder of its own under the system's temporary directory ($TMPDIR), removed with everything in
+// it when done. It is made new (mkdtemp), so nothing that stood there before is ever removed; a
+// calibration that was killed leaves one, which the next removes once its owner is gone.
 class TemporaryFolder {
 public:
     TemporaryFolder()
     {
-        static int counter = 0;
-        path_ = fs::temp_directory_path() /
-                ("scalescope-calibrate-" + temporaryOwnerTag() + "-" + std::to_string(++counter));
-        fs::remove_all(path_);
-        fs::create_directories(path_);
+        const std::string parent = fs::temp_directory_path().string();
+        removeFoldersOfGoneOwners(
+            parent, [](std::string_view name) { return ownerOfMkdtempName(name, kCalibrationFolderPrefix); });
+        std::string pattern = (fs::path(parent) / (kCalibrationFolderPrefix + temporaryOwnerTag() + "-XXXXXX")).string();
+        if (!::mkdtemp(pattern.data()))
+            throw Error("Cannot create a temporary folder in " + parent + ": " + std::strerror(errno) + ".");
+        path_ = pattern;
     }
     ~TemporaryFolder()
     {

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "common/environment.h"
 #include "common/error.h"
 #include "common/parallel_chunks.h"
 #include "common/text_files.h"
@@ -76,16 +77,8 @@ int computeThreadsFromEnvironment(const char* value)
 {
     if (!value || !*value)
         return 0;
-    const std::string text = value;
-    char* end = nullptr;
-    errno = 0;
-    const long long threads = std::strtoll(text.c_str(), &end, 10);
-    const bool integer = end != text.c_str() && *end == '\0' && errno == 0 && text.find_first_of(" \t+") == std::string::npos;
-    if (!integer || threads < 1 || threads > kMaxComputeThreads)
-        throw Error("SCALESCOPE_THREADS=\"" + terminalSafe(abbreviatedText(text, 40)) +
-                    "\" is not a thread count: it must be an integer from 1 to " + std::to_string(kMaxComputeThreads) +
-                    " (unset, one thread per core).");
-    return static_cast<int>(threads);
+    return static_cast<int>(
+        environmentInteger("SCALESCOPE_THREADS", value, 1, kMaxComputeThreads, "a thread count", "one thread per core"));
 }
 
 int computeThreads()

@@ -58,6 +58,9 @@ struct FloatGemmChoice {
 const FloatGemmChoice& chooseFloatGemm(int64_t hidden, int64_t intermediate, int64_t rows = 384);
 // The path in use (OneDnn until a choice is made).
 FloatGemmPath floatGemmPath();
+// What SCALESCOPE_FLOAT_GEMM asks for: "blas", "onednn", "measure" or "" (unset or empty); any other
+// value throws scalescope::Error naming the variable (common/environment.h).
+std::string floatGemmRequestFromEnvironment();
 // Forces a path from now on (null: back to the last choice); tests compare paths with it.
 void forceFloatGemmPath(const FloatGemmPath* path);
 // One line for About, --version and the bench: the path in use and how it was chosen. Makes the

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/environment.h"
 #include "common/error.h"
 #include "common/text_files.h"
 #include "engine/compute_threads.h"
@@ -297,6 +298,13 @@ std::string floatGemmCacheFile()
     return (folder / "float-gemm.json").string();
 }
 
+std::string floatGemmRequestFromEnvironment()
+{
+    return environmentChoice("SCALESCOPE_FLOAT_GEMM", {floatGemmPathName(FloatGemmPath::Blas),
+                                                       floatGemmPathName(FloatGemmPath::OneDnn), "measure"},
+                             "the faster of the two as measured once per machine");
+}
+
 const FloatGemmChoice& chooseFloatGemm(int64_t hidden, int64_t intermediate, int64_t rows)
 {
     Choices& all = choices();
@@ -306,7 +314,7 @@ const FloatGemmChoice& chooseFloatGemm(int64_t hidden, int64_t intermediate, int
     if (it == all.byKey.end()) {
         FloatGemmChoice choice;
         bool known = false;
-        const std::string asked = environment("SCALESCOPE_FLOAT_GEMM");
+        const std::string asked = floatGemmRequestFromEnvironment();
         const FloatGemmPath forced = pathNamed(asked, &known);
         if (known) {
             choice.path = forced;

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "common/cpu_clones.h"
+#include "common/environment.h"
 #include "common/error.h"
 #include "engine/compute_threads.h"
 #include "engine/onednn_runtime.h"
@@ -365,16 +366,20 @@ const Fp8GemmStatus& fp8GemmStatus()
     return status;
 }
 
+std::optional<Fp8GemmPath> fp8GemmPathFromEnvironment()
+{
+    const std::string chosen = environmentChoice("SCALESCOPE_FP8_GEMM", {"float32", "factored-float32"},
+                                                 "bf16 where the CPU has it, else float32");
+    if (chosen.empty())
+        return std::nullopt;
+    return chosen == "float32" ? Fp8GemmPath::Float32 : Fp8GemmPath::FactoredFloat32;
+}
+
 Fp8GemmPath fp8GemmPath()
 {
     static const int fromEnvironment = [] {
-        const char* value = std::getenv("SCALESCOPE_FP8_GEMM");
-        const std::string chosen = value ? value : "";
-        if (chosen == "float32")
-            return static_cast<int>(Fp8GemmPath::Float32);
-        if (chosen == "factored-float32")
-            return static_cast<int>(Fp8GemmPath::FactoredFloat32);
-        return kNotForced;
+        const std::optional<Fp8GemmPath> chosen = fp8GemmPathFromEnvironment();
+        return chosen ? static_cast<int>(*chosen) : kNotForced;
     }();
     const int forced = forcedPath.load() != kNotForced ? forcedPath.load() : fromEnvironment;
     const bool bf16 = fp8GemmStatus().bf16Available;

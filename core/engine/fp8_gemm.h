@@ -21,6 +21,7 @@
 // throw scalescope::Error naming the Linear.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ const Fp8GemmStatus& fp8GemmStatus();
 // The path fp8-mode Linears take now: the start-up decision (Bf16 when available, else Float32)
 // unless SCALESCOPE_FP8_GEMM or forceFp8GemmPath chose another.
 Fp8GemmPath fp8GemmPath();
+// The path SCALESCOPE_FP8_GEMM forces, nullopt when it is unset or empty; any other value than
+// float32 and factored-float32 throws scalescope::Error naming the variable (common/environment.h).
+std::optional<Fp8GemmPath> fp8GemmPathFromEnvironment();
 // Forces a path for models loaded and forwards run from now on (null: back to the start-up
 // decision); forcing Bf16 where it is unavailable is ignored. Tests use it to compare paths.
 void forceFp8GemmPath(const Fp8GemmPath* path);

@@ -215,7 +215,7 @@ std::vector<std::map<std::string, float>> calibrationAmaxPerText(const std::shar
     return amax;
 }
 
-std::vector<std::string> readCalibrationTexts(const std::string& path)
+std::vector<std::string> readCalibrationTexts(const std::string& path, const char* role)
 {
     const std::string content = readFileToString(path, 64ull << 20);
     std::vector<std::string> texts;
@@ -232,7 +232,7 @@ std::vector<std::string> readCalibrationTexts(const std::string& path)
         begin = end + 1;
     }
     if (texts.empty())
-        throw Error("The calibration file " + path + " has no text; it needs one text per line.");
+        throw Error(std::string("The ") + role + " " + path + " has no text; it needs one text per line.");
     return texts;
 }
 

@@ -58,8 +58,9 @@ struct QuantizeOptions {
 void quantizeCheckpoint(const std::string& sourceDir, const std::string& destinationDir, const QuantizeOptions& options,
                         const Progress& progress = {});
 
-// Reads a calibration file: one text per non-empty line. Throws naming the file when empty.
-std::vector<std::string> readCalibrationTexts(const std::string& path);
+// Reads a calibration file: one text per non-empty line. Throws naming the file, as `role` says
+// what it is for ("calibration file", "evaluation file"), when it holds no text.
+std::vector<std::string> readCalibrationTexts(const std::string& path, const char* role = "calibration file");
 
 class Checkpoint;
 

@@ -8,12 +8,14 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <vector>
 
 #include "common/error.h"
 #include "device/checkpoint_manifest.h"
 #include "io/interrupt_cleanup.h"
+#include "io/temporary_owner.h"
 
 namespace scalescope {
 namespace {
@@ -36,6 +38,22 @@ bool isDirectory(const std::string& path)
 {
     struct stat info {};
     return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+// "<hash>.partial-": what precedes the OWNER-XXXXXX of an upload folder's name.
+std::string stagingPrefix(const std::string& hash)
+{
+    return hash + ".partial-";
+}
+
+// The session that made an upload folder, from its name; nullopt for any other name (a checkpoint,
+// a folder of an older version without an owner, anything a user put there).
+std::optional<TemporaryOwner> stagingOwner(std::string_view name)
+{
+    const std::string hash(name.substr(0, name.find('.')));
+    if (!isHexDigest(hash))
+        return std::nullopt;
+    return ownerOfMkdtempName(name, stagingPrefix(hash));
 }
 
 } // namespace
@@ -81,6 +99,10 @@ bool RunnerCache::ensureFolder(bool create)
         throw Error("The runner's cache folder " + folder_ + " can be written by other users (mode " +
                     octalMode(info.st_mode) + "); the runner loads what is in it without hashing it again, so "
                     "make it private (chmod 700) or set SCALESCOPE_RUNNER_CACHE to a folder of your own.");
+    if (!swept_) {
+        swept_ = true;
+        removeFoldersOfGoneOwners(folder_, stagingOwner); // uploads of killed sessions
+    }
     return true;
 }
 
@@ -127,7 +149,8 @@ std::unique_ptr<RunnerCache::Incoming> RunnerCache::receive(const std::string& h
     Staging& staging = staging_[hash];
     if (staging.folder.empty()) {
         // Runners on one host share the cache, so each session receives into a folder of its own.
-        std::string pattern = folder_ + "/" + hash + ".partial-XXXXXX";
+        // Named with the session's owner, so that a later session removes it once this one is gone.
+        std::string pattern = folder_ + "/" + stagingPrefix(hash) + temporaryOwnerTag() + "-XXXXXX";
         if (!::mkdtemp(pattern.data())) {
             const int error = errno;
             staging_.erase(hash);

@@ -3,9 +3,12 @@
 // trusts"): checkpoints received by content hash, one folder per hash, published only when the
 // bytes that arrived are the checkpoint the hash names.
 //
-// Owns this session's staging folders (<cache>/<hash>.partial-XXXXXX, mode 0700, removed when the
-// cache object goes, or by SIGINT or SIGTERM: io/interrupt_cleanup.h) and what arrived in them: each file's size and the SHA-256 of its bytes,
-// computed while they were received. commit() publishes a staging folder by renaming it to
+// Owns this session's staging folders (<cache>/<hash>.partial-OWNER-XXXXXX, mode 0700, removed when
+// the cache object goes, or by SIGINT or SIGTERM: io/interrupt_cleanup.h) and what arrived in them:
+// each file's size and the SHA-256 of its bytes, computed while they were received. A session
+// killed outright (SIGKILL, a crash) leaves its staging folder; the first use of the cache folder by
+// a later session removes those whose OWNER is a process of this host that no longer runs
+// (io/temporary_owner.h), and nothing else. commit() publishes a staging folder by renaming it to
 // <cache>/<hash> only when every file its manifest lists arrived with that size and digest and the
 // manifest hashes to <hash> (checkpoint_manifest's rule); files the manifest does not list are
 // deleted before. What is published is loaded later without being hashed again, so the cache
@@ -80,6 +83,7 @@ private:
     void discard(const std::string& hash);
 
     std::string folder_;
+    bool swept_ = false;
     std::map<std::string, Staging> staging_;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <dirent.h>
@@ -103,6 +104,27 @@ std::optional<TemporaryOwner> parseTemporaryOwner(std::string_view text)
     if (!allDigits(pid) || pid.size() > kMaxPidDigits || pid[0] == '0')
         return std::nullopt;
     return TemporaryOwner{std::string(text.substr(0, dash)), std::stol(std::string(pid))};
+}
+
+std::optional<TemporaryOwner> ownerOfMkdtempName(std::string_view name, std::string_view prefix)
+{
+    constexpr std::size_t mkdtempSuffix = 7; // "-XXXXXX"
+    if (name.substr(0, prefix.size()) != prefix || name.size() <= prefix.size() + mkdtempSuffix ||
+        name[name.size() - mkdtempSuffix] != '-')
+        return std::nullopt;
+    return parseTemporaryOwner(name.substr(prefix.size(), name.size() - prefix.size() - mkdtempSuffix));
+}
+
+void removeFoldersOfGoneOwners(const std::string& parent,
+                               const std::function<std::optional<TemporaryOwner>(std::string_view name)>& ownerOf)
+{
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(parent, error)) {
+        const std::optional<TemporaryOwner> owner = ownerOf(entry.path().filename().string());
+        if (owner && ownerIsGoneHere(*owner) &&
+            entry.symlink_status(error).type() == std::filesystem::file_type::directory)
+            std::filesystem::remove_all(entry.path(), error);
+    }
 }
 
 bool processIsGone(long pid)

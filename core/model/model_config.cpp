@@ -110,7 +110,8 @@ ModelConfig parseModelConfig(const nlohmann::json& json, const std::string& sour
 
 ModelConfig loadModelConfig(const std::string& configJsonPath)
 {
-    return parseModelConfig(readJsonFile(configJsonPath, 16ull << 20), configJsonPath);
+    return readingUserFile(configJsonPath,
+                           [&] { return parseModelConfig(readJsonFile(configJsonPath, 16ull << 20), configJsonPath); });
 }
 
 } // namespace scalescope

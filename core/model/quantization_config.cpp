@@ -126,33 +126,47 @@ std::optional<QuantizationArgs> parseArgs(const nlohmann::json& group, const cha
     const nlohmann::json& args = *it;
     QuantizationArgs out;
     const std::string where = std::string("\"") + groupName + "." + key + ".";
+    // A key present with another type than its own is refused naming it (null is absent): read as
+    // a default, "dynamic": "yes" ran as dynamic per-token.
+    const auto present = [&](const char* name, bool (nlohmann::json::*isType)() const noexcept,
+                             const char* expected) -> const nlohmann::json* {
+        const auto it = args.find(name);
+        if (it == args.end() || it->is_null())
+            return nullptr;
+        if (!((*it).*isType)())
+            throw Error(where + name + "\" is " + quotedJsonValue(*it) + "; it must be " + expected);
+        return &*it;
+    };
+    const auto text = [&](const char* name, const std::string& fallback) {
+        const nlohmann::json* value = present(name, &nlohmann::json::is_string, "a string");
+        return value ? value->get<std::string>() : fallback;
+    };
     if (auto bits = args.find("num_bits"); bits != args.end() && !bits->is_null())
         out.numBits = static_cast<int>(checkedJsonInteger(*bits, where + "num_bits\"", 1, 64));
-    out.type = stringOr(args, "type", "int");
-    if (auto s = args.find("symmetric"); s != args.end() && s->is_boolean())
-        out.symmetric = s->get<bool>();
-    if (auto d = args.find("dynamic"); d != args.end()) {
+    out.type = text("type", "int");
+    if (const nlohmann::json* symmetric = present("symmetric", &nlohmann::json::is_boolean, "true or false"))
+        out.symmetric = symmetric->get<bool>();
+    if (auto d = args.find("dynamic"); d != args.end() && !d->is_null()) {
         // true/false, or "local" (compressed-tensors 0.13+, NVFP4 activations): truthy there too,
         // but only the per-group scales are dynamic, which the scheme check names and refuses.
-        if (d->is_boolean()) {
+        const std::string spelled = d->is_string() ? lowerCase(d->get<std::string>()) : std::string();
+        if (d->is_boolean())
             out.dynamic = d->get<bool>();
-        } else if (d->is_string()) {
-            out.dynamic = d->get<std::string>() != "false";
-            out.dynamicLocal = lowerCase(d->get<std::string>()) == "local";
-        }
+        else if (spelled == "true" || spelled == "false" || spelled == "local")
+            out.dynamic = spelled != "false";
+        else
+            throw Error(where + "dynamic\" is " + quotedJsonValue(*d) + "; it must be true, false or \"local\"");
+        out.dynamicLocal = spelled == "local";
     }
     // -1 is compressed-tensors' "whole row" (channel); any other value is a run of input channels.
     if (auto g = args.find("group_size"); g != args.end() && !g->is_null())
         out.groupSize = static_cast<int>(checkedJsonInteger(*g, where + "group_size\"", -kMaxQuantizationBlock, kMaxQuantizationBlock));
-    out.strategy = stringOr(args, "strategy", inferredStrategy(out.groupSize));
-    if (auto d = args.find("scale_dtype"); d != args.end() && d->is_string())
-        out.scaleDtype = d->get<std::string>();
-    if (auto d = args.find("zp_dtype"); d != args.end() && d->is_string())
-        out.zpDtype = d->get<std::string>();
-    if (auto o = args.find("observer"); o != args.end() && o->is_string())
-        out.observer = o->get<std::string>();
-    if (auto k = args.find("observer_kwargs"); k != args.end() && k->is_object())
-        out.observerKwargs = *k;
+    out.strategy = text("strategy", inferredStrategy(out.groupSize));
+    out.scaleDtype = text("scale_dtype", out.scaleDtype);
+    out.zpDtype = text("zp_dtype", out.zpDtype);
+    out.observer = text("observer", out.observer);
+    if (const nlohmann::json* kwargs = present("observer_kwargs", &nlohmann::json::is_object, "an object"))
+        out.observerKwargs = *kwargs;
     if (auto b = args.find("block_structure"); b != args.end() && b->is_string()) {
         // The legacy form "128x128", which compressed-tensors still accepts: rows "x" columns.
         out.blockStructure = blockStructureFromText(b->get<std::string>(), where);
@@ -163,6 +177,8 @@ std::optional<QuantizationArgs> parseArgs(const nlohmann::json& group, const cha
                     ? static_cast<int>(checkedJsonInteger(v, where + "block_structure\" entry", -kMaxQuantizationBlock,
                                                           kMaxQuantizationBlock))
                     : 0);
+    } else if (b != args.end() && !b->is_null()) {
+        throw Error(where + "block_structure\" is " + quotedJsonValue(*b) + "; it must be a list of two sizes or \"RxC\"");
     }
     for (auto entry = args.begin(); entry != args.end(); ++entry)
         if (!isKnownArgsKey(entry.key()))

@@ -105,12 +105,14 @@ ErrorMetrics ErrorAccumulator::result() const
         m.sqnrDb = -inf;
     else
         m.sqnrDb = 10.0 * std::log10(sumRef2_ / sumErr2_);
-    if (sumRef2_ == 0 && sumX2_ == 0)
+    // Identical values are 1 exactly, and rounding never takes a cosine past +-1: the quotient of
+    // two sums can land an ulp either side (a threshold of 1.0000000000000002, which no run met).
+    if (sumErr2_ == 0 || (sumRef2_ == 0 && sumX2_ == 0))
         m.cosine = 1.0;
     else if (sumRef2_ == 0 || sumX2_ == 0)
         m.cosine = 0.0;
     else
-        m.cosine = sumDot_ / (std::sqrt(sumRef2_) * std::sqrt(sumX2_));
+        m.cosine = std::clamp(sumDot_ / (std::sqrt(sumRef2_) * std::sqrt(sumX2_)), -1.0, 1.0);
     if (sumErr2_ == 0)
         m.relativeL2 = 0;
     else

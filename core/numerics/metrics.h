@@ -20,7 +20,7 @@ struct ErrorMetrics {
     int64_t count = 0;
     double mse = 0;
     double sqnrDb = 0;        // 10 log10(sum ref^2 / sum (ref - x)^2); +inf when identical
-    double cosine = 0;        // 1 when both are zero
+    double cosine = 0;        // -1..1; 1 when identical (both zero too)
     double maxAbsError = 0;
     double relativeL2 = 0;    // ||ref - x|| / ||ref||; 0 when identical, +inf when ref is zero and x is not
 };

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 #include <sstream>
+#include <unordered_set>
 
 #include "common/error.h"
 #include "common/text_files.h"
@@ -42,6 +43,14 @@ bool readNumberOrText(const json& value, double& out)
         }
     }
     return false;
+}
+
+// A number in a sentence as the file spells it, to the last digit (1.0000000000000002 is not 1).
+std::string exactNumberText(double value)
+{
+    if (std::isinf(value))
+        return value > 0 ? "inf" : "-inf";
+    return json(value).dump();
 }
 
 json valuesJson(const CheckValues& values)
@@ -115,6 +124,8 @@ ThresholdSet thresholdsFromJson(const json& document, const std::string& sourceN
     if (!document.contains("percentile") || !document["percentile"].is_number())
         throw fail("has no numeric \"percentile\".");
     set.percentile = document["percentile"].get<double>();
+    if (!(set.percentile >= 0 && set.percentile <= 100))
+        throw fail("has a \"percentile\" of " + document["percentile"].dump() + ", outside 0 to 100.");
     if (document.contains("provenance")) {
         if (!document["provenance"].is_object())
             throw fail("has a \"provenance\" that is not an object.");
@@ -123,6 +134,7 @@ ThresholdSet thresholdsFromJson(const json& document, const std::string& sourceN
     }
     if (!document.contains("points") || !document["points"].is_array() || document["points"].empty())
         throw fail("lists no \"points\".");
+    std::unordered_set<std::string> names; // a second look-up per point through set.find made reading quadratic
     for (const json& entry : document["points"]) {
         if (!entry.is_object() || !entry.contains("point") || !entry["point"].is_string())
             throw fail("has a point without a \"point\" name.");
@@ -143,9 +155,13 @@ ThresholdSet thresholdsFromJson(const json& document, const std::string& sourceN
             double number = 0;
             if (!readNumberOrText(value, number))
                 throw fail("gives " + name + " at point " + point.point + " a value that is not a number.");
+            // A threshold no run can reach (a cosine above 1) would fail even a run identical to its twin.
+            if (const MetricRange range = checkMetricRange(metric); !range.contains(number))
+                throw fail("gives " + name + " at point " + point.point + " the threshold " + exactNumberText(number) +
+                           ", outside the metric's range " + exactNumberText(range.low) + " to " + exactNumberText(range.high) + ".");
             point.thresholds[std::size_t(metric)] = number;
         }
-        if (set.find(point.point))
+        if (!names.insert(point.point).second)
             throw fail("lists point " + point.point + " twice.");
         set.points.push_back(std::move(point));
     }
@@ -154,7 +170,7 @@ ThresholdSet thresholdsFromJson(const json& document, const std::string& sourceN
 
 ThresholdSet readThresholdsFile(const std::string& path)
 {
-    return thresholdsFromJson(readJsonFile(path), path);
+    return readingUserFile(path, [&] { return thresholdsFromJson(readJsonFile(path), path); });
 }
 
 json checkResultJson(const CheckResult& result)

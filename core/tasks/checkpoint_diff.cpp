@@ -175,6 +175,13 @@ void compareValues(const TensorView& a, const TensorView& b, TensorDifference& d
     const std::size_t size = dtypeSize(a.dtype);
     for (int64_t i = 0; i < d.elements; ++i) {
         const float va = valuesA.values[i], vb = valuesB.values[i];
+        // A NaN has no ratio and no distance in ULPs (its bits are a payload, not a value): one
+        // side's NaN is a NaN mismatch, both sides' is the same non-value.
+        if (std::isnan(va) || std::isnan(vb)) {
+            if (!(std::isnan(va) && std::isnan(vb)))
+                ++d.nanMismatches;
+            continue;
+        }
         if (va != 0.0f && std::isfinite(va) && std::isfinite(vb)) {
             const double ratio = double(vb) / double(va);
             ratioMin = std::min(ratioMin, ratio);
@@ -243,7 +250,7 @@ TensorDifference compareTensors(const TensorView& a, const TensorView& b)
     if (a.dtype == Dtype::F8_E4M3 || b.dtype == Dtype::F8_E4M3)
         return d; // codes on one side, values on the other: not comparable element by element
     compareValues(a, b, d);
-    if (sameLayout && d.maxUlps <= 1)
+    if (sameLayout && d.maxUlps <= 1 && d.nanMismatches == 0)
         d.verdict = kDiffWithinOneStep;
     return d;
 }

@@ -14,9 +14,10 @@
 // - Float elements (scales, biases, LayerNorm, float weights) are compared in the dtype they are
 //   stored in when both sides share it: k ULPs = the distance of their bit patterns on the ordered
 //   line of that dtype (so one ULP of a bfloat16 scale is one step of bfloat16); when the dtypes
-//   differ, in float32. Integer elements (MXFP8's E8M0 exponents) are k units apart.
+//   differ, in float32. Integer elements (MXFP8's E8M0 exponents) are k units apart. A NaN on one
+//   side only is counted in nanMismatches (no ULPs, no ratio); NaN on both sides is no difference.
 // - "identical": same dtype, shape and bytes. "same up to one E4M3 step": same dtype and shape,
-//   every FP8 code within one step (no NaN mismatch) and every other element within one ULP.
+//   every FP8 code within one step, every other element within one ULP, and no NaN mismatch.
 //   "different": anything else, with the exact counts.
 // Threading: plain functions over immutable checkpoints. Errors: scalescope::Error naming the file.
 #include <cstdint>

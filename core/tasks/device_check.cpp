@@ -128,7 +128,7 @@ struct DistributionSums {
                 ce -= pTwin * (runLog[i] - twinLog[i]);
             diff += std::abs(pTwin - std::exp(runLog[i]));
         }
-        crossEntropy += ce;
+        crossEntropy += std::max(ce, 0.0); // a KL divergence: rounding below 0 is 0 (NaN stays)
         meanProbabilityDifference += diff / double(n);
         ++distributions;
     }
@@ -668,6 +668,19 @@ bool lowerIsWorse(CheckMetric metric)
     return metric == CheckMetric::SqnrDb || metric == CheckMetric::Cosine;
 }
 
+MetricRange checkMetricRange(CheckMetric metric)
+{
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    switch (metric) {
+    case CheckMetric::SqnrDb: return {-inf, inf};
+    case CheckMetric::Cosine: return {-1, 1};
+    case CheckMetric::MaxAbs: return {0, inf};
+    case CheckMetric::CrossEntropy: return {0, inf};
+    case CheckMetric::MeanProbabilityDifference: return {0, 1};
+    }
+    return {-inf, inf};
+}
+
 const std::vector<std::string>& checkRunNames()
 {
     static const std::vector<std::string> names = {"reference", "reference-fp16", "emulation", "fp16", "dl16", "dequant"};
@@ -745,7 +758,10 @@ CheckInputSet squadCheckInputs(const std::string& path, std::size_t maxSamples)
     return inputs;
 }
 
-CheckInputSet textCheckInputs(const std::string& path, std::size_t maxSamples)
+namespace {
+
+// The texts file read whole; textCheckInputs names the file when that needs more memory than there is.
+CheckInputSet textCheckInputsOf(const std::string& path, std::size_t maxSamples)
 {
     const std::string text = readFileToString(path);
     CheckInputSet inputs;
@@ -773,6 +789,13 @@ CheckInputSet textCheckInputs(const std::string& path, std::size_t maxSamples)
     if (inputs.texts.empty())
         throw Error(path + " holds no text (one text per line is expected).");
     return inputs;
+}
+
+} // namespace
+
+CheckInputSet textCheckInputs(const std::string& path, std::size_t maxSamples)
+{
+    return readingUserFile(path, [&] { return textCheckInputsOf(path, maxSamples); });
 }
 
 std::size_t RunMeasurements::measuredInputs() const
@@ -886,8 +909,11 @@ ThresholdSet noiseFloorThresholds(const RunMeasurements& floor, double percentil
                 if (!input.skipped)
                     values.push_back(input.values[0][p][metricIndex(metric)]);
             entry.samples = values.size();
-            // The bad tail: the 99th percentile of an error, the 1st of a similarity.
-            entry.thresholds[metricIndex(metric)] = percentileOf(values, lowerIsWorse(metric) ? 100 - percentile : percentile);
+            // The bad tail: the 99th percentile of an error, the 1st of a similarity. Within the
+            // metric's range, so that a run identical to its twin always passes.
+            const MetricRange range = checkMetricRange(metric);
+            const double threshold = percentileOf(values, lowerIsWorse(metric) ? 100 - percentile : percentile);
+            entry.thresholds[metricIndex(metric)] = std::isnan(threshold) ? threshold : std::clamp(threshold, range.low, range.high);
         }
         set.points.push_back(std::move(entry));
     }

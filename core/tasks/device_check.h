@@ -46,6 +46,14 @@ const char* checkMetricName(CheckMetric metric);
 bool parseCheckMetric(const std::string& name, CheckMetric& metric);
 // SQNR and cosine fall as a run departs; the others rise.
 bool lowerIsWorse(CheckMetric metric);
+// The values a metric can take, ends included: SQNR any (+-inf too), cosine -1..1, max_abs and
+// cross_entropy (a KL divergence) 0..inf, mean_probability_difference 0..1. A run identical to its
+// twin takes the passing end (+inf, 1, 0), so it passes every threshold inside the range.
+struct MetricRange {
+    double low, high;
+    bool contains(double value) const { return value >= low && value <= high; }
+};
+MetricRange checkMetricRange(CheckMetric metric);
 
 // The point at the head's logits, after every capture point: "qa_logits" (start and end logits
 // together) or "logits" (a masked LM's, over real tokens). Only it has the two distribution metrics:

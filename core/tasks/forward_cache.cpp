@@ -6,7 +6,12 @@
 #include <map>
 #include <system_error>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/environment.h"
 #include "common/error.h"
+#include "io/atomic_write.h"
 #include "io/safetensors.h"
 #include "io/sha256.h"
 
@@ -20,12 +25,6 @@ constexpr const char* kCacheFormat = "scalescope-check-cache-1";
 constexpr const char* kOutputPrefix = "output:";
 constexpr const char* kTensorPrefix = "tensor:";
 
-std::string environment(const char* name)
-{
-    const char* value = std::getenv(name);
-    return value ? std::string(value) : std::string();
-}
-
 void hashIds(Sha256& hash, const std::vector<std::vector<int64_t>>& rows, const char* label)
 {
     hash.update(label, std::char_traits<char>::length(label));
@@ -38,9 +37,32 @@ void hashIds(Sha256& hash, const std::vector<std::vector<int64_t>>& rows, const 
     }
 }
 
+constexpr const char* kEntryExtension = ".safetensors";
+constexpr std::size_t kKeyLength = 64; // a SHA-256 in hex
+
 std::string entryPath(const std::string& folder, const std::string& key)
 {
-    return (fs::path(folder) / (key + ".safetensors")).string();
+    return (fs::path(folder) / (key + kEntryExtension)).string();
+}
+
+// An entry's name as key() and entryPath() form it: 64 lower-case hex digits and ".safetensors".
+bool isEntryName(const std::string& name)
+{
+    return name.size() == kKeyLength + std::char_traits<char>::length(kEntryExtension) &&
+           name.find_first_not_of("0123456789abcdef") == kKeyLength &&
+           name.compare(kKeyLength, std::string::npos, kEntryExtension) == 0;
+}
+
+// A regular file (not a link, whatever it points to) of this user: the only kind the cache writes.
+bool isOwnRegularFile(const fs::path& path, struct stat& info)
+{
+    return ::lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && info.st_uid == ::geteuid();
+}
+
+bool isOwnRegularFile(const fs::path& path)
+{
+    struct stat info {};
+    return isOwnRegularFile(path, info);
 }
 
 } // namespace
@@ -48,20 +70,18 @@ std::string entryPath(const std::string& folder, const std::string& key)
 ForwardCacheSettings defaultForwardCacheSettings()
 {
     ForwardCacheSettings settings;
-    if (std::string folder = environment("SCALESCOPE_CHECK_CACHE"); !folder.empty())
+    if (std::string folder = environmentText("SCALESCOPE_CHECK_CACHE"); !folder.empty())
         settings.folder = folder;
-    else if (std::string xdg = environment("XDG_CACHE_HOME"); !xdg.empty())
+    else if (std::string xdg = environmentText("XDG_CACHE_HOME"); !xdg.empty())
         settings.folder = (fs::path(xdg) / "scalescope" / "check").string();
-    else if (std::string home = environment("HOME"); !home.empty())
+    else if (std::string home = environmentText("HOME"); !home.empty())
         settings.folder = (fs::path(home) / ".cache" / "scalescope" / "check").string();
     else
         settings.folder = (fs::temp_directory_path() / "scalescope-check-cache").string();
-    if (std::string megabytes = environment("SCALESCOPE_CHECK_CACHE_MB"); !megabytes.empty()) {
-        char* end = nullptr;
-        const unsigned long long value = std::strtoull(megabytes.c_str(), &end, 10);
-        if (end && *end == '\0' && value <= (1ull << 30))
-            settings.maxBytes = value << 20;
-    }
+    if (std::string megabytes = environmentText("SCALESCOPE_CHECK_CACHE_MB"); !megabytes.empty())
+        settings.maxBytes = environmentInteger("SCALESCOPE_CHECK_CACHE_MB", megabytes, 0, kMaxForwardCacheMegabytes,
+                                               "a size in megabytes", "4096")
+                            << 20;
     return settings;
 }
 
@@ -91,13 +111,13 @@ std::string ForwardCache::key(const std::string& checkpointHash, const std::stri
 bool ForwardCache::load(const std::string& key, CachedForward& forward)
 {
     // A cap lowered since the last run applies before anything is read.
-    if (!trimmed_) {
+    if (!trimmed_ && claimFolder(false)) {
         trimmed_ = true;
         evict();
     }
     const std::string path = entryPath(settings_.folder, key);
     std::error_code error;
-    if (!fs::is_regular_file(path, error)) {
+    if (!claimFolder(false) || !isOwnRegularFile(path)) {
         ++misses_;
         return false;
     }
@@ -145,10 +165,8 @@ void ForwardCache::store(const std::string& key, const CachedForward& forward)
     if (!problem_.empty())
         return;
     try {
-        std::error_code error;
-        fs::create_directories(settings_.folder, error);
-        if (error)
-            throw Error("Cannot create the check cache folder " + settings_.folder + ": " + error.message() + ".");
+        if (!claimFolder(true))
+            return;
         std::vector<TensorToWrite> tensors;
         std::map<std::string, std::string> metadata = {{"format", kCacheFormat}};
         for (const NamedTensor& output : forward.outputs)
@@ -170,6 +188,41 @@ void ForwardCache::store(const std::string& key, const CachedForward& forward)
     }
 }
 
+bool ForwardCache::claimFolder(bool create)
+{
+    if (folderClaimed_ || !problem_.empty())
+        return folderClaimed_;
+    const fs::path folder(settings_.folder);
+    std::error_code error;
+    if (!fs::is_directory(folder, error)) {
+        if (!create)
+            return false;
+        fs::create_directories(folder, error);
+        if (error)
+            throw Error("Cannot create the check cache folder " + settings_.folder + ": " + error.message() + ".");
+    }
+    const fs::path marker = folder / kForwardCacheMarker;
+    if (isOwnRegularFile(marker))
+        return folderClaimed_ = true;
+    // A folder without the marker becomes the cache's only while it holds nothing but entries (an
+    // empty folder, or a cache of a version before the marker); anything else there is the user's.
+    for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
+        const std::string name = it->path().filename().string();
+        if (!isEntryName(name) || !isOwnRegularFile(it->path())) {
+            problem_ = "The check cache folder " + settings_.folder + " holds " + name +
+                       ", which the cache did not write; the cache keeps to a folder of its own, so nothing is cached "
+                       "(set SCALESCOPE_CHECK_CACHE to a new or empty folder).";
+            return false;
+        }
+    }
+    if (error)
+        throw Error("Cannot read the check cache folder " + settings_.folder + ": " + error.message() + ".");
+    writeBytesAtomically(marker.string(),
+                            "This folder is ScaleScope's device-check cache: it removes its own entries (64 hex digits "
+                            "and .safetensors) here, and nothing else.\n");
+    return folderClaimed_ = true;
+}
+
 void ForwardCache::evict()
 {
     struct Entry {
@@ -181,19 +234,21 @@ void ForwardCache::evict()
     std::uintmax_t total = 0;
     std::error_code error;
     for (const fs::directory_entry& item : fs::directory_iterator(settings_.folder, error)) {
-        if (item.path().extension() != ".safetensors" || !item.is_regular_file(error))
+        struct stat info {};
+        if (!isEntryName(item.path().filename().string()) || !isOwnRegularFile(item.path(), info))
             continue;
-        const std::uintmax_t size = item.file_size(error);
+        const std::uintmax_t size = std::uintmax_t(info.st_size);
+        entries.push_back({item.path(), size, fs::last_write_time(item.path(), error)});
         if (error)
-            continue;
-        entries.push_back({item.path(), size, item.last_write_time(error)});
+            return;
         total += size;
     }
     std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.used < b.used; });
     for (const Entry& entry : entries) {
         if (total <= settings_.maxBytes)
             break;
-        if (fs::remove(entry.path, error))
+        // Checked again right before: what stands there now may have been replaced by a link.
+        if (isOwnRegularFile(entry.path) && fs::remove(entry.path, error))
             total -= entry.size;
     }
 }

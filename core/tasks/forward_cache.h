@@ -5,11 +5,18 @@
 // runs (the AIU team keeps "validation info" files for the same reason).
 //
 // Where: $SCALESCOPE_CHECK_CACHE, else $XDG_CACHE_HOME/scalescope/check, else
-// ~/.cache/scalescope/check. How big: $SCALESCOPE_CHECK_CACHE_MB megabytes (default 4096); after
+// ~/.cache/scalescope/check. How big: $SCALESCOPE_CHECK_CACHE_MB megabytes (default 4096, at most
+// kMaxForwardCacheMegabytes; any other value is refused, common/environment.h); after
 // each store the least recently used entries are removed until the folder fits (an entry read is
 // used). Entries are safetensors files written atomically; one that cannot be read (truncated,
 // from another version) is a miss and is removed. A cache that cannot be written (read-only, full
 // disk) never fails a check: the problem is recorded once and caching stops.
+//
+// The cache deletes only what it can prove it wrote: it works in a folder that holds its marker
+// file (kForwardCacheMarker, written into a folder it creates or finds holding nothing but
+// entries; a folder with anything else is not used, and the problem says so), and there only on
+// regular files of this user named like an entry (64 hex digits and ".safetensors"): never a link,
+// never through one.
 //
 // Threading: one object per check, used from the check's thread.
 #include <cstdint>
@@ -23,11 +30,15 @@
 
 namespace scalescope {
 
+// The file that makes a folder the cache's.
+constexpr const char* kForwardCacheMarker = ".scalescope-check-cache";
+
 struct ForwardCacheSettings {
     std::string folder;
     std::uint64_t maxBytes = 4096ull << 20;
 };
-// From the environment, as above.
+constexpr std::uint64_t kMaxForwardCacheMegabytes = 1ull << 30; // a pebibyte: no cap at all
+// From the environment, as above; throws scalescope::Error naming a variable that holds no size.
 ForwardCacheSettings defaultForwardCacheSettings();
 
 // A forward's outputs and its captures in execution order; captures that were the same tensor
@@ -58,11 +69,15 @@ public:
     const std::string& problem() const { return problem_; }
 
 private:
+    // Whether the folder is the cache's (above), writing the marker into a folder that may become
+    // it; `create` makes a missing folder. A folder that is not sets problem().
+    bool claimFolder(bool create);
     void evict();
 
     ForwardCacheSettings settings_;
     std::size_t hits_ = 0, misses_ = 0;
     bool trimmed_ = false;
+    bool folderClaimed_ = false;
     std::string problem_;
 };
 

@@ -6,7 +6,9 @@
 //
 // Errors: scalescope::Error naming the file and where in it the problem is: the byte, line and
 // column of a JSON syntax error, or the path of a malformed entry
-// ("data[0].paragraphs[3].qas[2]: \"question\" is missing").
+// ("data[0].paragraphs[3].qas[2]: \"question\" is missing"); memory that runs out while reading is
+// one sentence too. Memory: the file's text and the examples, never a DOM of the file (which costs
+// about 40 times the text); tests/test_squad_memory.cpp holds the peak to 4 times the file.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -37,7 +39,7 @@ struct SquadDataset {
 // Bounds that keep a malformed or hostile file from exhausting memory or time; real SQuAD files
 // are far below every one of them.
 struct SquadLimits {
-    // Parsed whole, at ~40 times its size: SQuAD 2.0's training set is 40 MB.
+    // Read whole, then streamed (no DOM): SQuAD 2.0's training set is 40 MB.
     std::uint64_t maxFileBytes = 64ull << 20;
     int maxNestingDepth = 32;            // SQuAD itself nests 9 levels deep
     std::size_t maxQuestions = 5'000'000;

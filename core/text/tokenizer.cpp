@@ -11,14 +11,9 @@
 
 namespace scalescope {
 
-std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir, TokenizerKind kind)
-{
-    if (kind == TokenizerKind::WordPiece)
-        return WordPieceTokenizer::loadFromDirectory(dir);
-    return BpeTokenizer::loadFromDirectory(dir);
-}
+namespace {
 
-std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir)
+std::unique_ptr<Tokenizer> loadTokenizerFiles(const std::string& dir)
 {
     const std::string tokenizerJson = joinPath(dir, "tokenizer.json");
     if (fileExists(tokenizerJson)) {
@@ -40,6 +35,22 @@ std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir)
         return BpeTokenizer::loadFromDirectory(dir);
     throw Error("No tokenizer in " + dir +
                 ": expected tokenizer.json, vocab.txt (BERT) or vocab.json and merges.txt (RoBERTa).");
+}
+
+} // namespace
+
+std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir, TokenizerKind kind)
+{
+    return readingUserFile("the tokenizer in " + dir, [&]() -> std::unique_ptr<Tokenizer> {
+        if (kind == TokenizerKind::WordPiece)
+            return WordPieceTokenizer::loadFromDirectory(dir);
+        return BpeTokenizer::loadFromDirectory(dir);
+    });
+}
+
+std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir)
+{
+    return readingUserFile("the tokenizer in " + dir, [&] { return loadTokenizerFiles(dir); });
 }
 
 } // namespace scalescope
