@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <limits>
 #include <map>
@@ -13,9 +14,40 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "engine/compute_threads.h"
 #include "engine/onednn_runtime.h"
 
 namespace scalescope {
+
+// The path in force lives beside the GEMMs that read it; float_gemm_choice decides it.
+namespace {
+constexpr int kNotForced = -1;
+std::atomic<int> forcedPath{kNotForced};
+std::atomic<int> chosenPath{static_cast<int>(FloatGemmPath::OneDnn)};
+} // namespace
+
+void setChosenFloatGemmPath(FloatGemmPath path)
+{
+    chosenPath.store(static_cast<int>(path));
+}
+
+FloatGemmPath floatGemmPath()
+{
+    const int forced = forcedPath.load();
+    return static_cast<FloatGemmPath>(forced != kNotForced ? forced : chosenPath.load());
+}
+
+bool floatGemmPathForced()
+{
+    return forcedPath.load() != kNotForced;
+}
+
+void forceFloatGemmPath(const FloatGemmPath* path)
+{
+    forcedPath.store(path ? static_cast<int>(*path) : kNotForced);
+    placeComputeThreads(floatGemmPath() == FloatGemmPath::Blas);
+}
+
 namespace {
 
 using dnnl::memory;

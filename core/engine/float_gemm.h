@@ -58,11 +58,15 @@ struct FloatGemmChoice {
 const FloatGemmChoice& chooseFloatGemm(int64_t hidden, int64_t intermediate, int64_t rows = 384);
 // The path in use (OneDnn until a choice is made).
 FloatGemmPath floatGemmPath();
+// What chooseFloatGemm decided (float_gemm_choice.cpp); a forced path still wins.
+void setChosenFloatGemmPath(FloatGemmPath path);
 // What SCALESCOPE_FLOAT_GEMM asks for: "blas", "onednn", "measure" or "" (unset or empty); any other
 // value throws scalescope::Error naming the variable (common/environment.h).
 std::string floatGemmRequestFromEnvironment();
 // Forces a path from now on (null: back to the last choice); tests compare paths with it.
 void forceFloatGemmPath(const FloatGemmPath* path);
+// Whether a path is forced now.
+bool floatGemmPathForced();
 // One line for About, --version and the bench: the path in use and how it was chosen. Makes the
 // choice for roberta-base's shapes when no model has been loaded yet.
 std::string floatGemmDescription();

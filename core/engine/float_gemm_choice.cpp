@@ -38,10 +38,6 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-constexpr int kNotForced = -1;
-std::atomic<int> forcedPath{kNotForced};
-std::atomic<int> chosenPath{static_cast<int>(FloatGemmPath::OneDnn)};
-
 const FloatGemmPath kCandidates[] = {FloatGemmPath::OneDnn, FloatGemmPath::Blas};
 
 std::string environment(const char* name)
@@ -275,7 +271,7 @@ Choices& choices()
 
 void use(FloatGemmPath path)
 {
-    chosenPath.store(static_cast<int>(path));
+    setChosenFloatGemmPath(path);
     placeComputeThreads(floatGemmPath() == FloatGemmPath::Blas);
 }
 
@@ -337,18 +333,6 @@ const FloatGemmChoice& chooseFloatGemm(int64_t hidden, int64_t intermediate, int
     return it->second;
 }
 
-FloatGemmPath floatGemmPath()
-{
-    const int forced = forcedPath.load();
-    return static_cast<FloatGemmPath>(forced != kNotForced ? forced : chosenPath.load());
-}
-
-void forceFloatGemmPath(const FloatGemmPath* path)
-{
-    forcedPath.store(path ? static_cast<int>(*path) : kNotForced);
-    placeComputeThreads(floatGemmPath() == FloatGemmPath::Blas);
-}
-
 std::string floatGemmDescription()
 {
     const FloatGemmChoice* last = nullptr;
@@ -361,7 +345,7 @@ std::string floatGemmDescription()
     const FloatGemmPath path = floatGemmPath();
     std::string text = std::string("float32 GEMM: ") +
                        (path == FloatGemmPath::Blas ? "BLAS (" + blasConfiguration() + ")" : oneDnnVersion() + " matmul");
-    if (forcedPath.load() != kNotForced)
+    if (floatGemmPathForced())
         return text + ", forced by the caller";
     text += ", " + last->source;
     if (last->source == "measured" || last->source == "cached") {
