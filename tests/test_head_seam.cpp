@@ -176,7 +176,7 @@ private slots:
     }
 
     // sensitivity sweeps it: one entry per quantized Linear, the baseline is compare's number, and
-    // every Linear kept float (the float reference itself) agrees with the reference.
+    // every Linear kept float (the float reference's weights) agrees with the reference.
     void sensitivitySweepsThePooledOutput()
     {
         auto run = EncoderModel::load(pooledFp8_);
@@ -194,7 +194,9 @@ private slots:
         compared.inputIds = ids_;
         QVERIFY(std::abs(result.baseline.sqnrDb - compareRuns(*run, reference.get(), compared).finalLogits.sqnrDb) < 1e-9);
         QVERIFY(result.allFloat.agrees);
-        QVERIFY(std::isinf(result.allFloat.sqnrDb));
+        // Every Linear float runs the reference's weights: the reference up to float32 rounding
+        // (the GEMM path may group the sums differently), as test_sensitivity holds it.
+        QVERIFY2(result.allFloat.sqnrDb > 100, qPrintable(QString::number(result.allFloat.sqnrDb)));
         for (const SensitivityEntry& entry : result.entries)
             QVERIFY2(std::isfinite(entry.floatOne.sqnrDb) && entry.floatOne.sqnrDb > 0, entry.module.c_str());
     }
