@@ -191,118 +191,139 @@ private:
     // frame a container opens.
     Slot place(Frame& frame, ValueType type, const Scalar* scalar)
     {
-        Slot slot;
-        const bool object = type == ValueType::Object, array = type == ValueType::Array;
         switch (frame.kind) {
-        case Kind::Skip:
-            return slot;
-        case Kind::Top:
-            frame.seen.insert(frame.key);
-            if (frame.key == "version") {
-                slot.check = 0;
-                if (type == ValueType::String || type == ValueType::Number)
-                    dataset_.version = scalar->text;
-                else
-                    note(frame, 0, wrongType("version", "a string", type));
-            } else if (frame.key == "data") {
-                slot.check = 1;
-                if (array)
-                    slot = {Kind::Data, 1, "data"};
-                else
-                    note(frame, 1, wrongType("data", "an array", type));
-            }
-            return slot;
+        case Kind::Skip: return {};
+        case Kind::Top: return placeInTop(frame, type, scalar);
         case Kind::Data:
         case Kind::Paragraphs:
         case Kind::Qas:
-        case Kind::Answers: {
-            const std::size_t index = frame.elements++;
-            if (!frame.problems.empty())
-                return slot; // settled: the first problem of an array is its problem
-            const std::string path = frame.path + "[" + std::to_string(index) + "]";
-            if (frame.kind == Kind::Answers && index >= limits_.maxAnswersPerQuestion)
-                return slot; // counted only; the count is the problem when the array closes
-            if (!object) {
-                note(frame, 0, wrongType(path, "an object", type));
-                return slot;
-            }
-            const Kind element = frame.kind == Kind::Data         ? Kind::Article
-                                 : frame.kind == Kind::Paragraphs ? Kind::Paragraph
-                                 : frame.kind == Kind::Qas        ? Kind::Question
-                                                                  : Kind::Answer;
-            return {element, 0, path};
+        case Kind::Answers: return placeElement(frame, type);
+        case Kind::Article: return placeInArticle(frame, type, scalar);
+        case Kind::Paragraph: return placeInParagraph(frame, type, scalar);
+        case Kind::Question: return placeInQuestion(frame, type, scalar);
+        case Kind::Answer: placeInAnswer(frame, type, scalar); return {};
         }
-        case Kind::Article:
-            frame.seen.insert(frame.key);
-            if (frame.key == "title") {
-                if (type == ValueType::String)
-                    frame.text = scalar->text;
-                else
-                    note(frame, 0, wrongType(frame.path + ".title", "a string", type));
-            } else if (frame.key == "paragraphs") {
-                if (array)
-                    return {Kind::Paragraphs, 1, frame.path + ".paragraphs"};
-                note(frame, 1, wrongType(frame.path + ".paragraphs", "an array", type));
-            }
-            return slot;
-        case Kind::Paragraph:
-            frame.seen.insert(frame.key);
-            if (frame.key == "context") {
-                if (type != ValueType::String)
-                    note(frame, 0, wrongType(frame.path + ".context", "a string", type));
-                else if (scalar->text.size() > limits_.maxContextBytes)
-                    note(frame, 0, fail(frame.path + ".context", "is " + std::to_string(scalar->text.size()) +
-                                                                      " bytes long, more than the limit of " +
-                                                                      std::to_string(limits_.maxContextBytes)));
-                else
-                    frame.text = scalar->text;
-            } else if (frame.key == "qas") {
-                if (array)
-                    return {Kind::Qas, 1, frame.path + ".qas"};
-                note(frame, 1, wrongType(frame.path + ".qas", "an array", type));
-            }
-            return slot;
-        case Kind::Question:
-            frame.seen.insert(frame.key);
-            if (frame.key == "id") {
-                if (type == ValueType::String || (type == ValueType::Number && scalar->integer))
-                    frame.example.id = scalar->text;
-                else
-                    note(frame, 0, wrongType(frame.path + ".id", "a string", type));
-            } else if (frame.key == "question") {
-                if (type != ValueType::String)
-                    note(frame, 1, wrongType(frame.path + ".question", "a string", type));
-                else if (scalar->text.size() > limits_.maxQuestionBytes)
-                    note(frame, 1, fail(frame.path + ".question", "is " + std::to_string(scalar->text.size()) +
-                                                                       " bytes long, more than the limit of " +
-                                                                       std::to_string(limits_.maxQuestionBytes)));
-                else
-                    frame.example.question = scalar->text;
-            } else if (frame.key == "answers") {
-                if (array)
-                    return {Kind::Answers, 2, frame.path + ".answers"};
-                note(frame, 2, wrongType(frame.path + ".answers", "an array", type));
-            } else if (frame.key == "is_impossible") {
-                frame.impossibleKey = true;
-                if (type == ValueType::Boolean)
-                    frame.impossible = scalar->boolean;
-                else
-                    note(frame, 3, wrongType(frame.path + ".is_impossible", "true or false", type));
-            }
-            return slot;
-        case Kind::Answer:
-            frame.seen.insert(frame.key);
-            if (frame.key == "text") {
-                if (type == ValueType::String)
-                    frame.text = scalar->text;
-                else
-                    note(frame, 0, wrongType(frame.path + ".text", "a string", type));
-            } else if (frame.key == "answer_start" && !(type == ValueType::Number && scalar->integer)) {
-                note(frame, 1, wrongType(frame.path + ".answer_start", "an integer", type));
-            }
-            return slot;
+        return {};
+    }
+
+    Slot placeInTop(Frame& frame, ValueType type, const Scalar* scalar)
+    {
+        Slot slot;
+        frame.seen.insert(frame.key);
+        if (frame.key == "version") {
+            slot.check = 0;
+            if (type == ValueType::String || type == ValueType::Number)
+                dataset_.version = scalar->text;
+            else
+                note(frame, 0, wrongType("version", "a string", type));
+        } else if (frame.key == "data") {
+            slot.check = 1;
+            if (type == ValueType::Array)
+                slot = {Kind::Data, 1, "data"};
+            else
+                note(frame, 1, wrongType("data", "an array", type));
         }
         return slot;
+    }
+
+    // An element of data, paragraphs, qas or answers: an object that opens its own frame.
+    Slot placeElement(Frame& frame, ValueType type)
+    {
+        const std::size_t index = frame.elements++;
+        if (!frame.problems.empty())
+            return {}; // settled: the first problem of an array is its problem
+        const std::string path = frame.path + "[" + std::to_string(index) + "]";
+        if (frame.kind == Kind::Answers && index >= limits_.maxAnswersPerQuestion)
+            return {}; // counted only; the count is the problem when the array closes
+        if (type != ValueType::Object) {
+            note(frame, 0, wrongType(path, "an object", type));
+            return {};
+        }
+        const Kind element = frame.kind == Kind::Data         ? Kind::Article
+                             : frame.kind == Kind::Paragraphs ? Kind::Paragraph
+                             : frame.kind == Kind::Qas        ? Kind::Question
+                                                              : Kind::Answer;
+        return {element, 0, path};
+    }
+
+    Slot placeInArticle(Frame& frame, ValueType type, const Scalar* scalar)
+    {
+        frame.seen.insert(frame.key);
+        if (frame.key == "title") {
+            if (type == ValueType::String)
+                frame.text = scalar->text;
+            else
+                note(frame, 0, wrongType(frame.path + ".title", "a string", type));
+        } else if (frame.key == "paragraphs") {
+            if (type == ValueType::Array)
+                return {Kind::Paragraphs, 1, frame.path + ".paragraphs"};
+            note(frame, 1, wrongType(frame.path + ".paragraphs", "an array", type));
+        }
+        return {};
+    }
+
+    Slot placeInParagraph(Frame& frame, ValueType type, const Scalar* scalar)
+    {
+        frame.seen.insert(frame.key);
+        if (frame.key == "context") {
+            if (type != ValueType::String)
+                note(frame, 0, wrongType(frame.path + ".context", "a string", type));
+            else if (scalar->text.size() > limits_.maxContextBytes)
+                note(frame, 0, fail(frame.path + ".context", "is " + std::to_string(scalar->text.size()) +
+                                                                  " bytes long, more than the limit of " +
+                                                                  std::to_string(limits_.maxContextBytes)));
+            else
+                frame.text = scalar->text;
+        } else if (frame.key == "qas") {
+            if (type == ValueType::Array)
+                return {Kind::Qas, 1, frame.path + ".qas"};
+            note(frame, 1, wrongType(frame.path + ".qas", "an array", type));
+        }
+        return {};
+    }
+
+    Slot placeInQuestion(Frame& frame, ValueType type, const Scalar* scalar)
+    {
+        frame.seen.insert(frame.key);
+        if (frame.key == "id") {
+            if (type == ValueType::String || (type == ValueType::Number && scalar->integer))
+                frame.example.id = scalar->text;
+            else
+                note(frame, 0, wrongType(frame.path + ".id", "a string", type));
+        } else if (frame.key == "question") {
+            if (type != ValueType::String)
+                note(frame, 1, wrongType(frame.path + ".question", "a string", type));
+            else if (scalar->text.size() > limits_.maxQuestionBytes)
+                note(frame, 1, fail(frame.path + ".question", "is " + std::to_string(scalar->text.size()) +
+                                                                   " bytes long, more than the limit of " +
+                                                                   std::to_string(limits_.maxQuestionBytes)));
+            else
+                frame.example.question = scalar->text;
+        } else if (frame.key == "answers") {
+            if (type == ValueType::Array)
+                return {Kind::Answers, 2, frame.path + ".answers"};
+            note(frame, 2, wrongType(frame.path + ".answers", "an array", type));
+        } else if (frame.key == "is_impossible") {
+            frame.impossibleKey = true;
+            if (type == ValueType::Boolean)
+                frame.impossible = scalar->boolean;
+            else
+                note(frame, 3, wrongType(frame.path + ".is_impossible", "true or false", type));
+        }
+        return {};
+    }
+
+    void placeInAnswer(Frame& frame, ValueType type, const Scalar* scalar)
+    {
+        frame.seen.insert(frame.key);
+        if (frame.key == "text") {
+            if (type == ValueType::String)
+                frame.text = scalar->text;
+            else
+                note(frame, 0, wrongType(frame.path + ".text", "a string", type));
+        } else if (frame.key == "answer_start" && !(type == ValueType::Number && scalar->integer)) {
+            note(frame, 1, wrongType(frame.path + ".answer_start", "an integer", type));
+        }
     }
 
     bool scalar(Scalar value)
