@@ -2,8 +2,6 @@
 
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include "model/inference_backend.h"
 
 namespace scalescope {
@@ -36,38 +34,17 @@ bool operator==(const RunSettings& a, const RunSettings& b)
 
 RunSettings referenceRunSettings()
 {
-    RunSettings reference;
-    reference.mode = RunMode::Dequant;
-    return reference;
-}
-
-void applyRunSettings(const RunSettings& settings, ForwardOptions& options)
-{
-    options.mode = settings.mode;
-    options.accumulation = settings.accumulation;
-    options.attention = settings.attention;
-    options.overrides = settings.overrides;
+    return RunSettings(RunMode::Dequant);
 }
 
 ForwardOptions forwardOptions(const RunSettings& settings)
 {
     ForwardOptions options;
-    applyRunSettings(settings, options);
+    options.mode = settings.mode;
+    options.accumulation = settings.accumulation;
+    options.attention = settings.attention;
+    options.overrides = settings.overrides;
     return options;
-}
-
-nlohmann::json runSettingsJson(const RunSettings& settings)
-{
-    nlohmann::json floatLinears = nlohmann::json::array(), fp8Linears = nlohmann::json::array();
-    for (const auto& [module, precision] : settings.overrides.modules)
-        (precision == Precision::Float ? floatLinears : fp8Linears).push_back(module);
-    return {{"mode", runModeName(settings.mode)},
-            {"accumulation", accumulationName(settings.accumulation)},
-            {"attention", attentionPrecisionName(settings.attention)},
-            {"float_linears", floatLinears},
-            {"fp8_linears", fp8Linears},
-            {"others_float", settings.overrides.othersFloat},
-            {"device", settings.device}};
 }
 
 } // namespace scalescope

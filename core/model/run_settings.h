@@ -2,11 +2,9 @@
 // How one side of a run computes, as one value: the mode, how FP8 products are summed, the
 // attention's precision, the per-Linear what-if overrides and the device. Every task, the GUI's
 // result stamp, the runner's load request and the CLI take it whole, so a new option (a task's
-// pooling, a device) is one field here, its parser and its JSON, not an assignment in every front
+// pooling, a device) is one field here and its parser, not an assignment in every front
 // end. RunPair holds the two sides a comparison measures against each other. No LibTorch, no Qt.
 #include <string>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "model/linear_plan.h"
 
@@ -59,11 +57,5 @@ struct RunPair {
 // The one place a side's settings become a forward's: mode, accumulation, attention and overrides
 // (captures, statistics and resuming stay the caller's).
 ForwardOptions forwardOptions(const RunSettings& settings);
-// Fills those four fields of `options` from `settings`, leaving the rest as they are.
-void applyRunSettings(const RunSettings& settings, ForwardOptions& options);
-
-// {"mode", "accumulation", "attention", "float_linears": [...], "fp8_linears": [...], "others_float",
-// "device"}: what a result's JSON says about how it was run.
-nlohmann::json runSettingsJson(const RunSettings& settings);
 
 } // namespace scalescope
