@@ -42,7 +42,7 @@ Arguments Arguments::parse(const CommandSpec& spec, const std::vector<std::strin
                         throw UsageError{"--" + name + " needs a value."};
                     inlineValue = args[++i];
                 }
-                if (out.values_.count(name) && !kRepeatable.count(name))
+                if (out.values_.count(name) && !kRepeatable.count(name) && !spec.repeatable.count(name))
                     throw UsageError{"--" + name + " is given twice."};
                 out.values_.emplace(name, *inlineValue);
                 out.repeated_[name].push_back(*inlineValue);
@@ -260,7 +260,10 @@ int readComparisonInput(const Arguments& args, ComparisonInput& input)
     }
     if (args.has("text")) {
         input.text = *args.value("text");
+        input.pair = args.value("pair", "");
         ++sources;
+    } else if (args.has("pair")) {
+        throw UsageError{"--pair goes with --text (the pair's first text)."};
     }
     if (args.has("input-ids")) {
         input.inputIds = parseIdBatch(*args.value("input-ids"));

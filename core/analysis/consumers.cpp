@@ -547,13 +547,14 @@ private:
                       "the codes as weights (garbage out).",
                       "Store the head float (list it in ignore when quantizing).");
         // fms loads the pooler into the module named like a head Linear of some heads (a masked LM's
-        // transform): with both stored, that head may get the pooler's weights.
+        // transform, RoBERTa's classifier.dense): with both stored, that head may get the pooler's weights.
         const std::string pooler = layout_.poolerModule();
         const LayoutLinear* dense = nullptr;
         for (const LayoutLinear& linear : layout_.linears())
             if (linear.layer < 0 && linear.fmsName == layout_.family().fmsPoolerModule)
                 dense = &linear;
-        if (!dense || pooler.empty())
+        // BERT's classifier runs the pooler as its own dense Linear: nothing else competes for it.
+        if (!dense || pooler.empty() || dense->module == pooler)
             return;
         std::vector<std::string> poolerTensors;
         for (const TensorView* view : checkpoint_.tensors().tensors())
@@ -563,7 +564,8 @@ private:
             const std::string denseName = dense->module;
             const std::string fms = dense->fmsName;
             list_.add("both", "aiu-pooler-collision", Severity::Error, poolerTensors,
-                      "The masked-LM checkpoint still holds " + pooler + ", which fms loads into " + fms + " like " +
+                      std::string("The ") + architectureName(checkpoint_.config().architecture) + " checkpoint still holds " +
+                          pooler + ", which fms loads into " + fms + " like " +
                           denseName + ", so the head may get the pooler's weights.",
                       "Remove the " + pooler + " tensors from the checkpoint.");
         }

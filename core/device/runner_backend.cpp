@@ -19,6 +19,7 @@
 #include "device/checkpoint_manifest.h"
 #include "device/forward_summary.h"
 #include "device/runner_channel.h"
+#include "device/runner_request.h"
 #include "model/forward_inputs.h"
 #include "io/interrupt_cleanup.h"
 #include "io/safetensors.h"
@@ -278,6 +279,9 @@ struct RunnerBackend::Impl {
         // Only the DL16 twin is asked for: every runner takes a load without the field.
         if (accumulation != Accumulation::Float32)
             request["accumulate"] = accumulationName(accumulation);
+        const bool embedder = checkpoint->layout().head() == HeadKind::Embedding;
+        if (embedder)
+            request["embedding"] = embeddingRequestJson(checkpoint->config().embedding);
         if (protocol >= 2) {
             ensureUploaded(progress);
             request["hash"] = manifest->hash;
@@ -297,6 +301,9 @@ struct RunnerBackend::Impl {
                 fail(label() + " did not confirm \"accumulate\": \"" + accumulationName(accumulation) +
                      "\" when loading; it does not run the DL16 twin");
         }
+        if (embedder && response.value("embedding", json()) != request["embedding"])
+            fail(label() + " did not confirm the embedding's pooling " + request["embedding"].dump() +
+                 " when loading; it does not pool this embedder as ScaleScope reads it");
         loaded = true;
         loadedMode = mode;
         loadedAccumulation = accumulation;

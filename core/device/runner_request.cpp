@@ -8,6 +8,7 @@
 #include "device/checkpoint_manifest.h"
 #include "device/runner_backend.h"
 #include "device/runner_protocol.h"
+#include "model/sentence_transformers.h"
 
 namespace scalescope {
 namespace {
@@ -199,7 +200,25 @@ LoadRequest parseLoadRequest(const json& request)
         if (const std::string problem = load.settings.problem(); !problem.empty())
             throw Error(problem);
     }
+    if (const auto embedding = request.find("embedding"); embedding != request.end()) {
+        const auto pooling = embedding->is_object() ? embedding->find("pooling") : embedding->end();
+        const auto normalize = embedding->is_object() ? embedding->find("normalize") : embedding->end();
+        if (!embedding->is_object() || pooling == embedding->end() || !pooling->is_string() ||
+            normalize == embedding->end() || !normalize->is_boolean())
+            throw Error("The load request's \"embedding\" must be {\"pooling\": cls|mean|max|mean_sqrt_len, "
+                        "\"normalize\": true|false}.");
+        SentenceEmbeddingConfig config;
+        config.pooling = poolingModeFromName(pooling->get<std::string>());
+        config.normalize = normalize->get<bool>();
+        config.fromModules = true;
+        load.embedding = config;
+    }
     return load;
+}
+
+json embeddingRequestJson(const SentenceEmbeddingConfig& embedding)
+{
+    return {{"pooling", poolingModeName(embedding.pooling)}, {"normalize", embedding.normalize}};
 }
 
 UploadRequest parseUploadRequest(const json& request, bool hasPayload)

@@ -54,8 +54,14 @@ struct LoadRequest {
     // when absent; "dl16" only with an FP8 mode). A forward names its own overrides; the rest keep
     // their defaults.
     RunSettings settings;
+    // An embedder's pooling and normalization ("embedding": {"pooling": "mean", "normalize": true}):
+    // the client's reading of the folder's sentence-transformers files or the user's --pooling,
+    // which a runner applies and says back. Absent for other heads.
+    std::optional<SentenceEmbeddingConfig> embedding;
 };
 LoadRequest parseLoadRequest(const nlohmann::json& request);
+// The load request's "embedding" object, and the one a runner answers with.
+nlohmann::json embeddingRequestJson(const SentenceEmbeddingConfig& embedding);
 
 struct UploadRequest {
     std::string hash;   // the checkpoint's content hash

@@ -240,8 +240,22 @@ private:
                  << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count()
                  << " ms" << std::endl;
         }
+        if (parsed.embedding && model_->checkpoint().layout().head() == HeadKind::Embedding) {
+            const SentenceEmbeddingConfig& now = model_->checkpoint().config().embedding;
+            if (now.pooling != parsed.embedding->pooling || now.normalize != parsed.embedding->normalize) {
+                SentenceEmbeddingConfig wanted = now;
+                wanted.pooling = parsed.embedding->pooling;
+                wanted.normalize = parsed.embedding->normalize;
+                wanted.fromModules = true;
+                model_ = EncoderModel::load(model_->checkpoint().withEmbedding(wanted), progressLines());
+            }
+        }
         settings_ = parsed.settings;
         json answer = {{"architecture", architectureName(model_->config().architecture)}};
+        // Said back so that the client knows the runner pools as asked (a runner that ignores the
+        // field would pool as it reads the folder).
+        if (model_->checkpoint().layout().head() == HeadKind::Embedding)
+            answer["embedding"] = embeddingRequestJson(model_->checkpoint().config().embedding);
         // Said back only when asked for, so a client can tell a runner that runs the DL16 twin
         // from one that ignored the field.
         if (request.contains("accumulate"))

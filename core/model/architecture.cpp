@@ -52,6 +52,38 @@ HeadDefinition maskedLmHead(HeadLinearPattern transform, const std::string& norm
     return head;
 }
 
+HeadDefinition embeddingHead()
+{
+    HeadDefinition head;
+    head.kind = HeadKind::Embedding;
+    head.steps = {{HeadStepKind::PoolFirstToken, ""}};
+    head.outputs = {{"pooled", FinalOutputKind::Vector, -1}};
+    head.finalPoint = "pooled";
+    return head;
+}
+
+HeadDefinition sequenceClassificationHead(HeadLinearPattern dense, HeadLinearPattern output)
+{
+    HeadDefinition head;
+    head.kind = HeadKind::SequenceClassification;
+    dense.role = LinearRole::ClassifierDense;
+    dense.out = HeadWidth::Hidden;
+    output.role = LinearRole::ClassifierOutput;
+    output.out = HeadWidth::Labels;
+    head.steps = {{HeadStepKind::PoolFirstToken, ""}, {HeadStepKind::Linear, dense.hfModule},
+                  {HeadStepKind::Tanh, ""},           {HeadStepKind::Linear, output.hfModule}};
+    head.linears = {std::move(dense), std::move(output)};
+    head.outputs = {{"logits", FinalOutputKind::SequenceLogits, -1}};
+    head.finalPoint = "logits";
+    return head;
+}
+
+bool holdsDistributions(FinalOutputKind kind)
+{
+    return kind == FinalOutputKind::TokenScores || kind == FinalOutputKind::TokenLogits ||
+           kind == FinalOutputKind::SequenceLogits;
+}
+
 const HeadDefinition* EncoderFamily::head(HeadKind kind) const
 {
     for (const HeadDefinition& definition : heads)
@@ -70,7 +102,9 @@ EncoderFamily robertaFamily()
     family.name = "roberta";
     family.prefix = "roberta";
     family.classes = {{"RobertaForQuestionAnswering", HeadKind::QuestionAnswering, "roberta_question_answering"},
-                      {"RobertaForMaskedLM", HeadKind::MaskedLM, "roberta"}};
+                      {"RobertaForMaskedLM", HeadKind::MaskedLM, "roberta"},
+                      {"RobertaForSequenceClassification", HeadKind::SequenceClassification, "roberta_classification"},
+                      {"RobertaModel", HeadKind::Embedding, ""}};
     family.tokenizer = TokenizerKind::BytePairEncoding;
     family.defaultTypeVocabSize = 1;
     family.defaultLayerNormEps = 1e-5;
@@ -83,9 +117,13 @@ EncoderFamily robertaFamily()
                     maskedLmHead({LinearRole::LmDense, "lm_head.dense", "classification_head.dense", false, HeadWidth::Hidden, {}},
                                  "lm_head.layer_norm",
                                  {LinearRole::LmDecoder, "lm_head.decoder", "classification_head.head", true, HeadWidth::Vocabulary, {}},
-                                 {"lm_head.decoder.bias", "lm_head.bias"})};
+                                 {"lm_head.decoder.bias", "lm_head.bias"}),
+                    // fms roberta_classification: classifier.dense and .out_proj become classification_head.dense and .head.
+                    sequenceClassificationHead({LinearRole::ClassifierDense, "classifier.dense", "classification_head.dense", false, HeadWidth::Hidden, {}},
+                                               {LinearRole::ClassifierOutput, "classifier.out_proj", "classification_head.head", false, HeadWidth::Labels, {}}),
+                    embeddingHead()};
     family.poolerModule = "roberta.pooler.dense";
-    family.quantizeIgnore = {"lm_head", "re:lm_head\\..*", "qa_outputs"};
+    family.quantizeIgnore = {"lm_head", "re:lm_head\\..*", "qa_outputs", "re:classifier\\..*"};
     return family;
 }
 
@@ -98,7 +136,9 @@ EncoderFamily bertFamily()
     family.name = "bert";
     family.prefix = "bert";
     family.classes = {{"BertForQuestionAnswering", HeadKind::QuestionAnswering, ""},
-                      {"BertForMaskedLM", HeadKind::MaskedLM, "bert"}};
+                      {"BertForMaskedLM", HeadKind::MaskedLM, "bert"},
+                      {"BertForSequenceClassification", HeadKind::SequenceClassification, "bert_classification"},
+                      {"BertModel", HeadKind::Embedding, ""}};
     family.tokenizer = TokenizerKind::WordPiece;
     family.defaultTypeVocabSize = 2;
     family.defaultLayerNormEps = 1e-12;
@@ -113,9 +153,14 @@ EncoderFamily bertFamily()
                                  "cls.predictions.transform.LayerNorm",
                                  {LinearRole::LmDecoder, "cls.predictions.decoder", "classification_head.head", true,
                                   HeadWidth::Vocabulary, {}},
-                                 {"cls.predictions.decoder.bias", "cls.predictions.bias"})};
+                                 {"cls.predictions.decoder.bias", "cls.predictions.bias"}),
+                    // BERT's classifier runs the pooler (on [CLS], tanh) before its classifier Linear;
+                    // fms bert_classification loads them as classification_head.dense and .head.
+                    sequenceClassificationHead({LinearRole::ClassifierDense, "bert.pooler.dense", "classification_head.dense", false, HeadWidth::Hidden, {}},
+                                               {LinearRole::ClassifierOutput, "classifier", "classification_head.head", false, HeadWidth::Labels, {}}),
+                    embeddingHead()};
     family.poolerModule = "bert.pooler.dense";
-    family.quantizeIgnore = {"re:cls\\..*", "qa_outputs"};
+    family.quantizeIgnore = {"re:cls\\..*", "qa_outputs", "classifier", "bert.pooler.dense"};
     return family;
 }
 
@@ -198,7 +243,11 @@ std::string wrongHeadSentence(const std::string& subjectAndVerb, HeadKind needed
 
 const char* tokenizerKindName(TokenizerKind kind)
 {
-    return kind == TokenizerKind::WordPiece ? "wordpiece" : "bpe";
+    switch (kind) {
+    case TokenizerKind::WordPiece: return "wordpiece";
+    case TokenizerKind::BytePairEncoding: return "bpe";
+    }
+    return "?";
 }
 
 namespace {
@@ -221,6 +270,37 @@ int indexAfter(const std::string& name, const std::string& prefix)
     return static_cast<int>(index);
 }
 
+bool isPoolingStep(HeadStepKind kind)
+{
+    return kind == HeadStepKind::PoolFirstToken || kind == HeadStepKind::PoolMean || kind == HeadStepKind::PoolMax ||
+           kind == HeadStepKind::PoolMeanSqrtLen;
+}
+
+// The family's head as this checkpoint computes it: an embedder pools and normalizes as its
+// sentence-transformers modules say; a classifier's logits are one distribution (single-label) or
+// independent scores (multi-label, regression, a reranker's one label).
+HeadDefinition headForConfig(HeadDefinition head, const ModelConfig& config)
+{
+    if (head.kind == HeadKind::Embedding) {
+        const SentenceEmbeddingConfig& embedding = config.embedding;
+        const HeadStepKind pool = embedding.pooling == PoolingMode::Mean  ? HeadStepKind::PoolMean
+                                  : embedding.pooling == PoolingMode::Max ? HeadStepKind::PoolMax
+                                  : embedding.pooling == PoolingMode::MeanSqrtLen ? HeadStepKind::PoolMeanSqrtLen
+                                                                                   : HeadStepKind::PoolFirstToken;
+        // The family's own pooling stays when nothing chose one (a bare encoder: CLS).
+        const bool chosen = embedding.fromModules || embedding.pooling != PoolingMode::FirstToken;
+        for (HeadStep& step : head.steps)
+            if (chosen && isPoolingStep(step.kind))
+                step.kind = pool;
+        if (embedding.normalize)
+            head.steps.push_back({HeadStepKind::Normalize, ""});
+    }
+    if (head.kind == HeadKind::SequenceClassification && config.problem != ClassificationProblem::SingleLabel)
+        for (HeadOutput& output : head.outputs)
+            output.kind = FinalOutputKind::Scores;
+    return head;
+}
+
 } // namespace
 
 EncoderLayout::EncoderLayout(const ModelConfig& config)
@@ -229,10 +309,10 @@ EncoderLayout::EncoderLayout(const ModelConfig& config)
         throw Error("The model config names no architecture of the encoder family table.");
     const EncoderFamily& family = *config.architecture.family;
     architecture_ = config.architecture;
-    head_ = family.head(config.architecture.modelClass->head);
+    head_ = headForConfig(*family.head(config.architecture.modelClass->head), config);
     hiddenSize_ = config.hiddenSize;
-    prefix_ = family.prefix;
-    layerPrefix_ = family.prefix + "." + family.layerPath + ".";
+    prefix_ = config.modulePrefix.value_or(family.prefix);
+    layerPrefix_ = prefixed(family.layerPath) + ".";
     numLayers_ = static_cast<int>(config.numLayers);
     specialTokens_ = family.specials;
     specialTokensInPair_ = family.specialTokensInPair;
@@ -275,13 +355,14 @@ EncoderLayout::EncoderLayout(const ModelConfig& config)
         capturePoints_.push_back(layerOutput(layer));
         outputModules_.push_back(layerModule(layer));
     }
-    for (const HeadLinearPattern& pattern : head_->linears) {
+    for (const HeadLinearPattern& pattern : head_.linears) {
         LayoutLinear linear;
         linear.module = pattern.hfModule;
         linear.role = pattern.role;
         linear.inFeatures = hidden;
         linear.outFeatures = pattern.out == HeadWidth::SpanEnds     ? 2
                              : pattern.out == HeadWidth::Vocabulary ? config.vocabSize
+                             : pattern.out == HeadWidth::Labels     ? config.numLabels
                                                                     : hidden;
         linear.shortLabel = pattern.hfModule;
         linear.fmsName = pattern.fmsModule;
@@ -296,7 +377,7 @@ EncoderLayout::EncoderLayout(const ModelConfig& config)
 
 bool EncoderLayout::headGathersPositions() const
 {
-    for (const HeadStep& step : head_->steps)
+    for (const HeadStep& step : head_.steps)
         if (step.kind == HeadStepKind::GatherLogitPositions)
             return true;
     return false;
@@ -304,7 +385,7 @@ bool EncoderLayout::headGathersPositions() const
 
 bool EncoderLayout::headReadsWordEmbeddings() const
 {
-    for (const HeadLinearPattern& linear : head_->linears)
+    for (const HeadLinearPattern& linear : head_.linears)
         if (linear.tiedToWordEmbeddings)
             return true;
     return false;
@@ -316,7 +397,7 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> EncoderLayout::finalOu
     // The leading dimensions as the steps leave them, then the last step's width.
     std::vector<int64_t> rows{batch, seq};
     int64_t width = hiddenSize_;
-    for (const HeadStep& step : head_->steps) {
+    for (const HeadStep& step : head_.steps) {
         switch (step.kind) {
         case HeadStepKind::Linear:
             width = findLinear(step.module)->outFeatures;
@@ -336,7 +417,7 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> EncoderLayout::finalOu
         }
     }
     std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
-    for (const HeadOutput& output : head_->outputs) {
+    for (const HeadOutput& output : head_.outputs) {
         std::vector<int64_t> shape = rows;
         if (output.column < 0)
             shape.push_back(width);
@@ -402,6 +483,8 @@ const char* roleWords(LinearRole role)
     case LinearRole::QaOutputs: return "QA head";
     case LinearRole::LmDense: return "MLM head transform";
     case LinearRole::LmDecoder: return "MLM head decoder";
+    case LinearRole::ClassifierDense: return "classifier dense";
+    case LinearRole::ClassifierOutput: return "classifier output";
     }
     return "Linear";
 }
@@ -434,7 +517,12 @@ std::string EncoderLayout::describeModule(const std::string& module) const
     return words.empty() ? module : words + " (" + module + ")";
 }
 
-std::string EncoderLayout::embeddingsModule() const { return prefix_ + ".embeddings"; }
+std::string EncoderLayout::prefixed(const std::string& relative) const
+{
+    return prefix_.empty() ? relative : prefix_ + "." + relative;
+}
+
+std::string EncoderLayout::embeddingsModule() const { return prefixed("embeddings"); }
 std::string EncoderLayout::embeddingsOutput() const { return embeddingsModule() + ".output"; }
 std::string EncoderLayout::layerModule(int layer) const { return layerPrefix_ + std::to_string(layer); }
 std::string EncoderLayout::layerOutput(int layer) const { return layerModule(layer) + ".output"; }
@@ -521,6 +609,15 @@ const LayoutLinear* EncoderLayout::encoderLinear(int layer, LinearRole role) con
     return nullptr;
 }
 
-std::string EncoderLayout::poolerModule() const { return family().poolerModule; }
+std::string EncoderLayout::poolerModule() const
+{
+    // The family names it under its own prefix; a bare encoder saved without the prefix holds it
+    // without (pooler.dense).
+    const std::string& name = family().poolerModule;
+    const std::string& familyPrefix = family().prefix;
+    if (prefix_ == familyPrefix || name.compare(0, familyPrefix.size() + 1, familyPrefix + ".") != 0)
+        return name;
+    return prefixed(name.substr(familyPrefix.size() + 1));
+}
 
 } // namespace scalescope

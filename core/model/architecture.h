@@ -25,7 +25,12 @@ namespace scalescope {
 class TensorStore;
 struct TensorView;
 
-enum class LinearRole { Query, Key, Value, AttentionOutput, Intermediate, Output, QaOutputs, LmDense, LmDecoder };
+enum class LinearRole {
+    Query, Key, Value, AttentionOutput, Intermediate, Output,
+    QaOutputs, LmDense, LmDecoder,
+    ClassifierDense,  // a classifier's hidden -> hidden Linear before its tanh (RoBERTa classifier.dense, BERT's pooler)
+    ClassifierOutput, // a classifier's hidden -> num_labels Linear (RoBERTa classifier.out_proj, BERT classifier)
+};
 
 struct SpecialTokenTexts {
     std::string begin; // <s> / [CLS]
@@ -45,7 +50,7 @@ struct EncoderLinearPattern {
 };
 
 // How wide a head Linear's output is, from the config.
-enum class HeadWidth { Hidden, Vocabulary, SpanEnds /* 2: start and end */ };
+enum class HeadWidth { Hidden, Vocabulary, SpanEnds /* 2: start and end */, Labels /* config num_labels */ };
 
 // One head Linear: absolute names.
 struct HeadLinearPattern {
@@ -81,8 +86,15 @@ struct HeadStep {
 // positions, agreement = the same argmax. TokenLogits: a distribution per position, [batch, seq,
 // width] or gathered [count, width]: agreement = the same argmax at every real position. Vector: one
 // vector per sequence, [batch, width] (a pooled embedding): agreement = a cosine of at least
-// kVectorAgreementCosine for every row.
-enum class FinalOutputKind { TokenScores, TokenLogits, Vector };
+// kVectorAgreementCosine for every row. SequenceLogits: one distribution per sequence, [batch, labels]
+// (a single-label classifier): agreement = the same argmax. Scores: independent scores per sequence,
+// [batch, labels] (a multi-label classifier's sigmoid per label, a reranker's relevance): agreement =
+// every score on the same side of 0 (the sigmoid's 0.5); with one score per row, the same ranking
+// of the rows (a reranker's order of the passages).
+enum class FinalOutputKind { TokenScores, TokenLogits, Vector, SequenceLogits, Scores };
+// Whether an output's rows hold probability distributions (softmax over a width): what device checks
+// measure cross-entropy and probability differences on.
+bool holdsDistributions(FinalOutputKind kind);
 struct HeadOutput {
     std::string name;  // start_logits, logits, pooled
     FinalOutputKind kind = FinalOutputKind::TokenLogits;
@@ -107,6 +119,13 @@ HeadDefinition questionAnsweringHead();
 // weight is absent; its bias also stored under decoderBias), at the gathered positions when given.
 HeadDefinition maskedLmHead(HeadLinearPattern transform, const std::string& norm, HeadLinearPattern decoder,
                             std::vector<std::string> decoderBias);
+// A pooled embedding of a bare encoder: one vector per sequence, "pooled". The family entry holds CLS
+// pooling; a layout replaces it with what the checkpoint's sentence-transformers modules say
+// (ModelConfig::embedding), and adds the L2 normalization they ask for.
+HeadDefinition embeddingHead();
+// A sequence classifier: the first token's hidden state through `dense`, tanh, `output` (hidden ->
+// num_labels), "logits". Its output kind follows the config's problem type in the layout.
+HeadDefinition sequenceClassificationHead(HeadLinearPattern dense, HeadLinearPattern output);
 
 // A Hugging Face model class of a family ("architectures"[0] in config.json).
 struct ModelClass {
@@ -190,10 +209,13 @@ public:
     const EncoderFamily& family() const { return *architecture_.family; }
     // The head's kind (which tasks it serves) and its definition (how it computes, what its final
     // outputs are): the one place every consumer of final outputs asks.
-    HeadKind head() const { return head_->kind; }
+    HeadKind head() const { return head_.kind; }
     bool isQuestionAnswering() const { return head() == HeadKind::QuestionAnswering; }
     bool isMaskedLm() const { return head() == HeadKind::MaskedLM; }
-    const HeadDefinition& headDefinition() const { return *head_; }
+    const HeadDefinition& headDefinition() const { return head_; }
+    // The module prefix of the encoder's tensors: the family's, or "" for a bare encoder saved
+    // without it (ModelConfig::modulePrefix).
+    const std::string& modulePrefix() const { return prefix_; }
     // The head keeps only EncoderInputs::logitPositions (a masked LM's masks) when they are given.
     bool headGathersPositions() const;
     // A head Linear may run on the word embeddings (a tied decoder).
@@ -286,7 +308,8 @@ public:
 
 private:
     Architecture architecture_;
-    const HeadDefinition* head_ = nullptr; // in the family table
+    HeadDefinition head_; // the family table's, with the config's pooling and problem type
+    std::string prefixed(const std::string& relative) const; // "<prefix>.<relative>", or relative alone
     int64_t hiddenSize_ = 0;
     std::string prefix_;
     std::string layerPrefix_; // roberta.encoder.layer.

@@ -4,8 +4,25 @@
 
 #include "common/error.h"
 #include "common/text_files.h"
+#include "model/sentence_transformers.h"
 
 namespace scalescope {
+namespace {
+
+// A bare encoder saved by sentence-transformers (or by transformers' base model) names its tensors
+// without the family prefix (embeddings.*, encoder.layer.N.*); transformers loads both, and so does
+// ScaleScope: the layout then names every module without it, as the quantization config does.
+std::string modulePrefixOf(const TensorStore& tensors, const std::string& familyPrefix)
+{
+    bool prefixed = false, bare = false;
+    for (const TensorView* view : tensors.tensors()) {
+        prefixed = prefixed || view->name.compare(0, familyPrefix.size() + 1, familyPrefix + ".") == 0;
+        bare = bare || view->name.compare(0, 11, "embeddings.") == 0 || view->name.compare(0, 8, "encoder.") == 0;
+    }
+    return bare && !prefixed ? std::string() : familyPrefix;
+}
+
+} // namespace
 
 std::shared_ptr<const Checkpoint> Checkpoint::open(const std::string& dir)
 {
@@ -19,6 +36,9 @@ std::shared_ptr<const Checkpoint> Checkpoint::open(const std::string& dir)
     checkpoint->directory_ = dir;
     checkpoint->config_ = loadModelConfig(configPath);
     checkpoint->tensors_ = TensorStore::openDirectory(dir);
+    checkpoint->config_.modulePrefix = modulePrefixOf(*checkpoint->tensors_, checkpoint->config_.architecture.family->prefix);
+    if (checkpoint->config_.architecture.modelClass->head == HeadKind::Embedding)
+        checkpoint->config_.embedding = readSentenceEmbedding(dir);
     checkpoint->layout_ = std::make_unique<EncoderLayout>(checkpoint->config_);
     checkpoint->plan_ = LinearPlan(checkpoint->config_, *checkpoint->layout_, *checkpoint->tensors_);
 
@@ -35,6 +55,24 @@ std::shared_ptr<const Checkpoint> Checkpoint::open(const std::string& dir)
     }
 
     return checkpoint;
+}
+
+std::shared_ptr<const Checkpoint> Checkpoint::withEmbedding(const SentenceEmbeddingConfig& embedding) const
+{
+    if (config_.architecture.modelClass->head != HeadKind::Embedding)
+        throw Error(std::string("Pooling applies to a sentence embedder or a bare encoder; ") + directory_ + " is " +
+                    architectureName(config_.architecture) + ".");
+    std::shared_ptr<Checkpoint> copy(new Checkpoint());
+    copy->directory_ = directory_;
+    copy->config_ = config_;
+    copy->config_.embedding = embedding;
+    copy->tensors_ = tensors_;
+    copy->layout_ = std::make_unique<EncoderLayout>(copy->config_);
+    copy->plan_ = LinearPlan(copy->config_, *copy->layout_, *copy->tensors_);
+    copy->unusedLayerTensors_ = unusedLayerTensors_;
+    copy->unusedFirstLayer_ = unusedFirstLayer_;
+    copy->unusedLastLayer_ = unusedLastLayer_;
+    return copy;
 }
 
 std::shared_ptr<const void> Checkpoint::derived(const std::string& key,

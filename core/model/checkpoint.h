@@ -24,6 +24,10 @@ public:
     // Throws scalescope::Error naming the folder or file and the problem.
     static std::shared_ptr<const Checkpoint> open(const std::string& dir);
 
+    // The same checkpoint (the same mapped tensors) with another pooling or normalization: what
+    // `embed --pooling` runs. Throws the sentence naming the folder when it is not an embedder.
+    std::shared_ptr<const Checkpoint> withEmbedding(const SentenceEmbeddingConfig& embedding) const;
+
     const std::string& directory() const { return directory_; }
     const ModelConfig& config() const { return config_; }
     const TensorStore& tensors() const { return *tensors_; }
@@ -59,7 +63,7 @@ private:
     Checkpoint() = default;
     std::string directory_;
     ModelConfig config_;
-    std::unique_ptr<TensorStore> tensors_;
+    std::shared_ptr<const TensorStore> tensors_; // shared with copies made by withEmbedding
     std::unique_ptr<EncoderLayout> layout_;
     LinearPlan plan_;
     void loadTokenizerOnce() const;

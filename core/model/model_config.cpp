@@ -16,6 +16,61 @@ int64_t requirePositive(const nlohmann::json& json, const char* key, const std::
     return checkedJsonInteger(*it, source + ": \"" + key + "\"", 1, limit);
 }
 
+// A sequence classifier's labels as transformers reads them: id2label (keys are strings of integers)
+// decides num_labels when present; a num_labels that disagrees with it is refused rather than
+// warned about, because every label shown would then be wrong. Neither: transformers' 2 labels.
+void parseClassifierLabels(const nlohmann::json& json, const std::string& source, ModelConfig& config)
+{
+    const auto names = json.find("id2label");
+    const auto count = json.find("num_labels");
+    if (count != json.end() && !count->is_null())
+        config.numLabels = checkedJsonInteger(*count, source + ": \"num_labels\"", 1, 1'000'000);
+    if (names != json.end() && !names->is_null()) {
+        if (!names->is_object() || names->empty())
+            throw Error(source + ": \"id2label\" must be an object mapping label ids to names.");
+        const int64_t size = static_cast<int64_t>(names->size());
+        if (config.numLabels > 0 && config.numLabels != size)
+            throw Error(source + ": \"num_labels\" is " + std::to_string(config.numLabels) + " but \"id2label\" names " +
+                        std::to_string(size) + " labels; they must agree.");
+        config.numLabels = size;
+        config.labels.assign(static_cast<std::size_t>(size), std::string());
+        for (const auto& [key, value] : names->items()) {
+            int64_t id = -1;
+            try {
+                std::size_t used = 0;
+                id = std::stoll(key, &used);
+                if (used != key.size())
+                    id = -1;
+            } catch (const std::exception&) {
+            }
+            if (id < 0 || id >= size || !value.is_string())
+                throw Error(source + ": \"id2label\" must map each id 0 to " + std::to_string(size - 1) +
+                            " to a name; \"" + abbreviatedText(key, 20) + "\" is not one of them.");
+            config.labels[static_cast<std::size_t>(id)] = value.get<std::string>();
+        }
+    }
+    if (config.numLabels == 0)
+        config.numLabels = 2;
+    config.labels.resize(static_cast<std::size_t>(config.numLabels));
+    for (std::size_t i = 0; i < config.labels.size(); ++i)
+        if (config.labels[i].empty())
+            config.labels[i] = "LABEL_" + std::to_string(i);
+
+    config.problem = config.numLabels == 1 ? ClassificationProblem::Score : ClassificationProblem::SingleLabel;
+    if (const auto problem = json.find("problem_type"); problem != json.end() && !problem->is_null()) {
+        const std::string word = problem->is_string() ? problem->get<std::string>() : std::string();
+        if (word == "single_label_classification")
+            config.problem = ClassificationProblem::SingleLabel;
+        else if (word == "multi_label_classification")
+            config.problem = ClassificationProblem::MultiLabel;
+        else if (word == "regression")
+            config.problem = ClassificationProblem::Score;
+        else
+            throw Error(source + ": \"problem_type\" must be \"single_label_classification\", "
+                        "\"multi_label_classification\" or \"regression\".");
+    }
+}
+
 } // namespace
 
 const char* architectureName(Architecture architecture)
@@ -29,6 +84,28 @@ const char* headKindName(HeadKind head)
     case HeadKind::QuestionAnswering: return "question-answering";
     case HeadKind::MaskedLM: return "masked-lm";
     case HeadKind::Embedding: return "embedding";
+    case HeadKind::SequenceClassification: return "sequence-classification";
+    }
+    return "?";
+}
+
+const char* classificationProblemName(ClassificationProblem problem)
+{
+    switch (problem) {
+    case ClassificationProblem::SingleLabel: return "single_label_classification";
+    case ClassificationProblem::MultiLabel: return "multi_label_classification";
+    case ClassificationProblem::Score: return "regression";
+    }
+    return "?";
+}
+
+const char* poolingModeName(PoolingMode mode)
+{
+    switch (mode) {
+    case PoolingMode::FirstToken: return "cls";
+    case PoolingMode::Mean: return "mean";
+    case PoolingMode::Max: return "max";
+    case PoolingMode::MeanSqrtLen: return "mean_sqrt_len";
     }
     return "?";
 }
@@ -99,6 +176,9 @@ ModelConfig parseModelConfig(const nlohmann::json& json, const std::string& sour
             config.torchDtype = dtype->get<std::string>();
             break;
         }
+
+    if (config.architecture.modelClass->head == HeadKind::SequenceClassification)
+        parseClassifierLabels(json, source, config);
 
     // Checkpoints written May-Sept 2024 carry "compression_config" (vLLM still reads it).
     if (auto q = json.find("quantization_config"); q != json.end() && !q->is_null())

@@ -17,6 +17,8 @@ const char* roleKey(LinearRole role)
     case LinearRole::QaOutputs: return "qa_outputs";
     case LinearRole::LmDense: return "lm_dense";
     case LinearRole::LmDecoder: return "lm_decoder";
+    case LinearRole::ClassifierDense: return "classifier_dense";
+    case LinearRole::ClassifierOutput: return "classifier_output";
     }
     return "?";
 }

@@ -119,7 +119,9 @@ PreparedInput prepareInput(const InferenceBackend& run, const ComparisonInput& i
         if (input.fillMask)
             requireMaskedLm(run);
         const Tokenizer& tokenizer = run.checkpoint().tokenizer();
-        prepared.maskedText = tokenizer.encode(input.text);
+        if (!input.pair.empty() && input.fillMask)
+            throw Error("Fill-mask takes one text, not a pair.");
+        prepared.maskedText = input.pair.empty() ? tokenizer.encode(input.text) : tokenizer.encodePair(input.text, input.pair);
         prepared.inputs.addSequence(prepared.maskedText);
         prepared.isFillMask = layout.head() == HeadKind::MaskedLM && std::count(prepared.maskedText.ids.begin(),
                                                                 prepared.maskedText.ids.end(), tokenizer.maskId()) > 0;

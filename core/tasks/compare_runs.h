@@ -24,6 +24,9 @@ struct ComparisonInput {
     std::string question;
     std::string context;
     std::string text;
+    // With text: the second text of a pair (a cross-encoder's passage, a pair classifier's second
+    // sentence), in the family's pair layout.
+    std::string pair;
     std::vector<std::vector<int64_t>> inputIds;
     QaOptions qaOptions;
     int topK = 5;

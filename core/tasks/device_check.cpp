@@ -146,7 +146,7 @@ CheckValues logitsValues(const EncoderLayout& layout, const ForwardResult& run, 
     DistributionSums sums;
     forEachFinalOutputRow(layout, run, twin, lengths, [&](const FinalOutputRow& row) {
         error.add(row.run, row.reference, row.values);
-        if (row.output->kind != FinalOutputKind::Vector)
+        if (holdsDistributions(row.output->kind))
             for (std::size_t at = 0; at + row.width <= row.values && row.width > 0; at += row.width)
                 sums.add(row.run + at, row.reference + at, row.width);
     });

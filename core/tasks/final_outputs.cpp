@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "common/error.h"
 #include "numerics/metrics.h"
@@ -19,10 +20,28 @@ std::size_t argmax(const float* values, std::size_t n)
     return best;
 }
 
+// Rows best first, ties by position.
+std::vector<std::size_t> rowOrder(const std::vector<float>& scores)
+{
+    std::vector<std::size_t> order(scores.size());
+    for (std::size_t i = 0; i < order.size(); ++i)
+        order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return scores[a] > scores[b]; });
+    return order;
+}
+
 bool rowAgrees(const FinalOutputRow& row)
 {
     if (row.output->kind == FinalOutputKind::Vector)
         return computeErrorMetrics(row.run, row.reference, row.values).cosine >= kVectorAgreementCosine;
+    if (row.output->kind == FinalOutputKind::Scores) {
+        if (row.values == 1) // one score per row (a reranker): agreement is the rows' order, below
+            return true;
+        for (std::size_t i = 0; i < row.values; ++i)
+            if ((row.run[i] > 0.0f) != (row.reference[i] > 0.0f))
+                return false;
+        return true;
+    }
     for (std::size_t at = 0; at + row.width <= row.values && row.width > 0; at += row.width)
         if (argmax(row.run + at, row.width) != argmax(row.reference + at, row.width))
             return false;
@@ -86,8 +105,18 @@ bool finalOutputsAgree(const EncoderLayout& layout, const ForwardResult& run, co
                        const std::vector<std::size_t>& lengths)
 {
     bool agrees = true;
-    forEachFinalOutputRow(layout, run, reference, lengths,
-                          [&](const FinalOutputRow& row) { agrees = agrees && rowAgrees(row); });
+    // One score per row (a cross-encoder's relevance of each pair of a batch): the rows' ranking,
+    // best first with ties by position, must be the same on both sides.
+    std::map<const HeadOutput*, std::pair<std::vector<float>, std::vector<float>>> singleScores;
+    forEachFinalOutputRow(layout, run, reference, lengths, [&](const FinalOutputRow& row) {
+        agrees = agrees && rowAgrees(row);
+        if (row.output->kind == FinalOutputKind::Scores && row.values == 1) {
+            singleScores[row.output].first.push_back(row.run[0]);
+            singleScores[row.output].second.push_back(row.reference[0]);
+        }
+    });
+    for (const auto& [output, scores] : singleScores)
+        agrees = agrees && rowOrder(scores.first) == rowOrder(scores.second);
     return agrees;
 }
 

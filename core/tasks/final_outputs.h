@@ -20,7 +20,7 @@ constexpr double kVectorAgreementCosine = 0.99;
 
 // One row of one final output, compared as a unit: a sequence's scores over its real positions
 // (TokenScores), a sequence's logits at its real positions or one gathered position's
-// (TokenLogits), a sequence's vector (Vector).
+// (TokenLogits), a sequence's vector (Vector), labels (SequenceLogits) or scores (Scores).
 struct FinalOutputRow {
     const HeadOutput* output = nullptr;
     std::size_t row = 0;
@@ -43,8 +43,9 @@ ErrorMetrics finalOutputMetrics(const EncoderLayout& layout, const ForwardResult
                                 const std::vector<std::size_t>& lengths);
 
 // The two sides agree on every row: the same argmax of every distribution (a QA row's positions, a
-// masked LM's vocabulary at each real position), and a cosine of at least kVectorAgreementCosine
-// for every vector.
+// masked LM's vocabulary at each real position, a single-label classifier's labels), every
+// independent score on the same side of 0 (a multi-label classifier's labels, a reranker's
+// relevance), and a cosine of at least kVectorAgreementCosine for every vector.
 bool finalOutputsAgree(const EncoderLayout& layout, const ForwardResult& run, const ForwardResult& reference,
                        const std::vector<std::size_t>& lengths);
 

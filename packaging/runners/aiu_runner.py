@@ -103,6 +103,7 @@ def sentence(text: str) -> str:
 FAMILIES_FILE = "encoder_families.json"
 QUESTION_ANSWERING = "question-answering"  # the head kinds the protocol's outputs depend on
 MASKED_LM = "masked-lm"
+SEQUENCE_CLASSIFICATION = "sequence-classification"
 
 
 class EncoderLinear:
@@ -943,6 +944,12 @@ class FmsAdapter(ModelAdapter):
             type_vocab_size=int(setting("type_vocab_size")),
             p_dropout=0.0,
         )
+        if family.head_kind(architecture) == SEQUENCE_CLASSIFICATION:
+            # fms's classification models size their head by num_classes; transformers' rule: the size
+            # of id2label when given, else num_labels, else 2.
+            labels = config.get("id2label")
+            overrides["num_classes"] = len(labels) if isinstance(labels, dict) and labels else int(
+                config.get("num_labels") or 2)
         tied = [head for head in family.head_linears(architecture) if head.get("tied_weight")]
         if tied:
             overrides["tie_heads"] = tied[0]["hf"] + ".weight" not in names
