@@ -36,6 +36,7 @@
 #include "sensitivity_command.h"
 #include "diff_command.h"
 #include "keep_float_command.h"
+#include "task_commands.h"
 #include "calibrate_command.h"
 #include "analysis/consumers.h"
 #include "report/result_json.h"
@@ -703,6 +704,18 @@ std::vector<Command> commands()
          commandQa},
         {{"fill-mask", 1, {"CKPT"}, with({"text", "top-k"}, kRunOptions), {"json"}, "predict the tokens at each mask token"},
          commandFillMask},
+        {{"embed", 1, {"CKPT"},
+          with({"text", "texts", "prompt", "pooling", "output", "accumulate", "attention"}, kRunOptions),
+          {"json", "force", "normalize", "no-normalize"},
+          "sentence embeddings of the run and its reference: cosine per text, similarity matrices", {"text"}},
+         commandEmbed},
+        {{"classify", 1, {"CKPT"}, with({"text", "pair", "texts", "accumulate", "attention"}, kRunOptions), {"json"},
+          "labels and probabilities of a sequence classifier on both sides: flips, KL"},
+         commandClassify},
+        {{"rerank", 1, {"CKPT"},
+          with({"query", "passage", "passages", "top-k", "accumulate", "attention"}, kRunOptions), {"json"},
+          "rank passages for a query (cross-encoder or embedder) on both sides: order, Kendall's tau", {"passage"}},
+         commandRerank},
         {{"forward", 1, {"CKPT"}, with({"input-ids", "token-type-ids", "capture", "output", "accumulate", "attention"}, kRunOptions), {"json", "force"},
           "run a forward pass and write logits and captures to a safetensors file"},
          commandForward},

@@ -1,0 +1,17 @@
+#pragma once
+// JSON views of the sequence tasks' results (embed, classify, rerank), as DESIGN.md's CLI table
+// "Tasks beyond QA and fill-mask" specifies them: the CLI's --json output and the workbench's
+// report write them through here.
+#include <nlohmann/json.hpp>
+
+#include "tasks/classify.h"
+#include "tasks/embed.h"
+#include "tasks/rerank.h"
+
+namespace scalescope {
+
+nlohmann::json embedJson(const EmbedResult& result);
+nlohmann::json classifyJson(const ClassifyResult& result);
+nlohmann::json rerankJson(const RerankResult& result);
+
+} // namespace scalescope

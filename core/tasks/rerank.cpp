@@ -1,0 +1,164 @@
+#include "tasks/rerank.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "common/error.h"
+#include "model/checkpoint.h"
+#include "tasks/embed.h"
+#include "tasks/sequence_runs.h"
+
+namespace scalescope {
+
+const char* rerankScorerName(RerankScorer scorer)
+{
+    return scorer == RerankScorer::CrossEncoder ? "cross-encoder" : "bi-encoder";
+}
+
+namespace {
+
+// Indices best first, ties by position. (Replaced by analysis/task_metrics.h when it lands.)
+std::vector<std::size_t> rankingOrder(const std::vector<double>& scores)
+{
+    std::vector<std::size_t> order(scores.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return scores[a] > scores[b]; });
+    return order;
+}
+
+double kendallTauB(const std::vector<double>& a, const std::vector<double>& b)
+{
+    double concordant = 0, discordant = 0, tiesA = 0, tiesB = 0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        for (std::size_t j = i + 1; j < a.size(); ++j) {
+            const double da = a[i] - a[j], db = b[i] - b[j];
+            if (da == 0 && db == 0)
+                continue;
+            if (da == 0)
+                ++tiesA;
+            else if (db == 0)
+                ++tiesB;
+            else if ((da > 0) == (db > 0))
+                ++concordant;
+            else
+                ++discordant;
+        }
+    const double denominator = std::sqrt((concordant + discordant + tiesA) * (concordant + discordant + tiesB));
+    return denominator > 0 ? (concordant - discordant) / denominator : 1.0;
+}
+
+// Every (query, document) pair through the cross-encoder: its one logit is the score.
+void crossEncoderScores(InferenceBackend& run, InferenceBackend* reference, const std::vector<std::string>& queries,
+                        const std::vector<std::string>& documents, const RunPair& runs, const Progress& progress,
+                        DocumentScores& scores)
+{
+    const Checkpoint& checkpoint = run.checkpoint();
+    if (checkpoint.config().numLabels != 1)
+        throw Error("Reranking needs a cross-encoder (a sequence classifier with one label) or a sentence embedder; " +
+                    checkpoint.directory() + " is a classifier with " + std::to_string(checkpoint.config().numLabels) +
+                    " labels.");
+    std::vector<Encoding> encodings;
+    std::size_t truncated = 0;
+    for (const std::string& query : queries)
+        for (const std::string& document : documents) {
+            SequenceEncoding encoded =
+                encodeSequence(checkpoint.tokenizer(), {query, document}, checkpoint.layout().maxSequenceLength());
+            truncated += encoded.truncated ? 1 : 0;
+            encodings.push_back(std::move(encoded.encoding));
+        }
+    if (truncated > 0)
+        scores.notes.push_back(std::to_string(truncated) + " of " + std::to_string(encodings.size()) +
+                               " (query, passage) pairs were cut to the model's " +
+                               std::to_string(checkpoint.layout().maxSequenceLength()) + " tokens.");
+    const std::string& output = checkpoint.layout().headDefinition().outputs.at(0).name;
+    const SequenceRows rows = runSequenceRows(run, reference, runs, encodings, output, progress);
+    for (std::size_t q = 0; q < queries.size(); ++q) {
+        scores.run.emplace_back();
+        scores.reference.emplace_back();
+        for (std::size_t d = 0; d < documents.size(); ++d) {
+            scores.run.back().push_back(rows.run[q * documents.size() + d].at(0));
+            scores.reference.back().push_back(rows.reference[q * documents.size() + d].at(0));
+        }
+    }
+    scores.runMs = rows.runMs;
+}
+
+// The checkpoint's prompt of that name ("query", "passage"), or none: a name that is not one of its
+// prompts would otherwise be prepended literally.
+std::string namedPrompt(const SentenceEmbeddingConfig& embedding, const std::string& name)
+{
+    for (const auto& [key, text] : embedding.prompts)
+        if (key == name)
+            return name;
+    return "";
+}
+
+void biEncoderScores(InferenceBackend& run, InferenceBackend* reference, const std::vector<std::string>& queries,
+                     const std::vector<std::string>& documents, const RunPair& runs, const Progress& progress,
+                     DocumentScores& scores)
+{
+    const SentenceEmbeddingConfig& embedding = run.checkpoint().config().embedding;
+    const EmbeddedRows q = embedRows(run, reference, queries, namedPrompt(embedding, "query"), runs, progress);
+    const EmbeddedRows d = embedRows(run, reference, documents, namedPrompt(embedding, "passage"), runs, progress);
+    for (std::size_t i = 0; i < queries.size(); ++i) {
+        scores.run.emplace_back();
+        scores.reference.emplace_back();
+        for (std::size_t j = 0; j < documents.size(); ++j) {
+            scores.run.back().push_back(cosineSimilarity(q.run[i], d.run[j]));
+            scores.reference.back().push_back(cosineSimilarity(q.reference[i], d.reference[j]));
+        }
+    }
+    scores.notes = d.notes;
+    scores.runMs = q.runMs + d.runMs;
+}
+
+} // namespace
+
+DocumentScores scoreDocuments(InferenceBackend& run, InferenceBackend* reference, const std::vector<std::string>& queries,
+                              const std::vector<std::string>& documents, const RunPair& runs, const Progress& progress)
+{
+    const HeadKind head = run.checkpoint().layout().head();
+    if (head != HeadKind::SequenceClassification && head != HeadKind::Embedding)
+        throw Error("Reranking needs a cross-encoder (a sequence classifier with one label) or a sentence embedder; " +
+                    run.checkpoint().directory() + " is " + architectureName(run.config().architecture) + ".");
+    if (documents.empty())
+        throw Error("There are no passages to rerank.");
+    DocumentScores scores;
+    scores.scorer = head == HeadKind::SequenceClassification ? RerankScorer::CrossEncoder : RerankScorer::BiEncoder;
+    if (scores.scorer == RerankScorer::CrossEncoder)
+        crossEncoderScores(run, reference, queries, documents, runs, progress, scores);
+    else
+        biEncoderScores(run, reference, queries, documents, runs, progress, scores);
+    return scores;
+}
+
+RerankResult rerankPassages(InferenceBackend& run, InferenceBackend* reference, const RerankOptions& options,
+                            const Progress& progress)
+{
+    const DocumentScores all = scoreDocuments(run, reference, {options.query}, options.passages, options.runs, progress);
+    const std::vector<double>& runScores = all.run.at(0);
+    const std::vector<double>& referenceScores = all.reference.at(0);
+    RerankResult result;
+    result.scorer = all.scorer;
+    result.run = options.runs.run;
+    result.notes = all.notes;
+    result.runMs = all.runMs;
+    auto entries = [&](const std::vector<std::size_t>& order) {
+        std::vector<RankedPassage> ranked;
+        for (std::size_t index : order)
+            ranked.push_back({index, runScores[index], referenceScores[index]});
+        return ranked;
+    };
+    const std::vector<std::size_t> runOrder = rankingOrder(runScores);
+    const std::vector<std::size_t> referenceOrder = rankingOrder(referenceScores);
+    result.sameOrder = runOrder == referenceOrder;
+    result.kendallTau = kendallTauB(runScores, referenceScores);
+    result.ranking = entries(runOrder);
+    result.referenceRanking = entries(referenceOrder);
+    if (options.topK > 0 && result.ranking.size() > static_cast<std::size_t>(options.topK))
+        result.ranking.resize(static_cast<std::size_t>(options.topK));
+    return result;
+}
+
+} // namespace scalescope
