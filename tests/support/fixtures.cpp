@@ -255,12 +255,22 @@ private:
     std::vector<NamedTensor> tensors_;
 };
 
+bool endsWith(const std::string& text, const std::string& suffix)
+{
+    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool isClassifier(const std::string& architecture) { return endsWith(architecture, "ForSequenceClassification"); }
+bool isBareModel(const std::string& architecture) { return architecture == "RobertaModel" || architecture == "BertModel"; }
+
 void validateSpec(const TinyModelSpec& spec)
 {
-    if (spec.architecture != "RobertaForQuestionAnswering" && spec.architecture != "RobertaForMaskedLM" &&
-        spec.architecture != "BertForQuestionAnswering" && spec.architecture != "BertForMaskedLM")
-        throw Error("The tiny checkpoint writer knows RobertaForQuestionAnswering, RobertaForMaskedLM, "
-                    "BertForQuestionAnswering and BertForMaskedLM, not '" + spec.architecture + "'.");
+    static const std::set<std::string> known = {
+        "RobertaForQuestionAnswering", "RobertaForMaskedLM", "RobertaForSequenceClassification", "RobertaModel",
+        "BertForQuestionAnswering",    "BertForMaskedLM",    "BertForSequenceClassification",    "BertModel"};
+    if (!known.count(spec.architecture))
+        throw Error("The tiny checkpoint writer knows the Roberta and Bert QA, MaskedLM, SequenceClassification and "
+                    "bare Model classes, not '" + spec.architecture + "'.");
     if (spec.hiddenSize <= 0 || spec.numLayers < 0 || spec.numHeads <= 0 || spec.intermediateSize <= 0 ||
         spec.hiddenSize % spec.numHeads != 0 || spec.maxPositionEmbeddings < 3)
         throw Error("The tiny model spec has inconsistent sizes (hidden " + std::to_string(spec.hiddenSize) +
@@ -273,6 +283,8 @@ const char* const kEncoderLinears[] = {"attention.self.query", "attention.self.k
 constexpr int64_t kMxfp8Block = 32; // input channels per MXFP8 scale
 
 const char* const kRobertaMaskedLmHead[] = {"lm_head.dense", "lm_head.decoder"};
+const char* const kRobertaClassifierHead[] = {"classifier.dense", "classifier.out_proj"};
+const char* const kBertClassifierHead[] = {"bert.pooler.dense", "classifier"};
 const char* const kBertMaskedLmHead[] = {"cls.predictions.transform.dense", "cls.predictions.decoder"};
 
 Dtype scaleDtypeOf(const std::string& name)
@@ -432,6 +444,58 @@ nlohmann::ordered_json bertConfig(const TinyModelSpec& spec, int vocabSize)
             {"torch_dtype", "float32"}};
 }
 
+// A classifier's id2label / label2id (string keys, as transformers writes them) and problem_type.
+nlohmann::ordered_json withClassifierLabels(nlohmann::ordered_json config, const TinyModelSpec& spec)
+{
+    if (!isClassifier(spec.architecture))
+        return config;
+    nlohmann::ordered_json id2label = nlohmann::ordered_json::object(), label2id = nlohmann::ordered_json::object();
+    for (int i = 0; i < spec.numLabels; ++i) {
+        const std::string name = i < static_cast<int>(spec.labelNames.size()) ? spec.labelNames[static_cast<std::size_t>(i)]
+                                                                              : "LABEL_" + std::to_string(i);
+        id2label[std::to_string(i)] = name;
+        label2id[name] = i;
+    }
+    config["id2label"] = id2label;
+    config["label2id"] = label2id;
+    if (!spec.problemType.empty())
+        config["problem_type"] = spec.problemType;
+    return config;
+}
+
+// modules.json and the module folders of a sentence-transformers embedder, when spec.pooling names one.
+void writeSentenceTransformersFiles(const std::string& dir, const TinyModelSpec& spec)
+{
+    if (spec.pooling.empty())
+        return;
+    nlohmann::ordered_json modules = nlohmann::ordered_json::array();
+    modules.push_back({{"idx", 0}, {"name", "0"}, {"path", ""}, {"type", "sentence_transformers.models.Transformer"}});
+    modules.push_back({{"idx", 1}, {"name", "1"}, {"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}});
+    if (spec.normalize)
+        modules.push_back({{"idx", 2}, {"name", "2"}, {"path", "2_Normalize"}, {"type", "sentence_transformers.models.Normalize"}});
+    writeTextFile(joinPath(dir, "modules.json"), modules.dump(2) + "\n");
+    ensureDirectory(joinPath(dir, "1_Pooling"));
+    const nlohmann::ordered_json pooling = {{"word_embedding_dimension", spec.hiddenSize},
+                                            {"pooling_mode_cls_token", spec.pooling == "cls"},
+                                            {"pooling_mode_mean_tokens", spec.pooling == "mean"},
+                                            {"pooling_mode_max_tokens", spec.pooling == "max"},
+                                            {"pooling_mode_mean_sqrt_len_tokens", spec.pooling == "mean_sqrt_len"},
+                                            {"pooling_mode_weightedmean_tokens", false},
+                                            {"pooling_mode_lasttoken", false},
+                                            {"include_prompt", true}};
+    writeTextFile(joinPath(dir, "1_Pooling/config.json"), pooling.dump(2) + "\n");
+    if (spec.normalize)
+        ensureDirectory(joinPath(dir, "2_Normalize"));
+    if (spec.maxSeqLength > 0)
+        writeTextFile(joinPath(dir, "sentence_bert_config.json"),
+                      nlohmann::ordered_json{{"max_seq_length", spec.maxSeqLength}, {"do_lower_case", false}}.dump(2) + "\n");
+    nlohmann::ordered_json prompts = nlohmann::ordered_json::object();
+    for (const auto& [name, text] : spec.prompts)
+        prompts[name] = text;
+    writeTextFile(joinPath(dir, "config_sentence_transformers.json"),
+                  nlohmann::ordered_json{{"prompts", prompts}, {"default_prompt_name", nullptr}}.dump(2) + "\n");
+}
+
 void copyFile(const std::string& from, const std::string& to)
 {
     writeTextFile(to, readFileToString(from));
@@ -460,18 +524,22 @@ void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
                                : writeTokenizerFiles(dir, spec.words, spec.vocabularySize);
     const int64_t hidden = spec.hiddenSize;
     const int64_t intermediate = spec.intermediateSize;
-    const std::string family = bert ? "bert" : "roberta";
+    const std::string familyName = bert ? "bert" : "roberta";
+    // Module names below start with `family` + "."; a bare model saved without its prefix has none.
+    const bool bare = isBareModel(spec.architecture) && spec.bareTensorNames;
+    const std::string family = bare ? std::string() : familyName;
+    auto named = [&](const std::string& name) { return bare ? name.substr(1) : name; }; // drops the leading "."
     const int typeVocabSize = bert ? 2 : 1;
 
     TinyWeightsBuilder builder(spec);
-    builder.normal(family + ".embeddings.word_embeddings.weight", {vocabSize, hidden}, kEmbeddingStd);
+    builder.normal(named(family + ".embeddings.word_embeddings.weight"), {vocabSize, hidden}, kEmbeddingStd);
     builder.scaleColumns(builder.last());
-    builder.normal(family + ".embeddings.position_embeddings.weight", {spec.maxPositionEmbeddings, hidden},
+    builder.normal(named(family + ".embeddings.position_embeddings.weight"), {spec.maxPositionEmbeddings, hidden},
                    kEmbeddingStd);
-    builder.normal(family + ".embeddings.token_type_embeddings.weight", {typeVocabSize, hidden}, kEmbeddingStd);
-    builder.layerNorm(family + ".embeddings.LayerNorm", hidden);
+    builder.normal(named(family + ".embeddings.token_type_embeddings.weight"), {typeVocabSize, hidden}, kEmbeddingStd);
+    builder.layerNorm(named(family + ".embeddings.LayerNorm"), hidden);
     for (int layer = 0; layer < spec.numLayers; ++layer) {
-        const std::string prefix = family + ".encoder.layer." + std::to_string(layer) + ".";
+        const std::string prefix = named(family + ".encoder.layer." + std::to_string(layer) + ".");
         builder.linear(prefix + "attention.self.query", hidden, hidden, kLinearStd, true);
         builder.linear(prefix + "attention.self.key", hidden, hidden, kLinearStd, true);
         builder.linear(prefix + "attention.self.value", hidden, hidden, kLinearStd, true);
@@ -483,6 +551,14 @@ void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
     }
     if (spec.architecture == "RobertaForQuestionAnswering" || spec.architecture == "BertForQuestionAnswering") {
         builder.linear("qa_outputs", 2, hidden, kQaOutputsStd, false);
+    } else if (isBareModel(spec.architecture)) {
+        builder.linear(named(family + ".pooler.dense"), hidden, hidden, kLinearStd, false); // saved, never run
+    } else if (isClassifier(spec.architecture) && bert) {
+        builder.linear("bert.pooler.dense", hidden, hidden, kLinearStd, false);
+        builder.linear("classifier", spec.numLabels, hidden, kQaOutputsStd, false);
+    } else if (isClassifier(spec.architecture)) {
+        builder.linear("classifier.dense", hidden, hidden, kLinearStd, false);
+        builder.linear("classifier.out_proj", spec.numLabels, hidden, kQaOutputsStd, false);
     } else if (bert) {
         // The decoder weight is tied to the word embeddings and left out, as Hugging Face saves it;
         // its bias is the head's shared cls.predictions.bias.
@@ -500,12 +576,13 @@ void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
         builder.normal("lm_head.bias", {vocabSize}, spec.decoderBiasStd);
     }
     writeSafetensors(joinPath(dir, "model.safetensors"), builder.toWrite(), {{"format", "pt"}});
+    writeSentenceTransformersFiles(dir, spec);
     if (bert) {
-        writeTextFile(joinPath(dir, "config.json"), bertConfig(spec, vocabSize).dump(2) + "\n");
+        writeTextFile(joinPath(dir, "config.json"), withClassifierLabels(bertConfig(spec, vocabSize), spec).dump(2) + "\n");
         return;
     }
 
-    const nlohmann::ordered_json config = {
+    nlohmann::ordered_json config = {
         {"architectures", {spec.architecture}},
         {"model_type", "roberta"},
         {"vocab_size", vocabSize},
@@ -525,7 +602,7 @@ void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
         {"position_embedding_type", "absolute"},
         {"initializer_range", 0.02},
         {"torch_dtype", "float32"}};
-    writeTextFile(joinPath(dir, "config.json"), config.dump(2) + "\n");
+    writeTextFile(joinPath(dir, "config.json"), withClassifierLabels(config, spec).dump(2) + "\n");
 }
 
 void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8Dir, const Fp8Scheme& scheme,
@@ -545,18 +622,25 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
     const std::string configPath = joinPath(floatDir, "config.json");
     nlohmann::ordered_json config = nlohmann::ordered_json::parse(readFileToString(configPath));
     const int numLayers = config.value("num_hidden_layers", 0);
-    const bool bert = isBert(config["architectures"][0].get<std::string>());
+    const std::string architecture = config["architectures"][0].get<std::string>();
+    const bool bert = isBert(architecture);
+    const std::unique_ptr<TensorStore> store = TensorStore::openDirectory(floatDir);
+    // A bare model saved without its prefix names its modules without it, and so does its config.
+    const bool bare = isBareModel(architecture) && store->find("embeddings.word_embeddings.weight") != nullptr;
+    const std::string prefix = bare ? std::string() : std::string(bert ? "bert." : "roberta.");
     std::set<std::string> quantizedModules;
     for (int layer = 0; layer < numLayers; ++layer)
         for (const char* linear : kEncoderLinears)
-            quantizedModules.insert((bert ? "bert" : "roberta") + std::string(".encoder.layer.") +
-                                    std::to_string(layer) + "." + linear);
+            quantizedModules.insert(prefix + "encoder.layer." + std::to_string(layer) + "." + linear);
+    if (edits.quantizeClassifierHead && isClassifier(architecture))
+        for (const char* module : bert ? kBertClassifierHead : kRobertaClassifierHead)
+            quantizedModules.insert(module);
     if (edits.quantizeMaskedLmHead)
         for (const char* module : bert ? kBertMaskedLmHead : kRobertaMaskedLmHead)
             quantizedModules.insert(module); // a tied decoder has no stored weight and stays float
     for (const std::string& module : edits.keepFloat)
         quantizedModules.erase(module);
-    const std::string embeddingModule = (bert ? "bert" : "roberta") + std::string(".embeddings.word_embeddings");
+    const std::string embeddingModule = prefix + "embeddings.word_embeddings";
     if (!edits.embeddingWeights.empty()) {
         if (edits.embeddingWeights != "channel" && edits.embeddingWeights != "tensor")
             throw Error("The FP8 fixture's embedding strategy must be channel or tensor, not '" + edits.embeddingWeights + "'.");
@@ -567,7 +651,6 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
     if (scheme.activations == "tensor")
         calibration = referenceForward(floatDir, calibrationIds, "dequant");
 
-    const std::unique_ptr<TensorStore> store = TensorStore::openDirectory(floatDir);
     std::vector<TensorToWrite> out;
     for (const TensorView* view : store->tensors()) {
         const FloatTensor values = view->toFloat();
@@ -647,11 +730,19 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
 
     ensureDirectory(fp8Dir);
     config["quantization_config"] = quantizationConfig(scheme, bert, edits);
+    if (isClassifier(architecture) && !edits.quantizeClassifierHead) // the head stays float, by name
+        for (const char* module : bert ? kBertClassifierHead : kRobertaClassifierHead)
+            config["quantization_config"]["ignore"].push_back(module);
     writeSafetensors(joinPath(fp8Dir, "model.safetensors"), out, {{"format", "pt"}});
     writeTextFile(joinPath(fp8Dir, "config.json"), config.dump(2) + "\n");
-    for (const char* file : {"vocab.json", "merges.txt", "vocab.txt", "tokenizer_config.json"})
+    for (const char* file : {"vocab.json", "merges.txt", "vocab.txt", "tokenizer_config.json", "modules.json",
+                             "sentence_bert_config.json", "config_sentence_transformers.json"})
         if (fileExists(joinPath(floatDir, file)))
             copyFile(joinPath(floatDir, file), joinPath(fp8Dir, file));
+    for (const char* folder : {"1_Pooling", "2_Normalize"})
+        if (directoryExists(joinPath(floatDir, folder)))
+            std::filesystem::copy(joinPath(floatDir, folder), joinPath(fp8Dir, folder),
+                                  std::filesystem::copy_options::recursive);
 }
 
 void storeFloatTensorsAs(const std::string& dir, const std::string& dtype)

@@ -21,9 +21,26 @@ void writeTinyTokenizer(const std::string& dir, const std::vector<std::string>& 
 void writeTinyWordPieceTokenizer(const std::string& dir, const std::vector<std::string>& words);
 
 struct TinyModelSpec {
-    // RobertaForQuestionAnswering, RobertaForMaskedLM, BertForQuestionAnswering or BertForMaskedLM.
-    // BERT checkpoints get the WordPiece tokenizer above, two token types and positions from 0.
+    // Roberta/Bert ForQuestionAnswering, ForMaskedLM, ForSequenceClassification, or the bare
+    // RobertaModel / BertModel (with its pooler, which no embedding runs). BERT checkpoints get the
+    // WordPiece tokenizer above, two token types and positions from 0.
     std::string architecture = "RobertaForQuestionAnswering";
+    // ForSequenceClassification: num_labels (id2label "LABEL_i" unless labelNames are given, written
+    // with string keys as transformers writes them), and problem_type ("" leaves it out).
+    int numLabels = 3;
+    std::vector<std::string> labelNames;
+    std::string problemType;
+    // A bare model's tensors without the family prefix (embeddings.*, encoder.layer.N.*), as
+    // sentence-transformers saves them.
+    bool bareTensorNames = false;
+    // A sentence-transformers folder around a bare model: modules.json, 1_Pooling/config.json with
+    // this mode ("cls", "mean", "max", "mean_sqrt_len"; "" writes no sentence-transformers files),
+    // 2_Normalize when normalize, sentence_bert_config.json with maxSeqLength (0: none), and
+    // config_sentence_transformers.json with the prompts.
+    std::string pooling;
+    bool normalize = false;
+    int maxSeqLength = 0;
+    std::map<std::string, std::string> prompts;
     int hiddenSize = 32;
     int numLayers = 2;
     int numHeads = 4;
@@ -79,6 +96,9 @@ struct Fp8Edits {
     // "Embedding" (weights only). "" leaves them float.
     std::string embeddingWeights;
     bool embeddingScalarScale = false;
+    // Quantize a sequence classifier's head Linears too (classifier.dense and .out_proj, BERT's
+    // pooler and classifier) instead of listing them in "ignore".
+    bool quantizeClassifierHead = false;
 };
 
 // Reads the float checkpoint in floatDir and writes its compressed-tensors FP8 version to fp8Dir

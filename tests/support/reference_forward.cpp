@@ -4,6 +4,8 @@
 #include <cfloat>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 #include <memory>
 #include <utility>
 
@@ -139,6 +141,7 @@ public:
         if (mode != "fp8" && mode != "dequant" && mode != "fp16")
             throw Error("The reference forward knows the modes 'fp8', 'dequant' and 'fp16', not '" + mode + "'.");
         half_ = mode == "fp16";
+        directory_ = checkpointDir;
         configPath_ = joinPath(checkpointDir, "config.json");
         config_ = readJsonFile(configPath_);
         store_ = TensorStore::openDirectory(checkpointDir);
@@ -155,13 +158,19 @@ public:
             !architectures->front().is_string())
             throw Error(configPath_ + " names no architecture.");
         architecture_ = architectures->front().get<std::string>();
-        if (architecture_ == "RobertaForQuestionAnswering" || architecture_ == "RobertaForMaskedLM")
-            family_ = "roberta";
-        else if (architecture_ == "BertForQuestionAnswering" || architecture_ == "BertForMaskedLM")
-            family_ = "bert";
-        else
+        static const std::set<std::string> heads = {"ForQuestionAnswering", "ForMaskedLM", "ForSequenceClassification",
+                                                    "Model"};
+        for (const char* family : {"Roberta", "Bert"})
+            for (const std::string& head : heads)
+                if (architecture_ == family + head) {
+                    family_ = family == std::string("Roberta") ? "roberta" : "bert";
+                    head_ = head;
+                }
+        if (family_.empty())
             throw Error(configPath_ + " names the architecture '" + architecture_ +
                         "', which the reference forward does not run.");
+        // A bare model saved by sentence-transformers names its tensors without the prefix.
+        prefix_ = head_ == "Model" && !store_->find(family_ + ".embeddings.word_embeddings.weight") ? "" : family_ + ".";
         activationScheme_ = activationSchemeOf(config_, configPath_, &groupSize_);
         weightBlock_ = weightBlockOf(config_);
     }
@@ -176,16 +185,20 @@ public:
             throw Error("The reference forward got " + std::to_string(tokenTypeIds.size()) + " token type ids for " +
                         std::to_string(inputIds.size()) + " tokens.");
         Activations hidden = embeddings(inputIds, tokenTypeIds);
-        capture(family_ + ".embeddings.output", hidden);
+        capture(prefix_ + "embeddings.output", hidden);
         for (int layer = 0; layer < numLayers_; ++layer) {
-            const std::string prefix = family_ + ".encoder.layer." + std::to_string(layer) + ".";
+            const std::string prefix = prefix_ + "encoder.layer." + std::to_string(layer) + ".";
             hidden = encoderLayer(prefix, hidden);
             capture(prefix + "output", hidden);
         }
-        if (architecture_ == "RobertaForQuestionAnswering" || architecture_ == "BertForQuestionAnswering")
+        if (head_ == "ForQuestionAnswering")
             questionAnsweringHead(hidden);
-        else
+        else if (head_ == "ForMaskedLM")
             maskedLanguageModelHead(hidden);
+        else if (head_ == "ForSequenceClassification")
+            classifierHead(hidden);
+        else
+            embeddingHead(hidden);
         return std::move(captures_);
     }
 
@@ -241,9 +254,9 @@ private:
 
     Activations embeddings(const std::vector<int64_t>& inputIds, const std::vector<int64_t>& tokenTypeIds)
     {
-        const TensorView& wordView = store_->require(family_ + ".embeddings.word_embeddings.weight");
-        const TensorView& positionView = store_->require(family_ + ".embeddings.position_embeddings.weight");
-        const TensorView& typeView = store_->require(family_ + ".embeddings.token_type_embeddings.weight");
+        const TensorView& wordView = store_->require(prefix_ + "embeddings.word_embeddings.weight");
+        const TensorView& positionView = store_->require(prefix_ + "embeddings.position_embeddings.weight");
+        const TensorView& typeView = store_->require(prefix_ + "embeddings.token_type_embeddings.weight");
         for (const TensorView* view : {&wordView, &positionView, &typeView})
             if (view->shape.size() != 2 || view->shape[1] != hiddenSize_)
                 throw Error("Tensor '" + view->name + "' in " + store_->location() + " is not [rows, " +
@@ -286,10 +299,10 @@ private:
             }
         }
         stored(sum);
-        return layerNorm(family_ + ".embeddings.LayerNorm", sum);
+        return layerNorm(prefix_ + "embeddings.LayerNorm", sum);
     }
 
-    std::string wordEmbeddingsName() const { return family_ + ".embeddings.word_embeddings.weight"; }
+    std::string wordEmbeddingsName() const { return prefix_ + "embeddings.word_embeddings.weight"; }
 
     // docs/ARCHITECTURE.md "Configs written since 2025": an F8_E4M3 table's row id is
     // decode(q[id]) * scale, with one scale for the table or one per row (told apart by the scale's
@@ -300,7 +313,7 @@ private:
         std::vector<float> rows = readValues(view);
         if (view.dtype != Dtype::F8_E4M3)
             return rows;
-        const std::string scaleName = family_ + ".embeddings.word_embeddings.weight_scale";
+        const std::string scaleName = prefix_ + "embeddings.word_embeddings.weight_scale";
         const std::vector<float> scale = readValues(store_->require(scaleName));
         const int64_t vocab = view.shape[0];
         if (scale.size() != 1 && static_cast<int64_t>(scale.size()) != vocab)
@@ -576,6 +589,56 @@ private:
         captures_["end_logits"] = std::move(end);
     }
 
+    // The first token's hidden state through dense, tanh, out: RoBERTa classifier.dense/out_proj,
+    // BERT's pooler then its classifier. The tanh in double, rounded as the device stores it.
+    void classifierHead(const Activations& hidden)
+    {
+        Activations first{1, hidden.cols, {hidden.values.begin(), hidden.values.begin() + hidden.cols}};
+        const bool bert = family_ == "bert";
+        Activations dense = linear(bert ? "bert.pooler.dense" : "classifier.dense", first);
+        for (float& v : dense.values)
+            v = stored(static_cast<float>(std::tanh(double(v))));
+        const Activations logits = linear(bert ? "classifier" : "classifier.out_proj", dense);
+        captures_["logits"] = ReferenceTensor{{1, logits.cols}, logits.values};
+    }
+
+    // sentence-transformers' pooling as DESIGN states it, read here from the folder's own files:
+    // 1_Pooling/config.json's mode over every token (one unpadded sequence: all have mask 1), then
+    // L2 normalization when modules.json lists Normalize; CLS pooling without modules.json.
+    void embeddingHead(const Activations& hidden)
+    {
+        std::string mode = "cls";
+        bool normalize = false;
+        const std::string modulesPath = joinPath(directory_, "modules.json");
+        if (fileExists(modulesPath)) {
+            for (const auto& module : readJsonFile(modulesPath))
+                normalize = normalize || module.value("type", "") == "sentence_transformers.models.Normalize";
+            const nlohmann::json pooling = readJsonFile(joinPath(directory_, "1_Pooling/config.json"));
+            for (const auto& [key, name] : std::map<std::string, std::string>{
+                     {"pooling_mode_cls_token", "cls"}, {"pooling_mode_mean_tokens", "mean"},
+                     {"pooling_mode_max_tokens", "max"}, {"pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len"}})
+                if (pooling.value(key, false))
+                    mode = name;
+        }
+        std::vector<double> pooled(static_cast<std::size_t>(hidden.cols), mode == "max" ? -1e300 : 0.0);
+        for (int64_t t = 0; t < (mode == "cls" ? 1 : hidden.rows); ++t)
+            for (int64_t c = 0; c < hidden.cols; ++c) {
+                double& into = pooled[static_cast<std::size_t>(c)];
+                into = mode == "max" ? std::max(into, double(hidden.at(t, c))) : into + double(hidden.at(t, c));
+            }
+        const double count = double(hidden.rows);
+        for (double& v : pooled)
+            v = mode == "mean" ? v / count : mode == "mean_sqrt_len" ? v / std::sqrt(count) : v;
+        double norm = 0;
+        for (double v : pooled)
+            norm += v * v;
+        norm = std::max(std::sqrt(norm), 1e-12);
+        ReferenceTensor out{{1, hidden.cols}, {}};
+        for (double v : pooled)
+            out.values.push_back(static_cast<float>(normalize ? v / norm : v));
+        captures_["pooled"] = std::move(out);
+    }
+
     void maskedLanguageModelHead(const Activations& hidden)
     {
         if (family_ == "bert") {
@@ -615,6 +678,9 @@ private:
     bool fp8Attention_ = false; // AIU FP8 attention (docs/ARCHITECTURE.md "Run modes")
     bool half_ = false; // fp16 mode (docs/ARCHITECTURE.md "Run modes")
     std::string family_;
+    std::string head_;   // ForQuestionAnswering, ForMaskedLM, ForSequenceClassification, Model
+    std::string prefix_; // "roberta.", "bert.", or "" for a bare model saved without it
+    std::string directory_;
     std::string configPath_;
     nlohmann::json config_;
     std::unique_ptr<TensorStore> store_;

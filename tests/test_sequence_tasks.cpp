@@ -1,0 +1,427 @@
+// Sequence classifiers, cross-encoder rerankers and sentence embedders (DESIGN.md "Encoder tasks
+// beyond QA and fill-mask"): their checkpoints load through the family table's heads, the engine's
+// final outputs match an independent forward (support/reference_forward, which reads the folder's
+// sentence-transformers files itself), and embed, classify and rerank print DESIGN's JSON with
+// numbers recomputed here from the embeddings and logits they report. Bad folders get one sentence
+// naming the file.
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/text_files.h"
+#include "engine/encoder_model.h"
+#include "io/safetensors.h"
+#include "model/checkpoint.h"
+#include "support/cli_process.h"
+#include "support/fixtures.h"
+#include "support/reference_forward.h"
+
+using namespace scalescope;
+using namespace scalescope::testing;
+using nlohmann::json;
+
+namespace {
+
+double sqnrDb(const std::vector<float>& reference, const std::vector<float>& x)
+{
+    double signal = 0, noise = 0;
+    for (std::size_t i = 0; i < reference.size(); ++i) {
+        signal += double(reference[i]) * reference[i];
+        noise += (double(reference[i]) - x[i]) * (double(reference[i]) - x[i]);
+    }
+    return noise == 0 ? INFINITY : 10 * std::log10(signal / noise);
+}
+
+double cosine(const json& a, const json& b)
+{
+    double dot = 0, na = 0, nb = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        dot += a[i].get<double>() * b[i].get<double>();
+        na += a[i].get<double>() * a[i].get<double>();
+        nb += b[i].get<double>() * b[i].get<double>();
+    }
+    return dot / std::sqrt(na * nb);
+}
+
+json cliJson(const QStringList& args)
+{
+    const CliResult result = runCli(args);
+    if (result.exitCode != 0)
+        throw Error("scalescope-cli " + args.join(' ').toStdString() + " failed: " + result.err.toStdString());
+    return json::parse(result.out.toStdString());
+}
+
+QString cliError(const QStringList& args)
+{
+    const CliResult result = runCli(args);
+    return result.exitCode == 1 && !result.crashed ? result.err.trimmed() : "exit " + QString::number(result.exitCode);
+}
+
+void writeText(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+TinyModelSpec spec(const std::string& architecture)
+{
+    TinyModelSpec s;
+    s.architecture = architecture;
+    s.seed = 77;
+    return s;
+}
+
+} // namespace
+
+class TestSequenceTasks : public QObject {
+    Q_OBJECT
+    std::string robertaClassifier_, robertaClassifierFp8_, bertClassifier_, bertClassifierFp8_;
+    std::string reranker_, rerankerFp8_, embedder_, embedderFp8_, bareBert_, multiLabel_;
+    const std::vector<std::vector<int64_t>> robertaIds_{{0, 5, 6, 7, 8, 9, 10, 2}, {0, 11, 12, 2}};
+
+    // The engine's final output row by row against the independent forward of each row alone.
+    void checkAgainstReference(const std::string& dir, const std::string& output, const std::string& mode,
+                               const std::vector<std::vector<int64_t>>& ids, double minimumDb)
+    {
+        auto model = EncoderModel::load(dir);
+        EncoderInputs inputs;
+        inputs.inputIds = ids;
+        ForwardOptions options;
+        QVERIFY(parseRunMode(mode, options.mode));
+        const ForwardResult result = model->forward(inputs, options);
+        const FloatTensor& engine = result.output(output);
+        QCOMPARE(engine.shape.size(), std::size_t(2));
+        const std::size_t width = std::size_t(engine.shape[1]);
+        for (std::size_t row = 0; row < ids.size(); ++row) {
+            const ReferenceTensor expected = referenceForward(dir, ids[row], mode).at(output);
+            QCOMPARE(expected.values.size(), width);
+            const std::vector<float> got(engine.values.begin() + row * width, engine.values.begin() + (row + 1) * width);
+            const double db = sqnrDb(expected.values, got);
+            QVERIFY2(db >= minimumDb, qPrintable(QString("%1 %2 row %3: %4 dB").arg(QString::fromStdString(dir))
+                                                     .arg(QString::fromStdString(mode)).arg(row).arg(db)));
+        }
+    }
+
+private slots:
+    void initTestCase()
+    {
+        robertaClassifier_ = makeTempDir("seq-roberta-cls");
+        TinyModelSpec classifier = spec("RobertaForSequenceClassification");
+        classifier.labelNames = {"negative", "neutral", "positive"};
+        writeTinyFloatCheckpoint(robertaClassifier_, classifier);
+        robertaClassifierFp8_ = makeTempDir("seq-roberta-cls-fp8");
+        Fp8Edits quantizedHead;
+        quantizedHead.quantizeClassifierHead = true;
+        writeTinyFp8Checkpoint(robertaClassifier_, robertaClassifierFp8_, {}, {0, 5, 6, 7, 8, 9, 2}, quantizedHead);
+
+        bertClassifier_ = makeTempDir("seq-bert-cls");
+        TinyModelSpec bert = spec("BertForSequenceClassification");
+        bert.numLabels = 2;
+        writeTinyFloatCheckpoint(bertClassifier_, bert);
+        bertClassifierFp8_ = makeTempDir("seq-bert-cls-fp8");
+        writeTinyFp8Checkpoint(bertClassifier_, bertClassifierFp8_, {"tensor", "tensor"});
+
+        reranker_ = makeTempDir("seq-reranker");
+        TinyModelSpec reranker = spec("RobertaForSequenceClassification");
+        reranker.numLabels = 1;
+        writeTinyFloatCheckpoint(reranker_, reranker);
+        rerankerFp8_ = makeTempDir("seq-reranker-fp8");
+        writeTinyFp8Checkpoint(reranker_, rerankerFp8_, {});
+
+        embedder_ = makeTempDir("seq-embedder");
+        TinyModelSpec embedder = spec("RobertaModel");
+        embedder.bareTensorNames = true;
+        embedder.pooling = "mean";
+        embedder.normalize = true;
+        embedder.maxSeqLength = 12;
+        embedder.prompts = {{"query", "what "}, {"passage", "the "}};
+        writeTinyFloatCheckpoint(embedder_, embedder);
+        embedderFp8_ = makeTempDir("seq-embedder-fp8");
+        writeTinyFp8Checkpoint(embedder_, embedderFp8_, {});
+
+        bareBert_ = makeTempDir("seq-bert-model");
+        writeTinyFloatCheckpoint(bareBert_, spec("BertModel"));
+
+        multiLabel_ = makeTempDir("seq-multi-label");
+        TinyModelSpec multi = spec("RobertaForSequenceClassification");
+        multi.problemType = "multi_label_classification";
+        writeTinyFloatCheckpoint(multiLabel_, multi);
+    }
+
+    // Each head loads through the family table: the layout's module names follow the folder
+    // (no prefix for a bare model saved without it), and the head is what its folder says.
+    void layoutsFollowTheFolder()
+    {
+        const auto embedder = Checkpoint::open(embedder_);
+        QCOMPARE(embedder->layout().head(), HeadKind::Embedding);
+        QCOMPARE(embedder->layout().modulePrefix(), std::string());
+        QCOMPARE(embedder->layout().embeddingsModule(), std::string("embeddings"));
+        QVERIFY(embedder->layout().findLinear("encoder.layer.0.attention.self.query"));
+        QCOMPARE(embedder->config().embedding.pooling, PoolingMode::Mean);
+        QVERIFY(embedder->config().embedding.normalize);
+        QCOMPARE(embedder->config().embedding.maxSeqLength, int64_t(12));
+
+        const auto fp8 = Checkpoint::open(embedderFp8_);
+        QVERIFY(fp8->plan().linears().size() > 0);
+        for (const auto& linear : fp8->layout().linears())
+            QVERIFY2(fp8->plan().find(linear.module) && fp8->plan().find(linear.module)->quantized,
+                     linear.module.c_str());
+
+        const auto bert = Checkpoint::open(bareBert_);
+        QCOMPARE(bert->layout().modulePrefix(), std::string("bert"));
+        QVERIFY(!bert->config().embedding.fromModules);
+
+        const auto classifier = Checkpoint::open(robertaClassifier_);
+        QCOMPARE(classifier->layout().head(), HeadKind::SequenceClassification);
+        QCOMPARE(classifier->config().labels, (std::vector<std::string>{"negative", "neutral", "positive"}));
+        QCOMPARE(classifier->config().problem, ClassificationProblem::SingleLabel);
+        QCOMPARE(Checkpoint::open(reranker_)->config().problem, ClassificationProblem::Score);
+        QCOMPARE(Checkpoint::open(multiLabel_)->config().problem, ClassificationProblem::MultiLabel);
+    }
+
+    // Logits and embeddings against the independent forward, in every mode, float and FP8 (heads
+    // quantized in the RoBERTa classifier, float in the others).
+    void finalOutputsMatchTheIndependentForward_data()
+    {
+        QTest::addColumn<QString>("which");
+        QTest::addColumn<QString>("output");
+        QTest::addColumn<QString>("mode");
+        for (const char* mode : {"fp8", "dequant", "fp16"}) {
+            QTest::addRow("roberta-classifier-%s", mode) << "roberta-cls" << "logits" << mode;
+            QTest::addRow("bert-classifier-%s", mode) << "bert-cls" << "logits" << mode;
+            QTest::addRow("reranker-%s", mode) << "reranker" << "logits" << mode;
+            QTest::addRow("embedder-%s", mode) << "embedder" << "pooled" << mode;
+        }
+        QTest::addRow("bert-model-cls-pooling") << "bert-model" << "pooled" << "dequant";
+    }
+    void finalOutputsMatchTheIndependentForward()
+    {
+        QFETCH(QString, which);
+        QFETCH(QString, output);
+        QFETCH(QString, mode);
+        const std::map<QString, std::string> dirs = {{"roberta-cls", robertaClassifierFp8_}, {"bert-cls", bertClassifierFp8_},
+                                                     {"reranker", rerankerFp8_},             {"embedder", embedderFp8_},
+                                                     {"bert-model", bareBert_}};
+        const std::vector<std::vector<int64_t>> bertIds{{2, 40, 41, 42, 3}, {2, 50, 3, 51, 52, 3}};
+        const bool isBert = which.startsWith("bert");
+        checkAgainstReference(dirs.at(which), output.toStdString(), mode.toStdString(), isBert ? bertIds : robertaIds_, 60);
+    }
+
+    // embed: DESIGN's keys, each cosine and both similarity matrices recomputed here from the
+    // embeddings it prints; the prompt and the truncation to max_seq_length are said.
+    void embedPrintsDesignJson()
+    {
+        const json out = cliJson({"embed", QString::fromStdString(embedderFp8_), "--reference",
+                                  QString::fromStdString(embedder_), "--text", "the cat sat on the mat", "--text",
+                                  "a dog", "--text", "the cat sat on the mat the cat sat on the mat a dog", "--prompt",
+                                  "query", "--json"});
+        QCOMPARE(out["pooling"].get<std::string>(), std::string("mean"));
+        QVERIFY(out["normalized"].get<bool>());
+        QCOMPARE(out["dim"].get<int>(), 32);
+        QCOMPARE(out["max_seq_length"].get<int>(), 12);
+        QCOMPARE(out["prompt"].get<std::string>(), std::string("what "));
+        const json& inputs = out["inputs"];
+        QCOMPARE(inputs.size(), std::size_t(3));
+        QVERIFY(!inputs[0]["truncated"].get<bool>());
+        QVERIFY(inputs[2]["truncated"].get<bool>());
+        QCOMPARE(inputs[2]["input_ids"].size(), std::size_t(12));
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+            QCOMPARE(inputs[i]["embedding"].size(), std::size_t(32));
+            QVERIFY(std::abs(cosine(inputs[i]["embedding"], inputs[i]["reference_embedding"]) -
+                             inputs[i]["cosine"].get<double>()) < 1e-6);
+            QVERIFY(inputs[i]["cosine"].get<double>() > 0.9);
+            double norm = 0;
+            for (const json& v : inputs[i]["embedding"])
+                norm += v.get<double>() * v.get<double>();
+            QVERIFY(std::abs(norm - 1.0) < 1e-5); // normalized
+            for (std::size_t j = 0; j < inputs.size(); ++j) {
+                QVERIFY(std::abs(out["similarity"][i][j].get<double>() -
+                                 cosine(inputs[i]["embedding"], inputs[j]["embedding"])) < 1e-6);
+                QVERIFY(std::abs(out["reference_similarity"][i][j].get<double>() -
+                                 cosine(inputs[i]["reference_embedding"], inputs[j]["reference_embedding"])) < 1e-6);
+            }
+        }
+        QVERIFY(out["notes"].dump().find("max_seq_length 12") != std::string::npos);
+    }
+
+    // --pooling and --no-normalize override the checkpoint; --output writes both sides' embeddings.
+    void embedOverridesPoolingAndWritesSafetensors()
+    {
+        const std::string file = makeTempDir("seq-embed-out") + "/embeddings.safetensors";
+        const json out = cliJson({"embed", QString::fromStdString(embedder_), "--text", "a cat", "--text", "a dog",
+                                  "--pooling", "max", "--no-normalize", "--output", QString::fromStdString(file), "--json"});
+        QCOMPARE(out["pooling"].get<std::string>(), std::string("max"));
+        QVERIFY(!out["normalized"].get<bool>());
+        const auto store = TensorStore::openFile(file);
+        const FloatTensor embeddings = store->require("embeddings").toFloat();
+        QCOMPARE(embeddings.shape, (std::vector<int64_t>{2, 32}));
+        QCOMPARE(store->require("reference_embeddings").shape, (std::vector<int64_t>{2, 32}));
+        for (std::size_t i = 0; i < 32; ++i)
+            QCOMPARE(double(embeddings.values[i]), out["inputs"][0]["embedding"][i].get<double>());
+        // A folder without modules.json pools its first token and says so.
+        const json bert = cliJson({"embed", QString::fromStdString(bareBert_), "--text", "a cat", "--json"});
+        QCOMPARE(bert["pooling"].get<std::string>(), std::string("cls"));
+        QVERIFY(bert["notes"].dump().find("no sentence-transformers modules.json") != std::string::npos);
+    }
+
+    // classify: labels by id2label, probabilities a softmax of the printed logits, the flip and KL
+    // recomputed here; a pair runs in the family's pair layout.
+    void classifyPrintsDesignJson()
+    {
+        const json out = cliJson({"classify", QString::fromStdString(robertaClassifierFp8_), "--reference",
+                                  QString::fromStdString(robertaClassifier_), "--text", "the cat", "--pair", "a dog",
+                                  "--json"});
+        const json& item = out["inputs"].at(0);
+        const std::vector<int64_t> ids = item["input_ids"];
+        QCOMPARE(ids.front(), int64_t(0));
+        QCOMPARE(ids.back(), int64_t(2));
+        QCOMPARE(std::count(ids.begin(), ids.end(), int64_t(2)), std::ptrdiff_t(3)); // <s> A </s></s> B </s>
+        for (const json* side : {&item, &item["reference"]}) {
+            const std::vector<double> logits = (*side)["logits"];
+            const std::vector<double> probabilities = (*side)["probabilities"];
+            QCOMPARE(logits.size(), std::size_t(3));
+            const double top = *std::max_element(logits.begin(), logits.end());
+            double sum = 0;
+            for (double l : logits)
+                sum += std::exp(l - top);
+            for (std::size_t i = 0; i < 3; ++i)
+                QVERIFY(std::abs(probabilities[i] - std::exp(logits[i] - top) / sum) < 1e-6);
+            const std::size_t best = std::size_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+            QCOMPARE((*side)["label_id"].get<std::size_t>(), best);
+            const std::vector<std::string> names{"negative", "neutral", "positive"};
+            QCOMPARE((*side)["label"].get<std::string>(), names[best]);
+        }
+        QCOMPARE(item["flip"].get<bool>(), item["label_id"] != item["reference"]["label_id"]);
+        double kl = 0;
+        for (std::size_t i = 0; i < 3; ++i) {
+            const double p = item["reference"]["probabilities"][i], q = item["probabilities"][i];
+            kl += p * std::log(p / q);
+        }
+        QVERIFY(std::abs(item["kl"].get<double>() - kl) < 1e-6);
+        QCOMPARE(out["problem_type"].get<std::string>(), std::string("single_label_classification"));
+    }
+
+    // Multi-label: a sigmoid per label; the flip is any label crossing 0.5.
+    void multiLabelUsesSigmoids()
+    {
+        const json out = cliJson({"classify", QString::fromStdString(multiLabel_), "--text", "the cat", "--json"});
+        const json& item = out["inputs"].at(0);
+        for (std::size_t i = 0; i < 3; ++i)
+            QVERIFY(std::abs(item["probabilities"][i].get<double>() -
+                             1 / (1 + std::exp(-item["logits"][i].get<double>()))) < 1e-6);
+        QVERIFY(!item["flip"].get<bool>()); // a float model against its own dequant
+    }
+
+    // rerank with a cross-encoder: the ranking is the printed scores sorted (ties by position), the
+    // reference ranking likewise, same_order and Kendall's tau recomputed here.
+    void rerankCrossEncoder()
+    {
+        const json out = cliJson({"rerank", QString::fromStdString(rerankerFp8_), "--reference",
+                                  QString::fromStdString(reranker_), "--query", "what is the capital",
+                                  "--passage", "Paris is the capital of France", "--passage", "the cat sat",
+                                  "--passage", "a dog", "--passage", "the mat", "--json"});
+        QCOMPARE(out["scorer"].get<std::string>(), std::string("cross-encoder"));
+        const json& ranking = out["ranking"];
+        QCOMPARE(ranking.size(), std::size_t(4));
+        std::vector<double> score(4), reference(4);
+        for (const json& entry : ranking) {
+            score[entry["index"].get<std::size_t>()] = entry["score"];
+            reference[entry["index"].get<std::size_t>()] = entry["reference_score"];
+        }
+        auto order = [](const std::vector<double>& s) {
+            std::vector<std::size_t> o(s.size());
+            std::iota(o.begin(), o.end(), 0);
+            std::stable_sort(o.begin(), o.end(), [&](std::size_t a, std::size_t b) { return s[a] > s[b]; });
+            return o;
+        };
+        const auto runOrder = order(score), referenceOrder = order(reference);
+        for (std::size_t i = 0; i < 4; ++i) {
+            QCOMPARE(ranking[i]["index"].get<std::size_t>(), runOrder[i]);
+            QCOMPARE(out["reference_ranking"][i]["index"].get<std::size_t>(), referenceOrder[i]);
+        }
+        QCOMPARE(out["same_order"].get<bool>(), runOrder == referenceOrder);
+        int concordant = 0, discordant = 0;
+        for (std::size_t i = 0; i < 4; ++i)
+            for (std::size_t j = i + 1; j < 4; ++j)
+                ((score[i] - score[j]) * (reference[i] - reference[j]) > 0 ? concordant : discordant) += 1;
+        QVERIFY(std::abs(out["kendall_tau"].get<double>() - double(concordant - discordant) / 6.0) < 1e-9);
+        // --top-k keeps the best of the run's ranking.
+        const json top = cliJson({"rerank", QString::fromStdString(rerankerFp8_), "--query", "q", "--passage", "a",
+                                  "--passage", "b", "--passage", "c", "--top-k", "2", "--json"});
+        QCOMPARE(top["ranking"].size(), std::size_t(2));
+        QCOMPARE(top["reference_ranking"].size(), std::size_t(3));
+    }
+
+    // rerank with an embedder: the cosine of the query's and each passage's embeddings, each with its
+    // checkpoint prompt, as embed computes them.
+    void rerankBiEncoderUsesPrompts()
+    {
+        const QString dir = QString::fromStdString(embedder_);
+        const json out = cliJson({"rerank", dir, "--query", "cat", "--passage", "a dog", "--passage", "the mat", "--json"});
+        QCOMPARE(out["scorer"].get<std::string>(), std::string("bi-encoder"));
+        const json query = cliJson({"embed", dir, "--text", "cat", "--prompt", "query", "--json"});
+        const json passages = cliJson({"embed", dir, "--text", "a dog", "--text", "the mat", "--prompt", "passage", "--json"});
+        for (const json& entry : out["ranking"]) {
+            const std::size_t index = entry["index"];
+            const double expected = cosine(query["inputs"][0]["embedding"], passages["inputs"][index]["embedding"]);
+            QVERIFY(std::abs(entry["score"].get<double>() - expected) < 1e-6);
+        }
+    }
+
+    // One sentence naming the file or the architecture for each bad input DESIGN lists.
+    void badInputIsOneSentence_data()
+    {
+        QTest::addColumn<QString>("case_");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("pooling-no-mode") << "pooling-no-mode" << "1_Pooling/config.json sets no pooling mode";
+        QTest::newRow("module-missing") << "module-missing" << "names the Pooling module \"1_Pooling\", but";
+        QTest::newRow("labels-disagree") << "labels-disagree" << "\"num_labels\" is 5 but \"id2label\" names 3 labels";
+        QTest::newRow("qa-of-classifier") << "qa-of-classifier" << "is RobertaForSequenceClassification.";
+        QTest::newRow("fill-mask-of-classifier") << "fill-mask-of-classifier" << "is RobertaForSequenceClassification.";
+        QTest::newRow("embed-of-classifier") << "embed-of-classifier" << "is RobertaForSequenceClassification.";
+        QTest::newRow("pooling-on-classifier") << "pooling-on-classifier" << "--pooling applies to a sentence embedder";
+        QTest::newRow("classify-of-embedder") << "classify-of-embedder" << "Classification needs";
+    }
+    void badInputIsOneSentence()
+    {
+        QFETCH(QString, case_);
+        QFETCH(QString, expected);
+        const QString classifier = QString::fromStdString(robertaClassifier_);
+        QString error;
+        if (case_ == "pooling-no-mode" || case_ == "module-missing") {
+            const std::string dir = makeTempDir("seq-bad") + "/model";
+            copyCheckpoint(embedder_, dir);
+            if (case_ == "pooling-no-mode")
+                writeText(dir + "/1_Pooling/config.json", "{\"word_embedding_dimension\": 32, \"pooling_mode_mean_tokens\": false}");
+            else
+                std::filesystem::remove_all(dir + "/1_Pooling");
+            error = cliError({"embed", QString::fromStdString(dir), "--text", "a", "--json"});
+            QVERIFY2(error.contains(QString::fromStdString(dir)), qPrintable(error));
+        } else if (case_ == "labels-disagree") {
+            const std::string dir = makeTempDir("seq-bad") + "/model";
+            copyCheckpoint(robertaClassifier_, dir);
+            json config = readJsonFile(dir + "/config.json");
+            config["num_labels"] = 5;
+            writeText(dir + "/config.json", config.dump());
+            error = cliError({"classify", QString::fromStdString(dir), "--text", "a", "--json"});
+            QVERIFY2(error.contains(QString::fromStdString(dir + "/config.json")), qPrintable(error));
+        } else if (case_ == "qa-of-classifier") {
+            error = cliError({"qa", classifier, "--question", "a", "--context", "b", "--json"});
+        } else if (case_ == "fill-mask-of-classifier") {
+            error = cliError({"fill-mask", classifier, "--text", "a <mask>", "--json"});
+        } else if (case_ == "embed-of-classifier") {
+            error = cliError({"embed", classifier, "--text", "a", "--json"});
+        } else if (case_ == "pooling-on-classifier") {
+            error = cliError({"embed", classifier, "--text", "a", "--pooling", "mean", "--json"});
+        } else {
+            error = cliError({"classify", QString::fromStdString(embedder_), "--text", "a", "--json"});
+        }
+        QVERIFY2(error.contains(expected), qPrintable(error));
+        QCOMPARE(error.count('\n'), 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSequenceTasks)
+#include "test_sequence_tasks.moc"
