@@ -76,7 +76,9 @@ private slots:
         const EncoderLayout layout(stated);
         QCOMPARE(layout.positionOffset(), int64_t(0));
         QCOMPARE(layout.maxSequenceLength(), stated.maxPositionEmbeddings);
-        QCOMPARE(layout.quantizeIgnoreList(), (std::vector<std::string>{"re:cls\\..*", "qa_outputs"}));
+        // Every BERT head stays float: the MLM head, qa_outputs, a classifier and the pooler it runs.
+        QCOMPARE(layout.quantizeIgnoreList(),
+                 (std::vector<std::string>{"re:cls\\..*", "qa_outputs", "classifier", "bert.pooler.dense"}));
     }
 
     void rejectsBadModelConfig_data()

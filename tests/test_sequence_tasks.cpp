@@ -370,6 +370,46 @@ private slots:
         }
     }
 
+    // quantize and keep-float write an embedder that still pools as its source: the module folders
+    // and files travel with it, and the copy embeds like the source (cosine ~1 to its own float run).
+    void writersKeepTheSentenceTransformersModules()
+    {
+        const std::string root = makeTempDir("seq-writers");
+        const QString fp8 = QString::fromStdString(root + "/fp8"), kept = QString::fromStdString(root + "/kept");
+        QCOMPARE(runCli({"quantize", QString::fromStdString(embedder_), fp8, "--weights", "channel", "--activations", "token"})
+                     .exitCode, 0);
+        const auto quantized = Checkpoint::open(fp8.toStdString());
+        QCOMPARE(quantized->config().embedding.pooling, PoolingMode::Mean);
+        QVERIFY(quantized->config().embedding.normalize);
+        QCOMPARE(quantized->config().embedding.maxSeqLength, int64_t(12));
+        QCOMPARE(quantized->config().embedding.prompts.size(), std::size_t(2));
+        QVERIFY(quantized->plan().anyQuantized());
+        const CliResult keep = runCli({"keep-float", fp8, kept, "--modules", "encoder.layer.0.output.dense", "--reference",
+                                       QString::fromStdString(embedder_), "--text", "a cat", "--json"});
+        QVERIFY2(keep.exitCode == 0, qPrintable(keep.err));
+        const auto copy = Checkpoint::open(kept.toStdString());
+        QCOMPARE(copy->config().embedding.pooling, PoolingMode::Mean);
+        QVERIFY(QFile::exists(kept + "/1_Pooling/config.json") && QDir(kept + "/2_Normalize").exists());
+        QVERIFY(!copy->plan().find("encoder.layer.0.output.dense")->quantized);
+        // --force replaces an embedder folder (its module folders are part of a checkpoint).
+        QCOMPARE(runCli({"quantize", QString::fromStdString(embedder_), fp8, "--weights", "tensor", "--activations",
+                         "token", "--force"}).exitCode, 0);
+    }
+
+    // compare and sensitivity take a pair and measure the final output the head defines.
+    void compareAndSensitivityOnAPair()
+    {
+        const json compared = cliJson({"compare", QString::fromStdString(robertaClassifierFp8_), "--reference",
+                                       QString::fromStdString(robertaClassifier_), "--text", "the cat", "--pair",
+                                       "a dog", "--json"});
+        QVERIFY(compared.dump().find("logits") != std::string::npos);
+        const json swept = cliJson({"sensitivity", QString::fromStdString(robertaClassifierFp8_), "--reference",
+                                    QString::fromStdString(robertaClassifier_), "--text", "the cat", "--pair", "a dog",
+                                    "--json"});
+        QVERIFY(swept["entries"].size() >= 12);
+        QVERIFY(swept["baseline"].contains("sqnr_db"));
+    }
+
     // One sentence naming the file or the architecture for each bad input DESIGN lists.
     void badInputIsOneSentence_data()
     {

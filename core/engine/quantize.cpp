@@ -21,6 +21,7 @@
 #include "engine/encoder_model.h"
 #include "numerics/fp8.h"
 #include "numerics/half.h"
+#include "model/sentence_transformers.h"
 
 namespace scalescope {
 namespace {
@@ -374,6 +375,7 @@ void quantizeCheckpoint(const std::string& sourceDir, const std::string& destina
             if (fs::exists(from))
                 fs::copy_file(from, temporary / file);
         }
+        copySentenceTransformersFiles(sourceDir, folder); // an embedder keeps its pooling
         progress.throwIfCancelled();
     });
     progress.report(1.0, "Quantized");

@@ -39,10 +39,29 @@ bool isCheckpointFileName(const std::string& name)
     static const std::set<std::string> names = {"config.json", "model.safetensors.index.json", "vocab.json",
                                                 "merges.txt", "tokenizer.json", "tokenizer_config.json",
                                                 "special_tokens_map.json", "vocab.txt", "generation_config.json",
-                                                "recipe.yaml", "README.md", "added_tokens.json"};
+                                                "recipe.yaml", "README.md", "added_tokens.json",
+                                                // a sentence-transformers embedder's own files
+                                                "modules.json", "sentence_bert_config.json",
+                                                "config_sentence_transformers.json"};
     const std::string suffix = ".safetensors";
     return names.count(name) ||
            (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
+}
+
+// A sentence-transformers module folder ("1_Pooling", "2_Normalize": a number, "_", a name) holding
+// at most regular files named config.json: part of an embedder's checkpoint.
+bool isSentenceTransformersModuleFolder(const fs::path& folder)
+{
+    const std::string name = folder.filename().string();
+    const std::size_t underscore = name.find('_');
+    if (underscore == 0 || underscore == std::string::npos || underscore + 1 == name.size() ||
+        name.find_first_not_of("0123456789") != underscore)
+        return false;
+    std::error_code ec;
+    for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
+        if (!fs::is_regular_file(it->symlink_status(ec)) || it->path().filename() != "config.json")
+            return false;
+    return !ec;
 }
 
 // Refuses to replace destination unless it is a checkpoint folder.
@@ -61,6 +80,8 @@ void checkIsCheckpointFolder(const fs::path& destination, const std::string& des
     for (fs::directory_iterator it(destination, ec), end; !ec && it != end; it.increment(ec)) {
         const std::string name = it->path().filename().string();
         const fs::file_status entry = it->symlink_status(ec);
+        if (fs::is_directory(entry) && isSentenceTransformersModuleFolder(it->path()))
+            continue;
         if (!fs::is_regular_file(entry) || !isCheckpointFileName(name))
             throw OptionError(TaskOption::Overwrite, destinationDir + " holds " + name +
                                                          ", which is not part of a checkpoint; " + onlyCheckpoints +

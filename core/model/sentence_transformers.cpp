@@ -1,5 +1,7 @@
 #include "model/sentence_transformers.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <vector>
 
 #include "common/error.h"
@@ -129,6 +131,46 @@ SentenceEmbeddingConfig readSentenceEmbedding(const std::string& dir)
     readPrompts(dir, embedding);
     embedding.fromModules = true;
     return embedding;
+}
+
+std::vector<std::string> sentenceTransformersFiles(const std::string& dir)
+{
+    std::vector<std::string> files;
+    const std::string modulesPath = joinPath(dir, "modules.json");
+    if (!fileExists(modulesPath))
+        return files;
+    for (const char* name : {"modules.json", "sentence_bert_config.json", "config_sentence_transformers.json"})
+        if (fileExists(joinPath(dir, name)))
+            files.push_back(name);
+    const nlohmann::json modules = readJsonFile(modulesPath);
+    for (const nlohmann::json& module : modules.is_array() ? modules : nlohmann::json::array()) {
+        const std::string path = module.is_object() ? module.value("path", std::string()) : std::string();
+        // A module folder is one plain name beside config.json (sentence-transformers writes
+        // "1_Pooling"); anything else is not copied anywhere.
+        if (path.empty() || path.find('/') != std::string::npos || path == "." || path == ".." ||
+            !directoryExists(joinPath(dir, path)))
+            continue;
+        std::vector<std::string> inside;
+        for (const std::filesystem::directory_entry& entry : std::filesystem::directory_iterator(joinPath(dir, path)))
+            if (entry.is_regular_file())
+                inside.push_back(path + "/" + entry.path().filename().string());
+        std::sort(inside.begin(), inside.end());
+        if (inside.empty())
+            files.push_back(path + "/");
+        files.insert(files.end(), inside.begin(), inside.end());
+    }
+    return files;
+}
+
+void copySentenceTransformersFiles(const std::string& fromDir, const std::string& toDir)
+{
+    namespace fs = std::filesystem;
+    for (const std::string& file : sentenceTransformersFiles(fromDir)) {
+        const fs::path to = fs::path(toDir) / file;
+        fs::create_directories(file.back() == '/' ? to : to.parent_path());
+        if (file.back() != '/')
+            fs::copy_file(fs::path(fromDir) / file, to, fs::copy_options::overwrite_existing);
+    }
 }
 
 PoolingMode poolingModeFromName(const std::string& word)

@@ -17,6 +17,7 @@
 #include "io/safetensors.h"
 #include "model/checkpoint.h"
 #include "tasks/sensitivity_cause.h"
+#include "model/sentence_transformers.h"
 
 namespace scalescope {
 namespace {
@@ -211,6 +212,7 @@ KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& d
             }
             result.rewrittenFiles.push_back(name);
         }
+        copySentenceTransformersFiles(checkpointDir, folder); // an embedder's module folders too
         progress.throwIfCancelled();
     });
     return result;
