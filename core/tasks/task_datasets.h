@@ -101,7 +101,7 @@ BeirDataset readBeirFolder(const std::string& folder, std::size_t maxSamples = 0
 // (1.0 counts as 1) or a name of labelNames. labelNames[i] is the checkpoint's id2label name of id
 // i (LABEL_i where it has none), one per label; ids must lie below its size. Empty labelNames
 // means the labels are not known: names are then refused and any id >= 0 is kept. Either every row
-// has a label or none has (then the metrics compare the sides only).
+// has a label or none has (then the metrics compare the sides only); a null label is no label.
 struct ClassificationExample {
     std::string text;
     std::optional<std::string> pair;
