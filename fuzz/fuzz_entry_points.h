@@ -8,6 +8,7 @@
 // Inputs that stand for several files are split on separator lines (kPartSeparator), which the
 // fuzzers learn from the seed corpus. Files go to a scratch folder the caller owns.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -31,6 +33,7 @@
 #include "model/quantization_config.h"
 #include "report/check_report.h"
 #include "tasks/squad_dataset.h"
+#include "tasks/task_datasets.h"
 #include "text/bpe_tokenizer.h"
 #include "text/wordpiece_tokenizer.h"
 
@@ -450,6 +453,89 @@ inline void runSquadInput(const std::string& text)
     for (const SquadExample& example : dataset.examples) {
         check(!example.id.empty(), "every question has an id");
         check(example.isImpossible == example.golds.empty(), "unanswerable means no gold answers");
+    }
+}
+
+// Removes the files and the qrels folder of a BEIR input (ScratchDirectory removes plain files
+// only), on every way out of an iteration, so no file of one input is read with the next.
+struct BeirScratchCleanup {
+    std::string dir;
+    ~BeirScratchCleanup()
+    {
+        removeScratchFiles(dir, {"corpus.jsonl", "queries.jsonl"});
+        removeScratchFiles(joinPath(dir, "qrels"), {"test.tsv"});
+        ::rmdir(joinPath(dir, "qrels").c_str());
+    }
+};
+
+// Properties of a BEIR folder that reads: judged queries only, document indices inside the corpus,
+// and metrics inside their ranges for a ranking by corpus order.
+inline void checkBeirDataset(const BeirDataset& dataset)
+{
+    check(!dataset.corpus.empty() && !dataset.queries.empty(), "a BEIR folder that reads has documents and queries");
+    std::vector<std::vector<double>> scores;
+    std::vector<QueryQrels> qrels;
+    for (const BeirQuery& query : dataset.queries) {
+        check(query.qrels.judged(), "only judged queries are kept");
+        for (const auto& [document, grade] : query.qrels.grades)
+            check(document < dataset.corpus.size(), "qrels point inside the corpus");
+        scores.emplace_back(dataset.corpus.size(), 0.0); // all tied: corpus order
+        qrels.push_back(query.qrels);
+    }
+    const RetrievalMetrics metrics = retrievalMetrics(scores, qrels);
+    check(metrics.queriesEvaluated == dataset.queries.size(), "every kept query is evaluated");
+    for (const double value : {metrics.ndcgAt10, metrics.mrrAt10, metrics.recallAt100})
+        check(value >= 0 && value <= 1 + 1e-12, "retrieval metrics lie in [0, 1]");
+}
+
+// First byte: 0 a texts file, 1 an STS file, 2 a classification file (labels "neg", "pos"), 3 a
+// BEIR folder "corpus.jsonl <sep> queries.jsonl <sep> qrels/test.tsv"; the second byte's low bits
+// are maxSamples (0: all). Files go through the readers' path-taking entry points.
+inline void runTaskDatasetsInput(const std::string& input, const std::string& scratchDir)
+{
+    if (input.size() < 2)
+        return;
+    const std::size_t maxSamples = static_cast<unsigned char>(input[1]) % 4;
+    const std::string payload = input.substr(2);
+    const std::string path = joinPath(scratchDir, "task_input");
+    switch (static_cast<unsigned char>(input[0]) % 4) {
+    case 0: {
+        writeScratchFile(path, payload);
+        const TextsFile file = readTextsFile(path, maxSamples);
+        check(!file.texts.empty() && file.texts.size() == file.lines.size(), "a texts file has texts, each with its line");
+        check(file.inFile >= file.texts.size() && (maxSamples == 0 || file.texts.size() <= maxSamples),
+              "maxSamples keeps the first texts");
+        break;
+    }
+    case 1: {
+        writeScratchFile(path, payload);
+        const StsDataset dataset = readStsFile(path, maxSamples);
+        check(!dataset.pairs.empty(), "an STS file has pairs");
+        for (const StsPair& pair : dataset.pairs)
+            check(std::isfinite(pair.score), "STS scores are finite");
+        break;
+    }
+    case 2: {
+        writeScratchFile(path, payload);
+        const ClassificationDataset dataset = readClassificationFile(path, {"neg", "pos"}, maxSamples);
+        check(!dataset.examples.empty(), "a classification file has rows");
+        for (const ClassificationExample& example : dataset.examples)
+            check(example.label.has_value() == dataset.hasLabels && (!example.label || *example.label < 2),
+                  "labels are all there or all absent, and inside the model's labels");
+        break;
+    }
+    default: {
+        const BeirScratchCleanup cleanup{scratchDir};
+        const std::vector<std::string> parts = splitParts(payload);
+        writeScratchFile(joinPath(scratchDir, "corpus.jsonl"), parts[0]);
+        if (parts.size() > 1)
+            writeScratchFile(joinPath(scratchDir, "queries.jsonl"), parts[1]);
+        if (parts.size() > 2) {
+            ::mkdir(joinPath(scratchDir, "qrels").c_str(), 0700);
+            writeScratchFile(joinPath(joinPath(scratchDir, "qrels"), "test.tsv"), parts[2]);
+        }
+        checkBeirDataset(readBeirFolder(scratchDir, maxSamples));
+    }
     }
 }
 

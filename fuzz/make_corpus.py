@@ -345,6 +345,9 @@ DICTS = {
     "thresholds": ['"format"', '"scalescope-thresholds"', '"version"', '"percentile"', '"provenance"', '"points"',
                    '"point"', '"samples"', '"thresholds"', '"sqnr_db"', '"cosine"', '"max_abs"',
                    '"cross_entropy"', '"mean_probability_difference"', '"inf"', '"-inf"', '"qa_logits"'],
+    "task_datasets": ['"text"', '"pair"', '"label"', '"sentence1"', '"sentence2"', '"score"', '"_id"',
+                      '"title"', '"query-id"', '"corpus-id"', '"\\x09"', '"\\x0a"', '"neg"', '"pos"',
+                      '"\\xef\\xbb\\xbf"', '"\\xc2\\xa0"', '"\\x0a@@next-file@@\\x0a"'],
 }
 
 
@@ -364,6 +367,32 @@ def thresholds_seeds():
     write("thresholds", "negative_samples",
           json.dumps({"format": "scalescope-thresholds", "version": 1, "percentile": 99,
                       "points": [{"point": "x", "samples": -3, "thresholds": {}}]}))
+
+
+def task_datasets_seeds():
+    """First byte: 0 texts, 1 STS, 2 classification, 3 BEIR; second byte: maxSamples (low bits)."""
+    def seed(name, kind, max_samples, payload):
+        if isinstance(payload, str):
+            payload = payload.encode("utf-8")
+        write("task_datasets", name, bytes([kind, max_samples]) + payload)
+
+    seed("texts_lines", 0, 0, "\ufefffirst text\r\n\n  \nsecond text\n")
+    seed("texts_jsonl", 0, 1, '{"text": "caf\\u00e9"}\n{"text": ""}\n')
+    seed("texts_mixed", 0, 0, 'plain\n{"text": "json"}\n')
+    seed("sts_tsv", 1, 0, "split\tscore\tsentence1\tsentence2\ntest\t4.5\tA man.\tA person.\ntest\t0\tx\ty\n")
+    seed("sts_jsonl", 1, 2, '{"sentence1": "a", "sentence2": "b", "score": 3.8}\n'
+                            '{"sentence1": "c", "sentence2": "d", "score": 1}\n')
+    seed("sts_bad_score", 1, 0, "sentence1\tsentence2\tscore\na\tb\thigh\n")
+    seed("classification", 2, 0, '{"text": "good", "label": 1}\n{"text": "q", "pair": "p", "label": "neg"}\n')
+    seed("classification_unlabelled", 2, 1, '{"text": "a"}\n{"text": "b", "pair": null}\n')
+    seed("classification_unknown_name", 2, 0, '{"text": "a", "label": "neutral"}\n')
+    corpus = ('{"_id": "d1", "title": "Paris", "text": "capital of France"}\n'
+              '{"_id": "d2", "title": "", "text": " other "}\n{"_id": 3, "text": "x", "title": null}\n')
+    queries = '{"_id": "q1", "text": "where is Paris"}\n{"_id": "q2", "text": "unjudged"}\n'
+    qrels = "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\t3\t0\nq1\tgone\t1\n"
+    seed("beir", 3, 0, corpus.encode() + SEP + queries.encode() + SEP + qrels.encode())
+    seed("beir_unknown_query", 3, 1, corpus.encode() + SEP + queries.encode() + SEP + (qrels + "q9\td1\t1\n").encode())
+    seed("beir_no_qrels", 3, 0, corpus.encode() + SEP + queries.encode())
 
 
 def write_dicts():
@@ -388,4 +417,5 @@ if __name__ == "__main__":
     squad_seeds()
     runner_request_seeds()
     thresholds_seeds()
+    task_datasets_seeds()
     write_dicts()

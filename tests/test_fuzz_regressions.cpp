@@ -21,7 +21,8 @@ namespace {
 // The tests folder (CMake defines it; __FILE__ may be relative when ccache rewrites paths).
 const QString kSourceDir = QStringLiteral(QT_TESTCASE_SOURCEDIR);
 const QStringList kTargets = {"safetensors",      "config", "tokenizer_files", "wordpiece_files",
-                               "tokenizer_encode", "squad",  "runner_request", "thresholds"};
+                               "tokenizer_encode", "squad",  "runner_request", "thresholds",
+                               "task_datasets"};
 
 std::string readBytes(const QString& path)
 {
@@ -167,6 +168,8 @@ private slots:
                 fuzz::runRunnerRequestInput(input);
             else if (target == "thresholds")
                 fuzz::runThresholdsInput(input, scratch_.path());
+            else if (target == "task_datasets")
+                fuzz::runTaskDatasetsInput(input, scratch_.path());
             else
                 QFAIL(qPrintable("unknown target " + target));
         } catch (const Error& e) {
