@@ -7,6 +7,9 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <array>
+#include <filesystem>
+#include <map>
 #include <cmath>
 #include <fstream>
 #include <numeric>
@@ -408,6 +411,140 @@ private slots:
                                     "--json"});
         QVERIFY(swept["entries"].size() >= 12);
         QVERIFY(swept["baseline"].contains("sqnr_db"));
+    }
+
+    // evaluate --sts: Spearman x 100 (average ranks) of each side's cosines, recomputed here from
+    // embed's own embeddings of the same sentences.
+    void evaluateStsFromEmbeddings()
+    {
+        const std::string dir = makeTempDir("seq-sts");
+        const std::vector<std::array<std::string, 3>> rows = {
+            {"the cat", "a cat", "4.5"}, {"the dog", "a mat", "1"}, {"Paris is", "the capital", "2"},
+            {"a dog sat", "the dog sat", "4.5"}, {"what", "where", "0.5"}};
+        std::string tsv = "sentence1\tsentence2\tscore\n";
+        for (const auto& row : rows)
+            tsv += row[0] + "\t" + row[1] + "\t" + row[2] + "\n";
+        writeText(dir + "/sts.tsv", tsv);
+        const QString fp8 = QString::fromStdString(embedderFp8_), reference = QString::fromStdString(embedder_);
+        const json out = cliJson({"evaluate", fp8, "--reference", reference, "--sts", QString::fromStdString(dir + "/sts.tsv"),
+                                  "--json"});
+        QStringList args{"embed", fp8, "--reference", reference, "--json"};
+        for (const auto& row : rows)
+            args << "--text" << QString::fromStdString(row[0]) << "--text" << QString::fromStdString(row[1]);
+        const json embedded = cliJson(args);
+        std::vector<double> run, ref, gold;
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            const json& a = embedded["inputs"][2 * i];
+            const json& b = embedded["inputs"][2 * i + 1];
+            run.push_back(cosine(a["embedding"], b["embedding"]));
+            ref.push_back(cosine(a["reference_embedding"], b["reference_embedding"]));
+            gold.push_back(std::stod(rows[i][2]));
+        }
+        auto ranks = [](const std::vector<double>& v) { // average ranks of ties
+            std::vector<double> r(v.size());
+            for (std::size_t i = 0; i < v.size(); ++i) {
+                const double below = double(std::count_if(v.begin(), v.end(), [&](double w) { return w < v[i]; }));
+                const double equal = double(std::count(v.begin(), v.end(), v[i]));
+                r[i] = below + (equal + 1) / 2;
+            }
+            return r;
+        };
+        auto spearman = [&](const std::vector<double>& x, const std::vector<double>& y) {
+            const std::vector<double> a = ranks(x), b = ranks(y);
+            const double ma = std::accumulate(a.begin(), a.end(), 0.0) / a.size(), mb = std::accumulate(b.begin(), b.end(), 0.0) / b.size();
+            double sab = 0, saa = 0, sbb = 0;
+            for (std::size_t i = 0; i < a.size(); ++i) {
+                sab += (a[i] - ma) * (b[i] - mb);
+                saa += (a[i] - ma) * (a[i] - ma);
+                sbb += (b[i] - mb) * (b[i] - mb);
+            }
+            return 100 * sab / std::sqrt(saa * sbb);
+        };
+        QVERIFY(std::abs(out["spearman"]["run"].get<double>() - spearman(run, gold)) < 1e-6);
+        QVERIFY(std::abs(out["spearman"]["reference"].get<double>() - spearman(ref, gold)) < 1e-6);
+        QCOMPARE(out["pairs"].get<int>(), 5);
+    }
+
+    // evaluate --retrieval: a BEIR folder scored by the embedder with its prompts; nDCG@10, MRR@10
+    // and recall@100 recomputed here from rerank's scores of the same query and documents, graded,
+    // with the query that has no qrels dropped.
+    void evaluateRetrievalFromRerankScores()
+    {
+        const std::string dir = makeTempDir("seq-beir");
+        std::filesystem::create_directories(dir + "/qrels");
+        writeText(dir + "/corpus.jsonl", "{\"_id\": \"d1\", \"title\": \"Paris\", \"text\": \"is the capital of France\"}\n"
+                                         "{\"_id\": \"d2\", \"title\": \"\", \"text\": \"the cat sat on the mat\"}\n"
+                                         "{\"_id\": \"d3\", \"text\": \"a dog\"}\n");
+        writeText(dir + "/queries.jsonl", "{\"_id\": \"q1\", \"text\": \"what is the capital of France\"}\n"
+                                          "{\"_id\": \"q2\", \"text\": \"where is the cat\"}\n"
+                                          "{\"_id\": \"q3\", \"text\": \"unjudged\"}\n");
+        writeText(dir + "/qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td3\t1\nq2\td2\t1\n");
+        const QString embedder = QString::fromStdString(embedder_);
+        const json out = cliJson({"evaluate", embedder, "--retrieval", QString::fromStdString(dir), "--json"});
+        QCOMPARE(out["queries"].get<int>(), 2);
+        const std::vector<std::string> documents = {"Paris is the capital of France", "the cat sat on the mat", "a dog"};
+        const std::vector<std::pair<std::string, std::map<std::size_t, int>>> queries = {
+            {"what is the capital of France", {{0, 2}, {2, 1}}}, {"where is the cat", {{1, 1}}}};
+        double ndcg = 0, mrr = 0, recall = 0;
+        for (const auto& [query, grades] : queries) {
+            QStringList args{"rerank", embedder, "--query", QString::fromStdString(query), "--json"};
+            for (const std::string& d : documents)
+                args << "--passage" << QString::fromStdString(d);
+            const json ranked = cliJson(args)["ranking"];
+            double dcg = 0, ideal = 0, first = 0, found = 0;
+            std::vector<int> sorted;
+            for (const auto& [doc, grade] : grades)
+                sorted.push_back(grade);
+            std::sort(sorted.rbegin(), sorted.rend());
+            for (std::size_t rank = 0; rank < ranked.size(); ++rank) {
+                const auto it = grades.find(ranked[rank]["index"].get<std::size_t>());
+                const int grade = it == grades.end() ? 0 : it->second;
+                dcg += grade / std::log2(rank + 2.0);
+                if (grade > 0 && first == 0)
+                    first = 1.0 / (rank + 1);
+                found += grade >= 1 ? 1 : 0;
+            }
+            for (std::size_t rank = 0; rank < sorted.size(); ++rank)
+                ideal += sorted[rank] / std::log2(rank + 2.0);
+            ndcg += dcg / ideal / 2;
+            mrr += first / 2;
+            recall += found / double(grades.size()) / 2;
+        }
+        QVERIFY(std::abs(out["ndcg_at_10"]["run"].get<double>() - ndcg) < 1e-9);
+        QVERIFY(std::abs(out["mrr_at_10"]["run"].get<double>() - mrr) < 1e-9);
+        QVERIFY(std::abs(out["recall_at_100"]["run"].get<double>() - recall) < 1e-9);
+        QCOMPARE(out["queries_changed"].get<int>(), 0); // a float model against its own dequant
+    }
+
+    // evaluate --classification: labels by id2label name; accuracy recomputed from classify's labels.
+    void evaluateClassificationFromLabels()
+    {
+        const std::string dir = makeTempDir("seq-cls-eval");
+        const std::vector<std::pair<std::string, std::string>> rows = {
+            {"the cat", "negative"}, {"a dog", "positive"}, {"Paris is the capital", "neutral"}, {"what", "positive"}};
+        std::string jsonl;
+        for (const auto& [text, label] : rows)
+            jsonl += json{{"text", text}, {"label", label}}.dump() + "\n";
+        writeText(dir + "/cls.jsonl", jsonl);
+        const QString fp8 = QString::fromStdString(robertaClassifierFp8_), reference = QString::fromStdString(robertaClassifier_);
+        const json out = cliJson({"evaluate", fp8, "--reference", reference, "--classification",
+                                  QString::fromStdString(dir + "/cls.jsonl"), "--json"});
+        double correct = 0, referenceCorrect = 0, kl = 0;
+        int flips = 0;
+        for (const auto& [text, label] : rows) {
+            const json item = cliJson({"classify", fp8, "--reference", reference, "--text", QString::fromStdString(text),
+                                       "--json"})["inputs"][0];
+            correct += item["label"] == label ? 1 : 0;
+            referenceCorrect += item["reference"]["label"] == label ? 1 : 0;
+            flips += item["flip"].get<bool>() ? 1 : 0;
+            kl += item["kl"].get<double>();
+        }
+        QVERIFY(std::abs(out["accuracy"]["run"].get<double>() - correct / 4) < 1e-12);
+        QVERIFY(std::abs(out["accuracy"]["reference"].get<double>() - referenceCorrect / 4) < 1e-12);
+        QCOMPARE(out["flips"].get<int>(), flips);
+        // Each text ran alone here and in one batch there: the GEMMs may sum in another order.
+        QVERIFY2(std::abs(out["mean_kl"].get<double>() - kl / 4) <= 1e-3 * kl / 4 + 1e-12,
+                 qPrintable(QString("%1 against %2").arg(out["mean_kl"].get<double>(), 0, 'g', 17).arg(kl / 4, 0, 'g', 17)));
     }
 
     // One sentence naming the file or the architecture for each bad input DESIGN lists.

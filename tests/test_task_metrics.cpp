@@ -250,26 +250,26 @@ private slots:
     void softmaxProbabilities()
     {
         // logits {log 2, log 1, log 1} -> exp: {2, 1, 1} / 4 = {0.5, 0.25, 0.25}.
-        const Doubles p = probabilitiesFromLogits({std::log(2.0), 0.0, 0.0}, ProblemType::SingleLabel);
+        const Doubles p = probabilitiesFromLogits({std::log(2.0), 0.0, 0.0}, ClassificationProblem::SingleLabel);
         QVERIFY(std::fabs(p[0] - 0.5) < 1e-15 && std::fabs(p[1] - 0.25) < 1e-15 && std::fabs(p[2] - 0.25) < 1e-15);
         // Logits of 1000 overflow exp(); log-sum-exp does not: {1000, 1000 - log 3} -> {3, 1} / 4.
-        const Doubles big = probabilitiesFromLogits({1000.0, 1000.0 - std::log(3.0)}, ProblemType::SingleLabel);
+        const Doubles big = probabilitiesFromLogits({1000.0, 1000.0 - std::log(3.0)}, ClassificationProblem::SingleLabel);
         QVERIFY(std::fabs(big[0] - 0.75) < 1e-12 && std::fabs(big[1] - 0.25) < 1e-12);
         // +inf logits share the mass; a NaN makes every value NaN.
-        QCOMPARE(probabilitiesFromLogits({kInf, 1.0, kInf}, ProblemType::SingleLabel), (Doubles{0.5, 0.0, 0.5}));
-        QVERIFY(std::isnan(probabilitiesFromLogits({kNan, 1.0}, ProblemType::SingleLabel)[1]));
+        QCOMPARE(probabilitiesFromLogits({kInf, 1.0, kInf}, ClassificationProblem::SingleLabel), (Doubles{0.5, 0.0, 0.5}));
+        QVERIFY(std::isnan(probabilitiesFromLogits({kNan, 1.0}, ClassificationProblem::SingleLabel)[1]));
     }
 
     void sigmoidAndRegression()
     {
         // sigmoid(0) = 0.5, sigmoid(log 3) = 3 / (3 + 1) = 0.75, sigmoid(-log 3) = 0.25; each label on
         // its own (they need not sum to 1).
-        const Doubles p = probabilitiesFromLogits({0.0, std::log(3.0), -std::log(3.0)}, ProblemType::MultiLabel);
+        const Doubles p = probabilitiesFromLogits({0.0, std::log(3.0), -std::log(3.0)}, ClassificationProblem::MultiLabel);
         QVERIFY(std::fabs(p[0] - 0.5) < 1e-15 && std::fabs(p[1] - 0.75) < 1e-15 && std::fabs(p[2] - 0.25) < 1e-15);
         // Far past exp()'s range: 1 and 0, not NaN.
-        QCOMPARE(probabilitiesFromLogits({800.0, -800.0}, ProblemType::MultiLabel), (Doubles{1.0, 0.0}));
+        QCOMPARE(probabilitiesFromLogits({800.0, -800.0}, ClassificationProblem::MultiLabel), (Doubles{1.0, 0.0}));
         // Regression (num_labels 1, a reranker): the raw logit is the score.
-        QCOMPARE(probabilitiesFromLogits({-3.25}, ProblemType::Regression), Doubles{-3.25});
+        QCOMPARE(probabilitiesFromLogits({-3.25}, ClassificationProblem::Score), Doubles{-3.25});
     }
 
     void argmax()
@@ -287,18 +287,18 @@ private slots:
         //    = 0.25 ln 2 = 0.17328679513998632.
         const Doubles reference = {std::log(2.0), 0.0, 0.0};
         const Doubles run = {0.0, std::log(2.0), 0.0};
-        QVERIFY(std::fabs(*klDivergenceFromLogits(reference, run, ProblemType::SingleLabel) - 0.17328679513998632) < 1e-15);
+        QVERIFY(std::fabs(*klDivergenceFromLogits(reference, run, ClassificationProblem::SingleLabel) - 0.17328679513998632) < 1e-15);
         // Softmax ignores a shift of all logits: the same KL from run + 7.
         const Doubles shifted = {7.0, 7.0 + std::log(2.0), 7.0};
-        QVERIFY(std::fabs(*klDivergenceFromLogits(reference, shifted, ProblemType::SingleLabel) - 0.17328679513998632) < 1e-14);
+        QVERIFY(std::fabs(*klDivergenceFromLogits(reference, shifted, ClassificationProblem::SingleLabel) - 0.17328679513998632) < 1e-14);
         // Identical sides: exactly 0, never a rounding hair below.
-        QCOMPARE(*klDivergenceFromLogits(reference, reference, ProblemType::SingleLabel), 0.0);
+        QCOMPARE(*klDivergenceFromLogits(reference, reference, ClassificationProblem::SingleLabel), 0.0);
         // A run probability that underflows to 0 (logit gap 2000): large but finite. Reference
         // p = {1/2, 1/2}; run log q = {0, -2000}, the second floored at log(DBL_MIN) =
         // -1022 ln 2 = -708.3964185322641, so
         // KL = 0.5 (ln 0.5 - 0) + 0.5 (ln 0.5 + 708.3964185322641) = ln 0.5 + 354.19820926613205
         //    = 353.50506208557211.
-        const std::optional<double> floored = klDivergenceFromLogits({0.0, 0.0}, {0.0, -2000.0}, ProblemType::SingleLabel);
+        const std::optional<double> floored = klDivergenceFromLogits({0.0, 0.0}, {0.0, -2000.0}, ClassificationProblem::SingleLabel);
         QVERIFY(floored && std::fabs(*floored - 353.50506208557211) < 1e-9);
     }
 
@@ -309,15 +309,15 @@ private slots:
         // Label 1: 0.75 ln(0.75/0.5) + 0.25 ln(0.25/0.5) = 0.75 ln 3 - ln 2.
         // Sum: ln 2 - 0.5 ln 3 + 0.75 ln 3 - ln 2 = 0.25 ln 3 = 0.27465307216702745.
         const std::optional<double> kl =
-            klDivergenceFromLogits({0.0, std::log(3.0)}, {std::log(3.0), 0.0}, ProblemType::MultiLabel);
+            klDivergenceFromLogits({0.0, std::log(3.0)}, {std::log(3.0), 0.0}, ClassificationProblem::MultiLabel);
         QVERIFY(kl && std::fabs(*kl - 0.27465307216702745) < 1e-15);
-        QVERIFY(std::isnan(*klDivergenceFromLogits({kNan}, {0.0}, ProblemType::MultiLabel)));
+        QVERIFY(std::isnan(*klDivergenceFromLogits({kNan}, {0.0}, ClassificationProblem::MultiLabel)));
     }
 
     void klRegressionIsAbsent()
     {
         // A raw score is no distribution: no KL (0 would claim the sides agree).
-        QVERIFY(!klDivergenceFromLogits({1.0}, {2.0}, ProblemType::Regression).has_value());
+        QVERIFY(!klDivergenceFromLogits({1.0}, {2.0}, ClassificationProblem::Score).has_value());
     }
 
     void accuracyAndMacroF1()
@@ -343,7 +343,7 @@ private slots:
         // Gold {1, 2}: run accuracy 1/2, reference 2/2. meanKl = 0.25 ln 2 / 2.
         const std::vector<Doubles> run = {{std::log(2.0), 0.0, 0.0}, {0.0, 0.0, 1.0}};
         const std::vector<Doubles> reference = {{0.0, std::log(2.0), 0.0}, {0.0, 0.0, 1.0}};
-        const ClassificationMetrics metrics = classificationMetrics(run, reference, ProblemType::SingleLabel, {1, 2});
+        const ClassificationMetrics metrics = classificationMetrics(run, reference, ClassificationProblem::SingleLabel, {1, 2});
         QCOMPARE(metrics.flips, std::size_t{1});
         QVERIFY(metrics.inputs[0].flip && !metrics.inputs[1].flip);
         QCOMPARE(metrics.inputs[0].label, std::size_t{0});
@@ -353,10 +353,10 @@ private slots:
         QCOMPARE(*metrics.accuracy, 0.5);
         QCOMPARE(*metrics.referenceAccuracy, 1.0);
         // Without gold labels: only the comparison of the sides.
-        const ClassificationMetrics unlabelled = classificationMetrics(run, reference, ProblemType::SingleLabel);
+        const ClassificationMetrics unlabelled = classificationMetrics(run, reference, ClassificationProblem::SingleLabel);
         QVERIFY(!unlabelled.accuracy && !unlabelled.macroF1);
         // Regression: label 0 on both sides, no KL at all.
-        const ClassificationMetrics scores = classificationMetrics({{1.5}}, {{-2.0}}, ProblemType::Regression);
+        const ClassificationMetrics scores = classificationMetrics({{1.5}}, {{-2.0}}, ClassificationProblem::Score);
         QCOMPARE(scores.flips, std::size_t{0});
         QVERIFY(!scores.meanKl && !scores.inputs[0].kl);
         QCOMPARE(scores.inputs[0].probabilities, Doubles{1.5});

@@ -16,6 +16,15 @@ namespace {
 
 // Options that may be given more than once; the command decides what several mean.
 const std::set<std::string> kRepeatable = {"device"};
+// Options that only some commands take more than once: embed's texts, rerank's passages (elsewhere
+// --text names the one input, and a second one is a mistake to report).
+const std::map<std::string, std::set<std::string>> kRepeatableInCommand = {{"embed", {"text"}}, {"rerank", {"passage"}}};
+
+bool repeatable(const std::string& command, const std::string& option)
+{
+    const auto it = kRepeatableInCommand.find(command);
+    return kRepeatable.count(option) || (it != kRepeatableInCommand.end() && it->second.count(option));
+}
 
 } // namespace
 
@@ -42,7 +51,7 @@ Arguments Arguments::parse(const CommandSpec& spec, const std::vector<std::strin
                         throw UsageError{"--" + name + " needs a value."};
                     inlineValue = args[++i];
                 }
-                if (out.values_.count(name) && !kRepeatable.count(name) && !spec.repeatable.count(name))
+                if (out.values_.count(name) && !repeatable(spec.name, name))
                     throw UsageError{"--" + name + " is given twice."};
                 out.values_.emplace(name, *inlineValue);
                 out.repeated_[name].push_back(*inlineValue);

@@ -25,7 +25,6 @@ struct CommandSpec {
     std::set<std::string> valueOptions;   // --name VALUE (also --name=VALUE)
     std::set<std::string> flags;          // --name
     std::string summary;
-    std::set<std::string> repeatable;     // value options this command takes more than once (embed's --text)
 };
 
 class Arguments {

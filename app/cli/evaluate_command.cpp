@@ -1,4 +1,5 @@
 #include "evaluate_command.h"
+#include "task_commands.h"
 
 #include <atomic>
 #include <cmath>
@@ -206,6 +207,12 @@ void printResults(const EvaluationResult& result, const InferenceBackend& run, c
 
 int commandEvaluate(const Arguments& args)
 {
+    const int datasets = int(args.has("squad")) + int(args.has("sts")) + int(args.has("retrieval")) +
+                         int(args.has("classification"));
+    if (datasets != 1)
+        throw UsageError{"evaluate needs exactly one of --squad FILE, --sts FILE, --retrieval DIR or --classification FILE."};
+    if (!args.has("squad"))
+        return commandEvaluateTask(args);
     const std::string checkpointDir = args.positionals()[0];
     const std::string squadPath = args.required("squad");
     const std::string referenceDir = args.value("reference", "");

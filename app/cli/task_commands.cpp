@@ -16,49 +16,15 @@
 #include "model/sentence_transformers.h"
 #include "report/result_json.h"
 #include "report/task_json.h"
+#include "tasks/task_evaluation.h"
 #include "output_files.h"
+#include "tasks/task_datasets.h"
 #include "text_output.h"
 
 namespace scalescope::cli {
 namespace {
 
 using json = nlohmann::json;
-
-// One text a line (empty lines skipped) or JSONL {"text", "pair"?}. (Stand-in until
-// tasks/task_datasets.h lands.)
-std::vector<SequenceInput> readTextsFile(const std::string& path)
-{
-    const std::string content = readFileToString(path);
-    std::vector<SequenceInput> inputs;
-    std::size_t start = 0;
-    int lineNumber = 0;
-    while (start <= content.size()) {
-        std::size_t end = content.find('\n', start);
-        if (end == std::string::npos)
-            end = content.size();
-        std::string line = content.substr(start, end - start);
-        ++lineNumber;
-        start = end + 1;
-        if (!line.empty() && line.back() == '\r')
-            line.pop_back();
-        if (line.find_first_not_of(" \t") == std::string::npos)
-            continue;
-        if (line.front() == '{') {
-            const json row = json::parse(line, nullptr, false);
-            if (!row.is_object() || !row.contains("text") || !row["text"].is_string())
-                throw Error(path + ": line " + std::to_string(lineNumber) + " is not a JSON object with a \"text\".");
-            SequenceInput input{row["text"].get<std::string>(), std::nullopt};
-            if (row.contains("pair") && row["pair"].is_string())
-                input.pair = row["pair"].get<std::string>();
-            inputs.push_back(std::move(input));
-        } else {
-            inputs.push_back({line, std::nullopt});
-        }
-    }
-    if (inputs.empty())
-        throw Error(path + " holds no text.");
-    return inputs;
-}
 
 // The two sides of a task: the run on --device, the float --reference in-process (or null: the
 // run's model in dequant stands in).
@@ -90,10 +56,7 @@ std::vector<std::string> textsOption(const Arguments& args, const char* what)
         throw UsageError{std::string(what) + " needs --text (one or more) or --texts FILE."};
     if (!given.empty())
         return given;
-    std::vector<std::string> texts;
-    for (const SequenceInput& input : readTextsFile(*args.value("texts")))
-        texts.push_back(input.text);
-    return texts;
+    return readTextsFile(*args.value("texts")).texts;
 }
 
 void printTaskJson(json document, const TaskModels& models, const std::string& checkpointDir)
@@ -112,6 +75,22 @@ void printNotes(const std::vector<std::string>& notes, const TaskModels& models)
         std::cout << "Note: " << terminalSafe(note) << "\n";
     if (!models.note.empty())
         std::cout << "Note: " << models.note << "\n";
+}
+
+std::string fixed(double value, int digits);
+
+// An evaluation's JSON (with the run fields) or its one-line summary and notes.
+void printTaskJsonOrText(const Arguments& args, json document, const TaskModels& models, const std::string& checkpointDir,
+                         const std::string& summary, const std::vector<std::string>& notes)
+{
+    if (args.flag("json")) {
+        if (!notes.empty())
+            document["notes"] = notes;
+        printTaskJson(std::move(document), models, checkpointDir);
+        return;
+    }
+    std::cout << summary << " (mode " << models.runs.run.label() << ").\n";
+    printNotes(notes, models);
 }
 
 std::string fixed(double value, int digits)
@@ -167,7 +146,133 @@ std::shared_ptr<const Checkpoint> withPoolingOptions(std::shared_ptr<const Check
     return checkpoint;
 }
 
+json sides(double run, double reference)
+{
+    return {{"run", finiteOrNull(run)}, {"reference", finiteOrNull(reference)}};
+}
+
+json optionalSides(const std::optional<double>& run, const std::optional<double>& reference)
+{
+    return run && reference ? sides(*run, *reference) : json(nullptr);
+}
+
+json stsJson(const StsEvaluation& result, const StsDataset& dataset)
+{
+    json differing = json::array();
+    for (std::size_t i : result.differing)
+        differing.push_back({{"index", i},
+                             {"sentence1", dataset.pairs[i].sentence1},
+                             {"sentence2", dataset.pairs[i].sentence2},
+                             {"gold", dataset.pairs[i].score},
+                             {"run", finiteOrNull(result.run[i])},
+                             {"reference", finiteOrNull(result.reference[i])}});
+    return {{"spearman", sides(result.runSpearman, result.referenceSpearman)},
+            {"scorer", rerankScorerName(result.scorer)},
+            {"pairs", dataset.pairs.size()},
+            {"differences", differing}};
+}
+
+json topTen(const std::vector<double>& scores, const BeirDataset& dataset)
+{
+    json ids = json::array();
+    for (std::size_t index : rankingOrder(scores)) {
+        if (ids.size() == 10)
+            break;
+        ids.push_back(dataset.corpus[index].id);
+    }
+    return ids;
+}
+
+json retrievalJson(const RetrievalEvaluation& result, const BeirDataset& dataset)
+{
+    json changed = json::array();
+    for (std::size_t q : result.changedQueries) {
+        if (changed.size() == kListedDifferences)
+            break;
+        changed.push_back({{"query_id", dataset.queries[q].id},
+                           {"query", dataset.queries[q].text},
+                           {"run_top10", topTen(result.scores.run[q], dataset)},
+                           {"reference_top10", topTen(result.scores.reference[q], dataset)}});
+    }
+    return {{"ndcg_at_10", sides(result.run.ndcgAt10, result.reference.ndcgAt10)},
+            {"mrr_at_10", sides(result.run.mrrAt10, result.reference.mrrAt10)},
+            {"recall_at_100", sides(result.run.recallAt100, result.reference.recallAt100)},
+            {"queries_changed", result.changedQueries.size()},
+            {"queries", result.run.queriesEvaluated},
+            {"documents", dataset.corpus.size()},
+            {"scorer", rerankScorerName(result.scorer)},
+            {"differences", changed}};
+}
+
+json classificationJson(const ClassificationEvaluation& result)
+{
+    json differing = json::array();
+    for (std::size_t i : result.differing) {
+        if (differing.size() == kListedDifferences)
+            break;
+        const ClassifiedInput& item = result.classified.inputs[i];
+        differing.push_back({{"index", i},
+                             {"text", item.input.text},
+                             {"pair", item.input.pair ? json(*item.input.pair) : json(nullptr)},
+                             {"label", item.run.label},
+                             {"reference_label", item.reference.label},
+                             {"kl", item.kl ? finiteOrNull(*item.kl) : json(nullptr)}});
+    }
+    return {{"accuracy", optionalSides(result.runAccuracy, result.referenceAccuracy)},
+            {"macro_f1", optionalSides(result.runMacroF1, result.referenceMacroF1)},
+            {"flips", result.flips},
+            {"mean_kl", result.meanKl ? finiteOrNull(*result.meanKl) : json(nullptr)},
+            {"examples", result.classified.inputs.size()},
+            {"problem_type", classificationProblemName(result.classified.problem)},
+            {"differences", differing}};
+}
+
 } // namespace
+
+int commandEvaluateTask(const Arguments& args)
+{
+    const std::string checkpointDir = args.positionals()[0];
+    const std::size_t maxSamples = static_cast<std::size_t>(args.intValue("max-samples", 0, 0, 100'000'000));
+    std::shared_ptr<const Checkpoint> checkpoint = Checkpoint::open(checkpointDir);
+    std::shared_ptr<const Checkpoint> referenceCheckpoint;
+    if (auto dir = args.value("reference"))
+        referenceCheckpoint = Checkpoint::open(*dir);
+    json document;
+    std::string summary;
+    if (args.has("sts")) {
+        const StsDataset dataset = readStsFile(*args.value("sts"), maxSamples);
+        TaskModels models = openTaskModels(args, checkpoint, referenceCheckpoint);
+        const StsEvaluation result = evaluateSts(*models.run, models.reference.get(), dataset, models.runs);
+        document = stsJson(result, dataset);
+        summary = "Spearman x 100: run " + fixed(result.runSpearman, 2) + ", reference " + fixed(result.referenceSpearman, 2) +
+                  " (" + std::to_string(dataset.pairs.size()) + " pairs)";
+        printTaskJsonOrText(args, std::move(document), models, checkpointDir, summary, result.notes);
+    } else if (args.has("retrieval")) {
+        const BeirDataset dataset = readBeirFolder(*args.value("retrieval"), maxSamples);
+        TaskModels models = openTaskModels(args, checkpoint, referenceCheckpoint);
+        const RetrievalEvaluation result = evaluateRetrieval(*models.run, models.reference.get(), dataset, models.runs);
+        summary = "nDCG@10 run " + fixed(result.run.ndcgAt10, 4) + ", reference " + fixed(result.reference.ndcgAt10, 4) +
+                  "; MRR@10 run " + fixed(result.run.mrrAt10, 4) + ", reference " + fixed(result.reference.mrrAt10, 4) +
+                  "; recall@100 run " + fixed(result.run.recallAt100, 4) + ", reference " +
+                  fixed(result.reference.recallAt100, 4) + "; " + std::to_string(result.changedQueries.size()) + " of " +
+                  std::to_string(result.run.queriesEvaluated) + " queries changed their top 10";
+        printTaskJsonOrText(args, retrievalJson(result, dataset), models, checkpointDir, summary, result.notes);
+    } else {
+        const ClassificationDataset dataset =
+            readClassificationFile(*args.value("classification"), checkpoint->config().labels, maxSamples);
+        TaskModels models = openTaskModels(args, checkpoint, referenceCheckpoint);
+        const ClassificationEvaluation result =
+            evaluateClassification(*models.run, models.reference.get(), dataset, models.runs);
+        summary = std::to_string(result.flips) + " of " + std::to_string(result.classified.inputs.size()) +
+                  " labels flip" +
+                  (result.runAccuracy ? "; accuracy run " + fixed(*result.runAccuracy, 4) + ", reference " +
+                                            fixed(*result.referenceAccuracy, 4)
+                                      : std::string()) +
+                  (result.meanKl ? "; mean KL " + fixed(*result.meanKl, 5) : std::string());
+        printTaskJsonOrText(args, classificationJson(result), models, checkpointDir, summary, result.classified.notes);
+    }
+    return 0;
+}
 
 int commandEmbed(const Arguments& args)
 {
@@ -214,7 +319,8 @@ int commandClassify(const Arguments& args)
     if (args.has("texts")) {
         if (args.has("text") || args.has("pair"))
             throw UsageError{"classify takes --text [--pair] or --texts FILE, not both."};
-        inputs = readTextsFile(*args.value("texts"));
+        for (const std::string& text : readTextsFile(*args.value("texts")).texts)
+            inputs.push_back({text, std::nullopt});
     } else {
         if (!args.has("text") || args.values("text").size() > 1)
             throw UsageError{"classify needs one --text (with an optional --pair) or --texts FILE."};
@@ -236,7 +342,7 @@ int commandClassify(const Arguments& args)
                   << fixed(item.run.probabilities.at(static_cast<std::size_t>(item.run.labelId)), 4) << ")  reference "
                   << terminalSafe(item.reference.label) << " ("
                   << fixed(item.reference.probabilities.at(static_cast<std::size_t>(item.reference.labelId)), 4)
-                  << ")  KL " << fixed(item.kl, 5) << "  " << terminalSafe(abbreviatedText(item.input.text, 50)) << "\n";
+                  << ")  KL " << (item.kl ? fixed(*item.kl, 5) : std::string("-")) << "  " << terminalSafe(abbreviatedText(item.input.text, 50)) << "\n";
     }
     std::cout << flips << " of " << result.inputs.size() << " inputs flip their label (mode " << result.run.label()
               << ").\n";
@@ -254,8 +360,7 @@ int commandRerank(const Arguments& args)
         throw UsageError{"rerank needs --passage (one or more) or --passages FILE."};
     options.passages = given;
     if (args.has("passages"))
-        for (const SequenceInput& input : readTextsFile(*args.value("passages")))
-            options.passages.push_back(input.text);
+        options.passages = readTextsFile(*args.value("passages")).texts;
     options.topK = args.intValue("top-k", 0, 1, 1'000'000);
     std::shared_ptr<const Checkpoint> reference;
     if (auto dir = args.value("reference"))

@@ -11,5 +11,7 @@ namespace scalescope::cli {
 int commandEmbed(const Arguments& args);
 int commandClassify(const Arguments& args);
 int commandRerank(const Arguments& args);
+// evaluate CKPT --sts FILE | --retrieval DIR | --classification FILE [--max-samples N] [--reference DIR].
+int commandEvaluateTask(const Arguments& args);
 
 } // namespace scalescope::cli

@@ -317,18 +317,18 @@ std::vector<std::size_t> queriesWithChangedTop10(const std::vector<std::vector<d
     return changed;
 }
 
-std::vector<double> probabilitiesFromLogits(const std::vector<double>& logits, ProblemType type)
+std::vector<double> probabilitiesFromLogits(const std::vector<double>& logits, ClassificationProblem type)
 {
     std::vector<double> out;
     out.reserve(logits.size());
     switch (type) {
-    case ProblemType::Regression:
+    case ClassificationProblem::Score:
         return logits;
-    case ProblemType::MultiLabel:
+    case ClassificationProblem::MultiLabel:
         for (const double logit : logits)
             out.push_back(std::isnan(logit) ? kNan : std::exp(-softplus(-logit)));
         return out;
-    case ProblemType::SingleLabel:
+    case ClassificationProblem::SingleLabel:
         for (const double logP : logSoftmax(logits))
             out.push_back(std::exp(logP));
         return out;
@@ -346,13 +346,13 @@ std::size_t argmaxLabel(const std::vector<double>& values)
 }
 
 std::optional<double> klDivergenceFromLogits(const std::vector<double>& referenceLogits,
-                                             const std::vector<double>& runLogits, ProblemType type)
+                                             const std::vector<double>& runLogits, ClassificationProblem type)
 {
     requireSameLength(referenceLogits.size(), runLogits.size(), "klDivergenceFromLogits");
     switch (type) {
-    case ProblemType::Regression: return std::nullopt;
-    case ProblemType::MultiLabel: return sigmoidKl(referenceLogits, runLogits);
-    case ProblemType::SingleLabel: return softmaxKl(referenceLogits, runLogits);
+    case ClassificationProblem::Score: return std::nullopt;
+    case ClassificationProblem::MultiLabel: return sigmoidKl(referenceLogits, runLogits);
+    case ClassificationProblem::SingleLabel: return softmaxKl(referenceLogits, runLogits);
     }
     return std::nullopt;
 }
@@ -404,7 +404,7 @@ std::size_t countFlips(const std::vector<std::size_t>& runLabels, const std::vec
 
 ClassificationMetrics classificationMetrics(const std::vector<std::vector<double>>& logits,
                                             const std::vector<std::vector<double>>& referenceLogits,
-                                            ProblemType type, const std::vector<std::size_t>& gold)
+                                            ClassificationProblem type, const std::vector<std::size_t>& gold)
 {
     requireSameLength(logits.size(), referenceLogits.size(), "classificationMetrics");
     if (!gold.empty())
@@ -413,7 +413,7 @@ ClassificationMetrics classificationMetrics(const std::vector<std::vector<double
     std::vector<std::size_t> labels, referenceLabels;
     double klSum = 0;
     for (std::size_t i = 0; i < logits.size(); ++i) {
-        ClassifiedInput input;
+        ClassifiedSides input;
         input.probabilities = probabilitiesFromLogits(logits[i], type);
         input.referenceProbabilities = probabilitiesFromLogits(referenceLogits[i], type);
         input.label = argmaxLabel(logits[i]);
@@ -426,7 +426,7 @@ ClassificationMetrics classificationMetrics(const std::vector<std::vector<double
         metrics.inputs.push_back(std::move(input));
     }
     metrics.flips = countFlips(labels, referenceLabels);
-    if (type != ProblemType::Regression)
+    if (type != ClassificationProblem::Score)
         metrics.meanKl = logits.empty() ? kNan : klSum / double(logits.size());
     if (!gold.empty()) {
         metrics.accuracy = accuracy(labels, gold);

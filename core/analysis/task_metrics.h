@@ -13,6 +13,8 @@
 #include <optional>
 #include <vector>
 
+#include "model/model_config.h"
+
 namespace scalescope {
 
 // ---- Rank correlations -------------------------------------------------------------------------
@@ -96,25 +98,24 @@ std::vector<std::size_t> queriesWithChangedTop10(const std::vector<std::vector<d
 
 // ---- Classification -----------------------------------------------------------------------------
 
-// config.json's problem_type, settled as DESIGN says: "multi_label_classification" -> MultiLabel;
-// "regression" or num_labels == 1 -> Regression; otherwise SingleLabel.
-enum class ProblemType { SingleLabel, MultiLabel, Regression };
+// The problem type is config.json's, settled by parseModelConfig (model/model_config.h
+// ClassificationProblem): SingleLabel, MultiLabel, or Score (regression, or num_labels == 1).
 
 // The probabilities a user reads: softmax (SingleLabel), a sigmoid per label (MultiLabel), or the
-// raw logits as scores (Regression). Computed from log-probabilities (log-sum-exp), so logits of
+// raw logits as scores (Score). Computed from log-probabilities (log-sum-exp), so logits of
 // any size stay finite; +inf logits share the mass, NaN in any logit makes every value NaN.
-std::vector<double> probabilitiesFromLogits(const std::vector<double>& logits, ProblemType type);
+std::vector<double> probabilitiesFromLogits(const std::vector<double>& logits, ClassificationProblem type);
 // The index of the largest value, the first of equals; NaN values are never the largest unless
 // every value is NaN (then 0). 0 for an empty list.
 std::size_t argmaxLabel(const std::vector<double>& values);
 // KL(reference || run) in nats, computed from the logits in log space:
 //   SingleLabel: sum_i p_i (log p_i - log q_i) of the two softmaxes;
 //   MultiLabel:  the sum over labels of the Bernoulli KLs of the two sigmoids;
-//   Regression:  nullopt, as a raw score is no distribution (0 would claim the sides agree).
+//   Score:       nullopt, as a raw score is no distribution (0 would claim the sides agree).
 // A run probability of exactly 0 where the reference's is not is floored at the smallest normal
 // double (log = -708.4), so the value stays finite. NaN when a logit is NaN.
 std::optional<double> klDivergenceFromLogits(const std::vector<double>& referenceLogits,
-                                             const std::vector<double>& runLogits, ProblemType type);
+                                             const std::vector<double>& runLogits, ClassificationProblem type);
 
 // The fraction (0..1) of predictions equal to their gold label; NaN for no predictions.
 double accuracy(const std::vector<std::size_t>& predicted, const std::vector<std::size_t>& gold);
@@ -125,7 +126,7 @@ double macroF1(const std::vector<std::size_t>& predicted, const std::vector<std:
 std::size_t countFlips(const std::vector<std::size_t>& runLabels, const std::vector<std::size_t>& referenceLabels);
 
 // One input's classification on both sides.
-struct ClassifiedInput {
+struct ClassifiedSides {
     std::vector<double> probabilities, referenceProbabilities; // probabilitiesFromLogits
     std::size_t label = 0, referenceLabel = 0;                 // argmax of the logits
     bool flip = false;
@@ -133,9 +134,9 @@ struct ClassifiedInput {
 };
 
 struct ClassificationMetrics {
-    std::vector<ClassifiedInput> inputs;
+    std::vector<ClassifiedSides> inputs;
     std::size_t flips = 0;
-    std::optional<double> meanKl;            // over the inputs; nullopt for Regression
+    std::optional<double> meanKl;            // over the inputs; nullopt for Score
     // Against gold labels, when given (nullopt otherwise).
     std::optional<double> accuracy, referenceAccuracy, macroF1, referenceMacroF1;
 };
@@ -144,6 +145,6 @@ struct ClassificationMetrics {
 // empty when the file gave none.
 ClassificationMetrics classificationMetrics(const std::vector<std::vector<double>>& logits,
                                             const std::vector<std::vector<double>>& referenceLogits,
-                                            ProblemType type, const std::vector<std::size_t>& gold = {});
+                                            ClassificationProblem type, const std::vector<std::size_t>& gold = {});
 
 } // namespace scalescope

@@ -89,8 +89,8 @@ struct HeadStep {
 // kVectorAgreementCosine for every row. SequenceLogits: one distribution per sequence, [batch, labels]
 // (a single-label classifier): agreement = the same argmax. Scores: independent scores per sequence,
 // [batch, labels] (a multi-label classifier's sigmoid per label, a reranker's relevance): agreement =
-// every score on the same side of 0 (the sigmoid's 0.5); with one score per row, the same ranking
-// of the rows (a reranker's order of the passages).
+// the same largest score (the label classify reports), and with one score per row the same ranking
+// of the rows (a reranker's order of the passages); no distribution to measure.
 enum class FinalOutputKind { TokenScores, TokenLogits, Vector, SequenceLogits, Scores };
 // Whether an output's rows hold probability distributions (softmax over a width): what device checks
 // measure cross-entropy and probability differences on.

@@ -81,7 +81,7 @@ json classifyJson(const ClassifyResult& result)
         entry["truncated"] = item.truncated;
         entry["reference"] = classSideJson(item.reference);
         entry["flip"] = item.flip;
-        entry["kl"] = finiteOrNull(item.kl);
+        entry["kl"] = item.kl ? finiteOrNull(*item.kl) : json(nullptr);
         inputs.push_back(std::move(entry));
     }
     return {{"problem_type", classificationProblemName(result.problem)},

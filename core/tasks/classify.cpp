@@ -1,65 +1,27 @@
 #include "tasks/classify.h"
 
-#include <algorithm>
-#include <cmath>
 
 #include "common/error.h"
 #include "model/checkpoint.h"
-#include "tasks/fill_mask.h"
+#include "analysis/task_metrics.h"
 
 namespace scalescope {
 namespace {
 
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+std::vector<double> asDoubles(const std::vector<float>& values) { return {values.begin(), values.end()}; }
 
-// Probabilities are clamped away from 0 and 1 so that a saturated side gives a large but finite KL.
-double clampedProbability(double p) { return std::clamp(p, 1e-12, 1.0 - 1e-12); }
+ClassSide side(const std::vector<float>& logits, std::vector<double> probabilities, std::size_t label,
+               const std::vector<std::string>& labels)
+{
+    ClassSide out;
+    out.logits = logits;
+    out.probabilities = std::move(probabilities);
+    out.labelId = static_cast<int64_t>(label);
+    out.label = label < labels.size() ? labels[label] : "LABEL_" + std::to_string(label);
+    return out;
+}
 
 } // namespace
-
-ClassSide classSide(const std::vector<float>& logits, ClassificationProblem problem, const std::vector<std::string>& labels)
-{
-    ClassSide side;
-    side.logits = logits;
-    if (problem == ClassificationProblem::SingleLabel) {
-        const std::vector<float> p = softmax(logits.data(), logits.size());
-        side.probabilities.assign(p.begin(), p.end());
-    } else {
-        for (float logit : logits)
-            side.probabilities.push_back(sigmoid(logit));
-    }
-    std::size_t best = 0;
-    for (std::size_t i = 1; i < logits.size(); ++i)
-        if (logits[i] > logits[best])
-            best = i;
-    side.labelId = static_cast<int64_t>(best);
-    side.label = best < labels.size() ? labels[best] : "LABEL_" + std::to_string(best);
-    return side;
-}
-
-double classificationKl(const ClassSide& reference, const ClassSide& run, ClassificationProblem problem)
-{
-    double kl = 0;
-    const std::size_t n = std::min(reference.probabilities.size(), run.probabilities.size());
-    for (std::size_t i = 0; i < n; ++i) {
-        const double p = clampedProbability(reference.probabilities[i]);
-        const double q = clampedProbability(run.probabilities[i]);
-        kl += p * std::log(p / q);
-        if (problem != ClassificationProblem::SingleLabel) // the label's "no" outcome too
-            kl += (1 - p) * std::log((1 - p) / (1 - q));
-    }
-    return std::max(kl, 0.0); // rounding below 0 is 0
-}
-
-bool classificationFlips(const ClassSide& reference, const ClassSide& run, ClassificationProblem problem)
-{
-    if (problem == ClassificationProblem::SingleLabel)
-        return reference.labelId != run.labelId;
-    for (std::size_t i = 0; i < reference.logits.size() && i < run.logits.size(); ++i)
-        if ((reference.logits[i] > 0.0f) != (run.logits[i] > 0.0f))
-            return true;
-    return false;
-}
 
 ClassifyResult classifyTexts(InferenceBackend& run, InferenceBackend* reference, const std::vector<SequenceInput>& inputs,
                              const RunPair& runs, const Progress& progress)
@@ -94,13 +56,22 @@ ClassifyResult classifyTexts(InferenceBackend& run, InferenceBackend* reference,
 
     const std::string& output = checkpoint.layout().headDefinition().outputs.at(0).name;
     const SequenceRows rows = runSequenceRows(run, reference, runs, encodings, output, progress);
+    std::vector<std::vector<double>> runLogits, referenceLogits;
+    for (std::size_t i = 0; i < rows.run.size(); ++i) {
+        runLogits.push_back(asDoubles(rows.run[i]));
+        referenceLogits.push_back(asDoubles(rows.reference[i]));
+    }
+    const ClassificationMetrics metrics = classificationMetrics(runLogits, referenceLogits, result.problem);
     for (std::size_t i = 0; i < result.inputs.size(); ++i) {
         ClassifiedInput& item = result.inputs[i];
-        item.run = classSide(rows.run[i], result.problem, result.labels);
-        item.reference = classSide(rows.reference[i], result.problem, result.labels);
-        item.flip = classificationFlips(item.reference, item.run, result.problem);
-        item.kl = classificationKl(item.reference, item.run, result.problem);
+        const ClassifiedSides& sides = metrics.inputs[i];
+        item.run = side(rows.run[i], sides.probabilities, sides.label, result.labels);
+        item.reference = side(rows.reference[i], sides.referenceProbabilities, sides.referenceLabel, result.labels);
+        item.flip = sides.flip;
+        item.kl = sides.kl;
     }
+    result.flips = metrics.flips;
+    result.meanKl = metrics.meanKl;
     result.runMs = rows.runMs;
     return result;
 }

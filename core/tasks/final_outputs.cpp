@@ -34,14 +34,8 @@ bool rowAgrees(const FinalOutputRow& row)
 {
     if (row.output->kind == FinalOutputKind::Vector)
         return computeErrorMetrics(row.run, row.reference, row.values).cosine >= kVectorAgreementCosine;
-    if (row.output->kind == FinalOutputKind::Scores) {
-        if (row.values == 1) // one score per row (a reranker): agreement is the rows' order, below
-            return true;
-        for (std::size_t i = 0; i < row.values; ++i)
-            if ((row.run[i] > 0.0f) != (row.reference[i] > 0.0f))
-                return false;
-        return true;
-    }
+    if (row.output->kind == FinalOutputKind::Scores && row.values == 1)
+        return true; // one score per row (a reranker): agreement is the rows' order, below
     for (std::size_t at = 0; at + row.width <= row.values && row.width > 0; at += row.width)
         if (argmax(row.run + at, row.width) != argmax(row.reference + at, row.width))
             return false;

@@ -43,9 +43,9 @@ ErrorMetrics finalOutputMetrics(const EncoderLayout& layout, const ForwardResult
                                 const std::vector<std::size_t>& lengths);
 
 // The two sides agree on every row: the same argmax of every distribution (a QA row's positions, a
-// masked LM's vocabulary at each real position, a single-label classifier's labels), every
-// independent score on the same side of 0 (a multi-label classifier's labels, a reranker's
-// relevance), and a cosine of at least kVectorAgreementCosine for every vector.
+// masked LM's vocabulary at each real position, a classifier's labels), the same order of the rows
+// for one score per row (a reranker's passages), and a cosine of at least kVectorAgreementCosine
+// for every vector.
 bool finalOutputsAgree(const EncoderLayout& layout, const ForwardResult& run, const ForwardResult& reference,
                        const std::vector<std::size_t>& lengths);
 

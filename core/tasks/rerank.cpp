@@ -1,9 +1,7 @@
 #include "tasks/rerank.h"
 
-#include <algorithm>
-#include <cmath>
-#include <numeric>
 
+#include "analysis/task_metrics.h"
 #include "common/error.h"
 #include "model/checkpoint.h"
 #include "tasks/embed.h"
@@ -17,36 +15,6 @@ const char* rerankScorerName(RerankScorer scorer)
 }
 
 namespace {
-
-// Indices best first, ties by position. (Replaced by analysis/task_metrics.h when it lands.)
-std::vector<std::size_t> rankingOrder(const std::vector<double>& scores)
-{
-    std::vector<std::size_t> order(scores.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return scores[a] > scores[b]; });
-    return order;
-}
-
-double kendallTauB(const std::vector<double>& a, const std::vector<double>& b)
-{
-    double concordant = 0, discordant = 0, tiesA = 0, tiesB = 0;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        for (std::size_t j = i + 1; j < a.size(); ++j) {
-            const double da = a[i] - a[j], db = b[i] - b[j];
-            if (da == 0 && db == 0)
-                continue;
-            if (da == 0)
-                ++tiesA;
-            else if (db == 0)
-                ++tiesB;
-            else if ((da > 0) == (db > 0))
-                ++concordant;
-            else
-                ++discordant;
-        }
-    const double denominator = std::sqrt((concordant + discordant + tiesA) * (concordant + discordant + tiesB));
-    return denominator > 0 ? (concordant - discordant) / denominator : 1.0;
-}
 
 // Every (query, document) pair through the cross-encoder: its one logit is the score.
 void crossEncoderScores(InferenceBackend& run, InferenceBackend* reference, const std::vector<std::string>& queries,
