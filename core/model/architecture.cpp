@@ -198,6 +198,8 @@ std::string wrongHeadSentence(const std::string& subjectAndVerb, HeadKind needed
 
 const char* tokenizerKindName(TokenizerKind kind)
 {
+    if (kind == TokenizerKind::Unigram)
+        return "unigram";
     return kind == TokenizerKind::WordPiece ? "wordpiece" : "bpe";
 }
 
