@@ -82,24 +82,27 @@ void NormalizedText::transform(std::size_t begin, std::size_t end, const std::ve
 
 void NormalizedText::replaceMatches(const std::vector<ByteRange>& matches, const std::string& content)
 {
-    std::vector<CharChange> inserted;
-    for (std::size_t pos = 0; pos < content.size();) {
-        char32_t cp = 0;
-        pos += decodeUtf8At(content, pos, &cp);
-        inserted.push_back({cp, 1});
-    }
-    long long shift = 0; // earlier replacements moved later matches by this many bytes
+    // One pass with the result of Hugging Face's one transform per match: a match's characters are
+    // removed and the content's are inserted, so they all copy the alignment of the match's last
+    // byte. (A transform per match would move the rest of the text once per space.)
+    std::string out;
+    std::vector<ByteRange> outAlignments;
+    out.reserve(text.size());
+    outAlignments.reserve(alignments.size());
+    std::size_t copied = 0;
     for (const ByteRange& match : matches) {
-        const std::size_t begin = static_cast<std::size_t>(static_cast<long long>(match.first) + shift);
-        const std::size_t end = static_cast<std::size_t>(static_cast<long long>(match.second) + shift);
-        std::size_t removedChars = 0;
-        for (std::size_t pos = begin; pos < end; ++removedChars) {
-            char32_t cp = 0;
-            pos += decodeUtf8At(text, pos, &cp);
-        }
-        transform(begin, end, inserted, removedChars);
-        shift += static_cast<long long>(content.size()) - static_cast<long long>(match.second - match.first);
+        out.append(text, copied, match.first - copied);
+        outAlignments.insert(outAlignments.end(), alignments.begin() + static_cast<std::ptrdiff_t>(copied),
+                             alignments.begin() + static_cast<std::ptrdiff_t>(match.first));
+        const ByteRange align = match.second >= 1 ? alignments[match.second - 1] : ByteRange{originalBegin, originalBegin};
+        out += content;
+        outAlignments.insert(outAlignments.end(), content.size(), align);
+        copied = match.second;
     }
+    out.append(text, copied, std::string::npos);
+    outAlignments.insert(outAlignments.end(), alignments.begin() + static_cast<std::ptrdiff_t>(copied), alignments.end());
+    text = std::move(out);
+    alignments = std::move(outAlignments);
 }
 
 void NormalizedText::strip(bool left, bool right)
