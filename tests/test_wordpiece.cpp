@@ -531,8 +531,8 @@ void TestWordPiece::loadErrors_data()
                                             << "tokenizer_config.json" << "strip_accents";
     QTest::newRow("mask_token a number") << good << QByteArray("{\"mask_token\": 5}") << none << "tokenizer_config.json"
                                          << "mask_token";
-    QTest::newRow("unknown model") << none << none << edited([](nlohmann::json& j) { j["model"]["type"] = "Unigram"; })
-                                   << "tokenizer.json" << "Unigram";
+    QTest::newRow("unknown model") << none << none << edited([](nlohmann::json& j) { j["model"]["type"] = "WordLevel"; })
+                                   << "tokenizer.json" << "WordLevel";
     QTest::newRow("other normalizer") << none << none
                                       << edited([](nlohmann::json& j) { j["normalizer"] = {{"type", "NFKC"}}; })
                                       << "tokenizer.json" << "BertNormalizer";

@@ -246,6 +246,7 @@ const char* tokenizerKindName(TokenizerKind kind)
     switch (kind) {
     case TokenizerKind::WordPiece: return "wordpiece";
     case TokenizerKind::BytePairEncoding: return "bpe";
+    case TokenizerKind::Unigram: return "unigram";
     }
     return "?";
 }

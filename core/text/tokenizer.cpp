@@ -6,6 +6,7 @@
 #include "common/json_values.h"
 #include "common/text_files.h"
 #include "text/bpe_tokenizer.h"
+#include "text/unigram_tokenizer.h"
 #include "text/vocabulary.h"
 #include "text/wordpiece_tokenizer.h"
 
@@ -24,17 +25,22 @@ std::unique_ptr<Tokenizer> loadTokenizerFiles(const std::string& dir)
             type = &root["model"]["type"];
         if (type != nullptr && type->is_string() && type->get<std::string>() == "WordPiece")
             return WordPieceTokenizer::loadFromTokenizerJson(tokenizerJson);
+        if (type != nullptr && type->is_string() && type->get<std::string>() == "Unigram")
+            return UnigramTokenizer::loadFromTokenizerJson(tokenizerJson);
         if (type != nullptr && !(type->is_string() && type->get<std::string>() == "BPE"))
             throw Error(tokenizerJson + " holds a " + quotedModelType(*type)
-                + " tokenizer model; only BPE (RoBERTa) and WordPiece (BERT) are supported.");
+                + " tokenizer model; only BPE (RoBERTa), WordPiece (BERT) and Unigram (XLM-RoBERTa) are supported.");
         return BpeTokenizer::loadFromTokenizerJson(tokenizerJson);
     }
+    const std::string sentencePiece = joinPath(dir, "sentencepiece.bpe.model");
+    if (fileExists(sentencePiece))
+        return UnigramTokenizer::loadFromSentencePieceModel(sentencePiece);
     if (fileExists(joinPath(dir, "vocab.txt")))
         return WordPieceTokenizer::loadFromDirectory(dir);
     if (fileExists(joinPath(dir, "vocab.json")) && fileExists(joinPath(dir, "merges.txt")))
         return BpeTokenizer::loadFromDirectory(dir);
-    throw Error("No tokenizer in " + dir +
-                ": expected tokenizer.json, vocab.txt (BERT) or vocab.json and merges.txt (RoBERTa).");
+    throw Error("No tokenizer in " + dir + ": expected tokenizer.json, sentencepiece.bpe.model (XLM-RoBERTa), "
+                "vocab.txt (BERT) or vocab.json and merges.txt (RoBERTa).");
 }
 
 } // namespace
@@ -44,6 +50,8 @@ std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir, TokenizerKind k
     return readingUserFile("the tokenizer in " + dir, [&]() -> std::unique_ptr<Tokenizer> {
         if (kind == TokenizerKind::WordPiece)
             return WordPieceTokenizer::loadFromDirectory(dir);
+        if (kind == TokenizerKind::Unigram)
+            return UnigramTokenizer::loadFromDirectory(dir);
         return BpeTokenizer::loadFromDirectory(dir);
     });
 }

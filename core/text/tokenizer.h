@@ -1,6 +1,7 @@
 #pragma once
 // The tokenizer interface the engine uses for every model family: byte-level BPE (RoBERTa,
-// bpe_tokenizer.h) and WordPiece (BERT, wordpiece_tokenizer.h). Implementations are const after
+// bpe_tokenizer.h), WordPiece (BERT, wordpiece_tokenizer.h) and Unigram SentencePiece
+// (XLM-RoBERTa, unigram_tokenizer.h). Implementations are const after
 // loading and may be used from several threads. Errors: scalescope::Error naming the file and the
 // problem.
 #include <cstdint>
@@ -56,14 +57,16 @@ public:
 };
 
 // The tokenizer a model family uses (EncoderFamily::tokenizer).
-enum class TokenizerKind { BytePairEncoding, WordPiece };
+enum class TokenizerKind { BytePairEncoding, WordPiece, Unigram };
 
 // Loads the tokenizer of that kind from a model folder: its tokenizer.json, else vocab.json +
-// merges.txt (BPE) or vocab.txt with tokenizer_config.json when present (WordPiece). Throws one
+// merges.txt (BPE), vocab.txt with tokenizer_config.json when present (WordPiece), or
+// sentencepiece.bpe.model (Unigram). Throws one
 // sentence naming the folder when they are not there, or naming the file when it holds another kind.
 std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir, TokenizerKind kind);
-// A folder of tokenizer files alone, its kind read from them: tokenizer.json (model type BPE or
-// WordPiece), else vocab.txt (WordPiece), else vocab.json + merges.txt (byte-level BPE). Throws one
+// A folder of tokenizer files alone, its kind read from them: tokenizer.json (model type BPE,
+// WordPiece or Unigram), else sentencepiece.bpe.model (Unigram), else vocab.txt (WordPiece), else
+// vocab.json + merges.txt (byte-level BPE). Throws one
 // sentence naming the folder when none of them is there.
 std::unique_ptr<Tokenizer> loadTokenizer(const std::string& dir);
 
