@@ -128,13 +128,13 @@ private slots:
     void sentencesListEveryClass()
     {
         QCOMPARE(QString::fromStdString(architecturesWithHeadText(HeadKind::MaskedLM)).left(60),
-                 QString("a RobertaForMaskedLM checkpoint or a BertForMaskedLM one").left(60));
+                 QString("a RobertaForMaskedLM, BertForMaskedLM or XLMRobertaForMaskedLM checkpoint").left(60));
         cloneFamily();
         const std::string all = supportedArchitecturesText();
         QVERIFY2(all.find("CloneForQuestionAnswering") != std::string::npos, all.c_str());
         QVERIFY(all.find("RobertaForQuestionAnswering, ") == 0);
         QCOMPARE(QString::fromStdString(architecturesWithHeadText(HeadKind::MaskedLM)),
-                 QString("a RobertaForMaskedLM, BertForMaskedLM or CloneForMaskedLM checkpoint"));
+                 QString("a RobertaForMaskedLM, BertForMaskedLM, XLMRobertaForMaskedLM or CloneForMaskedLM checkpoint"));
         QVERIFY_THROWS_EXCEPTION(Error, registerEncoderFamily(cloneFamily()));
     }
 

@@ -82,6 +82,7 @@ class TestSequenceTasks : public QObject {
     Q_OBJECT
     std::string robertaClassifier_, robertaClassifierFp8_, bertClassifier_, bertClassifierFp8_;
     std::string reranker_, rerankerFp8_, embedder_, embedderFp8_, bareBert_, multiLabel_;
+    std::string xlmrQa_, xlmrQaFp8_, xlmrClassifierFp8_, xlmrEmbedderFp8_, xlmrMaskedLm_;
     const std::vector<std::vector<int64_t>> robertaIds_{{0, 5, 6, 7, 8, 9, 10, 2}, {0, 11, 12, 2}};
 
     // The engine's final output row by row against the independent forward of each row alone.
@@ -147,6 +148,27 @@ private slots:
         bareBert_ = makeTempDir("seq-bert-model");
         writeTinyFloatCheckpoint(bareBert_, spec("BertModel"));
 
+        // XLM-RoBERTa: RoBERTa's graph with the Unigram test tokenizer.
+        xlmrQa_ = makeTempDir("seq-xlmr-qa");
+        writeTinyFloatCheckpoint(xlmrQa_, spec("XLMRobertaForQuestionAnswering"));
+        xlmrQaFp8_ = makeTempDir("seq-xlmr-qa-fp8");
+        writeTinyFp8Checkpoint(xlmrQa_, xlmrQaFp8_, {"tensor", "tensor"});
+        const std::string xlmrClassifier = makeTempDir("seq-xlmr-cls");
+        TinyModelSpec xlmrReranker = spec("XLMRobertaForSequenceClassification");
+        xlmrReranker.numLabels = 1;
+        writeTinyFloatCheckpoint(xlmrClassifier, xlmrReranker);
+        xlmrClassifierFp8_ = makeTempDir("seq-xlmr-cls-fp8");
+        writeTinyFp8Checkpoint(xlmrClassifier, xlmrClassifierFp8_, {});
+        const std::string xlmrEmbedder = makeTempDir("seq-xlmr-embed");
+        TinyModelSpec xlmrModel = spec("XLMRobertaModel");
+        xlmrModel.pooling = "mean";
+        xlmrModel.normalize = true;
+        writeTinyFloatCheckpoint(xlmrEmbedder, xlmrModel);
+        xlmrEmbedderFp8_ = makeTempDir("seq-xlmr-embed-fp8");
+        writeTinyFp8Checkpoint(xlmrEmbedder, xlmrEmbedderFp8_, {"channel", "token"});
+        xlmrMaskedLm_ = makeTempDir("seq-xlmr-mlm");
+        writeTinyFloatCheckpoint(xlmrMaskedLm_, spec("XLMRobertaForMaskedLM"));
+
         multiLabel_ = makeTempDir("seq-multi-label");
         TinyModelSpec multi = spec("RobertaForSequenceClassification");
         multi.problemType = "multi_label_classification";
@@ -196,6 +218,8 @@ private slots:
             QTest::addRow("bert-classifier-%s", mode) << "bert-cls" << "logits" << mode;
             QTest::addRow("reranker-%s", mode) << "reranker" << "logits" << mode;
             QTest::addRow("embedder-%s", mode) << "embedder" << "pooled" << mode;
+            QTest::addRow("xlmr-reranker-%s", mode) << "xlmr-cls" << "logits" << mode;
+            QTest::addRow("xlmr-embedder-%s", mode) << "xlmr-embed" << "pooled" << mode;
         }
         QTest::addRow("bert-model-cls-pooling") << "bert-model" << "pooled" << "dequant";
     }
@@ -206,10 +230,51 @@ private slots:
         QFETCH(QString, mode);
         const std::map<QString, std::string> dirs = {{"roberta-cls", robertaClassifierFp8_}, {"bert-cls", bertClassifierFp8_},
                                                      {"reranker", rerankerFp8_},             {"embedder", embedderFp8_},
-                                                     {"bert-model", bareBert_}};
+                                                     {"bert-model", bareBert_},
+                                                     {"xlmr-cls", xlmrClassifierFp8_}, {"xlmr-embed", xlmrEmbedderFp8_}};
         const std::vector<std::vector<int64_t>> bertIds{{2, 40, 41, 42, 3}, {2, 50, 3, 51, 52, 3}};
         const bool isBert = which.startsWith("bert");
         checkAgainstReference(dirs.at(which), output.toStdString(), mode.toStdString(), isBert ? bertIds : robertaIds_, 60);
+    }
+
+    // XLM-RoBERTa QA: the CLI's windows are the Unigram tokenizer's <s> question </s></s> context </s>
+    // (fairseq ids: <s> 0, </s> 2), and its start logits match the independent forward of that window
+    // in fp8 (static per-tensor scales) at >= 60 dB; fill-mask fills <mask> (the last id).
+    void xlmRobertaAnswersAndFillsMasks()
+    {
+        const json answered = cliJson({"qa", QString::fromStdString(xlmrQaFp8_), "--question", "Wer ist Ärztin?",
+                                       "--context", "Die Ärztin heißt Zoë, и она живёт в Москве.", "--json"});
+        const std::vector<int64_t> ids = answered["input_ids"][0];
+        QCOMPARE(ids.front(), int64_t(0));
+        QCOMPARE(ids.back(), int64_t(2));
+        QCOMPARE(std::count(ids.begin(), ids.end(), int64_t(2)), std::ptrdiff_t(3));
+        const std::vector<float> start = answered["start_logits"][0];
+        const ReferenceTensor expected = referenceForward(xlmrQaFp8_, ids, "fp8").at("start_logits");
+        QVERIFY2(sqnrDb(expected.values, start) >= 60, qPrintable(QString::number(sqnrDb(expected.values, start))));
+        const json filled = cliJson({"fill-mask", QString::fromStdString(xlmrMaskedLm_), "--text", "Die <mask> heißt Zoë.",
+                                     "--json"});
+        QVERIFY2(filled.dump().find("probability") != std::string::npos, filled.dump().c_str());
+        const auto model = Checkpoint::open(xlmrMaskedLm_);
+        QCOMPARE(std::string(tokenizerKindName(model->layout().family().tokenizer)), std::string("unigram"));
+        QCOMPARE(model->tokenizer().maskId(), int64_t(1092));
+    }
+
+    // The CPU runner pools as the client asks (the load request's "embedding", said back): embed
+    // through it, with the checkpoint's pooling and with --pooling max, equals embed in-process.
+    void runnerPoolsAsAsked()
+    {
+        const QString runner = "runner:" + QString::fromStdString(SCALESCOPE_CLI) + " runner";
+        for (const QStringList& pooling : {QStringList{}, QStringList{"--pooling", "max"}}) {
+            QStringList args{"embed", QString::fromStdString(embedderFp8_), "--text", "a cat sat", "--text", "the dog",
+                             "--json"};
+            args << pooling;
+            const json local = cliJson(args);
+            const json remote = cliJson(QStringList(args) << "--device" << runner);
+            QCOMPARE(remote["pooling"], local["pooling"]);
+            for (std::size_t i = 0; i < 2; ++i)
+                for (std::size_t j = 0; j < 32; ++j)
+                    QCOMPARE(remote["inputs"][i]["embedding"][j].get<double>(), local["inputs"][i]["embedding"][j].get<double>());
+        }
     }
 
     // embed: DESIGN's keys, each cosine and both similarity matrices recomputed here from the

@@ -127,6 +127,21 @@ EncoderFamily robertaFamily()
     return family;
 }
 
+// XLM-RoBERTa: RoBERTa's graph, prefix and head names (positions after pad_token_id, the roberta.
+// prefix, lm_head, classifier.dense/out_proj), with a Unigram SentencePiece tokenizer in fairseq's
+// id order. fms has no model of its own for it; its RoBERTa classes build the same graph.
+EncoderFamily xlmRobertaFamily()
+{
+    EncoderFamily family = robertaFamily();
+    family.name = "xlm-roberta";
+    family.classes = {{"XLMRobertaForQuestionAnswering", HeadKind::QuestionAnswering, "roberta_question_answering"},
+                      {"XLMRobertaForMaskedLM", HeadKind::MaskedLM, "roberta"},
+                      {"XLMRobertaForSequenceClassification", HeadKind::SequenceClassification, "roberta_classification"},
+                      {"XLMRobertaModel", HeadKind::Embedding, ""}};
+    family.tokenizer = TokenizerKind::Unigram;
+    return family;
+}
+
 // BERT: positions from 0, two token types, WordPiece, [CLS] A [SEP] B [SEP], the MLM head under
 // cls.predictions (its decoder tied to the word embeddings when absent, its bias shared as
 // cls.predictions.bias). fms has no BERT question-answering model.
@@ -174,6 +189,7 @@ struct FamilyRegistry {
     {
         add(robertaFamily());
         add(bertFamily());
+        add(xlmRobertaFamily());
     }
 
     const EncoderFamily& add(EncoderFamily family)

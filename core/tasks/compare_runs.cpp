@@ -352,7 +352,7 @@ void checkModelsMatch(const InferenceBackend& run, const InferenceBackend& refer
     const ModelConfig& a = run.config();
     const ModelConfig& b = reference.config();
     if (a.architecture != b.architecture || a.hiddenSize != b.hiddenSize || a.numLayers != b.numLayers ||
-        a.vocabSize != b.vocabSize || a.intermediateSize != b.intermediateSize)
+        a.vocabSize != b.vocabSize || a.intermediateSize != b.intermediateSize || a.numLabels != b.numLabels)
         throw Error("The reference " + reference.checkpoint().directory() + " does not match " +
                     run.checkpoint().directory() + " (architecture or sizes differ).");
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "tasks/compare_runs.h"
 #include "tasks/final_outputs.h"
 #include "tasks/non_finite.h"
 
@@ -79,12 +80,7 @@ SequenceRows runSequenceRows(InferenceBackend& run, InferenceBackend* reference,
                              const Progress& progress, std::size_t batchSize)
 {
     InferenceBackend& referenceModel = reference ? *reference : run;
-    const ModelConfig& a = run.config();
-    const ModelConfig& b = referenceModel.config();
-    if (a.architecture != b.architecture || a.hiddenSize != b.hiddenSize || a.numLayers != b.numLayers ||
-        a.numLabels != b.numLabels)
-        throw Error("The reference " + referenceModel.checkpoint().directory() + " does not match " +
-                    run.checkpoint().directory() + " (architecture or sizes differ).");
+    checkModelsMatch(run, referenceModel);
     SequenceRows rows;
     const ForwardOptions runOptions = forwardOptions(runs.run);
     const ForwardOptions referenceOptions = forwardOptions(runs.reference);

@@ -261,13 +261,27 @@ bool endsWith(const std::string& text, const std::string& suffix)
 }
 
 bool isClassifier(const std::string& architecture) { return endsWith(architecture, "ForSequenceClassification"); }
-bool isBareModel(const std::string& architecture) { return architecture == "RobertaModel" || architecture == "BertModel"; }
+bool isBareModel(const std::string& architecture)
+{
+    return architecture == "RobertaModel" || architecture == "BertModel" || architecture == "XLMRobertaModel";
+}
+bool isXlmRoberta(const std::string& architecture) { return architecture.rfind("XLMRoberta", 0) == 0; }
+
+// The Unigram test tokenizer's tokenizer.json copied into dir; returns its vocabulary size.
+int writeUnigramTokenizer(const std::string& dir)
+{
+    const std::string text = readFileToString(SCALESCOPE_UNIGRAM_TOKENIZER);
+    writeTextFile(joinPath(dir, "tokenizer.json"), text);
+    const nlohmann::json tokenizer = nlohmann::json::parse(text);
+    return static_cast<int>(tokenizer["model"]["vocab"].size());
+}
 
 void validateSpec(const TinyModelSpec& spec)
 {
     static const std::set<std::string> known = {
-        "RobertaForQuestionAnswering", "RobertaForMaskedLM", "RobertaForSequenceClassification", "RobertaModel",
-        "BertForQuestionAnswering",    "BertForMaskedLM",    "BertForSequenceClassification",    "BertModel"};
+        "RobertaForQuestionAnswering",    "RobertaForMaskedLM",    "RobertaForSequenceClassification",    "RobertaModel",
+        "BertForQuestionAnswering",       "BertForMaskedLM",       "BertForSequenceClassification",       "BertModel",
+        "XLMRobertaForQuestionAnswering", "XLMRobertaForMaskedLM", "XLMRobertaForSequenceClassification", "XLMRobertaModel"};
     if (!known.count(spec.architecture))
         throw Error("The tiny checkpoint writer knows the Roberta and Bert QA, MaskedLM, SequenceClassification and "
                     "bare Model classes, not '" + spec.architecture + "'.");
@@ -520,8 +534,9 @@ void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
     validateSpec(spec);
     ensureDirectory(dir);
     const bool bert = isBert(spec.architecture);
-    const int vocabSize = bert ? writeWordPieceFiles(dir, spec.words, spec.vocabularySize)
-                               : writeTokenizerFiles(dir, spec.words, spec.vocabularySize);
+    const int vocabSize = bert                               ? writeWordPieceFiles(dir, spec.words, spec.vocabularySize)
+                          : isXlmRoberta(spec.architecture) ? writeUnigramTokenizer(dir)
+                                                             : writeTokenizerFiles(dir, spec.words, spec.vocabularySize);
     const int64_t hidden = spec.hiddenSize;
     const int64_t intermediate = spec.intermediateSize;
     const std::string familyName = bert ? "bert" : "roberta";
@@ -549,7 +564,7 @@ void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
         builder.linear(prefix + "output.dense", hidden, intermediate, kLinearStd, true);
         builder.layerNorm(prefix + "output.LayerNorm", hidden);
     }
-    if (spec.architecture == "RobertaForQuestionAnswering" || spec.architecture == "BertForQuestionAnswering") {
+    if (endsWith(spec.architecture, "ForQuestionAnswering")) {
         builder.linear("qa_outputs", 2, hidden, kQaOutputsStd, false);
     } else if (isBareModel(spec.architecture)) {
         builder.linear(named(family + ".pooler.dense"), hidden, hidden, kLinearStd, false); // saved, never run
@@ -584,7 +599,7 @@ void writeTinyFloatCheckpoint(const std::string& dir, const TinyModelSpec& spec)
 
     nlohmann::ordered_json config = {
         {"architectures", {spec.architecture}},
-        {"model_type", "roberta"},
+        {"model_type", isXlmRoberta(spec.architecture) ? "xlm-roberta" : "roberta"},
         {"vocab_size", vocabSize},
         {"hidden_size", spec.hiddenSize},
         {"num_hidden_layers", spec.numLayers},
@@ -735,7 +750,7 @@ void writeTinyFp8Checkpoint(const std::string& floatDir, const std::string& fp8D
             config["quantization_config"]["ignore"].push_back(module);
     writeSafetensors(joinPath(fp8Dir, "model.safetensors"), out, {{"format", "pt"}});
     writeTextFile(joinPath(fp8Dir, "config.json"), config.dump(2) + "\n");
-    for (const char* file : {"vocab.json", "merges.txt", "vocab.txt", "tokenizer_config.json", "modules.json",
+    for (const char* file : {"vocab.json", "merges.txt", "vocab.txt", "tokenizer.json", "tokenizer_config.json", "modules.json",
                              "sentence_bert_config.json", "config_sentence_transformers.json"})
         if (fileExists(joinPath(floatDir, file)))
             copyFile(joinPath(floatDir, file), joinPath(fp8Dir, file));

@@ -21,9 +21,10 @@ void writeTinyTokenizer(const std::string& dir, const std::vector<std::string>& 
 void writeTinyWordPieceTokenizer(const std::string& dir, const std::vector<std::string>& words);
 
 struct TinyModelSpec {
-    // Roberta/Bert ForQuestionAnswering, ForMaskedLM, ForSequenceClassification, or the bare
-    // RobertaModel / BertModel (with its pooler, which no embedding runs). BERT checkpoints get the
-    // WordPiece tokenizer above, two token types and positions from 0.
+    // Roberta/Bert/XLMRoberta ForQuestionAnswering, ForMaskedLM, ForSequenceClassification, or the
+    // bare RobertaModel / BertModel / XLMRobertaModel (with its pooler, which no embedding runs).
+    // BERT checkpoints get the WordPiece tokenizer above, two token types and positions from 0;
+    // XLM-RoBERTa ones RoBERTa's graph with the Unigram test tokenizer (tests/data/unigram, 1,093 ids).
     std::string architecture = "RobertaForQuestionAnswering";
     // ForSequenceClassification: num_labels (id2label "LABEL_i" unless labelNames are given, written
     // with string keys as transformers writes them), and problem_type ("" leaves it out).

@@ -160,10 +160,11 @@ public:
         architecture_ = architectures->front().get<std::string>();
         static const std::set<std::string> heads = {"ForQuestionAnswering", "ForMaskedLM", "ForSequenceClassification",
                                                     "Model"};
-        for (const char* family : {"Roberta", "Bert"})
+        // XLM-RoBERTa is RoBERTa's graph under the same prefix; only its tokenizer differs.
+        for (const char* family : {"Roberta", "Bert", "XLMRoberta"})
             for (const std::string& head : heads)
                 if (architecture_ == family + head) {
-                    family_ = family == std::string("Roberta") ? "roberta" : "bert";
+                    family_ = family == std::string("Bert") ? "bert" : "roberta";
                     head_ = head;
                 }
         if (family_.empty())
