@@ -735,7 +735,10 @@ private slots:
         } catch (const Error& e) {
             message = e.what();
         }
-        QVERIFY2(message.contains("needs a RobertaForQuestionAnswering checkpoint"), qPrintable(message));
+        QVERIFY2(message.contains("needs a RobertaForQuestionAnswering, BertForQuestionAnswering or "
+                                  "XLMRobertaForQuestionAnswering checkpoint; " + QString::fromStdString(mlmDir) +
+                                  " is RobertaForMaskedLM."),
+                 qPrintable(message));
 
         TinyModelSpec wider;
         wider.hiddenSize = 48;

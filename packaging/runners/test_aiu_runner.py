@@ -904,7 +904,7 @@ class Families(unittest.TestCase):
         with open(os.path.join(os.path.dirname(RUNNER), "encoder_families.json"), encoding="utf-8") as file:
             table = json.load(file)
         self.assertEqual(table["generated_by"], "scalescope-cli families --json")
-        self.assertEqual([f["family"] for f in table["families"]], ["roberta", "bert"])
+        self.assertEqual([f["family"] for f in table["families"]], ["roberta", "bert", "xlm-roberta"])
         keys = {"family", "prefix", "tokenizer", "positions_after_pad", "config_defaults", "special_tokens", "classes",
                 "embeddings_module", "fms_embeddings_module", "layer_module", "fms_layer_module", "encoder_linears",
                 "heads", "decoder_bias_tensors", "pooler_module", "quantize_ignore"}
