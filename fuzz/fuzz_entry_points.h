@@ -442,18 +442,18 @@ inline void runUnigramFilesInput(const std::string& input, const std::string& sc
     const std::unique_ptr<UnigramTokenizer> tokenizer
         = model ? UnigramTokenizer::loadFromSentencePieceModel(path) : UnigramTokenizer::loadFromTokenizerJson(path);
     check(tokenizer->vocabSize() > 0, "a loaded tokenizer has a vocabulary");
-    for (const int64_t id : {tokenizer->clsId(), tokenizer->sepId(), tokenizer->padId(), tokenizer->unkId(),
-                             tokenizer->maskId()})
+    for (const int64_t id :
+        {tokenizer->clsId(), tokenizer->sepId(), tokenizer->padId(), tokenizer->unkId(), tokenizer->maskId()})
         check(id >= 0 && id < tokenizer->vocabSize(), "special token ids are inside the vocabulary");
     const int length = codePointCount(text);
     for (const Encoding& encoding : {tokenizer->encode(text), tokenizer->encodePair(text, text)}) {
         check(encoding.offsets.size() == encoding.ids.size() && encoding.typeIds.size() == encoding.ids.size(),
-              "encoding lists are parallel");
+            "encoding lists are parallel");
         for (std::size_t i = 0; i < encoding.ids.size(); ++i) {
             check(encoding.ids[i] >= 0 && encoding.ids[i] < tokenizer->vocabSize(), "ids are inside the vocabulary");
-            check(encoding.offsets[i].first >= 0 && encoding.offsets[i].first <= encoding.offsets[i].second &&
-                      encoding.offsets[i].second <= length,
-                  "offsets are inside the text");
+            check(encoding.offsets[i].first >= 0 && encoding.offsets[i].first <= encoding.offsets[i].second
+                    && encoding.offsets[i].second <= length,
+                "offsets are inside the text");
         }
         (void)tokenizer->decode(encoding.ids);
     }

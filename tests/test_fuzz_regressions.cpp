@@ -20,8 +20,8 @@ namespace {
 
 // The tests folder (CMake defines it; __FILE__ may be relative when ccache rewrites paths).
 const QString kSourceDir = QStringLiteral(QT_TESTCASE_SOURCEDIR);
-const QStringList kTargets = {"safetensors",      "config", "tokenizer_files", "wordpiece_files", "unigram_files",
-                               "tokenizer_encode", "squad",  "runner_request", "thresholds"};
+const QStringList kTargets = {"safetensors", "config", "tokenizer_files", "wordpiece_files", "unigram_files",
+    "tokenizer_encode", "squad", "runner_request", "thresholds"};
 
 std::string readBytes(const QString& path)
 {
