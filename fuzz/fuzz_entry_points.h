@@ -35,6 +35,7 @@
 #include "tasks/squad_dataset.h"
 #include "tasks/task_datasets.h"
 #include "text/bpe_tokenizer.h"
+#include "text/unigram_tokenizer.h"
 #include "text/wordpiece_tokenizer.h"
 
 namespace scalescope::fuzz {
@@ -425,6 +426,40 @@ inline void runWordPieceFilesInput(const std::string& input, const std::string& 
         check(id >= 0 && id < tokenizer->vocabSize(), "special token ids are inside the vocabulary");
     checkWordPieceEncoding(*tokenizer, tokenizer->encode(text), text, nullptr);
     checkWordPieceEncoding(*tokenizer, tokenizer->encodePair(text, text), text, &text);
+}
+
+// Unigram tokenizer loading (XLM-RoBERTa): the first byte's low bit chooses a
+// sentencepiece.bpe.model (parts[0], its ModelProto bytes) or a tokenizer.json (parts[0]); parts[1]
+// is the text, encoded alone and as a pair with itself. The precompiled_charsmap's trie, read from
+// untrusted bytes, is where an index could run out of bounds.
+inline void runUnigramFilesInput(const std::string& input, const std::string& scratchDir)
+{
+    if (input.empty())
+        return;
+    removeScratchFiles(scratchDir, {"sentencepiece.bpe.model", "tokenizer.json"});
+    const std::vector<std::string> parts = splitParts(input.substr(1));
+    const bool model = (static_cast<unsigned char>(input[0]) & 1) == 0;
+    const std::string path = joinPath(scratchDir, model ? "sentencepiece.bpe.model" : "tokenizer.json");
+    writeScratchFile(path, parts[0]);
+    const std::string text = parts.size() > 1 ? parts[1] : "Hello w\xc3\xb6rld <mask> \xef\xac\x81!";
+    const std::unique_ptr<UnigramTokenizer> tokenizer
+        = model ? UnigramTokenizer::loadFromSentencePieceModel(path) : UnigramTokenizer::loadFromTokenizerJson(path);
+    check(tokenizer->vocabSize() > 0, "a loaded tokenizer has a vocabulary");
+    for (const int64_t id :
+        {tokenizer->clsId(), tokenizer->sepId(), tokenizer->padId(), tokenizer->unkId(), tokenizer->maskId()})
+        check(id >= 0 && id < tokenizer->vocabSize(), "special token ids are inside the vocabulary");
+    const int length = codePointCount(text);
+    for (const Encoding& encoding : {tokenizer->encode(text), tokenizer->encodePair(text, text)}) {
+        check(encoding.offsets.size() == encoding.ids.size() && encoding.typeIds.size() == encoding.ids.size(),
+            "encoding lists are parallel");
+        for (std::size_t i = 0; i < encoding.ids.size(); ++i) {
+            check(encoding.ids[i] >= 0 && encoding.ids[i] < tokenizer->vocabSize(), "ids are inside the vocabulary");
+            check(encoding.offsets[i].first >= 0 && encoding.offsets[i].first <= encoding.offsets[i].second
+                    && encoding.offsets[i].second <= length,
+                "offsets are inside the text");
+        }
+        (void)tokenizer->decode(encoding.ids);
+    }
 }
 
 // A thresholds file (check --thresholds) through the JSON reader and thresholdsFromJson, then

@@ -5,6 +5,7 @@ Seeds are small valid inputs plus a few near-misses; libFuzzer mutates from ther
 (mode byte, separator between files) are those of fuzz/fuzz_entry_points.h. Run it again after
 changing a layout: python3 fuzz/make_corpus.py
 """
+import base64
 import json
 import os
 import struct
@@ -219,6 +220,84 @@ def wordpiece_files_seeds():
     write("wordpiece_files", "tokenizer_json", b"\x01" + json.dumps(tok).encode() + SEP + text.encode())
 
 
+def protobuf_varint(value):
+    out = b""
+    while True:
+        out += bytes([(value & 0x7F) | (0x80 if value >= 0x80 else 0)])
+        value >>= 7
+        if value == 0:
+            return out
+
+
+def protobuf_bytes(number, content):
+    return protobuf_varint(number << 3 | 2) + protobuf_varint(len(content)) + content
+
+
+def sentencepiece_model(pieces, charsmap=b""):
+    """A ModelProto: pieces (text, score, type), TrainerSpec model_type 1 and unk_id 0, and a
+    NormalizerSpec holding charsmap."""
+    out = b""
+    for text, score, kind in pieces:
+        out += protobuf_bytes(1, protobuf_bytes(1, text.encode()) + protobuf_varint(2 << 3 | 5) +
+                              struct.pack("<f", score) + protobuf_varint(3 << 3) + protobuf_varint(kind))
+    out += protobuf_bytes(2, protobuf_varint(3 << 3) + protobuf_varint(1) + protobuf_varint(40 << 3) +
+                          protobuf_varint(0))
+    if charsmap:
+        out += protobuf_bytes(3, protobuf_bytes(2, charsmap))
+    return out
+
+
+def ascii_charsmap(rules):
+    """SentencePiece's precompiled_charsmap for one-byte keys: a darts-clone double array (root
+    offset 1, each key's node at 1 ^ key with its leaf 256 further) and the NUL-terminated strings."""
+    units = [0] * 512
+    units[0] = 1 << 10
+    strings = b""
+    for key, value in rules:
+        position = 1 ^ key
+        units[position] = key | (1 << 8) | (256 << 10)
+        units[position ^ 256] = (1 << 31) | len(strings)
+        strings += value + b"\0"
+    trie = b"".join(struct.pack("<I", unit) for unit in units)
+    return struct.pack("<I", len(trie)) + trie + strings
+
+
+def unigram_files_seeds():
+    pieces = [("<unk>", 0.0, 2), ("<s>", 0.0, 3), ("</s>", 0.0, 3), ("\u2581", -1.0, 1), ("a", -2.0, 1),
+              ("b", -2.5, 1), ("\u2581a", -1.5, 1), ("ab", -2.2, 1), ("\u00e9", -3.0, 1), ("fi", -3.5, 1)]
+    charsmap = ascii_charsmap([(ord("\t"), b" "), (ord("A"), b"a"), (ord("x"), b""), (ord("F"), b"fi")])
+    text = "Ab\tab  xFa <mask> \u00e9e\u0301 \r\n<s></s>  "
+    write("unigram_files", "model", b"\x00" + sentencepiece_model(pieces, charsmap) + SEP + text.encode())
+    write("unigram_files", "model_no_charsmap", b"\x00" + sentencepiece_model(pieces))
+    vocab = [["<s>", 0.0], ["<pad>", 0.0], ["</s>", 0.0], ["<unk>", 0.0]]
+    vocab += [[p, score] for p, score, _ in pieces[3:]] + [["<mask>", 0.0]]
+    added = [{"id": i, "content": t, "single_word": False, "lstrip": t == "<mask>", "rstrip": False,
+              "normalized": False, "special": True}
+             for i, t in [(0, "<s>"), (1, "<pad>"), (2, "</s>"), (3, "<unk>"), (len(vocab) - 1, "<mask>")]]
+    special = lambda name: {"SpecialToken": {"id": name, "type_id": 0}}
+    sequence = lambda name: {"Sequence": {"id": name, "type_id": 0}}
+    post = {"type": "TemplateProcessing", "single": [special("<s>"), sequence("A"), special("</s>")],
+            "pair": [special("<s>"), sequence("A"), special("</s>"), special("</s>"), sequence("B"),
+                     special("</s>")],
+            "special_tokens": {"<s>": {"id": "<s>", "ids": [0], "tokens": ["<s>"]},
+                               "</s>": {"id": "</s>", "ids": [2], "tokens": ["</s>"]}}}
+    precompiled = {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(charsmap).decode()}
+    current = {"version": "1.0", "added_tokens": added,
+               "normalizer": {"type": "Sequence", "normalizers": [
+                   precompiled, {"type": "Strip", "strip_left": False, "strip_right": True},
+                   {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": "\u2581"}]},
+               "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always",
+                                 "split": True},
+               "post_processor": post,
+               "model": {"type": "Unigram", "unk_id": 3, "vocab": vocab, "byte_fallback": False}}
+    write("unigram_files", "tokenizer_json", b"\x01" + json.dumps(current).encode() + SEP + text.encode())
+    legacy = dict(current)
+    legacy["normalizer"] = {"type": "Sequence", "normalizers": [
+        precompiled, {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]}
+    legacy["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "add_prefix_space": True}
+    write("unigram_files", "tokenizer_json_legacy", b"\x01" + json.dumps(legacy).encode() + SEP + text.encode())
+
+
 def tokenizer_encode_seeds():
     texts = [
         b"\x00Hello world! The quick brown fox.",
@@ -330,6 +409,10 @@ DICTS = {
                         '"do_lower_case"', '"strip_accents"', '"tokenize_chinese_chars"', '"lowercase"',
                         '"max_input_chars_per_word"', '"\\xcc\\x81"', '"\\xe6\\x97\\xa5"',
                         '"\\x0a@@next-file@@\\x0a"'],
+    "unigram_files": ['"<s>"', '"</s>"', '"<pad>"', '"<unk>"', '"<mask>"', '"model"', '"vocab"', '"unk_id"',
+                      '"Unigram"', '"Precompiled"', '"precompiled_charsmap"', '"Strip"', '"Replace"',
+                      '"Metaspace"', '"prepend_scheme"', '"add_prefix_space"', '"TemplateProcessing"',
+                      '"\\xe2\\x96\\x81"', '"\\xcc\\x81"', '"\\x0d\\x0a"', '"\\x0a@@next-file@@\\x0a"'],
     "tokenizer_encode": ['"<mask>"', '"\'s"', '"\'ll"', '"\'re"', '"\'ve"', '" "', '"\\x0a"', '"\\xc3\\xa9"',
                          '"\\xe6\\x9d\\xb1"', '"\\xf0\\x9f\\x99\\x82"', '"\\xe2\\x80\\xaf"', '"\\xcc\\x81"'],
     "squad": ['"version"', '"data"', '"title"', '"paragraphs"', '"context"', '"qas"', '"id"', '"question"',
@@ -414,6 +497,7 @@ if __name__ == "__main__":
     tokenizer_files_seeds()
     tokenizer_encode_seeds()
     wordpiece_files_seeds()
+    unigram_files_seeds()
     squad_seeds()
     runner_request_seeds()
     thresholds_seeds()

@@ -16,8 +16,8 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(safetensors config tokenizer_files tokenizer_encode wordpiece_files squad runner_request thresholds
-           task_datasets)
+  targets=(safetensors config tokenizer_files tokenizer_encode wordpiece_files unigram_files squad runner_request
+           thresholds task_datasets)
 fi
 build_dir="${BUILD_DIR:-$repo/build-fuzz}"
 parallel="${PARALLEL:-1}"
@@ -28,7 +28,7 @@ cmake --build "$build_dir" -j 2
 # Longest input per target: room for a realistic file of its kind, small enough to mutate quickly.
 max_len_for() {
   case "$1" in
-    tokenizer_files|wordpiece_files) echo 16384 ;;
+    tokenizer_files|wordpiece_files|unigram_files) echo 16384 ;;
     config|squad|runner_request|task_datasets) echo 8192 ;;
     *) echo 4096 ;;
   esac

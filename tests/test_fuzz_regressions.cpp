@@ -20,9 +20,8 @@ namespace {
 
 // The tests folder (CMake defines it; __FILE__ may be relative when ccache rewrites paths).
 const QString kSourceDir = QStringLiteral(QT_TESTCASE_SOURCEDIR);
-const QStringList kTargets = {"safetensors",      "config", "tokenizer_files", "wordpiece_files",
-                               "tokenizer_encode", "squad",  "runner_request", "thresholds",
-                               "task_datasets"};
+const QStringList kTargets = {"safetensors",      "config",         "tokenizer_files", "wordpiece_files", "unigram_files",
+                               "tokenizer_encode", "squad",          "runner_request",  "thresholds",      "task_datasets"};
 
 std::string readBytes(const QString& path)
 {
@@ -160,6 +159,8 @@ private slots:
                 fuzz::runTokenizerFilesInput(input, scratch_.path());
             else if (target == "wordpiece_files")
                 fuzz::runWordPieceFilesInput(input, scratch_.path());
+            else if (target == "unigram_files")
+                fuzz::runUnigramFilesInput(input, scratch_.path());
             else if (target == "tokenizer_encode")
                 fuzz::runTokenizerEncodeInput(encodeTokenizer(), input, true);
             else if (target == "squad")

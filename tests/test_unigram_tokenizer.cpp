@@ -1,11 +1,11 @@
 // Unigram SentencePiece tokenizer (XLM-RoBERTa). Against Hugging Face's own tokenizers library:
 // tests/data/unigram/golden.json holds the ids and offsets that the npm tokenizers package gave for
-// every text and pair of strings.json with the two tokenizer.json layouts (regenerate.sh); the
-// tokenizer must reproduce all of them from tokenizer.json (current and legacy converter output),
-// from sentencepiece.bpe.model alone (read as today's converter writes it, so the current
-// layout's results) and from both files (tokenizer.json wins). Then decoding, malformed UTF-8,
-// and every loading error as one sentence naming its file, with corrupted precompiled_charsmaps
-// refused or harmless, never a crash.
+// every text and pair of strings.json with the two tokenizer.json layouts and a variant with other
+// options (regenerate.sh); the tokenizer must reproduce all of them from tokenizer.json (current and
+// legacy converter output, the variant), from sentencepiece.bpe.model alone (read as today's
+// converter writes it, so the current layout's results) and from both files (tokenizer.json wins).
+// Then decoding, malformed UTF-8, and every loading error as one sentence naming its file, with
+// corrupted precompiled_charsmaps refused or harmless, never a crash.
 #include <QtTest>
 
 #include <QFile>
@@ -175,6 +175,10 @@ void TestUnigramTokenizer::matchesHuggingFace_data()
         << QStringList{"tokenizer.json", "tokenizer.json"} << "current";
     QTest::newRow("tokenizer.json, legacy converter")
         << QStringList{"tokenizer_legacy.json", "tokenizer.json"} << "legacy";
+    // prepend_scheme "first", String patterns, <mask> matched after normalization with rstrip, a
+    // non-special added token (tokenizer_variant.json, make_variant.py).
+    QTest::newRow("tokenizer.json, other options")
+        << QStringList{"tokenizer_variant.json", "tokenizer.json"} << "variant";
     QTest::newRow("sentencepiece.bpe.model alone")
         << QStringList{"sentencepiece.bpe.model", "sentencepiece.bpe.model"} << "current";
     // The legacy tokenizer.json beside the .model: the results are the legacy ones, so

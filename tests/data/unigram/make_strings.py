@@ -281,6 +281,16 @@ MORE = [
     "\u33a1 \u33a5 \u33c4",
 ]
 
+VARIANT = [
+    "NEW New ＮＥＷ new",
+    "ＮＥＷ<mask>NEW",
+    "<mask>   after",
+    "Straße und Fluß",
+    "ẞ ß ß",
+    "<mask>\t\tx",
+    "x <mask> <mask>  y",
+]
+
 LONG = [
     " ".join(["multilingual"] * 40),
     "".join(["日本語"] * 30),
@@ -337,7 +347,7 @@ def pairs():
 
 def main():
     singles = []
-    for group in (SENTENCES, COMBINING, CONTROLS, SPACES, SPECIALS, UNSEEN, MORE, LONG):
+    for group in (SENTENCES, COMBINING, CONTROLS, SPACES, SPECIALS, UNSEEN, MORE, VARIANT, LONG):
         singles.extend(group)
     # Variants of the plain sentences: spaces around and inside, and two joined by a newline.
     for s in SENTENCES[:30]:

@@ -26,7 +26,8 @@ num_threads=1, minloglevel=2)"
   cp "$work/m.model" sentencepiece.bpe.model
 fi
 "$python" convert_spm.py sentencepiece.bpe.model tokenizer.json tokenizer_legacy.json
+"$python" make_variant.py tokenizer.json tokenizer_variant.json
 "$python" make_strings.py strings.json
 (cd "$npm_folder" && node "$here/golden.mjs" "$here/strings.json" "$here/golden.json" \
-  "current=$here/tokenizer.json" "legacy=$here/tokenizer_legacy.json")
+  "current=$here/tokenizer.json" "legacy=$here/tokenizer_legacy.json" "variant=$here/tokenizer_variant.json")
 "$python" compare_sentencepiece.py sentencepiece.bpe.model strings.json golden.json sentencepiece_differences.json
