@@ -284,8 +284,15 @@ private slots:
         const std::string list = fp8As018({}, block);
         QCOMPARE(logits(text), logits(list));
 
+        // In range, zero and negative sizes reach the scheme check, which shows them; any other text is
+        // refused as written (issue 52 item 7: past the bound or not a number, it was shown as 0).
+        const std::string asText = "; written as text it must be \"RxC\"";
         for (const auto& [written, read] : std::vector<std::pair<std::string, std::string>>{
-                 {"16x", "block_structure [16, 0]"}, {"ax16", "block_structure [0, 16]"}, {"16", "block_structure [16]"}}) {
+                 {"16x", "block_structure\" is \"16x\"" + asText}, {"ax16", "block_structure\" is \"ax16\"" + asText},
+                 {"16", "block_structure\" is \"16\"" + asText}, {"16x16x16", "is \"16x16x16\"" + asText},
+                 {"-99999999999x16", "is \"-99999999999x16\"" + asText}, {"1073741825x16", "is \"1073741825x16\"" + asText},
+                 {"0x16", "block_structure [0, 16]"}, {"-5x16", "block_structure [-5, 16]"},
+                 {"16x-1073741824", "block_structure [16, -1073741824]"}}) {
             const std::string bad = fp8As018(options, block);
             editConfig(bad, [&](json& c) { group0(c)["weights"]["block_structure"] = written; });
             QVERIFY2(refusal(bad).find(read) != std::string::npos, refusal(bad).c_str());
