@@ -139,6 +139,21 @@ private slots:
         QTest::newRow("block_structure 2^32 + 64")
             << R"("weights": {"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [4294967360, 4294967360]})"
             << "\"group_0.weights.block_structure\" entry is 4294967360";
+        // Issue 52 item 7: the "RxC" form quoted as written, whatever its numbers (read as 0 past 18
+        // digits or with a sign, they were shown as 0), and a list entry that is not an integer.
+        QTest::newRow("block_structure text past 2^64")
+            << R"("weights": {"num_bits": 8, "type": "float", "strategy": "block", "block_structure": "99999999999999999999x16"})"
+            << "\"group_0.weights.block_structure\" is \"99999999999999999999x16\"; written as text it must be \"RxC\", "
+               "two whole numbers from 1 to 1073741824 joined by x.";
+        QTest::newRow("block_structure text 2^32 + 64")
+            << R"("weights": {"num_bits": 8, "type": "float", "strategy": "block", "block_structure": "4294967360X16"})"
+            << "is \"4294967360X16\"; written as text";
+        QTest::newRow("block_structure text negative past the bound")
+            << R"("weights": {"num_bits": 8, "type": "float", "strategy": "block", "block_structure": "16x-99999999999"})"
+            << "is \"16x-99999999999\"; written as text";
+        QTest::newRow("block_structure entry 1.5")
+            << R"("weights": {"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [1.5, 16]})"
+            << "\"group_0.weights.block_structure\" entry is 1.5; it must be an integer";
         QTest::newRow("num_bits 2^32 + 8")
             << R"("weights": {"num_bits": 4294967304, "type": "float", "strategy": "channel"})" << "is 4294967304";
         QTest::newRow("num_bits 2^64 - 1")

@@ -7,6 +7,7 @@
 #include <QProcess>
 #include <QtTest>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -284,8 +285,15 @@ private slots:
         const std::string list = fp8As018({}, block);
         QCOMPARE(logits(text), logits(list));
 
+        // In range, zero and negative sizes reach the scheme check, which shows them; any other text is
+        // refused as written (issue 52 item 7: past the bound or not a number, it was shown as 0).
+        const std::string asText = "; written as text it must be \"RxC\"";
         for (const auto& [written, read] : std::vector<std::pair<std::string, std::string>>{
-                 {"16x", "block_structure [16, 0]"}, {"ax16", "block_structure [0, 16]"}, {"16", "block_structure [16]"}}) {
+                 {"16x", "block_structure\" is \"16x\"" + asText}, {"ax16", "block_structure\" is \"ax16\"" + asText},
+                 {"16", "block_structure\" is \"16\"" + asText}, {"16x16x16", "is \"16x16x16\"" + asText},
+                 {"-99999999999x16", "is \"-99999999999x16\"" + asText}, {"1073741825x16", "is \"1073741825x16\"" + asText},
+                 {"0x16", "block_structure [0, 16]"}, {"-5x16", "block_structure [-5, 16]"},
+                 {"16x-1073741824", "block_structure [16, -1073741824]"}}) {
             const std::string bad = fp8As018(options, block);
             editConfig(bad, [&](json& c) { group0(c)["weights"]["block_structure"] = written; });
             QVERIFY2(refusal(bad).find(read) != std::string::npos, refusal(bad).c_str());
@@ -441,6 +449,125 @@ private slots:
                  qPrintable(forward.err));
         QCOMPARE(forward.err.trimmed().count('\n'), 0);
         QVERIFY(!QFile::exists(QString::fromStdString(dir + "/out.safetensors")));
+    }
+
+    // Issue 52 item 5: every config the loader refuses is refused by the consumer rules too, with the
+    // sentence the run throws, in inspect --json as in the core; none is "as intended". One row per
+    // refusal of the loader (model/linear_plan.cpp over model/quantization_config.cpp's scheme
+    // check), each a merge patch of quantization_config on an FP8 fixture.
+    void consumersRefuseWhatARunRefuses_data()
+    {
+        QTest::addColumn<QString>("patch");
+        QTest::addColumn<bool>("fp8Embeddings");
+        const auto row = [](const char* name, const std::string& patch, bool embeddings = false) {
+            QTest::newRow(name) << QString::fromStdString(patch) << embeddings;
+        };
+        const auto group0Weights = [](const std::string& args) {
+            return R"({"config_groups": {"group_0": {"weights": )" + args + "}}}";
+        };
+        const auto group0Inputs = [](const std::string& args) {
+            return R"({"config_groups": {"group_0": {"input_activations": )" + args + "}}}";
+        };
+        row("format int-quantized", R"({"format": "int-quantized"})");
+        row("format of the group pack-quantized", R"({"config_groups": {"group_0": {"format": "pack-quantized"}}})");
+        row("scale_dtype float64", group0Weights(R"({"scale_dtype": "torch.float64"})"));
+        row("scale_dtype e8m0", group0Weights(R"({"scale_dtype": "torch.float8_e8m0fnu"})"));
+        row("scale_dtype unknown", group0Weights(R"({"scale_dtype": "torch.banana"})"));
+        row("activation scale_dtype float64", group0Inputs(R"({"scale_dtype": "torch.float64"})"));
+        row("weights int", group0Weights(R"({"type": "int"})"));
+        row("weights 4 bits", group0Weights(R"({"num_bits": 4})"));
+        row("weights tensor_group", group0Weights(R"({"strategy": "tensor_group", "group_size": 16})"));
+        row("weights block [0, 16]", group0Weights(R"({"strategy": "block", "block_structure": [0, 16]})"));
+        row("weights dynamic local", group0Weights(R"({"dynamic": "local"})"));
+        row("weights asymmetric", group0Weights(R"({"symmetric": false})"));
+        row("weights MXFP8 in float-quantized",
+            group0Weights(R"({"strategy": "group", "group_size": 32, "scale_dtype": "torch.uint8"})"));
+        row("format mxfp8 over channel weights", R"({"format": "mxfp8-quantized"})");
+        row("activations int", group0Inputs(R"({"type": "int"})"));
+        row("activations per channel", group0Inputs(R"({"strategy": "channel"})"));
+        row("activations group without a size", group0Inputs(R"({"strategy": "group"})"));
+        row("output activations", R"({"config_groups": {"group_0": {"output_activations":
+            {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": true, "symmetric": true}}}})");
+        row("quant_method awq", R"({"quant_method": "awq"})");
+        row("quant_method fp8", R"({"quant_method": "fp8"})");
+        row("transform_config", std::string(R"({"transform_config": )") + kHadamard + "}");
+        row("an FP8 Linear ignored", R"({"ignore": ["qa_outputs", ")" + kQuery0 + R"("]})");
+        row("a float Linear targeted", R"({"ignore": []})");
+        row("two groups at one level", R"({"config_groups": {"group_1": {"targets": ["Linear"], "weights":
+            {"num_bits": 8, "type": "float", "strategy": "tensor", "symmetric": true, "dynamic": false}}}})");
+        row("FP8 embeddings untargeted", R"({"config_groups": {"group_1": {"targets": ["re:nothing"]}}})", true);
+        row("FP8 embeddings in blocks", R"({"config_groups": {"group_1": {"weights": {"strategy": "block",
+            "block_structure": [16, 16]}}}})", true);
+        row("FP8 embeddings in an unknown scale_dtype",
+            R"({"config_groups": {"group_1": {"weights": {"scale_dtype": "torch.float64"}}}})", true);
+    }
+    void consumersRefuseWhatARunRefuses()
+    {
+        QFETCH(QString, patch);
+        QFETCH(bool, fp8Embeddings);
+        const std::string dir = temp_.path().toStdString() + "/refused-" + std::to_string(made_++);
+        Fp8Edits edits;
+        if (fp8Embeddings)
+            edits.embeddingWeights = "channel";
+        writeTinyFp8Checkpoint(floatDir_, dir, {}, {0, 5, 6, 7, 8, 9, 2}, edits);
+        editConfig(dir, [&](json& c) { c["quantization_config"].merge_patch(json::parse(patch.toStdString())); });
+        const std::string refused = refusal(dir);
+        QVERIFY2(!refused.empty(), "the loader runs this config; the row tests nothing");
+
+        // The core: each consumer fails on the sentence the run throws, naming the module it stops.
+        const auto checkpoint = Checkpoint::open(dir);
+        for (const ConsumerReport& report : assessConsumers(*checkpoint)) {
+            QCOMPARE(report.verdict, ConsumerVerdict::Fails);
+            const bool named = std::any_of(report.findings.begin(), report.findings.end(), [&](const ConsumerFinding& f) {
+                return f.message == refused && f.severity == Severity::Error &&
+                       f.code == std::string(report.consumer == Consumer::CompressedTensors ? "ct" : consumerName(report.consumer)) + "-run-refused";
+            });
+            QVERIFY2(named, (std::string(consumerName(report.consumer)) + " does not say: " + refused).c_str());
+        }
+        // Every refusal of the plan is in every consumer's findings with its modules.
+        for (const PlanRefusal& r : checkpoint->plan().refusals())
+            for (const ConsumerReport& report : assessConsumers(*checkpoint))
+                QVERIFY(std::any_of(report.findings.begin(), report.findings.end(), [&](const ConsumerFinding& f) {
+                    return f.message == r.sentence && f.modules == r.modules;
+                }));
+
+        // inspect --json says the same.
+        const CliResult inspect = runCli({"inspect", QString::fromStdString(dir), "--json"});
+        QVERIFY2(inspect.exitCode == 0, qPrintable(inspect.err));
+        const json consumers = json::parse(inspect.out.toStdString())["consumers"];
+        QCOMPARE(consumers.size(), std::size_t(3));
+        for (const json& consumer : consumers) {
+            QCOMPARE(consumer["verdict"].get<std::string>(), std::string("fails"));
+            bool said = false;
+            for (const json& f : consumer["findings"])
+                said = said || f["message"] == refused;
+            QVERIFY2(said, consumer.dump().c_str());
+        }
+    }
+
+    // What the config reader itself refuses never reaches a verdict: inspect refuses it with the
+    // run's sentence.
+    void inspectRefusesWhatTheConfigReaderRefuses_data()
+    {
+        QTest::addColumn<QString>("patch");
+        QTest::newRow("dynamic yes") << R"({"config_groups": {"group_0": {"weights": {"dynamic": "yes"}}}})";
+        QTest::newRow("num_bits 0") << R"({"config_groups": {"group_0": {"weights": {"num_bits": 0}}}})";
+        QTest::newRow("block_structure a number") << R"({"config_groups": {"group_0": {"weights": {"block_structure": 128}}}})";
+        QTest::newRow("a group that is a list") << R"({"config_groups": {"group_0": [1]}})";
+        QTest::newRow("targets a number") << R"({"config_groups": {"group_0": {"targets": 5}}})";
+        QTest::newRow("format a number") << R"({"format": 8})";
+    }
+    void inspectRefusesWhatTheConfigReaderRefuses()
+    {
+        QFETCH(QString, patch);
+        const std::string dir = fp8();
+        editConfig(dir, [&](json& c) { c["quantization_config"].merge_patch(json::parse(patch.toStdString())); });
+        const std::string refused = refusal(dir);
+        QVERIFY(!refused.empty());
+        const CliResult inspect = runCli({"inspect", QString::fromStdString(dir), "--json"});
+        QVERIFY(inspect.exitCode != 0);
+        QVERIFY2(inspect.err.toStdString().find(refused) != std::string::npos,
+                 qPrintable(inspect.err + " / " + QString::fromStdString(refused)));
     }
 };
 

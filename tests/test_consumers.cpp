@@ -198,6 +198,22 @@ private slots:
         QVERIFY2(codes == expected, describe(reports).c_str());
     }
 
+    // A float word-embedding table that group_0 targets by class name under "compressed": it runs
+    // float here (inspect warns), but compressed-tensors decompresses an Embedding like a Linear and
+    // finds no codes or scale (issue 52 item 5: all three said "as intended").
+    void aFloatEmbeddingTargetFailsInCompressedTensors()
+    {
+        const std::string dir = fp8("embedding-target");
+        editConfig(dir, [](json& c) { c["quantization_config"]["config_groups"]["group_0"]["targets"] = {"Linear", "Embedding"}; });
+        const auto reports = assess(dir);
+        const ConsumerReport& ct = reportOf(reports, Consumer::CompressedTensors);
+        QCOMPARE(ct.verdict, ConsumerVerdict::Fails);
+        const ConsumerFinding* f = findingOf(ct, "ct-float-built-fp8");
+        QVERIFY2(f, describe(reports).c_str());
+        QCOMPARE(f->modules, std::vector<std::string>{"roberta.embeddings.word_embeddings"});
+        QCOMPARE(reportOf(reports, Consumer::Vllm).verdict, ConsumerVerdict::AsIntended);
+    }
+
     void aSecondGroupIsIgnoredByTheAiu()
     {
         // group_1 takes layer 0's FFN input Linear weight-only (its tensors fit either way): the

@@ -11,11 +11,13 @@
 #include <limits>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "common/text_files.h"
 #include "engine/encoder_model.h"
 #include "engine/quantize.h"
 #include "io/safetensors.h"
@@ -243,6 +245,68 @@ private slots:
     }
 
     // A NaN scale is a NaN mismatch: no ULP distance of its bits, no ratio (issue 52 item 7).
+    // Issue 52 item 7: config leaves as written. {} is shown as {} (json::flatten made it null), a
+    // list replaced by null or removed is a difference, and a list is one field shown whole.
+    void configLeavesAsWritten_data()
+    {
+        QTest::addColumn<QString>("patchA");
+        QTest::addColumn<QString>("patchB");
+        QTest::addColumn<QString>("field");
+        QTest::addColumn<QString>("shownA");
+        QTest::addColumn<QString>("shownB");
+        QTest::newRow("{} against absent") << R"({"transform_config": {}})" << R"({})"
+                                           << "transform_config" << "{}" << "(none)";
+        QTest::newRow("[] against null") << R"({"kv_cache_scheme": []})" << R"({"kv_cache_scheme": null})"
+                                         << "kv_cache_scheme" << "[]" << "null";
+        QTest::newRow("{} against null") << R"({"sparsity_config": {}})" << R"({"sparsity_config": null})"
+                                         << "sparsity_config" << "{}" << "null";
+        QTest::newRow("a list removed") << R"({"ignore": ["qa_outputs", "lm_head"]})" << R"({"ignore": "REMOVE"})"
+                                        << "ignore" << R"(["qa_outputs","lm_head"])" << "(none)";
+        QTest::newRow("a list emptied") << R"({"ignore": ["qa_outputs"]})" << R"({"ignore": []})"
+                                        << "ignore" << R"(["qa_outputs"])" << "[]";
+        QTest::newRow("first entry dropped") << R"({"ignore": ["a", "b", "c"]})" << R"({"ignore": ["b", "c"]})"
+                                             << "ignore" << R"(["a","b","c"])" << R"(["b","c"])";
+    }
+    void configLeavesAsWritten()
+    {
+        QFETCH(QString, patchA);
+        QFETCH(QString, patchB);
+        QFETCH(QString, field);
+        QFETCH(QString, shownA);
+        QFETCH(QString, shownB);
+        const auto edited = [&](const std::string& name, const QString& patch) {
+            const std::string dir = root_ + "/" + name;
+            std::filesystem::remove_all(dir);
+            copyCheckpoint(channel_, dir);
+            const std::string path = dir + "/config.json";
+            nlohmann::json config = nlohmann::json::parse(readFileToString(path));
+            nlohmann::json& q = config["quantization_config"];
+            const nlohmann::json edits = nlohmann::json::parse(patch.toStdString());
+            for (const auto& [key, value] : edits.items())
+                if (value == "REMOVE")
+                    q.erase(key);
+                else
+                    q[key] = value;
+            std::ofstream(path, std::ios::trunc) << config.dump(2);
+            return dir;
+        };
+        const auto a = Checkpoint::open(edited("leaves-a", patchA));
+        const auto b = Checkpoint::open(edited("leaves-b", patchB));
+        const CheckpointDiff diff = diffCheckpoints(*a, *b);
+        // The config's leaves only (a changed ignore list also changes consumer verdicts).
+        const std::string prefix = "config.quantization_config.";
+        std::vector<FieldDifference> leaves;
+        std::string listedFields;
+        for (const FieldDifference& d : diff.config) {
+            listedFields += d.field + ": " + d.a + " -> " + d.b + "\n";
+            if (d.field.rfind(prefix, 0) == 0)
+                leaves.push_back(d);
+        }
+        QVERIFY2(leaves.size() == 1 && leaves[0].field == prefix + field.toStdString(), listedFields.c_str());
+        QCOMPARE(QString::fromStdString(leaves[0].a), shownA);
+        QCOMPARE(QString::fromStdString(leaves[0].b), shownB);
+    }
+
     void nanScaleIsANanMismatch()
     {
         const std::string copy = root_ + "/channel-nan";

@@ -1040,15 +1040,55 @@ private slots:
         QVERIFY(hasFinding(findings, "tokenizer-vocab-size", dir));
     }
 
+    // A window longer than the 128 tokens the model takes names the option in every command that
+    // windows a question (issue 52 item 7: compare and sensitivity said "this model takes at most
+    // 128"); a short context still runs with the default 384 on this model.
+    void qaWindowBeyondTheModelNamesTheOption_data()
+    {
+        QTest::addColumn<QStringList>("command");
+        // FP8: sensitivity sweeps only a checkpoint with FP8 Linears.
+        QTest::newRow("qa") << QStringList{"qa", q(fp8Dir())};
+        QTest::newRow("compare") << QStringList{"compare", q(fp8Dir())};
+        QTest::newRow("sensitivity") << QStringList{"sensitivity", q(fp8Dir())};
+    }
     void qaWindowBeyondTheModelNamesTheOption()
+    {
+        QFETCH(QStringList, command);
+        std::string context;
+        for (int i = 0; i < 200; ++i)
+            context += "the cat sat on the mat ";
+        const CliResult tooLong = runCli(command + QStringList{"--question", "where", "--context", q(context),
+                                                               "--max-seq-len", "1000", "--doc-stride", "64"});
+        QCOMPARE(tooLong.exitCode, 1);
+        QVERIFY2(tooLong.err.contains("--max-seq-len 1000 is longer than the 128 tokens the model takes") &&
+                     !tooLong.err.contains("The input has") && !tooLong.err.contains("takes at most"),
+                 qPrintable(tooLong.err));
+        const CliResult shortContext =
+            runCli(command + QStringList{"--question", "where", "--context", "the cat sat on the mat", "--json"});
+        QVERIFY2(shortContext.exitCode == 0, qPrintable(shortContext.err));
+    }
+
+    // sensitivity --squad leaves out a question it cannot window; when the option left out every
+    // one, the option is named, not "no question fits".
+    void sensitivitySquadBeyondTheModelNamesTheOption()
     {
         std::string context;
         for (int i = 0; i < 200; ++i)
             context += "the cat sat on the mat ";
-        const CliResult qa = runCli({"qa", q(floatDir_), "--question", "where", "--context", q(context),
-                                     "--max-seq-len", "1000", "--doc-stride", "64"});
-        QCOMPARE(qa.exitCode, 1);
-        QVERIFY2(qa.err.contains("--max-seq-len 1000") && !qa.err.contains("The input has"), qPrintable(qa.err));
+        json question = {{"id", "q1"}, {"question", "where"}};
+        question["answers"] = json::array({json{{"text", "cat"}, {"answer_start", 4}}});
+        json paragraph = {{"context", context}};
+        paragraph["qas"] = json::array({question});
+        json article = {{"title", "t"}};
+        article["paragraphs"] = json::array({paragraph});
+        json squad = {{"version", "1.1"}};
+        squad["data"] = json::array({article});
+        const std::string path = makeTempDir("hostile-squad") + "/long.json";
+        writeAll(path, squad.dump());
+        const CliResult r = runCli({"sensitivity", q(fp8Dir()), "--squad", q(path), "--max-seq-len", "1000",
+                                    "--doc-stride", "64"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("--max-seq-len 1000 is longer than the 128 tokens the model takes"), qPrintable(r.err));
     }
 
     void badOptionValuesExitTwoEverywhere()

@@ -6,6 +6,7 @@
 
 #include "common/json_values.h"
 #include "common/text_files.h"
+#include "model/linear_plan.h"
 #include "model/quantization_config.h"
 #include "model/runtime_units.h"
 
@@ -37,6 +38,10 @@
 //   aiu-pooler-collision        an MLM holding the pooler: it and lm_head.dense load into one module
 //   aiu-bf16-cast               bf16 tensors need the cast to fp16 (info)
 //   aiu-tensor-parallel-ignore  a non-empty ignore list crashes under tensor parallelism (info)
+// every consumer:
+//   aiu-run-refused / vllm-run-refused / ct-run-refused  ScaleScope's own loader refuses the
+//                               checkpoint (LinearPlan::refusals, the run's sentence): no rule here
+//                               can vouch for a scheme or layout this version does not read
 // vllm:
 //   vllm-float-built-fp8 / vllm-fp8-loads-float  stored dtype against what vLLM's matching builds
 //   vllm-qkv-schemes-differ     q, k, v of a layer in different schemes: refused
@@ -134,6 +139,17 @@ private:
     std::vector<ConsumerFinding> findings_;
 };
 
+// What ScaleScope's loader refuses is refused here too, with the sentence a run throws: the rules
+// below know the consumers only through the schemes and layouts this version reads, so a verdict
+// on anything else would vouch for what nothing checked.
+void addRunRefusals(FindingList& list, const std::string& loading, const std::string& code,
+                    const Checkpoint& checkpoint)
+{
+    for (PlanRefusal& refusal : checkpoint.plan().refusals())
+        list.add(loading, code, Severity::Error, std::move(refusal.modules), std::move(refusal.sentence),
+                 "ScaleScope judges how a consumer loads only a checkpoint it can run itself, so fix this first.");
+}
+
 // What a consumer builds for each Linear, against what is stored: an FP8 Linear for a float weight
 // (no weight_scale to load, or an uninitialised one) and a float Linear for FP8 codes both fail.
 struct StoredAgainstBuilt {
@@ -208,6 +224,7 @@ public:
 
     ConsumerReport run()
     {
+        addRunRefusals(list_, "both", "aiu-run-refused", checkpoint_);
         if (readsConfig())
             checkLinears();
         checkWordEmbeddings();
@@ -673,6 +690,7 @@ ConsumerReport reportOf(Consumer consumer, std::vector<ConsumerFinding> findings
 ConsumerReport assessVllm(const Checkpoint& checkpoint)
 {
     FindingList list(Consumer::Vllm);
+    addRunRefusals(list, "", "vllm-run-refused", checkpoint);
     const auto& quantization = checkpoint.config().quantization;
     const EncoderLayout& layout = checkpoint.layout();
     if (!quantization) {
@@ -747,6 +765,7 @@ ConsumerReport assessVllm(const Checkpoint& checkpoint)
 ConsumerReport assessCompressedTensors(const Checkpoint& checkpoint)
 {
     FindingList list(Consumer::CompressedTensors);
+    addRunRefusals(list, "", "ct-run-refused", checkpoint);
     const auto& quantization = checkpoint.config().quantization;
     const LinearPlan& plan = checkpoint.plan();
     const std::vector<std::string> fp8 = fp8StoredLinears(checkpoint, false);
@@ -761,10 +780,14 @@ ConsumerReport assessCompressedTensors(const Checkpoint& checkpoint)
             list.add("", "ct-transform-applied", Severity::Info, {},
                      "compressed-tensors applies the checkpoint's transform_config (its rotations) when loading.", "");
     }
-    addStoredAgainstBuilt(list, "ct", "compressed-tensors",
-                          compareStoredAndBuilt(checkpoint, [&](const LayoutLinear& l) {
-                              return quantization && plan.targetGroup(l.module) != nullptr;
-                          }));
+    StoredAgainstBuilt compared = compareStoredAndBuilt(checkpoint, [&](const LayoutLinear& l) {
+        return quantization && plan.targetGroup(l.module) != nullptr;
+    });
+    // An Embedding is matched and decompressed like a Linear there (the word embeddings run as
+    // stored here, which inspect's diagnostics say).
+    if (plan.wordEmbeddingsFloatButTargeted())
+        compared.floatBuiltFp8.push_back(plan.wordEmbeddings().module);
+    addStoredAgainstBuilt(list, "ct", "compressed-tensors", compared);
     std::vector<std::string> conflicted;
     for (const LayoutLinear& linear : checkpoint.layout().linears()) {
         const GroupMatch* match = plan.groupMatch(linear.module);

@@ -474,7 +474,7 @@ private:
         const std::string& module = checkpoint_.plan().wordEmbeddings().module;
         const ConfigGroup* group = checkpoint_.plan().wordEmbeddingsTargetGroup();
         if (table->dtype != Dtype::F8_E4M3) {
-            if (group && config_.quantization->status == "compressed" && groupRuns(*group))
+            if (checkpoint_.plan().wordEmbeddingsFloatButTargeted())
                 add(Severity::Warning, "embedding-not-fp8", module,
                     "Tensor '" + table->name + "' is " + dtypeName(table->dtype) + " but group " + group->name +
                         " targets module '" + module + "' (" + checkpoint_.plan().wordEmbeddings().rule +

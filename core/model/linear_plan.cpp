@@ -1,5 +1,6 @@
 #include "model/linear_plan.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "common/error.h"
@@ -199,21 +200,25 @@ LinearPlan::LinearPlan(const ModelConfig& config, const EncoderLayout& layout, c
         info.module = linear.module;
         info.inFeatures = linear.inFeatures;
         info.outFeatures = linear.outFeatures;
-        std::string problem;
+        std::string problem, cause;
         const GroupMatch match = config.quantization ? matchGroup(*config.quantization, linear.module, "Linear")
                                                      : GroupMatch{nullptr, "no quantization_config", {}, {}};
         info.rule = match.rule;
         const TensorView* weight = tensors.find(linear.module + ".weight");
         const bool fp8Weight = weight && weight->dtype == Dtype::F8_E4M3;
         if (fp8Weight && !match.group) {
+            cause = "untargeted FP8";
             problem = "Tensor '" + weight->name + "' in " + weight->file +
                       " is F8_E4M3, but quantization_config does not quantize module '" + linear.module +
                       "' (it is ignored or matches no group).";
         } else if (fp8Weight) {
             const ConfigGroup& group = *match.group;
             problem = conflictProblem(linear.module, match);
-            if (auto reason = unsupportedSchemeReason(*config.quantization, group); reason && problem.empty())
+            cause = problem.empty() ? "" : "conflict " + match.rule;
+            if (auto reason = unsupportedSchemeReason(*config.quantization, group); reason && problem.empty()) {
                 problem = "Module '" + linear.module + "' uses " + *reason + ".";
+                cause = *reason;
+            }
             info.quantized = true;
             info.weightStrategy = group.weights ? group.weights->strategy : "";
             info.group = group.name;
@@ -222,15 +227,17 @@ LinearPlan::LinearPlan(const ModelConfig& config, const EncoderLayout& layout, c
             if (info.activations == ActivationQuantization::StaticPerTensor)
                 info.inputScale = staticInputScale(tensors, linear.module);
         } else if (weight && match.group && config.quantization->status == "compressed") {
+            cause = "float targeted by " + match.group->name;
             problem = "Tensor '" + weight->name + "' in " + weight->file + " has dtype " + dtypeName(weight->dtype) +
                       ", but quantization_config group " + match.group->name + " targets module '" + linear.module +
                       "', so it should be F8_E4M3.";
         }
         if (transforms)
-            problem = *transforms;
+            problem = cause = *transforms;
         index_[info.module] = linears_.size();
         linears_.push_back(std::move(info));
         problems_.push_back(std::move(problem));
+        causes_.push_back(std::move(cause));
         targetGroups_.push_back(match.group);
         matches_.push_back(config.quantization ? std::make_shared<const GroupMatch>(match) : nullptr);
     }
@@ -243,6 +250,9 @@ LinearPlan::LinearPlan(const ModelConfig& config, const EncoderLayout& layout, c
     // A float table runs as stored even when a group targets it: checkpoints that loaded before
     // embeddings could be quantized load as they did.
     const TensorView* table = tensors.find(layout.wordEmbeddingsTensor());
+    embeddingFloatTargeted_ = table && table->dtype != Dtype::F8_E4M3 && match.group &&
+                              config.quantization->status == "compressed" &&
+                              !unsupportedSchemeReason(*config.quantization, *match.group);
     if (table && table->dtype == Dtype::F8_E4M3) {
         embeddingProblem_ = embeddingProblem(config.quantization ? &*config.quantization : nullptr, *table, match,
                                              embedding_.module);
@@ -252,6 +262,27 @@ LinearPlan::LinearPlan(const ModelConfig& config, const EncoderLayout& layout, c
             embedding_.group = match.group->name;
         }
     }
+}
+
+std::vector<PlanRefusal> LinearPlan::refusals() const
+{
+    // The sentences of one cause differ only in the module they name; the first one stands for all.
+    std::vector<PlanRefusal> out;
+    std::vector<std::string> causes;
+    for (std::size_t i = 0; i < linears_.size(); ++i) {
+        if (problems_[i].empty())
+            continue;
+        const auto known = std::find(causes.begin(), causes.end(), causes_[i]);
+        if (known == causes.end()) {
+            causes.push_back(causes_[i]);
+            out.push_back({problems_[i], {linears_[i].module}});
+        } else {
+            out[static_cast<std::size_t>(known - causes.begin())].modules.push_back(linears_[i].module);
+        }
+    }
+    if (!embeddingProblem_.empty())
+        out.push_back({embeddingProblem_, {embedding_.module}});
+    return out;
 }
 
 const LinearInfo* LinearPlan::find(const std::string& module) const

@@ -109,6 +109,15 @@ struct PrecisionOverrides {
     bool empty() const { return modules.empty() && !othersFloat; }
 };
 
+// One reason a run refuses the checkpoint and the modules it stops (Linears in layout order, then
+// the word embeddings). `sentence` is what a run throws for the first of them; the others' differ
+// only in the module they name. Whoever judges the checkpoint (the consumer rules) reads these, so
+// that nothing a run refuses is called loadable.
+struct PlanRefusal {
+    std::string sentence;
+    std::vector<std::string> modules;
+};
+
 class LinearPlan {
 public:
     LinearPlan() = default;
@@ -122,6 +131,8 @@ public:
     // targets, a scheme this version does not run, a float weight a compressed group targets, and
     // for every Linear a non-empty transform_config (rotations this version does not apply).
     const std::string& problem(const std::string& module) const;
+    // Every problem of the plan (those of problem() and wordEmbeddingsProblem()), one per cause.
+    std::vector<PlanRefusal> refusals() const;
     // The config group whose targets pick this module whatever its weight's dtype (LinearInfo::group
     // is set only for a weight stored as FP8); null when ignored or untargeted. Points into the
     // ModelConfig the plan was built from.
@@ -136,6 +147,9 @@ public:
     const EmbeddingInfo& wordEmbeddings() const { return embedding_; }
     const std::string& wordEmbeddingsProblem() const { return embeddingProblem_; }
     const ConfigGroup* wordEmbeddingsTargetGroup() const { return embeddingGroup_; }
+    // A float table that a group which runs targets under quantization_status "compressed": it runs
+    // float here, but compressed-tensors builds a quantized Embedding and looks for codes and a scale.
+    bool wordEmbeddingsFloatButTargeted() const { return embeddingFloatTargeted_; }
 
 private:
     std::vector<LinearInfo> linears_;
@@ -143,9 +157,11 @@ private:
     std::vector<std::shared_ptr<const GroupMatch>> matches_;
     std::unordered_map<std::string, std::size_t> index_;
     std::vector<std::string> problems_;
+    std::vector<std::string> causes_; // what problems_ share when they differ only in the module named
     EmbeddingInfo embedding_;
     std::string embeddingProblem_;
     const ConfigGroup* embeddingGroup_ = nullptr;
+    bool embeddingFloatTargeted_ = false;
 };
 
 // Throws naming the first overridden name that is neither a Linear of the layout nor a layer's

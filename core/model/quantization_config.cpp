@@ -85,23 +85,33 @@ std::string lowerCase(std::string text)
     return text;
 }
 
-// "128x128" -> {128, 128}. A part that is not a plain decimal number reads as 0, which the scheme
-// check refuses with the sizes shown; a number past the bound is an error like a list entry's.
+// "128x128" -> {128, 128}. Two whole numbers within the bound, zero and negative ones included, go
+// to the scheme check as a list's would, which shows them as written. Any other text is refused
+// here quoting it as written: a part past the bound or not a number used to read as 0, so that
+// "-99999999999x16" was reported as [0, 16].
 std::vector<int> blockStructureFromText(const std::string& text, const std::string& where)
 {
+    const auto refused = [&] {
+        return Error(where + "block_structure\" is " + quotedJsonValue(nlohmann::json(text)) +
+                     "; written as text it must be \"RxC\", two whole numbers from 1 to " +
+                     std::to_string(kMaxQuantizationBlock) + " joined by x");
+    };
+    const std::size_t cross = text.find_first_of("xX");
+    if (cross == std::string::npos || text.find_first_of("xX", cross + 1) != std::string::npos)
+        throw refused();
     std::vector<int> sizes;
-    std::size_t start = 0;
-    while (true) {
-        const std::size_t cross = text.find_first_of("xX", start);
-        const std::string part = text.substr(start, cross == std::string::npos ? std::string::npos : cross - start);
-        const bool digits = !part.empty() && part.size() <= 18 &&
-                            std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-        const int64_t value = digits ? std::stoll(part) : 0;
-        sizes.push_back(static_cast<int>(checkedJsonInteger(nlohmann::json(value), where + "block_structure\" entry",
-                                                            -kMaxQuantizationBlock, kMaxQuantizationBlock)));
-        if (cross == std::string::npos || sizes.size() > 8)
-            break;
-        start = cross + 1;
+    for (const std::string& part : {text.substr(0, cross), text.substr(cross + 1)}) {
+        const std::size_t sign = !part.empty() && (part[0] == '-' || part[0] == '+') ? 1 : 0;
+        const std::size_t firstDigit = std::min(part.find_first_not_of('0', sign), part.size());
+        const bool digits = part.size() > sign &&
+                            std::all_of(part.begin() + sign, part.end(), [](char c) { return c >= '0' && c <= '9'; });
+        // Past 10 significant digits it is beyond the bound; within, std::stoll cannot overflow.
+        if (!digits || part.size() - firstDigit > 10)
+            throw refused();
+        const int64_t magnitude = firstDigit == part.size() ? 0 : std::stoll(part.substr(firstDigit));
+        if (magnitude > kMaxQuantizationBlock)
+            throw refused();
+        sizes.push_back(static_cast<int>(part[0] == '-' ? -magnitude : magnitude));
     }
     return sizes;
 }
@@ -171,12 +181,9 @@ std::optional<QuantizationArgs> parseArgs(const nlohmann::json& group, const cha
         // The legacy form "128x128", which compressed-tensors still accepts: rows "x" columns.
         out.blockStructure = blockStructureFromText(b->get<std::string>(), where);
     } else if (b != args.end() && b->is_array()) {
-        for (const auto& v : *b) // a non-integer entry becomes 0, which the scheme check refuses
-            out.blockStructure.push_back(
-                v.is_number_integer()
-                    ? static_cast<int>(checkedJsonInteger(v, where + "block_structure\" entry", -kMaxQuantizationBlock,
-                                                          kMaxQuantizationBlock))
-                    : 0);
+        for (const auto& v : *b) // a non-integer entry is refused quoting it (read as 0, 1.5 was shown as 0)
+            out.blockStructure.push_back(static_cast<int>(
+                checkedJsonInteger(v, where + "block_structure\" entry", -kMaxQuantizationBlock, kMaxQuantizationBlock)));
     } else if (b != args.end() && !b->is_null()) {
         throw Error(where + "block_structure\" is " + quotedJsonValue(*b) + "; it must be a list of two sizes or \"RxC\"");
     }

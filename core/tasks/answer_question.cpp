@@ -21,14 +21,8 @@ QaResult answerQuestion(InferenceBackend& model, const std::string& question, co
     validateQaOptions(options, model.checkpoint().layout().specialTokensInPair());
     QaResult result;
     result.windows = buildQaWindows(tokenizer, question, context, options);
-    // A window the model cannot take is the option's doing: name it, as evaluate does, rather than
-    // let the forward say "the input has N tokens".
-    std::size_t longestWindow = 0;
-    for (const QaWindow& window : result.windows)
-        longestWindow = std::max(longestWindow, window.encoding.ids.size());
-    if (static_cast<int64_t>(longestWindow) > model.checkpoint().layout().maxSequenceLength())
-        validateQaOptions(options, model.checkpoint().layout().specialTokensInPair(),
-                          model.checkpoint().layout().maxSequenceLength());
+    requireWindowsFit(result.windows, options, model.checkpoint().layout().specialTokensInPair(),
+                      model.checkpoint().layout().maxSequenceLength());
 
     // Windows run in batches: one batch keeps the matmuls large, a bounded batch keeps memory flat
     // for very long contexts.

@@ -29,25 +29,40 @@ std::string jsonValueText(const json& value)
     return value.dump();
 }
 
-// Every leaf of both documents (json::flatten's "/a/b/0" paths) whose value differs or exists on
-// one side only.
+// Each leaf of a document by its dotted path ("quantization_config.config_groups.group_0.targets").
+// Lists are leaves, shown whole: an entry removed from the front of "ignore" is one change, not one
+// per shifted index. So are empty objects: json::flatten turns {} and [] into null, which showed {}
+// as null and took [] against null for no change.
+void collectLeaves(const json& value, const std::string& path, std::map<std::string, const json*>& out)
+{
+    if (value.is_object() && !value.empty()) {
+        for (auto it = value.begin(); it != value.end(); ++it)
+            collectLeaves(it.value(), path.empty() ? it.key() : path + "." + it.key(), out);
+        return;
+    }
+    out[path] = &value;
+}
+
+// Every leaf whose value differs between the documents or exists on one side only.
 void addJsonDifferences(const json& a, const json& b, const std::string& prefix, std::vector<FieldDifference>& out)
 {
-    const json flatA = a.is_null() ? json::object() : a.flatten();
-    const json flatB = b.is_null() ? json::object() : b.flatten();
+    std::map<std::string, const json*> leavesA, leavesB;
+    if (!a.is_null())
+        collectLeaves(a, "", leavesA);
+    if (!b.is_null())
+        collectLeaves(b, "", leavesB);
     std::set<std::string> keys;
-    for (auto it = flatA.begin(); it != flatA.end(); ++it)
-        keys.insert(it.key());
-    for (auto it = flatB.begin(); it != flatB.end(); ++it)
-        keys.insert(it.key());
+    for (const auto& [key, value] : leavesA)
+        keys.insert(key);
+    for (const auto& [key, value] : leavesB)
+        keys.insert(key);
     for (const std::string& key : keys) {
-        const bool inA = flatA.contains(key), inB = flatB.contains(key);
-        if (inA && inB && flatA[key] == flatB[key])
+        const auto inA = leavesA.find(key), inB = leavesB.find(key);
+        const bool bothSides = inA != leavesA.end() && inB != leavesB.end();
+        if (bothSides && *inA->second == *inB->second)
             continue;
-        std::string field = key.substr(key.empty() || key[0] != '/' ? 0 : 1);
-        std::replace(field.begin(), field.end(), '/', '.');
-        out.push_back(
-            {prefix + field, inA ? jsonValueText(flatA[key]) : kAbsent, inB ? jsonValueText(flatB[key]) : kAbsent});
+        out.push_back({prefix + key, inA != leavesA.end() ? jsonValueText(*inA->second) : kAbsent,
+                       inB != leavesB.end() ? jsonValueText(*inB->second) : kAbsent});
     }
 }
 

@@ -113,6 +113,7 @@ PreparedInput prepareInput(const InferenceBackend& run, const ComparisonInput& i
                                                 run.checkpoint().directory(), a.architecture));
         validateQaOptions(input.qaOptions, layout.specialTokensInPair());
         prepared.windows = buildQaWindows(run.checkpoint().tokenizer(), input.question, input.context, input.qaOptions);
+        requireWindowsFit(prepared.windows, input.qaOptions, layout.specialTokensInPair(), layout.maxSequenceLength());
         for (const QaWindow& w : prepared.windows)
             prepared.inputs.addSequence(w.encoding);
     } else if (!input.text.empty()) {

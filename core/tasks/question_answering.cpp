@@ -238,6 +238,16 @@ void validateQaOptions(const QaOptions& options, int specialTokensInPair, int64_
     validatePostprocessOptions(options);
 }
 
+void requireWindowsFit(const std::vector<QaWindow>& windows, const QaOptions& options, int specialTokensInPair,
+                       int64_t modelMaxTokens)
+{
+    std::size_t longest = 0;
+    for (const QaWindow& window : windows)
+        longest = std::max(longest, window.encoding.ids.size());
+    if (static_cast<int64_t>(longest) > modelMaxTokens)
+        validateQaOptions(options, specialTokensInPair, modelMaxTokens);
+}
+
 std::vector<QaWindow> buildQaWindows(const Tokenizer& tokenizer, const std::string& question,
                                      const std::string& context, const QaOptions& options) {
     validateQaOptions(options, tokenizer.specialTokensInPair());

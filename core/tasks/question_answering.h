@@ -58,6 +58,12 @@ bool answersAgree(const QaAnswer& a, const QaAnswer& b);
 // OptionError naming the option. `specialTokensInPair` comes from the model's layout;
 // `modelMaxTokens` is the longest input the model takes (0: not checked).
 void validateQaOptions(const QaOptions& options, int specialTokensInPair, int64_t modelMaxTokens = 0);
+// After buildQaWindows: a window longer than the model takes is the option's doing, so this throws
+// validateQaOptions' OptionError naming --max-seq-len rather than let the forward say "the input has
+// N tokens". Windows only as long as the text needs pass, so a short text runs with the default
+// maximum on a model shorter than it (qa, compare, sensitivity and diff on 128-token models).
+void requireWindowsFit(const std::vector<QaWindow>& windows, const QaOptions& options, int specialTokensInPair,
+                       int64_t modelMaxTokens);
 
 // Splits the context into windows. Throws scalescope::Error when the question alone does not fit
 // (leaves no room for context) or the options are invalid.

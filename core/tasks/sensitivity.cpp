@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "analysis/diagnostics.h"
@@ -403,6 +404,7 @@ void buildCases(Sweep& sweep, const InferenceBackend& run, const SensitivityInpu
     result.inputKind = "squad";
     const std::vector<SquadExample>& examples = input.squad->examples;
     const std::size_t count = input.maxSamples ? std::min(input.maxSamples, examples.size()) : examples.size();
+    std::optional<OptionError> optionLeftOut; // the first question an option left out (--max-seq-len)
     for (std::size_t i = 0; i < count; ++i) {
         Case c;
         c.example = &examples[i];
@@ -416,11 +418,18 @@ void buildCases(Sweep& sweep, const InferenceBackend& run, const SensitivityInpu
             c.prepared = prepareComparisonInput(run, c.input);
         } catch (const Cancelled&) {
             throw;
+        } catch (const OptionError& e) {
+            if (!optionLeftOut)
+                optionLeftOut = e;
+            continue;
         } catch (const Error&) {
             continue; // a question that cannot be windowed is left out, as evaluate skips it
         }
         sweep.cases.push_back(std::move(c));
     }
+    // When an option left out every question, the option is the problem: name it.
+    if (sweep.cases.empty() && optionLeftOut)
+        throw *optionLeftOut;
     if (sweep.cases.empty())
         throw Error("No question of " + input.squad->path + " can be run (the file has none, or none fits the model).");
     result.samples = sweep.cases.size();

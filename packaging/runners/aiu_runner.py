@@ -54,7 +54,6 @@ import shutil
 import struct
 import stat
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -476,6 +475,74 @@ def private_cache_folder(folder: str, create: bool) -> bool:
                            "again, so make it private (chmod 700) or set SCALESCOPE_RUNNER_CACHE to a folder of "
                            "your own.")
     return True
+
+
+# Who made an upload folder, as the C++ runner names and judges them (core/io/temporary_owner.h):
+# "<hash>.partial-HOST-PID-XXXXXX", HOST being 16 hex digits of the SHA-256 of the boot id and the
+# PID namespace. A pid names a process only on that boot and in that namespace, so a leftover is
+# removed only when it carries this HOST and its PID no longer runs; both runners share the cache
+# (SCALESCOPE_RUNNER_CACHE), so each sweeps what the other left.
+_STAGING_NAME = re.compile(r"([0-9a-f]{64})\.partial-([0-9a-f]{16})-([1-9][0-9]{0,8})-[A-Za-z0-9]{6}")
+_host_tag: Optional[str] = None
+
+
+def this_host_tag() -> str:
+    global _host_tag
+    if _host_tag is None:
+        boot_id, namespace = "", ""
+        with contextlib.suppress(OSError):
+            with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as file:
+                boot_id = file.readline().rstrip("\n")
+            namespace = os.readlink("/proc/self/ns/pid")
+        # Unreadable: a random tag, so that no other process's folders pass for this host's.
+        identity = boot_id + "\n" + namespace if boot_id and namespace else os.urandom(32).hex()
+        _host_tag = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
+    return _host_tag
+
+
+def staging_owner(name: str) -> Optional[Tuple[str, int]]:
+    """(HOST, PID) of an upload folder's exact name; None for any other name."""
+    match = _STAGING_NAME.fullmatch(name)
+    return (match.group(2), int(match.group(3))) if match else None
+
+
+def make_staging_folder(cache_folder: str, checkpoint_hash: str) -> str:
+    """A new private (0700) upload folder named with this process as its owner."""
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+    while True:
+        suffix = "".join(letters[byte % len(letters)] for byte in os.urandom(6))
+        folder = os.path.join(cache_folder, f"{checkpoint_hash}.partial-{this_host_tag()}-{os.getpid()}-{suffix}")
+        try:
+            os.mkdir(folder, 0o700)
+            return folder
+        except FileExistsError:
+            continue
+
+
+def process_is_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists but belongs to someone else
+        return False
+    return False
+
+
+def sweep_gone_uploads(cache_folder: str) -> None:
+    """Removes the upload folders that sessions of this host left when killed: only a folder (not a
+    link, not a file) whose exact name carries this HOST and a PID that no longer runs."""
+    try:
+        entries = list(os.scandir(cache_folder))
+    except OSError:
+        return
+    for entry in entries:
+        owner = staging_owner(entry.name)
+        if owner is None or owner[0] != this_host_tag() or owner[1] == os.getpid() or not process_is_gone(owner[1]):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
 
 
 def manifest_text(files: Sequence[Tuple[str, int, str]]) -> str:
@@ -1401,6 +1468,7 @@ class RunnerServer:
         self._last_emit = 0.0
         # This session's unfinished uploads: hash -> (folder, {name: (size, sha256)}).
         self._uploads: Dict[str, Tuple[str, Dict[str, Tuple[int, str]]]] = {}
+        self._swept = False  # killed sessions' uploads are swept at the first use of the cache
         adapter.progress = self._progress  # type: ignore[method-assign]
 
     def _log(self, message: str) -> None:
@@ -1531,13 +1599,21 @@ class RunnerServer:
 
     # -- the checkpoint cache --
 
+    def _cache_ready(self, create: bool) -> bool:
+        """private_cache_folder, and once per session the sweep of killed sessions' uploads."""
+        if not private_cache_folder(self.cache_folder, create):
+            return False
+        if not self._swept:
+            self._swept = True
+            sweep_gone_uploads(self.cache_folder)
+        return True
+
     def _cached_folder(self, checkpoint_hash: str) -> str:
         return os.path.join(self.cache_folder, checkpoint_hash)
 
     def _has_checkpoint(self, request: Dict[str, Any]) -> Dict[str, Any]:
         checkpoint_hash = _hex_field(request, "hash")
-        return {"cached": private_cache_folder(self.cache_folder, create=False)
-                and os.path.isdir(self._cached_folder(checkpoint_hash))}
+        return {"cached": self._cache_ready(create=False) and os.path.isdir(self._cached_folder(checkpoint_hash))}
 
     def _upload(self, request: Dict[str, Any], payload: Optional[Payload]) -> Dict[str, Any]:
         if payload is None:
@@ -1548,12 +1624,13 @@ class RunnerServer:
         if not plain_file_name(name):
             raise RequestError(f"The upload's file name {json.dumps(name)[:80]} is not a plain file name "
                                "(no /, no leading dot, no spaces).")
-        private_cache_folder(self.cache_folder, create=True)
+        self._cache_ready(create=True)
         if checkpoint_hash not in self._uploads:
             # One private folder per session (0700): two runners on one host may upload the same
-            # checkpoint, and nothing else may write into what this session will publish.
+            # checkpoint, and nothing else may write into what this session will publish. Named with
+            # this process as its owner, so that a later session removes it if this one is killed.
             try:
-                folder = tempfile.mkdtemp(prefix=f"{checkpoint_hash}.partial-", dir=self.cache_folder)
+                folder = make_staging_folder(self.cache_folder, checkpoint_hash)
             except OSError as error:
                 raise RequestError(f"Cannot create an upload folder in the runner's cache folder {self.cache_folder}: "
                                    f"{error.strerror or error}.")
@@ -1641,7 +1718,7 @@ class RunnerServer:
         if "hash" in request:
             checkpoint_hash = _hex_field(request, "hash")
             checkpoint = self._cached_folder(checkpoint_hash)
-            if not private_cache_folder(self.cache_folder, create=False) or not os.path.isdir(checkpoint):
+            if not self._cache_ready(create=False) or not os.path.isdir(checkpoint):
                 raise RequestError(f"Checkpoint {checkpoint_hash} is not in this runner's cache; upload it first.")
         else:
             checkpoint = request.get("checkpoint")

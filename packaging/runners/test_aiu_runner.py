@@ -511,6 +511,57 @@ class ProtocolTwo(ServerTestCase):
         self.assertEqual(os.listdir(self.cache), [self.hash])
         self.assertEqual(manifest_of(os.path.join(self.cache, self.hash)), self.manifest)
 
+    def test_uploads_of_killed_sessions_are_swept_and_nothing_else(self):
+        # A runner killed during an upload leaves its staging folder; the next session on this host
+        # removes it once its owner is gone, and touches nothing it cannot prove it made.
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        host = aiu_runner.this_host_tag()
+        os.makedirs(self.cache, mode=0o700)
+        leftover = f"{self.hash}.partial-{host}-{dead.pid}-Ab12Cd"
+        kept = {
+            f"{self.hash}.partial-{host}-{os.getppid()}-Ab12Cd": "dir",   # its owner still runs
+            f"{self.hash}.partial-{'0' * 16}-{dead.pid}-Ab12Cd": "dir",   # another host's (or container's)
+            f"{self.hash}.partial-Ab12Cd": "dir",                       # an older runner's, owner unknown
+            f"{self.hash}.partial-{host}-{dead.pid}-Ab12Cd.bak": "dir", # not the exact form
+            f"{'f' * 64}.partial-{host}-{dead.pid}-Xy34Zw": "file",     # a file of that name
+            f"{'e' * 64}.partial-{host}-{dead.pid}-Xy34Zw": "link",     # a link to a folder outside
+            "model.safetensors": "file",
+        }
+        outside = os.path.join(self.root, "outside")
+        os.makedirs(outside)
+        with open(os.path.join(outside, "user.txt"), "w") as file:
+            file.write("mine")
+        os.makedirs(os.path.join(self.cache, leftover))
+        with open(os.path.join(self.cache, leftover, "model.safetensors"), "wb") as file:
+            file.write(b"half")
+        for name, kind in kept.items():
+            path = os.path.join(self.cache, name)
+            if kind == "dir":
+                os.makedirs(path)
+            elif kind == "file":
+                with open(path, "w") as file:
+                    file.write("x")
+            else:
+                os.symlink(outside, path)
+        server = RunnerServer(FakeAdapter(), self.log, cache_folder=self.cache, heartbeat_seconds=0)
+        server.handle({"id": 0, "op": "hello", "protocols": [2]})
+        self.assertFalse(server.handle({"id": 1, "op": "has_checkpoint", "hash": self.hash})["cached"])
+        self.assertEqual(sorted(os.listdir(self.cache)), sorted(kept))
+        self.assertEqual(os.listdir(outside), ["user.txt"])
+
+    def test_upload_folders_carry_their_owner(self):
+        # The form the C++ runner writes and sweeps (io/temporary_owner.h), so either runner sweeps
+        # the other's leftovers in a shared cache.
+        out = io.BytesIO()
+        self.server.out = out
+        stream = upload_lines(self.qa, self.hash, 1)
+        source = io.BytesIO(stream)
+        self.server._serve_line(source.readline(), source)
+        [name] = os.listdir(self.cache)
+        self.assertRegex(name, rf"^{self.hash}\.partial-{aiu_runner.this_host_tag()}-{os.getpid()}-[A-Za-z0-9]{{6}}$")
+        self.assertEqual(aiu_runner.staging_owner(name), (aiu_runner.this_host_tag(), os.getpid()))
+
     def test_checkpoint_ops_need_protocol_two(self):
         server = RunnerServer(FakeAdapter(), self.log, cache_folder=self.cache)
         answer = server.handle({"id": 1, "op": "has_checkpoint", "hash": self.hash})
