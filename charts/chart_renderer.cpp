@@ -455,7 +455,16 @@ void setUpAxes(QCustomPlot& plot, const ChartData& chart, const Geometry& geomet
         y->setNumberPrecision(6);
         y->grid()->setSubGridVisible(false);
     }
-    if (hasCells(chart)) {
+    if (hasCells(chart) && chart.rowsAreCategories) {
+        // A square matrix: row i is the same input as column i.
+        auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+        for (std::size_t i = 0; i < chart.categories.size(); ++i)
+            ticker->addTick(double(i), QString::fromStdString(chart.categories[i]));
+        ticker->setSubTickCount(0);
+        y->setTicker(ticker);
+        x->grid()->setVisible(false);
+        y->grid()->setVisible(false);
+    } else if (hasCells(chart)) {
         auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
         ticker->setTickStep(1.0);
         ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
@@ -557,9 +566,28 @@ void drawBand(QCustomPlot& plot, const ChartData& chart, std::size_t s, const Ge
     band->setData(keys, lows, highs, lows, highs);
 }
 
-// A heat map of cells on a logarithmic colour scale shown at the right of the plot; cells that are
-// not positive finite numbers (invalid scales) get a colour of their own.
-void drawCells(QCustomPlot& plot, const ChartSeries& series, const QString& name)
+// The colours of a heat map: viridis for magnitudes (ordered in lightness, readable with
+// colour-vision deficiencies, and free of the red that marks invalid cells), or blue-white-red for
+// a difference centred on zero.
+QCPColorGradient cellGradient(bool diverging)
+{
+    QCPColorGradient gradient;
+    if (diverging)
+        gradient.setColorStops({{0.0, QColor(0x21, 0x66, 0xAC)}, {0.25, QColor(0x92, 0xC5, 0xDE)},
+                                {0.5, QColor(0xF7, 0xF7, 0xF7)}, {0.75, QColor(0xF4, 0xA5, 0x82)},
+                                {1.0, QColor(0xB2, 0x18, 0x2B)}});
+    else
+        gradient.setColorStops({{0.0, QColor(0x44, 0x01, 0x54)}, {0.25, QColor(0x3B, 0x52, 0x8B)},
+                                {0.5, QColor(0x21, 0x91, 0x8C)}, {0.75, QColor(0x5E, 0xC9, 0x62)},
+                                {1.0, QColor(0xFD, 0xE7, 0x25)}});
+    gradient.setNanHandling(QCPColorGradient::nhNanColor);
+    // Invalid: zero, negative, NaN or infinite on a log scale; NaN or infinite on a fixed one.
+    gradient.setNanColor(diverging ? QColor(0x40, 0x40, 0x40) : QColor(0xD0, 0x00, 0x00));
+    return gradient;
+}
+
+// The cells' values in a colour map spanning exactly the cells' unit squares.
+QCPColorMap* fillCellMap(QCustomPlot& plot, const ChartSeries& series, bool logarithmic)
 {
     int columns = 0, rows = 0;
     for (std::size_t i = 0; i < pointCount(series); ++i)
@@ -568,9 +596,8 @@ void drawCells(QCustomPlot& plot, const ChartSeries& series, const QString& name
             rows = std::max(rows, int(series.y[i]) + 1);
         }
     if (columns == 0)
-        return;
+        return nullptr;
     auto* map = new QCPColorMap(plot.xAxis, plot.yAxis);
-    map->setName(name);
     // QCPColorMap spans (size - 1) cell steps between the first and last cell centres, so a single
     // row or column is drawn as two half cells at +-0.25 that together cover -0.5..0.5.
     const int mapColumns = std::max(columns, 2), mapRows = std::max(rows, 2);
@@ -581,36 +608,48 @@ void drawCells(QCustomPlot& plot, const ChartSeries& series, const QString& name
     for (std::size_t i = 0; i < pointCount(series); ++i) {
         if (!(std::isfinite(series.x[i]) && std::isfinite(series.y[i]) && series.x[i] >= 0 && series.y[i] >= 0))
             continue;
-        const double value = std::isfinite(series.z[i]) && series.z[i] > 0 ? series.z[i]
-                                                                           : std::numeric_limits<double>::quiet_NaN();
+        const bool valid = std::isfinite(series.z[i]) && (!logarithmic || series.z[i] > 0);
+        const double value = valid ? series.z[i] : std::numeric_limits<double>::quiet_NaN();
         const int column = int(series.x[i]), row = int(series.y[i]);
         for (int c = column; c < (columns == 1 ? 2 : column + 1); ++c)
             for (int r = row; r < (rows == 1 ? 2 : row + 1); ++r)
                 map->data()->setCell(c, r, value);
     }
-    // Viridis stops: ordered in lightness, readable with colour-vision deficiencies, and free of
-    // the red that marks invalid cells.
-    QCPColorGradient gradient;
-    gradient.setColorStops({{0.0, QColor(0x44, 0x01, 0x54)}, {0.25, QColor(0x3B, 0x52, 0x8B)},
-                            {0.5, QColor(0x21, 0x91, 0x8C)}, {0.75, QColor(0x5E, 0xC9, 0x62)},
-                            {1.0, QColor(0xFD, 0xE7, 0x25)}});
-    gradient.setNanHandling(QCPColorGradient::nhNanColor);
-    gradient.setNanColor(QColor(0xD0, 0x00, 0x00)); // invalid: zero, negative, NaN or infinite
-    map->setGradient(gradient);
     map->setInterpolate(false);
-    map->setDataScaleType(QCPAxis::stLogarithmic);
-    map->rescaleDataRange(true);
+    return map;
+}
+
+// A heat map of cells with its colour scale at the right of the plot: logarithmic and fitted to
+// the data, or linear over the chart's fixed cell range (ChartData::cellLower..cellUpper).
+void drawCells(QCustomPlot& plot, const ChartData& chart, const ChartSeries& series, const QString& name)
+{
+    const bool logarithmic = !chart.hasFixedCellRange();
+    QCPColorMap* map = fillCellMap(plot, series, logarithmic);
+    if (!map)
+        return;
+    map->setName(name);
+    const QCPColorGradient gradient = cellGradient(chart.divergingCells);
+    map->setGradient(gradient);
+    const QCPAxis::ScaleType scaleType = logarithmic ? QCPAxis::stLogarithmic : QCPAxis::stLinear;
+    map->setDataScaleType(scaleType);
     auto* scale = new QCPColorScale(&plot);
     plot.plotLayout()->addElement(0, 1, scale);
     scale->setType(QCPAxis::atRight);
-    scale->setDataScaleType(QCPAxis::stLogarithmic);
-    scale->axis()->setTicker(QSharedPointer<LogTicker>::create());
-    scale->axis()->setNumberFormat(QStringLiteral("eb"));
-    scale->axis()->setNumberPrecision(1);
-    scale->axis()->setLabel(name + QStringLiteral(" (log)"));
+    scale->setDataScaleType(scaleType);
+    if (logarithmic) {
+        scale->axis()->setTicker(QSharedPointer<LogTicker>::create());
+        scale->axis()->setNumberFormat(QStringLiteral("eb"));
+        scale->axis()->setNumberPrecision(1);
+        scale->axis()->setLabel(name + QStringLiteral(" (log)"));
+    } else {
+        scale->axis()->setLabel(name);
+    }
     map->setColorScale(scale);
     scale->setGradient(gradient); // linking the scale hands the map the scale's gradient
-    map->rescaleDataRange(true);
+    if (logarithmic)
+        map->rescaleDataRange(true);
+    else
+        map->setDataRange(QCPRange(chart.cellLower, chart.cellUpper));
     auto* margins = new QCPMarginGroup(&plot); // deleted with the next chart (clearPreviousChart)
     plot.axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
     scale->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
@@ -630,7 +669,7 @@ void drawSeries(QCustomPlot& plot, const ChartData& chart, const Geometry& geome
         case SeriesStyle::Line:
         case SeriesStyle::Points: drawLineOrPoints(plot, chart, s); break;
         case SeriesStyle::Band: drawBand(plot, chart, s, geometry); break;
-        case SeriesStyle::Cells: drawCells(plot, chart.series[s], seriesName(chart, s)); break;
+        case SeriesStyle::Cells: drawCells(plot, chart, chart.series[s], seriesName(chart, s)); break;
         }
     }
 }

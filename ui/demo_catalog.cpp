@@ -65,32 +65,43 @@ DemoCatalog loadDemoCatalog(const QString& folder)
         const char* name;
         const char* reference;
         const char* label;
-        bool maskedLm;
+        DemoTask task;
     };
+    constexpr DemoTask qa = DemoTask::QuestionAnswering;
     const Known known[] = {
         {"qa-fp8", "qa-float",
-            QT_TRANSLATE_NOOP("Demo", "Question answering, FP8 per channel, dynamic per-token activations"), false},
+            QT_TRANSLATE_NOOP("Demo", "Question answering, FP8 per channel, dynamic per-token activations"), qa},
         {"qa-fp8-static", "qa-float",
-            QT_TRANSLATE_NOOP("Demo", "Question answering, FP8 per tensor, static activations"), false},
+            QT_TRANSLATE_NOOP("Demo", "Question answering, FP8 per tensor, static activations"), qa},
         // qa-fp8-static with one input scale calibrated 64x too small (make_demo.sh --defect): a
         // broken checkpoint to triage, with the cause left for the user to find.
         {"qa-fp8-defect", "qa-float",
-            QT_TRANSLATE_NOOP("Demo", "Question answering, FP8 static, with a planted defect to find"), false},
-        {"qa-float", "", QT_TRANSLATE_NOOP("Demo", "Question answering, float original"), false},
+            QT_TRANSLATE_NOOP("Demo", "Question answering, FP8 static, with a planted defect to find"), qa},
+        {"qa-float", "", QT_TRANSLATE_NOOP("Demo", "Question answering, float original"), qa},
         {"bert-qa-fp8", "bert-qa-float",
             QT_TRANSLATE_NOOP("Demo", "BERT question answering, FP8 per channel, dynamic per-token activations"),
-            false},
-        {"bert-qa-float", "", QT_TRANSLATE_NOOP("Demo", "BERT question answering, float original"), false},
+            qa},
+        {"bert-qa-float", "", QT_TRANSLATE_NOOP("Demo", "BERT question answering, float original"), qa},
         {"mlm-fp8", "mlm-float", QT_TRANSLATE_NOOP("Demo", "Fill mask, FP8 per channel, dynamic per-token activations"),
-            true},
-        {"mlm-float", "", QT_TRANSLATE_NOOP("Demo", "Fill mask, float original"), true},
+            DemoTask::FillMask},
+        {"mlm-float", "", QT_TRANSLATE_NOOP("Demo", "Fill mask, float original"), DemoTask::FillMask},
+        // The sequence tasks' demos: listed only once their folders are installed.
+        {"embed-fp8", "embed-float", QT_TRANSLATE_NOOP("Demo", "Sentence embedder, FP8"), DemoTask::Embed},
+        {"embed-float", "", QT_TRANSLATE_NOOP("Demo", "Sentence embedder, float original"), DemoTask::Embed},
+        {"rerank-fp8", "rerank-float", QT_TRANSLATE_NOOP("Demo", "Cross-encoder reranker, FP8"), DemoTask::Rerank},
+        // A reranker whose FP8 version has a defect planted that changes a ranking.
+        {"rerank-fp8-defect", "rerank-float",
+            QT_TRANSLATE_NOOP("Demo", "Cross-encoder reranker, FP8, with a planted defect to find"), DemoTask::Rerank},
+        {"rerank-float", "", QT_TRANSLATE_NOOP("Demo", "Cross-encoder reranker, float original"), DemoTask::Rerank},
+        {"classify-fp8", "classify-float", QT_TRANSLATE_NOOP("Demo", "Text classifier, FP8"), DemoTask::Classify},
+        {"classify-float", "", QT_TRANSLATE_NOOP("Demo", "Text classifier, float original"), DemoTask::Classify},
     };
     for (const Known& k : known) {
         const QString dir = folder + "/" + QLatin1String(k.name);
         if (!hasCheckpoint(dir))
             continue;
         catalog.checkpoints.push_back({QCoreApplication::translate("Demo", k.label), dir,
-                                       *k.reference ? folder + "/" + QLatin1String(k.reference) : QString(), k.maskedLm});
+                                       *k.reference ? folder + "/" + QLatin1String(k.reference) : QString(), k.task});
     }
     const QJsonArray articles = readJson(folder + "/corpus/questions.json").object().value("data").toArray();
     for (const QJsonValue& article : articles) {
@@ -106,6 +117,19 @@ DemoCatalog loadDemoCatalog(const QString& folder)
     for (const QJsonValue& sentence : readJson(folder + "/corpus/mask_sentences.json").array())
         catalog.maskSentences.push_back(sentence.toObject().value("text").toString());
     return catalog;
+}
+
+DemoTaskInputs demoTaskInputs()
+{
+    DemoTaskInputs inputs;
+    inputs.texts = {QStringLiteral("the cat sat on the mat"), QStringLiteral("a cat is sitting on a mat"),
+                    QStringLiteral("the dog sat on the mat"), QStringLiteral("Paris is the capital of France"),
+                    QStringLiteral("what is the capital of France ?")};
+    inputs.query = QStringLiteral("what is the capital of France ?");
+    inputs.passages = {QStringLiteral("the cat sat on the mat"), QStringLiteral("Paris is the capital of France"),
+                       QStringLiteral("the dog sat on the mat"), QStringLiteral("France is a country and Paris is its capital")};
+    inputs.classifyText = QStringLiteral("the cat sat on the mat");
+    return inputs;
 }
 
 } // namespace scalescope::ui

@@ -4,16 +4,30 @@
 // time: $SCALESCOPE_DEMO_DIR, the installed share/scalescope/demo next to the executable, or the
 // source tree's resources/demo.
 #include <QString>
+#include <QStringList>
 #include <QVector>
 
 namespace scalescope::ui {
+
+// The panel a demo opens in, with an example input filled in.
+enum class DemoTask { QuestionAnswering, FillMask, Embed, Rerank, Classify };
 
 struct DemoCheckpoint {
     QString label;      // "QA, FP8 per channel (dynamic per-token activations)"
     QString directory;
     QString reference;  // the float original
-    bool maskedLm = false;
+    DemoTask task = DemoTask::QuestionAnswering;
 };
+
+// Example inputs for the sequence-task demos (an embedder's texts, a reranker's query and
+// passages, a classifier's text), in the language the demo models were trained on.
+struct DemoTaskInputs {
+    QStringList texts;
+    QString query;
+    QStringList passages;
+    QString classifyText;
+};
+DemoTaskInputs demoTaskInputs();
 
 struct DemoPassage {
     QString title, question, context;

@@ -29,10 +29,13 @@
 #include "models/value_text.h"
 #include "panels/ask_panel.h"
 #include "panels/calibration_panel.h"
+#include "panels/classify_panel.h"
 #include "panels/device_check_panel.h"
+#include "panels/embed_panel.h"
 #include "panels/evaluate_panel.h"
 #include "panels/fill_mask_panel.h"
 #include "panels/linear_inspector.h"
+#include "panels/rerank_panel.h"
 #include "panels/sensitivity_panel.h"
 #include "panels/triage_panel.h"
 #include "recent_menu.h"
@@ -225,6 +228,10 @@ void MainWindow::addRunMenu()
     } runs[] = {
         {tr("&Answer Question"), QKeySequence(Qt::Key_F5), tabs_->ask(), tabs_->ask()->askButton()},
         {tr("&Fill Mask"), QKeySequence(Qt::Key_F6), tabs_->fillMask(), tabs_->fillMask()->fillButton()},
+        // The sequence tasks run with Ctrl+Enter in their panels; F10 and up are the desktop's.
+        {tr("E&mbed Texts"), QKeySequence(), tabs_->embed(), tabs_->embed()->embedButton()},
+        {tr("&Rerank Passages"), QKeySequence(), tabs_->rerank(), tabs_->rerank()->rerankButton()},
+        {tr("&Classify Text"), QKeySequence(), tabs_->classify(), tabs_->classify()->classifyButton()},
         {tr("&Evaluate SQuAD File"), QKeySequence(Qt::Key_F7), tabs_->evaluate(), tabs_->evaluate()->evaluateButton()},
         {tr("&Sensitivity Sweep"), QKeySequence(Qt::Key_F8), tabs_->sensitivity(), tabs_->sensitivity()->runButton()},
         {tr("&Device Check"), QKeySequence(Qt::Key_F9), tabs_->deviceCheck(), tabs_->deviceCheck()->runButton()},
@@ -342,25 +349,57 @@ void MainWindow::openDemo(int checkpoint, int passage)
     const DemoCheckpoint& demo = demo_.checkpoints[checkpoint];
     openCheckpoint(demo.directory);
     setReference(demo.reference);
-    if (demo.maskedLm) {
+    switch (demo.task) {
+    case DemoTask::FillMask:
         if (!demo_.maskSentences.isEmpty())
             tabs_->fillMask()->setText(demo_.maskSentences.first());
         tabs_->setCurrentWidget(tabs_->fillMask());
-    } else {
+        break;
+    case DemoTask::QuestionAnswering:
         if (passage >= 0 && passage < demo_.passages.size()) {
             tabs_->ask()->setInputs(demo_.passages[passage].question, demo_.passages[passage].context);
             // Answer once the demo is open, so the window shows a result rather than empty tables.
-            auto* once = new QObject(this);
-            connect(this, &MainWindow::checkpointReady, once, [this, once] {
-                once->deleteLater();
-                tabs_->ask()->askAbout(tabs_->ask()->question(), tabs_->ask()->context());
-            });
+            runOnceReady([this] { tabs_->ask()->askAbout(tabs_->ask()->question(), tabs_->ask()->context()); });
         }
         tabs_->setCurrentWidget(tabs_->ask());
+        break;
+    case DemoTask::Embed:
+    case DemoTask::Rerank:
+    case DemoTask::Classify: openTaskDemo(demo.task); break;
     }
     if (QFileInfo(demo_.questionsFile()).exists()) {
         tabs_->evaluate()->setSquadFile(demo_.questionsFile());
         tabs_->deviceCheck()->setSquadFile(demo_.questionsFile());
+    }
+}
+
+void MainWindow::runOnceReady(const std::function<void()>& run)
+{
+    // The session runs one job after another: the run may be asked for while the demo's
+    // reference still loads.
+    auto* once = new QObject(this);
+    connect(this, &MainWindow::checkpointReady, once, [once, run] {
+        once->deleteLater();
+        run();
+    });
+}
+
+// A sequence-task demo opens in its panel with an example input, run once the checkpoint is open.
+void MainWindow::openTaskDemo(DemoTask task)
+{
+    const DemoTaskInputs inputs = demoTaskInputs();
+    if (task == DemoTask::Embed) {
+        tabs_->embed()->setTexts(inputs.texts);
+        tabs_->setCurrentWidget(tabs_->embed());
+        runOnceReady([this, inputs] { session_->embed(inputs.texts, QString()); });
+    } else if (task == DemoTask::Rerank) {
+        tabs_->rerank()->setInputs(inputs.query, inputs.passages);
+        tabs_->setCurrentWidget(tabs_->rerank());
+        runOnceReady([this, inputs] { session_->rerank(inputs.query, inputs.passages); });
+    } else {
+        tabs_->classify()->setInputs(inputs.classifyText, QString());
+        tabs_->setCurrentWidget(tabs_->classify());
+        runOnceReady([this, inputs] { session_->classify(inputs.classifyText, QString()); });
     }
 }
 

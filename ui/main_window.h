@@ -9,6 +9,7 @@
 #include <QMainWindow>
 
 #include <array>
+#include <functional>
 #include <memory>
 
 #include "demo_catalog.h"
@@ -51,6 +52,8 @@ public:
     // passage and question (or a mask sentence).
     void setDemoCatalog(const DemoCatalog& catalog);
     void openDemo(int checkpoint, int passage = 0);
+    // The demo folder the catalog was read from ("" without a demo).
+    QString demoFolder() const { return demo_.folder; }
     // Writes every chart, table and a JSON summary into folder; returns the files or throws Error.
     QStringList exportReport(const QString& folder);
 
@@ -62,6 +65,9 @@ public:
     ErrorsPanel* errorsPanel() const { return tabs_->errors(); }
     EvaluatePanel* evaluatePanel() const { return tabs_->evaluate(); }
     DeviceCheckPanel* deviceCheckPanel() const { return tabs_->deviceCheck(); }
+    EmbedPanel* embedPanel() const { return tabs_->embed(); }
+    RerankPanel* rerankPanel() const { return tabs_->rerank(); }
+    ClassifyPanel* classifyPanel() const { return tabs_->classify(); }
     AttentionPanel* attentionPanel() const { return tabs_->attention(); }
     // The toolbar's FP8 Attention (AIU) toggle: checkable, the session's attention for every later run.
     QAction* fp8AttentionAction() const { return runControls_->fp8AttentionAction(); }
@@ -117,6 +123,9 @@ private:
     // Its reference, the title, the recent list and the tabs; Triage comes to the front.
     void onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info);
     void onDeviceSwitchFailed(const QString& failedDevice, const QString& message);
+    // Calls `run` once, when the checkpoint being opened is ready.
+    void runOnceReady(const std::function<void()>& run);
+    void openTaskDemo(DemoTask task);
     void saveSplitters();
     void restoreSplitters();
 

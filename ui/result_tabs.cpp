@@ -9,12 +9,15 @@
 #include "panels/ask_panel.h"
 #include "panels/attention_panel.h"
 #include "panels/calibration_panel.h"
+#include "panels/classify_panel.h"
 #include "panels/device_check_panel.h"
+#include "panels/embed_panel.h"
 #include "panels/errors_panel.h"
 #include "panels/evaluate_panel.h"
 #include "panels/fill_mask_panel.h"
 #include "panels/linear_inspector.h"
 #include "panels/model_panel.h"
+#include "panels/rerank_panel.h"
 #include "panels/scales_panel.h"
 #include "panels/sensitivity_panel.h"
 #include "panels/triage_panel.h"
@@ -51,6 +54,13 @@ void ResultTabs::createPanels(QWidget* parent)
     addTab(evaluate_, tr("Evaluate"));
     deviceCheck_ = new DeviceCheckPanel(session_, this);
     addTab(deviceCheck_, tr("Device Check"));
+    // The sequence tasks come after the SQuAD views, so that Alt+1 ... Alt+8 keep their panels.
+    embed_ = new EmbedPanel(session_, this);
+    addTab(embed_, tr("Embed"));
+    rerank_ = new RerankPanel(session_, this);
+    addTab(rerank_, tr("Rerank"));
+    classify_ = new ClassifyPanel(session_, this);
+    addTab(classify_, tr("Classify"));
     sensitivity_ = new SensitivityPanel(session_, selection_, this);
     addTab(sensitivity_, tr("Sensitivity"));
     attention_ = new AttentionPanel(this);
@@ -58,9 +68,15 @@ void ResultTabs::createPanels(QWidget* parent)
     calibration_ = new CalibrationPanel(session_, this);
     addTab(calibration_, tr("Calibration"));
     // The verdict first.
-    panels_ = {triage_, model_, ask_, fillMask_, scales_, errors_, evaluate_, deviceCheck_, sensitivity_, attention_,
-               calibration_};
-    inputs_ = new InputPanels(this, ask_, fillMask_, this);
+    panels_ = {triage_,      model_,   ask_,     fillMask_,    scales_,     errors_,    evaluate_, deviceCheck_,
+               embed_,       rerank_,  classify_, sensitivity_, attention_, calibration_};
+    InputPanelSet inputs;
+    inputs.ask = ask_;
+    inputs.fillMask = fillMask_;
+    inputs.embed = embed_;
+    inputs.rerank = rerank_;
+    inputs.classify = classify_;
+    inputs_ = new InputPanels(this, inputs, this);
     // A splitter dragged to the end hides a chart for good, with no hint how to get it back.
     for (QSplitter* splitter : findChildren<QSplitter*>())
         splitter->setChildrenCollapsible(false);
@@ -91,6 +107,7 @@ void ResultTabs::connectResults()
         result.ask = outcome;
         result.comparison = outcome->comparison;
         showResult(result);
+        inputs_->ranIn(ask_);
         emit inputRan();
     });
     connect(session_, &WorkbenchSession::masksFilled, this, [this](std::shared_ptr<const FillMaskOutcome> outcome) {
@@ -98,8 +115,10 @@ void ResultTabs::connectResults()
         result.fillMask = outcome;
         result.comparison = outcome->comparison;
         showResult(result);
+        inputs_->ranIn(fillMask_);
         emit inputRan();
     });
+    connectTaskResults();
     connect(session_, &WorkbenchSession::evaluated, this,
         [this](std::shared_ptr<const EvaluationResult> evaluation, const RunStamp& stamp) {
             PanelResult result = resultOf(stamp);
@@ -121,6 +140,35 @@ void ResultTabs::connectResults()
     connect(session_->jobs(), &JobTracker::busyChanged, this, [this](bool busy) {
         for (ResultPanel* panel : panels_)
             panel->setBusy(busy);
+    });
+}
+
+// The sequence tasks' results: each carries the comparison of one of its inputs for Errors and Scales.
+void ResultTabs::connectTaskResults()
+{
+    connect(session_, &WorkbenchSession::textsEmbedded, this, [this](std::shared_ptr<const EmbedOutcome> outcome) {
+        PanelResult result = resultOf(outcome->stamp);
+        result.embed = outcome;
+        result.comparison = outcome->comparison;
+        showResult(result);
+        inputs_->ranIn(embed_);
+        emit inputRan();
+    });
+    connect(session_, &WorkbenchSession::passagesReranked, this, [this](std::shared_ptr<const RerankOutcome> outcome) {
+        PanelResult result = resultOf(outcome->stamp);
+        result.rerank = outcome;
+        result.comparison = outcome->comparison;
+        showResult(result);
+        inputs_->ranIn(rerank_);
+        emit inputRan();
+    });
+    connect(session_, &WorkbenchSession::textClassified, this, [this](std::shared_ptr<const ClassifyOutcome> outcome) {
+        PanelResult result = resultOf(outcome->stamp);
+        result.classify = outcome;
+        result.comparison = outcome->comparison;
+        showResult(result);
+        inputs_->ranIn(classify_);
+        emit inputRan();
     });
 }
 

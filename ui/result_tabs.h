@@ -1,6 +1,6 @@
 #pragma once
 // The window's tabs of result panels (Triage, Model, Ask, Fill Mask, Scales, Errors, Evaluate,
-// Device Check, Sensitivity, Attention, Calibration) and the Linear inspector, as hotspot's results
+// Device Check, Embed, Rerank, Classify, Sensitivity, Attention, Calibration) and the Linear inspector, as hotspot's results
 // page holds its pages: it makes each panel with the session and the Linear selection, and each
 // panel connects its own requests, progress and messages. What concerns every panel at once goes
 // through the ResultPanel loop here: the session's results, an opened checkpoint, a new state
@@ -18,7 +18,9 @@ namespace scalescope::ui {
 class AskPanel;
 class AttentionPanel;
 class CalibrationPanel;
+class ClassifyPanel;
 class DeviceCheckPanel;
+class EmbedPanel;
 class ErrorsPanel;
 class EvaluatePanel;
 class FillMaskPanel;
@@ -26,6 +28,7 @@ class InputPanels;
 class LinearInspector;
 class LinearSelection;
 class ModelPanel;
+class RerankPanel;
 class ScalesPanel;
 class SensitivityPanel;
 class TriagePanel;
@@ -56,18 +59,22 @@ public:
     ErrorsPanel* errors() const { return errors_; }
     EvaluatePanel* evaluate() const { return evaluate_; }
     DeviceCheckPanel* deviceCheck() const { return deviceCheck_; }
+    EmbedPanel* embed() const { return embed_; }
+    RerankPanel* rerank() const { return rerank_; }
+    ClassifyPanel* classify() const { return classify_; }
     SensitivityPanel* sensitivity() const { return sensitivity_; }
     AttentionPanel* attention() const { return attention_; }
     CalibrationPanel* calibration() const { return calibration_; }
     LinearInspector* inspector() const { return inspector_; }
 
 signals:
-    // A question or a mask ran on the open checkpoint (B then runs the same input).
+    // A question, a mask or a sequence task ran on the open checkpoint (B then runs the same input).
     void inputRan();
 
 private:
     void createPanels(QWidget* parent);
     void connectResults();
+    void connectTaskResults();
     // After the session's stateChanged: results of another checkpoint are cleared, results of the
     // same checkpoint are marked stale and the last input reruns.
     void showState();
@@ -94,6 +101,9 @@ private:
     ErrorsPanel* errors_ = nullptr;
     EvaluatePanel* evaluate_ = nullptr;
     DeviceCheckPanel* deviceCheck_ = nullptr;
+    EmbedPanel* embed_ = nullptr;
+    RerankPanel* rerank_ = nullptr;
+    ClassifyPanel* classify_ = nullptr;
     SensitivityPanel* sensitivity_ = nullptr;
     AttentionPanel* attention_ = nullptr;
     CalibrationPanel* calibration_ = nullptr;

@@ -18,11 +18,14 @@
 #include "model/linear_plan.h"
 #include "run_stamp.h"
 #include "tasks/checkpoint_diff.h"
+#include "tasks/classify.h"
 #include "tasks/compare_runs.h"
 #include "tasks/device_check.h"
+#include "tasks/embed.h"
 #include "tasks/evaluate.h"
 #include "tasks/fill_mask.h"
 #include "tasks/question_answering.h"
+#include "tasks/rerank.h"
 #include "tasks/sensitivity.h"
 
 namespace scalescope {
@@ -61,6 +64,35 @@ struct FillMaskOutcome {
     std::shared_ptr<const ComparisonResult> comparison; // fillMask holds both sides per mask
     // Per mask, top-k with token texts, for display.
     std::vector<std::vector<MaskPrediction>> run, reference;
+};
+
+// The sequence tasks (embed, rerank, classify). Each also compares one of its inputs capture point
+// by capture point (`comparison`, whose input `comparedInput` names in words), so that Errors,
+// Scales, Triage and a sensitivity sweep work on these checkpoints as they do after a question.
+struct EmbedOutcome {
+    RunStamp stamp;
+    QStringList texts;
+    QString prompt; // as the user chose it: a prompt name of the checkpoint, a literal text or ""
+    std::shared_ptr<const EmbedResult> result;
+    std::shared_ptr<const ComparisonResult> comparison;
+    QString comparedInput;
+};
+
+struct RerankOutcome {
+    RunStamp stamp;
+    QString query;
+    QStringList passages;
+    std::shared_ptr<const RerankResult> result;
+    std::shared_ptr<const ComparisonResult> comparison;
+    QString comparedInput;
+};
+
+struct ClassifyOutcome {
+    RunStamp stamp;
+    QString text, pair; // pair "" for a single text
+    std::shared_ptr<const ClassifyResult> result;
+    std::shared_ptr<const ComparisonResult> comparison;
+    QString comparedInput;
 };
 
 // Values of one capture point in the run and in the reference (for error histograms/scatter).
@@ -113,6 +145,9 @@ Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::CheckpointInfo>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::AskOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::FillMaskOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::CapturePointValues>)
+Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::EmbedOutcome>)
+Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::RerankOutcome>)
+Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::ClassifyOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::EvaluationResult>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::DeviceCheckOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::SensitivityEntry>)

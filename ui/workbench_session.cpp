@@ -101,6 +101,9 @@ WorkbenchSession::WorkbenchSession(QObject* parent) : QObject(parent)
     qRegisterMetaType<std::shared_ptr<const AskOutcome>>();
     qRegisterMetaType<std::shared_ptr<const FillMaskOutcome>>();
     qRegisterMetaType<std::shared_ptr<const CapturePointValues>>();
+    qRegisterMetaType<std::shared_ptr<const EmbedOutcome>>();
+    qRegisterMetaType<std::shared_ptr<const RerankOutcome>>();
+    qRegisterMetaType<std::shared_ptr<const ClassifyOutcome>>();
     qRegisterMetaType<std::shared_ptr<const EvaluationResult>>();
     qRegisterMetaType<RunStamp>();
     qRegisterMetaType<std::shared_ptr<const SensitivityEntry>>();
@@ -289,6 +292,11 @@ void WorkbenchSession::submitOpen(const QString& dir, const QString& fallbackDev
         std::shared_ptr<InferenceBackend> model;
         run_.reset(); // a runner process for the previous checkpoint stops before the next starts
         compareB_.reset();
+        // The last input was asked of the previous checkpoint (another head may not even take it):
+        // a drill-down or sweep on this one waits for an input of its own. A device switch reopens
+        // the same checkpoint and keeps it.
+        if (dir != previousDir)
+            lastInput_.reset();
         inProcessTwin_.reset();
         QString usedDevice = device;
         QString deviceError;
@@ -488,17 +496,12 @@ void WorkbenchSession::capturePoint(const QString& name)
     const RunStamp stamp = currentStamp();
     submit(JobKind::Capture, tr("Capture"), [this, name, stamp](const Progress& progress) -> std::function<void()> {
         if (!run_ || !lastInput_)
-            throw Error("Run a question or a mask first; the error views use its input.");
+            throw Error("Run a question, a mask or a task first; the error views use its input.");
         // Re-run both sides capturing only this point: cheaper than keeping every capture of the
         // last comparison in memory.
-        EncoderInputs inputs;
-        if (!lastInput_->question.empty() || !lastInput_->context.empty()) {
-            for (const QaWindow& w : buildQaWindows(run_->checkpoint().tokenizer(), lastInput_->question,
-                                                    lastInput_->context, lastInput_->qaOptions))
-                inputs.addSequence(w.encoding);
-        } else {
-            inputs.addSequence(run_->checkpoint().tokenizer().encode(lastInput_->text));
-        }
+        // The batch the last comparison ran: QA windows, a text (or a pair, in the family's layout)
+        // or the ids a sequence task embedded.
+        const EncoderInputs inputs = prepareComparisonInput(*run_, *lastInput_).inputs;
         // The overrides are those of the run the drill-down belongs to; the what-if is the run side's
         // alone, as in compareRuns.
         ForwardOptions runOptions = forwardOptions(lastInput_->runs.run.withOverrides(stamp.run.overrides));
@@ -569,7 +572,7 @@ void WorkbenchSession::sensitivity(const QString& granularity)
     stamp.floatLabels.clear();
     submit(JobKind::Sensitivity, tr("Sensitivity"), [this, self, granularity, stamp, observer = sweepEntryObserver_](const Progress& progress) -> std::function<void()> {
         if (!run_ || !lastInput_)
-            throw Error("Ask a question or fill a mask first; the sweep runs on that input.");
+            throw Error("Ask a question, fill a mask or run a task first; the sweep runs on that input.");
         SensitivityInput input;
         input.single = *lastInput_;
         input.single.runs.run = input.single.runs.run.withOverrides({});

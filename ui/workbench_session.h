@@ -44,6 +44,14 @@ public:
     QString device() const { return device_; }
     void ask(const QString& question, const QString& context, const QaOptions& options);
     void fillMask(const QString& text, int topK);
+    // The sequence tasks (workbench_session_tasks.cpp), on both sides of runPair: a sentence
+    // embedder's texts (prompt: a prompt name of the checkpoint, a literal text, or "" for its
+    // default), a query's passages (a cross-encoder, or an embedder by cosine), a classifier's text
+    // and optional pair. Each also compares one of its inputs at every capture point (the one
+    // furthest from its reference), which Errors, Scales, Triage and the sweep then use.
+    void embed(const QStringList& texts, const QString& prompt);
+    void rerank(const QString& query, const QStringList& passages);
+    void classify(const QString& text, const QString& pair);
     void capturePoint(const QString& name);
     // SQuAD evaluation of the open checkpoint against the reference; partial results on cancel.
     // nullThreshold applies to SQuAD 2.0 files (QaOptions::nullThreshold; 0 is the official rule)
@@ -117,6 +125,9 @@ signals:
     void stateChanged();
     void answered(std::shared_ptr<const scalescope::ui::AskOutcome> outcome);
     void masksFilled(std::shared_ptr<const scalescope::ui::FillMaskOutcome> outcome);
+    void textsEmbedded(std::shared_ptr<const scalescope::ui::EmbedOutcome> outcome);
+    void passagesReranked(std::shared_ptr<const scalescope::ui::RerankOutcome> outcome);
+    void textClassified(std::shared_ptr<const scalescope::ui::ClassifyOutcome> outcome);
     void capturePointReady(std::shared_ptr<const scalescope::ui::CapturePointValues> values);
     // After every batch: questions done of total and the current rate.
     void evaluationProgress(int done, int total, double questionsPerSecond, int windowsDone);

@@ -10,7 +10,8 @@ namespace scalescope {
 
 // Cells: a heat map; point i is the unit cell centred on (x[i], y[i]) (column and row indices,
 // row 0 drawn at the top) coloured by z[i] on a logarithmic colour scale; a cell whose z is not a
-// positive finite number is drawn in the "invalid" colour.
+// positive finite number is drawn in the "invalid" colour. A chart with a fixed cell range
+// (ChartData::cellLower < cellUpper) colours its cells linearly instead, any finite z valid.
 enum class SeriesStyle { Bars, Line, Points, Band, Cells };
 
 struct ChartSeries {
@@ -54,6 +55,14 @@ struct ChartData {
     std::vector<std::pair<double, std::string>> horizontalMarkers; // y value and label (e.g. 448)
     std::vector<std::pair<double, std::string>> verticalMarkers = {}; // x value (category index) and label
     std::vector<ValueBand> valueBands = {}; // drawn behind everything, on screen and in exports
+    // Cells on a linear colour scale fixed to [cellLower, cellUpper] when cellLower < cellUpper, so
+    // that two heat maps (both sides' similarity matrices) compare colour for colour; divergingCells
+    // draws a difference: blue below the middle, white at it, red above. Otherwise the logarithmic
+    // scale fitted to the data (block scales).
+    double cellLower = 0, cellUpper = 0;
+    bool divergingCells = false;
+    bool rowsAreCategories = false; // a square matrix: row i is categories[i] too
+    bool hasFixedCellRange() const { return cellLower < cellUpper; }
 };
 
 } // namespace scalescope

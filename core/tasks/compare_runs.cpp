@@ -373,6 +373,7 @@ FinalOutputComparison compareFinalOutputs(const InferenceBackend& run, const For
     const bool finite = !result.runOutputsNonFinite && !result.referenceOutputsNonFinite;
     const EncoderLayout& layout = run.checkpoint().layout();
     result.finalLogits = finalOutputMetrics(layout, runResult, referenceResult, prepared.lengths);
+    result.outputsAgree = finite && finalOutputsAgree(layout, runResult, referenceResult, prepared.lengths);
     // What a task shows of the final outputs: a QA head's answers, a masked LM's fill-mask distributions.
     if (layout.head() == HeadKind::QuestionAnswering)
         result.qa = compareAnswers(runResult, referenceResult, prepared, input, run.checkpoint().tokenizer(), finite);
@@ -511,6 +512,7 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
         for (const Checkpoint* checkpoint : {&run.checkpoint(), &referenceModel.checkpoint()})
             releaseTensorPages(*checkpoint, {""});
     result.finalLogits = final.finalLogits;
+    result.outputsAgree = final.outputsAgree;
     result.qa = std::move(final.qa);
     result.fillMask = std::move(final.fillMask);
     // Numbers computed while a checkpoint file was rewritten in place are not to be reported.

@@ -99,6 +99,11 @@ struct ComparisonResult {
     std::optional<QaAgreement> qa;
     std::optional<FillMaskAgreement> fillMask;
     ErrorMetrics finalLogits;                // the head's logits (all of them)
+    // Every row of the final outputs decides the same on both sides (finalOutputsAgree: the same
+    // argmax, every score on the same side of 0, a pooled vector's cosine >= 0.99); false when
+    // either side is non-finite. What a head without answers or masks (an embedder, a classifier)
+    // agrees by.
+    bool outputsAgree = false;
     // The first capture point (execution order) whose values hold NaN or infinity, per side, and
     // whether the final outputs do; "" / false when finite. Agreement is never claimed when
     // either side's outputs are non-finite (top1Agrees and sameBestAnswer are then false).
@@ -127,6 +132,7 @@ PreparedComparisonInput prepareComparisonInput(const InferenceBackend& run, cons
 // head's logits, the QA answers or the fill-mask distributions, and whether each side is finite.
 struct FinalOutputComparison {
     ErrorMetrics finalLogits;
+    bool outputsAgree = false; // finalOutputsAgree (tasks/final_outputs.h), false when either side is non-finite
     std::optional<QaAgreement> qa;
     std::optional<FillMaskAgreement> fillMask;
     bool runOutputsNonFinite = false, referenceOutputsNonFinite = false;

@@ -6,9 +6,10 @@
 // reference and device, export a report) and prints, for every step, what each panel's results
 // are stamped with, so a reader can check that nothing of an earlier state is left on screen.
 //
-// Usage: scalescope-screenshots [OUTDIR] [WIDTHxHEIGHT] [bert]
+// Usage: scalescope-screenshots [OUTDIR] [WIDTHxHEIGHT] [bert|tasks]
 // With "bert" the tour runs on generated tiny BERT checkpoints (BertForQuestionAnswering,
-// BertForMaskedLM) instead of the demo.
+// BertForMaskedLM) instead of the demo. With "tasks" it plays only the sequence-task tour
+// (task_tour.cpp), which the full tour plays at its end too.
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
@@ -49,6 +50,7 @@
 #include <QTableWidget>
 #include "stale_banner.h"
 #include "support/fixtures.h"
+#include "task_tour.h"
 
 using namespace scalescope;
 using namespace scalescope::ui;
@@ -180,6 +182,7 @@ int main(int argc, char** argv)
     }
 
     const bool bert = argc > 3 && QString::fromLocal8Bit(argv[3]) == QLatin1String("bert");
+    const bool tasksOnly = argc > 3 && QString::fromLocal8Bit(argv[3]) == QLatin1String("tasks");
     const DemoCatalog demo =
         bert ? DemoCatalog() : loadDemoCatalog(findDemoFolder(QStringLiteral(SCALESCOPE_DEMO_DIR)));
     MainWindow window;
@@ -197,6 +200,8 @@ int main(int argc, char** argv)
     window.resize(size);
     std::printf("window %dx%d (minimum size hint %dx%d)\n", window.width(), window.height(),
                 window.minimumSizeHint().width(), window.minimumSizeHint().height());
+    if (tasksOnly)
+        return playTaskTour(window, out) ? 0 : 1;
     WorkbenchSession* session = window.session();
     QSignalSpy opened(&window, &MainWindow::checkpointReady);
     QSignalSpy reference(session, &WorkbenchSession::referenceChanged);
@@ -204,9 +209,9 @@ int main(int argc, char** argv)
     // The bundled demo when it is there (what a first run shows), generated tiny models otherwise.
     int maskedLmDemo = -1, otherQaDemo = -1;
     for (int i = 0; i < demo.checkpoints.size(); ++i) {
-        if (demo.checkpoints[i].maskedLm && maskedLmDemo < 0)
+        if (demo.checkpoints[i].task == DemoTask::FillMask && maskedLmDemo < 0)
             maskedLmDemo = i;
-        if (!demo.checkpoints[i].maskedLm && i > 0 && otherQaDemo < 0)
+        if (demo.checkpoints[i].task == DemoTask::QuestionAnswering && i > 0 && otherQaDemo < 0)
             otherQaDemo = i;
     }
     QString mlm, mlmReference, otherQa;
@@ -449,5 +454,5 @@ int main(int argc, char** argv)
         shoot(window, out + "/14c-defect-triage-inspector.png");
         printStamps(window, "open the defect demo and sweep");
     }
-    return 0;
+    return playTaskTour(window, out) ? 0 : 1;
 }

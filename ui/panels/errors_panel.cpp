@@ -360,6 +360,8 @@ void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparis
         agreement = c.qa->sameBestAnswer ? tr("same best answer") : tr("different best answers (F1 %1)").arg(c.qa->answerF1, 0, 'f', 2);
     else if (c.fillMask && !c.fillMask->masks.empty())
         agreement = c.fillMask->masks.front().top1Agrees ? tr("same top-1 token") : tr("different top-1 token");
+    else
+        agreement = c.outputsAgree ? tr("the final outputs decide the same") : tr("the final outputs decide differently");
     summary_->setText(tr("%1 vs %2: final logits SQNR %3 dB, cosine %4; %5. Forward %6 ms (run) / %7 ms (reference).")
                           .arg(QString::fromStdString(c.runLabel).toUpper(), QString::fromStdString(c.referenceLabel).toHtmlEscaped(),
                                db(c.finalLogits.sqnrDb))

@@ -23,7 +23,10 @@ struct PanelResult {
     std::shared_ptr<const CheckpointInfo> checkpoint;
     std::shared_ptr<const AskOutcome> ask;
     std::shared_ptr<const FillMaskOutcome> fillMask;
-    std::shared_ptr<const ComparisonResult> comparison; // the ask's or the fill's
+    std::shared_ptr<const EmbedOutcome> embed;
+    std::shared_ptr<const RerankOutcome> rerank;
+    std::shared_ptr<const ClassifyOutcome> classify;
+    std::shared_ptr<const ComparisonResult> comparison; // the ask's, the fill's or a sequence task's
     std::shared_ptr<const EvaluationResult> evaluation;
     std::shared_ptr<const SensitivityResult> sensitivity;
     std::shared_ptr<const DeviceCheckOutcome> deviceCheck;

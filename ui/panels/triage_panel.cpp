@@ -47,7 +47,9 @@ bool answersAgree(const ComparisonResult& comparison)
                 return false;
         return true;
     }
-    return true;
+    // An embedder, a classifier, a reranker, or a text through a QA or MLM model: every row of
+    // the final outputs decides the same (a label, a side of 0, a vector's cosine >= 0.99).
+    return comparison.outputsAgree;
 }
 
 double f1Drop(const EvaluationResult& evaluation)
@@ -415,7 +417,8 @@ void TriagePanel::chooseNextStep()
     } else if (!checkpoint_->runnable) {
         sentence = tr("This checkpoint cannot run (%1): fix what the Model tab's diagnostics name.").arg(checkpoint_->loadError);
     } else if (!comparisonCurrent) {
-        sentence = tr("Answer a question or fill a mask to measure the quantized model against its reference.");
+        sentence = tr("Run an input (a question, a mask, texts to embed or rank, a text to classify) to measure the "
+                      "quantized model against its reference.");
         nextStep_ = NextStep::Answer;
         button = tr("Run the Input (F5/F6)");
     } else if (sweepCurrent && sweep_->complete && sweep_->suggestionReached && !sweep_->suggestedFloat.empty()) {
@@ -431,7 +434,9 @@ void TriagePanel::chooseNextStep()
                                                                          : sweep_->suggestionNote);
     } else if (overallGrade() == QLatin1String("good")) {
         sentence = evaluation_ ? tr("The quantized model tracks its reference on this input and the evaluation: nothing to fix.")
-                               : tr("The quantized model tracks its reference on this input: evaluate a SQuAD file to confirm it over many.");
+                   : comparison_->qa
+                       ? tr("The quantized model tracks its reference on this input: evaluate a SQuAD file to confirm it over many.")
+                       : tr("The quantized model tracks its reference on this input: try more inputs to confirm it.");
         nextStep_ = evaluation_ || !comparison_->qa ? NextStep::None : NextStep::Evaluate;
         button = tr("Evaluate (F7)");
     } else {
