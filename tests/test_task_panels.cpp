@@ -32,6 +32,7 @@
 #include "panels/triage_panel.h"
 #include "stale_banner.h"
 #include "support/fixtures.h"
+#include "analysis/task_metrics.h"
 #include "tasks/classify.h"
 #include "tasks/embed.h"
 #include "tasks/rerank.h"
@@ -404,11 +405,13 @@ private slots:
         auto result = std::make_shared<ClassifyResult>();
         result->problem = ClassificationProblem::SingleLabel;
         result->labels = {"no", "yes"};
+        // The sides as classify makes them (analysis/task_metrics): label 0 against label 1.
+        const ClassificationMetrics metrics = classificationMetrics({{2.0, -1.0}}, {{-1.0, 2.0}}, result->problem);
         ClassifiedInput input;
-        input.run = classSide({2.0f, -1.0f}, result->problem, result->labels);
-        input.reference = classSide({-1.0f, 2.0f}, result->problem, result->labels);
-        input.flip = classificationFlips(input.reference, input.run, result->problem);
-        input.kl = classificationKl(input.reference, input.run, result->problem);
+        input.run = {{2.0f, -1.0f}, metrics.inputs[0].probabilities, 0, "no"};
+        input.reference = {{-1.0f, 2.0f}, metrics.inputs[0].referenceProbabilities, 1, "yes"};
+        input.flip = metrics.inputs[0].flip;
+        input.kl = metrics.inputs[0].kl;
         result->inputs = {input};
         auto outcome = std::make_shared<ClassifyOutcome>();
         outcome->stamp.checkpoint = "somewhere";

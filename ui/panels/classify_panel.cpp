@@ -172,11 +172,12 @@ void ClassifyPanel::showOutcome(const ClassifyOutcome& outcome, const QString& r
     flip_->setText(input.flip ? tr("The decision flips: %1 says %2, the reference says %3.")
                                     .arg(mode, decisionText(result, input.run), decisionText(result, input.reference))
                               : QString());
-    QString summary = tr("%1 vs %2 (%3): %4 %5, the reference %6; KL(reference || run) %7 nats. "
-                         "Errors and Scales show %8.")
+    // A score (regression, a reranker's relevance) is no distribution: it has no KL.
+    const QString kl = input.kl ? tr("KL(reference || run) %1 nats").arg(*input.kl, 0, 'g', 4)
+                                : tr("no KL (a score is not a distribution)");
+    QString summary = tr("%1 vs %2 (%3): %4 %5, the reference %6; %7. Errors and Scales show %8.")
                           .arg(mode, referenceLabel, QString::fromLatin1(classificationProblemName(result.problem)), mode,
-                               decisionText(result, input.run), decisionText(result, input.reference))
-                          .arg(input.kl, 0, 'g', 4)
+                               decisionText(result, input.run), decisionText(result, input.reference), kl)
                           .arg(outcome.comparedInput);
     if (input.truncated)
         summary += tr(" The input was cut to the model's longest sequence.");
