@@ -3,6 +3,7 @@
 // seed) at sequence length 384, batch 1: fp8 / dequant / reference forwards, the same float32
 // forward in PyTorch eager, bare GEMMs of the forward's shapes, load time and peak memory, a full
 // compare, and QA end to end on a 300-word context. Prints a table and writes JSON.
+// With --embed, the embed throughput of a sentence embedder of that size instead (bench_embed.h).
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,9 +41,15 @@
 #include "engine/quantize.h"
 #include "tasks/squad_dataset.h"
 
+#include "bench_common.h"
+#include "bench_embed.h"
+
 using namespace scalescope;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using bench::cpuModelAndFlags;
+using bench::measure;
+using bench::Timing;
 
 namespace {
 
@@ -59,6 +66,10 @@ struct Options {
     // perf record); "first-load": one FP8 checkpoint load in this process, its time printed (the
     // table's fresh-process row).
     std::string profile;
+    // --embed: issue 49's embed throughput instead of all of the above (bench_embed.h), over
+    // embedTexts texts.
+    bool embed = false;
+    std::size_t embedTexts = 1000;
 };
 
 const std::vector<std::string> kProfiles = {"fp8", "reference", "compare", "load", "first-load"};
@@ -70,50 +81,6 @@ std::string profileChoices()
     for (const std::string& name : kProfiles)
         choices += (choices.empty() ? "" : "|") + name;
     return choices;
-}
-
-struct Timing {
-    std::vector<double> ms;
-    double median() const
-    {
-        std::vector<double> s = ms;
-        std::sort(s.begin(), s.end());
-        return s.empty() ? 0 : (s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]));
-    }
-    double min() const { return ms.empty() ? 0 : *std::min_element(ms.begin(), ms.end()); }
-    double max() const { return ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end()); }
-    json toJson() const { return {{"median_ms", median()}, {"min_ms", min()}, {"max_ms", max()}, {"runs_ms", ms}}; }
-};
-
-Timing measure(int repeats, const std::function<void()>& work, bool warmUp = true)
-{
-    if (warmUp)
-        work();
-    Timing t;
-    for (int i = 0; i < repeats; ++i) {
-        const auto start = std::chrono::steady_clock::now();
-        work();
-        t.ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-    }
-    return t;
-}
-
-// The CPU the numbers come from: its model name and the flags that decide the GEMM paths.
-std::string cpuModelAndFlags()
-{
-    std::ifstream in("/proc/cpuinfo");
-    std::string line, model, flags;
-    while (std::getline(in, line) && (model.empty() || flags.empty())) {
-        if (model.empty() && line.rfind("model name", 0) == 0)
-            model = line.substr(line.find(':') + 2);
-        else if (flags.empty() && line.rfind("flags", 0) == 0)
-            flags = line.substr(line.find(':') + 1) + " ";
-    }
-    std::string shown;
-    for (const char* flag : {"avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16"})
-        if (flags.find(std::string(" ") + flag + " ") != std::string::npos)
-            shown += std::string(shown.empty() ? "" : " ") + flag;
-    return model + " (" + shown + ")";
 }
 
 // Starts the peak over from what is resident now, so that generating and quantizing the
@@ -419,6 +386,10 @@ bool parseArguments(int argc, char** argv, Options& options)
         else if (arg == "--skip-peer") options.skipPeer = true;
         else if (arg == "--skip-sensitivity") options.skipSensitivity = true;
         else if (arg == "--squad-samples") options.squadSamples = static_cast<std::size_t>(std::atol(next().c_str()));
+        else if (arg == "--embed")
+            options.embed = true;
+        else if (arg == "--embed-texts")
+            options.embedTexts = static_cast<std::size_t>(std::atol(next().c_str()));
         else if (arg == "--profile") {
             options.profile = next();
             if (std::find(kProfiles.begin(), kProfiles.end(), options.profile) == kProfiles.end()) {
@@ -427,9 +398,9 @@ bool parseArguments(int argc, char** argv, Options& options)
                 return false;
             }
         } else {
-            std::cerr << "usage: scalescope-bench [--workdir DIR] [--output FILE] [--threads N] [--repeats N] [--seq N] [--skip-peer] [--skip-sensitivity] "
-                         "[--squad-samples N] [--profile "
-                      << profileChoices() << "]\n";
+            std::cerr << "usage: scalescope-bench [--workdir DIR] [--output FILE] [--threads N] [--repeats N] "
+                         "[--seq N] [--skip-peer] [--skip-sensitivity] [--squad-samples N] [--profile "
+                      << profileChoices() << "] [--embed [--embed-texts N]]\n";
             return false;
         }
     }
@@ -992,6 +963,9 @@ int main(int argc, char** argv)
     if (!parseArguments(argc, argv, options))
         return 2;
     try {
+        if (options.embed)
+            return bench::runEmbedBench({options.workdir, options.output, options.threads, options.repeats,
+                options.embedTexts, options.skipPeer});
         return runBench(options);
     } catch (const Error& e) {
         std::cerr << "scalescope-bench: " << e.what() << "\n";

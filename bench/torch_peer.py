@@ -9,6 +9,10 @@ then both operands converted to float32 and multiplied by their scales at every 
 addmm. PyTorch 1.13 has no float8 dtype, so the activations' rounding to E4M3 is left out and the
 weight codes are decoded by a table lookup where fms_mo casts: the peer does no more work than
 fms_mo's path, so a ratio against it does not flatter the engine.
+--variant embed: scalescope-bench --embed's peer, a sentence-transformers RoBERTa embedder (the bare
+RobertaModel, mean pooling over the attention mask, L2 normalize) in float32 over the token ids the
+bench wrote (--ids), in batches of --batch rows; it reports texts per second and the first rows'
+embeddings, which the bench checks against its own float32 ones.
 
 Development tool (needs Debian's python3-torch); the product itself is C++."""
 import argparse
@@ -98,21 +102,24 @@ def fms_fallback_weights(float_weights, fp8_dir, config):
     return weights
 
 
-def forward(w, config, ids):
+def encoder(w, config, ids, prefix="roberta."):
+    """The last hidden states [batch, seq, hidden]; every row as long as the others (no padding, so
+    no attention mask), as the benches' inputs are."""
     hidden = config["hidden_size"]
     heads = config["num_attention_heads"]
     eps = config["layer_norm_eps"]
     pad = config["pad_token_id"]
     mask = ids.ne(pad).long()
     positions = torch.cumsum(mask, 1) * mask + pad
-    x = (F.embedding(ids, w["roberta.embeddings.word_embeddings.weight"])
-         + F.embedding(positions, w["roberta.embeddings.position_embeddings.weight"])
-         + w["roberta.embeddings.token_type_embeddings.weight"][0])
-    x = F.layer_norm(x, (hidden,), w["roberta.embeddings.LayerNorm.weight"], w["roberta.embeddings.LayerNorm.bias"], eps)
+    x = (F.embedding(ids, w[prefix + "embeddings.word_embeddings.weight"])
+         + F.embedding(positions, w[prefix + "embeddings.position_embeddings.weight"])
+         + w[prefix + "embeddings.token_type_embeddings.weight"][0])
+    x = F.layer_norm(x, (hidden,), w[prefix + "embeddings.LayerNorm.weight"], w[prefix + "embeddings.LayerNorm.bias"],
+                     eps)
     b, s, _ = x.shape
     d = hidden // heads
     for i in range(config["num_hidden_layers"]):
-        p = f"roberta.encoder.layer.{i}."
+        p = f"{prefix}encoder.layer.{i}."
         def lin(t, m):
             weight = w[p + m + ".weight"]
             return weight(t) if callable(weight) else F.linear(t, weight, w[p + m + ".bias"])
@@ -126,8 +133,61 @@ def forward(w, config, ids):
         h = F.gelu(lin(a, "intermediate.dense"))
         x = F.layer_norm(lin(h, "output.dense") + a, (hidden,), w[p + "output.LayerNorm.weight"],
                          w[p + "output.LayerNorm.bias"], eps)
+    return x
+
+
+def forward(w, config, ids):
+    x = encoder(w, config, ids)
     head = w["qa_outputs.weight"]
     return head(x) if callable(head) else F.linear(x, head, w["qa_outputs.bias"])
+
+
+def embed(w, config, ids, prefix):
+    """sentence-transformers' Pooling (mean over the attention mask) then Normalize, on the bare model."""
+    x = encoder(w, config, ids, prefix)
+    mask = ids.ne(config["pad_token_id"]).unsqueeze(-1).float()
+    return F.normalize((x * mask).sum(1) / mask.sum(1).clamp(min=1e-9), p=2.0, dim=1)
+
+
+def embed_pass(w, config, rows, batch, prefix):
+    """Every row embedded, `batch` rows per forward; the embeddings in row order."""
+    return torch.cat([embed(w, config, torch.tensor(rows[first:first + batch]), prefix)
+                      for first in range(0, len(rows), batch)])
+
+
+def timed(repeats, work):
+    """`work` once to warm up, then `repeats` timed runs: their times in ms, and the last result."""
+    work(True)
+    runs, result = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = work(False)
+        runs.append((time.perf_counter() - start) * 1e3)
+    return runs, result
+
+
+def run_embed(args, config, weights):
+    """The embed variant's timed passes over the bench's ids, and what its report adds."""
+    with open(args.ids) as f:
+        rows = json.load(f)["ids"]
+    if any(len(row) != len(rows[0]) for row in rows):
+        sys.exit("torch_peer.py --variant embed runs rows of one length (its encoder has no attention mask)")
+    # sentence-transformers saves a RoBERTa embedder's tensors without the family prefix.
+    prefix = "" if "embeddings.word_embeddings.weight" in weights else "roberta."
+    # The warm-up is one batch: a whole pass would double the peer's time on a shared machine.
+    runs, embeddings = timed(args.repeats, lambda warm_up: embed_pass(
+        weights, config, rows[:args.batch] if warm_up else rows, args.batch, prefix))
+    return runs, {"texts": len(rows), "tokens_per_text": len(rows[0]), "batch": args.batch,
+                  "embeddings_head": embeddings[:16].tolist()}
+
+
+def run_forward(args, config, weights):
+    """The QA forward's timed runs on the bench's batch-1 input (seed 7, <s> ... </s>)."""
+    generator = torch.Generator().manual_seed(7)
+    ids = torch.randint(4, 50004, (1, args.seq), generator=generator)
+    ids[0, 0], ids[0, -1] = 0, 2
+    runs, _ = timed(args.repeats, lambda warm_up: forward(weights, config, ids))
+    return runs, {}
 
 
 def main():
@@ -138,7 +198,9 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--output", required=True)
     parser.add_argument("--fp8-checkpoint", help="the FP8 checkpoint (for --variant fms-fallback)")
-    parser.add_argument("--variant", choices=["float", "fms-fallback"], default="float")
+    parser.add_argument("--variant", choices=["float", "fms-fallback", "embed"], default="float")
+    parser.add_argument("--ids", help="--variant embed: a JSON file {\"ids\": [[...], ...]} of equal-length rows")
+    parser.add_argument("--batch", type=int, default=16, help="--variant embed: rows per forward")
     parser.add_argument("--placement", choices=["torch", "engine"], default="torch",
                         help="torch: torch.set_num_threads(N) as PyTorch users do; engine: OpenBLAS N, OpenMP 1")
     args = parser.parse_args()
@@ -148,23 +210,17 @@ def main():
     weights = read_safetensors(f"{args.checkpoint}/model.safetensors")
     if args.variant == "fms-fallback":
         weights = fms_fallback_weights(weights, args.fp8_checkpoint, config)
-    generator = torch.Generator().manual_seed(7)
-    ids = torch.randint(4, 50004, (1, args.seq), generator=generator)
-    ids[0, 0], ids[0, -1] = 0, 2
     with torch.inference_mode():
-        forward(weights, config, ids)
-        runs = []
-        for _ in range(args.repeats):
-            start = time.perf_counter()
-            forward(weights, config, ids)
-            runs.append((time.perf_counter() - start) * 1e3)
+        runs, extra = (run_embed if args.variant == "embed" else run_forward)(args, config, weights)
     runs_sorted = sorted(runs)
     n = len(runs_sorted)
     median = runs_sorted[n // 2] if n % 2 else 0.5 * (runs_sorted[n // 2 - 1] + runs_sorted[n // 2])
+    if args.variant == "embed":
+        extra["texts_per_second"] = extra["texts"] / (median / 1e3)
     with open(args.output, "w") as f:
         json.dump({"median_ms": median, "min_ms": runs_sorted[0], "max_ms": runs_sorted[-1], "runs_ms": runs,
                    "threads": args.threads, "placement": args.placement, "variant": args.variant,
-                   "torch": torch.__version__}, f, indent=2)
+                   "torch": torch.__version__, **extra}, f, indent=2)
 
 
 if __name__ == "__main__":
