@@ -292,9 +292,8 @@ void WorkbenchSession::submitOpen(const QString& dir, const QString& fallbackDev
         std::shared_ptr<InferenceBackend> model;
         run_.reset(); // a runner process for the previous checkpoint stops before the next starts
         compareB_.reset();
-        // The last input was asked of the previous checkpoint (another head may not even take it):
-        // a drill-down or sweep on this one waits for an input of its own. A device switch reopens
-        // the same checkpoint and keeps it.
+        // The last input was asked of the previous checkpoint (another head may not take it); a
+        // device switch reopens the same checkpoint and keeps it.
         if (dir != previousDir)
             lastInput_.reset();
         inProcessTwin_.reset();

@@ -688,13 +688,54 @@ struct Command {
     std::function<int(const Arguments&)> handler;
 };
 
+std::set<std::string> withRunOptions(std::set<std::string> options)
+{
+    options.insert(kRunOptions.begin(), kRunOptions.end());
+    return options;
+}
+
+// The sequence tasks (app/cli/task_commands.h), listed after fill-mask.
+std::vector<Command> taskCommands()
+{
+    return {
+        {{"embed", 1, {"CKPT"},
+          withRunOptions({"text", "texts", "prompt", "pooling", "output", "accumulate", "attention"}),
+          {"json", "force", "normalize", "no-normalize"},
+          "sentence embeddings of the run and its reference: cosine per text, similarity matrices"},
+         commandEmbed},
+        {{"classify", 1, {"CKPT"}, withRunOptions({"text", "pair", "texts", "accumulate", "attention"}), {"json"},
+          "labels and probabilities of a sequence classifier on both sides: flips, KL"},
+         commandClassify},
+        {{"rerank", 1, {"CKPT"},
+          withRunOptions({"query", "passage", "passages", "top-k", "accumulate", "attention"}), {"json"},
+          "rank passages for a query (cross-encoder or embedder) on both sides: order, Kendall's tau"},
+         commandRerank},
+    };
+}
+
+// The family table for the AIU runner, and the CPU runner itself: listed last.
+std::vector<Command> serviceCommands()
+{
+    return {
+        {{"families", 0, {}, {}, {"json"},
+          "the encoder family table (classes, layouts, HF and FMS names) as JSON, for the AIU runner"},
+         commandFamilies},
+        {{"runner", 0, {}, {}, {}, "serve the runner protocol on stdin/stdout (the CPU runner; packaging/runners/PROTOCOL.md)"},
+         [](const Arguments&) {
+             RunnerServerOptions options;
+             options.name = "ScaleScope CPU runner " SCALESCOPE_VERSION ", " + std::to_string(computeThreads()) + " threads";
+             return serveRunner(std::cin, std::cout, std::cerr, options);
+         }},
+    };
+}
+
 std::vector<Command> commands()
 {
     auto with = [](std::set<std::string> a, const std::set<std::string>& b) {
         a.insert(b.begin(), b.end());
         return a;
     };
-    return {
+    std::vector<Command> all = {
         {{"tokenize", 1, {"CKPT"}, {"text", "pair"}, {"json"}, "token ids and character offsets of a text"},
          commandTokenize},
         {{"qa", 1, {"CKPT"},
@@ -704,18 +745,6 @@ std::vector<Command> commands()
          commandQa},
         {{"fill-mask", 1, {"CKPT"}, with({"text", "top-k"}, kRunOptions), {"json"}, "predict the tokens at each mask token"},
          commandFillMask},
-        {{"embed", 1, {"CKPT"},
-          with({"text", "texts", "prompt", "pooling", "output", "accumulate", "attention"}, kRunOptions),
-          {"json", "force", "normalize", "no-normalize"},
-          "sentence embeddings of the run and its reference: cosine per text, similarity matrices"},
-         commandEmbed},
-        {{"classify", 1, {"CKPT"}, with({"text", "pair", "texts", "accumulate", "attention"}, kRunOptions), {"json"},
-          "labels and probabilities of a sequence classifier on both sides: flips, KL"},
-         commandClassify},
-        {{"rerank", 1, {"CKPT"},
-          with({"query", "passage", "passages", "top-k", "accumulate", "attention"}, kRunOptions), {"json"},
-          "rank passages for a query (cross-encoder or embedder) on both sides: order, Kendall's tau"},
-         commandRerank},
         {{"forward", 1, {"CKPT"}, with({"input-ids", "token-type-ids", "capture", "output", "accumulate", "attention"}, kRunOptions), {"json", "force"},
           "run a forward pass and write logits and captures to a safetensors file"},
          commandForward},
@@ -769,16 +798,13 @@ std::vector<Command> commands()
           {"json", "force"},
           "static scales after n calibration samples (running max), clip shares on --eval texts, the smallest sufficient n"},
          commandCalibrate},
-        {{"families", 0, {}, {}, {"json"},
-          "the encoder family table (classes, layouts, HF and FMS names) as JSON, for the AIU runner"},
-         commandFamilies},
-        {{"runner", 0, {}, {}, {}, "serve the runner protocol on stdin/stdout (the CPU runner; packaging/runners/PROTOCOL.md)"},
-         [](const Arguments&) {
-             RunnerServerOptions options;
-             options.name = "ScaleScope CPU runner " SCALESCOPE_VERSION ", " + std::to_string(computeThreads()) + " threads";
-             return serveRunner(std::cin, std::cout, std::cerr, options);
-         }},
     };
+    const auto fillMask = std::find_if(all.begin(), all.end(), [](const Command& c) { return c.spec.name == "fill-mask"; });
+    const std::vector<Command> tasks = taskCommands();
+    all.insert(fillMask + 1, tasks.begin(), tasks.end());
+    const std::vector<Command> services = serviceCommands();
+    all.insert(all.end(), services.begin(), services.end());
+    return all;
 }
 
 void printUsage(std::ostream& out)

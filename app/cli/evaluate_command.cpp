@@ -203,6 +203,20 @@ void printResults(const EvaluationResult& result, const InferenceBackend& run, c
         std::cout << "\nWrote " << result.examples.size() << " rows to " << csvPath << ".\n";
 }
 
+
+EvaluationOptions squadEvaluationOptions(const Arguments& args)
+{
+    EvaluationOptions options;
+    options.qa.maxSeqLen = args.intValue("max-seq-len", 384, 8, 100000);
+    options.qa.docStride = args.intValue("doc-stride", 128, 0, 100000);
+    options.qa.maxAnswerLen = args.intValue("max-answer-len", 30, 1, 100000);
+    options.qa.nullThreshold = args.floatValue("null-threshold");
+    options.batchSize = args.intValue("batch-size", 16, 1, 4096);
+    options.maxSamples = static_cast<std::size_t>(args.intValue("max-samples", 0, 0, kMaxSamples));
+    options.runs.run = runSettingsOption(args, ModeChoices::RunSide, DeviceChoices::Several);
+    return options;
+}
+
 } // namespace
 
 int commandEvaluate(const Arguments& args)
@@ -218,14 +232,7 @@ int commandEvaluate(const Arguments& args)
     const std::string referenceDir = args.value("reference", "");
     const std::string csvPath = args.value("csv", "");
 
-    EvaluationOptions options;
-    options.qa.maxSeqLen = args.intValue("max-seq-len", 384, 8, 100000);
-    options.qa.docStride = args.intValue("doc-stride", 128, 0, 100000);
-    options.qa.maxAnswerLen = args.intValue("max-answer-len", 30, 1, 100000);
-    options.qa.nullThreshold = args.floatValue("null-threshold");
-    options.batchSize = args.intValue("batch-size", 16, 1, 4096);
-    options.maxSamples = static_cast<std::size_t>(args.intValue("max-samples", 0, 0, kMaxSamples));
-    options.runs.run = runSettingsOption(args, ModeChoices::RunSide, DeviceChoices::Several);
+    EvaluationOptions options = squadEvaluationOptions(args);
 
     // Refuse what would fail at the end before spending the evaluation's time.
     if (args.has("csv")) // an empty path too, which is refused rather than ignored
