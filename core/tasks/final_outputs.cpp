@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "analysis/task_metrics.h"
 #include "common/error.h"
 #include "numerics/metrics.h"
 
@@ -18,16 +19,6 @@ std::size_t argmax(const float* values, std::size_t n)
         if (values[i] > values[best] || std::isnan(values[best]))
             best = i;
     return best;
-}
-
-// Rows best first, ties by position.
-std::vector<std::size_t> rowOrder(const std::vector<float>& scores)
-{
-    std::vector<std::size_t> order(scores.size());
-    for (std::size_t i = 0; i < order.size(); ++i)
-        order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return scores[a] > scores[b]; });
-    return order;
 }
 
 bool rowAgrees(const FinalOutputRow& row)
@@ -101,7 +92,7 @@ bool finalOutputsAgree(const EncoderLayout& layout, const ForwardResult& run, co
     bool agrees = true;
     // One score per row (a cross-encoder's relevance of each pair of a batch): the rows' ranking,
     // best first with ties by position, must be the same on both sides.
-    std::map<const HeadOutput*, std::pair<std::vector<float>, std::vector<float>>> singleScores;
+    std::map<const HeadOutput*, std::pair<std::vector<double>, std::vector<double>>> singleScores;
     forEachFinalOutputRow(layout, run, reference, lengths, [&](const FinalOutputRow& row) {
         agrees = agrees && rowAgrees(row);
         if (row.output->kind == FinalOutputKind::Scores && row.values == 1) {
@@ -110,7 +101,7 @@ bool finalOutputsAgree(const EncoderLayout& layout, const ForwardResult& run, co
         }
     });
     for (const auto& [output, scores] : singleScores)
-        agrees = agrees && rowOrder(scores.first) == rowOrder(scores.second);
+        agrees = agrees && rankingOrder(scores.first) == rankingOrder(scores.second);
     return agrees;
 }
 
