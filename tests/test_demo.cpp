@@ -31,7 +31,6 @@
 
 #include "analysis/diagnostics.h"
 #include "analysis/squad_metric.h"
-#include "analysis/task_metrics.h"
 #include "analysis/verdict.h"
 #include "engine/compute_threads.h"
 #include "engine/encoder_model.h"
@@ -41,6 +40,7 @@
 #include "tasks/rerank.h"
 #include "tasks/sensitivity.h"
 #include "tasks/task_datasets.h"
+#include "tasks/task_evaluation.h"
 #include "text/tokenizer.h"
 
 using namespace scalescope;
@@ -535,18 +535,11 @@ private slots:
 
         // The held-out questions against all 35 passages (tasks/retrieval-xlmr), float and FP8.
         const BeirDataset retrieval = readBeirFolder(demo_ + "/tasks/retrieval-xlmr");
-        std::vector<std::string> queries, documents;
-        std::vector<QueryQrels> qrels;
-        for (const BeirQuery& q : retrieval.queries) {
-            queries.push_back(q.text);
-            qrels.push_back(q.qrels);
-        }
-        for (const BeirDocument& d : retrieval.corpus)
-            documents.push_back(d.text);
-        const DocumentScores scores = scoreDocuments(*fp8Model, floatModel.get(), queries, documents, example.runs);
-        const RetrievalMetrics floatMetrics = retrievalMetrics(scores.reference, qrels);
-        const RetrievalMetrics fp8Metrics = retrievalMetrics(scores.run, qrels);
-        qInfo("retrieval-xlmr (%zu questions): MRR@10 float %.4f, FP8 %.4f", queries.size(), floatMetrics.mrrAt10,
+        QCOMPARE(retrieval.corpus.size(), corpus.passages.size());
+        const RetrievalEvaluation evaluated = evaluateRetrieval(*fp8Model, floatModel.get(), retrieval, example.runs);
+        const RetrievalMetrics& floatMetrics = evaluated.reference;
+        const RetrievalMetrics& fp8Metrics = evaluated.run;
+        qInfo("retrieval-xlmr (%zu questions): MRR@10 float %.4f, FP8 %.4f", retrieval.queries.size(), floatMetrics.mrrAt10,
               fp8Metrics.mrrAt10);
         const QString retrievalComplaints =
             differenceFromRecord(floatMetrics.mrrAt10, expected("xlmr-rerank-float").at("retrieval_mrr_at_10"), "float MRR@10") +
