@@ -129,6 +129,9 @@ def command_tokenizer(args):
         input=text_path, model_prefix=os.path.join(args.work, "m"), model_type="unigram",
         vocab_size=TARGET_VOCAB, hard_vocab_limit=False, character_coverage=1.0, num_threads=1,
         seed_sentencepiece_size=100000, minloglevel=2)
+    for name in os.listdir(args.work):  # an encoder pre-trained on another tokenizer's ids is stale
+        if name.startswith("mlm-encoder-"):
+            os.remove(os.path.join(args.work, name))
     log("sentencepiece: %d pieces" % sentencepiece.SentencePieceProcessor(
         model_file=os.path.join(args.work, "m.model")).get_piece_size())
 
