@@ -9,11 +9,19 @@
 // 64x too small) is what its Demo menu label promises, a defect to find: its logits are graded
 // poor, a per-unit sweep ranks the planted Linear first with nothing tied to it and suggests
 // keeping exactly it float, and the static-scale-clipping diagnostic names it and nothing else.
+// The multilingual XLM-RoBERTa reranker (xlmr-rerank-float, xlmr-rerank-fp8; issue 50) reads its
+// shipped tokenizer files (tokenizer.json, and sentencepiece.bpe.model alone giving the same ids),
+// puts the relevant passage of its rerank example first (the passage its query was written about in
+// corpus/multilingual), and its float MRR on tasks/retrieval-xlmr and the FP8 copy's ranking of the
+// example (Kendall's tau against the float model) stay as expectations.json recorded them.
 #include <QtTest>
 
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,7 +37,11 @@
 #include "tasks/answer_question.h"
 #include "tasks/compare_runs.h"
 #include "tasks/fill_mask.h"
+#include "tasks/rerank.h"
 #include "tasks/sensitivity.h"
+#include "tasks/task_datasets.h"
+#include "tasks/task_evaluation.h"
+#include "text/tokenizer.h"
 
 using namespace scalescope;
 
@@ -89,6 +101,50 @@ double sqnrDb(const std::vector<double>& reference, const std::vector<double>& v
         noise += (reference[i] - values[i]) * (reference[i] - values[i]);
     }
     return 10 * std::log10(signal / noise);
+}
+
+// The non-blank lines of a text file (a rerank example's query and passages, a TSV of the corpus).
+std::vector<std::string> readLines(const std::string& path)
+{
+    std::ifstream in(path);
+    if (!in)
+        throw std::runtime_error("cannot open " + path);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);)
+        if (line.find_first_not_of(" \t\r") != std::string::npos)
+            lines.push_back(line);
+    return lines;
+}
+
+std::vector<std::string> tabFields(const std::string& line)
+{
+    std::vector<std::string> fields;
+    std::stringstream in(line);
+    for (std::string field; std::getline(in, field, '\t');)
+        fields.push_back(field);
+    return fields;
+}
+
+// The multilingual corpus of the XLM-R demo: passage id -> text, and (question, passage id) rows.
+struct MultilingualCorpus {
+    std::map<std::string, std::string> passages;
+    std::vector<std::pair<std::string, std::string>> questions;
+};
+
+MultilingualCorpus readMultilingualCorpus(const std::string& folder)
+{
+    MultilingualCorpus corpus;
+    const std::vector<std::string> passages = readLines(folder + "/passages.tsv");
+    for (std::size_t i = 1; i < passages.size(); ++i) { // header: id lang title text
+        const std::vector<std::string> fields = tabFields(passages[i]);
+        corpus.passages[fields.at(0)] = fields.at(3);
+    }
+    const std::vector<std::string> questions = readLines(folder + "/queries.tsv");
+    for (std::size_t i = 1; i < questions.size(); ++i) { // header: passage lang split text
+        const std::vector<std::string> fields = tabFields(questions[i]);
+        corpus.questions.emplace_back(fields.at(3), fields.at(0));
+    }
+    return corpus;
 }
 
 } // namespace
@@ -401,6 +457,94 @@ private slots:
         QVERIFY2(rate >= 0.5, qPrintable(QString("top-5 rate %1").arg(rate)));
         const QString complaints = differenceFromRecord(rate, expected(checkpoint.toStdString()).at("fill_mask_top5"), "fill-mask top-5 rate");
         QVERIFY2(complaints.isEmpty(), qPrintable(complaints));
+    }
+
+    // The XLM-R demo's tokenizer: both shipped files are read, tokenizer.json wins, and the
+    // SentencePiece model alone (as a folder without tokenizer.json has it) gives the same ids on
+    // every passage and question of its corpus; the model's vocabulary is the tokenizer's.
+    void xlmrDemoReadsItsShippedTokenizer_data()
+    {
+        QTest::addColumn<QString>("checkpoint");
+        QTest::newRow("xlmr-rerank-float") << "xlmr-rerank-float";
+        QTest::newRow("xlmr-rerank-fp8") << "xlmr-rerank-fp8";
+    }
+    void xlmrDemoReadsItsShippedTokenizer()
+    {
+        QFETCH(QString, checkpoint);
+        const std::string dir = demo_ + "/" + checkpoint.toStdString();
+        auto model = EncoderModel::load(dir);
+        QCOMPARE(QString(architectureName(model->config().architecture)), QString("XLMRobertaForSequenceClassification"));
+        QCOMPARE(model->isQuantized(), checkpoint.endsWith("fp8"));
+        QCOMPARE(std::string(tokenizerKindName(model->checkpoint().layout().family().tokenizer)), std::string("unigram"));
+        QVERIFY(std::filesystem::exists(dir + "/tokenizer.json"));
+        QVERIFY(std::filesystem::exists(dir + "/sentencepiece.bpe.model"));
+        const Tokenizer& shipped = model->checkpoint().tokenizer();
+        QCOMPARE(shipped.vocabSize(), model->config().vocabSize);
+        QCOMPARE(shipped.maskId(), model->config().vocabSize - 1);
+
+        QTemporaryDir modelAlone;
+        QVERIFY(modelAlone.isValid());
+        const std::string aloneDir = modelAlone.path().toStdString();
+        std::filesystem::copy_file(dir + "/sentencepiece.bpe.model", aloneDir + "/sentencepiece.bpe.model");
+        const auto fromModel = loadTokenizer(aloneDir, TokenizerKind::Unigram);
+        const MultilingualCorpus corpus = readMultilingualCorpus(demo_ + "/corpus/multilingual");
+        std::vector<std::string> texts;
+        for (const auto& [id, text] : corpus.passages)
+            texts.push_back(text);
+        for (const auto& [question, passage] : corpus.questions)
+            texts.push_back(question);
+        for (const std::string& text : texts) {
+            const Encoding a = shipped.encode(text), b = fromModel->encode(text);
+            QVERIFY2(a.ids == b.ids, text.c_str());
+            QVERIFY2(a.offsets == b.offsets, text.c_str());
+            QVERIFY2(std::count(a.ids.begin(), a.ids.end(), shipped.unkId()) == 0, text.c_str());
+        }
+        const auto& [question, passage] = corpus.questions.front();
+        QCOMPARE(shipped.encodePair(question, corpus.passages.at(passage)).ids,
+                 fromModel->encodePair(question, corpus.passages.at(passage)).ids);
+    }
+
+    // The float reranker puts the passage its example query was written about first; the FP8 copy's
+    // ranking of the example and the float model's MRR on the held-out questions are as recorded.
+    void xlmrDemoRanksItsExample()
+    {
+        const MultilingualCorpus corpus = readMultilingualCorpus(demo_ + "/corpus/multilingual");
+        RerankOptions example;
+        example.query = readLines(demo_ + "/tasks/xlmr_rerank_query.txt").at(0);
+        example.passages = readLines(demo_ + "/tasks/xlmr_rerank_passages.txt");
+        const auto asked = std::find_if(corpus.questions.begin(), corpus.questions.end(),
+                                        [&](const auto& q) { return q.first == example.query; });
+        QVERIFY2(asked != corpus.questions.end(), "the example's query is not a question of corpus/multilingual");
+        const auto relevant = std::find(example.passages.begin(), example.passages.end(), corpus.passages.at(asked->second));
+        QVERIFY2(relevant != example.passages.end(), "the example's passages leave out the query's own passage");
+        const std::size_t relevantIndex = std::size_t(relevant - example.passages.begin());
+
+        auto floatModel = EncoderModel::load(demo_ + "/xlmr-rerank-float");
+        auto fp8Model = EncoderModel::load(demo_ + "/xlmr-rerank-fp8");
+        example.runs.run = RunSettings{RunMode::Fp8};
+        example.runs.reference = RunSettings{RunMode::Dequant};
+        const RerankResult result = rerankPassages(*fp8Model, floatModel.get(), example);
+        QCOMPARE(result.scorer, RerankScorer::CrossEncoder);
+        QCOMPARE(result.referenceRanking.front().index, relevantIndex);
+        const nlohmann::json& fp8 = expected("xlmr-rerank-fp8");
+        qInfo("xlmr-rerank-fp8: first passage %zu (float: %zu, relevant %zu), Kendall's tau %.4f", result.ranking.front().index,
+              result.referenceRanking.front().index, relevantIndex, result.kendallTau);
+        QCOMPARE(result.ranking.front().index == relevantIndex, fp8.at("demo_relevant_first").get<bool>());
+        const QString complaints = differenceFromRecord(result.kendallTau, fp8.at("demo_kendall_tau"), "Kendall's tau");
+        QVERIFY2(complaints.isEmpty(), qPrintable(complaints));
+
+        // The held-out questions against all 35 passages (tasks/retrieval-xlmr), float and FP8.
+        const BeirDataset retrieval = readBeirFolder(demo_ + "/tasks/retrieval-xlmr");
+        QCOMPARE(retrieval.corpus.size(), corpus.passages.size());
+        const RetrievalEvaluation evaluated = evaluateRetrieval(*fp8Model, floatModel.get(), retrieval, example.runs);
+        const RetrievalMetrics& floatMetrics = evaluated.reference;
+        const RetrievalMetrics& fp8Metrics = evaluated.run;
+        qInfo("retrieval-xlmr (%zu questions): MRR@10 float %.4f, FP8 %.4f", retrieval.queries.size(), floatMetrics.mrrAt10,
+              fp8Metrics.mrrAt10);
+        const QString retrievalComplaints =
+            differenceFromRecord(floatMetrics.mrrAt10, expected("xlmr-rerank-float").at("retrieval_mrr_at_10"), "float MRR@10") +
+            differenceFromRecord(fp8Metrics.mrrAt10, fp8.at("retrieval_mrr_at_10"), "FP8 MRR@10");
+        QVERIFY2(retrievalComplaints.isEmpty(), qPrintable(retrievalComplaints));
     }
 };
 

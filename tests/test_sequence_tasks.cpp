@@ -82,7 +82,8 @@ class TestSequenceTasks : public QObject {
     Q_OBJECT
     std::string robertaClassifier_, robertaClassifierFp8_, bertClassifier_, bertClassifierFp8_;
     std::string reranker_, rerankerFp8_, embedder_, embedderFp8_, bareBert_, multiLabel_;
-    std::string xlmrQa_, xlmrQaFp8_, xlmrClassifierFp8_, xlmrEmbedderFp8_, xlmrMaskedLm_;
+    std::string xlmrQa_, xlmrQaFp8_, xlmrClassifierFp8_, xlmrEmbedderFp8_, xlmrMaskedLm_, xlmrMaskedLmFp8_;
+    std::string xlmrLabelsFp8_; // XLMRobertaForSequenceClassification with three labels
     const std::vector<std::vector<int64_t>> robertaIds_{{0, 5, 6, 7, 8, 9, 10, 2}, {0, 11, 12, 2}};
 
     // The engine's final output row by row against the independent forward of each row alone.
@@ -168,6 +169,14 @@ private slots:
         writeTinyFp8Checkpoint(xlmrEmbedder, xlmrEmbedderFp8_, {"channel", "token"});
         xlmrMaskedLm_ = makeTempDir("seq-xlmr-mlm");
         writeTinyFloatCheckpoint(xlmrMaskedLm_, spec("XLMRobertaForMaskedLM"));
+        xlmrMaskedLmFp8_ = makeTempDir("seq-xlmr-mlm-fp8");
+        writeTinyFp8Checkpoint(xlmrMaskedLm_, xlmrMaskedLmFp8_, {"channel", "token"});
+        const std::string xlmrLabels = makeTempDir("seq-xlmr-labels");
+        TinyModelSpec xlmrLabelled = spec("XLMRobertaForSequenceClassification");
+        xlmrLabelled.labelNames = {"negativ", "neutral", "positiv"};
+        writeTinyFloatCheckpoint(xlmrLabels, xlmrLabelled);
+        xlmrLabelsFp8_ = makeTempDir("seq-xlmr-labels-fp8");
+        writeTinyFp8Checkpoint(xlmrLabels, xlmrLabelsFp8_, {"tensor", "tensor"});
 
         multiLabel_ = makeTempDir("seq-multi-label");
         TinyModelSpec multi = spec("RobertaForSequenceClassification");
@@ -219,6 +228,7 @@ private slots:
             QTest::addRow("reranker-%s", mode) << "reranker" << "logits" << mode;
             QTest::addRow("embedder-%s", mode) << "embedder" << "pooled" << mode;
             QTest::addRow("xlmr-reranker-%s", mode) << "xlmr-cls" << "logits" << mode;
+            QTest::addRow("xlmr-classifier-%s", mode) << "xlmr-labels" << "logits" << mode;
             QTest::addRow("xlmr-embedder-%s", mode) << "xlmr-embed" << "pooled" << mode;
         }
         QTest::addRow("bert-model-cls-pooling") << "bert-model" << "pooled" << "dequant";
@@ -231,7 +241,8 @@ private slots:
         const std::map<QString, std::string> dirs = {{"roberta-cls", robertaClassifierFp8_}, {"bert-cls", bertClassifierFp8_},
                                                      {"reranker", rerankerFp8_},             {"embedder", embedderFp8_},
                                                      {"bert-model", bareBert_},
-                                                     {"xlmr-cls", xlmrClassifierFp8_}, {"xlmr-embed", xlmrEmbedderFp8_}};
+                                                     {"xlmr-cls", xlmrClassifierFp8_}, {"xlmr-embed", xlmrEmbedderFp8_},
+                                                     {"xlmr-labels", xlmrLabelsFp8_}};
         const std::vector<std::vector<int64_t>> bertIds{{2, 40, 41, 42, 3}, {2, 50, 3, 51, 52, 3}};
         const bool isBert = which.startsWith("bert");
         checkAgainstReference(dirs.at(which), output.toStdString(), mode.toStdString(), isBert ? bertIds : robertaIds_, 60);
@@ -257,6 +268,34 @@ private slots:
         const auto model = Checkpoint::open(xlmrMaskedLm_);
         QCOMPARE(std::string(tokenizerKindName(model->layout().family().tokenizer)), std::string("unigram"));
         QCOMPARE(model->tokenizer().maskId(), int64_t(1092));
+    }
+
+    // XLM-RoBERTa fill-mask: the FP8 MLM's vocabulary logits at every position of a masked sentence
+    // (the Unigram tokenizer's ids) against the independent forward, per-channel weights and dynamic
+    // per-token activations, in every mode.
+    void xlmRobertaFillMaskLogitsMatchTheIndependentForward_data()
+    {
+        QTest::addColumn<QString>("mode");
+        for (const char* mode : {"fp8", "dequant", "fp16"})
+            QTest::addRow("%s", mode) << mode;
+    }
+    void xlmRobertaFillMaskLogitsMatchTheIndependentForward()
+    {
+        QFETCH(QString, mode);
+        auto model = EncoderModel::load(xlmrMaskedLmFp8_);
+        const std::vector<int64_t> ids = model->checkpoint().tokenizer().encode("Die <mask> heißt Zoë, и она живёт в Москве.").ids;
+        QVERIFY(std::count(ids.begin(), ids.end(), model->checkpoint().tokenizer().maskId()) == 1);
+        EncoderInputs inputs;
+        inputs.inputIds = {ids};
+        ForwardOptions options;
+        QVERIFY(parseRunMode(mode.toStdString(), options.mode));
+        const ForwardResult result = model->forward(inputs, options);
+        const FloatTensor& engine = result.output("logits");
+        const ReferenceTensor expected = referenceForward(xlmrMaskedLmFp8_, ids, mode.toStdString()).at("logits");
+        QCOMPARE(engine.values.size(), expected.values.size());
+        QCOMPARE(engine.values.size(), ids.size() * std::size_t(model->config().vocabSize));
+        const double db = sqnrDb(expected.values, engine.values);
+        QVERIFY2(db >= 60, qPrintable(QString("%1: %2 dB").arg(mode).arg(db)));
     }
 
     // The CPU runner pools as the client asks (the load request's "embedding", said back): embed

@@ -24,6 +24,33 @@ QJsonDocument readJson(const QString& path)
     return QJsonDocument::fromJson(file.readAll());
 }
 
+// The lines of a text file, blank ones left out; empty when it cannot be read.
+QStringList readLines(const QString& path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly | QIODevice::Text))
+        return {};
+    QStringList lines;
+    for (const QString& line : QString::fromUtf8(file.readAll()).split(QLatin1Char('\n')))
+        if (!line.trimmed().isEmpty())
+            lines.push_back(line.trimmed());
+    return lines;
+}
+
+// tasks/<example>_query.txt (its first line) and tasks/<example>_passages.txt (one passage a line).
+void readRerankExample(const QString& folder, const char* example, DemoCheckpoint& demo)
+{
+    if (!*example)
+        return;
+    const QString stem = folder + QStringLiteral("/tasks/") + QLatin1String(example);
+    const QStringList query = readLines(stem + QStringLiteral("_query.txt"));
+    const QStringList passages = readLines(stem + QStringLiteral("_passages.txt"));
+    if (query.isEmpty() || passages.isEmpty())
+        return;
+    demo.rerankQuery = query.first();
+    demo.rerankPassages = passages;
+}
+
 } // namespace
 
 bool DemoCatalog::holdsCheckpoint(const QString& dir) const
@@ -66,6 +93,7 @@ DemoCatalog loadDemoCatalog(const QString& folder)
         const char* reference;
         const char* label;
         DemoTask task;
+        const char* example = ""; // a reranker's own example in tasks/ (readRerankExample)
     };
     constexpr DemoTask qa = DemoTask::QuestionAnswering;
     const Known known[] = {
@@ -93,6 +121,13 @@ DemoCatalog loadDemoCatalog(const QString& folder)
         {"rerank-fp8-defect", "rerank-float",
             QT_TRANSLATE_NOOP("Demo", "Cross-encoder reranker, FP8, with a planted defect to find"), DemoTask::Rerank},
         {"rerank-float", "", QT_TRANSLATE_NOOP("Demo", "Cross-encoder reranker, float original"), DemoTask::Rerank},
+        // XLM-RoBERTa (issue 50): a multilingual reranker with a Unigram SentencePiece tokenizer,
+        // opened on its own Spanish query over passages in five languages.
+        {"xlmr-rerank-fp8", "xlmr-rerank-float",
+            QT_TRANSLATE_NOOP("Demo", "Multilingual XLM-R reranker, FP8 per channel, dynamic per-token activations"),
+            DemoTask::Rerank, "xlmr_rerank"},
+        {"xlmr-rerank-float", "", QT_TRANSLATE_NOOP("Demo", "Multilingual XLM-R reranker, float original"),
+            DemoTask::Rerank, "xlmr_rerank"},
         {"classify-fp8", "classify-float", QT_TRANSLATE_NOOP("Demo", "Text classifier, FP8"), DemoTask::Classify},
         {"classify-float", "", QT_TRANSLATE_NOOP("Demo", "Text classifier, float original"), DemoTask::Classify},
     };
@@ -100,8 +135,13 @@ DemoCatalog loadDemoCatalog(const QString& folder)
         const QString dir = folder + "/" + QLatin1String(k.name);
         if (!hasCheckpoint(dir))
             continue;
-        catalog.checkpoints.push_back({QCoreApplication::translate("Demo", k.label), dir,
-                                       *k.reference ? folder + "/" + QLatin1String(k.reference) : QString(), k.task});
+        DemoCheckpoint demo;
+        demo.label = QCoreApplication::translate("Demo", k.label);
+        demo.directory = dir;
+        demo.reference = *k.reference ? folder + "/" + QLatin1String(k.reference) : QString();
+        demo.task = k.task;
+        readRerankExample(folder, k.example, demo);
+        catalog.checkpoints.push_back(demo);
     }
     const QJsonArray articles = readJson(folder + "/corpus/questions.json").object().value("data").toArray();
     for (const QJsonValue& article : articles) {

@@ -17,6 +17,10 @@ struct DemoCheckpoint {
     QString directory;
     QString reference;  // the float original
     DemoTask task = DemoTask::QuestionAnswering;
+    // A reranker demo's own example (tasks/<name>_query.txt and <name>_passages.txt), in the
+    // languages it was trained on; empty: the generic demoTaskInputs().
+    QString rerankQuery;
+    QStringList rerankPassages;
 };
 
 // Example inputs for the sequence-task demos (an embedder's texts, a reranker's query and

@@ -365,7 +365,7 @@ void MainWindow::openDemo(int checkpoint, int passage)
         break;
     case DemoTask::Embed:
     case DemoTask::Rerank:
-    case DemoTask::Classify: openTaskDemo(demo.task); break;
+    case DemoTask::Classify: openTaskDemo(demo); break;
     }
     if (QFileInfo(demo_.questionsFile()).exists()) {
         tabs_->evaluate()->setSquadFile(demo_.questionsFile());
@@ -385,9 +385,14 @@ void MainWindow::runOnceReady(const std::function<void()>& run)
 }
 
 // A sequence-task demo opens in its panel with an example input, run once the checkpoint is open.
-void MainWindow::openTaskDemo(DemoTask task)
+void MainWindow::openTaskDemo(const DemoCheckpoint& demo)
 {
-    const DemoTaskInputs inputs = demoTaskInputs();
+    const DemoTask task = demo.task;
+    DemoTaskInputs inputs = demoTaskInputs();
+    if (!demo.rerankQuery.isEmpty()) {
+        inputs.query = demo.rerankQuery;
+        inputs.passages = demo.rerankPassages;
+    }
     if (task == DemoTask::Embed) {
         tabs_->embed()->setTexts(inputs.texts);
         tabs_->setCurrentWidget(tabs_->embed());

@@ -125,7 +125,7 @@ private:
     void onDeviceSwitchFailed(const QString& failedDevice, const QString& message);
     // Calls `run` once, when the checkpoint being opened is ready.
     void runOnceReady(const std::function<void()>& run);
-    void openTaskDemo(DemoTask task);
+    void openTaskDemo(const DemoCheckpoint& demo);
     void saveSplitters();
     void restoreSplitters();
 

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/text_files.h"
+#include "io/checkpoint_destination.h"
 #include "io/sha256.h"
 
 namespace scalescope {
@@ -13,9 +14,13 @@ namespace {
 
 // What a runner reads: the config, the weights (one file or an index with its shards) and the
 // tokenizer files (a runner may tokenize, and they are small).
-const char* const kCheckpointFiles[] = {"config.json",      "model.safetensors", "model.safetensors.index.json",
-                                        "tokenizer.json",   "vocab.json",        "merges.txt",
-                                        "vocab.txt",        "tokenizer_config.json", "special_tokens_map.json"};
+std::vector<std::string> checkpointFiles()
+{
+    std::vector<std::string> names = {"config.json", "model.safetensors", "model.safetensors.index.json"};
+    const std::vector<std::string>& tokenizerFiles = tokenizerFileNames();
+    names.insert(names.end(), tokenizerFiles.begin(), tokenizerFiles.end());
+    return names;
+}
 
 std::set<std::string> shardsOf(const std::string& indexPath)
 {
@@ -54,7 +59,7 @@ std::string manifestHash(std::vector<ManifestFile> files)
 CheckpointManifest CheckpointManifest::of(const std::string& dir)
 {
     std::set<std::string> names;
-    for (const char* name : kCheckpointFiles)
+    for (const std::string& name : checkpointFiles())
         if (fileExists(joinPath(dir, name)))
             names.insert(name);
     if (names.count("model.safetensors.index.json"))

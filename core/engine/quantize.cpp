@@ -369,8 +369,7 @@ void quantizeCheckpoint(const std::string& sourceDir, const std::string& destina
             if (!out)
                 throw Error("Cannot write " + (temporary / "config.json").string() + ".");
         }
-        for (const char* file : {"vocab.json", "merges.txt", "vocab.txt", "tokenizer.json", "tokenizer_config.json",
-                                 "special_tokens_map.json"}) {
+        for (const std::string& file : tokenizerFileNames()) {
             const fs::path from = fs::path(sourceDir) / file;
             if (fs::exists(from))
                 fs::copy_file(from, temporary / file);

@@ -1,5 +1,6 @@
 #include "io/checkpoint_destination.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -14,6 +15,16 @@
 #include "io/temporary_owner.h"
 
 namespace scalescope {
+
+const std::vector<std::string>& tokenizerFileNames()
+{
+    static const std::vector<std::string> names = {"tokenizer.json",      "tokenizer_config.json",
+                                                   "special_tokens_map.json", "vocab.json",
+                                                   "merges.txt",          "vocab.txt",
+                                                   "sentencepiece.bpe.model"};
+    return names;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -36,15 +47,14 @@ bool isSameOrInside(const fs::path& inner, const fs::path& outer)
 // checkpoint this program or llm-compressor wrote), so a mistyped DST never wipes unrelated files.
 bool isCheckpointFileName(const std::string& name)
 {
-    static const std::set<std::string> names = {"config.json", "model.safetensors.index.json", "vocab.json",
-                                                "merges.txt", "tokenizer.json", "tokenizer_config.json",
-                                                "special_tokens_map.json", "vocab.txt", "generation_config.json",
+    static const std::set<std::string> names = {"config.json", "model.safetensors.index.json", "generation_config.json",
                                                 "recipe.yaml", "README.md", "added_tokens.json",
                                                 // a sentence-transformers embedder's own files
                                                 "modules.json", "sentence_bert_config.json",
                                                 "config_sentence_transformers.json"};
+    const std::vector<std::string>& tokenizerFiles = tokenizerFileNames();
     const std::string suffix = ".safetensors";
-    return names.count(name) ||
+    return names.count(name) || std::find(tokenizerFiles.begin(), tokenizerFiles.end(), name) != tokenizerFiles.end() ||
            (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
 }
 

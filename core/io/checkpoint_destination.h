@@ -14,6 +14,11 @@
 
 namespace scalescope {
 
+// The tokenizer files a Hugging Face folder may hold, for every family (byte-level BPE, WordPiece,
+// Unigram SentencePiece): what a written checkpoint copies from its source, what a runner is sent,
+// and what an overwritable checkpoint folder may contain.
+const std::vector<std::string>& tokenizerFileNames();
+
 struct CheckpointDestination {
     std::string destinationDir; // as the user gave it, for messages
     std::string command;        // "quantize", for messages

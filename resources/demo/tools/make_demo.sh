@@ -4,7 +4,7 @@
 # trainer's, makes the FP8 variants with the project's CLI, and measures expectations.json with
 # the same CLI so that tests/test_demo.cpp can hold the checkpoints to those numbers.
 #
-# Usage: resources/demo/tools/make_demo.sh [--roberta | --bert | --defect | --tasks | --tasks-fp8] [path/to/scalescope-cli]
+# Usage: resources/demo/tools/make_demo.sh [--roberta | --bert | --defect | --tasks | --tasks-fp8 | --xlmr] [path/to/scalescope-cli]
 #   (default: both QA families; build/app/scalescope-cli)
 #   --roberta  only the RoBERTa demos (qa-float, qa-fp8, qa-fp8-static, mlm-float, mlm-fp8)
 #   --bert     only the BERT pair (bert-qa-float, bert-qa-fp8); the RoBERTa files are not touched
@@ -21,6 +21,12 @@
 #              on corpus/calibration.txt) and rerank-fp8-defect (rerank-fp8-static with one static
 #              input scale 64x too small, chosen by train_tasks.py choose-defect so that the ranking
 #              of tasks/rerank_query.txt changes). Needs a CLI that loads these architectures.
+#   --xlmr     the multilingual XLM-RoBERTa reranker of issue 50 (resources/demo/tools/train_xlmr.py):
+#              a Unigram SentencePiece tokenizer trained on corpus/multilingual, the rerank example and
+#              tasks/retrieval-xlmr, xlmr-rerank-float trained from random weights, then (CLI)
+#              xlmr-rerank-fp8 (weights per channel, dynamic per-token activations), the tokenizer
+#              check against Python's sentencepiece, and the measured numbers in expectations.json.
+#              Needs python3-sentencepiece besides PyTorch.
 # Needs: Debian's python3-torch (apt-get install python3-torch). Each family takes under an hour on
 # one core (BERT: 52 minutes on a busy two-core machine).
 set -euo pipefail
@@ -32,7 +38,8 @@ case "${1:-}" in
     --defect) families=(defect); shift ;;
     --tasks) families=(tasks); shift ;;
     --tasks-fp8) families=(tasks-fp8); shift ;;
-    -*) echo "make_demo.sh: unknown option $1; expected --roberta, --bert, --defect, --tasks or --tasks-fp8." >&2; exit 2 ;;
+    --xlmr) families=(xlmr); shift ;;
+    -*) echo "make_demo.sh: unknown option $1; expected --roberta, --bert, --defect, --tasks, --tasks-fp8 or --xlmr." >&2; exit 2 ;;
 esac
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
@@ -60,8 +67,19 @@ defect_factor=0.015625 # 1/64
 rerank_defect_tensor=roberta.encoder.layer.1.attention.output.dense.input_scale
 tasks_trainer="$repo/resources/demo/tools/train_tasks.py"
 
+xlmr_trainer="$repo/resources/demo/tools/train_xlmr.py"
+
 for family in "${families[@]}"; do
-    if [[ $family == tasks ]]; then
+    if [[ $family == xlmr ]]; then
+        "$python" "$xlmr_trainer" tokenizer
+        "$python" "$xlmr_trainer" datasets
+        "$python" "$xlmr_trainer" train
+        "$python" "$xlmr_trainer" verify-tokenizer "$cli"
+        "$python" "$xlmr_trainer" verify
+        "$cli" quantize "$demo/xlmr-rerank-float" "$demo/xlmr-rerank-fp8" --weights channel --activations token --force
+        "$python" "$xlmr_trainer" measure "$cli"
+        continue
+    elif [[ $family == tasks ]]; then
         "$python" "$tasks_trainer" datasets
         "$python" "$tasks_trainer" train
         "$python" "$tasks_trainer" verify
