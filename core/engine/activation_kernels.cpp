@@ -305,27 +305,38 @@ OutputScan scanOutput(const float* src, int64_t rows, int64_t features, int64_t 
     const int64_t chunks = (rows + rowsPerChunk - 1) / rowsPerChunk;
     std::vector<OutputScan> partial(static_cast<std::size_t>(std::max<int64_t>(chunks, 0)));
     parallelFor(chunks, 1, [&](int64_t begin, int64_t end) {
-        for (int64_t chunk = begin; chunk < end; ++chunk) {
-            OutputScan& scan = partial[static_cast<std::size_t>(chunk)];
-            for (int64_t row = chunk * rowsPerChunk; row < std::min(rows, (chunk + 1) * rowsPerChunk); ++row) {
-                if (!isRealRow(isReal, row))
-                    continue;
-                const OutputScan rowScan = scanRow(src + row * rowStride, features, scan.maxAbs);
-                scan.maxAbs = rowScan.maxAbs;
-                scan.nonFinite += rowScan.nonFinite;
-                scan.belowHalfNormal += rowScan.belowHalfNormal;
-                scan.elements += rowScan.elements;
-            }
-        }
+        for (int64_t chunk = begin; chunk < end; ++chunk)
+            partial[static_cast<std::size_t>(chunk)] = scanOutputRows(
+                src, chunk * rowsPerChunk, std::min(rows, (chunk + 1) * rowsPerChunk), features, rowStride, isReal);
     });
     OutputScan scan;
-    for (const OutputScan& part : partial) {
-        scan.maxAbs = std::max(scan.maxAbs, part.maxAbs);
-        scan.nonFinite += part.nonFinite;
-        scan.belowHalfNormal += part.belowHalfNormal;
-        scan.elements += part.elements;
+    for (const OutputScan& part : partial)
+        combineScans(scan, part);
+    return scan;
+}
+
+OutputScan scanOutputRows(const float* src, int64_t begin, int64_t end, int64_t features, int64_t rowStride,
+                          const std::vector<uint8_t>& isReal)
+{
+    OutputScan scan;
+    for (int64_t row = begin; row < end; ++row) {
+        if (!isRealRow(isReal, row))
+            continue;
+        const OutputScan rowScan = scanRow(src + row * rowStride, features, scan.maxAbs);
+        scan.maxAbs = rowScan.maxAbs;
+        scan.nonFinite += rowScan.nonFinite;
+        scan.belowHalfNormal += rowScan.belowHalfNormal;
+        scan.elements += rowScan.elements;
     }
     return scan;
+}
+
+void combineScans(OutputScan& into, const OutputScan& part)
+{
+    into.maxAbs = std::max(into.maxAbs, part.maxAbs); // neither holds NaN: scanRow leaves it out
+    into.nonFinite += part.nonFinite;
+    into.belowHalfNormal += part.belowHalfNormal;
+    into.elements += part.elements;
 }
 
 bool rowHasNonFinite(const float* src, int64_t row, int64_t features, int64_t rowStride)
