@@ -59,12 +59,14 @@ struct Options {
     int threads = 2;
     int repeats = 5;
     int sequenceLength = 384;
+    int profileRows = 1; // --profile-rows: sequences per forward of --profile fp8|reference (4: the 4 x seq row)
     bool skipPeer = false;
     bool skipSensitivity = false;
     std::size_t squadSamples = 64;
     // One of kProfiles: "fp8", "reference", "compare" or "load": only that, `repeats` times (for
     // perf record); "first-load": one FP8 checkpoint load in this process, its time printed (the
-    // table's fresh-process row).
+    // table's fresh-process row); "first-forward": a new process's first fp8 forward after that
+    // load against the warm ones after it (issue 53: oneDNN primitives and packing on first use).
     std::string profile;
     // --embed: issue 49's embed throughput instead of all of the above (bench_embed.h), over
     // embedTexts texts.
@@ -72,7 +74,7 @@ struct Options {
     std::size_t embedTexts = 1000;
 };
 
-const std::vector<std::string> kProfiles = {"fp8", "reference", "compare", "load", "first-load"};
+const std::vector<std::string> kProfiles = {"fp8", "reference", "compare", "load", "first-load", "first-forward"};
 
 // kProfiles as the usage line writes them: fp8|reference|...
 std::string profileChoices()
@@ -383,6 +385,7 @@ bool parseArguments(int argc, char** argv, Options& options)
         else if (arg == "--threads") options.threads = std::atoi(next().c_str());
         else if (arg == "--repeats") options.repeats = std::atoi(next().c_str());
         else if (arg == "--seq") options.sequenceLength = std::atoi(next().c_str());
+        else if (arg == "--profile-rows") options.profileRows = std::atoi(next().c_str());
         else if (arg == "--skip-peer") options.skipPeer = true;
         else if (arg == "--skip-sensitivity") options.skipSensitivity = true;
         else if (arg == "--squad-samples") options.squadSamples = static_cast<std::size_t>(std::atol(next().c_str()));
@@ -400,7 +403,7 @@ bool parseArguments(int argc, char** argv, Options& options)
         } else {
             std::cerr << "usage: scalescope-bench [--workdir DIR] [--output FILE] [--threads N] [--repeats N] "
                          "[--seq N] [--skip-peer] [--skip-sensitivity] [--squad-samples N] [--profile "
-                      << profileChoices() << "] [--embed [--embed-texts N]]\n";
+                      << profileChoices() << " [--profile-rows N]] [--embed [--embed-texts N]]\n";
             return false;
         }
     }
@@ -886,12 +889,28 @@ int profileFirstLoad(const Checkpoints& checkpoints)
     return 0;
 }
 
+// --profile first-forward: the FP8 checkpoint loaded in a process that has run nothing, then its
+// first fp8 forward at 1 x seq and `repeats` warm ones after it, each printed in ms.
+int profileFirstForward(const Options& options, const Checkpoints& checkpoints)
+{
+    const std::unique_ptr<EncoderModel> model = EncoderModel::load(checkpoints.fp8Dir);
+    std::mt19937 random(7);
+    const EncoderInputs inputs{{benchInputIds(options.sequenceLength, random)}, {}, {}, {}};
+    const ForwardOptions fp8Mode;
+    const Timing first = measure(1, [&] { model->forward(inputs, fp8Mode); }, /*warmUp=*/false);
+    const Timing warm = measure(options.repeats, [&] { model->forward(inputs, fp8Mode); }, /*warmUp=*/false);
+    std::printf("first-forward: %.3f ms\nwarm-forward: %.3f ms median [%.3f-%.3f]\nfirst-over-warm: %.3f\n",
+                first.median(), warm.median(), warm.min(), warm.max(), first.median() / warm.median());
+    return 0;
+}
+
 // Any other --profile: one task over and over, nothing else, for a profiler.
 int profileTask(const Options& options, const Checkpoints& checkpoints)
 {
     std::mt19937 random(7);
     const std::vector<int64_t> ids = benchInputIds(options.sequenceLength, random);
-    const EncoderInputs inputs{{ids}, {}, {}, {}};
+    EncoderInputs inputs;
+    inputs.inputIds.assign(static_cast<std::size_t>(std::max(1, options.profileRows)), ids);
     std::unique_ptr<EncoderModel> model
         = EncoderModel::load(options.profile == "reference" ? checkpoints.floatDir : checkpoints.fp8Dir);
     std::unique_ptr<EncoderModel> reference
@@ -934,6 +953,8 @@ int runBench(const Options& options)
     const Checkpoints checkpoints = prepareCheckpoints(options);
     if (options.profile == "first-load")
         return profileFirstLoad(checkpoints);
+    if (options.profile == "first-forward")
+        return profileFirstForward(options, checkpoints);
     if (!options.profile.empty())
         return profileTask(options, checkpoints);
 
