@@ -5,6 +5,7 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <mutex>
 #include <random>
@@ -80,6 +81,33 @@ private slots:
                 combineScans(combined, scanOutputRows(values.data(), begin, end, features, stride, real));
             compareScans(combined, scanOutput(values.data(), rows, features, stride, real),
                          QString("features %1").arg(features));
+        }
+    }
+
+    // The scan's vector lanes (16 wide, compiled per CPU) against a plain loop at widths around
+    // the lane count, where whole vectors and a scalar tail meet, with inf, NaN and subnormals.
+    void scanLanesMatchAPlainLoop()
+    {
+        std::mt19937 random(47);
+        std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+        const float specials[] = {INFINITY, -INFINITY, NAN, -NAN, 1e-40f, 3e-5f, 0.0f, -0.0f, 6.103515625e-05f, FLT_MAX};
+        for (const int64_t features : {15, 16, 17, 31, 32, 33, 48, 100}) {
+            std::vector<float> row(static_cast<std::size_t>(features));
+            for (int trial = 0; trial < 20; ++trial) {
+                for (float& v : row)
+                    v = random() % 4 == 0 ? specials[random() % std::size(specials)] : uniform(random);
+                OutputScan expected;
+                for (const float v : row) {
+                    const float magnitude = std::fabs(v);
+                    expected.nonFinite += std::isfinite(magnitude) ? 0 : 1;
+                    expected.belowHalfNormal += magnitude > 0 && magnitude < 6.103515625e-05f ? 1 : 0;
+                    if (!std::isnan(magnitude))
+                        expected.maxAbs = std::max(expected.maxAbs, magnitude);
+                }
+                expected.elements = features;
+                compareScans(scanOutputRows(row.data(), 0, 1, features, features, {}), expected,
+                             QString("features %1, trial %2").arg(features).arg(trial));
+            }
         }
     }
 

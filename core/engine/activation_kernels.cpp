@@ -6,10 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
+#include "common/cpu_clones.h"
 #include "engine/compute_threads.h"
 #include "numerics/fp8.h"
 #include "numerics/fp8_clip.h"
@@ -26,36 +23,38 @@ float rowAmax(const float* row, int64_t features)
 
 // One row of scanOutput. Every module output of every forward passes here (tens of millions of
 // values per roberta-base forward), and the scalar loop alone took a quarter of an fp8 forward's
-// time, so four lanes at a time where SSE2 is there; the tail and other CPUs take the scalar loop,
-// which defines the result: |x| maximum with NaN never winning, inf/NaN count, 0 < |x| < 2^-14 count.
-OutputScan scanRow(const float* values, int64_t features, float maxAbs)
+// time, so 16 lanes at a time, compiled per vector width (common/cpu_clones.h: one AVX-512 register,
+// two AVX2 or four SSE2 ones); the tail takes the scalar loop, which defines the result: |x|
+// maximum with NaN never winning, inf/NaN count, 0 < |x| < 2^-14 count. The lanes compute the same
+// result: a maximum and counts do not depend on the order they are taken in.
+typedef float ScanLanes __attribute__((vector_size(64)));
+typedef int32_t ScanLaneInts __attribute__((vector_size(64)));
+constexpr int64_t kScanLanes = sizeof(ScanLanes) / sizeof(float);
+
+SCALESCOPE_CPU_CLONES OutputScan scanRow(const float* values, int64_t features, float maxAbs)
 {
     OutputScan scan;
     int64_t i = 0;
-#if defined(__SSE2__)
-    const __m128 magnitudeBits = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
-    const __m128 largest = _mm_set1_ps(FLT_MAX), zero = _mm_setzero_ps(), minNormal = _mm_set1_ps(half::kHalfMinNormal);
-    __m128 maxima = _mm_set1_ps(maxAbs);
-    __m128i nonFinite = _mm_setzero_si128(), belowNormal = _mm_setzero_si128();
-    for (; i + 4 <= features; i += 4) {
-        const __m128 magnitude = _mm_and_ps(_mm_loadu_ps(values + i), magnitudeBits);
-        maxima = _mm_max_ps(magnitude, maxima); // the second operand when either is NaN: NaN never wins
-        // Comparison lanes are all ones (-1) where true: subtracting them counts.
-        nonFinite = _mm_sub_epi32(nonFinite, _mm_castps_si128(_mm_cmpnle_ps(magnitude, largest)));
-        const __m128 below = _mm_and_ps(_mm_cmpgt_ps(magnitude, zero), _mm_cmplt_ps(magnitude, minNormal));
-        belowNormal = _mm_sub_epi32(belowNormal, _mm_castps_si128(below));
+    ScanLanes maxima = ScanLanes{} + maxAbs;
+    ScanLaneInts nonFinite = {}, belowNormal = {};
+    const ScanLanes largest = ScanLanes{} + FLT_MAX, minNormal = ScanLanes{} + half::kHalfMinNormal;
+    const ScanLanes zero = {};
+    for (; i + kScanLanes <= features; i += kScanLanes) {
+        ScanLaneInts bits;
+        std::memcpy(&bits, values + i, sizeof bits);
+        bits &= 0x7fffffff; // |x|: the sign bit cleared
+        ScanLanes magnitude;
+        std::memcpy(&magnitude, &bits, sizeof magnitude);
+        maxima = magnitude > maxima ? magnitude : maxima; // false for NaN: NaN never wins
+        // Comparison lanes are all ones (-1) where true: subtracting them counts. NaN is not <= FLT_MAX.
+        nonFinite -= ~(magnitude <= largest);
+        belowNormal -= (magnitude > zero) & (magnitude < minNormal);
     }
-    alignas(16) float laneMaxima[4];
-    alignas(16) int32_t laneNonFinite[4], laneBelow[4];
-    _mm_store_ps(laneMaxima, maxima);
-    _mm_store_si128(reinterpret_cast<__m128i*>(laneNonFinite), nonFinite);
-    _mm_store_si128(reinterpret_cast<__m128i*>(laneBelow), belowNormal);
-    for (int lane = 0; lane < 4; ++lane) {
-        maxAbs = std::max(maxAbs, laneMaxima[lane]);
-        scan.nonFinite += laneNonFinite[lane];
-        scan.belowHalfNormal += laneBelow[lane];
+    for (int64_t lane = 0; lane < kScanLanes; ++lane) {
+        maxAbs = std::max(maxAbs, maxima[lane]);
+        scan.nonFinite += nonFinite[lane];
+        scan.belowHalfNormal += belowNormal[lane];
     }
-#endif
     for (; i < features; ++i) {
         const float magnitude = std::fabs(values[i]);
         scan.nonFinite += std::isfinite(magnitude) ? 0 : 1;
