@@ -14,6 +14,7 @@
 #include "engine/compute_threads.h"
 #include "engine/encoder_model.h"
 #include "engine/fp8_gemm.h"
+#include "engine/output_scan_lanes.h"
 #include "numerics/fp8.h"
 #include "support/fixtures.h"
 
@@ -52,7 +53,11 @@ const FloatTensor* findCapture(const ForwardResult& result, const std::string& n
 class TestEpilogueScan : public QObject {
     Q_OBJECT
 private slots:
-    void initTestCase() { setComputeThreads(2); }
+    void initTestCase()
+    {
+        setComputeThreads(2);
+        qInfo("output scan lanes: %s", scan_lanes::avx512Available() ? "AVX-512 (and SSE2 tested beside it)" : "SSE2");
+    }
 
     // Rows split into random disjoint ranges, scanned alone and combined in a shuffled order, give
     // scanOutput's result over all rows: inf, NaN, subnormals, padding rows, a row stride.
@@ -84,8 +89,10 @@ private slots:
         }
     }
 
-    // The scan's vector lanes (16 wide, compiled per CPU) against a plain loop at widths around
-    // the lane count, where whole vectors and a scalar tail meet, with inf, NaN and subnormals.
+    // Every version of the row scan this machine runs (output_scan_lanes.h: SSE2's four lanes
+    // everywhere, AVX-512's sixteen where the CPU has them, and the one the engine chose) against a
+    // plain loop, at widths around the lane counts where whole vectors and the scalar tail meet,
+    // with inf, NaN and subnormals.
     void scanLanesMatchAPlainLoop()
     {
         std::mt19937 random(47);
@@ -105,8 +112,11 @@ private slots:
                         expected.maxAbs = std::max(expected.maxAbs, magnitude);
                 }
                 expected.elements = features;
-                compareScans(scanOutputRows(row.data(), 0, 1, features, features, {}), expected,
-                             QString("features %1, trial %2").arg(features).arg(trial));
+                const QString where = QString("features %1, trial %2").arg(features).arg(trial);
+                compareScans(scanOutputRows(row.data(), 0, 1, features, features, {}), expected, where);
+                compareScans(scan_lanes::portableRow(row.data(), features, 0.0f), expected, "portable, " + where);
+                if (scan_lanes::avx512Available())
+                    compareScans(scan_lanes::avx512Row(row.data(), features, 0.0f), expected, "AVX-512, " + where);
             }
         }
     }

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "common/cpu_clones.h"
 #include "engine/compute_threads.h"
+#include "engine/output_scan_lanes.h"
 #include "numerics/fp8.h"
 #include "numerics/fp8_clip.h"
 #include "numerics/half.h"
@@ -21,49 +21,10 @@ float rowAmax(const float* row, int64_t features)
     return fp8::maxMagnitude(row, static_cast<std::size_t>(features));
 }
 
-// One row of scanOutput. Every module output of every forward passes here (tens of millions of
-// values per roberta-base forward), and the scalar loop alone took a quarter of an fp8 forward's
-// time, so 16 lanes at a time, compiled per vector width (common/cpu_clones.h: one AVX-512 register,
-// two AVX2 or four SSE2 ones); the tail takes the scalar loop, which defines the result: |x|
-// maximum with NaN never winning, inf/NaN count, 0 < |x| < 2^-14 count. The lanes compute the same
-// result: a maximum and counts do not depend on the order they are taken in.
-typedef float ScanLanes __attribute__((vector_size(64)));
-typedef int32_t ScanLaneInts __attribute__((vector_size(64)));
-constexpr int64_t kScanLanes = sizeof(ScanLanes) / sizeof(float);
-
-SCALESCOPE_CPU_CLONES OutputScan scanRow(const float* values, int64_t features, float maxAbs)
+// One row of scanOutput, in the widest lanes this CPU runs (output_scan_lanes.h).
+OutputScan scanRow(const float* values, int64_t features, float maxAbs)
 {
-    OutputScan scan;
-    int64_t i = 0;
-    ScanLanes maxima = ScanLanes{} + maxAbs;
-    ScanLaneInts nonFinite = {}, belowNormal = {};
-    const ScanLanes largest = ScanLanes{} + FLT_MAX, minNormal = ScanLanes{} + half::kHalfMinNormal;
-    const ScanLanes zero = {};
-    for (; i + kScanLanes <= features; i += kScanLanes) {
-        ScanLaneInts bits;
-        std::memcpy(&bits, values + i, sizeof bits);
-        bits &= 0x7fffffff; // |x|: the sign bit cleared
-        ScanLanes magnitude;
-        std::memcpy(&magnitude, &bits, sizeof magnitude);
-        maxima = magnitude > maxima ? magnitude : maxima; // false for NaN: NaN never wins
-        // Comparison lanes are all ones (-1) where true: subtracting them counts. NaN is not <= FLT_MAX.
-        nonFinite -= ~(magnitude <= largest);
-        belowNormal -= (magnitude > zero) & (magnitude < minNormal);
-    }
-    for (int64_t lane = 0; lane < kScanLanes; ++lane) {
-        maxAbs = std::max(maxAbs, maxima[lane]);
-        scan.nonFinite += nonFinite[lane];
-        scan.belowHalfNormal += belowNormal[lane];
-    }
-    for (; i < features; ++i) {
-        const float magnitude = std::fabs(values[i]);
-        scan.nonFinite += std::isfinite(magnitude) ? 0 : 1;
-        scan.belowHalfNormal += (magnitude > 0.0f && magnitude < half::kHalfMinNormal) ? 1 : 0;
-        maxAbs = magnitude > maxAbs ? magnitude : maxAbs; // false for NaN: NaN is left out
-    }
-    scan.maxAbs = maxAbs;
-    scan.elements = features;
-    return scan;
+    return scan_lanes::row(values, features, maxAbs);
 }
 
 bool isRealRow(const std::vector<uint8_t>& isReal, int64_t row)
