@@ -59,12 +59,14 @@ struct Options {
     int threads = 2;
     int repeats = 5;
     int sequenceLength = 384;
+    int profileRows = 1; // --profile-rows: sequences per forward of --profile fp8|reference (4: the 4 x seq row)
     bool skipPeer = false;
     bool skipSensitivity = false;
     std::size_t squadSamples = 64;
     // One of kProfiles: "fp8", "reference", "compare" or "load": only that, `repeats` times (for
     // perf record); "first-load": one FP8 checkpoint load in this process, its time printed (the
-    // table's fresh-process row).
+    // table's fresh-process row); "first-forward": a new process's first fp8 forward after that
+    // load against the warm ones after it (issue 53: oneDNN primitives and packing on first use).
     std::string profile;
     // --embed: issue 49's embed throughput instead of all of the above (bench_embed.h), over
     // embedTexts texts.
@@ -72,7 +74,7 @@ struct Options {
     std::size_t embedTexts = 1000;
 };
 
-const std::vector<std::string> kProfiles = {"fp8", "reference", "compare", "load", "first-load"};
+const std::vector<std::string> kProfiles = {"fp8", "reference", "compare", "load", "first-load", "first-forward"};
 
 // kProfiles as the usage line writes them: fp8|reference|...
 std::string profileChoices()
@@ -383,6 +385,7 @@ bool parseArguments(int argc, char** argv, Options& options)
         else if (arg == "--threads") options.threads = std::atoi(next().c_str());
         else if (arg == "--repeats") options.repeats = std::atoi(next().c_str());
         else if (arg == "--seq") options.sequenceLength = std::atoi(next().c_str());
+        else if (arg == "--profile-rows") options.profileRows = std::atoi(next().c_str());
         else if (arg == "--skip-peer") options.skipPeer = true;
         else if (arg == "--skip-sensitivity") options.skipSensitivity = true;
         else if (arg == "--squad-samples") options.squadSamples = static_cast<std::size_t>(std::atol(next().c_str()));
@@ -400,7 +403,7 @@ bool parseArguments(int argc, char** argv, Options& options)
         } else {
             std::cerr << "usage: scalescope-bench [--workdir DIR] [--output FILE] [--threads N] [--repeats N] "
                          "[--seq N] [--skip-peer] [--skip-sensitivity] [--squad-samples N] [--profile "
-                      << profileChoices() << "] [--embed [--embed-texts N]]\n";
+                      << profileChoices() << " [--profile-rows N]] [--embed [--embed-texts N]]\n";
             return false;
         }
     }
@@ -482,6 +485,8 @@ struct Measurements {
     json peer = nullptr;
     json peerEnginePlacement = nullptr;
     json peerFmsFallback = nullptr; // fms_mo's CPU fallback in PyTorch, engine placement
+    json peerBf16 = nullptr;        // PyTorch eager bf16 (issue 53's peer), torch threads, 1 x seq
+    json peerBf16Four = nullptr;    // the same, 4 x seq
 };
 
 // A batch-1 input of the bench's sequence length: <s>, random ids, </s>.
@@ -627,18 +632,23 @@ void measureGemmLimits(const ModelConfig& c, int sequenceLength, Measurements& m
 // The PyTorch eager peers: the float32 forward as PyTorch sets itself up with N threads and with
 // the engine's thread placement (OpenBLAS N, OpenMP 1), so the comparison is like for like, and
 // fms_mo's CPU fallback for FP8 Linears (quant-dequant activations, weights dequantized at every
-// call, F.linear) on the FP8 checkpoint, with the engine's placement.
+// call, F.linear) on the FP8 checkpoint, with the engine's placement; and the same forward in eager
+// bf16 (oneDNN's bf16 GEMMs where the CPU has them) at 1 x seq and 4 x seq, torch.set_num_threads
+// set to the engine's threads: what a user who wants speed runs instead (issue 53).
 void runPyTorchPeers(const Options& options, const Checkpoints& checkpoints, Measurements& m)
 {
     struct Peer {
         const char* name;
         const char* placement;
         const char* variant;
+        int rows;
         json* into;
     };
-    for (const Peer& peer : {Peer{"float-torch", "torch", "float", &m.peer},
-                             Peer{"float-engine", "engine", "float", &m.peerEnginePlacement},
-                             Peer{"fms-fallback-engine", "engine", "fms-fallback", &m.peerFmsFallback}}) {
+    for (const Peer& peer : {Peer{"float-torch", "torch", "float", 1, &m.peer},
+                             Peer{"float-engine", "engine", "float", 1, &m.peerEnginePlacement},
+                             Peer{"fms-fallback-engine", "engine", "fms-fallback", 1, &m.peerFmsFallback},
+                             Peer{"bf16-torch", "torch", "bf16", 1, &m.peerBf16},
+                             Peer{"bf16-torch-4x", "torch", "bf16", 4, &m.peerBf16Four}}) {
         const std::string peerJson = options.workdir + "/peer-" + peer.name + ".json";
         std::error_code ignored;
         fs::remove(peerJson, ignored);
@@ -646,7 +656,8 @@ void runPyTorchPeers(const Options& options, const Checkpoints& checkpoints, Mea
                                     checkpoints.floatDir + " --fp8-checkpoint " + checkpoints.fp8Dir + " --variant " +
                                     peer.variant + " --seq " + std::to_string(options.sequenceLength) + " --threads " +
                                     std::to_string(computeThreads()) + " --repeats " +
-                                    std::to_string(options.repeats) + " --placement " + peer.placement + " --output " +
+                                    std::to_string(options.repeats) + " --rows " + std::to_string(peer.rows) +
+                                    " --placement " + peer.placement + " --output " +
                                     peerJson + " 1>&2";
         if (std::system(command.c_str()) == 0 && fs::exists(peerJson)) {
             std::ifstream in(peerJson);
@@ -656,6 +667,15 @@ void runPyTorchPeers(const Options& options, const Checkpoints& checkpoints, Mea
             break;
         }
     }
+}
+
+// The report of the FP8 GEMM path fp8 mode takes by default (it has the 4 x seq forward), or null.
+const json* defaultPathReport(const Measurements& m)
+{
+    for (const json& path : m.pathReports)
+        if (path["default"].get<bool>())
+            return &path;
+    return nullptr;
 }
 
 // The measurements into the JSON report (beside what main wrote at load time).
@@ -688,6 +708,8 @@ void addMeasurements(const Measurements& m, json& report)
     report["pytorch_fms_fallback_peer_engine_placement"] = m.peerFmsFallback;
     report["pytorch_eager_peer"] = m.peer;
     report["pytorch_eager_peer_engine_placement"] = m.peerEnginePlacement;
+    report["pytorch_eager_bf16_peer"] = m.peerBf16;
+    report["pytorch_eager_bf16_peer_4x"] = m.peerBf16Four;
     const double fp8Ratio = m.fp8Forward.median() / m.referenceForward.median();
     const double compareRatio = m.compare.median() / m.referenceForward.median();
     report["ratios"] = {{"fp8_over_reference", fp8Ratio},
@@ -705,6 +727,11 @@ void addMeasurements(const Measurements& m, json& report)
     if (!m.peerFmsFallback.is_null())
         report["ratios"]["fp8_over_fms_fallback_engine_placement"] =
             m.fp8Forward.median() / m.peerFmsFallback["median_ms"].get<double>();
+    if (!m.peerBf16.is_null())
+        report["ratios"]["fp8_over_pytorch_bf16"] = m.fp8Forward.median() / m.peerBf16["median_ms"].get<double>();
+    if (!m.peerBf16Four.is_null() && defaultPathReport(m))
+        report["ratios"]["fp8_4x_over_pytorch_bf16_4x"] =
+            (*defaultPathReport(m))["forward_4x"]["median_ms"].get<double>() / m.peerBf16Four["median_ms"].get<double>();
     report["ratios"]["compare_over_fp8_plus_reference"] =
         m.compare.median() / (m.fp8Forward.median() + m.referenceForward.median());
 }
@@ -714,6 +741,25 @@ void printTimingRow(const std::string& name, const Timing& t, const std::string&
     char buffer[96];
     std::snprintf(buffer, sizeof buffer, "%.1f ms [%.1f-%.1f]", t.median(), t.min(), t.max());
     printRow(name, buffer, note);
+}
+
+// PyTorch eager bf16 at 1 x seq and 4 x seq, each beside the fp8 forward of the same size.
+void printBf16PeerRows(const Measurements& m)
+{
+    char note[128];
+    if (!m.peerBf16.is_null()) {
+        const double peerMs = m.peerBf16["median_ms"].get<double>();
+        std::snprintf(note, sizeof note, "fp8 %.2fx of it", m.fp8Forward.median() / peerMs);
+        printRow("PyTorch eager bf16 (torch threads)", ms(peerMs), note);
+    }
+    if (!m.peerBf16Four.is_null()) {
+        const double peerMs = m.peerBf16Four["median_ms"].get<double>();
+        const json* path = defaultPathReport(m);
+        if (path)
+            std::snprintf(note, sizeof note, "fp8 4 x seq %.2fx of it",
+                          (*path)["forward_4x"]["median_ms"].get<double>() / peerMs);
+        printRow("PyTorch eager bf16, 4 x seq (torch threads)", ms(peerMs), path ? note : "");
+    }
 }
 
 // The table's forwards, sweeps, compare, QA, load, memory and GEMM rows.
@@ -759,6 +805,7 @@ void printForwardRows(const Measurements& m, const json& report)
         std::snprintf(note, sizeof note, "fp8 %.2fx of it", m.fp8Forward.median() / peerMs);
         printRow("PyTorch fms_mo CPU fallback (engine placement)", ms(peerMs), note);
     }
+    printBf16PeerRows(m);
     std::snprintf(note, sizeof note, "%.2fx reference, %.2fx (fp8 + reference)", m.compare.median() / m.referenceForward.median(),
                   m.compare.median() / (m.fp8Forward.median() + m.referenceForward.median()));
     printTimingRow("full compare (both runs, all captures)", m.compare, note);
@@ -842,12 +889,28 @@ int profileFirstLoad(const Checkpoints& checkpoints)
     return 0;
 }
 
+// --profile first-forward: the FP8 checkpoint loaded in a process that has run nothing, then its
+// first fp8 forward at 1 x seq and `repeats` warm ones after it, each printed in ms.
+int profileFirstForward(const Options& options, const Checkpoints& checkpoints)
+{
+    const std::unique_ptr<EncoderModel> model = EncoderModel::load(checkpoints.fp8Dir);
+    std::mt19937 random(7);
+    const EncoderInputs inputs{{benchInputIds(options.sequenceLength, random)}, {}, {}, {}};
+    const ForwardOptions fp8Mode;
+    const Timing first = measure(1, [&] { model->forward(inputs, fp8Mode); }, /*warmUp=*/false);
+    const Timing warm = measure(options.repeats, [&] { model->forward(inputs, fp8Mode); }, /*warmUp=*/false);
+    std::printf("first-forward: %.3f ms\nwarm-forward: %.3f ms median [%.3f-%.3f]\nfirst-over-warm: %.3f\n",
+                first.median(), warm.median(), warm.min(), warm.max(), first.median() / warm.median());
+    return 0;
+}
+
 // Any other --profile: one task over and over, nothing else, for a profiler.
 int profileTask(const Options& options, const Checkpoints& checkpoints)
 {
     std::mt19937 random(7);
     const std::vector<int64_t> ids = benchInputIds(options.sequenceLength, random);
-    const EncoderInputs inputs{{ids}, {}, {}, {}};
+    EncoderInputs inputs;
+    inputs.inputIds.assign(static_cast<std::size_t>(std::max(1, options.profileRows)), ids);
     std::unique_ptr<EncoderModel> model
         = EncoderModel::load(options.profile == "reference" ? checkpoints.floatDir : checkpoints.fp8Dir);
     std::unique_ptr<EncoderModel> reference
@@ -890,6 +953,8 @@ int runBench(const Options& options)
     const Checkpoints checkpoints = prepareCheckpoints(options);
     if (options.profile == "first-load")
         return profileFirstLoad(checkpoints);
+    if (options.profile == "first-forward")
+        return profileFirstForward(options, checkpoints);
     if (!options.profile.empty())
         return profileTask(options, checkpoints);
 

@@ -9,6 +9,10 @@ then both operands converted to float32 and multiplied by their scales at every 
 addmm. PyTorch 1.13 has no float8 dtype, so the activations' rounding to E4M3 is left out and the
 weight codes are decoded by a table lookup where fms_mo casts: the peer does no more work than
 fms_mo's path, so a ratio against it does not flatter the engine.
+--variant bf16: the float32 checkpoint's tensors cast to bfloat16 once and the same forward run in
+bfloat16 throughout (PyTorch 1.13's oneDNN bf16 matmuls where the CPU has AVX-512 bf16): what a user
+who wants speed runs instead of the exact FP8 emulation, the peer issue 53 measures the fp8 forward
+against. --rows N runs N sequences of --seq tokens in one forward (4 for the bench's 4 x seq row).
 --variant embed: scalescope-bench --embed's peer, a sentence-transformers RoBERTa embedder (the bare
 RobertaModel, mean pooling over the attention mask, L2 normalize) in float32 over the token ids the
 bench wrote (--ids), in batches of --batch rows; it reports texts per second and the first rows'
@@ -182,12 +186,18 @@ def run_embed(args, config, weights):
 
 
 def run_forward(args, config, weights):
-    """The QA forward's timed runs on the bench's batch-1 input (seed 7, <s> ... </s>)."""
+    """The QA forward's timed runs on the bench's input of --rows sequences (seed 7, <s> ... </s>)."""
     generator = torch.Generator().manual_seed(7)
-    ids = torch.randint(4, 50004, (1, args.seq), generator=generator)
-    ids[0, 0], ids[0, -1] = 0, 2
+    ids = torch.randint(4, 50004, (args.rows, args.seq), generator=generator)
+    ids[:, 0], ids[:, -1] = 0, 2
     runs, _ = timed(args.repeats, lambda warm_up: forward(weights, config, ids))
-    return runs, {}
+    return runs, {"rows": args.rows}
+
+
+def bf16_weights(weights):
+    """Every float tensor as bfloat16, made once before the timed runs (a bf16 user's model.to(bfloat16))."""
+    return {name: tensor.to(torch.bfloat16) if tensor.is_floating_point() else tensor
+            for name, tensor in weights.items()}
 
 
 def main():
@@ -198,8 +208,9 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--output", required=True)
     parser.add_argument("--fp8-checkpoint", help="the FP8 checkpoint (for --variant fms-fallback)")
-    parser.add_argument("--variant", choices=["float", "fms-fallback", "embed"], default="float")
+    parser.add_argument("--variant", choices=["float", "fms-fallback", "bf16", "embed"], default="float")
     parser.add_argument("--ids", help="--variant embed: a JSON file {\"ids\": [[...], ...]} of equal-length rows")
+    parser.add_argument("--rows", type=int, default=1, help="forward variants: sequences per forward")
     parser.add_argument("--batch", type=int, default=16, help="--variant embed: rows per forward")
     parser.add_argument("--placement", choices=["torch", "engine"], default="torch",
                         help="torch: torch.set_num_threads(N) as PyTorch users do; engine: OpenBLAS N, OpenMP 1")
@@ -210,6 +221,8 @@ def main():
     weights = read_safetensors(f"{args.checkpoint}/model.safetensors")
     if args.variant == "fms-fallback":
         weights = fms_fallback_weights(weights, args.fp8_checkpoint, config)
+    elif args.variant == "bf16":
+        weights = bf16_weights(weights)
     with torch.inference_mode():
         runs, extra = (run_embed if args.variant == "embed" else run_forward)(args, config, weights)
     runs_sorted = sorted(runs)

@@ -6,11 +6,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "engine/compute_threads.h"
+#include "engine/output_scan_lanes.h"
 #include "numerics/fp8.h"
 #include "numerics/fp8_clip.h"
 #include "numerics/half.h"
@@ -24,47 +21,10 @@ float rowAmax(const float* row, int64_t features)
     return fp8::maxMagnitude(row, static_cast<std::size_t>(features));
 }
 
-// One row of scanOutput. Every module output of every forward passes here (tens of millions of
-// values per roberta-base forward), and the scalar loop alone took a quarter of an fp8 forward's
-// time, so four lanes at a time where SSE2 is there; the tail and other CPUs take the scalar loop,
-// which defines the result: |x| maximum with NaN never winning, inf/NaN count, 0 < |x| < 2^-14 count.
+// One row of scanOutput, in the widest lanes this CPU runs (output_scan_lanes.h).
 OutputScan scanRow(const float* values, int64_t features, float maxAbs)
 {
-    OutputScan scan;
-    int64_t i = 0;
-#if defined(__SSE2__)
-    const __m128 magnitudeBits = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
-    const __m128 largest = _mm_set1_ps(FLT_MAX), zero = _mm_setzero_ps(), minNormal = _mm_set1_ps(half::kHalfMinNormal);
-    __m128 maxima = _mm_set1_ps(maxAbs);
-    __m128i nonFinite = _mm_setzero_si128(), belowNormal = _mm_setzero_si128();
-    for (; i + 4 <= features; i += 4) {
-        const __m128 magnitude = _mm_and_ps(_mm_loadu_ps(values + i), magnitudeBits);
-        maxima = _mm_max_ps(magnitude, maxima); // the second operand when either is NaN: NaN never wins
-        // Comparison lanes are all ones (-1) where true: subtracting them counts.
-        nonFinite = _mm_sub_epi32(nonFinite, _mm_castps_si128(_mm_cmpnle_ps(magnitude, largest)));
-        const __m128 below = _mm_and_ps(_mm_cmpgt_ps(magnitude, zero), _mm_cmplt_ps(magnitude, minNormal));
-        belowNormal = _mm_sub_epi32(belowNormal, _mm_castps_si128(below));
-    }
-    alignas(16) float laneMaxima[4];
-    alignas(16) int32_t laneNonFinite[4], laneBelow[4];
-    _mm_store_ps(laneMaxima, maxima);
-    _mm_store_si128(reinterpret_cast<__m128i*>(laneNonFinite), nonFinite);
-    _mm_store_si128(reinterpret_cast<__m128i*>(laneBelow), belowNormal);
-    for (int lane = 0; lane < 4; ++lane) {
-        maxAbs = std::max(maxAbs, laneMaxima[lane]);
-        scan.nonFinite += laneNonFinite[lane];
-        scan.belowHalfNormal += laneBelow[lane];
-    }
-#endif
-    for (; i < features; ++i) {
-        const float magnitude = std::fabs(values[i]);
-        scan.nonFinite += std::isfinite(magnitude) ? 0 : 1;
-        scan.belowHalfNormal += (magnitude > 0.0f && magnitude < half::kHalfMinNormal) ? 1 : 0;
-        maxAbs = magnitude > maxAbs ? magnitude : maxAbs; // false for NaN: NaN is left out
-    }
-    scan.maxAbs = maxAbs;
-    scan.elements = features;
-    return scan;
+    return scan_lanes::row(values, features, maxAbs);
 }
 
 bool isRealRow(const std::vector<uint8_t>& isReal, int64_t row)
@@ -305,27 +265,38 @@ OutputScan scanOutput(const float* src, int64_t rows, int64_t features, int64_t 
     const int64_t chunks = (rows + rowsPerChunk - 1) / rowsPerChunk;
     std::vector<OutputScan> partial(static_cast<std::size_t>(std::max<int64_t>(chunks, 0)));
     parallelFor(chunks, 1, [&](int64_t begin, int64_t end) {
-        for (int64_t chunk = begin; chunk < end; ++chunk) {
-            OutputScan& scan = partial[static_cast<std::size_t>(chunk)];
-            for (int64_t row = chunk * rowsPerChunk; row < std::min(rows, (chunk + 1) * rowsPerChunk); ++row) {
-                if (!isRealRow(isReal, row))
-                    continue;
-                const OutputScan rowScan = scanRow(src + row * rowStride, features, scan.maxAbs);
-                scan.maxAbs = rowScan.maxAbs;
-                scan.nonFinite += rowScan.nonFinite;
-                scan.belowHalfNormal += rowScan.belowHalfNormal;
-                scan.elements += rowScan.elements;
-            }
-        }
+        for (int64_t chunk = begin; chunk < end; ++chunk)
+            partial[static_cast<std::size_t>(chunk)] = scanOutputRows(
+                src, chunk * rowsPerChunk, std::min(rows, (chunk + 1) * rowsPerChunk), features, rowStride, isReal);
     });
     OutputScan scan;
-    for (const OutputScan& part : partial) {
-        scan.maxAbs = std::max(scan.maxAbs, part.maxAbs);
-        scan.nonFinite += part.nonFinite;
-        scan.belowHalfNormal += part.belowHalfNormal;
-        scan.elements += part.elements;
+    for (const OutputScan& part : partial)
+        combineScans(scan, part);
+    return scan;
+}
+
+OutputScan scanOutputRows(const float* src, int64_t begin, int64_t end, int64_t features, int64_t rowStride,
+                          const std::vector<uint8_t>& isReal)
+{
+    OutputScan scan;
+    for (int64_t row = begin; row < end; ++row) {
+        if (!isRealRow(isReal, row))
+            continue;
+        const OutputScan rowScan = scanRow(src + row * rowStride, features, scan.maxAbs);
+        scan.maxAbs = rowScan.maxAbs;
+        scan.nonFinite += rowScan.nonFinite;
+        scan.belowHalfNormal += rowScan.belowHalfNormal;
+        scan.elements += rowScan.elements;
     }
     return scan;
+}
+
+void combineScans(OutputScan& into, const OutputScan& part)
+{
+    into.maxAbs = std::max(into.maxAbs, part.maxAbs); // neither holds NaN: scanRow leaves it out
+    into.nonFinite += part.nonFinite;
+    into.belowHalfNormal += part.belowHalfNormal;
+    into.elements += part.elements;
 }
 
 bool rowHasNonFinite(const float* src, int64_t row, int64_t features, int64_t rowStride)

@@ -60,6 +60,12 @@ struct OutputScan {
 };
 OutputScan scanOutput(const float* src, int64_t rows, int64_t features, int64_t rowStride,
                       const std::vector<uint8_t>& isReal);
+// scanOutput of rows [begin, end) alone, on the calling thread: for a pass that has just written
+// those rows (the FP8 GEMM's epilogue) to scan them while they are in cache. Scans of disjoint
+// row ranges combine with combineScans, in any order, to scanOutput's result over their union.
+OutputScan scanOutputRows(const float* src, int64_t begin, int64_t end, int64_t features, int64_t rowStride,
+                          const std::vector<uint8_t>& isReal);
+void combineScans(OutputScan& into, const OutputScan& part);
 
 // Whether row `row` (rowStride apart) holds an inf or NaN.
 bool rowHasNonFinite(const float* src, int64_t row, int64_t features, int64_t rowStride);

@@ -11,6 +11,7 @@
 #include <deque>
 #include <limits>
 #include <mutex>
+#include <optional>
 
 #include "common/error.h"
 #include "engine/activation_kernels.h"
@@ -85,20 +86,35 @@ struct ForwardContext {
         check(module, tensor);
         capture(point, module, tensor);
     }
+    // The same with the scan already taken by the pass that wrote the tensor (the FP8 GEMM's epilogue).
+    void outputScanned(const std::string& point, const std::string& module, const at::Tensor& tensor,
+                       const OutputScan& scan)
+    {
+        record(module, tensor, scan);
+        capture(point, module, tensor);
+    }
 
     // A module output's range and inf/NaN count, for modules that are not capture points too
     // (EncoderLayout::outputModules()).
     void check(const std::string& module, const at::Tensor& tensor)
     {
+        const at::Tensor rows = rowsOf(tensor);
+        record(module, tensor,
+               scanOutput(rows.data_ptr<float>(), rows.size(0), rows.size(1), rows.stride(0), realRowsFor(rows.size(0))));
+    }
+    static at::Tensor rowsOf(const at::Tensor& tensor)
+    {
         at::Tensor rows = tensor.reshape({-1, tensor.size(-1)});
-        if (rows.stride(1) != 1)
-            rows = rows.contiguous();
-        const std::vector<uint8_t>& real = realRowsFor(rows.size(0));
-        const OutputScan scan = scanOutput(rows.data_ptr<float>(), rows.size(0), rows.size(1), rows.stride(0), real);
+        return rows.stride(1) != 1 ? rows.contiguous() : rows;
+    }
+    // A module output's scan into the result; its rows that hold inf or NaN marked.
+    void record(const std::string& module, const at::Tensor& tensor, const OutputScan& scan)
+    {
         result.outputRanges.push_back({module, scan.maxAbs, scan.belowHalfNormal, scan.elements});
         if (scan.nonFinite > 0) {
+            const at::Tensor rows = rowsOf(tensor);
             result.nonFinite.push_back({module, scan.nonFinite});
-            markRowsNonFinite(module, rows, real);
+            markRowsNonFinite(module, rows, realRowsFor(rows.size(0)));
         }
     }
 
@@ -252,22 +268,57 @@ std::vector<float> quantizedInputBf16(const LinearInfo& info, const at::Tensor& 
     return rowScales;
 }
 
+// The non-finite scan of a factored GEMM's output taken in its epilogue, chunk by chunk of rows
+// while they are still in cache, instead of another pass over the output: one scan per column
+// segment (q, k and v of a layer's fused GEMM are three). Only where the epilogue writes the
+// module's final values: fp16 mode rounds them to half afterwards and scans what it stored.
+class EpilogueScan {
+public:
+    EpilogueScan(int64_t segments, int64_t segmentWidth) : segments_(segments), width_(segmentWidth) {}
+    static bool applies(const ForwardContext& context) { return context.options.mode != RunMode::Fp16; }
+
+    // What the epilogue calls with each chunk of y ([rows, segments * width]) it has finished.
+    Fp8FactoredGemm::RowsDone rowsDone(const float* y, int64_t rows, const std::vector<uint8_t>& real)
+    {
+        byRow_.assign(static_cast<std::size_t>(rows * segments_), OutputScan{});
+        return [this, y, &real](int64_t begin, int64_t end) {
+            for (int64_t s = 0; s < segments_; ++s) // chunks never overlap: each writes its own rows' slots
+                byRow_[static_cast<std::size_t>(begin * segments_ + s)] =
+                    scanOutputRows(y + s * width_, begin, end, width_, segments_ * width_, real);
+        };
+    }
+    OutputScan segment(int64_t s) const
+    {
+        OutputScan scan;
+        for (std::size_t i = static_cast<std::size_t>(s); i < byRow_.size(); i += static_cast<std::size_t>(segments_))
+            combineScans(scan, byRow_[i]);
+        return scan;
+    }
+
+private:
+    int64_t segments_, width_;
+    std::vector<OutputScan> byRow_;
+};
+
 // fp8 mode's Linear on the factored path (fp8_gemm.h): the GEMM multiplies the activations' E4M3
-// values by the weight's, and the scales and the bias come after.
-at::Tensor runFactoredLinear(const Fp8FactoredGemm& gemm, const LinearInfo& info, const at::Tensor& x, ForwardContext& context)
+// values by the weight's, and the scales and the bias come after; `scan`, when given, is taken there.
+at::Tensor runFactoredLinear(const Fp8FactoredGemm& gemm, const LinearInfo& info, const at::Tensor& x,
+                             ForwardContext& context, EpilogueScan* scan = nullptr)
 {
     const int64_t features = x.size(-1);
     const at::Tensor input = x.contiguous().view({-1, features});
     const int64_t rows = input.size(0);
     at::Tensor values;
     at::Tensor y = at::empty({rows, gemm.outFeatures()}, at::kFloat);
+    const Fp8FactoredGemm::RowsDone rowsDone =
+        scan ? scan->rowsDone(y.data_ptr<float>(), rows, context.realRowsFor(rows)) : Fp8FactoredGemm::RowsDone{};
     if (gemm.readsBf16()) {
         const std::vector<float> rowScales = quantizedInputBf16(info, input, values, context);
         gemm.runBf16(reinterpret_cast<const uint16_t*>(values.data_ptr<int16_t>()), rowScales.data(), rows,
-                     y.data_ptr<float>());
+                     y.data_ptr<float>(), rowsDone);
     } else {
         const std::vector<float> rowScales = quantizedInputValues(info, input, values, context);
-        gemm.run(values.data_ptr<float>(), rowScales.data(), rows, y.data_ptr<float>());
+        gemm.run(values.data_ptr<float>(), rowScales.data(), rows, y.data_ptr<float>(), rowsDone);
     }
     std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
     shape.back() = gemm.outFeatures();
@@ -325,10 +376,13 @@ at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardCo
     context.capture(info.module + ".input", info.module, x);
     recordLinearInputAmax(info, x, context);
     at::Tensor y;
+    std::optional<EpilogueScan> scan;
     if (runsDl16(info, context)) {
         y = runDl16Linear(linear, x, context);
     } else if (const Fp8FactoredGemm* gemm = factoredGemmFor(linear.factoredGemm, info, context)) {
-        y = runFactoredLinear(*gemm, info, x, context);
+        if (EpilogueScan::applies(context))
+            scan.emplace(1, gemm->outFeatures());
+        y = runFactoredLinear(*gemm, info, x, context, scan ? &*scan : nullptr);
     } else if (runsReferenceWeights(info, context)) {
         const ReferenceLinear reference = loadReferenceLinear(*context.options.floatWeightsFrom,
                                                               *context.layout.findLinear(info.module),
@@ -340,7 +394,10 @@ at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardCo
         y = linearFloat(input, weight, linear.bias);
     }
     y = context.stored(y);
-    context.output(info.module + ".output", info.module, y);
+    if (scan)
+        context.outputScanned(info.module + ".output", info.module, y, scan->segment(0));
+    else
+        context.output(info.module + ".output", info.module, y);
     return y;
 }
 
@@ -362,8 +419,12 @@ std::array<at::Tensor, 3> runQkv(const LayerWeights& layer, const at::Tensor& x,
         recordLinearInputAmax(member->info, x, context);
     const std::size_t statisticsBefore = context.result.activationStatistics.size();
     const Fp8FactoredGemm* gemm = factoredGemmFor(layer.qkvFactoredGemm, layer.query.info, context);
+    const int64_t width = layer.query.info.outFeatures;
+    std::optional<EpilogueScan> scan;
+    if (gemm && EpilogueScan::applies(context))
+        scan.emplace(3, width);
     const at::Tensor y = context.stored(
-        gemm ? runFactoredLinear(*gemm, layer.query.info, x, context)
+        gemm ? runFactoredLinear(*gemm, layer.query.info, x, context, scan ? &*scan : nullptr)
              : linearFloat(linearInput(layer.query.info, x, context), fusedQkvWeight(layer), layer.qkvBias));
     // The three share one quantized input, so they share its statistics too.
     if (context.result.activationStatistics.size() == statisticsBefore + 1) {
@@ -373,14 +434,16 @@ std::array<at::Tensor, 3> runQkv(const LayerWeights& layer, const at::Tensor& x,
             context.result.activationStatistics.push_back(copy);
         }
     }
-    const int64_t width = layer.query.info.outFeatures;
     std::array<at::Tensor, 3> outputs;
     for (std::size_t i = 0; i < 3; ++i) {
         // Captured in the order of separate Linears: q input, q output, k input, ...
         const std::string& module = members[i]->info.module;
         outputs[i] = y.narrow(-1, static_cast<int64_t>(i) * width, width);
         context.capture(module + ".input", module, x);
-        context.output(module + ".output", module, outputs[i]);
+        if (scan)
+            context.outputScanned(module + ".output", module, outputs[i], scan->segment(static_cast<int64_t>(i)));
+        else
+            context.output(module + ".output", module, outputs[i]);
     }
     return outputs;
 }

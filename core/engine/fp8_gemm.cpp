@@ -103,8 +103,9 @@ struct Fp8FactoredGemm::Impl {
         return converted;
     }
 
-    // The epilogue: y = s_a[t] * s_w[o] * sum + bias[o], rows spread over the compute threads.
-    void applyScalesAndBias(const float* rowScales, int64_t rows, float* y) const
+    // The epilogue: y = s_a[t] * s_w[o] * sum + bias[o], rows spread over the compute threads;
+    // rowsDone (when set) sees each chunk right after it.
+    void applyScalesAndBias(const float* rowScales, int64_t rows, float* y, const RowsDone& rowsDone) const
     {
         const float* scales = weightScales.data();
         const float* b = bias.empty() ? nullptr : bias.data();
@@ -112,6 +113,8 @@ struct Fp8FactoredGemm::Impl {
         parallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(width, 1)), [&](int64_t begin, int64_t end) {
             for (int64_t row = begin; row < end; ++row)
                 scaleRowAndAddBias(y + row * width, width, rowScales[row], scales, b);
+            if (rowsDone)
+                rowsDone(begin, end);
         });
     }
 
@@ -248,7 +251,8 @@ void Fp8FactoredGemm::multiply(const void* values, int64_t rows, float* y) const
     stream.wait();
 }
 
-void Fp8FactoredGemm::runBf16(const uint16_t* values, const float* rowScales, int64_t rows, float* y) const
+void Fp8FactoredGemm::runBf16(const uint16_t* values, const float* rowScales, int64_t rows, float* y,
+                              const RowsDone& rowsDone) const
 {
     const Impl& m = *impl_;
     if (rows <= 0)
@@ -256,10 +260,11 @@ void Fp8FactoredGemm::runBf16(const uint16_t* values, const float* rowScales, in
     if (!readsBf16())
         throw Error("Linear '" + m.module + "': its factored GEMM reads float32 values, not bf16.");
     multiply(values, rows, y);
-    m.applyScalesAndBias(rowScales, rows, y);
+    m.applyScalesAndBias(rowScales, rows, y, rowsDone);
 }
 
-void Fp8FactoredGemm::run(const float* values, const float* rowScales, int64_t rows, float* y) const
+void Fp8FactoredGemm::run(const float* values, const float* rowScales, int64_t rows, float* y,
+                          const RowsDone& rowsDone) const
 {
     const Impl& m = *impl_;
     if (rows <= 0)
@@ -268,11 +273,11 @@ void Fp8FactoredGemm::run(const float* values, const float* rowScales, int64_t r
         std::vector<uint16_t> bf16Values(static_cast<std::size_t>(rows * m.in));
         for (std::size_t i = 0; i < bf16Values.size(); ++i)
             bf16Values[i] = exactBf16(values[i]);
-        runBf16(bf16Values.data(), rowScales, rows, y);
+        runBf16(bf16Values.data(), rowScales, rows, y, rowsDone);
         return;
     }
     multiply(values, rows, y);
-    m.applyScalesAndBias(rowScales, rows, y);
+    m.applyScalesAndBias(rowScales, rows, y, rowsDone);
 }
 
 namespace {

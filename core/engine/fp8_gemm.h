@@ -20,6 +20,7 @@
 // once (the engine is not used from two threads at once). Errors: oneDNN failures at construction
 // throw scalescope::Error naming the Linear.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,13 +83,19 @@ public:
     int64_t inFeatures() const;
     int64_t outFeatures() const;
 
+    // Called with each chunk of rows [begin, end) of y once the epilogue has written them, on the
+    // compute thread that wrote them (chunks may run concurrently): a caller that reads every
+    // output (the forward's non-finite scan) does so while the rows are still in cache, instead
+    // of another pass over y.
+    using RowsDone = std::function<void(int64_t begin, int64_t end)>;
     // values: [rows, in] E4M3 values of the activations (x / s rounded, not scaled back; exact
     // in bf16); rowScales: the activation scale of each row; y: [rows, out] float32.
-    void run(const float* values, const float* rowScales, int64_t rows, float* y) const;
+    void run(const float* values, const float* rowScales, int64_t rows, float* y, const RowsDone& rowsDone = {}) const;
     // The same with the values already as bfloat16 bits (activation_kernels.h
     // quantizeActivationsToBf16), when readsBf16(): no conversion pass.
     bool readsBf16() const;
-    void runBf16(const uint16_t* values, const float* rowScales, int64_t rows, float* y) const;
+    void runBf16(const uint16_t* values, const float* rowScales, int64_t rows, float* y,
+                 const RowsDone& rowsDone = {}) const;
     // The GEMM alone, y = values x codes^T without scales or bias (values as the sources' type):
     // the bare rate benchmarks compare a forward with.
     void multiply(const void* values, int64_t rows, float* y) const;

@@ -1,0 +1,206 @@
+// The output scan folded into the factored FP8 GEMM's epilogue (issue 53): scans of row ranges
+// combine to the whole output's scan, the epilogue hands every row over once and final, and a
+// forward's module ranges are those of its outputs on every FP8 GEMM path (the fold on the
+// factored ones, the separate pass on float32), with padding rows left out.
+#include <QtTest>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <mutex>
+#include <random>
+
+#include "engine/activation_kernels.h"
+#include "engine/compute_threads.h"
+#include "engine/encoder_model.h"
+#include "engine/fp8_gemm.h"
+#include "engine/output_scan_lanes.h"
+#include "numerics/fp8.h"
+#include "support/fixtures.h"
+
+using namespace scalescope;
+using namespace scalescope::testing;
+
+namespace {
+
+void compareScans(const OutputScan& got, const OutputScan& expected, const QString& what)
+{
+    QVERIFY2(got.nonFinite == expected.nonFinite, qPrintable(what + ": non-finite count"));
+    QVERIFY2(got.belowHalfNormal == expected.belowHalfNormal, qPrintable(what + ": below half normal"));
+    QVERIFY2(got.elements == expected.elements, qPrintable(what + ": elements"));
+    QVERIFY2(got.maxAbs == expected.maxAbs, qPrintable(what + QString(": max %1 vs %2").arg(got.maxAbs).arg(expected.maxAbs)));
+}
+
+// The factored sources this machine runs: float32 always, bf16 where the CPU has it.
+std::vector<Fp8GemmPath> factoredSources()
+{
+    std::vector<Fp8GemmPath> sources = {Fp8GemmPath::FactoredFloat32};
+    if (fp8GemmStatus().bf16Available)
+        sources.push_back(Fp8GemmPath::Bf16);
+    return sources;
+}
+
+const FloatTensor* findCapture(const ForwardResult& result, const std::string& name)
+{
+    for (const NamedTensor& t : result.captures)
+        if (t.name == name)
+            return &t.tensor;
+    return nullptr;
+}
+
+} // namespace
+
+class TestEpilogueScan : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase()
+    {
+        setComputeThreads(2);
+        qInfo("output scan lanes: %s", scan_lanes::avx512Available() ? "AVX-512 (and SSE2 tested beside it)" : "SSE2");
+    }
+
+    // Rows split into random disjoint ranges, scanned alone and combined in a shuffled order, give
+    // scanOutput's result over all rows: inf, NaN, subnormals, padding rows, a row stride.
+    void rowRangesCombineToTheWholeScan()
+    {
+        std::mt19937 random(41);
+        std::uniform_real_distribution<float> uniform(-5.0f, 5.0f);
+        const float specials[] = {INFINITY, -INFINITY, NAN, 1e-40f, -2e-5f, 0.0f, 65504.0f};
+        for (const int64_t features : {1, 7, 16, 768}) {
+            const int64_t rows = 23, stride = features + 5;
+            std::vector<float> values(static_cast<std::size_t>(rows * stride));
+            for (float& v : values)
+                v = random() % 6 == 0 ? specials[random() % std::size(specials)] : uniform(random);
+            std::vector<uint8_t> real(static_cast<std::size_t>(rows));
+            for (uint8_t& r : real)
+                r = random() % 4 != 0;
+            std::vector<std::pair<int64_t, int64_t>> ranges;
+            for (int64_t begin = 0; begin < rows;) {
+                const int64_t end = std::min(rows, begin + 1 + static_cast<int64_t>(random() % 5));
+                ranges.emplace_back(begin, end);
+                begin = end;
+            }
+            std::shuffle(ranges.begin(), ranges.end(), random);
+            OutputScan combined;
+            for (const auto& [begin, end] : ranges)
+                combineScans(combined, scanOutputRows(values.data(), begin, end, features, stride, real));
+            compareScans(combined, scanOutput(values.data(), rows, features, stride, real),
+                         QString("features %1").arg(features));
+        }
+    }
+
+    // Every version of the row scan this machine runs (output_scan_lanes.h: SSE2's four lanes
+    // everywhere, AVX-512's sixteen where the CPU has them, and the one the engine chose) against a
+    // plain loop, at widths around the lane counts where whole vectors and the scalar tail meet,
+    // with inf, NaN and subnormals.
+    void scanLanesMatchAPlainLoop()
+    {
+        std::mt19937 random(47);
+        std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+        const float specials[] = {INFINITY, -INFINITY, NAN, -NAN, 1e-40f, 3e-5f, 0.0f, -0.0f, 6.103515625e-05f, FLT_MAX};
+        for (const int64_t features : {15, 16, 17, 31, 32, 33, 48, 100}) {
+            std::vector<float> row(static_cast<std::size_t>(features));
+            for (int trial = 0; trial < 20; ++trial) {
+                for (float& v : row)
+                    v = random() % 4 == 0 ? specials[random() % std::size(specials)] : uniform(random);
+                OutputScan expected;
+                for (const float v : row) {
+                    const float magnitude = std::fabs(v);
+                    expected.nonFinite += std::isfinite(magnitude) ? 0 : 1;
+                    expected.belowHalfNormal += magnitude > 0 && magnitude < 6.103515625e-05f ? 1 : 0;
+                    if (!std::isnan(magnitude))
+                        expected.maxAbs = std::max(expected.maxAbs, magnitude);
+                }
+                expected.elements = features;
+                const QString where = QString("features %1, trial %2").arg(features).arg(trial);
+                compareScans(scanOutputRows(row.data(), 0, 1, features, features, {}), expected, where);
+                compareScans(scan_lanes::portableRow(row.data(), features, 0.0f), expected, "portable, " + where);
+                if (scan_lanes::avx512Available())
+                    compareScans(scan_lanes::avx512Row(row.data(), features, 0.0f), expected, "AVX-512, " + where);
+            }
+        }
+    }
+
+    // The epilogue calls rowsDone once for every row, after writing it: the rows it sees are the
+    // GEMM's final output, and the output is the same as without a callback.
+    void epilogueHandsOverEveryFinalRowOnce()
+    {
+        std::mt19937 random(43);
+        const int64_t rows = 61, in = 96, out = 200;
+        std::vector<uint8_t> codes(static_cast<std::size_t>(out * in));
+        for (uint8_t& code : codes)
+            do
+                code = static_cast<uint8_t>(random() & 0xFF);
+            while ((code & 0x7F) == fp8::kE4M3NaN);
+        std::vector<float> values(static_cast<std::size_t>(rows * in)), rowScales(static_cast<std::size_t>(rows));
+        std::vector<float> weightScales(static_cast<std::size_t>(out)), bias(static_cast<std::size_t>(out));
+        for (float& v : values)
+            v = fp8::decodeE4M3(static_cast<uint8_t>(random() % 0x7E));
+        for (float& s : rowScales)
+            s = 0.01f + float(random() % 100) / 1000.0f;
+        for (float& s : weightScales)
+            s = 0.002f + float(random() % 100) / 10000.0f;
+        for (float& b : bias)
+            b = float(int(random() % 200) - 100) / 50.0f;
+        for (const Fp8GemmPath sources : factoredSources()) {
+            const Fp8FactoredGemm gemm("epilogue", codes.data(), out, in, weightScales, bias, sources);
+            std::vector<float> plain(static_cast<std::size_t>(rows * out)), folded(plain.size()), seen(plain.size());
+            gemm.run(values.data(), rowScales.data(), rows, plain.data());
+            std::vector<int> times(static_cast<std::size_t>(rows), 0);
+            std::mutex lock;
+            gemm.run(values.data(), rowScales.data(), rows, folded.data(), [&](int64_t begin, int64_t end) {
+                const std::lock_guard<std::mutex> guard(lock);
+                for (int64_t row = begin; row < end; ++row) {
+                    ++times[static_cast<std::size_t>(row)];
+                    std::copy_n(folded.data() + row * out, out, seen.data() + row * out);
+                }
+            });
+            QVERIFY(std::all_of(times.begin(), times.end(), [](int n) { return n == 1; }));
+            QVERIFY(folded == plain);
+            QVERIFY(seen == plain);
+        }
+    }
+
+    // Every module range a forward reports for a Linear output is the scan of that output as
+    // captured, on the real rows of a padded batch of two, on every FP8 GEMM path this machine runs.
+    void forwardRangesAreTheScansOfTheOutputs()
+    {
+        const std::string floatDir = makeTempDir("float"), fp8Dir = makeTempDir("fp8") + "/model";
+        writeTinyFloatCheckpoint(floatDir, TinyModelSpec{});
+        writeTinyFp8Checkpoint(floatDir, fp8Dir, Fp8Scheme{});
+        EncoderInputs inputs;
+        inputs.inputIds = {{0, 5, 9, 13, 17, 21, 2}, {0, 7, 11, 2}};
+        std::vector<Fp8GemmPath> paths = factoredSources();
+        paths.push_back(Fp8GemmPath::Float32);
+        for (const Fp8GemmPath path : paths) {
+            forceFp8GemmPath(&path);
+            const std::unique_ptr<EncoderModel> model = EncoderModel::load(fp8Dir);
+            ForwardOptions options;
+            options.capture.all = true;
+            const ForwardResult result = model->forward(inputs, options);
+            int linears = 0;
+            for (const ModuleOutputRange& range : result.outputRanges) {
+                const FloatTensor* output = findCapture(result, range.module + ".output");
+                const bool linear = range.module.find("dense") != std::string::npos ||
+                                    range.module.find("self.") != std::string::npos;
+                if (!output || !linear || output->shape.size() != 3)
+                    continue;
+                const int64_t features = output->shape.back(), seq = output->shape[1];
+                std::vector<uint8_t> real;
+                for (std::size_t row = 0; row < inputs.inputIds.size(); ++row)
+                    for (int64_t t = 0; t < seq; ++t)
+                        real.push_back(t < static_cast<int64_t>(inputs.inputIds[row].size()));
+                const OutputScan expected = scanOutput(output->values.data(), static_cast<int64_t>(real.size()), features,
+                                                       features, real);
+                compareScans(OutputScan{0, range.maxAbs, range.belowHalfNormal, range.elements}, expected,
+                             QString::fromStdString(range.module));
+                ++linears;
+            }
+            QVERIFY2(linears >= 12, qPrintable(QString("%1 Linear outputs checked").arg(linears)));
+        }
+        forceFp8GemmPath(nullptr);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestEpilogueScan)
+#include "test_epilogue_scan.moc"
