@@ -17,6 +17,7 @@
 #include "panels/errors_panel.h"
 #include "panels/rerank_panel.h"
 #include "panels/sensitivity_panel.h"
+#include "panels/task_evaluate_panel.h"
 #include "panels/triage_panel.h"
 #include "stale_banner.h"
 #include "support/fixtures.h"
@@ -171,6 +172,27 @@ bool playTaskTour(MainWindow& window, const QString& out)
         return false;
     shoot(window, out + "/26-classify-sensitivity.png");
     printTaskStamps(window, "open the classifier, classify and sweep");
+
+    // Evaluate Tasks on the classification file the panel offers (the demo's, with the demo), then
+    // the first flipped row opened in Classify.
+    TaskEvaluatePanel* evaluate = window.taskEvaluatePanel();
+    window.tabs()->setCurrentWidget(evaluate);
+    if (evaluate->datasetPath().isEmpty())
+        std::printf("Evaluate Tasks: no classification file offered (not the demo); skipped\n");
+    else {
+        if (!clickAndWait(window, evaluate->evaluateButton(), &WorkbenchSession::taskEvaluated))
+            return false;
+        shoot(window, out + "/27-classify-evaluate.png");
+        std::printf("Evaluate Tasks: %d metrics, %d changed rows\n", evaluate->metricsModel()->rowCount(),
+                    evaluate->changedModel()->rowCount());
+        if (evaluate->changedModel()->rowCount() > 0) {
+            QSignalSpy classified(window.session(), &WorkbenchSession::textClassified);
+            evaluate->openChangedRow(0);
+            classified.wait(120000);
+            waitIdle(window.session());
+            shoot(window, out + "/28-evaluate-row-in-classify.png");
+        }
+    }
 
     const QString report = out + "/tasks-report";
     QDir(report).removeRecursively();
