@@ -92,7 +92,7 @@ TaskEvaluatePanel::TaskEvaluatePanel(WorkbenchSession* session, QWidget* parent)
     metricsView_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     changed_ = new QStandardItemModel(this);
     changedView_ = makeTable(content, changed_);
-    changedView_->setMinimumHeight(200);
+    changedView_->setMinimumHeight(140);
     changedView_->setToolTip(tr("Double-click an input to open it in its task panel"));
     open_ = new QPushButton(tr("Open in Task Panel"), content);
     open_->setEnabled(false);
@@ -117,7 +117,7 @@ TaskEvaluatePanel::TaskEvaluatePanel(WorkbenchSession* session, QWidget* parent)
     layout->addWidget(summary_);
     layout->addWidget(metricsView_);
     layout->addWidget(changedBox, 1);
-    layout->addLayout(chartsRow, 1);
+    layout->addLayout(chartsRow, 2);
     setScrollingPage(this, content);
 
     connect(evaluate_, &QPushButton::clicked, this, &TaskEvaluatePanel::requestEvaluation);
@@ -290,6 +290,16 @@ void TaskEvaluatePanel::clearResults(const QString& why)
     banner_->clearResult();
 }
 
+// The metrics table as tall as its rows: it never scrolls, whichever task's metrics it holds.
+void TaskEvaluatePanel::fitMetricsHeight()
+{
+    metricsView_->resizeRowsToContents();
+    int height = metricsView_->horizontalHeader()->sizeHint().height() + 2 * metricsView_->frameWidth();
+    for (int row = 0; row < metrics_->rowCount(); ++row)
+        height += metricsView_->rowHeight(row);
+    metricsView_->setFixedHeight(std::max(height, metricsView_->horizontalHeader()->sizeHint().height() * 3));
+}
+
 void TaskEvaluatePanel::addMetric(const QString& name, double run, double reference, int decimals)
 {
     metrics_->appendRow({textItem(name), numberItem(run, decimals), numberItem(reference, decimals),
@@ -324,6 +334,9 @@ void TaskEvaluatePanel::showOutcome(const TaskEvaluationOutcome& outcome, const 
                           .arg(mode, referenceLabel.toHtmlEscaped(),
                                QFileInfo(outcome.path).fileName().toHtmlEscaped(), summary_->text()));
     open_->setEnabled(changed_->rowCount() > 0);
+    fitMetricsHeight();
+    // Only an STS evaluation has a second chart (its pairs' similarities).
+    detailChart_->setVisible(bool(outcome.sts));
     for (ChartView* chart : charts())
         chart->setStamp(outcome.stamp.describe());
 }
@@ -442,10 +455,10 @@ void TaskEvaluatePanel::showClassification(const TaskEvaluationOutcome& outcome)
                              item.kl ? numberItem(*item.kl, 5) : textItem(QString())});
     }
     sizeChangedColumns({1});
-    summary_->setText(tr("%L1 rows classified; %L2 labels flip between the sides%3. Double-click a flipped row to "
-                         "open it in Classify.")
+    summary_->setText(tr("%L1 rows classified; %2 between the sides%3. Double-click a flipped row to open it "
+                         "in Classify.")
                           .arg(rows)
-                          .arg(result.flips)
+                          .arg(result.flips == 1 ? tr("1 label flips") : tr("%L1 labels flip").arg(result.flips))
                           .arg(result.runAccuracy ? tr(", accuracy %1 %2 against the reference's %3")
                                                         .arg(mode)
                                                         .arg(*result.runAccuracy, 0, 'f', 4)

@@ -93,6 +93,7 @@ private:
     void addMetric(const QString& name, double run, double reference, int decimals);
     void addBetweenSides(const QString& name, double value, const QString& text, int decimals);
     void sizeChangedColumns(const QList<int>& textColumns);
+    void fitMetricsHeight();
 
     DemoCatalog demo_;
     bool demoOpen_ = false;
