@@ -147,6 +147,18 @@ bool playTaskTour(MainWindow& window, const QString& out)
     window.tabs()->setCurrentWidget(window.errorsPanel());
     shoot(window, out + "/21-embed-errors.png");
     printTaskStamps(window, "open the embedder and embed");
+    // The embedder's datasets in Evaluate Tasks (the demo's STS pairs, then its BEIR folder).
+    TaskEvaluatePanel* evaluateEmbedder = window.taskEvaluatePanel();
+    window.tabs()->setCurrentWidget(evaluateEmbedder);
+    if (!evaluateEmbedder->datasetPath().isEmpty()) {
+        if (!clickAndWait(window, evaluateEmbedder->evaluateButton(), &WorkbenchSession::taskEvaluated))
+            return false;
+        shoot(window, out + "/21b-embed-evaluate-sts.png");
+        evaluateEmbedder->setKind(TaskDatasetKind::Retrieval);
+        if (!clickAndWait(window, evaluateEmbedder->evaluateButton(), &WorkbenchSession::taskEvaluated))
+            return false;
+        shoot(window, out + "/21c-embed-evaluate-retrieval.png");
+    }
 
     if (!openWithReference(window, checkpoints.rerank, checkpoints.rerankReference))
         return false;
