@@ -17,6 +17,7 @@
 #include <cmath>
 
 #include "charts/chart_view.h"
+#include "demo_catalog.h"
 #include "engine/compute_threads.h"
 #include "engine/encoder_model.h"
 #include "main_window.h"
@@ -24,10 +25,12 @@
 #include "panels/classify_panel.h"
 #include "panels/embed_panel.h"
 #include "panels/errors_panel.h"
+#include "panels/evaluate_panel.h"
 #include "panels/fill_mask_panel.h"
 #include "panels/rerank_panel.h"
 #include "panels/scales_panel.h"
 #include "panels/sensitivity_panel.h"
+#include "panels/task_evaluate_panel.h"
 #include "panels/task_panel_parts.h"
 #include "panels/triage_panel.h"
 #include "stale_banner.h"
@@ -36,6 +39,8 @@
 #include "tasks/classify.h"
 #include "tasks/embed.h"
 #include "tasks/rerank.h"
+#include "tasks/task_datasets.h"
+#include "tasks/task_evaluation.h"
 
 using namespace scalescope;
 using namespace scalescope::ui;
@@ -85,6 +90,26 @@ const QStringList kTexts = {"the cat sat on the mat", "a dog sat on a mat", "Par
 const QStringList kPassages = {"the cat sat on the mat", "Paris is the capital of France", "the dog is on the mat",
                                "France is a capital"};
 const QString kQuery = "what is the capital of France ?";
+
+const std::string kDemo = SCALESCOPE_DEMO_DIR;
+
+// The row of the metrics table named `name`, -1 when there is none.
+int metricRow(const QStandardItemModel* model, const QString& name)
+{
+    for (int row = 0; row < model->rowCount(); ++row)
+        if (model->index(row, TaskEvaluatePanel::MetricNameColumn).data().toString() == name)
+            return row;
+    return -1;
+}
+
+// The dataset indices the changed table lists, in its order.
+std::vector<std::size_t> listedInputs(const QStandardItemModel* model)
+{
+    std::vector<std::size_t> inputs;
+    for (int row = 0; row < model->rowCount(); ++row)
+        inputs.push_back(std::size_t(model->index(row, 0).data(TaskEvaluatePanel::kInputIndexRole).toULongLong()));
+    return inputs;
+}
 
 } // namespace
 
@@ -303,6 +328,168 @@ class TestTaskPanels : public QObject {
         QVERIFY(page.contains("no passages reranked yet"));
     }
 
+    // Evaluate Tasks on the open demo checkpoint's own dataset (offered by the panel), as a user
+    // presses it: the outcome it shows.
+    std::shared_ptr<const TaskEvaluationOutcome> evaluateDemoDataset(MainWindow& window, TaskDatasetKind kind,
+                                                                     const std::string& dataset, int maxSamples)
+    {
+        TaskEvaluatePanel* panel = window.taskEvaluatePanel();
+        if (!window.tabs()->isTabEnabled(window.tabs()->indexOf(panel)) || panel->kind() != kind ||
+            QFileInfo(panel->datasetPath()) != QFileInfo(q(kDemo + "/tasks/" + dataset)))
+            return nullptr;
+        panel->setMaxSamples(maxSamples);
+        window.tabs()->setCurrentWidget(panel);
+        QSignalSpy evaluated(window.session(), &WorkbenchSession::taskEvaluated);
+        QTest::mouseClick(panel->evaluateButton(), Qt::LeftButton);
+        if (!evaluated.wait(120000))
+            return nullptr;
+        return panel->outcome();
+    }
+
+    // The metrics table's run and reference cells of `name` equal the core's values.
+    void checkMetric(const QStandardItemModel* metrics, const QString& name, double run, double reference)
+    {
+        const int row = metricRow(metrics, name);
+        QVERIFY2(row >= 0, qPrintable(name));
+        QCOMPARE(numberAt(metrics, row, TaskEvaluatePanel::RunColumn), run);
+        QCOMPARE(numberAt(metrics, row, TaskEvaluatePanel::ReferenceColumn), reference);
+    }
+
+    // The demo classifier on the demo's classification file: the panel's metrics are the core's
+    // own, the listed rows are exactly those whose labels differ, a row opens in Classify.
+    void classificationEvaluationAndOpen(MainWindow& window)
+    {
+        const std::string fp8 = kDemo + "/classify-fp8", float32 = kDemo + "/classify-float";
+        QVERIFY(openAndWait(window, fp8, float32));
+        QVERIFY(!window.tabs()->isTabEnabled(window.tabs()->indexOf(window.evaluatePanel())));
+        auto outcome = evaluateDemoDataset(window, TaskDatasetKind::Classification, "classification.jsonl", 0);
+        QVERIFY(outcome && outcome->classification);
+        QCOMPARE(outcome->stamp.checkpoint, q(fp8));
+
+        auto run = EncoderModel::load(fp8);
+        auto reference = EncoderModel::load(float32);
+        const ClassificationDataset dataset =
+            readClassificationFile(kDemo + "/tasks/classification.jsonl", run->checkpoint().config().labels);
+        const ClassificationEvaluation expected = evaluateClassification(*run, reference.get(), dataset, RunPair{});
+        TaskEvaluatePanel* panel = window.taskEvaluatePanel();
+        const QStandardItemModel* metrics = panel->metricsModel();
+        checkMetric(metrics, "accuracy", *expected.runAccuracy, *expected.referenceAccuracy);
+        checkMetric(metrics, "macro F1", *expected.runMacroF1, *expected.referenceMacroF1);
+        QCOMPARE(numberAt(metrics, metricRow(metrics, "flips"), TaskEvaluatePanel::ChangeColumn), double(expected.flips));
+        QCOMPARE(numberAt(metrics, metricRow(metrics, "mean KL"), TaskEvaluatePanel::ChangeColumn), *expected.meanKl);
+        // Counted here: the rows whose two labels differ, and the accuracy against the file's labels.
+        std::vector<std::size_t> differ;
+        std::size_t right = 0;
+        for (std::size_t i = 0; i < expected.classified.inputs.size(); ++i) {
+            const ClassifiedInput& item = expected.classified.inputs[i];
+            if (item.run.labelId != item.reference.labelId)
+                differ.push_back(i);
+            right += std::size_t(item.run.labelId) == *dataset.examples[i].label;
+        }
+        QCOMPARE(expected.classified.inputs.size(), std::size_t(187));
+        QVERIFY(std::abs(double(right) / 187.0 - *expected.runAccuracy) < 1e-12);
+        QVERIFY(!differ.empty()); // the demo's FP8 classifier flips at least one row
+        QCOMPARE(listedInputs(panel->changedModel()), differ);
+        QVERIFY(!panel->charts()[0]->chart().series.empty());
+
+        QSignalSpy classified(window.session(), &WorkbenchSession::textClassified);
+        panel->openChangedRow(0);
+        QCOMPARE(window.tabs()->currentWidget(), static_cast<QWidget*>(window.classifyPanel()));
+        QCOMPARE(window.classifyPanel()->text(), q(dataset.examples[differ[0]].text));
+        QVERIFY(classified.wait(30000));
+        QVERIFY(window.classifyPanel()->flipLabel()->isVisibleTo(window.classifyPanel()));
+    }
+
+    // Another checkpoint: nothing of the classifier's evaluation, or its Classify result, stays.
+    void switchClearsTheEvaluation(MainWindow& window)
+    {
+        QVERIFY(openAndWait(window, kDemo + "/embed-fp8", kDemo + "/embed-float"));
+        TaskEvaluatePanel* panel = window.taskEvaluatePanel();
+        QVERIFY(!panel->outcome());
+        QCOMPARE(panel->metricsModel()->rowCount(), 0);
+        QCOMPARE(panel->changedModel()->rowCount(), 0);
+        for (ChartView* chart : panel->charts())
+            QVERIFY(chart->chart().series.empty());
+        QVERIFY(panel->summaryLabel()->text().contains("cleared"));
+        QVERIFY(!panel->openButton()->isEnabled());
+        QVERIFY(!window.classifyPanel()->outcome());
+        QCOMPARE(window.classifyPanel()->labelsModel()->rowCount(), 0);
+        // The embedder's own dataset is offered in place of the classifier's.
+        QCOMPARE(panel->kind(), TaskDatasetKind::Sts);
+        QVERIFY(!panel->kindAvailable(TaskDatasetKind::Classification));
+        QTemporaryDir dir;
+        window.exportReport(dir.path());
+        const nlohmann::json summary = readJson(dir.filePath("summary.json"));
+        QVERIFY(!summary.contains("task_evaluation"));
+        QVERIFY(!summary.contains("classify"));
+        const QString page = readText(dir.filePath("index.html"));
+        QVERIFY(!page.contains("task_metrics"));
+        QVERIFY(!page.contains("classify-fp8"));
+        QVERIFY(page.contains("no task dataset evaluated yet"));
+    }
+
+    // The demo embedder on the demo's STS pairs: Spearman x 100 of both sides as the core computes
+    // it; a listed pair opens in Embed with both sentences.
+    void stsEvaluationAndOpen(MainWindow& window)
+    {
+        const std::string fp8 = kDemo + "/embed-fp8", float32 = kDemo + "/embed-float";
+        auto outcome = evaluateDemoDataset(window, TaskDatasetKind::Sts, "sts.tsv", 0);
+        QVERIFY(outcome && outcome->sts);
+        auto run = EncoderModel::load(fp8);
+        auto reference = EncoderModel::load(float32);
+        const StsDataset dataset = readStsFile(kDemo + "/tasks/sts.tsv");
+        const StsEvaluation expected = evaluateSts(*run, reference.get(), dataset, RunPair{});
+        TaskEvaluatePanel* panel = window.taskEvaluatePanel();
+        checkMetric(panel->metricsModel(), "Spearman x 100", expected.runSpearman, expected.referenceSpearman);
+        QCOMPARE(listedInputs(panel->changedModel()), expected.differing);
+        // Listed largest change first, as the change column shows it.
+        for (int row = 1; row < panel->changedModel()->rowCount(); ++row)
+            QVERIFY(std::abs(numberAt(panel->changedModel(), row, 6)) <= std::abs(numberAt(panel->changedModel(), row - 1, 6)));
+        const ChartData& scatter = panel->charts()[1]->chart();
+        QCOMPARE(scatter.series.at(1).y, expected.run);
+        QCOMPARE(scatter.series.at(1).x, expected.reference);
+
+        QSignalSpy embedded(window.session(), &WorkbenchSession::textsEmbedded);
+        panel->openChangedRow(0);
+        const StsPair& pair = dataset.pairs[expected.differing[0]];
+        QCOMPARE(window.tabs()->currentWidget(), static_cast<QWidget*>(window.embedPanel()));
+        QCOMPARE(window.embedPanel()->texts(), QStringList({q(pair.sentence1), q(pair.sentence2)}));
+        QVERIFY(embedded.wait(30000));
+    }
+
+    // The first 12 demo queries against the demo corpus with the embedder: the retrieval metrics as
+    // the core computes them; a changed query opens in Rerank with its top documents.
+    void retrievalEvaluationAndOpen(MainWindow& window)
+    {
+        TaskEvaluatePanel* panel = window.taskEvaluatePanel();
+        panel->setKind(TaskDatasetKind::Retrieval);
+        auto outcome = evaluateDemoDataset(window, TaskDatasetKind::Retrieval, "retrieval", 12);
+        QVERIFY(outcome && outcome->retrieval);
+        auto run = EncoderModel::load(kDemo + "/embed-fp8");
+        auto reference = EncoderModel::load(kDemo + "/embed-float");
+        const BeirDataset dataset = readBeirFolder(kDemo + "/tasks/retrieval", 12);
+        const RetrievalEvaluation expected = evaluateRetrieval(*run, reference.get(), dataset, RunPair{});
+        const QStandardItemModel* metrics = panel->metricsModel();
+        checkMetric(metrics, "nDCG@10", expected.run.ndcgAt10, expected.reference.ndcgAt10);
+        checkMetric(metrics, "MRR@10", expected.run.mrrAt10, expected.reference.mrrAt10);
+        checkMetric(metrics, "recall@100", expected.run.recallAt100, expected.reference.recallAt100);
+        QCOMPARE(numberAt(metrics, metricRow(metrics, "queries changed (top 10)"), TaskEvaluatePanel::ChangeColumn),
+                 double(expected.changedQueries.size()));
+        QCOMPARE(listedInputs(panel->changedModel()), expected.changedQueries);
+        if (expected.changedQueries.empty())
+            QSKIP("no demo query changed its top 10 in FP8");
+        QSignalSpy reranked(window.session(), &WorkbenchSession::passagesReranked);
+        panel->openChangedRow(0);
+        const std::size_t query = expected.changedQueries[0];
+        QCOMPARE(window.rerankPanel()->query(), q(dataset.queries[query].text));
+        const QStringList passages = window.rerankPanel()->passages();
+        QVERIFY(passages.size() >= 10);
+        // The reference's best document comes first.
+        const std::size_t best = rankingOrder(expected.scores.reference[query]).front();
+        QCOMPARE(passages.front(), q(dataset.corpus[best].text));
+        QVERIFY(reranked.wait(30000));
+    }
+
 private slots:
     void initTestCase()
     {
@@ -355,6 +542,26 @@ private slots:
         if (QTest::currentTestFailed())
             return;
         exportAndCheck(window);
+    }
+
+    // Evaluate Tasks on the demo models and datasets, at the laptop size: classification, a
+    // checkpoint switch that clears it, STS and retrieval on the embedder.
+    void evaluateTasksOnTheDemo()
+    {
+        MainWindow window;
+        window.setDemoCatalog(loadDemoCatalog(q(kDemo)));
+        window.resize(1366, 768);
+        window.show();
+        classificationEvaluationAndOpen(window);
+        if (QTest::currentTestFailed())
+            return;
+        switchClearsTheEvaluation(window);
+        if (QTest::currentTestFailed())
+            return;
+        stsEvaluationAndOpen(window);
+        if (QTest::currentTestFailed())
+            return;
+        retrievalEvaluationAndOpen(window);
     }
 
     // Another mode turns the task's result stale and reruns it (the last input ran in Embed).

@@ -287,7 +287,7 @@ private slots:
             if (!action->isSeparator())
                 runs << action->text() + "=" + action->shortcut().toString();
         QCOMPARE(runs, QStringList({"&Answer Question=F5", "&Fill Mask=F6", "E&mbed Texts=", "&Rerank Passages=",
-                                    "&Classify Text=", "&Evaluate SQuAD File=F7",
+                                    "&Classify Text=", "&Evaluate SQuAD File=F7", "Evaluate &Task Dataset=",
                                     "&Sensitivity Sweep=F8", "&Device Check=F9", "&Cancel=Esc"}));
 
         // Alt+digit selects the panel of that tab, whichever widget has the focus.

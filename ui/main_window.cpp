@@ -36,6 +36,7 @@
 #include "panels/fill_mask_panel.h"
 #include "panels/linear_inspector.h"
 #include "panels/rerank_panel.h"
+#include "panels/task_evaluate_panel.h"
 #include "panels/sensitivity_panel.h"
 #include "panels/triage_panel.h"
 #include "recent_menu.h"
@@ -233,6 +234,7 @@ void MainWindow::addRunMenu()
         {tr("&Rerank Passages"), QKeySequence(), tabs_->rerank(), tabs_->rerank()->rerankButton()},
         {tr("&Classify Text"), QKeySequence(), tabs_->classify(), tabs_->classify()->classifyButton()},
         {tr("&Evaluate SQuAD File"), QKeySequence(Qt::Key_F7), tabs_->evaluate(), tabs_->evaluate()->evaluateButton()},
+        {tr("Evaluate &Task Dataset"), QKeySequence(), tabs_->taskEvaluate(), tabs_->taskEvaluate()->evaluateButton()},
         {tr("&Sensitivity Sweep"), QKeySequence(Qt::Key_F8), tabs_->sensitivity(), tabs_->sensitivity()->runButton()},
         {tr("&Device Check"), QKeySequence(Qt::Key_F9), tabs_->deviceCheck(), tabs_->deviceCheck()->runButton()},
     };
@@ -318,6 +320,7 @@ void MainWindow::setDemoCatalog(const DemoCatalog& catalog)
     demo_ = catalog;
     tabs_->ask()->setDemoCatalog(demo_);
     tabs_->evaluate()->setDemoCatalog(demo_);
+    tabs_->taskEvaluate()->setDemoCatalog(demo_);
     demoMenu_->clear();
     demoMenu_->menuAction()->setVisible(!demo_.isEmpty());
     for (int i = 0; i < demo_.checkpoints.size(); ++i)

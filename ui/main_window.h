@@ -68,6 +68,7 @@ public:
     EmbedPanel* embedPanel() const { return tabs_->embed(); }
     RerankPanel* rerankPanel() const { return tabs_->rerank(); }
     ClassifyPanel* classifyPanel() const { return tabs_->classify(); }
+    TaskEvaluatePanel* taskEvaluatePanel() const { return tabs_->taskEvaluate(); }
     AttentionPanel* attentionPanel() const { return tabs_->attention(); }
     // The toolbar's FP8 Attention (AIU) toggle: checkable, the session's attention for every later run.
     QAction* fp8AttentionAction() const { return runControls_->fp8AttentionAction(); }

@@ -20,6 +20,7 @@
 #include "panels/rerank_panel.h"
 #include "panels/scales_panel.h"
 #include "panels/sensitivity_panel.h"
+#include "panels/task_evaluate_panel.h"
 #include "panels/triage_panel.h"
 #include "stale_banner.h"
 #include "workbench_session.h"
@@ -61,6 +62,8 @@ void ResultTabs::createPanels(QWidget* parent)
     addTab(rerank_, tr("Rerank"));
     classify_ = new ClassifyPanel(session_, this);
     addTab(classify_, tr("Classify"));
+    taskEvaluate_ = new TaskEvaluatePanel(session_, this);
+    addTab(taskEvaluate_, tr("Evaluate Tasks"));
     sensitivity_ = new SensitivityPanel(session_, selection_, this);
     addTab(sensitivity_, tr("Sensitivity"));
     attention_ = new AttentionPanel(this);
@@ -69,7 +72,7 @@ void ResultTabs::createPanels(QWidget* parent)
     addTab(calibration_, tr("Calibration"));
     // The verdict first.
     panels_ = {triage_,      model_,   ask_,     fillMask_,    scales_,     errors_,    evaluate_, deviceCheck_,
-               embed_,       rerank_,  classify_, sensitivity_, attention_, calibration_};
+               embed_,       rerank_,  classify_, taskEvaluate_, sensitivity_, attention_, calibration_};
     InputPanelSet inputs;
     inputs.ask = ask_;
     inputs.fillMask = fillMask_;
@@ -119,6 +122,7 @@ void ResultTabs::connectResults()
         emit inputRan();
     });
     connectTaskResults();
+    connectTaskEvaluation();
     connect(session_, &WorkbenchSession::evaluated, this,
         [this](std::shared_ptr<const EvaluationResult> evaluation, const RunStamp& stamp) {
             PanelResult result = resultOf(stamp);
@@ -172,6 +176,34 @@ void ResultTabs::connectTaskResults()
     });
 }
 
+void ResultTabs::connectTaskEvaluation()
+{
+    connect(session_, &WorkbenchSession::taskEvaluated, this, [this](std::shared_ptr<const TaskEvaluationOutcome> outcome) {
+        PanelResult result = resultOf(outcome->stamp);
+        result.taskEvaluation = std::move(outcome);
+        showResult(result);
+    });
+    // An input opened from the evaluation runs at once in its panel, as a question opened from
+    // Evaluate runs in Ask.
+    auto runIn = [this](QWidget* panel, QPushButton* button) {
+        setCurrentWidget(panel);
+        if (button->isEnabled())
+            button->click();
+    };
+    connect(taskEvaluate_, &TaskEvaluatePanel::openInEmbed, this, [this, runIn](const QStringList& texts) {
+        embed_->setTexts(texts);
+        runIn(embed_, embed_->embedButton());
+    });
+    connect(taskEvaluate_, &TaskEvaluatePanel::openInRerank, this, [this, runIn](const QString& query, const QStringList& passages) {
+        rerank_->setInputs(query, passages);
+        runIn(rerank_, rerank_->rerankButton());
+    });
+    connect(taskEvaluate_, &TaskEvaluatePanel::openInClassify, this, [this, runIn](const QString& text, const QString& pair) {
+        classify_->setInputs(text, pair);
+        runIn(classify_, classify_->classifyButton());
+    });
+}
+
 void ResultTabs::showCheckpoint(std::shared_ptr<const CheckpointInfo> info)
 {
     info_ = std::move(info);
@@ -179,6 +211,13 @@ void ResultTabs::showCheckpoint(std::shared_ptr<const CheckpointInfo> info)
     opened.checkpoint = info_;
     showResult(opened);
     inputs_->showCheckpoint(*info_);
+    // The SQuAD view for a question-answering or masked-LM checkpoint, Evaluate Tasks for the others.
+    const HeadKind head = info_->checkpoint->layout().head();
+    const bool task = head == HeadKind::Embedding || head == HeadKind::SequenceClassification;
+    setTabEnabled(indexOf(evaluate_), !task);
+    setTabEnabled(indexOf(taskEvaluate_), task);
+    if (!isTabEnabled(currentIndex()))
+        setCurrentWidget(task ? static_cast<QWidget*>(taskEvaluate_) : static_cast<QWidget*>(evaluate_));
 }
 
 void ResultTabs::showState()
@@ -275,9 +314,12 @@ void ResultTabs::connectTriage()
             sensitivity_->runButton()->click();
     });
     connect(triage_, &TriagePanel::evaluateRequested, this, [this] {
-        setCurrentWidget(evaluate_);
-        if (evaluate_->evaluateButton()->isEnabled())
-            evaluate_->evaluateButton()->click();
+        // The evaluation the open checkpoint's head has: SQuAD, or its task's dataset.
+        const bool squad = isTabEnabled(indexOf(evaluate_));
+        QPushButton* button = squad ? evaluate_->evaluateButton() : taskEvaluate_->evaluateButton();
+        setCurrentWidget(squad ? static_cast<QWidget*>(evaluate_) : static_cast<QWidget*>(taskEvaluate_));
+        if (button->isEnabled())
+            button->click();
     });
     connect(triage_, &TriagePanel::saveFixedRequested, sensitivity_, &SensitivityPanel::saveFixedCheckpoint);
 }

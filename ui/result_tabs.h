@@ -29,6 +29,7 @@ class LinearInspector;
 class LinearSelection;
 class ModelPanel;
 class RerankPanel;
+class TaskEvaluatePanel;
 class ScalesPanel;
 class SensitivityPanel;
 class TriagePanel;
@@ -62,6 +63,7 @@ public:
     EmbedPanel* embed() const { return embed_; }
     RerankPanel* rerank() const { return rerank_; }
     ClassifyPanel* classify() const { return classify_; }
+    TaskEvaluatePanel* taskEvaluate() const { return taskEvaluate_; }
     SensitivityPanel* sensitivity() const { return sensitivity_; }
     AttentionPanel* attention() const { return attention_; }
     CalibrationPanel* calibration() const { return calibration_; }
@@ -75,6 +77,8 @@ private:
     void createPanels(QWidget* parent);
     void connectResults();
     void connectTaskResults();
+    // Evaluate Tasks: its results, and its changed inputs opened in Embed, Rerank or Classify.
+    void connectTaskEvaluation();
     // After the session's stateChanged: results of another checkpoint are cleared, results of the
     // same checkpoint are marked stale and the last input reruns.
     void showState();
@@ -104,6 +108,7 @@ private:
     EmbedPanel* embed_ = nullptr;
     RerankPanel* rerank_ = nullptr;
     ClassifyPanel* classify_ = nullptr;
+    TaskEvaluatePanel* taskEvaluate_ = nullptr;
     SensitivityPanel* sensitivity_ = nullptr;
     AttentionPanel* attention_ = nullptr;
     CalibrationPanel* calibration_ = nullptr;

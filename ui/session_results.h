@@ -27,6 +27,7 @@
 #include "tasks/question_answering.h"
 #include "tasks/rerank.h"
 #include "tasks/sensitivity.h"
+#include "tasks/task_evaluation.h"
 
 namespace scalescope {
 struct CalibrationLabResult; // tasks/calibration_lab_result.h
@@ -95,6 +96,22 @@ struct ClassifyOutcome {
     QString comparedInput;
 };
 
+// An evaluation of a sequence task on a dataset file (STS pairs, a BEIR folder, classification
+// rows), as `evaluate --sts | --retrieval | --classification` runs it: the dataset read and the
+// core's evaluation of it (exactly one of the three pairs is set, by `kind`).
+enum class TaskDatasetKind { Sts, Retrieval, Classification };
+struct TaskEvaluationOutcome {
+    RunStamp stamp;
+    TaskDatasetKind kind = TaskDatasetKind::Sts;
+    QString path; // the file or folder evaluated
+    std::shared_ptr<const StsDataset> stsDataset;
+    std::shared_ptr<const StsEvaluation> sts;
+    std::shared_ptr<const BeirDataset> beirDataset;
+    std::shared_ptr<const RetrievalEvaluation> retrieval;
+    std::shared_ptr<const ClassificationDataset> classificationDataset;
+    std::shared_ptr<const ClassificationEvaluation> classification;
+};
+
 // Values of one capture point in the run and in the reference (for error histograms/scatter).
 struct CapturePointValues {
     RunStamp stamp;
@@ -149,6 +166,7 @@ Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::EmbedOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::RerankOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::ClassifyOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::EvaluationResult>)
+Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::TaskEvaluationOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::ui::DeviceCheckOutcome>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::SensitivityEntry>)
 Q_DECLARE_METATYPE(std::shared_ptr<const scalescope::SensitivityResult>)

@@ -105,6 +105,7 @@ WorkbenchSession::WorkbenchSession(QObject* parent) : QObject(parent)
     qRegisterMetaType<std::shared_ptr<const RerankOutcome>>();
     qRegisterMetaType<std::shared_ptr<const ClassifyOutcome>>();
     qRegisterMetaType<std::shared_ptr<const EvaluationResult>>();
+    qRegisterMetaType<std::shared_ptr<const TaskEvaluationOutcome>>();
     qRegisterMetaType<RunStamp>();
     qRegisterMetaType<std::shared_ptr<const SensitivityEntry>>();
     qRegisterMetaType<std::shared_ptr<const SensitivityResult>>();

@@ -52,6 +52,10 @@ public:
     void embed(const QStringList& texts, const QString& prompt);
     void rerank(const QString& query, const QStringList& passages);
     void classify(const QString& text, const QString& pair);
+    // A sequence task's dataset (an STS file, a BEIR folder, a classification file) evaluated on
+    // both sides as `evaluate --sts | --retrieval | --classification` does (tasks/task_evaluation.h);
+    // maxSamples 0: every row (every query of a BEIR folder). Progress and Cancel as any job.
+    void evaluateTask(TaskDatasetKind kind, const QString& path, int maxSamples);
     void capturePoint(const QString& name);
     // SQuAD evaluation of the open checkpoint against the reference; partial results on cancel.
     // nullThreshold applies to SQuAD 2.0 files (QaOptions::nullThreshold; 0 is the official rule)
@@ -128,6 +132,7 @@ signals:
     void textsEmbedded(std::shared_ptr<const scalescope::ui::EmbedOutcome> outcome);
     void passagesReranked(std::shared_ptr<const scalescope::ui::RerankOutcome> outcome);
     void textClassified(std::shared_ptr<const scalescope::ui::ClassifyOutcome> outcome);
+    void taskEvaluated(std::shared_ptr<const scalescope::ui::TaskEvaluationOutcome> outcome);
     void capturePointReady(std::shared_ptr<const scalescope::ui::CapturePointValues> values);
     // After every batch: questions done of total and the current rate.
     void evaluationProgress(int done, int total, double questionsPerSecond, int windowsDone);

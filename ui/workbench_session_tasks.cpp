@@ -9,6 +9,8 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "tasks/task_datasets.h"
+#include "tasks/task_evaluation.h"
 
 namespace scalescope::ui {
 namespace {
@@ -176,6 +178,45 @@ void WorkbenchSession::classify(const QString& text, const QString& pair)
         std::shared_ptr<const ClassifyOutcome> delivered = outcome;
         return [this, delivered] { emit textClassified(delivered); };
     });
+}
+
+// The dataset is read on the worker thread (a BEIR folder may be large), with the same readers and
+// the same core evaluation as the CLI's `evaluate`; the label names of a classification file are
+// the open checkpoint's id2label.
+void WorkbenchSession::evaluateTask(TaskDatasetKind kind, const QString& path, int maxSamples)
+{
+    const RunStamp stamp = currentStamp();
+    submit(JobKind::Evaluate, tr("Evaluate Tasks"),
+           [this, kind, path, maxSamples, stamp](const Progress& progress) -> std::function<void()> {
+               if (!run_)
+                   throw Error("No runnable checkpoint is open.");
+               const std::string file = path.toStdString();
+               const std::size_t rows = static_cast<std::size_t>(std::max(0, maxSamples));
+               const RunPair runs = runPair(stamp);
+               auto outcome = std::make_shared<TaskEvaluationOutcome>();
+               outcome->stamp = stamp;
+               outcome->kind = kind;
+               outcome->path = path;
+               if (kind == TaskDatasetKind::Sts) {
+                   auto dataset = std::make_shared<const StsDataset>(readStsFile(file, rows));
+                   outcome->sts = std::make_shared<const StsEvaluation>(
+                       evaluateSts(*run_, reference_.get(), *dataset, runs, progress));
+                   outcome->stsDataset = dataset;
+               } else if (kind == TaskDatasetKind::Retrieval) {
+                   auto dataset = std::make_shared<const BeirDataset>(readBeirFolder(file, rows));
+                   outcome->retrieval = std::make_shared<const RetrievalEvaluation>(
+                       evaluateRetrieval(*run_, reference_.get(), *dataset, runs, progress));
+                   outcome->beirDataset = dataset;
+               } else {
+                   auto dataset = std::make_shared<const ClassificationDataset>(
+                       readClassificationFile(file, run_->checkpoint().config().labels, rows));
+                   outcome->classification = std::make_shared<const ClassificationEvaluation>(
+                       evaluateClassification(*run_, reference_.get(), *dataset, runs, progress));
+                   outcome->classificationDataset = dataset;
+               }
+               std::shared_ptr<const TaskEvaluationOutcome> delivered = outcome;
+               return [this, delivered] { emit taskEvaluated(delivered); };
+           });
 }
 
 } // namespace scalescope::ui

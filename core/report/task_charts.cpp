@@ -43,6 +43,29 @@ ChartData matrixChart(std::string id, std::string title, std::size_t inputs)
     return chart;
 }
 
+// Each input's run value (y) against its reference value (x), with the line y = x over their range.
+ChartData sidesScatter(const std::vector<double>& run, const std::vector<double>& reference, const std::string& pointName)
+{
+    ChartSeries points{pointName, SeriesStyle::Points, reference, run, {}, kRunColor};
+    double low = 0, high = 0;
+    bool first = true;
+    for (const std::vector<double>* side : {&run, &reference})
+        for (double value : *side)
+            if (std::isfinite(value)) {
+                low = first ? value : std::min(low, value);
+                high = first ? value : std::max(high, value);
+                first = false;
+            }
+    if (high - low < 1e-9) {
+        low -= 0.5;
+        high += 0.5;
+    }
+    ChartSeries diagonal{"y = x", SeriesStyle::Line, {low, high}, {low, high}, {}, "#999999"};
+    ChartData chart;
+    chart.series = {diagonal, points};
+    return chart;
+}
+
 } // namespace
 
 std::string inputLabel(std::size_t index, const std::string& text, std::size_t maxChars)
@@ -60,8 +83,8 @@ std::string inputLabel(std::size_t index, const std::string& text, std::size_t m
 ChartData similarityMatrixChart(const EmbedResult& result, bool reference, const std::string& runName)
 {
     ChartData chart = matrixChart(reference ? "similarity_reference" : "similarity_run",
-                                  reference ? "Cosine similarity between the texts, reference"
-                                            : "Cosine similarity between the texts, " + runName,
+                                  // Short: three of these share a row on a laptop screen.
+                                  reference ? "Cosine similarity, reference" : "Cosine similarity, " + runName,
                                   result.inputs.size());
     chart.cellLower = -1;
     chart.cellUpper = 1;
@@ -72,7 +95,7 @@ ChartData similarityMatrixChart(const EmbedResult& result, bool reference, const
 ChartData similarityDifferenceChart(const EmbedResult& result, const std::string& runName)
 {
     ChartData chart = matrixChart("similarity_difference",
-                                  "Similarity difference, " + runName + " - reference", result.inputs.size());
+                                  "Difference, " + runName + " - reference", result.inputs.size());
     std::vector<std::vector<double>> difference = result.similarity;
     double largest = 1e-6;
     for (std::size_t i = 0; i < difference.size() && i < result.referenceSimilarity.size(); ++i)
@@ -92,7 +115,7 @@ ChartData embeddingCosineChart(const EmbedResult& result, const std::string& run
 {
     ChartData chart;
     chart.id = "embedding_cosine";
-    chart.title = "Cosine of each text's " + runName + " embedding with its reference";
+    chart.title = "Each text's " + runName + " embedding against its reference (cosine)";
     chart.xLabel = "text";
     chart.yLabel = "cosine";
     chart.categories = numberedCategories(result.inputs.size());
@@ -107,34 +130,20 @@ ChartData embeddingCosineChart(const EmbedResult& result, const std::string& run
 
 ChartData rerankScoresChart(const RerankResult& result, const std::string& runName)
 {
-    ChartData chart;
-    chart.id = "rerank_scores";
-    chart.title = "Passage scores, " + runName + " against the reference";
-    chart.xLabel = "reference score";
-    chart.yLabel = runName + " score";
     // The entries in input order, so that the CSV's rows are the passages' numbers.
     std::vector<RankedPassage> byIndex = result.ranking;
     std::sort(byIndex.begin(), byIndex.end(),
               [](const RankedPassage& a, const RankedPassage& b) { return a.index < b.index; });
-    ChartSeries points{"passage", SeriesStyle::Points, {}, {}, {}, kRunColor};
-    double low = 0, high = 0;
-    bool first = true;
+    std::vector<double> run, reference;
     for (const RankedPassage& passage : byIndex) {
-        points.x.push_back(passage.referenceScore);
-        points.y.push_back(passage.score);
-        for (double value : {passage.score, passage.referenceScore})
-            if (std::isfinite(value)) {
-                low = first ? value : std::min(low, value);
-                high = first ? value : std::max(high, value);
-                first = false;
-            }
+        run.push_back(passage.score);
+        reference.push_back(passage.referenceScore);
     }
-    if (high - low < 1e-9) {
-        low -= 0.5;
-        high += 0.5;
-    }
-    ChartSeries diagonal{"y = x", SeriesStyle::Line, {low, high}, {low, high}, {}, "#999999"};
-    chart.series = {diagonal, points};
+    ChartData chart = sidesScatter(run, reference, "passage");
+    chart.id = "rerank_scores";
+    chart.title = "Passage scores, " + runName + " against the reference";
+    chart.xLabel = "reference score";
+    chart.yLabel = runName + " score";
     return chart;
 }
 
@@ -164,6 +173,37 @@ ChartData classProbabilitiesChart(const ClassifyResult& result, std::size_t inpu
     chart.series = {run, reference};
     if (result.problem == ClassificationProblem::MultiLabel || score)
         chart.horizontalMarkers = {{0.5, "decision 0.5"}};
+    return chart;
+}
+
+ChartData taskMetricsChart(const std::string& id, const std::string& title, const std::vector<std::string>& names,
+                           const std::vector<double>& run, const std::vector<double>& reference,
+                           const std::string& runName)
+{
+    ChartData chart;
+    chart.id = id;
+    chart.title = title;
+    chart.xLabel = "metric";
+    chart.yLabel = "value";
+    chart.categories = names;
+    ChartSeries runBars{runName, SeriesStyle::Bars, {}, run, {}, kRunColor};
+    ChartSeries referenceBars{"reference", SeriesStyle::Bars, {}, reference, {}, kReferenceColor};
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        runBars.x.push_back(double(i));
+        referenceBars.x.push_back(double(i));
+    }
+    chart.series = {runBars, referenceBars};
+    return chart;
+}
+
+ChartData stsSimilarityChart(const std::vector<double>& run, const std::vector<double>& reference,
+                             const std::string& runName)
+{
+    ChartData chart = sidesScatter(run, reference, "pair");
+    chart.id = "sts_similarities";
+    chart.title = "Pair similarities, " + runName + " against the reference";
+    chart.xLabel = "reference similarity";
+    chart.yLabel = runName + " similarity";
     return chart;
 }
 

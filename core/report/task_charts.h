@@ -34,4 +34,13 @@ ChartData rerankScoresChart(const RerankResult& result, const std::string& runNa
 // the raw score, as ClassSide holds it).
 ChartData classProbabilitiesChart(const ClassifyResult& result, std::size_t input, const std::string& runName);
 
+// An evaluation's metrics (names[i]: run[i] against reference[i]) as bars side by side, for the
+// metrics of one scale (nDCG@10, MRR@10, recall@100; accuracy, macro F1; Spearman x 100).
+ChartData taskMetricsChart(const std::string& id, const std::string& title, const std::vector<std::string>& names,
+                           const std::vector<double>& run, const std::vector<double>& reference,
+                           const std::string& runName);
+// An STS evaluation's pair similarities: the run's (y) against the reference's (x), with y = x.
+ChartData stsSimilarityChart(const std::vector<double>& run, const std::vector<double>& reference,
+                             const std::string& runName);
+
 } // namespace scalescope

@@ -5,6 +5,7 @@
 #include <QProcess>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTimer>
@@ -17,6 +18,7 @@
 #include "panels/errors_panel.h"
 #include "panels/rerank_panel.h"
 #include "panels/sensitivity_panel.h"
+#include "panels/task_evaluate_panel.h"
 #include "panels/triage_panel.h"
 #include "stale_banner.h"
 #include "support/fixtures.h"
@@ -145,6 +147,18 @@ bool playTaskTour(MainWindow& window, const QString& out)
     window.tabs()->setCurrentWidget(window.errorsPanel());
     shoot(window, out + "/21-embed-errors.png");
     printTaskStamps(window, "open the embedder and embed");
+    // The embedder's datasets in Evaluate Tasks (the demo's STS pairs, then its BEIR folder).
+    TaskEvaluatePanel* evaluateEmbedder = window.taskEvaluatePanel();
+    window.tabs()->setCurrentWidget(evaluateEmbedder);
+    if (!evaluateEmbedder->datasetPath().isEmpty()) {
+        if (!clickAndWait(window, evaluateEmbedder->evaluateButton(), &WorkbenchSession::taskEvaluated))
+            return false;
+        shoot(window, out + "/21b-embed-evaluate-sts.png");
+        evaluateEmbedder->setKind(TaskDatasetKind::Retrieval);
+        if (!clickAndWait(window, evaluateEmbedder->evaluateButton(), &WorkbenchSession::taskEvaluated))
+            return false;
+        shoot(window, out + "/21c-embed-evaluate-retrieval.png");
+    }
 
     if (!openWithReference(window, checkpoints.rerank, checkpoints.rerankReference))
         return false;
@@ -171,6 +185,27 @@ bool playTaskTour(MainWindow& window, const QString& out)
         return false;
     shoot(window, out + "/26-classify-sensitivity.png");
     printTaskStamps(window, "open the classifier, classify and sweep");
+
+    // Evaluate Tasks on the classification file the panel offers (the demo's, with the demo), then
+    // the first flipped row opened in Classify.
+    TaskEvaluatePanel* evaluate = window.taskEvaluatePanel();
+    window.tabs()->setCurrentWidget(evaluate);
+    if (evaluate->datasetPath().isEmpty())
+        std::printf("Evaluate Tasks: no classification file offered (not the demo); skipped\n");
+    else {
+        if (!clickAndWait(window, evaluate->evaluateButton(), &WorkbenchSession::taskEvaluated))
+            return false;
+        shoot(window, out + "/27-classify-evaluate.png");
+        std::printf("Evaluate Tasks: %d metrics, %d changed rows\n", evaluate->metricsModel()->rowCount(),
+                    evaluate->changedModel()->rowCount());
+        if (evaluate->changedModel()->rowCount() > 0) {
+            QSignalSpy classified(window.session(), &WorkbenchSession::textClassified);
+            evaluate->openChangedRow(0);
+            classified.wait(120000);
+            waitIdle(window.session());
+            shoot(window, out + "/28-evaluate-row-in-classify.png");
+        }
+    }
 
     const QString report = out + "/tasks-report";
     QDir(report).removeRecursively();

@@ -196,9 +196,14 @@ void ClassifyPanel::showLabels(const ClassifyResult& result)
     const ClassifiedInput& input = result.inputs.at(0);
     const bool score = result.problem == ClassificationProblem::Score;
     labels_->clear();
-    labels_->setHorizontalHeaderLabels({tr("label"), score ? tr("run sigmoid") : tr("run probability"),
-                                        score ? tr("reference sigmoid") : tr("reference probability"), tr("run logit"),
-                                        tr("reference logit")});
+    // Short headers, the whole words in their tooltips: the table fits beside its chart at 1366 px.
+    labels_->setHorizontalHeaderLabels({tr("label"), score ? tr("run sigmoid") : tr("run p"),
+                                        score ? tr("ref sigmoid") : tr("ref p"), tr("run logit"), tr("ref logit")});
+    const QStringList whole{tr("label"), score ? tr("run sigmoid") : tr("run probability"),
+                            score ? tr("reference sigmoid") : tr("reference probability"), tr("run logit"),
+                            tr("reference logit")};
+    for (int column = 0; column < whole.size(); ++column)
+        labels_->horizontalHeaderItem(column)->setToolTip(whole[column]);
     auto chosen = [&](const ClassSide& side, std::size_t i) {
         return result.problem == ClassificationProblem::SingleLabel ? std::size_t(side.labelId) == i
                                                                    : side.probabilities[i] > 0.5;
@@ -222,7 +227,7 @@ void ClassifyPanel::showLabels(const ClassifyResult& result)
     }
     labelsView_->resizeColumnsToContents();
     const int width = std::max({labelsView_->columnWidth(RunProbabilityColumn),
-                                labelsView_->columnWidth(ReferenceProbabilityColumn), 120});
+                                labelsView_->columnWidth(ReferenceProbabilityColumn), 100});
     // Equal probabilities draw equal bars on both sides.
     labelsView_->setColumnWidth(RunProbabilityColumn, width);
     labelsView_->setColumnWidth(ReferenceProbabilityColumn, width);

@@ -37,7 +37,6 @@ QTableView* makeTable(QWidget* parent, QStandardItemModel* model)
     auto* view = new QTableView(parent);
     view->setModel(model);
     view->verticalHeader()->hide();
-    view->horizontalHeader()->setStretchLastSection(true);
     view->setSelectionBehavior(QAbstractItemView::SelectRows);
     view->setMinimumHeight(170);
     return view;
@@ -103,7 +102,8 @@ EmbedPanel::EmbedPanel(WorkbenchSession* session, QWidget* parent) : QWidget(par
     auto* neighbourBox = new QGroupBox(tr("Nearest neighbours"), content);
     auto* neighbourLayout = new QVBoxLayout(neighbourBox);
     neighbourLayout->addWidget(neighbourOf_);
-    neighbourLayout->addWidget(makeTable(neighbourBox, neighbours_), 1);
+    neighboursView_ = makeTable(neighbourBox, neighbours_);
+    neighbourLayout->addWidget(neighboursView_, 1);
     auto* tablesRow = new QHBoxLayout;
     tablesRow->addWidget(cosineView_, 1);
     tablesRow->addWidget(neighbourBox, 1);
@@ -115,9 +115,12 @@ EmbedPanel::EmbedPanel(WorkbenchSession* session, QWidget* parent) : QWidget(par
     for (ChartView* chart : {runMatrix_, referenceMatrix_, differenceMatrix_}) {
         chart->setPlaceholder(tr("The similarity matrices appear here after Embed."));
         // Below this a matrix of a dozen texts is unreadable: the page scrolls instead.
-        chart->setMinimumHeight(260);
+        chart->setMinimumHeight(kTaskChartMinimumHeight);
         mapsRow->addWidget(chart, 1);
     }
+    cosineChart_ = new ChartView(content);
+    cosineChart_->setPlaceholder(tr("Each text's cosine with its reference appears here after Embed."));
+    cosineChart_->setMinimumHeight(kTaskChartMinimumHeight);
 
     auto* layout = new QVBoxLayout(content);
     layout->addWidget(banner_);
@@ -125,6 +128,7 @@ EmbedPanel::EmbedPanel(WorkbenchSession* session, QWidget* parent) : QWidget(par
     layout->addWidget(result_);
     layout->addLayout(tablesRow);
     layout->addLayout(mapsRow, 1);
+    layout->addWidget(cosineChart_, 1);
     setScrollingPage(this, content);
 
     connect(embed_, &QPushButton::clicked, this, &EmbedPanel::requestEmbed);
@@ -152,7 +156,7 @@ QStringList EmbedPanel::texts() const { return inputLines(texts_->toPlainText())
 QString EmbedPanel::prompt() const { return prompt_->currentText(); }
 void EmbedPanel::setPrompt(const QString& prompt) { prompt_->setCurrentText(prompt); }
 
-QList<ChartView*> EmbedPanel::charts() const { return {runMatrix_, referenceMatrix_, differenceMatrix_}; }
+QList<ChartView*> EmbedPanel::charts() const { return {runMatrix_, referenceMatrix_, differenceMatrix_, cosineChart_}; }
 
 void EmbedPanel::requestEmbed()
 {
@@ -233,6 +237,7 @@ void EmbedPanel::showOutcome(const EmbedOutcome& outcome, const QString& referen
     runMatrix_->setChart(similarityMatrixChart(result, false, runName));
     referenceMatrix_->setChart(similarityMatrixChart(result, true, runName));
     differenceMatrix_->setChart(similarityDifferenceChart(result, runName));
+    cosineChart_->setChart(embeddingCosineChart(result, runName));
     for (ChartView* chart : charts())
         chart->setStamp(outcome.stamp.describe());
 
@@ -260,30 +265,32 @@ void EmbedPanel::showCosines(const EmbedResult& result)
         if (text.truncated)
             tokens += tr(" (cut)");
         cosines_->appendRow({numberItem(double(i + 1), 0), numberItem(text.cosine, 6), textItem(tokens),
-                             textItem(QString::fromStdString(text.text))});
+                             longTextItem(QString::fromStdString(text.text))});
     }
     if (!order.empty())
         markRow(cosines_, 0);
-    cosineView_->resizeColumnsToContents();
+    fitColumns(cosineView_, {3});
 }
 
 void EmbedPanel::showNeighbours()
 {
     neighbours_->clear();
     neighbours_->setHorizontalHeaderLabels(
-        {tr("rank"), tr("run neighbour"), tr("cosine"), tr("reference neighbour"), tr("cosine"), tr("same")});
+        {tr("#"), tr("run"), tr("cos"), tr("reference"), tr("cos"), tr("same")});
+    fitColumns(neighboursView_, {1, 3});
     const int of = neighbourOf_->currentIndex();
     if (!outcome_ || of < 0)
         return;
     const EmbedResult& result = *outcome_->result;
     const std::vector<std::size_t> run = neighboursOf(result.similarity, std::size_t(of));
     const std::vector<std::size_t> reference = neighboursOf(result.referenceSimilarity, std::size_t(of));
-    auto name = [&](std::size_t i) { return QString::fromStdString(inputLabel(i, result.inputs[i].text, 40)); };
+    // Whole texts: the view elides what does not fit, the tooltip holds it all.
+    auto name = [&](std::size_t i) { return QString::fromStdString(inputLabel(i, result.inputs[i].text, 1000)); };
     for (std::size_t rank = 0; rank < run.size() && rank < std::size_t(kNeighboursShown); ++rank) {
         const bool same = run[rank] == reference[rank];
-        neighbours_->appendRow({numberItem(double(rank + 1), 0), textItem(name(run[rank])),
+        neighbours_->appendRow({numberItem(double(rank + 1), 0), longTextItem(name(run[rank])),
                                 numberItem(result.similarity[std::size_t(of)][run[rank]], 4),
-                                textItem(name(reference[rank])),
+                                longTextItem(name(reference[rank])),
                                 numberItem(result.referenceSimilarity[std::size_t(of)][reference[rank]], 4),
                                 textItem(same ? tr("yes") : tr("differs"))});
         if (!same)

@@ -2,7 +2,7 @@
 // Embed panel (a sentence embedder): texts in, one per line, with an optional prompt (the
 // checkpoint's prompt names offered); out: each text's run-vs-reference cosine (worst first, the
 // worst highlighted), both sides' similarity matrices as heat maps on one colour scale and their
-// difference, and a chosen text's nearest neighbours on each side (the neighbours that differ marked).
+// difference, each text's cosine as a bar, and a chosen text's nearest neighbours on each side (the neighbours that differ marked).
 #include <QWidget>
 
 #include <memory>
@@ -54,7 +54,7 @@ public:
     QStandardItemModel* cosineModel() const { return cosines_; }
     QStandardItemModel* neighboursModel() const { return neighbours_; }
     QComboBox* neighbourChoice() const { return neighbourOf_; }
-    // Run, reference, difference.
+    // Run, reference, difference, and each text's cosine with its reference.
     QList<ChartView*> charts() const;
 
 signals:
@@ -80,6 +80,8 @@ private:
     ChartView* differenceMatrix_ = nullptr;
     QComboBox* neighbourOf_ = nullptr;
     QStandardItemModel* neighbours_ = nullptr;
+    QTableView* neighboursView_ = nullptr;
+    ChartView* cosineChart_ = nullptr;
 };
 
 } // namespace scalescope::ui

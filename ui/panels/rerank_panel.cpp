@@ -69,12 +69,11 @@ RerankPanel::RerankPanel(WorkbenchSession* session, QWidget* parent) : QWidget(p
     rankingView_ = new QTableView(content);
     rankingView_->setModel(rankings_);
     rankingView_->verticalHeader()->hide();
-    rankingView_->horizontalHeader()->setStretchLastSection(true);
     rankingView_->setMinimumHeight(220);
     rankingView_->setWordWrap(false);
     scores_ = new ChartView(content);
     scores_->setPlaceholder(tr("The run's scores against the reference's appear here after Rerank."));
-    scores_->setMinimumHeight(260);
+    scores_->setMinimumHeight(kTaskChartMinimumHeight);
     auto* resultsRow = new QHBoxLayout;
     resultsRow->addWidget(rankingView_, 3);
     resultsRow->addWidget(scores_, 2);
@@ -173,21 +172,21 @@ void RerankPanel::showRankings(const RerankOutcome& outcome)
 {
     const RerankResult& result = *outcome.result;
     rankings_->clear();
-    rankings_->setHorizontalHeaderLabels({tr("rank"), tr("run passage"), tr("run score"), tr("move"),
-                                          tr("reference passage"), tr("reference score")});
+    // Short headers: the two passage columns take the width, elided, whole in their tooltips.
+    rankings_->setHorizontalHeaderLabels({tr("#"), tr("run"), tr("score"), tr("move"), tr("reference"), tr("ref score")});
     auto name = [&](std::size_t index) {
         return QString::fromStdString(inputLabel(index, index < std::size_t(outcome.passages.size())
                                                             ? outcome.passages[int(index)].toStdString()
-                                                            : std::string(), 48));
+                                                            : std::string(), 1000));
     };
     for (std::size_t rank = 0; rank < result.ranking.size(); ++rank) {
         const RankedPassage& run = result.ranking[rank];
         const std::size_t referenceRank = rankOf(result.referenceRanking, run.index);
-        QList<QStandardItem*> row{numberItem(double(rank + 1), 0), textItem(name(run.index)), numberItem(run.score, 4),
+        QList<QStandardItem*> row{numberItem(double(rank + 1), 0), longTextItem(name(run.index)), numberItem(run.score, 4),
                                   textItem(rankMoveText(rank, referenceRank))};
         if (rank < result.referenceRanking.size()) {
             const RankedPassage& reference = result.referenceRanking[rank];
-            row << textItem(name(reference.index)) << numberItem(reference.referenceScore, 4);
+            row << longTextItem(name(reference.index)) << numberItem(reference.referenceScore, 4);
         }
         if (referenceRank != rank) {
             const QColor colour = referenceRank > rank ? kMovedUp : kMovedDown;
@@ -199,7 +198,7 @@ void RerankPanel::showRankings(const RerankOutcome& outcome)
         }
         rankings_->appendRow(row);
     }
-    rankingView_->resizeColumnsToContents();
+    fitColumns(rankingView_, {RunPassageColumn, ReferencePassageColumn});
 }
 
 void RerankPanel::addToReport(ReportSection& section, bool runResultCurrent) const

@@ -28,6 +28,7 @@ struct PanelResult {
     std::shared_ptr<const ClassifyOutcome> classify;
     std::shared_ptr<const ComparisonResult> comparison; // the ask's, the fill's or a sequence task's
     std::shared_ptr<const EvaluationResult> evaluation;
+    std::shared_ptr<const TaskEvaluationOutcome> taskEvaluation; // STS, retrieval or classification file
     std::shared_ptr<const SensitivityResult> sensitivity;
     std::shared_ptr<const DeviceCheckOutcome> deviceCheck;
     std::shared_ptr<const CalibrationLabResult> calibration; // of the checkpoint open (no stamp)

@@ -1,11 +1,13 @@
 #include "panels/task_panel_parts.h"
 
 #include <QFrame>
+#include <QHeaderView>
 #include <QKeySequence>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QShortcut>
 #include <QStandardItem>
+#include <QTableView>
 #include <QVBoxLayout>
 
 namespace scalescope::ui {
@@ -58,6 +60,27 @@ QStandardItem* textItem(const QString& text)
     auto* item = new QStandardItem(text);
     item->setEditable(false);
     return item;
+}
+
+QStandardItem* longTextItem(const QString& text)
+{
+    QStandardItem* item = textItem(text);
+    item->setToolTip(text);
+    return item;
+}
+
+void fitColumns(QTableView* view, const QList<int>& textColumns)
+{
+    view->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    view->setTextElideMode(Qt::ElideRight);
+    view->setWordWrap(false);
+    QHeaderView* header = view->horizontalHeader();
+    header->setStretchLastSection(false);
+    header->setMinimumSectionSize(24);
+    const int columns = view->model() ? view->model()->columnCount() : 0;
+    for (int column = 0; column < columns; ++column)
+        header->setSectionResizeMode(column, textColumns.contains(column) ? QHeaderView::Stretch
+                                                                           : QHeaderView::ResizeToContents);
 }
 
 void RunButtonState::setBusy(bool busy)

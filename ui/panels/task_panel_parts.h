@@ -3,15 +3,21 @@
 // squeezing its charts on a laptop screen, the run button's enabled state and tooltip, Ctrl+Enter,
 // one input per line, and table cells that sort by their number.
 #include <QString>
+#include <QList>
 #include <QStringList>
 
 #include <functional>
 
 class QPushButton;
 class QStandardItem;
+class QTableView;
 class QWidget;
 
 namespace scalescope::ui {
+
+// The height below which a task chart's title and tick labels crowd its plot: the page scrolls
+// instead (every chart of the Embed, Rerank, Classify and Evaluate Tasks panels).
+constexpr int kTaskChartMinimumHeight = 280;
 
 // Lays `content` out in a vertical scroll area that fills `owner`; below the content's minimum
 // height the page scrolls.
@@ -30,6 +36,13 @@ constexpr int kNumberRole = 0x0100 + 1; // Qt::UserRole + 1
 QStandardItem* numberItem(double value, int decimals);
 // A read-only cell.
 QStandardItem* textItem(const QString& text);
+// A read-only cell for a text that may be long: elided in a fitted table, whole in its tooltip.
+QStandardItem* longTextItem(const QString& text);
+
+// A table that never scrolls sideways at a laptop's width: the `textColumns` share the room the
+// others (sized to their contents) leave, their texts elided at the right (the whole text in the
+// cell's tooltip, longTextItem). Call after the model's columns exist.
+void fitColumns(QTableView* view, const QList<int>& textColumns);
 
 // The run button of a task panel: on when no job runs and the open checkpoint can run this task;
 // its tooltip says what it does, or why it is off.
