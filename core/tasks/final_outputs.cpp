@@ -105,6 +105,46 @@ bool finalOutputsAgree(const EncoderLayout& layout, const ForwardResult& run, co
     return agrees;
 }
 
+std::optional<SequenceOutputAgreement> sequenceOutputAgreement(const EncoderLayout& layout, const ForwardResult& run,
+                                                               const ForwardResult& reference,
+                                                               const std::vector<std::size_t>& lengths)
+{
+    const HeadKind head = layout.head();
+    if (head != HeadKind::Embedding && head != HeadKind::SequenceClassification)
+        return std::nullopt;
+    SequenceOutputAgreement agreement;
+    std::vector<double> cosines, runScores, referenceScores;
+    std::size_t flips = 0;
+    bool labelled = false;
+    forEachFinalOutputRow(layout, run, reference, lengths, [&](const FinalOutputRow& row) {
+        ++agreement.rows;
+        if (row.output->kind == FinalOutputKind::Vector) {
+            cosines.push_back(computeErrorMetrics(row.run, row.reference, row.values).cosine);
+        } else if (row.values == 1) {
+            runScores.push_back(row.run[0]);
+            referenceScores.push_back(row.reference[0]);
+        } else {
+            labelled = true;
+            flips += argmax(row.run, row.values) != argmax(row.reference, row.values) ? 1 : 0;
+        }
+    });
+    if (labelled)
+        agreement.labelFlips = flips;
+    if (!cosines.empty()) {
+        double sum = 0;
+        for (double c : cosines)
+            sum += c;
+        agreement.meanCosine = sum / double(cosines.size());
+        agreement.minCosine = *std::min_element(cosines.begin(), cosines.end());
+    }
+    if (!runScores.empty()) {
+        agreement.sameOrder = rankingOrder(runScores) == rankingOrder(referenceScores);
+        if (runScores.size() >= 2)
+            agreement.kendallTau = kendallTauB(runScores, referenceScores);
+    }
+    return agreement;
+}
+
 bool allFinite(const float* values, std::size_t count)
 {
     for (std::size_t i = 0; i < count; ++i)
