@@ -59,8 +59,12 @@ void forEachFinalOutputRow(const EncoderLayout& layout, const ForwardResult& run
             const std::vector<int64_t>& shape = side.run->shape;
             if (row >= static_cast<std::size_t>(shape[0]))
                 continue;
-            // A sequence with no real token (another input's row in a shared batch) has no vector.
-            if (side.output->kind == FinalOutputKind::Vector && row < lengths.size() && lengths[row] == 0)
+            // A sequence with no real token (another input's row in a batch that a device check
+            // shares between inputs) has no vector, labels or score of its own to measure.
+            const bool perSequence = side.output->kind == FinalOutputKind::Vector ||
+                                     side.output->kind == FinalOutputKind::SequenceLogits ||
+                                     side.output->kind == FinalOutputKind::Scores;
+            if (perSequence && row < lengths.size() && lengths[row] == 0)
                 continue;
             const std::size_t rowSize = side.run->values.size() / static_cast<std::size_t>(shape[0]);
             FinalOutputRow view{side.output, row, side.run->values.data() + row * rowSize,
