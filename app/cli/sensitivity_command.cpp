@@ -38,8 +38,9 @@ std::string sequenceMeasureText(const SensitivityMetrics& m)
         text << "tau " << *m.kendallTau << (m.sameOrder && !*m.sameOrder ? ", order changed" : ", same order");
     if (m.labelFlips)
         text << (text.tellp() > 0 ? ", " : "") << *m.labelFlips << " label flip" << (*m.labelFlips == 1 ? "" : "s");
-    if (m.meanCosine && m.minCosine)
-        text << (text.tellp() > 0 ? ", " : "") << "cosine mean " << *m.meanCosine << " min " << *m.minCosine;
+    if (m.meanCosine && m.minCosine) // FP8 embeddings sit near 1: five places tell them apart
+        text << (text.tellp() > 0 ? ", " : "") << std::setprecision(5) << "cosine mean " << *m.meanCosine << " min "
+             << *m.minCosine;
     return text.str();
 }
 
