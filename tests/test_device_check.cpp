@@ -510,10 +510,17 @@ private slots:
             textCheckInputs(path, 0);
             QFAIL("a line that is not UTF-8 was read");
         } catch (const Error& e) {
-            QVERIFY2(std::string(e.what()) == path + " line 2 is not UTF-8 text.", e.what());
+            QVERIFY2(std::string(e.what()) == path + " line 2: is not UTF-8 text.", e.what());
         }
         writeText(path, "\n \n");
         QVERIFY_THROWS_EXCEPTION(Error, textCheckInputs(path, 0));
+        // JSONL with pairs, as readTextsFile reads it (the one texts reader).
+        writeText(path, "{\"text\": \"what is it\", \"pair\": \"a cat\"}\n{\"text\": \"alone\"}\n");
+        const CheckInputSet paired = textCheckInputs(path, 0);
+        QCOMPARE(paired.texts, (std::vector<std::string>{"what is it", "alone"}));
+        QCOMPARE(paired.pairs.size(), std::size_t(2));
+        QCOMPARE(paired.pairs[0].value_or(""), std::string("a cat"));
+        QVERIFY(!paired.pairs[1]);
     }
 
     void noiseFloorFileIsReproducible()

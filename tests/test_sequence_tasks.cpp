@@ -21,6 +21,7 @@
 #include "engine/encoder_model.h"
 #include "io/safetensors.h"
 #include "model/checkpoint.h"
+#include "tasks/rerank.h"
 #include "support/cli_process.h"
 #include "support/fixtures.h"
 #include "support/reference_forward.h"
@@ -76,6 +77,45 @@ TinyModelSpec spec(const std::string& architecture)
     return s;
 }
 
+
+// Kendall's tau-b counted pair by pair (no ties expected in real-valued scores; ties counted anyway).
+double kendallTau(const std::vector<double>& x, const std::vector<double>& y)
+{
+    double concordant = 0, discordant = 0, tiedX = 0, tiedY = 0, pairs = 0;
+    for (std::size_t i = 0; i < x.size(); ++i)
+        for (std::size_t j = i + 1; j < x.size(); ++j) {
+            ++pairs;
+            const double dx = x[i] - x[j], dy = y[i] - y[j];
+            tiedX += dx == 0 ? 1 : 0;
+            tiedY += dy == 0 ? 1 : 0;
+            if (dx * dy > 0)
+                ++concordant;
+            else if (dx * dy < 0)
+                ++discordant;
+        }
+    return (concordant - discordant) / std::sqrt((pairs - tiedX) * (pairs - tiedY));
+}
+
+std::size_t argmaxOf(const std::vector<float>& v)
+{
+    return std::size_t(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+// One row of a texts file: a text and, for a pair, its second text.
+struct TextRow {
+    std::string text, pair;
+};
+
+// The rows as a JSONL texts file (readTextsFile's format), and each row's ids as `tokenize` gives them.
+std::string writeTextsFile(const std::string& path, const std::vector<TextRow>& rows)
+{
+    std::string jsonl;
+    for (const TextRow& row : rows)
+        jsonl += (row.pair.empty() ? json{{"text", row.text}} : json{{"text", row.text}, {"pair", row.pair}}).dump() + "\n";
+    writeText(path, jsonl);
+    return path;
+}
+
 } // namespace
 
 class TestSequenceTasks : public QObject {
@@ -107,6 +147,26 @@ class TestSequenceTasks : public QObject {
             QVERIFY2(db >= minimumDb, qPrintable(QString("%1 %2 row %3: %4 dB").arg(QString::fromStdString(dir))
                                                      .arg(QString::fromStdString(mode)).arg(row).arg(db)));
         }
+    }
+
+    // The final output of each row of a texts file, run alone through the independent forward on
+    // the FP8 checkpoint (fp8) and on its float source: what the batched tasks must agree with.
+    struct IndependentRows {
+        std::vector<std::vector<float>> run, reference;
+    };
+    IndependentRows independentRows(const std::string& fp8, const std::string& floatDir, const std::string& output,
+                                    const std::vector<TextRow>& rows)
+    {
+        IndependentRows out;
+        for (const TextRow& row : rows) {
+            QStringList args{"tokenize", QString::fromStdString(fp8), "--text", QString::fromStdString(row.text), "--json"};
+            if (!row.pair.empty())
+                args << "--pair" << QString::fromStdString(row.pair);
+            const std::vector<int64_t> ids = cliJson(args)["input_ids"];
+            out.run.push_back(referenceForward(fp8, ids, "fp8").at(output).values);
+            out.reference.push_back(referenceForward(floatDir, ids, "fp8").at(output).values);
+        }
+        return out;
     }
 
 private slots:
@@ -649,6 +709,174 @@ private slots:
         // Each text ran alone here and in one batch there: the GEMMs may sum in another order.
         QVERIFY2(std::abs(out["mean_kl"].get<double>() - kl / 4) <= 1e-3 * kl / 4 + 1e-12,
                  qPrintable(QString("%1 against %2").arg(out["mean_kl"].get<double>(), 0, 'g', 17).arg(kl / 4, 0, 'g', 17)));
+    }
+
+    // sensitivity --texts on each sequence head: the rows run as one batch, the sweep's SQNR is that
+    // of every row's final output concatenated, and each metrics block reports what the head's user
+    // looks at (a reranker's Kendall tau over one query's passages, a classifier's label flips, an
+    // embedder's cosines), all recomputed here from the independent forward of each row alone.
+    void sensitivitySweepsATextsFile_data()
+    {
+        QTest::addColumn<QString>("which");
+        QTest::newRow("reranker") << "reranker";
+        QTest::newRow("classifier") << "classifier";
+        QTest::newRow("embedder") << "embedder";
+    }
+    void sensitivitySweepsATextsFile()
+    {
+        QFETCH(QString, which);
+        const std::string fp8 = which == "reranker" ? rerankerFp8_ : which == "classifier" ? robertaClassifierFp8_ : embedderFp8_;
+        const std::string floatDir = which == "reranker" ? reranker_ : which == "classifier" ? robertaClassifier_ : embedder_;
+        const std::string output = which == "embedder" ? "pooled" : "logits";
+        std::vector<TextRow> rows;
+        if (which == "reranker")
+            rows = {{"where is the cat", "the cat sat on the mat"}, {"where is the cat", "a dog"},
+                    {"where is the cat", "Paris is the capital"}, {"where is the cat", "the cat"},
+                    {"where is the cat", "what a mat"}};
+        else
+            rows = {{"the cat sat", ""}, {"a dog", ""}, {"Paris is the capital", ""}, {"what", ""}};
+        if (which == "classifier")
+            rows[1].pair = "the mat"; // a pair among single texts
+        const std::string path = writeTextsFile(makeTempDir("seq-sens-texts") + "/texts.jsonl", rows);
+        const json swept = cliJson({"sensitivity", QString::fromStdString(fp8), "--reference", QString::fromStdString(floatDir),
+                                    "--texts", QString::fromStdString(path), "--json"});
+        QCOMPARE(swept["input"].get<std::string>(), std::string("texts"));
+        QCOMPARE(swept["samples"].get<std::size_t>(), rows.size());
+        const IndependentRows independent = independentRows(fp8, floatDir, output, rows);
+        std::vector<float> run, reference;
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            run.insert(run.end(), independent.run[i].begin(), independent.run[i].end());
+            reference.insert(reference.end(), independent.reference[i].begin(), independent.reference[i].end());
+        }
+        const json& baseline = swept["baseline"];
+        QVERIFY2(std::abs(baseline["sqnr_db"].get<double>() - sqnrDb(reference, run)) < 0.05,
+                 qPrintable(QString("%1 against %2").arg(baseline["sqnr_db"].get<double>()).arg(sqnrDb(reference, run))));
+        if (which == "reranker") {
+            std::vector<double> runScores, referenceScores;
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                runScores.push_back(independent.run[i].at(0));
+                referenceScores.push_back(independent.reference[i].at(0));
+            }
+            QVERIFY(std::abs(baseline["kendall_tau"].get<double>() - kendallTau(runScores, referenceScores)) < 1e-9);
+            QVERIFY(baseline.contains("same_order") && !baseline.contains("label_flips"));
+        } else if (which == "classifier") {
+            std::size_t flips = 0;
+            for (std::size_t i = 0; i < rows.size(); ++i)
+                flips += argmaxOf(independent.run[i]) != argmaxOf(independent.reference[i]) ? 1 : 0;
+            QCOMPARE(baseline["label_flips"].get<std::size_t>(), flips);
+            QVERIFY(!baseline.contains("kendall_tau"));
+        } else {
+            double sum = 0, lowest = 1;
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                json a = independent.run[i], b = independent.reference[i];
+                sum += cosine(a, b);
+                lowest = std::min(lowest, cosine(a, b));
+            }
+            QVERIFY(std::abs(baseline["mean_cosine"].get<double>() - sum / double(rows.size())) < 1e-5);
+            QVERIFY(std::abs(baseline["min_cosine"].get<double>() - lowest) < 1e-5);
+        }
+        // compare --texts measures the same batch: the final outputs' SQNR and the rows' own measures.
+        const json compared = cliJson({"compare", QString::fromStdString(fp8), "--reference", QString::fromStdString(floatDir),
+                                       "--texts", QString::fromStdString(path), "--json"})["final"];
+        QVERIFY(std::abs(compared["logits"]["sqnr_db"].get<double>() - sqnrDb(reference, run)) < 0.05);
+        QCOMPARE(compared["sequence"]["rows"].get<std::size_t>(), rows.size());
+        for (const char* key : {"kendall_tau", "label_flips", "mean_cosine"})
+            QCOMPARE(compared["sequence"].contains(key), baseline.contains(key));
+        for (const json& entry : swept["entries"]) // every entry measures the same things
+            QVERIFY(entry["float_one"].contains(which == "reranker" ? "kendall_tau" : which == "classifier" ? "label_flips"
+                                                                                                              : "mean_cosine"));
+        // A texts file on a head whose task reads no texts file is refused with one sentence naming it.
+        const QString error = cliError({"sensitivity", QString::fromStdString(xlmrQaFp8_), "--texts",
+                                        QString::fromStdString(path), "--json"});
+        QVERIFY2(error.contains("A texts file runs on a sentence embedder, a classifier or a reranker") &&
+                     error.contains(QString::fromStdString(xlmrQaFp8_)), qPrintable(error));
+    }
+
+    // check --texts on a classifier (with pairs) and an embedder measures the task's final output:
+    // its last point's worst SQNR is the lowest per-row SQNR of the logits or the pooled embedding,
+    // recomputed here from the independent forward of each row.
+    void checkMeasuresTheTaskOutput_data()
+    {
+        QTest::addColumn<QString>("which");
+        QTest::newRow("classifier") << "classifier";
+        QTest::newRow("embedder") << "embedder";
+    }
+    void checkMeasuresTheTaskOutput()
+    {
+        QFETCH(QString, which);
+        const bool classifier = which == "classifier";
+        const std::string fp8 = classifier ? robertaClassifierFp8_ : embedderFp8_;
+        const std::string floatDir = classifier ? robertaClassifier_ : embedder_;
+        std::vector<TextRow> rows = {{"the cat sat", classifier ? "a dog" : ""}, {"Paris is the capital", ""},
+                                     {"what a mat", classifier ? "the cat" : ""}};
+        const std::string path = writeTextsFile(makeTempDir("seq-check-texts") + "/texts.jsonl", rows);
+        const CliResult checked = runCli({"check", QString::fromStdString(fp8), "--reference", QString::fromStdString(floatDir),
+                                          "--against", "reference", "--texts", QString::fromStdString(path), "--json"});
+        QVERIFY2(!checked.crashed && (checked.exitCode == 0 || checked.exitCode == 1), qPrintable(checked.err));
+        const json document = json::parse(checked.out.toStdString());
+        QCOMPARE(document["inputs_measured"].get<std::size_t>(), rows.size());
+        const IndependentRows independent = independentRows(fp8, floatDir, classifier ? "logits" : "pooled", rows);
+        double lowest = INFINITY;
+        for (std::size_t i = 0; i < rows.size(); ++i)
+            lowest = std::min(lowest, sqnrDb(independent.reference[i], independent.run[i]));
+        const json& last = document["twins"][0]["points"].back();
+        QCOMPARE(last["point"].get<std::string>(),
+                 Checkpoint::open(fp8)->layout().headDefinition().finalPoint);
+        QVERIFY2(std::abs(last["worst"]["sqnr_db"].get<double>() - lowest) < 0.05,
+                 qPrintable(QString("%1 against %2").arg(last["worst"]["sqnr_db"].get<double>()).arg(lowest)));
+    }
+
+    // The cross-encoder scores a corpus in chunks of pairs: with chunks smaller than the corpus (and
+    // than one query's documents) the scores are those of one chunk holding every pair.
+    void rerankScoresInChunks()
+    {
+        auto run = EncoderModel::load(rerankerFp8_);
+        auto reference = EncoderModel::load(reranker_);
+        const std::vector<std::string> queries = {"where is the cat", "what is Paris"};
+        const std::vector<std::string> documents = {"the cat sat on the mat", "a dog", "Paris is the capital",
+                                                    "the cat", "what a mat"};
+        RunPair runs;
+        const DocumentScores whole = scoreDocuments(*run, reference.get(), queries, documents, runs, {}, 1000);
+        const DocumentScores chunked = scoreDocuments(*run, reference.get(), queries, documents, runs, {}, 3);
+        QCOMPARE(chunked.run.size(), queries.size());
+        for (std::size_t q = 0; q < queries.size(); ++q) {
+            QCOMPARE(chunked.run[q].size(), documents.size());
+            for (std::size_t d = 0; d < documents.size(); ++d) {
+                QVERIFY(std::abs(chunked.run[q][d] - whole.run[q][d]) <= 1e-5 * (1 + std::abs(whole.run[q][d])));
+                QVERIFY(std::abs(chunked.reference[q][d] - whole.reference[q][d]) <=
+                        1e-5 * (1 + std::abs(whole.reference[q][d])));
+            }
+        }
+    }
+
+    // The AIU consumer on these checkpoints, by the same family-table fact the AIU runner refuses
+    // by: an FP8 embedder (a bare encoder) has no fms model, so the AIU fails it; a classifier whose
+    // head is stored FP8 fails (fms builds heads as plain Linears); one whose head is float loads.
+    void aiuConsumerOnSequenceHeads()
+    {
+        auto aiuOf = [](const std::string& dir) {
+            const json inspected = cliJson({"inspect", QString::fromStdString(dir), "--json"});
+            for (const json& consumer : inspected["consumers"])
+                if (consumer["name"] == "aiu")
+                    return consumer;
+            return json();
+        };
+        auto codes = [](const json& consumer) {
+            std::vector<std::string> out;
+            for (const json& finding : consumer["findings"])
+                out.push_back(finding["code"]);
+            return out;
+        };
+        const json embedder = aiuOf(embedderFp8_);
+        QCOMPARE(embedder["verdict"].get<std::string>(), std::string("fails"));
+        QCOMPARE(codes(embedder), std::vector<std::string>{"aiu-no-fms-model"});
+        const json quantizedHead = aiuOf(robertaClassifierFp8_);
+        QCOMPARE(quantizedHead["verdict"].get<std::string>(), std::string("fails"));
+        const std::vector<std::string> headCodes = codes(quantizedHead);
+        QVERIFY(std::find(headCodes.begin(), headCodes.end(), "aiu-head-fp8") != headCodes.end());
+        const std::vector<std::string> floatHeadCodes = codes(aiuOf(rerankerFp8_));
+        QVERIFY(std::find(floatHeadCodes.begin(), floatHeadCodes.end(), "aiu-head-fp8") == floatHeadCodes.end());
+        QVERIFY(std::find(floatHeadCodes.begin(), floatHeadCodes.end(), "aiu-no-fms-model") == floatHeadCodes.end());
     }
 
     // One sentence naming the file or the architecture for each bad input DESIGN lists.

@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/text_files.h"
+#include "tasks/task_datasets.h"
 
 #include <cerrno>
 #include <chrono>
@@ -276,6 +277,13 @@ int readComparisonInput(const Arguments& args, ComparisonInput& input)
     }
     if (args.has("input-ids")) {
         input.inputIds = parseIdBatch(*args.value("input-ids"));
+        ++sources;
+    }
+    if (auto path = args.value("texts")) { // the commands that list --texts (compare, sensitivity)
+        const auto maxSamples = static_cast<std::size_t>(args.intValue("max-samples", 0, 0, 100'000'000));
+        const TextsFile file = readTextsFile(*path, maxSamples);
+        for (std::size_t i = 0; i < file.texts.size(); ++i)
+            input.texts.push_back({file.texts[i], file.pairs[i]});
         ++sources;
     }
     input.qaOptions.maxSeqLen = args.intValue("max-seq-len", 384, 8, 100000);

@@ -626,6 +626,16 @@ void printComparisonText(const ComparisonResult& comparison, const json& documen
     std::cout << "\nFinal logits: SQNR " << formatDb(comparison.finalLogits.sqnrDb) << " dB, cosine " << std::fixed
               << std::setprecision(5) << comparison.finalLogits.cosine << "\n";
     const bool nonFinite = comparison.runOutputsNonFinite || comparison.referenceOutputsNonFinite;
+    if (const auto& sequence = comparison.sequence) {
+        std::cout << sequence->rows << " inputs:";
+        if (sequence->labelFlips)
+            std::cout << " " << *sequence->labelFlips << " label flips";
+        if (sequence->meanCosine && sequence->minCosine)
+            std::cout << " cosine mean " << *sequence->meanCosine << ", min " << *sequence->minCosine;
+        if (sequence->kendallTau)
+            std::cout << " Kendall tau " << *sequence->kendallTau << (sequence->sameOrder ? ", same order" : ", order changed");
+        std::cout << "\n";
+    }
     if (comparison.qa)
         std::cout << "Best answer: FP8 \"" << shown(comparison.qa->runAnswer.text) << "\" vs reference \""
                   << shown(comparison.qa->referenceAnswer.text) << "\" ("
@@ -650,7 +660,7 @@ int commandCompare(const Arguments& args)
     const std::string checkpointDir = args.positionals()[0];
     ComparisonInput input;
     if (readComparisonInput(args, input) != 1)
-        throw UsageError{"compare needs exactly one of --question/--context, --text or --input-ids."};
+        throw UsageError{"compare needs exactly one of --question/--context, --text, --input-ids or --texts."};
     checkPlotFormat(args); // refuse a bad format before the runs
 
     // The run goes to --device; a float reference runs in-process on CPU (the yardstick). Without
@@ -755,7 +765,7 @@ std::vector<Command> commands()
           "architecture, quantization config, tensors, scale statistics and diagnostics"},
          commandInspect},
         {{"compare", 1, {"CKPT"},
-          {"reference", "question", "context", "text", "pair", "input-ids", "plots", "format", "max-seq-len", "doc-stride",
+          {"reference", "question", "context", "text", "pair", "input-ids", "texts", "plots", "format", "max-seq-len", "doc-stride",
            "max-answer-len", "null-threshold", "top-k", "device", "mode", "accumulate", "attention"},
           {"json", "force"}, "per-layer error of the FP8 run against its reference"},
          commandCompare},
@@ -777,7 +787,7 @@ std::vector<Command> commands()
           {"json", "force", "no-cache"}, "a device (or an FP8 mode) against its twins per capture point: verdict, where it departs, F1 interval"},
          commandCheck},
         {{"sensitivity", 1, {"CKPT"},
-          {"reference", "question", "context", "text", "pair", "input-ids", "squad", "max-samples", "granularity", "target-sqnr",
+          {"reference", "question", "context", "text", "pair", "input-ids", "squad", "texts", "max-samples", "granularity", "target-sqnr",
            "target-f1-drop", "plots", "format", "max-seq-len", "doc-stride", "max-answer-len", "null-threshold", "top-k",
            "device", "mode", "accumulate", "attention"},
           {"json", "force"}, "which Linear (or layer) breaks the answer: each kept float alone and in FP8 alone, ranked"},

@@ -28,13 +28,33 @@ namespace {
 
 using json = nlohmann::json;
 
+// An embedder's, a classifier's or a reranker's own measure of a run: "tau 0.67, order changed",
+// "2 label flips", "cosine mean 0.998 min 0.991"; "" for other heads.
+std::string sequenceMeasureText(const SensitivityMetrics& m)
+{
+    std::ostringstream text;
+    text << std::fixed << std::setprecision(3);
+    if (m.kendallTau)
+        text << "tau " << *m.kendallTau << (m.sameOrder && !*m.sameOrder ? ", order changed" : ", same order");
+    if (m.labelFlips)
+        text << (text.tellp() > 0 ? ", " : "") << *m.labelFlips << " label flip" << (*m.labelFlips == 1 ? "" : "s");
+    if (m.meanCosine && m.minCosine) // FP8 embeddings sit near 1: five places tell them apart
+        text << (text.tellp() > 0 ? ", " : "") << std::setprecision(5) << "cosine mean " << *m.meanCosine << " min "
+             << *m.minCosine;
+    return text.str();
+}
+
 void printSensitivity(const SensitivityResult& r)
 {
     std::cout << "Sensitivity (" << r.granularity << ") of the FP8 run vs " << terminalSafe(r.referenceLabel) << ", "
-              << r.inputKind << " input" << (r.inputKind == "squad" ? ", " + std::to_string(r.samples) + " questions" : "")
+              << r.inputKind << " input"
+              << (r.inputKind == "squad"   ? ", " + std::to_string(r.samples) + " questions"
+                  : r.inputKind == "texts" ? ", " + std::to_string(r.samples) + " texts"
+                                           : "")
               << ", " << r.forwards << " forward passes\n";
     std::cout << "Baseline: final SQNR " << decibelText(r.baseline.sqnrDb) << " dB, " << (r.baseline.agrees ? "agrees" : "differs")
-              << (r.inputKind == "squad" ? ", F1 " + decibelText(r.baseline.f1) : std::string()) << "\n\n";
+              << (r.inputKind == "squad" ? ", F1 " + decibelText(r.baseline.f1) : std::string())
+              << (sequenceMeasureText(r.baseline).empty() ? "" : ", " + sequenceMeasureText(r.baseline)) << "\n\n";
     std::cout << "Spread: " << terminalSafe(r.spread.method) << "\n\n";
     // "=3": ties with rank 3 (within the spread), so its place among those is not meaningful.
     std::cout << std::left << std::setw(6) << "rank" << std::setw(56) << "module" << std::right << std::setw(12)
@@ -44,7 +64,9 @@ void printSensitivity(const SensitivityResult& r)
         std::cout << std::left << std::setw(6) << (e.tieRank ? sensitivityTieMark(e) : std::to_string(e.rank))
                   << std::setw(56) << e.module << std::right << std::setw(12) << decibelText(e.floatOne.sqnrDb)
                   << std::setw(12) << decibelText(e.fp8One.sqnrDb) << std::setw(11) << decibelText(e.recoveredDb)
-                  << std::setw(11) << decibelText(e.lostAloneDb) << "  " << (e.cause ? e.cause->label : std::string()) << "\n";
+                  << std::setw(11) << decibelText(e.lostAloneDb) << "  " << (e.cause ? e.cause->label : std::string())
+                  << (sequenceMeasureText(e.floatOne).empty() ? "" : "  [float: " + sequenceMeasureText(e.floatOne) + "]")
+                  << "\n";
     std::cout << "\nTarget: " << r.target << "\nSuggested float (" << r.suggestedFloat.size() << "):";
     for (const std::string& m : r.suggestedFloat)
         std::cout << "\n  " << m
@@ -75,9 +97,9 @@ int commandSensitivity(const Arguments& args)
     if (args.has("squad"))
         ++sources;
     if (sources != 1)
-        throw UsageError{"sensitivity needs exactly one of --question/--context, --text, --input-ids or --squad."};
-    if (args.has("max-samples") && !args.has("squad"))
-        throw UsageError{"--max-samples applies only with --squad."};
+        throw UsageError{"sensitivity needs exactly one of --question/--context, --text, --input-ids, --squad or --texts."};
+    if (args.has("max-samples") && !args.has("squad") && !args.has("texts"))
+        throw UsageError{"--max-samples applies only with --squad or --texts."};
     SensitivityOptions options;
     options.granularity = args.value("granularity", "linear");
     if (const std::string problem = granularityProblem(options.granularity); !problem.empty())

@@ -14,6 +14,7 @@
 // warning = it runs differently, info = a note that changes nothing.
 //
 // aiu (fms + fms_mo), each tagged fused, unfused or both:
+//   aiu-no-fms-model            fms builds no model of this class (a bare encoder): nothing loads
 //   aiu-not-compressed-tensors  FP8 weights, but no compressed-tensors config: every Linear plain
 //   aiu-status-not-compressed   FP8 weights, quantization_status not exactly "compressed": every Linear plain
 //   aiu-group0-missing          no config_groups.group_0 (fms_mo reads only it, KeyError)
@@ -213,6 +214,22 @@ bool statusMisreadable(const Checkpoint& checkpoint)
 }
 
 // ---------------------------------------------------------------------------------------------
+// fms's get_model has a model only for the classes the family table names an fms architecture for
+// (the AIU runner reads the same table, packaging/runners/encoder_families.json, and refuses the
+// rest): not for a bare encoder, a sentence embedder. Only the embedding head is judged by it here:
+// the table names no fms model for BertForQuestionAnswering either, while DESIGN's consumer rules
+// describe the AIU loading a BERT QA head, so that case is left to be settled, not changed here.
+bool fmsBuildsTheModel(const Checkpoint& checkpoint)
+{
+    if (checkpoint.layout().head() != HeadKind::Embedding)
+        return true;
+    const std::string architecture = architectureName(checkpoint.config().architecture);
+    for (const ModelClass& modelClass : checkpoint.layout().family().classes)
+        if (modelClass.name == architecture)
+            return !modelClass.fmsArchitecture.empty();
+    return false;
+}
+
 // AIU: fms + fms_mo (aiu_addons/__init__.py _infer_quantization_config, fp8/fp8_linear.py).
 
 class AiuAssessment {
@@ -225,6 +242,8 @@ public:
     ConsumerReport run()
     {
         addRunRefusals(list_, "both", "aiu-run-refused", checkpoint_);
+        if (!checkFmsBuildsTheModel())
+            return report();
         if (readsConfig())
             checkLinears();
         checkWordEmbeddings();
@@ -234,6 +253,22 @@ public:
     }
 
 private:
+    // fms's get_model has a model only for the classes the family table names an fms architecture
+    // for (the AIU runner reads the same table and refuses the rest): a bare encoder (a sentence
+    // embedder) has none, so the AIU cannot load it at all and no other rule applies.
+    bool checkFmsBuildsTheModel()
+    {
+        if (fmsBuildsTheModel(checkpoint_))
+            return true;
+        const std::string architecture = architectureName(checkpoint_.config().architecture);
+        list_.add("both", "aiu-no-fms-model", Severity::Error, {},
+                  checkpoint_.directory() + " is " + architecture + ", which fms does not build (it has no such "
+                  "model), so the AIU stack (fms + fms_mo) cannot load it and the AIU runner refuses it.",
+                  "Serve it on the AIU through vLLM (vllm-spyre serves embedders through the Hugging Face model; "
+                  "see the vllm consumer), or run it with the CPU runner.");
+        return false;
+    }
+
     // The config rules; false when fms_mo builds every Linear plain (or fails before building).
     bool readsConfig()
     {
@@ -933,6 +968,17 @@ KeepFloatValidity keepFloatValidity(const Checkpoint& checkpoint, const std::vec
             validity.splitUnits.push_back(fused.unit.label);
             splits.push_back(splitUnitText(layout, fused));
         }
+    if (!fmsBuildsTheModel(checkpoint)) {
+        const std::string notAiu = "not for the AIU, where fms builds no " +
+                                   std::string(architectureName(checkpoint.config().architecture));
+        validity.consumers = splits.empty() ? std::vector<std::string>{kConsumerVllm, kConsumerCompressedTensors}
+                                            : std::vector<std::string>{kConsumerCompressedTensors};
+        validity.sentence = splits.empty() ? "Valid for vLLM and compressed-tensors; " + notAiu + "."
+                                           : "Valid only for compressed-tensors/transformers: it splits " +
+                                                 joinedWords(splits, " and ") + ", which vLLM refuses (q, k, v in "
+                                                 "different schemes), and " + notAiu + ".";
+        return validity;
+    }
     if (splits.empty()) {
         validity.consumers = {kConsumerAiuFused, kConsumerAiuUnfused, kConsumerVllm, kConsumerCompressedTensors};
         validity.sentence = "Valid for every consumer (AIU with fused or unfused q/k/v, vLLM, compressed-tensors): "

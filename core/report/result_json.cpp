@@ -254,6 +254,20 @@ json comparedFillMaskJson(const FillMaskAgreement& fillMask)
 json finalOutputsJson(const ComparisonResult& c)
 {
     json final = {{"logits", metricsJson(c.finalLogits)}};
+    if (c.sequence) { // an embedder's, a classifier's or a reranker's rows
+        json sequence = {{"rows", c.sequence->rows}};
+        if (c.sequence->labelFlips)
+            sequence["label_flips"] = *c.sequence->labelFlips;
+        if (c.sequence->meanCosine && c.sequence->minCosine) {
+            sequence["mean_cosine"] = finiteOrNull(*c.sequence->meanCosine);
+            sequence["min_cosine"] = finiteOrNull(*c.sequence->minCosine);
+        }
+        if (c.sequence->kendallTau) {
+            sequence["kendall_tau"] = finiteOrNull(*c.sequence->kendallTau);
+            sequence["same_order"] = c.sequence->sameOrder;
+        }
+        final["sequence"] = sequence;
+    }
     if (c.qa)
         final["qa"] = comparedQaJson(*c.qa);
     if (c.fillMask)
@@ -615,6 +629,17 @@ json sensitivityMetricsJson(const SensitivityMetrics& m, const std::string& kind
         out["f1"] = m.f1;
         out["agreement"] = m.agreement;
     }
+    // An embedder, a classifier or a reranker: what its user looks at.
+    if (m.labelFlips)
+        out["label_flips"] = *m.labelFlips;
+    if (m.meanCosine)
+        out["mean_cosine"] = finiteOrNull(*m.meanCosine);
+    if (m.minCosine)
+        out["min_cosine"] = finiteOrNull(*m.minCosine);
+    if (m.kendallTau)
+        out["kendall_tau"] = finiteOrNull(*m.kendallTau);
+    if (m.sameOrder)
+        out["same_order"] = *m.sameOrder;
     return out;
 }
 

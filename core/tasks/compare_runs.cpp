@@ -130,6 +130,9 @@ PreparedInput prepareInput(const InferenceBackend& run, const ComparisonInput& i
             throw Error("The text has no " + tokenizer.maskToken() + " token to fill.");
     } else if (!input.inputIds.empty()) {
         prepared.inputs.inputIds = input.inputIds;
+    } else if (!input.texts.empty()) {
+        for (const SequenceEncoding& encoded : encodeSequenceInputs(run.checkpoint(), input.texts))
+            prepared.inputs.addSequence(encoded.encoding);
     } else {
         throw Error("Nothing to compare: give a question and context, a text, or input ids.");
     }
@@ -374,6 +377,8 @@ FinalOutputComparison compareFinalOutputs(const InferenceBackend& run, const For
     const EncoderLayout& layout = run.checkpoint().layout();
     result.finalLogits = finalOutputMetrics(layout, runResult, referenceResult, prepared.lengths);
     result.outputsAgree = finite && finalOutputsAgree(layout, runResult, referenceResult, prepared.lengths);
+    if (finite)
+        result.sequence = sequenceOutputAgreement(layout, runResult, referenceResult, prepared.lengths);
     // What a task shows of the final outputs: a QA head's answers, a masked LM's fill-mask distributions.
     if (layout.head() == HeadKind::QuestionAnswering)
         result.qa = compareAnswers(runResult, referenceResult, prepared, input, run.checkpoint().tokenizer(), finite);
@@ -513,6 +518,7 @@ ComparisonResult compareRuns(InferenceBackend& run, InferenceBackend* reference,
             releaseTensorPages(*checkpoint, {""});
     result.finalLogits = final.finalLogits;
     result.outputsAgree = final.outputsAgree;
+    result.sequence = final.sequence;
     result.qa = std::move(final.qa);
     result.fillMask = std::move(final.fillMask);
     // Numbers computed while a checkpoint file was rewritten in place are not to be reported.

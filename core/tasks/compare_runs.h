@@ -14,6 +14,8 @@
 #include "model/inference_backend.h"
 #include "model/run_settings.h"
 #include "tasks/fill_mask.h"
+#include "tasks/final_outputs.h"
+#include "tasks/sequence_runs.h"
 #include "tasks/question_answering.h"
 
 namespace scalescope {
@@ -28,6 +30,10 @@ struct ComparisonInput {
     // sentence), in the family's pair layout.
     std::string pair;
     std::vector<std::vector<int64_t>> inputIds;
+    // Instead: several texts or pairs (a --texts file) on an embedder, a classifier or a reranker,
+    // encoded as their task encodes them (tasks/sequence_runs.h) and run as one batch, one row each:
+    // the final output is every row's, concatenated (a reranker's rows: one query's passages).
+    std::vector<SequenceInput> texts;
     QaOptions qaOptions;
     int topK = 5;
     // The run side: fp8 (the default), dequant to see the weights' share of the error, or fp16 to see
@@ -99,6 +105,8 @@ struct ComparisonResult {
     std::optional<QaAgreement> qa;
     std::optional<FillMaskAgreement> fillMask;
     ErrorMetrics finalLogits;                // the head's logits (all of them)
+    // An embedder's, a classifier's or a reranker's rows: flips, cosines, Kendall's tau.
+    std::optional<SequenceOutputAgreement> sequence;
     // Every row of the final outputs decides the same on both sides (finalOutputsAgree: the same
     // argmax, every score on the same side of 0, a pooled vector's cosine >= 0.99); false when
     // either side is non-finite. What a head without answers or masks (an embedder, a classifier)
@@ -133,6 +141,7 @@ PreparedComparisonInput prepareComparisonInput(const InferenceBackend& run, cons
 struct FinalOutputComparison {
     ErrorMetrics finalLogits;
     bool outputsAgree = false; // finalOutputsAgree (tasks/final_outputs.h), false when either side is non-finite
+    std::optional<SequenceOutputAgreement> sequence; // sequenceOutputAgreement, when both sides are finite
     std::optional<QaAgreement> qa;
     std::optional<FillMaskAgreement> fillMask;
     bool runOutputsNonFinite = false, referenceOutputsNonFinite = false;

@@ -15,6 +15,8 @@
 #include "io/sha256.h"
 #include "tasks/compare_runs.h"
 #include "tasks/final_outputs.h"
+#include "tasks/sequence_runs.h"
+#include "tasks/task_datasets.h"
 #include "text/utf8.h"
 
 namespace scalescope {
@@ -313,19 +315,33 @@ TwinCacheNames twinCacheNames(const std::vector<CheckRun>& twins)
     return names;
 }
 
+// An embedder, a classifier or a reranker: its texts are sequence-task inputs.
+bool isSequenceTask(const EncoderLayout& layout)
+{
+    return layout.head() == HeadKind::Embedding || layout.head() == HeadKind::SequenceClassification;
+}
+
 // The sequences of input `index` (a question's windows, or a text's one sequence, into member),
 // or an Error saying why it cannot be measured.
-std::vector<Encoding> inputSequences(const CheckInputSet& inputs, std::size_t index, const Tokenizer& tokenizer,
+std::vector<Encoding> inputSequences(const CheckInputSet& inputs, std::size_t index, const Checkpoint& checkpoint,
     const QaOptions& qa, int limit, BatchedInput& member)
 {
+    const Tokenizer& tokenizer = checkpoint.tokenizer();
     std::vector<Encoding> sequences;
     if (inputs.kind == CheckInputSet::Kind::Squad) {
         member.example = &inputs.questions[index];
         member.windows = buildQaWindows(tokenizer, member.example->question, member.example->context, qa);
         for (const QaWindow& window : member.windows)
             sequences.push_back(window.encoding);
+    } else if (isSequenceTask(checkpoint.layout())) {
+        // As embed, classify and rerank run it: the family's pair layout, cut to the model's limit.
+        const std::optional<std::string> pair = index < inputs.pairs.size() ? inputs.pairs[index] : std::nullopt;
+        const int64_t maxTokens = std::min<int64_t>(sequenceTokenLimit(checkpoint), limit);
+        sequences.push_back(encodeSequence(tokenizer, {inputs.texts[index], pair}, maxTokens).encoding);
     } else {
-        Encoding encoding = tokenizer.encode(inputs.texts[index]);
+        const bool paired = index < inputs.pairs.size() && inputs.pairs[index];
+        Encoding encoding = paired ? tokenizer.encodePair(inputs.texts[index], *inputs.pairs[index])
+                                   : tokenizer.encode(inputs.texts[index]);
         if (int(encoding.ids.size()) > limit)
             throw Error("it is " + std::to_string(encoding.ids.size()) + " tokens long, more than the model's "
                 + std::to_string(limit));
@@ -336,7 +352,7 @@ std::vector<Encoding> inputSequences(const CheckInputSet& inputs, std::size_t in
 
 // Inputs [begin, end) in one batch: every input that can be windowed; one that cannot is skipped
 // and listed (in measured, with its reason).
-InputBatch batchOf(const CheckInputSet& inputs, std::size_t begin, std::size_t end, const Tokenizer& tokenizer,
+InputBatch batchOf(const CheckInputSet& inputs, std::size_t begin, std::size_t end, const Checkpoint& checkpoint,
     const QaOptions& qa, int limit, std::vector<InputMeasurement>& measured)
 {
     InputBatch batch;
@@ -347,7 +363,7 @@ InputBatch batchOf(const CheckInputSet& inputs, std::size_t begin, std::size_t e
         member.index = index;
         std::vector<Encoding> sequences;
         try {
-            sequences = inputSequences(inputs, index, tokenizer, qa, limit, member);
+            sequences = inputSequences(inputs, index, checkpoint, qa, limit, member);
         } catch (const Cancelled&) {
             throw;
         } catch (const Error& e) {
@@ -760,34 +776,20 @@ CheckInputSet squadCheckInputs(const std::string& path, std::size_t maxSamples)
 
 namespace {
 
-// The texts file read whole; textCheckInputs names the file when that needs more memory than there is.
+// The texts file read whole, parsed by the one texts reader (tasks/task_datasets: plain lines or
+// JSONL with an optional "pair"); textCheckInputs names the file when that needs more memory than
+// there is.
 CheckInputSet textCheckInputsOf(const std::string& path, std::size_t maxSamples)
 {
     const std::string text = readFileToString(path);
+    TextsFile file = parseTextsFile(text, path, maxSamples);
     CheckInputSet inputs;
     inputs.kind = CheckInputSet::Kind::Texts;
     inputs.path = path;
     inputs.sha256 = sha256Hex(text);
-    std::size_t begin = 0, line = 0;
-    while (begin <= text.size()) {
-        std::size_t end = text.find('\n', begin);
-        if (end == std::string::npos)
-            end = text.size();
-        ++line;
-        std::string row = text.substr(begin, end - begin);
-        if (!row.empty() && row.back() == '\r')
-            row.pop_back();
-        if (!isValidUtf8(row))
-            throw Error(path + " line " + std::to_string(line) + " is not UTF-8 text.");
-        if (row.find_first_not_of(" \t") != std::string::npos) {
-            ++inputs.inFile;
-            if (maxSamples == 0 || inputs.texts.size() < maxSamples)
-                inputs.texts.push_back(std::move(row));
-        }
-        begin = end + 1;
-    }
-    if (inputs.texts.empty())
-        throw Error(path + " holds no text (one text per line is expected).");
+    inputs.inFile = file.inFile;
+    inputs.texts = std::move(file.texts);
+    inputs.pairs = std::move(file.pairs);
     return inputs;
 }
 
@@ -832,7 +834,6 @@ RunMeasurements measureRuns(const CheckRun& run, const std::vector<CheckRun>& tw
     const TwinCacheNames cacheNames = options.cache ? twinCacheNames(twins) : TwinCacheNames{};
 
     const Clock::time_point started = Clock::now();
-    const Tokenizer& tokenizer = checkpoint.tokenizer();
     const std::size_t batchInputs = std::max<std::size_t>(1, options.inputsPerForward);
     result.inputs.resize(inputs.count());
     std::size_t done = 0;
@@ -842,7 +843,7 @@ RunMeasurements measureRuns(const CheckRun& run, const std::vector<CheckRun>& tw
             "Measuring " + run.name + " against " + joinedWords(result.twinNames) + ": input "
                 + std::to_string(done + 1) + " of " + std::to_string(inputs.count()));
         const std::size_t end = std::min(inputs.count(), begin + batchInputs);
-        const InputBatch batch = batchOf(inputs, begin, end, tokenizer, qa, limit, result.inputs);
+        const InputBatch batch = batchOf(inputs, begin, end, checkpoint, qa, limit, result.inputs);
         done = end;
         if (batch.members.empty())
             continue;

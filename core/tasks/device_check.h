@@ -103,14 +103,18 @@ struct CheckInputSet {
     std::size_t inFile = 0;           // questions or texts in the file
     std::vector<SquadExample> questions;
     std::vector<std::string> texts;
+    std::vector<std::optional<std::string>> pairs; // one per text: the second text of a pair, if any
     bool squadV2 = false;
     std::size_t count() const { return kind == Kind::Squad ? questions.size() : texts.size(); }
     std::string inputId(std::size_t index) const; // question id, or "text N" (1-based line order)
 };
 // The first maxSamples questions (0: all) of a SQuAD file. Throws naming the file.
 CheckInputSet squadCheckInputs(const std::string& path, std::size_t maxSamples);
-// One text per non-blank line of a UTF-8 file (at most maxSamples, 0: all). Throws naming the file
-// and line when a line is not UTF-8 or the file holds no text.
+// The texts of a texts file as readTextsFile (tasks/task_datasets.h) reads it: one per non-blank
+// line, or JSONL {"text", "pair"?} (at most maxSamples, 0: all). Throws naming the file and line.
+// An embedder, a classifier or a reranker runs each as its task does (a pair in the family's pair
+// layout, cut to the model's limit, an embedder's max_seq_length); other heads skip a text longer
+// than the model.
 CheckInputSet textCheckInputs(const std::string& path, std::size_t maxSamples);
 
 struct CheckMeasureOptions {

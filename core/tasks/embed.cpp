@@ -1,9 +1,11 @@
 #include "tasks/embed.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
 #include "model/checkpoint.h"
+#include "numerics/metrics.h"
 #include "tasks/sequence_runs.h"
 
 namespace scalescope {
@@ -39,13 +41,8 @@ std::string promptText(const SentenceEmbeddingConfig& embedding, const std::stri
 
 double cosineSimilarity(const std::vector<float>& a, const std::vector<float>& b)
 {
-    double dot = 0, na = 0, nb = 0;
-    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
-        dot += double(a[i]) * double(b[i]);
-        na += double(a[i]) * double(a[i]);
-        nb += double(b[i]) * double(b[i]);
-    }
-    return na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 0.0;
+    // The one cosine (numerics/metrics): compare, check and the sweep measure vectors with it too.
+    return computeErrorMetrics(a.data(), b.data(), std::min(a.size(), b.size())).cosine;
 }
 
 namespace {
@@ -71,8 +68,7 @@ EmbeddedRows embedRows(InferenceBackend& run, InferenceBackend* reference, const
         throw Error("There is no text to embed.");
     const SentenceEmbeddingConfig& embedding = checkpoint.config().embedding;
     EmbeddedRows rows;
-    const int64_t modelLimit = checkpoint.layout().maxSequenceLength();
-    rows.maxSeqLength = embedding.maxSeqLength > 0 ? std::min(embedding.maxSeqLength, modelLimit) : modelLimit;
+    rows.maxSeqLength = sequenceTokenLimit(checkpoint);
     if (!embedding.fromModules)
         rows.notes.push_back(checkpoint.directory() + " has no sentence-transformers modules.json, so its embedding "
                              "is the first token's (" + checkpoint.layout().specialTokens().begin +

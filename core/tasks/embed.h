@@ -73,7 +73,8 @@ EmbeddedRows embedRows(InferenceBackend& run, InferenceBackend* reference, const
 EmbedResult embedTexts(InferenceBackend& run, InferenceBackend* reference, const EmbedOptions& options,
                        const Progress& progress = {});
 
-// Cosine of two vectors (0 when either is zero).
+// Cosine of two vectors, as computeErrorMetrics (numerics/metrics.h) measures it: 1 when they are
+// equal (both zero included), 0 when only one is zero.
 double cosineSimilarity(const std::vector<float>& a, const std::vector<float>& b);
 
 } // namespace scalescope

@@ -59,8 +59,12 @@ void forEachFinalOutputRow(const EncoderLayout& layout, const ForwardResult& run
             const std::vector<int64_t>& shape = side.run->shape;
             if (row >= static_cast<std::size_t>(shape[0]))
                 continue;
-            // A sequence with no real token (another input's row in a shared batch) has no vector.
-            if (side.output->kind == FinalOutputKind::Vector && row < lengths.size() && lengths[row] == 0)
+            // A sequence with no real token (another input's row in a batch that a device check
+            // shares between inputs) has no vector, labels or score of its own to measure.
+            const bool perSequence = side.output->kind == FinalOutputKind::Vector ||
+                                     side.output->kind == FinalOutputKind::SequenceLogits ||
+                                     side.output->kind == FinalOutputKind::Scores;
+            if (perSequence && row < lengths.size() && lengths[row] == 0)
                 continue;
             const std::size_t rowSize = side.run->values.size() / static_cast<std::size_t>(shape[0]);
             FinalOutputRow view{side.output, row, side.run->values.data() + row * rowSize,
@@ -103,6 +107,46 @@ bool finalOutputsAgree(const EncoderLayout& layout, const ForwardResult& run, co
     for (const auto& [output, scores] : singleScores)
         agrees = agrees && rankingOrder(scores.first) == rankingOrder(scores.second);
     return agrees;
+}
+
+std::optional<SequenceOutputAgreement> sequenceOutputAgreement(const EncoderLayout& layout, const ForwardResult& run,
+                                                               const ForwardResult& reference,
+                                                               const std::vector<std::size_t>& lengths)
+{
+    const HeadKind head = layout.head();
+    if (head != HeadKind::Embedding && head != HeadKind::SequenceClassification)
+        return std::nullopt;
+    SequenceOutputAgreement agreement;
+    std::vector<double> cosines, runScores, referenceScores;
+    std::size_t flips = 0;
+    bool labelled = false;
+    forEachFinalOutputRow(layout, run, reference, lengths, [&](const FinalOutputRow& row) {
+        ++agreement.rows;
+        if (row.output->kind == FinalOutputKind::Vector) {
+            cosines.push_back(computeErrorMetrics(row.run, row.reference, row.values).cosine);
+        } else if (row.values == 1) {
+            runScores.push_back(row.run[0]);
+            referenceScores.push_back(row.reference[0]);
+        } else {
+            labelled = true;
+            flips += argmax(row.run, row.values) != argmax(row.reference, row.values) ? 1 : 0;
+        }
+    });
+    if (labelled)
+        agreement.labelFlips = flips;
+    if (!cosines.empty()) {
+        double sum = 0;
+        for (double c : cosines)
+            sum += c;
+        agreement.meanCosine = sum / double(cosines.size());
+        agreement.minCosine = *std::min_element(cosines.begin(), cosines.end());
+    }
+    if (!runScores.empty()) {
+        agreement.sameOrder = rankingOrder(runScores) == rankingOrder(referenceScores);
+        if (runScores.size() >= 2)
+            agreement.kendallTau = kendallTauB(runScores, referenceScores);
+    }
+    return agreement;
 }
 
 bool allFinite(const float* values, std::size_t count)

@@ -6,6 +6,7 @@
 // it in compare_runs. No LibTorch.
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "model/architecture.h"
@@ -48,6 +49,23 @@ ErrorMetrics finalOutputMetrics(const EncoderLayout& layout, const ForwardResult
 // for every vector.
 bool finalOutputsAgree(const EncoderLayout& layout, const ForwardResult& run, const ForwardResult& reference,
                        const std::vector<std::size_t>& lengths);
+
+// What a user of a sequence head looks at over the rows of one batch (every input of a --texts
+// file): a classifier's label flips (rows whose largest logit or score differs between the sides),
+// an embedder's cosine per row between the run's vector and the reference's (mean and min), and,
+// with one score per row (a reranker's (query, passage) pairs), Kendall's tau-b between the two
+// sides' scores and whether the rows' ranking is the same. Unset what the head does not have.
+struct SequenceOutputAgreement {
+    std::size_t rows = 0;
+    std::optional<std::size_t> labelFlips;
+    std::optional<double> meanCosine, minCosine;
+    std::optional<double> kendallTau; // two rows or more
+    bool sameOrder = true;
+};
+// Null for a head without sequence outputs (QA, masked LM).
+std::optional<SequenceOutputAgreement> sequenceOutputAgreement(const EncoderLayout& layout, const ForwardResult& run,
+                                                               const ForwardResult& reference,
+                                                               const std::vector<std::size_t>& lengths);
 
 // No value is NaN or infinite; no output holds one.
 bool allFinite(const float* values, std::size_t count);

@@ -1,5 +1,6 @@
 #include "tasks/rerank.h"
 
+#include <algorithm>
 
 #include "analysis/task_metrics.h"
 #include "common/error.h"
@@ -16,40 +17,48 @@ const char* rerankScorerName(RerankScorer scorer)
 
 namespace {
 
-// Every (query, document) pair through the cross-encoder: its one logit is the score.
+// Every (query, document) pair through the cross-encoder, pairsPerChunk pairs at a time (pair k is
+// query k / documents, document k % documents): its one logit is the score.
 void crossEncoderScores(InferenceBackend& run, InferenceBackend* reference, const std::vector<std::string>& queries,
                         const std::vector<std::string>& documents, const RunPair& runs, const Progress& progress,
-                        DocumentScores& scores)
+                        std::size_t pairsPerChunk, DocumentScores& scores)
 {
     const Checkpoint& checkpoint = run.checkpoint();
     if (checkpoint.config().numLabels != 1)
         throw Error("Reranking needs a cross-encoder (a sequence classifier with one label) or a sentence embedder; " +
                     checkpoint.directory() + " is a classifier with " + std::to_string(checkpoint.config().numLabels) +
                     " labels.");
-    std::vector<Encoding> encodings;
+    const std::size_t pairs = queries.size() * documents.size();
+    const std::string& output = checkpoint.layout().headDefinition().outputs.at(0).name;
+    scores.run.assign(queries.size(), {});
+    scores.reference.assign(queries.size(), {});
+    Progress chunkProgress;
+    chunkProgress.cancel = progress.cancel;
     std::size_t truncated = 0;
-    for (const std::string& query : queries)
-        for (const std::string& document : documents) {
-            SequenceEncoding encoded =
-                encodeSequence(checkpoint.tokenizer(), {query, document}, checkpoint.layout().maxSequenceLength());
+    pairsPerChunk = std::max<std::size_t>(pairsPerChunk, 1);
+    for (std::size_t first = 0; first < pairs; first += pairsPerChunk) {
+        progress.report(double(first) / double(pairs), "Scoring pairs");
+        const std::size_t last = std::min(pairs, first + pairsPerChunk);
+        std::vector<Encoding> encodings;
+        for (std::size_t k = first; k < last; ++k) {
+            SequenceEncoding encoded = encodeSequence(checkpoint.tokenizer(), {queries[k / documents.size()],
+                                                      documents[k % documents.size()]},
+                                                      checkpoint.layout().maxSequenceLength());
             truncated += encoded.truncated ? 1 : 0;
             encodings.push_back(std::move(encoded.encoding));
         }
+        const SequenceRows rows = runSequenceRows(run, reference, runs, encodings, output, chunkProgress);
+        for (std::size_t k = first; k < last; ++k) {
+            scores.run[k / documents.size()].push_back(rows.run[k - first].at(0));
+            scores.reference[k / documents.size()].push_back(rows.reference[k - first].at(0));
+        }
+        scores.runMs += rows.runMs;
+    }
+    progress.report(1.0, "Scoring pairs");
     if (truncated > 0)
-        scores.notes.push_back(std::to_string(truncated) + " of " + std::to_string(encodings.size()) +
+        scores.notes.push_back(std::to_string(truncated) + " of " + std::to_string(pairs) +
                                " (query, passage) pairs were cut to the model's " +
                                std::to_string(checkpoint.layout().maxSequenceLength()) + " tokens.");
-    const std::string& output = checkpoint.layout().headDefinition().outputs.at(0).name;
-    const SequenceRows rows = runSequenceRows(run, reference, runs, encodings, output, progress);
-    for (std::size_t q = 0; q < queries.size(); ++q) {
-        scores.run.emplace_back();
-        scores.reference.emplace_back();
-        for (std::size_t d = 0; d < documents.size(); ++d) {
-            scores.run.back().push_back(rows.run[q * documents.size() + d].at(0));
-            scores.reference.back().push_back(rows.reference[q * documents.size() + d].at(0));
-        }
-    }
-    scores.runMs = rows.runMs;
 }
 
 // The checkpoint's prompt of that name ("query", "passage"), or none: a name that is not one of its
@@ -84,7 +93,8 @@ void biEncoderScores(InferenceBackend& run, InferenceBackend* reference, const s
 } // namespace
 
 DocumentScores scoreDocuments(InferenceBackend& run, InferenceBackend* reference, const std::vector<std::string>& queries,
-                              const std::vector<std::string>& documents, const RunPair& runs, const Progress& progress)
+                              const std::vector<std::string>& documents, const RunPair& runs, const Progress& progress,
+                              std::size_t pairsPerChunk)
 {
     const HeadKind head = run.checkpoint().layout().head();
     if (head != HeadKind::SequenceClassification && head != HeadKind::Embedding)
@@ -95,7 +105,7 @@ DocumentScores scoreDocuments(InferenceBackend& run, InferenceBackend* reference
     DocumentScores scores;
     scores.scorer = head == HeadKind::SequenceClassification ? RerankScorer::CrossEncoder : RerankScorer::BiEncoder;
     if (scores.scorer == RerankScorer::CrossEncoder)
-        crossEncoderScores(run, reference, queries, documents, runs, progress, scores);
+        crossEncoderScores(run, reference, queries, documents, runs, progress, pairsPerChunk, scores);
     else
         biEncoderScores(run, reference, queries, documents, runs, progress, scores);
     return scores;

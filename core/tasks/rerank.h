@@ -3,6 +3,7 @@
 // sequence classifier with one label: the logit of each (query, passage) pair) or by an embedder
 // (the cosine of the query's and the passage's embeddings, each with its checkpoint prompt), and
 // the two rankings compared: the same order, Kendall's tau-b.
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -47,10 +48,14 @@ struct DocumentScores {
     std::vector<std::string> notes; // truncation
     double runMs = 0;
 };
+// A cross-encoder's (query, document) pairs are encoded and run this many at a time, so memory
+// stays bounded on a large retrieval corpus (queries x documents pairs); the scores are the same
+// whatever the chunk (each chunk runs in batches of runSequenceRows' size).
+constexpr std::size_t kRerankPairsPerChunk = 1024;
 // Throws as rerankPassages does.
 DocumentScores scoreDocuments(InferenceBackend& run, InferenceBackend* reference, const std::vector<std::string>& queries,
                               const std::vector<std::string>& documents, const RunPair& runs,
-                              const Progress& progress = {});
+                              const Progress& progress = {}, std::size_t pairsPerChunk = kRerankPairsPerChunk);
 
 // Throws scalescope::Error when the model can score no pair (a QA or MLM model, a classifier with
 // several labels), when there are no passages, or when a run is not finite.

@@ -272,8 +272,20 @@ private:
             metrics.klDivergence = kl / n;
             metrics.agrees = finite && agreeing == f.fillMask->masks.size();
         } else {
-            metrics.agrees = finite && finalOutputsAgree(run_.checkpoint().layout(), runResult, c.reference, c.prepared.lengths);
+            metrics.agrees = f.outputsAgree;
+            if (f.sequence)
+                addSequenceAgreement(*f.sequence, metrics);
         }
+    }
+
+    static void addSequenceAgreement(const SequenceOutputAgreement& sequence, SensitivityMetrics& metrics)
+    {
+        metrics.labelFlips = sequence.labelFlips;
+        metrics.meanCosine = sequence.meanCosine;
+        metrics.minCosine = sequence.minCosine;
+        metrics.kendallTau = sequence.kendallTau;
+        if (sequence.kendallTau)
+            metrics.sameOrder = sequence.sameOrder;
     }
 
     void finish(const Tally& tally, SensitivityMetrics& metrics) const
@@ -393,7 +405,8 @@ void buildCases(Sweep& sweep, const InferenceBackend& run, const SensitivityInpu
         Case c;
         c.input = input.single;
         c.prepared = prepareComparisonInput(run, c.input);
-        result.inputKind = inputKindOf(c.prepared);
+        result.inputKind = c.input.texts.empty() ? inputKindOf(c.prepared) : "texts";
+        result.samples = c.input.texts.empty() ? 1 : c.input.texts.size();
         sweep.cases.push_back(std::move(c));
         return;
     }

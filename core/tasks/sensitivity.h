@@ -50,12 +50,18 @@ struct SensitivityMetrics {
     double exact = 0;
     double f1 = 0;
     double agreement = 0;
+    // An embedder, a classifier or a reranker (tasks/final_outputs.h SequenceOutputAgreement), over
+    // every input (a --texts file's rows run as one batch): label flips, the cosine per input (mean
+    // and min), Kendall's tau-b of one score per row and whether their ranking is the same.
+    std::optional<std::size_t> labelFlips;
+    std::optional<double> meanCosine, minCosine, kendallTau;
+    std::optional<bool> sameOrder;
 };
 
 // What every entry of one sweep is measured against, known before the first entry finishes: live
 // entries carry it, so a GUI draws them with the same measures and title as the finished result.
 struct SensitivitySweepInfo {
-    std::string inputKind;                // "qa", "fill-mask", "forward" or "squad"
+    std::string inputKind;                // "qa", "fill-mask", "forward", "texts" or "squad"
     std::string granularity;              // "linear", "unit" or "layer"
     std::string referenceLabel;           // "reference (DIR)" or "dequant"
     bool referenceIsStandIn = false;
@@ -103,7 +109,10 @@ struct SensitivityEntry {
 };
 
 struct SensitivityInput {
-    ComparisonInput single;               // used when squad is null
+    // Used when squad is null. Its texts (a --texts file) run as one batch, so the sweep's SQNR is
+    // that of every input's final output concatenated, as a SQuAD subset's is of every question's
+    // logits, and a reranker's rows (one query's passages) have a ranking to keep.
+    ComparisonInput single;
     const SquadDataset* squad = nullptr;  // a SQuAD subset instead
     std::size_t maxSamples = 0;           // the first N questions; 0 = all
 };
@@ -125,11 +134,11 @@ struct SensitivityOptions {
 };
 
 struct SensitivityResult {
-    std::string inputKind;                // "qa", "fill-mask", "forward" or "squad"
+    std::string inputKind;                // "qa", "fill-mask", "forward", "texts" or "squad"
     std::string granularity;
     std::string referenceLabel;           // "reference (DIR)" or "dequant"
     bool referenceIsStandIn = false;
-    std::size_t samples = 1;              // questions (SQuAD) or 1
+    std::size_t samples = 1;              // questions (SQuAD), texts (a texts file) or 1
     SensitivityMetrics baseline;          // the FP8 run with no override
     SensitivityMetrics allFloat;          // every quantized Linear float (what fp8_one departs from)
     SensitivityMetrics reference;         // SQuAD: the reference's own EM/F1 against the gold answers

@@ -75,6 +75,28 @@ SequenceEncoding encodeSequence(const Tokenizer& tokenizer, const SequenceInput&
     return result;
 }
 
+int64_t sequenceTokenLimit(const Checkpoint& checkpoint)
+{
+    const int64_t modelLimit = checkpoint.layout().maxSequenceLength();
+    const int64_t maxSeqLength =
+        checkpoint.layout().head() == HeadKind::Embedding ? checkpoint.config().embedding.maxSeqLength : 0;
+    return maxSeqLength > 0 ? std::min(maxSeqLength, modelLimit) : modelLimit;
+}
+
+std::vector<SequenceEncoding> encodeSequenceInputs(const Checkpoint& checkpoint, const std::vector<SequenceInput>& inputs)
+{
+    const HeadKind head = checkpoint.layout().head();
+    if (head != HeadKind::Embedding && head != HeadKind::SequenceClassification)
+        throw Error("A texts file runs on a sentence embedder, a classifier or a reranker; " + checkpoint.directory() +
+                    " is " + architectureName(checkpoint.config().architecture) + ".");
+    if (inputs.empty())
+        throw Error("There is no text to run.");
+    std::vector<SequenceEncoding> encodings;
+    for (const SequenceInput& input : inputs)
+        encodings.push_back(encodeSequence(checkpoint.tokenizer(), input, sequenceTokenLimit(checkpoint)));
+    return encodings;
+}
+
 SequenceRows runSequenceRows(InferenceBackend& run, InferenceBackend* reference, const RunPair& runs,
                              const std::vector<Encoding>& encodings, const std::string& output,
                              const Progress& progress, std::size_t batchSize)

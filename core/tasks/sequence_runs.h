@@ -31,6 +31,15 @@ struct SequenceEncoding {
 // Throws when maxTokens cannot hold the specials and one token of each text.
 SequenceEncoding encodeSequence(const Tokenizer& tokenizer, const SequenceInput& input, int64_t maxTokens);
 
+// The tokens a sequence task keeps: an embedder's max_seq_length when it sets one (never past the
+// model's positions), else the model's positions.
+int64_t sequenceTokenLimit(const Checkpoint& checkpoint);
+
+// Several inputs (a --texts file) as embed, classify and rerank encode them (no prompt), for the
+// tasks that run them as one batch (sensitivity, check): an embedder's or a classifier's only;
+// another head is refused with one sentence naming the checkpoint, as is an empty list.
+std::vector<SequenceEncoding> encodeSequenceInputs(const Checkpoint& checkpoint, const std::vector<SequenceInput>& inputs);
+
 // The rows of one final output for every encoding, on both sides: run (run settings) and
 // reference (a float checkpoint, or the run's own model in the reference settings when null).
 struct SequenceRows {

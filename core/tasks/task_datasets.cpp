@@ -1,5 +1,6 @@
 #include "tasks/task_datasets.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -204,17 +205,23 @@ namespace {
 
 // In a JSONL texts file: a line that opens an object is a row (its JSON errors are its own);
 // anything else is a plain text among JSON rows.
-std::string textOfJsonLine(const std::string& source, const Line& line, std::size_t firstLine)
+struct TextRow {
+    std::string text;
+    std::optional<std::string> pair;
+};
+
+TextRow textOfJsonLine(const std::string& source, const Line& line, std::size_t firstLine)
 {
     if (trimmed(line.text).substr(0, 1) != "{")
         failAt(source, line.number,
                "is not a JSON object, but line " + std::to_string(firstLine) +
                    " made this a JSONL file; a texts file holds one text per line or one {\"text\": ...} "
                    "object per line, not both");
-    return requireString(requireObjectLine(source, line), "text", source, line.number);
+    const json row = requireObjectLine(source, line);
+    return {requireString(row, "text", source, line.number), optionalString(row, "pair", source, line.number)};
 }
 
-std::string textOfPlainLine(const std::string& source, const Line& line, std::size_t firstLine)
+TextRow textOfPlainLine(const std::string& source, const Line& line, std::size_t firstLine)
 {
     requireUtf8(line.text, source, line.number);
     if (line.text.find('{') != std::string_view::npos && isJsonObjectLine(line.text))
@@ -222,7 +229,7 @@ std::string textOfPlainLine(const std::string& source, const Line& line, std::si
                "is a JSON object, but line " + std::to_string(firstLine) +
                    " is plain text; a texts file holds one text per line or one {\"text\": ...} object per "
                    "line, not both");
-    return std::string(line.text);
+    return {std::string(line.text), std::nullopt};
 }
 
 } // namespace
@@ -237,15 +244,21 @@ TextsFile parseTextsFile(const std::string& text, const std::string& sourceName,
     const std::size_t firstLine = lines.front().number;
     file.format = isJsonObjectLine(lines.front().text) ? TextsFile::Format::Jsonl : TextsFile::Format::Lines;
     for (const Line& line : lines) {
-        std::string value = file.format == TextsFile::Format::Jsonl ? textOfJsonLine(sourceName, line, firstLine)
-                                                                    : textOfPlainLine(sourceName, line, firstLine);
+        TextRow row = file.format == TextsFile::Format::Jsonl ? textOfJsonLine(sourceName, line, firstLine)
+                                                              : textOfPlainLine(sourceName, line, firstLine);
         ++file.inFile;
         if (maxSamples == 0 || file.texts.size() < maxSamples) {
-            file.texts.push_back(std::move(value));
+            file.texts.push_back(std::move(row.text));
+            file.pairs.push_back(std::move(row.pair));
             file.lines.push_back(line.number);
         }
     }
     return file;
+}
+
+bool TextsFile::hasPairs() const
+{
+    return std::any_of(pairs.begin(), pairs.end(), [](const std::optional<std::string>& p) { return p.has_value(); });
 }
 
 TextsFile readTextsFile(const std::string& path, std::size_t maxSamples)

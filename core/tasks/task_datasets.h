@@ -26,17 +26,21 @@ namespace scalescope {
 
 // ---- Texts (--texts) ----------------------------------------------------------------------------
 
-// One text per line, or JSONL {"text": "..."}: the first non-blank line decides. It is JSONL when
-// that line is a JSON object; then every non-blank line must be an object with a string "text"
-// (an empty text is a text). Otherwise every non-blank line is a text, as it is (UTF-8 required),
-// and a line that is a JSON object is refused as a mix of the two formats.
+// One text per line, or JSONL {"text": "...", "pair"?: "..."}: the first non-blank line decides. It
+// is JSONL when that line is a JSON object; then every non-blank line must be an object with a
+// string "text" (an empty text is a text) and may carry a string "pair" (null: none), the second
+// text of a pair (a cross-encoder's passage). Otherwise every non-blank line is a text, as it is
+// (UTF-8 required), and a line that is a JSON object is refused as a mix of the two formats. The
+// one reader of such files: embed, classify, rerank, compare, sensitivity, check and noise-floor.
 struct TextsFile {
     enum class Format { Lines, Jsonl };
     std::string path;
     Format format = Format::Lines;
     std::size_t inFile = 0;
     std::vector<std::string> texts;
+    std::vector<std::optional<std::string>> pairs; // one per text: its "pair", when the row has one
     std::vector<std::size_t> lines; // the line of each kept text, for messages about it
+    bool hasPairs() const;
 };
 TextsFile readTextsFile(const std::string& path, std::size_t maxSamples = 0);
 
