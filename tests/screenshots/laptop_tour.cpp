@@ -19,6 +19,7 @@
 
 #include "main_window.h"
 #include "panels/device_check_panel.h"
+#include "panels/errors_panel.h"
 #include "panels/fill_mask_panel.h"
 #include "panels/sensitivity_panel.h"
 #include "result_tabs.h"
@@ -113,6 +114,11 @@ bool playLaptopTour(MainWindow& window, const DemoCatalog& demo, const QString& 
     const int defect = demoIndex(demo, QStringLiteral("qa-fp8-defect"));
     if (defect < 0 || !openAndWait(window, defect))
         return false;
+    // The drill-down as a click on a layer fills it: histogram and scatter of one capture point.
+    QSignalSpy captured(session, &WorkbenchSession::capturePointReady);
+    emit window.errorsPanel()->capturePointRequested(QStringLiteral("roberta.encoder.layer.1.output"));
+    captured.count() > 0 || captured.wait(60000);
+    waitIdle(session);
     shootPages(window, out, QStringLiteral("01-defect"), all);
 
     window.tabs()->setCurrentWidget(window.sensitivityPanel());
@@ -124,6 +130,9 @@ bool playLaptopTour(MainWindow& window, const DemoCatalog& demo, const QString& 
         return false;
     waitIdle(session);
     shootPages(window, out, QStringLiteral("02-swept"), {QStringLiteral("Sensitivity"), QStringLiteral("Triage")});
+    // The report of the swept defect demo: its verdict box and the sweep's table (tie column) as CSV.
+    QDir(out + "/report-sweep").removeRecursively();
+    std::printf("report-sweep: %lld files\n", static_cast<long long>(window.exportReport(out + "/report-sweep").size()));
 
     const int floatDemo = demoIndex(demo, QStringLiteral("qa-float"));
     if (floatDemo < 0 || !openAndWait(window, floatDemo))
