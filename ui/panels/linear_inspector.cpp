@@ -41,7 +41,7 @@ QString section(const QString& title, const QString& rows, const QString& note =
 QString graded(double sqnrDb)
 {
     return QStringLiteral("<span style='color:%1'>%2 dB (%3)</span>")
-        .arg(QString::fromLatin1(gradeColor(gradeSqnr(sqnrDb))), fixedText(sqnrDb, 1),
+        .arg(QString::fromLatin1(gradeColor(gradeSqnr(sqnrDb))), significantText(sqnrDb),
              QString::fromLatin1(gradeName(gradeSqnr(sqnrDb))));
 }
 

@@ -243,7 +243,7 @@ QString TriagePanel::verdictText() const
     if (comparison_) {
         const double sqnr = finalSqnr();
         text += tr("Final output SQNR: %1 &nbsp;<small>(good at %2 dB or more, poor below %3 dB)</small>%4<br>")
-                    .arg(coloured(gradeSqnr(sqnr), tr("%1 dB, %2").arg(fixedText(sqnr, 1), gradeWord(gradeSqnr(sqnr)))))
+                    .arg(coloured(gradeSqnr(sqnr), tr("%1 dB, %2").arg(significantText(sqnr), gradeWord(gradeSqnr(sqnr)))))
                     .arg(t.goodSqnrDb)
                     .arg(t.poorSqnrDb)
                     .arg(staleNote(comparisonStamp_));
