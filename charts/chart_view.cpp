@@ -61,10 +61,11 @@ void keepDataAreaReadable(QWidget& view, QCustomPlot& plot, int buttonsHeight)
     const int minimum = kMinimumDataHeight + layoutOverhead(plot);
     if (plot.minimumHeight() != minimum)
         plot.setMinimumHeight(minimum);
-    // A panel's own minimum for the whole view ("260 px") takes precedence over what the plot
-    // needs and would clip the plot's bottom: it grows to the buttons' row and the plot.
+    // The view's own minimum too: a panel's ("260 px") would take precedence over what the plot
+    // needs and clip its bottom, and a splitter around the view hears of a new minimum only from
+    // the view itself. It grows to the buttons' row and the plot, and never shrinks.
     const int needed = buttonsHeight + view.layout()->spacing() + minimum;
-    if (view.minimumHeight() > 0 && view.minimumHeight() < needed)
+    if (view.minimumHeight() < needed)
         view.setMinimumHeight(needed);
 }
 

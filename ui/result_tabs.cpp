@@ -35,7 +35,9 @@ namespace scalescope::ui {
 namespace {
 
 // A page whose content needs more height (a chart drew a two-line title) tells its scroll area,
-// which otherwise keeps the content at its old size and the layout squeezes the charts again.
+// which otherwise keeps the content at its old size and the layout squeezes the charts again. The
+// content's minimum is stated explicitly: a page with a word-wrapped label is sized by its
+// height-for-width, the sum of preferred heights, which a splitter of charts can fall below.
 class PageGrowth : public QObject {
 public:
     PageGrowth(QWidget* content, QScrollArea* scroll) : QObject(content), scroll_(scroll)
@@ -46,8 +48,13 @@ public:
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override
     {
-        if (event->type() == QEvent::LayoutRequest)
+        if (event->type() == QEvent::LayoutRequest) {
+            auto* content = static_cast<QWidget*>(watched);
+            const int minimum = content->layout() ? content->layout()->minimumSize().height() : 0;
+            if (content->minimumHeight() != minimum)
+                content->setMinimumHeight(minimum);
             QCoreApplication::postEvent(scroll_, new QEvent(QEvent::LayoutRequest));
+        }
         return QObject::eventFilter(watched, event);
     }
 
