@@ -731,10 +731,17 @@ void drawMarkers(QCustomPlot& plot, const ChartData& chart)
         text->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
         text->position->setTypeY(QCPItemPosition::ptPlotCoords);
         text->position->setCoords(0.995, value);
-        text->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+        // Above its line, or below it when the line runs along the top of the axis, where a label
+        // above would be cut; on a light backing where it crosses bars.
+        const QCPRange range = plot.yAxis->range();
+        const double height = chart.logY ? std::log10(range.upper / range.lower) : range.upper - range.lower;
+        const double fromTop = chart.logY ? std::log10(range.upper / value) : range.upper - value;
+        const bool nearTop = height > 0 && fromTop < 0.12 * height;
+        text->setPositionAlignment(Qt::AlignRight | (nearTop ? Qt::AlignTop : Qt::AlignBottom));
         text->setText(QString::fromStdString(label.empty() ? formatChartValue(value) : label));
         text->setColor(markerColor);
-        text->setPadding(QMargins(2, 0, 2, 2));
+        text->setBrush(QBrush(QColor(255, 255, 255, 200)));
+        text->setPadding(nearTop ? QMargins(2, 2, 2, 0) : QMargins(2, 0, 2, 2));
     }
     // A pair (an answer's start and end, maybe adjacent tokens) is labelled outward, left of the
     // first line and right of the second, so that the labels never cover each other.
