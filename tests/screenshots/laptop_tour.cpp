@@ -5,6 +5,8 @@
 #include <QFileInfo>
 #include <QProcess>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -72,7 +74,15 @@ void shootPages(MainWindow& window, const QString& out, const QString& step, con
         window.tabs()->setCurrentIndex(i);
         settle(200);
         printPlotHeights(window, page);
-        shoot(window, QStringLiteral("%1/%2-%3.png").arg(out, step, page.toLower().replace(QLatin1Char(' '), QLatin1Char('-'))));
+        const QString name = page.toLower().replace(QLatin1Char(' '), QLatin1Char('-'));
+        shoot(window, QStringLiteral("%1/%2-%3.png").arg(out, step, name));
+        // A page taller than the window once more, scrolled to its end.
+        auto* scroll = window.tabs()->currentWidget()->findChild<QScrollArea*>(QStringLiteral("pageScrollArea"));
+        if (scroll && scroll->verticalScrollBar()->maximum() > 0) {
+            scroll->verticalScrollBar()->setValue(scroll->verticalScrollBar()->maximum());
+            shoot(window, QStringLiteral("%1/%2-%3-end.png").arg(out, step, name));
+            scroll->verticalScrollBar()->setValue(0);
+        }
     }
 }
 
