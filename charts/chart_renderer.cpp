@@ -45,6 +45,8 @@ constexpr int kFlatLabelsBudgetPixels = 600;
 constexpr int kMaxLineMarkers = 80;
 // The plot property holding the y axis title as the chart gives it (the axis shows it elided).
 const char* const kFullYLabel = "scalescopeFullYLabel";
+// The plot property holding the chart's title (the title element shows it wrapped to the width).
+const char* const kFullTitle = "scalescopeFullTitle";
 
 QColor seriesColor(const ChartData& chart, std::size_t index)
 {
@@ -171,7 +173,10 @@ Range paddedLinearRange(double lowest, double highest)
     if (!(lowest <= highest))
         return {0.0, 1.0};
     if (lowest == highest) {
-        const double pad = lowest == 0.0 ? 1.0 : std::abs(lowest) * 0.1;
+        // All zero (an EM and F1 of 0 on every row): 0..1, not -1..1 around nothing.
+        if (lowest == 0.0)
+            return {0.0, 1.0};
+        const double pad = std::abs(lowest) * 0.1;
         return {lowest - pad, highest + pad};
     }
     const double pad = 0.06 * (highest - lowest);
@@ -726,10 +731,17 @@ void drawMarkers(QCustomPlot& plot, const ChartData& chart)
         text->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
         text->position->setTypeY(QCPItemPosition::ptPlotCoords);
         text->position->setCoords(0.995, value);
-        text->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+        // Above its line, or below it when the line runs along the top of the axis, where a label
+        // above would be cut; on a light backing where it crosses bars.
+        const QCPRange range = plot.yAxis->range();
+        const double height = chart.logY ? std::log10(range.upper / range.lower) : range.upper - range.lower;
+        const double fromTop = chart.logY ? std::log10(range.upper / value) : range.upper - value;
+        const bool nearTop = height > 0 && fromTop < 0.12 * height;
+        text->setPositionAlignment(Qt::AlignRight | (nearTop ? Qt::AlignTop : Qt::AlignBottom));
         text->setText(QString::fromStdString(label.empty() ? formatChartValue(value) : label));
         text->setColor(markerColor);
-        text->setPadding(QMargins(2, 0, 2, 2));
+        text->setBrush(QBrush(QColor(255, 255, 255, 200)));
+        text->setPadding(nearTop ? QMargins(2, 2, 2, 0) : QMargins(2, 0, 2, 2));
     }
     // A pair (an answer's start and end, maybe adjacent tokens) is labelled outward, left of the
     // first line and right of the second, so that the labels never cover each other.
@@ -762,18 +774,11 @@ void addTitleAndLegend(QCustomPlot& plot, const ChartData& chart)
         font.setPointSizeF(font.pointSizeF() * 1.3);
         font.setBold(true);
         layout->insertRow(0);
-        // A long title is centred and cut at both ends on a narrow plot: two lines, broken at the
-        // space nearest the middle, fit the charts of a laptop screen.
-        QString title = QString::fromStdString(chart.title);
-        if (title.size() > 48) {
-            const int middle = title.size() / 2;
-            const int before = title.lastIndexOf(QLatin1Char(' '), middle);
-            const int after = title.indexOf(QLatin1Char(' '), middle);
-            const int at = before < 0 ? after : after < 0 ? before : (middle - before <= after - middle ? before : after);
-            if (at > 0)
-                title[at] = QLatin1Char('\n');
-        }
-        layout->addElement(0, 0, new QCPTextElement(&plot, title, font));
+        // Wrapped to the plot's width by fitTitle, here and on every resize.
+        plot.setProperty(kFullTitle, QString::fromStdString(chart.title));
+        auto* title = new QCPTextElement(&plot, QString::fromStdString(chart.title), font);
+        title->setObjectName(QStringLiteral("chartTitle"));
+        layout->addElement(0, 0, title);
         layout->setRowStretchFactor(0, 0.001);
     }
     const bool showLegend = chart.series.size() > 1;
@@ -803,6 +808,27 @@ void addTitleAndLegend(QCustomPlot& plot, const ChartData& chart)
         plot.legend->setColumnSpacing(24);
         plot.legend->setMargins(QMargins(7, 0, 7, 5));
     }
+}
+
+// A centred title wider than the plot is cut at both ends: broken at spaces into lines that each
+// fit `width` pixels instead (a single word longer than that stays whole on its line).
+void fitTitle(QCustomPlot& plot, int width)
+{
+    auto* title = plot.plotLayout()->rowCount() > 1 ? qobject_cast<QCPTextElement*>(plot.plotLayout()->element(0, 0)) : nullptr;
+    if (!title || title->objectName() != QLatin1String("chartTitle"))
+        return;
+    const QFontMetrics metrics(title->font());
+    const int available = std::max(width - 16, 80);
+    QStringList lines;
+    for (const QString& word : plot.property(kFullTitle).toString().split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+        if (!lines.isEmpty() && metrics.horizontalAdvance(lines.last() + QLatin1Char(' ') + word) <= available)
+            lines.last() += QLatin1Char(' ') + word;
+        else
+            lines << word;
+    }
+    const QString text = lines.join(QLatin1Char('\n'));
+    if (title->text() != text)
+        title->setText(text);
 }
 
 // QCustomPlot aims at five y ticks whatever the height, so a chart squeezed to 60 px stacks its
@@ -838,6 +864,7 @@ protected:
             // Against the viewport the layout was made for: a widget shown for the first time
             // gets its pending resize with no old size.
             const int height = static_cast<QResizeEvent*>(event)->size().height();
+            fitTitle(*plot_, static_cast<QResizeEvent*>(event)->size().width());
             fitYAxis(*plot_, plot_->axisRect()->height() + height - plot_->viewport().height(), height);
         }
         return QObject::eventFilter(watched, event);
@@ -958,6 +985,7 @@ void renderChart(QCustomPlot& plot, const ChartData& chart)
     drawSeries(plot, chart, geometry);
     drawMarkers(plot, chart);
     addTitleAndLegend(plot, chart);
+    fitTitle(plot, plot.width());
 
     plot.setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     plot.setMouseTracking(true);

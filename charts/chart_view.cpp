@@ -24,6 +24,53 @@
 
 namespace scalescope::ui {
 
+namespace {
+
+// The data area of every chart on screen keeps at least this many pixels; the title, legend and
+// tick labels come on top. Every panel page scrolls (ResultTabs), so on a 768-pixel screen the page
+// grows a scroll bar instead of squashing a chart to an unreadable strip.
+constexpr int kMinimumDataHeight = 160;
+
+// What the plot needs besides its data area, as the last layout made it: the rows of title and
+// legend and the axis rect's margins (tick labels, axis titles).
+int layoutOverhead(const QCustomPlot& plot)
+{
+    QCPLayoutGrid* layout = plot.plotLayout();
+    int overhead = layout->margins().top() + layout->margins().bottom();
+    int rows = 0;
+    for (int row = 0; row < layout->rowCount(); ++row) {
+        int tallest = 0;
+        for (int column = 0; column < layout->columnCount(); ++column) {
+            QCPLayoutElement* element = layout->element(row, column);
+            if (!element || !element->visible())
+                continue;
+            if (element == plot.axisRect())
+                tallest = std::max(tallest, element->margins().top() + element->margins().bottom());
+            else
+                tallest = std::max(tallest, element->minimumOuterSizeHint().height());
+        }
+        overhead += tallest;
+        ++rows;
+    }
+    return overhead + std::max(rows - 1, 0) * layout->rowSpacing();
+}
+
+// `view` holds a row of buttons `buttonsHeight` tall above `plot`.
+void keepDataAreaReadable(QWidget& view, QCustomPlot& plot, int buttonsHeight)
+{
+    const int minimum = kMinimumDataHeight + layoutOverhead(plot);
+    if (plot.minimumHeight() != minimum)
+        plot.setMinimumHeight(minimum);
+    // The view's own minimum too: a panel's ("260 px") would take precedence over what the plot
+    // needs and clip its bottom, and a splitter around the view hears of a new minimum only from
+    // the view itself. It grows to the buttons' row and the plot, and never shrinks.
+    const int needed = buttonsHeight + view.layout()->spacing() + minimum;
+    if (view.minimumHeight() < needed)
+        view.setMinimumHeight(needed);
+}
+
+} // namespace
+
 bool ChartView::eventFilter(QObject* watched, QEvent* event)
 {
     if (watched != plot_ || event->type() != QEvent::Wheel)
@@ -46,9 +93,14 @@ bool ChartView::eventFilter(QObject* watched, QEvent* event)
 ChartView::ChartView(QWidget* parent) : QWidget(parent)
 {
     plot_ = new QCustomPlot(this);
-    // Small enough that two charts side by side and three stacked fit a 1024x640 window; the
-    // panels put charts in splitters, so users give them room when they want it.
-    plot_->setMinimumSize(200, 110);
+    // Narrow enough for two charts side by side in a 1024-pixel window; the height follows the
+    // chart drawn (keepDataAreaReadable).
+    plot_->setMinimumSize(200, kMinimumDataHeight);
+    // A new width can wrap the title onto another line: the data area keeps its height. Queued, as
+    // a minimum set while QCustomPlot lays out would resize it from inside its own replot.
+    connect(
+        plot_, &QCustomPlot::afterLayout, this,
+        [this] { keepDataAreaReadable(*this, *plot_, resetButton_->sizeHint().height()); }, Qt::QueuedConnection);
     // The wheel scrolls the page the chart sits in; Ctrl+wheel zooms the chart (eventFilter).
     plot_->installEventFilter(this);
 

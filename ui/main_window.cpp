@@ -48,6 +48,45 @@
 
 namespace scalescope::ui {
 
+namespace {
+
+// Cancel and Export sit on a toolbar of their own after the run controls. When the window is too
+// narrow for both toolbars in one row, the second starts a row of its own (instead of vanishing
+// behind the toolbar's overflow arrow, where a user does not find Cancel while a job runs).
+class ToolbarWrap : public QObject {
+public:
+    ToolbarWrap(QMainWindow* window, QToolBar* first, QToolBar* second)
+        : QObject(window), window_(window), first_(first), second_(second)
+    {
+        window->installEventFilter(this);
+    }
+
+    void fit()
+    {
+        const int needed = first_->sizeHint().width() + second_->sizeHint().width();
+        const bool wrap = needed > window_->width();
+        if (wrap && !window_->toolBarBreak(second_))
+            window_->insertToolBarBreak(second_);
+        else if (!wrap && window_->toolBarBreak(second_))
+            window_->removeToolBarBreak(second_);
+    }
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override
+    {
+        if (watched == window_ && (event->type() == QEvent::Resize || event->type() == QEvent::Show))
+            fit();
+        return QObject::eventFilter(watched, event);
+    }
+
+private:
+    QMainWindow* window_;
+    QToolBar* first_;
+    QToolBar* second_;
+};
+
+} // namespace
+
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
 {
     setWindowTitle(tr("ScaleScope"));
@@ -294,9 +333,12 @@ void MainWindow::createToolbar(const std::array<QAction*, 4>& actions)
     toolbar->addWidget(referenceButton);
     toolbar->addSeparator();
     runControls_ = new RunControls(session_, toolbar, this);
-    toolbar->addSeparator();
-    toolbar->addAction(cancelAction_);
-    toolbar->addAction(exportReportAction_);
+    QToolBar* jobs = addToolBar(tr("Cancel and Export"));
+    jobs->setObjectName(QStringLiteral("jobToolbar"));
+    jobs->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    jobs->addAction(cancelAction_);
+    jobs->addAction(exportReportAction_);
+    new ToolbarWrap(this, toolbar, jobs);
 }
 
 void MainWindow::createStatusBar()

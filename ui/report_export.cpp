@@ -7,7 +7,9 @@
 #include "charts/chart_renderer.h"
 #include "common/error.h"
 #include "io/output_folder.h"
+#include "models/value_text.h"
 #include "report/csv.h"
+#include "run_stamp.h"
 
 namespace scalescope::ui {
 
@@ -53,6 +55,47 @@ QString summaryValue(const nlohmann::json& value)
                              : QString::fromStdString(value.dump()).toHtmlEscaped();
 }
 
+// A decibel or F1-point figure as people read it: to 0.1 ("38.3"; "inf" for a perfect match); a value
+// that is not a number (an older summary) as it is.
+QString oneDecimalValue(const nlohmann::json& value)
+{
+    return value.is_number() ? fixedText(value.get<double>(), 1) : summaryValue(value);
+}
+
+// The stamp table's rows in words: the mode as the window names it ("FP16 twin"), an empty list
+// as "none" and a list as its items.
+QString stampRowValue(const std::string& key, const nlohmann::json& summary)
+{
+    const nlohmann::json& value = summary[key];
+    if (key == "mode" && value.is_string()) {
+        RunStamp stamp;
+        if (parseRunMode(value.get<std::string>(), stamp.run.mode)) {
+            if (summary.value("accumulation", nlohmann::json()).is_string())
+                parseAccumulation(summary["accumulation"].get<std::string>(), stamp.run.accumulation);
+            return stamp.modeName().toHtmlEscaped();
+        }
+    }
+    if (value.is_array()) {
+        if (value.empty())
+            return QStringLiteral("none");
+        QStringList items;
+        for (const auto& item : value)
+            items << summaryValue(item);
+        return items.join(QStringLiteral(", "));
+    }
+    return summaryValue(value);
+}
+
+// How the stamp table names a summary key ("float_linears" reads as "run in float").
+QString stampRowName(const std::string& key)
+{
+    if (key == "float_linears")
+        return QStringLiteral("run in float");
+    if (key == "app_version")
+        return QStringLiteral("version");
+    return QString::fromStdString(key).toHtmlEscaped();
+}
+
 // The triage verdict the page opens with (summary["verdict"], written by the Triage panel).
 QString verdictHtml(const nlohmann::json& summary)
 {
@@ -67,12 +110,12 @@ QString verdictHtml(const nlohmann::json& summary)
         box += QStringLiteral("<h2>No verdict: nothing ran in this state</h2><ul>");
     }
     if (verdict.contains("final_sqnr_db"))
-        box += QStringLiteral("<li>final output SQNR: %1 dB</li>").arg(summaryValue(verdict["final_sqnr_db"]));
+        box += QStringLiteral("<li>final output SQNR: %1 dB</li>").arg(oneDecimalValue(verdict["final_sqnr_db"]));
     if (verdict.contains("answers_agree"))
         box += QStringLiteral("<li>answers agree with the reference: %1</li>")
                    .arg(verdict["answers_agree"].get<bool>() ? QStringLiteral("yes") : QStringLiteral("no"));
     if (verdict.contains("f1_drop_points"))
-        box += QStringLiteral("<li>F1 drop against the reference: %1 points</li>").arg(summaryValue(verdict["f1_drop_points"]));
+        box += QStringLiteral("<li>F1 drop against the reference: %1 points</li>").arg(oneDecimalValue(verdict["f1_drop_points"]));
     if (verdict.contains("next_step"))
         box += QStringLiteral("<li>next: %1</li>").arg(summaryValue(verdict["next_step"]));
     box += QStringLiteral("</ul>");
@@ -127,8 +170,7 @@ std::string indexHtml(const ReportContents& contents)
     for (const char* key : {"checkpoint", "reference", "mode", "device", "float_linears", "architecture", "consumers",
                             "question", "context", "text", "app_version", "date"})
         if (contents.summary.contains(key))
-            page += QStringLiteral("<tr><td>%1</td><td>%2</td></tr>\n")
-                        .arg(QString::fromLatin1(key), summaryValue(contents.summary[key]));
+            page += QStringLiteral("<tr><td>%1</td><td>%2</td></tr>\n").arg(stampRowName(key), stampRowValue(key, contents.summary));
     page += QStringLiteral("</table>\n");
     if (contents.summary.contains("left_out") && !contents.summary["left_out"].empty()) {
         page += QStringLiteral("<p class=\"left\">Left out because they do not belong to the state above:</p><ul class=\"left\">\n");

@@ -1,8 +1,14 @@
 #include "result_tabs.h"
 
+#include <QCoreApplication>
+#include <QEvent>
 #include <QFileInfo>
+#include <QFrame>
+#include <QLayout>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSplitter>
+#include <QVBoxLayout>
 
 #include "input_panels.h"
 #include "linear_selection.h"
@@ -26,6 +32,59 @@
 #include "workbench_session.h"
 
 namespace scalescope::ui {
+
+namespace {
+
+// A page whose content needs more height (a chart drew a two-line title) tells its scroll area,
+// which otherwise keeps the content at its old size and the layout squeezes the charts again. The
+// content's minimum is stated explicitly: a page with a word-wrapped label is sized by its
+// height-for-width, the sum of preferred heights, which a splitter of charts can fall below.
+class PageGrowth : public QObject {
+public:
+    PageGrowth(QWidget* content, QScrollArea* scroll) : QObject(content), scroll_(scroll)
+    {
+        content->installEventFilter(this);
+    }
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override
+    {
+        if (event->type() == QEvent::LayoutRequest) {
+            auto* content = static_cast<QWidget*>(watched);
+            const int minimum = content->layout() ? content->layout()->minimumSize().height() : 0;
+            if (content->minimumHeight() != minimum)
+                content->setMinimumHeight(minimum);
+            QCoreApplication::postEvent(scroll_, new QEvent(QEvent::LayoutRequest));
+        }
+        return QObject::eventFilter(watched, event);
+    }
+
+private:
+    QScrollArea* scroll_;
+};
+
+// The page's own layout moves into a scroll area that fills the page: a window shorter than the
+// page's minimum (the charts' heights, ChartView) scrolls it rather than squashing every chart.
+// With room to spare the content fills the page exactly as before. The panel stays the tab's page.
+void scrollWhenShort(QWidget* page)
+{
+    QLayout* layout = page->layout();
+    if (!layout)
+        return;
+    auto* content = new QWidget;
+    content->setLayout(layout); // Qt takes the layout off the page, with the widgets it manages
+    auto* scroll = new QScrollArea(page);
+    scroll->setObjectName(QStringLiteral("pageScrollArea"));
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setWidget(content);
+    new PageGrowth(content, scroll);
+    auto* pageLayout = new QVBoxLayout(page);
+    pageLayout->setContentsMargins(0, 0, 0, 0);
+    pageLayout->addWidget(scroll);
+}
+
+} // namespace
 
 ResultTabs::ResultTabs(WorkbenchSession* session, LinearSelection* selection, QWidget* parent)
     : QTabWidget(parent), session_(session), selection_(selection)
@@ -83,6 +142,8 @@ void ResultTabs::createPanels(QWidget* parent)
     // A splitter dragged to the end hides a chart for good, with no hint how to get it back.
     for (QSplitter* splitter : findChildren<QSplitter*>())
         splitter->setChildrenCollapsible(false);
+    for (int i = 0; i < count(); ++i)
+        scrollWhenShort(widget(i));
     inspector_ = new LinearInspector(selection_, parent);
 }
 

@@ -7,9 +7,30 @@
 #include <QPushButton>
 #include <QStatusBar>
 
+#include <algorithm>
+
 #include "workbench_session.h"
 
 namespace scalescope::ui {
+
+namespace {
+
+// When the bar's message and the labels do not both fit, the labels step aside until the message
+// goes (their text is one hover away again then), so that the message is never cut to a few
+// letters. Checked again whenever the labels change, as their text grows after a run.
+void fitMessage(QStatusBar* bar, const QList<QLabel*>& labels)
+{
+    int labelsWidth = 0;
+    for (QLabel* label : labels)
+        labelsWidth += label->sizeHint().width() + 8;
+    const QString message = bar->currentMessage();
+    const int messageWidth = bar->fontMetrics().horizontalAdvance(message) + 24;
+    const bool fits = message.isEmpty() || messageWidth + labelsWidth <= bar->width();
+    for (QLabel* label : labels)
+        label->setVisible(fits);
+}
+
+} // namespace
 
 SessionStatus::SessionStatus(WorkbenchSession* session, QComboBox* deviceBox, QStatusBar* bar)
     : QObject(bar), session_(session), deviceBox_(deviceBox)
@@ -27,6 +48,7 @@ void SessionStatus::createWidgets(QStatusBar* bar)
     referenceStatus_ = new QLabel(bar);
     progress_ = new QProgressBar(bar);
     progress_->setRange(0, 1000);
+    progress_->setMinimumWidth(220); // room for a stage of a few words, elided beyond that
     progress_->setMaximumWidth(420);
     progress_->setTextVisible(true);
     progress_->hide();
@@ -51,12 +73,16 @@ void SessionStatus::createWidgets(QStatusBar* bar)
         if (label == floatStatus_)
             bar->addPermanentWidget(clearFloat_);
     }
+    // A message ("Exported 44 files to ...") shares the bar with the labels on its right.
+    connect(bar, &QStatusBar::messageChanged, this,
+            [this, bar] { fitMessage(bar, {deviceLabel_, modeLabel_, dtypeLabel_, loadLabel_, referenceStatus_}); });
 }
 
 void SessionStatus::connectSession()
 {
     connect(session_, &WorkbenchSession::checkpointOpened, this, [this](std::shared_ptr<const CheckpointInfo> info) {
         info_ = std::move(info);
+        lastRunMs_.clear(); // the times were the previous checkpoint's
         update();
     });
     connect(session_, &WorkbenchSession::deviceChanged, this, [this](const QString& name) {
@@ -77,8 +103,13 @@ void SessionStatus::connectSession()
             [this](std::shared_ptr<const FillMaskOutcome> outcome) { showRunTimes(*outcome->comparison); });
     connect(session_->jobs(), &JobTracker::progress, this, [this](double fraction, const QString& stage) {
         progress_->setValue(static_cast<int>(fraction * 1000));
-        // %p% is the share of the job's work, which the stage's own counts need not equal.
-        progress_->setFormat(tr("%1 (%2 of the work)").arg(stage, QStringLiteral("%p%")));
+        // %p% is the share of the job's work, which the stage's own counts need not equal. A long
+        // stage is elided to the bar's width (the bar does not wrap it legibly); the tooltip has it whole.
+        QString share = tr(" (%1 of the work)").arg(QStringLiteral("%p%"));
+        // Just shown (the job started), the bar may not have its laid-out width yet: at least its minimum.
+        const int room = std::max(progress_->width(), progress_->minimumWidth()) - 16 - progress_->fontMetrics().horizontalAdvance(tr(" (100% of the work)"));
+        progress_->setFormat(progress_->fontMetrics().elidedText(stage, Qt::ElideRight, std::max(room, 24)) + share);
+        progress_->setToolTip(stage + share.replace(QStringLiteral("%p"), QString::number(int(fraction * 100))));
     });
     connect(session_->jobs(), &JobTracker::busyChanged, this, [this](bool busy) {
         progress_->setVisible(busy);
@@ -111,6 +142,7 @@ void SessionStatus::update()
     // the tooltip has all of it); with room they take their text's width.
     for (QLabel* label : {deviceLabel_, modeLabel_, dtypeLabel_, loadLabel_})
         label->setToolTip(label->text());
+    fitMessage(qobject_cast<QStatusBar*>(parent()), {deviceLabel_, modeLabel_, dtypeLabel_, loadLabel_, referenceStatus_});
 }
 
 void SessionStatus::updateFloatStatus()

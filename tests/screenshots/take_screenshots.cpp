@@ -6,10 +6,11 @@
 // reference and device, export a report) and prints, for every step, what each panel's results
 // are stamped with, so a reader can check that nothing of an earlier state is left on screen.
 //
-// Usage: scalescope-screenshots [OUTDIR] [WIDTHxHEIGHT] [bert|tasks]
+// Usage: scalescope-screenshots [OUTDIR] [WIDTHxHEIGHT] [bert|tasks|laptop]
 // With "bert" the tour runs on generated tiny BERT checkpoints (BertForQuestionAnswering,
 // BertForMaskedLM) instead of the demo. With "tasks" it plays only the sequence-task tour
-// (task_tour.cpp), which the full tour plays at its end too.
+// (task_tour.cpp), which the full tour plays at its end too. With "laptop" it plays only the laptop
+// tour (laptop_tour.cpp: defect demo, sweep, float demo, device check, BERT, fill-mask, export).
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
@@ -50,6 +51,7 @@
 #include <QTableWidget>
 #include "stale_banner.h"
 #include "support/fixtures.h"
+#include "laptop_tour.h"
 #include "task_tour.h"
 
 using namespace scalescope;
@@ -202,6 +204,8 @@ int main(int argc, char** argv)
                 window.minimumSizeHint().width(), window.minimumSizeHint().height());
     if (tasksOnly)
         return playTaskTour(window, out) ? 0 : 1;
+    if (argc > 3 && QString::fromLocal8Bit(argv[3]) == QLatin1String("laptop"))
+        return playLaptopTour(window, demo, out) ? 0 : 1;
     WorkbenchSession* session = window.session();
     QSignalSpy opened(&window, &MainWindow::checkpointReady);
     QSignalSpy reference(session, &WorkbenchSession::referenceChanged);

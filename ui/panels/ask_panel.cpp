@@ -124,6 +124,9 @@ void AskPanel::createResults()
     for (int column : {int(AnswersModel::RunAnswerColumn), int(AnswersModel::ReferenceAnswerColumn)})
         answersView_->horizontalHeader()->setSectionResizeMode(column, QHeaderView::Stretch);
     answersView_->horizontalHeader()->setStretchLastSection(false);
+    // Before any answer the number columns would keep the default 100 px each and squeeze the
+    // answer columns' headers to "eference answe": sized to their header text instead.
+    answersView_->resizeColumnsToContents();
     answersView_->setWordWrap(true);
     answersView_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     // Tab leaves the table (arrow keys move within it).

@@ -46,7 +46,10 @@ FillMaskPanel::FillMaskPanel(WorkbenchSession* session, QWidget* parent) : QWidg
     view_->setModel(predictions_);
     view_->verticalHeader()->hide();
     view_->setItemDelegate(new ProbabilityBarDelegate(view_));
-    view_->horizontalHeader()->setStretchLastSection(true);
+    // No stretched last section: it would give the reference's probability column whatever width
+    // is left, and its bars (drawn in proportion to the cell) would no longer compare with the run's.
+    view_->horizontalHeader()->setStretchLastSection(false);
+    view_->resizeColumnsToContents(); // the headers whole before the first fill
     chart_ = new ChartView(this);
     chart_->setPlaceholder(tr("The probabilities of the top tokens appear here after Fill."));
 

@@ -76,7 +76,7 @@ ModelPanel::ModelPanel(LinearSelection* selection, QWidget* parent) : QWidget(pa
     top->addWidget(tableBox);
     top->setStretchFactor(0, 2);
     top->setStretchFactor(1, 3);
-    top->setSizes({420, 630});
+    top->setSizes({360, 690});
     auto* vertical = new QSplitter(Qt::Vertical, this);
     vertical->setObjectName(QStringLiteral("modelSplitter"));
     vertical->addWidget(top);
@@ -131,6 +131,12 @@ QWidget* ModelPanel::createTensorTable()
     tensorView_->setSelectionMode(QAbstractItemView::SingleSelection);
     tensorView_->verticalHeader()->hide();
     tensorView_->horizontalHeader()->setSectionResizeMode(TensorTableModel::NameColumn, QHeaderView::Interactive);
+    // The scales are what a row is read for: right after the frozen name, so that a laptop screen
+    // shows them without scrolling sideways (dtype, shape and the config rule follow).
+    for (int column : {TensorTableModel::ScaleMinColumn, TensorTableModel::ScaleMedianColumn,
+                       TensorTableModel::ScaleMaxColumn, TensorTableModel::ScaleRatioColumn})
+        tensorView_->horizontalHeader()->moveSection(tensorView_->horizontalHeader()->visualIndex(column),
+                                                     column - TensorTableModel::ScaleMinColumn + 1);
     tensorView_->setTextElideMode(Qt::ElideMiddle);
     tensorView_->setWordWrap(false);
     auto* tableBox = new QWidget(this);
@@ -323,7 +329,7 @@ void ModelPanel::showCheckpoint(const CheckpointInfo& info)
                                          countText(counts.infos, tr("note"), tr("notes"))));
     tensorView_->resizeColumnsToContents();
     // Long names are elided in the middle (layer index and role stay); the tooltip has all of it.
-    tensorView_->setColumnWidth(TensorTableModel::NameColumn, std::min(tensorView_->columnWidth(TensorTableModel::NameColumn), 330));
+    tensorView_->setColumnWidth(TensorTableModel::NameColumn, std::min(tensorView_->columnWidth(TensorTableModel::NameColumn), 240));
     diagnosticsView_->resizeColumnToContents(0);
     diagnosticsView_->resizeColumnToContents(1);
     diagnosticsView_->resizeColumnToContents(2);

@@ -70,11 +70,8 @@ ScalesPanel::ScalesPanel(LinearSelection* selection, QWidget* parent) : QWidget(
     splitter->addWidget(ranges_);
     splitter->addWidget(linearBox);
     splitter->addWidget(activationBox);
-    // Three rows of charts, two of them over every Linear (72 in a base-sized model): on a laptop
-    // screen they would be squeezed to unreadable strips, so below these heights the panel scrolls.
-    ranges_->setMinimumHeight(230);
-    perLinear->setMinimumHeight(200);
-    activations->setMinimumHeight(230);
+    // Three rows of charts, two of them over every Linear (72 in a base-sized model): each keeps
+    // the height ChartView gives its data area, and the panel scrolls below that.
     auto* scroll = new QScrollArea(this);
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);

@@ -335,6 +335,8 @@ void SensitivityPanel::fillTable()
             if (column == CauseColumn && e.cause && !e.cause->explanation.empty())
                 item->setToolTip(QString::fromStdString(e.cause->explanation));
             if (column == TieColumn && e.tieRank > 0)
+                item->setData(Qt::UserRole + 1, double(e.tieRank)); // the CSV's cell: the rank, not "=2"
+            if (column == TieColumn && e.tieRank > 0)
                 item->setToolTip(tr("Tied with rank %1: %2 is within the run-to-run spread of +-%3 dB of it, so the "
                                     "sweep cannot tell which matters more")
                                      .arg(e.tieRank)

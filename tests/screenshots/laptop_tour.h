@@ -1,0 +1,14 @@
+#pragma once
+// The laptop tour (issue 51): the planted-defect demo, its sweep, the float demo and a device
+// check, the BERT demo, fill-mask and a report, shooting each page at the screen's size and
+// printing how tall every plot is drawn and whether the toolbar shows Cancel and Export.
+#include <QString>
+
+#include "demo_catalog.h"
+
+namespace scalescope::ui {
+class MainWindow;
+}
+
+// Saves out/NN-step-page.png and a report in out/report. False when a step never finished.
+bool playLaptopTour(scalescope::ui::MainWindow& window, const scalescope::ui::DemoCatalog& demo, const QString& out);
