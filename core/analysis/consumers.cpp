@@ -985,7 +985,8 @@ KeepFloatValidity keepFloatValidity(const Checkpoint& checkpoint, const std::vec
     validity.consumers = splits.empty() ? std::vector<std::string>{kConsumerAiuFused, kConsumerAiuUnfused, kConsumerVllm, kConsumerCompressedTensors}
                                         : std::vector<std::string>{kConsumerAiuUnfused, kConsumerCompressedTensors};
     std::string schemeSentence;
-    for (const ConsumerFinding* failure : schemeFailures(assessConsumers(checkpoint), keptFloat)) {
+    const std::vector<ConsumerReport> reports = assessConsumers(checkpoint); // the failures point into it
+    for (const ConsumerFinding* failure : schemeFailures(reports, keptFloat)) {
         for (const std::string& name : validityNames(*failure))
             validity.consumers.erase(std::remove(validity.consumers.begin(), validity.consumers.end(), name), validity.consumers.end());
         std::vector<std::string> who;
