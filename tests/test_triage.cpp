@@ -126,13 +126,12 @@ QStringList shownTexts(QWidget& window)
 
 // With SCALESCOPE_SHOTS=DIR (under Xvfb, QT_QPA_PLATFORM=xcb) a step of the fix flow is saved as
 // DIR/NN-name.png, a screenshot of the whole X screen, for a person to look at; a no-op otherwise.
-void shot(QWidget& window, const char* name)
+void shot(const char* name)
 {
     static int step = 0;
     const QString dir = qEnvironmentVariable("SCALESCOPE_SHOTS");
     if (dir.isEmpty())
         return;
-    window.raise();
     QTest::qWait(400); // let the window repaint before the screen is read
     QProcess::execute(QStringLiteral("import"), {QStringLiteral("-window"), QStringLiteral("root"), QStringLiteral("-display"),
                                                  qEnvironmentVariable("DISPLAY"),
@@ -203,7 +202,7 @@ class TestTriage : public QObject {
                 answered.wait(120000);
                 idle(window);
                 window.tabs()->setCurrentWidget(window.triagePanel());
-                shot(window, "float-demo");
+                shot("float-demo");
                 break;
             }
         window.deviceCheckPanel()->questionsBox()->setValue(10);
@@ -212,7 +211,7 @@ class TestTriage : public QObject {
         QTest::mouseClick(window.deviceCheckPanel()->runButton(), Qt::LeftButton);
         checked.wait(300000);
         idle(window);
-        shot(window, "run-check-default-device");
+        shot("run-check-default-device");
     }
 
 private slots:
@@ -615,10 +614,14 @@ private slots:
     void defectDemoFixIsOpenedAndComparedInSixClicks()
     {
         QTemporaryDir home;
+        const QString sharedSettings = QStandardPaths::writableLocation(QStandardPaths::GenericConfigLocation);
         const QByteArray savedHome = qgetenv("HOME");
         qputenv("HOME", home.path().toUtf8());
         const QString demoFolder = QFileInfo(QStringLiteral(SCALESCOPE_DEMO_DIR)).canonicalFilePath();
-        Settings().setRecentCheckpoints({}); // a new user: no checkpoint of their own opened yet
+        // A new user: no checkpoint of their own opened yet, the default mode and device, in settings
+        // of this test's own (other test runs on this machine share the test-mode settings file).
+        QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, home.path());
+        QSettings().clear();
         MainWindow window;
         window.show();
         window.setDemoCatalog(loadDemoCatalog(demoFolder));
@@ -632,7 +635,7 @@ private slots:
         defectDemo->trigger();
         QVERIFY(answered.wait(120000));
         QVERIFY(idle(window));
-        shot(window, "defect-demo");
+        shot("defect-demo");
         const double before = answered.takeFirst().at(0).value<std::shared_ptr<const AskOutcome>>()->comparison->finalLogits.sqnrDb;
         TriagePanel* triage = window.triagePanel();
         QCOMPARE(triage->overallGrade(), QStringLiteral("poor"));
@@ -642,16 +645,20 @@ private slots:
         QVERIFY(swept.wait(240000));
         QVERIFY(idle(window));
         QCOMPARE(triage->nextStep(), TriagePanel::NextStep::SaveFixed);
-        shot(window, "sweep");
+        shot("sweep");
 
         QString proposed;
         QTimer answerDialog;
+        int ticksShown = 0;
         connect(&answerDialog, &QTimer::timeout, this, [&] {
             auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
             auto* name = dialog ? dialog->findChild<QLineEdit*>("fileNameEdit") : nullptr;
-            if (!name || name->text().isEmpty())
+            // The widget dialog takes its folder from the proposed path through its file system
+            // model, after it shows: let it settle as a person reading it would.
+            if (!name || name->text().isEmpty() || ++ticksShown < 25)
                 return;
             answerDialog.stop();
+            shot("save-dialog");
             proposed = dialog->directory().filePath(name->text());
             ++clicks; // Save, with the folder proposed
             static_cast<QDialog*>(dialog)->accept();
@@ -668,7 +675,7 @@ private slots:
         QVERIFY2(!writtenParent.startsWith(demoFolder), qPrintable(written));
         QVERIFY2(writtenParent.startsWith(QFileInfo(home.path()).canonicalFilePath()), qPrintable(written));
 
-        shot(window, "saved");
+        shot("saved");
         // The save is confirmed on Triage, where the user is, with both ways on.
         auto* saved = triage->findChild<QLabel*>(QStringLiteral("triageSavedFix"));
         auto* openFixed = triage->findChild<QPushButton*>(QStringLiteral("triageOpenFixed"));
@@ -709,12 +716,13 @@ private slots:
         qInfo("planted-defect demo to a fix opened and compared with the original: %d clicks; final SQNR before %s dB, after %s dB",
               clicks, qPrintable(significantText(before)), qPrintable(significantText(after)));
         QVERIFY2(clicks <= 6, qPrintable(QString::number(clicks)));
-        shot(window, "fix-compared-with-original");
+        shot("fix-compared-with-original");
         window.tabs()->setCurrentWidget(window.sensitivityPanel());
-        shot(window, "fix-sensitivity-tab");
+        shot("fix-sensitivity-tab");
         qputenv("HOME", savedHome);
         if (qEnvironmentVariableIsSet("SCALESCOPE_SHOTS"))
             floatDemoAndRunCheck(window);
+        QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, sharedSettings);
     }
 
     // The sweep's suggestion is judged with the consumer rules on the original's own scheme: static

@@ -163,6 +163,9 @@ TriagePanel::TriagePanel(LinearSelection* selection, QWidget* parent) : QWidget(
     inner->addWidget(suspectsTitle_);
     inner->addWidget(suspects_, 1);
     inner->addWidget(consumers_);
+    // Takes the spare height while the suspect table is hidden (a good verdict, a float checkpoint),
+    // so that the lines above keep together; the table's stretch wins while it is shown.
+    inner->addStretch(0);
     auto* scroll = new QScrollArea(this);
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);
