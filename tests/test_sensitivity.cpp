@@ -29,6 +29,7 @@
 #include "report/charts.h"
 #include "tasks/compare_runs.h"
 #include "tasks/sensitivity.h"
+#include "tasks/keep_float.h"
 #include "tasks/sensitivity_words.h"
 #include "tasks/squad_dataset.h"
 #include "tasks/sensitivity_cause.h"
@@ -545,10 +546,32 @@ private slots:
             QCOMPARE(e.fp8One.sqnrDb, fp8Only.finalLogits.sqnrDb);
             QCOMPARE(e.fp8One.agrees, fp8Only.qa->sameBestAnswer);
         }
-        // A unit suggestion never splits q/k/v; the AIU still fails on the scheme itself.
+        // A unit suggestion never splits q/k/v; its validity is held against the checkpoint keep-float
+        // writes with it (the consumer rules run on the written copy).
         QVERIFY(r.suggestionValidity);
         QVERIFY(r.suggestionValidity->splitUnits.empty());
-        QCOMPARE(r.suggestionValidity->consumers, (std::vector<std::string>{kConsumerVllm, kConsumerCompressedTensors}));
+        std::vector<ConsumerReport> reports = assessConsumers(run->checkpoint());
+        if (!r.suggestedFloat.empty()) {
+            KeepFloatOptions keep;
+            keep.modules = r.suggestedFloat;
+            reports = keepFloat(fp8.toStdString(), makeTempDir("unit-fix") + "/fix", keep).consumers;
+        }
+        std::vector<std::string> loads;
+        for (const ConsumerReport& report : reports) {
+            for (const auto& [loading, verdict] : report.loadings)
+                if (verdict != ConsumerVerdict::Fails)
+                    loads.push_back(loading == AiuLoading::Fused ? kConsumerAiuFused : kConsumerAiuUnfused);
+            if (report.consumer != Consumer::Aiu && report.verdict != ConsumerVerdict::Fails)
+                loads.push_back(report.consumer == Consumer::Vllm ? kConsumerVllm : kConsumerCompressedTensors);
+        }
+        // Every consumer the suggestion is not valid for fails on the written copy too. (The reverse
+        // does not hold yet: with every FP8 Linear kept float, group_0's channel/static-tensor scheme
+        // still makes the AIU rule fail the copy although no FP8 Linear is left; see issue 51 notes.)
+        for (const char* name : {kConsumerAiuFused, kConsumerAiuUnfused, kConsumerVllm, kConsumerCompressedTensors}) {
+            const auto& valid = r.suggestionValidity->consumers;
+            if (std::find(valid.begin(), valid.end(), name) == valid.end())
+                QVERIFY2(std::find(loads.begin(), loads.end(), name) == loads.end(), name);
+        }
         bool keepsAttention = false;
         for (int layer = 0; layer < layers; ++layer) {
             std::size_t kept = 0;
