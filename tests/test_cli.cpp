@@ -3,12 +3,14 @@
 // one clear sentence on stderr with a non-zero exit code.
 #include <QtTest>
 
+#include <QCryptographicHash>
 #include <QImage>
 #include <QXmlStreamReader>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <vector>
@@ -695,6 +697,56 @@ private slots:
         const json aiu = runJson({"inspect", q(unfused), "--json"})["consumers"][0];
         QCOMPARE(aiu["loadings"]["unfused"].get<std::string>(), std::string("as intended"));
         QCOMPARE(aiu["loadings"]["fused"].get<std::string>(), std::string("fails"));
+    }
+
+    // Issue 51: keep-float records what its copy was verified against in scalescope_provenance.json
+    // (the source and its files' sizes and SHA-256, the reference, the Linears kept float, the rerun's
+    // before/after numbers and inputs, the tool's version), and inspect shows it in text and JSON.
+    void keepFloatRecordsItsProvenanceAndInspectShowsIt()
+    {
+        const std::string root = makeTempDir("cli-provenance");
+        const std::string source = root + "/source";
+        writeTinyFp8Checkpoint(floatDir_, source, {"channel", "token", "F32"});
+        const std::string module = "roberta.encoder.layer.1.output.dense";
+        const std::string kept = root + "/kept";
+        const json doc = runJson({"keep-float", q(source), q(kept), "--modules", q(module), "--reference", q(floatDir_),
+                                  "--input-ids", q(ids_), "--json"});
+        QVERIFY2(QFileInfo::exists(q(kept + "/scalescope_provenance.json")), "keep-float wrote no provenance file");
+        const json provenance = json::parse(readAll(kept + "/scalescope_provenance.json"));
+        QCOMPARE(provenance["source"]["path"].get<std::string>(), std::filesystem::canonical(source).string());
+        QCOMPARE(provenance["reference"].get<std::string>(), std::filesystem::canonical(floatDir_).string());
+        QCOMPARE(provenance["kept_float"], json::array({module}));
+        QVERIFY(!provenance["tool_version"].get<std::string>().empty());
+        // Every file of the source by size and SHA-256, hashed here on their own.
+        std::size_t files = 0;
+        for (const auto& entry : std::filesystem::directory_iterator(source)) {
+            const std::string name = entry.path().filename().string();
+            bool found = false;
+            for (const json& file : provenance["source"]["files"])
+                if (file["name"] == name) {
+                    found = true;
+                    QCOMPARE(file["bytes"].get<std::uint64_t>(), std::uint64_t(entry.file_size()));
+                    const QByteArray bytes = QByteArray::fromStdString(readAll(entry.path().string()));
+                    QCOMPARE(QString::fromStdString(file["sha256"].get<std::string>()),
+                             QString::fromLatin1(QCryptographicHash::hash(bytes, QCryptographicHash::Sha256).toHex()));
+                }
+            QVERIFY2(found, name.c_str());
+            ++files;
+        }
+        QCOMPARE(provenance["source"]["files"].size(), files);
+        const json& measurement = provenance["measurement"];
+        QCOMPARE(measurement["before"]["sqnr_db"], doc["before"]["sqnr_db"]);
+        QCOMPARE(measurement["after"]["sqnr_db"], doc["after"]["sqnr_db"]);
+        QVERIFY(measurement["inputs"].contains("input_ids"));
+
+        const json inspected = runJson({"inspect", q(kept), "--json"});
+        QCOMPARE(inspected["provenance"], provenance);
+        QVERIFY(runJson({"inspect", q(source), "--json"})["provenance"].is_null());
+        const CliResult text = runCli({"inspect", q(kept)});
+        QCOMPARE(text.exitCode, 0);
+        QVERIFY2(text.out.contains("Provenance") && text.out.contains(q(std::filesystem::canonical(source).string()) + " (unchanged since)") &&
+                     text.out.contains("kept float: " + q(module)),
+                 qPrintable(text.out));
     }
 
     void compareWritesPlotsInEveryFormat_data()

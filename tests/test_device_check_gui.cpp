@@ -205,7 +205,7 @@ private slots:
         QVERIFY(idle(window));
     }
 
-    void passesAgainstTheEmulationOnTheCpu()
+    void cpuAgainstItsOwnEmulationIsNoPass()
     {
         MainWindow window;
         window.show();
@@ -223,9 +223,12 @@ private slots:
         for (const PointCheck& p : r.twins[0].points)
             QCOMPARE(p.failures, std::size_t(0));
         QVERIFY(r.passed);
-        QCOMPARE(panel->verdictLabel()->text(), QStringLiteral("PASS"));
+        // Issue 51: the run and its twin are the same computation, so passing says nothing about a
+        // device: no PASS, but that no device is chosen and how to choose one.
+        QVERIFY2(panel->verdictLabel()->text() != QStringLiteral("PASS"), qPrintable(panel->verdictLabel()->text()));
         QVERIFY(panel->verdictLabel()->isVisible());
-        QVERIFY2(panel->verdictDetails()->text().contains(QString::fromStdString(r.verdictSentence).toHtmlEscaped()),
+        QVERIFY2(panel->verdictDetails()->text().contains("No device is chosen") &&
+                     panel->verdictDetails()->text().contains("Device box"),
                  qPrintable(panel->verdictDetails()->text()));
         int count = 0;
         const std::map<int, Bar> bars = barsOf(panel->failureChart()->chart(), count);

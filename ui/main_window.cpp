@@ -14,12 +14,16 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QScreen>
+#include <QStandardPaths>
 #include <QPushButton>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QStyle>
 #include <QToolBar>
 #include <QToolButton>
+
+#include <optional>
+#include <utility>
 
 #include "common/error.h"
 #include "engine/compute_threads.h"
@@ -45,8 +49,25 @@
 #include "run_controls.h"
 #include "session_status.h"
 #include "settings.h"
+#include "tasks/fix_provenance.h"
 
 namespace scalescope::ui {
+namespace {
+
+// The reference a fix's provenance records, "" when none is recorded or it is no longer there
+// (Triage says which).
+QString recordedReference(const QString& dir)
+{
+    try {
+        const std::optional<nlohmann::json> provenance = readFixProvenance(dir.toStdString());
+        const QString reference = provenance ? QString::fromStdString(provenanceReference(*provenance)) : QString();
+        return QFileInfo(reference).isDir() ? reference : QString();
+    } catch (const Error&) {
+        return {};
+    }
+}
+
+} // namespace
 
 namespace {
 
@@ -121,6 +142,7 @@ void MainWindow::connectSession()
     connect(session_, &WorkbenchSession::referenceChanged, this, [this](const QString& label) { referenceLabel_ = label; });
     connect(tabs_, &ResultTabs::inputRan, this, &MainWindow::rerunCompareWith);
     connect(session_, &WorkbenchSession::compareWithReady, this, &MainWindow::showCompareWith);
+    connect(tabs_, &ResultTabs::openFixedRequested, this, &MainWindow::openFixed);
     connect(session_, &WorkbenchSession::deviceSwitchFailed, this, &MainWindow::onDeviceSwitchFailed);
     connect(session_, &WorkbenchSession::failed, this, &MainWindow::showError);
     connect(session_->jobs(), &JobTracker::busyChanged, cancelAction_, &QAction::setEnabled);
@@ -469,10 +491,14 @@ void MainWindow::setReference(const QString& dir)
 void MainWindow::onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info)
 {
     info_ = std::move(info);
-    // Each checkpoint remembers its reference; without one, dequantized weights stand in.
-    const QString saved = Settings().referenceFor(info_->directory);
-    if (saved != session_->referenceDirectory() || referenceLabel_.isEmpty())
-        session_->setReference(QFileInfo(saved).isDir() ? saved : QString());
+    // Each checkpoint remembers its reference; a fix is measured against the reference its
+    // provenance records (while it is there); without either, dequantized weights stand in.
+    QString reference = Settings().referenceFor(info_->directory);
+    if (!QFileInfo(reference).isDir())
+        reference = recordedReference(info_->directory);
+    if (reference != session_->referenceDirectory() || referenceLabel_.isEmpty())
+        session_->setReference(reference);
+    tabs_->sensitivity()->setSaveFolder(fixFolder());
     selection_->clear();
     compareWith_.reset(); // B belonged to the previous checkpoint (the session dropped it)
     showCompareWithInPanels(nullptr);
@@ -492,6 +518,62 @@ void MainWindow::onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info)
     // Triage is where a checkpoint is judged: it comes to the front on every open.
     tabs_->setCurrentWidget(tabs_->triage());
     emit checkpointReady(info_->directory);
+    if (fixPending_) {
+        fixPending_ = false;
+        runFixedInput();
+    }
+}
+
+void MainWindow::openFixed(const QString& folder, const QString& original)
+{
+    pendingOriginal_ = original;
+    if (folder.isEmpty()) {
+        runFixedInput();
+        return;
+    }
+    fixPending_ = true;
+    openCheckpoint(folder);
+}
+
+// The input the open fix was verified on (its provenance), answered on its reference; then the
+// original beside it. The session runs the jobs in this order.
+void MainWindow::runFixedInput()
+{
+    const QString original = std::exchange(pendingOriginal_, QString());
+    std::optional<nlohmann::json> provenance;
+    try {
+        provenance = readFixProvenance(session_->checkpointDirectory().toStdString());
+    } catch (const Error&) {
+        // Triage shows the sentence; the input on the Ask tab is used instead.
+    }
+    const nlohmann::json measurement = provenance ? provenance->value("measurement", nlohmann::json()) : nlohmann::json();
+    const nlohmann::json inputs = measurement.is_object() ? measurement.value("inputs", nlohmann::json()) : nlohmann::json();
+    if (inputs.is_object() && inputs.contains("question") && inputs["question"].is_string() && inputs.value("context", nlohmann::json()).is_string())
+        tabs_->ask()->setInputs(QString::fromStdString(inputs["question"].get<std::string>()),
+                                QString::fromStdString(inputs["context"].get<std::string>()));
+    if (!tabs_->ask()->question().isEmpty() && info_ && info_->runnable && !info_->checkpoint->layout().isMaskedLm())
+        tabs_->ask()->askAbout(tabs_->ask()->question(), tabs_->ask()->context());
+    tabs_->setCurrentWidget(tabs_->triage());
+    if (!original.isEmpty())
+        compareWith(original);
+}
+
+bool MainWindow::insideDemoFolder(const QString& dir) const
+{
+    const QString demo = QFileInfo(demo_.folder).canonicalFilePath();
+    const QString path = QFileInfo(dir).canonicalFilePath();
+    return !demo.isEmpty() && !path.isEmpty() && (path == demo || path.startsWith(demo + QLatin1Char('/')));
+}
+
+QString MainWindow::fixFolder() const
+{
+    for (const QString& dir : Settings().recentCheckpoints()) {
+        const QString parent = QFileInfo(dir).absolutePath();
+        if (!insideDemoFolder(dir) && !demo_.holdsCheckpoint(dir) && QFileInfo(parent).isDir() && QFileInfo(parent).isWritable())
+            return parent;
+    }
+    const QString documents = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
+    return QFileInfo(documents).isDir() ? documents : QDir::homePath();
 }
 
 void MainWindow::showError(const QString& operation, const QString& message)

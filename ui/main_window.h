@@ -52,6 +52,14 @@ public:
     // passage and question (or a mask sentence).
     void setDemoCatalog(const DemoCatalog& catalog);
     void openDemo(int checkpoint, int passage = 0);
+    // Open Fixed Checkpoint / Compare with the Original: opens `folder` (on the reference its
+    // provenance records) and answers the input it was verified on; with `original`, runs the
+    // original beside it (File > Compare With) on that input and reference. An empty folder keeps
+    // the open checkpoint.
+    void openFixed(const QString& folder, const QString& original);
+    // Where Save Fixed Checkpoint proposes to write: beside the last checkpoint opened that is not a
+    // bundled demo, else Documents, else the home folder; never inside the demo folder.
+    QString fixFolder() const;
     // The demo folder the catalog was read from ("" without a demo).
     QString demoFolder() const { return demo_.folder; }
     // Writes every chart, table and a JSON summary into folder; returns the files or throws Error.
@@ -101,6 +109,8 @@ protected:
 
 private:
     void createInspectorDock();
+    void runFixedInput();
+    bool insideDemoFolder(const QString& dir) const;
     void connectSession();
     void restoreSettings();
     void createActions();
@@ -140,6 +150,8 @@ private:
     std::shared_ptr<const CompareWithOutcome> compareWith_;
     QString referenceLabel_;
     QString lastError_;
+    bool fixPending_ = false;   // openFixed: answer the recorded input once the fix is open
+    QString pendingOriginal_;   // openFixed: then compare with this original
     int lastReportLeftOut_ = 0;
     DemoCatalog demo_;
 

@@ -383,6 +383,11 @@ void ResultTabs::connectTriage()
             button->click();
     });
     connect(triage_, &TriagePanel::saveFixedRequested, sensitivity_, &SensitivityPanel::saveFixedCheckpoint);
+    // A float checkpoint is quantized where the GUI writes FP8 checkpoints: the calibration lab.
+    connect(triage_, &TriagePanel::quantizeRequested, this, [this] { setCurrentWidget(calibration_); });
+    connect(session_, &WorkbenchSession::keptFloat, triage_, &TriagePanel::showSavedFix);
+    connect(triage_, &TriagePanel::openFixedRequested, this, &ResultTabs::openFixedRequested);
+    connect(sensitivity_, &SensitivityPanel::openFixedRequested, this, &ResultTabs::openFixedRequested);
 }
 
 void ResultTabs::setFloatLinears(const QStringList& modules)

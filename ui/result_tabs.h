@@ -72,6 +72,9 @@ public:
 signals:
     // A question, a mask or a sequence task ran on the open checkpoint (B then runs the same input).
     void inputRan();
+    // Open Fixed Checkpoint / Compare with the Original (Triage or Sensitivity): open `folder` (""
+    // keeps the open checkpoint) and, with `original`, run the original beside it.
+    void openFixedRequested(const QString& folder, const QString& original);
 
 private:
     void createPanels(QWidget* parent);

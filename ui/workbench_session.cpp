@@ -1,5 +1,6 @@
 #include "workbench_session.h"
 
+#include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QMetaObject>
@@ -7,6 +8,7 @@
 
 #include "analysis/verdict.h"
 #include "common/error.h"
+#include "consumer_words.h"
 #include "device/checkpoint_manifest.h"
 #include "report/check_report.h"
 #include "tasks/keep_float.h"
@@ -65,6 +67,21 @@ ThresholdSet checkThresholds(const DeviceCheckRequest& request, const CheckRunSo
 
 // The run a device check tests (DeviceCheckRequest): the device in fp8 mode, or on the
 // in-process CPU the run in the Mode box's mode, with the what-if's float Linears either way.
+// The input a fix was verified on, as its provenance file records it.
+nlohmann::json recordedInputs(const ComparisonInput& input)
+{
+    if (!input.question.empty())
+        return {{"question", input.question}, {"context", input.context}};
+    nlohmann::json inputs;
+    if (!input.text.empty())
+        inputs["text"] = input.text;
+    if (!input.pair.empty())
+        inputs["pair"] = input.pair;
+    if (!input.inputIds.empty())
+        inputs["input_ids"] = input.inputIds;
+    return inputs.is_null() ? nlohmann::json() : inputs;
+}
+
 CheckRun runUnderTest(InferenceBackend* backend, const RunStamp& stamp, const CheckRunSources& sources)
 {
     const bool inProcess = stamp.run.device == "cpu";
@@ -701,21 +718,26 @@ void WorkbenchSession::writeCalibrated(const QString& calibrationFile, qint64 sa
            });
 }
 
-void WorkbenchSession::keepFloat(const QStringList& modules, const QString& dst, bool overwrite)
+void WorkbenchSession::keepFloat(const QStringList& modules, const QString& dst, bool overwrite, const FixMeasurement& measurement)
 {
     const QString checkpoint = checkpointDir_;
     const QString referenceDir = referenceKind_ == RunStamp::Reference::Folder ? referenceDir_ : QString();
-    submit(JobKind::KeepFloat, tr("Save fixed checkpoint"), [this, modules, dst, overwrite, checkpoint, referenceDir](const Progress& progress) -> std::function<void()> {
+    submit(JobKind::KeepFloat, tr("Save fixed checkpoint"), [this, modules, dst, overwrite, checkpoint, referenceDir, measurement](const Progress& progress) -> std::function<void()> {
         KeepFloatOptions options;
         for (const QString& m : modules)
             options.modules.push_back(m.toStdString());
         options.referenceDir = referenceDir.toStdString();
         options.overwrite = overwrite;
+        options.toolVersion = QCoreApplication::applicationVersion().toStdString();
+        options.measurement = measurement;
+        if (options.measurement.known() && lastInput_)
+            options.measurement.inputs = recordedInputs(*lastInput_);
         const KeepFloatResult written = scalescope::keepFloat(checkpoint.toStdString(), dst.toStdString(), options, progress);
-        const QString summary = tr("Wrote %1 with %2 Linear(s) float (%3 weights).")
+        // Judged on the copy as written, in inspect's words.
+        const QString summary = tr("Wrote %1 with %2 Linear(s) float (%3 weights). As written: %4.")
                                     .arg(dst)
                                     .arg(modules.size())
-                                    .arg(QString::fromStdString(written.weightSource));
+                                    .arg(QString::fromStdString(written.weightSource), consumerVerdictsText(written.consumers, false));
         return [this, dst, summary] { emit keptFloat(dst, summary); };
     });
 }

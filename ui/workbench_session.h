@@ -22,6 +22,7 @@
 #include "engine/encoder_model.h"
 #include "job_tracker.h"
 #include "session_results.h"
+#include "tasks/fix_provenance.h"
 
 namespace scalescope::ui {
 
@@ -77,7 +78,8 @@ public:
     void deviceCheck(const DeviceCheckRequest& request);
     // keep-float of the open checkpoint to dst with these Linears float (reference weights when a
     // reference folder is chosen).
-    void keepFloat(const QStringList& modules, const QString& dst, bool overwrite);
+    // `measurement` (what the sweep verified) goes to the fix's provenance file with the last input.
+    void keepFloat(const QStringList& modules, const QString& dst, bool overwrite, const FixMeasurement& measurement = {});
     // The calibration lab of the open float checkpoint on these text files (evaluationFile may be
     // empty); the result arrives through calibrationLabFinished.
     void calibrationLab(const QString& calibrationFile, const QString& evaluationFile);

@@ -40,6 +40,7 @@
 #include "calibrate_command.h"
 #include "analysis/consumers.h"
 #include "report/result_json.h"
+#include "tasks/fix_provenance.h"
 #include "charts/chart_export.h"
 #include "plot_files.h"
 #include "report/charts.h"
@@ -602,6 +603,9 @@ int commandInspect(const Arguments& args)
     std::cout << "\n";
     printFindings(findings);
     printConsumers(assessConsumers(*checkpoint));
+    if (document["provenance"].is_object())
+        std::cout << "\n" << (document["provenance"].contains("error") ? "Provenance: " + shown(document["provenance"]["error"].get<std::string>()) + "\n"
+                                                                         : terminalSafe(provenanceText(document["provenance"]), true));
     if (document.contains("plots"))
         std::cout << "\nWrote " << document["plots"].size() << " files to " << *args.value("plots") << ".\n";
     return 0;

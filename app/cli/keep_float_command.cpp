@@ -34,6 +34,38 @@ KeepFloatConsumers readConsumers(const Arguments& args)
     return consumers;
 }
 
+// The rerun's input as the provenance file records it.
+json rerunInputs(const ComparisonInput& input)
+{
+    if (!input.question.empty())
+        return {{"question", input.question}, {"context", input.context}};
+    if (!input.text.empty())
+        return {{"text", input.text}};
+    return {{"input_ids", input.inputIds}};
+}
+
+FixSide fixSide(const ComparisonResult& result)
+{
+    FixSide side;
+    side.sqnrDb = result.finalLogits.sqnrDb;
+    if (result.qa && !result.qa->windows.empty())
+        side.agrees = result.qa->sameBestAnswer;
+    return side;
+}
+
+// What each runtime will do with the copy as written: inspect's verdicts, one line.
+std::string consumersLine(const std::vector<ConsumerReport>& reports)
+{
+    std::string line;
+    for (const ConsumerReport& report : reports) {
+        line += (line.empty() ? "" : "; ") + std::string(consumerName(report.consumer)) + ": " + verdictName(report.verdict);
+        for (std::size_t i = 0; i < report.loadings.size(); ++i)
+            line += std::string(i == 0 ? " (" : ", ") + aiuLoadingName(report.loadings[i].first) + ": " +
+                    verdictName(report.loadings[i].second) + (i + 1 == report.loadings.size() ? ")" : "");
+    }
+    return line;
+}
+
 } // namespace
 
 int commandKeepFloatForConsumers(const Arguments& args)
@@ -48,6 +80,7 @@ int commandKeepFloatForConsumers(const Arguments& args)
     options.referenceDir = args.value("reference", "");
     options.overwrite = args.flag("force");
     options.consumers = readConsumers(args);
+    options.toolVersion = SCALESCOPE_VERSION;
     if (options.modules.empty())
         throw UsageError{"--modules names no Linear; give exact Linear names separated by commas."};
     const KeepFloatResult written = keepFloat(checkpointDir, destinationDir, options);
@@ -63,6 +96,12 @@ int commandKeepFloatForConsumers(const Arguments& args)
         input.text = "The quick brown fox jumps over the lazy dog.";
     const ComparisonResult b = compareRuns(*before, reference.get(), input);
     const ComparisonResult a = compareRuns(*after, reference ? reference.get() : before.get(), input);
+    FixMeasurement measurement;
+    measurement.measuredBy = "keep-float rerun";
+    measurement.inputs = rerunInputs(input);
+    measurement.before = fixSide(b);
+    measurement.after = fixSide(a);
+    recordFixMeasurement(destinationDir, measurement);
 
     json document = {{"checkpoint", checkpointDir},
                      {"destination", destinationDir},
@@ -76,7 +115,9 @@ int commandKeepFloatForConsumers(const Arguments& args)
                      {"reference", reference ? json(options.referenceDir) : json(nullptr)},
                      {"before", {{"sqnr_db", finiteOrNull(b.finalLogits.sqnrDb)}}},
                      {"after", {{"sqnr_db", finiteOrNull(a.finalLogits.sqnrDb)}}},
-                     {"recipe", llmCompressorRecipe(written.ignore)}};
+                     {"recipe", llmCompressorRecipe(written.ignore)},
+                     {"consumers", consumersJson(written.consumers)},
+                     {"provenance", *readFixProvenance(destinationDir)}};
     if (b.qa && !b.qa->windows.empty()) {
         document["before"]["agrees"] = b.qa->sameBestAnswer;
         document["after"]["agrees"] = a.qa->sameBestAnswer;
@@ -92,7 +133,9 @@ int commandKeepFloatForConsumers(const Arguments& args)
         std::cout << " " << terminalSafe(f);
     std::cout << "; every other file copied unchanged.\n";
     std::cout << "Final SQNR vs " << (reference ? "the reference" : "the source's dequant run") << ": before "
-              << decibelText(b.finalLogits.sqnrDb) << " dB, after " << decibelText(a.finalLogits.sqnrDb) << " dB\n\n"
+              << decibelText(b.finalLogits.sqnrDb) << " dB, after " << decibelText(a.finalLogits.sqnrDb) << " dB\n"
+              << "What each runtime will do with it (as inspect says): " << consumersLine(written.consumers) << "\n"
+              << "Recorded what it was verified against in " << terminalSafe(destinationDir) << "/" << kProvenanceFileName << "\n\n"
               << llmCompressorRecipe(written.ignore);
     return 0;
 }

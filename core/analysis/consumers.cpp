@@ -958,6 +958,55 @@ std::vector<std::string> keepFloatIgnoreNames(const Checkpoint& checkpoint, cons
     return names;
 }
 
+namespace {
+
+// The consumer names of KeepFloatValidity a finding concerns.
+std::vector<std::string> validityNames(const ConsumerFinding& finding)
+{
+    switch (finding.consumer) {
+    case Consumer::Aiu:
+        if (finding.loading == "fused")
+            return {kConsumerAiuFused};
+        if (finding.loading == "unfused")
+            return {kConsumerAiuUnfused};
+        return {kConsumerAiuFused, kConsumerAiuUnfused};
+    case Consumer::Vllm: return {kConsumerVllm};
+    case Consumer::CompressedTensors: return {kConsumerCompressedTensors};
+    }
+    return {};
+}
+
+// The checkpoint's own failures that keeping `keptFloat` float leaves in place (an error finding
+// about Linears not all kept float): the scheme fails there before anything is kept float.
+std::vector<const ConsumerFinding*> schemeFailures(const std::vector<ConsumerReport>& reports,
+                                                   const std::vector<std::string>& keptFloat)
+{
+    std::vector<const ConsumerFinding*> failures;
+    for (const ConsumerReport& report : reports)
+        for (const ConsumerFinding& finding : report.findings) {
+            const bool resolved = !finding.modules.empty() &&
+                                  std::all_of(finding.modules.begin(), finding.modules.end(), [&](const std::string& m) {
+                                      return std::find(keptFloat.begin(), keptFloat.end(), m) != keptFloat.end();
+                                  });
+            if (finding.severity == Severity::Error && !resolved)
+                failures.push_back(&finding);
+        }
+    return failures;
+}
+
+std::string consumerWords(const std::string& name)
+{
+    if (name == kConsumerAiuFused)
+        return "the AIU with fused q/k/v (fms's default)";
+    if (name == kConsumerAiuUnfused)
+        return "the AIU with unfused q/k/v (fused_weights=False, --unfuse_weights)";
+    if (name == kConsumerVllm)
+        return "vLLM";
+    return "compressed-tensors/transformers";
+}
+
+} // namespace
+
 KeepFloatValidity keepFloatValidity(const Checkpoint& checkpoint, const std::vector<std::string>& keptFloat)
 {
     const EncoderLayout& layout = checkpoint.layout();
@@ -968,28 +1017,35 @@ KeepFloatValidity keepFloatValidity(const Checkpoint& checkpoint, const std::vec
             validity.splitUnits.push_back(fused.unit.label);
             splits.push_back(splitUnitText(layout, fused));
         }
-    if (!fmsBuildsTheModel(checkpoint)) {
-        const std::string notAiu = "not for the AIU, where fms builds no " +
-                                   std::string(architectureName(checkpoint.config().architecture));
-        validity.consumers = splits.empty() ? std::vector<std::string>{kConsumerVllm, kConsumerCompressedTensors}
-                                            : std::vector<std::string>{kConsumerCompressedTensors};
-        validity.sentence = splits.empty() ? "Valid for vLLM and compressed-tensors; " + notAiu + "."
-                                           : "Valid only for compressed-tensors/transformers: it splits " +
-                                                 joinedWords(splits, " and ") + ", which vLLM refuses (q, k, v in "
-                                                 "different schemes), and " + notAiu + ".";
-        return validity;
+    validity.consumers = splits.empty() ? std::vector<std::string>{kConsumerAiuFused, kConsumerAiuUnfused, kConsumerVllm, kConsumerCompressedTensors}
+                                        : std::vector<std::string>{kConsumerAiuUnfused, kConsumerCompressedTensors};
+    std::string schemeSentence;
+    const std::vector<ConsumerReport> reports = assessConsumers(checkpoint); // the failures point into it
+    for (const ConsumerFinding* failure : schemeFailures(reports, keptFloat)) {
+        for (const std::string& name : validityNames(*failure))
+            validity.consumers.erase(std::remove(validity.consumers.begin(), validity.consumers.end(), name), validity.consumers.end());
+        std::vector<std::string> who;
+        for (const std::string& name : validityNames(*failure))
+            who.push_back(consumerWords(name));
+        schemeSentence += " The original scheme itself fails on " + joinedWords(who) +
+                          ", whatever is kept float: " + failure->message + (failure->fix.empty() ? "" : " Remedy: " + failure->fix);
+        if (failure->consumer == Consumer::Aiu && failure->loading == "fused")
+            schemeSentence += " (keep-float --consumer aiu --unfused writes the fix for that loading.)";
     }
-    if (splits.empty()) {
-        validity.consumers = {kConsumerAiuFused, kConsumerAiuUnfused, kConsumerVllm, kConsumerCompressedTensors};
+    if (splits.empty() && schemeSentence.empty()) {
         validity.sentence = "Valid for every consumer (AIU with fused or unfused q/k/v, vLLM, compressed-tensors): "
                             "no Linear that a runtime fuses is kept float without its partners.";
         return validity;
     }
-    validity.consumers = {kConsumerAiuUnfused, kConsumerCompressedTensors};
-    validity.sentence = "Valid only for the AIU with unfused q/k/v (fused_weights=False, --unfuse_weights) and "
-                        "compressed-tensors/transformers: it splits " + joinedWords(splits, " and ") +
-                        ", which fms's fused q/k/v Linear cannot hold and vLLM refuses (q, k, v in different "
-                        "schemes); a sweep per unit keeps q, k and v together.";
+    std::vector<std::string> valid;
+    for (const std::string& name : validity.consumers)
+        valid.push_back(consumerWords(name));
+    validity.sentence = valid.empty() ? "Valid for no consumer." : "Valid only for " + joinedWords(valid, " and ") + ".";
+    if (!splits.empty())
+        validity.sentence += " It splits " + joinedWords(splits, " and ") +
+                             ", which fms's fused q/k/v Linear cannot hold and vLLM refuses (q, k, v in different "
+                             "schemes); a sweep per unit keeps q, k and v together.";
+    validity.sentence += schemeSentence;
     return validity;
 }
 

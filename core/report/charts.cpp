@@ -725,11 +725,14 @@ ChartData sensitivityChart(const SensitivityResult& result)
     };
     for (const SensitivityEntry& e : result.entries) {
         const double x = double(chart.categories.size());
-        chart.categories.push_back(sensitivityMarkedLabel(e)); // a tie says so on the axis and in the tooltip
+        // Within the spread of zero there is nothing to draw: the axis says so in words.
+        const bool noEffect = sensitivityNoMeasurableEffect(e, result.spread);
+        chart.categories.push_back(noEffect ? (e.label.empty() ? e.module : e.label) + " (no effect)"
+                                            : sensitivityMarkedLabel(e)); // a tie says so on the axis and in the tooltip
         recovered.x.push_back(x);
-        recovered.y.push_back(drawn(e.recoveredDb, recoveredCapped));
+        recovered.y.push_back(noEffect ? 0.0 : drawn(e.recoveredDb, recoveredCapped));
         lost.x.push_back(x);
-        lost.y.push_back(drawn(e.lostAloneDb, lostCapped));
+        lost.y.push_back(noEffect ? 0.0 : drawn(e.lostAloneDb, lostCapped));
     }
     if (recoveredCapped)
         recovered.name += " (exact: drawn at the top)";

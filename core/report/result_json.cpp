@@ -3,10 +3,13 @@
 #include <cmath>
 
 #include "analysis/consumers.h"
+#include "common/error.h"
 #include "common/text_files.h"
 #include "model/quantization_config.h"
 #include "numerics/fp8.h"
 #include "numerics/half.h"
+#include "tasks/fix_provenance.h"
+#include "tasks/sensitivity_words.h"
 
 namespace scalescope {
 
@@ -312,6 +315,13 @@ json inspectJson(const Checkpoint& checkpoint, const std::vector<LinearScaleStat
     out["word_embeddings"] = embeddings;
     out["diagnostics"] = findingsJson(findings);
     out["consumers"] = consumersJson(assessConsumers(checkpoint));
+    // A fix written by keep-float says what it was made from and verified against; null otherwise.
+    try {
+        const std::optional<json> provenance = readFixProvenance(checkpoint.directory());
+        out["provenance"] = provenance ? *provenance : json(nullptr);
+    } catch (const Error& e) {
+        out["provenance"] = {{"error", e.what()}}; // the checkpoint itself is still worth inspecting
+    }
     int errors = 0, warnings = 0, infos = 0;
     for (const Finding& f : findings)
         (f.severity == Severity::Error ? errors : f.severity == Severity::Warning ? warnings : infos)++;
@@ -684,7 +694,9 @@ json sensitivityJson(const SensitivityResult& r)
                       {"recovered_infinite", std::isinf(e.recoveredDb)},
                       {"lost_alone_db", finiteOrNull(e.lostAloneDb)},
                       {"lost_alone_infinite", std::isinf(e.lostAloneDb)},
-                      {"tie_rank", e.tieRank ? json(e.tieRank) : json(nullptr)}};
+                      {"tie_rank", e.tieRank ? json(e.tieRank) : json(nullptr)},
+                      // Within the run-to-run spread of zero (tasks/sensitivity_words.h).
+                      {"no_measurable_effect", sensitivityNoMeasurableEffect(e, r.spread)}};
         if (e.cause)
             entry["cause"] = causeJson(*e.cause);
         entries.push_back(entry);

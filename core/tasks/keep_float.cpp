@@ -148,6 +148,33 @@ std::vector<std::string> everyFloatEncoderLinear(const Checkpoint& checkpoint, s
     return modules;
 }
 
+// Who the copy was written for, in KeepFloatValidity's words.
+std::vector<std::string> writtenFor(const KeepFloatConsumers& consumers)
+{
+    std::vector<std::string> names;
+    if (consumers.aiu && !consumers.aiuUnfused)
+        names.push_back(kConsumerAiuFused);
+    if (consumers.aiu)
+        names.push_back(kConsumerAiuUnfused);
+    if (consumers.vllm)
+        names.push_back(kConsumerVllm);
+    names.push_back(kConsumerCompressedTensors);
+    return names;
+}
+
+FixProvenance provenanceOf(const std::string& checkpointDir, const KeepFloatOptions& options, const KeepFloatResult& result)
+{
+    FixProvenance provenance;
+    provenance.sourceDir = checkpointDir;
+    provenance.referenceDir = options.referenceDir;
+    provenance.keptFloat = options.modules;
+    provenance.consumers = writtenFor(options.consumers);
+    provenance.weightDtype = dtypeName(result.weightDtype);
+    provenance.toolVersion = options.toolVersion.empty() ? std::string("unknown") : options.toolVersion;
+    provenance.measurement = options.measurement;
+    return provenance;
+}
+
 } // namespace
 
 KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& destinationDir,
@@ -196,6 +223,8 @@ KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& d
                 continue; // only a checkpoint's own files: subfolders are not part of it
             const std::string name = entry.path().filename().string();
             const fs::path to = fs::path(folder) / name;
+            if (name == kProvenanceFileName)
+                continue; // a fix of a fix: its own provenance is written below
             if (name == "config.json") {
                 writeJson(to, config);
             } else if (shards.count(entry.path().string()) || shards.count((fs::path(checkpointDir) / name).string())) {
@@ -213,8 +242,11 @@ KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& d
             result.rewrittenFiles.push_back(name);
         }
         copySentenceTransformersFiles(checkpointDir, folder); // an embedder's module folders too
+        writeJson(fs::path(folder) / kProvenanceFileName, fixProvenanceJson(provenanceOf(checkpointDir, options, result)));
+        result.rewrittenFiles.push_back(kProvenanceFileName);
         progress.throwIfCancelled();
     });
+    result.consumers = assessConsumers(*Checkpoint::open(destination.destination));
     return result;
 }
 

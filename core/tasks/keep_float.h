@@ -9,12 +9,14 @@
 // Their weight_scale and input_scale go; every other file and tensor is copied byte for byte (a
 // shard that holds none of their tensors is copied as a file). The destination rules are
 // core/io/checkpoint_destination's. Torch-free. Errors: scalescope::Error, one sentence, before
-// anything is written.
+// anything is written. The copy holds scalescope_provenance.json (tasks/fix_provenance.h): what it
+// was made from and verified against; and the consumer rules are run on the copy as written.
 #include <string>
 #include <vector>
 
 #include "analysis/consumers.h"
 #include "common/progress.h"
+#include "tasks/fix_provenance.h"
 
 namespace scalescope {
 
@@ -23,6 +25,8 @@ struct KeepFloatOptions {
     std::string referenceDir;         // "" = dequantized weights
     bool overwrite = false;
     KeepFloatConsumers consumers;     // whom the copy must load as intended (default: AIU fused and vLLM)
+    std::string toolVersion;          // recorded in the provenance file
+    FixMeasurement measurement;       // how the caller verified the fix (the GUI's sweep), when known
 };
 
 struct KeepFloatResult {
@@ -30,6 +34,8 @@ struct KeepFloatResult {
     std::vector<std::string> rewrittenFiles;  // files of the copy that differ from the source's
     std::string weightSource;                 // "reference (DIR)" or "dequantized"
     Dtype weightDtype = Dtype::F32;           // the dtype the kept weights were written in
+    // What each runtime will do with the copy as written (analysis/consumers.h on the new folder).
+    std::vector<ConsumerReport> consumers;
 };
 
 KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& destinationDir,

@@ -1,11 +1,18 @@
 #include "tasks/sensitivity_words.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace scalescope {
 
 const char* const kRecoveredMeasure = "dB recovered when kept float";
 const char* const kLostAloneMeasure = "dB lost when alone in FP8";
+const char* const kNoMeasurableEffect = "no measurable effect";
+
+bool sensitivityNoMeasurableEffect(const SensitivityEntry& entry, const SensitivitySpread& spread)
+{
+    return spread.estimated && std::isfinite(entry.recoveredDb) && std::abs(entry.recoveredDb) <= spread.db;
+}
 
 std::string sensitivityTieMark(const SensitivityEntry& entry)
 {

@@ -70,6 +70,15 @@ std::string signedText(double value)
     return (value > 0 ? "+" : "") + QString::number(value, 'f', 2).toStdString();
 }
 
+// The in-process FP8 run on this CPU held against its own CPU emulation: the same computation on
+// both sides, which cannot fail and says nothing about a device.
+bool checksTheSameComputation(const DeviceCheckOutcome& outcome)
+{
+    const RunStamp& stamp = outcome.stamp;
+    return stamp.run.device == "cpu" && stamp.run.mode == RunMode::Fp8 && stamp.floatLinears.isEmpty() &&
+           !outcome.request.twins.isEmpty() && outcome.request.twins.front() == QLatin1String("emulation");
+}
+
 } // namespace
 
 DeviceCheckPanel::DeviceCheckPanel(WorkbenchSession* session, QWidget* parent) : QWidget(parent)
@@ -487,6 +496,21 @@ void DeviceCheckPanel::showResult(std::shared_ptr<const DeviceCheckOutcome> outc
 void DeviceCheckPanel::showVerdict()
 {
     const CheckResult& r = outcome_->result;
+    if (checksTheSameComputation(*outcome_)) {
+        verdict_->setText(tr("NO DEVICE"));
+        verdict_->setToolTip(tr("The run under test and its twin are the same computation"));
+        verdict_->setStyleSheet(QStringLiteral("#deviceCheckVerdict { font-size: 16pt; font-weight: bold; color: white; "
+                                               "padding: 4px 14px; border-radius: 4px; background: #6b6b6b; }"));
+        verdict_->show();
+        details_->setToolTip(tr("Run under test: %1\nThresholds: %2\n%3")
+                                 .arg(outcome_->runUnderTest, outcome_->thresholdsSource, outcome_->cacheNote));
+        details_->setText(tr("<b>No device is chosen</b>: the run under test is the in-process FP8 run on this CPU, the same "
+                             "computation as its CPU emulation twin, so it agrees by construction and says nothing about a "
+                             "device. Choose the device in the toolbar's Device box (a runner command, e.g. an AIU host over "
+                             "ssh or oc exec) and run the check again, or hold this CPU run against the reference or the "
+                             "FP16 twin instead."));
+        return;
+    }
     verdict_->setText(r.passed ? tr("PASS") : tr("FAIL"));
     verdict_->setToolTip(r.passed ? tr("Every point's failure rate and the F1 drop are within the gate")
                                   : tr("At least one gate failed: the reasons are beside"));

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <QComboBox>
+#include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -110,6 +111,8 @@ SensitivityPanel::SensitivityPanel(WorkbenchSession* session, LinearSelection* s
     layout->addLayout(bar);
     layout->addWidget(summary_);
     layout->addWidget(validity_);
+    createSavedFixRow();
+    layout->addWidget(savedFixRow_);
     layout->addWidget(splitter, 1);
 
     connect(run_, &QPushButton::clicked, this, &SensitivityPanel::requestSweep);
@@ -136,10 +139,46 @@ void SensitivityPanel::connectSessionAndSelection(LinearSelection* selection)
         if (operation == tr("Sensitivity") || operation == tr("Save fixed checkpoint"))
             showMessage(message);
     });
-    connect(session_, &WorkbenchSession::keptFloat, this, [this](const QString&, const QString& summary) { showMessage(summary); });
+    connect(session_, &WorkbenchSession::keptFloat, this, &SensitivityPanel::showSavedFix);
     connect(this, &SensitivityPanel::keepFloatRequested, this, &SensitivityPanel::saveFixedCheckpoint);
     connect(this, &SensitivityPanel::linearSelected, selection, &LinearSelection::select);
     selection->follow(this, [this](const QString& module) { selectLinear(module); });
+}
+
+void SensitivityPanel::createSavedFixRow()
+{
+    savedFix_ = new QLabel(this);
+    savedFix_->setObjectName(QStringLiteral("sensitivitySavedFix"));
+    savedFix_->setWordWrap(true);
+    savedFix_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    auto* open = new QPushButton(tr("Open Fixed Checkpoint"), this);
+    open->setObjectName(QStringLiteral("sensitivityOpenFixed"));
+    auto* compare = new QPushButton(tr("Compare with the Original"), this);
+    compare->setObjectName(QStringLiteral("sensitivityCompareOriginal"));
+    connect(open, &QPushButton::clicked, this, [this] { emit openFixedRequested(savedFolder_, QString()); });
+    connect(compare, &QPushButton::clicked, this, [this] { emit openFixedRequested(savedFolder_, savedFrom_); });
+    savedFixRow_ = new QWidget(this);
+    auto* row = new QHBoxLayout(savedFixRow_);
+    row->setContentsMargins(0, 0, 0, 0);
+    row->addWidget(savedFix_, 1);
+    row->addWidget(open, 0, Qt::AlignTop);
+    row->addWidget(compare, 0, Qt::AlignTop);
+    savedFixRow_->hide();
+}
+
+void SensitivityPanel::showSavedFix(const QString& folder, const QString& summary)
+{
+    savedFolder_ = folder;
+    savedFrom_ = session_->checkpointDirectory();
+    savedFix_->setText(summary);
+    savedFixRow_->show();
+}
+
+QString SensitivityPanel::proposedFixFolder() const
+{
+    const QFileInfo checkpoint(session_->checkpointDirectory());
+    const QString folder = saveFolder_.isEmpty() ? checkpoint.absolutePath() : saveFolder_;
+    return QDir(folder).filePath(checkpoint.fileName() + QStringLiteral("-fixed"));
 }
 
 void SensitivityPanel::saveFixedCheckpoint(const QStringList& modules)
@@ -149,14 +188,25 @@ void SensitivityPanel::saveFixedCheckpoint(const QStringList& modules)
         return;
     }
     // The dialogs belong to the window, as the triage card asks for them too.
-    const QString dst = QFileDialog::getSaveFileName(window(), tr("Save Fixed Checkpoint As (a new folder)"),
-                                                     session_->checkpointDirectory() + QStringLiteral("-fixed"));
+    const QString dst = QFileDialog::getSaveFileName(window(), tr("Save Fixed Checkpoint As (a new folder)"), proposedFixFolder());
     if (dst.isEmpty())
         return;
     const bool exists = QFileInfo::exists(dst);
     if (exists && QMessageBox::question(window(), tr("Replace Checkpoint"), tr("%1 exists. Replace it?").arg(dst)) != QMessageBox::Yes)
         return;
-    session_->keepFloat(modules, dst, exists);
+    // What the sweep verified, recorded in the fix's provenance file.
+    FixMeasurement measurement;
+    if (!result_.entries.empty() && result_.complete) {
+        measurement.measuredBy = "sensitivity sweep";
+        measurement.target = result_.target;
+        measurement.before = {result_.baseline.sqnrDb, result_.baseline.agrees};
+        QStringList suggested;
+        for (const std::string& m : result_.suggestedFloat)
+            suggested << QString::fromStdString(m);
+        if (result_.suggestedMetrics && suggested == modules)
+            measurement.after = {result_.suggestedMetrics->sqnrDb, result_.suggestedMetrics->agrees};
+    }
+    session_->keepFloat(modules, dst, exists, measurement);
 }
 
 void SensitivityPanel::addToReport(ReportSection& section, bool runResultCurrent) const
@@ -293,6 +343,7 @@ void SensitivityPanel::clearResults(const QString& why)
     live_.clear();
     summary_->setText(why.toHtmlEscaped());
     summary_->setToolTip(QString());
+    savedFixRow_->setVisible(!savedFolder_.isEmpty() && savedFrom_ == session_->checkpointDirectory());
     showValidity();
     chart_->setChart({});
     table_->setRowCount(0);
@@ -325,22 +376,29 @@ void SensitivityPanel::fillTable()
         cells.resize(ColumnCount);
         cells[RankColumn] = QString::number(e.rank ? e.rank : row + 1);
         cells[ModuleColumn] = QString::fromStdString(e.module);
-        cells[RecoveredColumn] = significantText(e.recoveredDb);
-        cells[LostAloneColumn] = significantText(e.lostAloneDb);
-        cells[TieColumn] = QString::fromStdString(sensitivityTieMark(e));
+        // Within the spread of zero the numbers are noise: say so rather than show them as results.
+        const bool noEffect = sensitivityNoMeasurableEffect(e, result_.spread);
+        cells[RecoveredColumn] = noEffect ? tr("%1 (within +-%2 dB)").arg(words(kNoMeasurableEffect), significantText(result_.spread.db))
+                                          : significantText(e.recoveredDb);
+        cells[LostAloneColumn] = noEffect ? words(kNoMeasurableEffect) : significantText(e.lostAloneDb);
+        cells[TieColumn] = noEffect ? QString() : QString::fromStdString(sensitivityTieMark(e));
         cells[AgreesColumn] = e.floatOne.agrees ? tr("yes") : tr("no");
         cells[CauseColumn] = e.cause ? QString::fromStdString(e.cause->label) : QString();
         for (int column = 0; column < cells.size(); ++column) {
             auto* item = new QTableWidgetItem(cells[column]);
             if (column == CauseColumn && e.cause && !e.cause->explanation.empty())
                 item->setToolTip(QString::fromStdString(e.cause->explanation));
-            if (column == TieColumn && e.tieRank > 0)
+            if ((column == RecoveredColumn || column == LostAloneColumn) && noEffect)
+                item->setToolTip(tr("Measured %1 and %2 dB: within the run-to-run spread of +-%3 dB, so keeping it float "
+                                    "has no measurable effect")
+                                     .arg(significantText(e.recoveredDb), significantText(e.lostAloneDb), significantText(result_.spread.db)));
+            if (column == TieColumn && e.tieRank > 0 && !noEffect) {
                 item->setData(Qt::UserRole + 1, double(e.tieRank)); // the CSV's cell: the rank, not "=2"
-            if (column == TieColumn && e.tieRank > 0)
                 item->setToolTip(tr("Tied with rank %1: %2 is within the run-to-run spread of +-%3 dB of it, so the "
                                     "sweep cannot tell which matters more")
                                      .arg(e.tieRank)
                                      .arg(words(kRecoveredMeasure), significantText(result_.spread.db)));
+            }
             if (column == ModuleColumn)
                 item->setToolTip(QString::fromStdString(sensitivityMarkedLabel(e)));
             table_->setItem(row, column, item);

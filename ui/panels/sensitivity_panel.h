@@ -8,7 +8,10 @@
 // Cancel keeps what finished. The suggestion is a counted list ("Keep 2 Linears float") that says
 // when it holds a tie group; the cause labels and which consumers can load the suggestion follow.
 // Save Fixed Checkpoint writes it with keep-float (a unit's row or suggestion gives all its
-// Linears). Clicking a bar selects the Linear.
+// Linears) beside the user's files (setSaveFolder), recording what the sweep verified it against;
+// the line that confirms it opens the fix or compares it with the original. An entry within the
+// run-to-run spread of zero reads "no measurable effect" instead of a number or a bar. Clicking a
+// bar selects the Linear.
 #include <QWidget>
 
 #include <memory>
@@ -67,12 +70,18 @@ public:
     // Asks for a new folder and has the session write the open checkpoint there with `modules`
     // float (Save Fixed Checkpoint here and on the triage card).
     void saveFixedCheckpoint(const QStringList& modules);
+    // The folder Save Fixed Checkpoint proposes to write into (MainWindow: beside the user's own
+    // checkpoints, never the bundled demo folder); "" proposes the open checkpoint's own folder.
+    void setSaveFolder(const QString& folder) { saveFolder_ = folder; }
+    QString proposedFixFolder() const;
 
 signals:
     void sweepRequested(const QString& granularity);
     void linearSelected(const QString& module);
     // Save fixed checkpoint...: the suggested Linears (or the selected rows') to keep float.
     void keepFloatRequested(const QStringList& modules);
+    // The saved-fix line's buttons, as on the triage card.
+    void openFixedRequested(const QString& folder, const QString& original);
 
 private:
     void redraw();
@@ -83,6 +92,8 @@ private:
     QStringList modulesToKeep() const;
     void requestSweep();
     void connectSessionAndSelection(LinearSelection* selection);
+    void createSavedFixRow();
+    void showSavedFix(const QString& folder, const QString& summary);
 
     WorkbenchSession* session_ = nullptr;
 
@@ -94,6 +105,9 @@ private:
     ChartView* chart_ = nullptr;
     QTableWidget* table_ = nullptr;
     StaleBanner* banner_ = nullptr;
+    QWidget* savedFixRow_ = nullptr;
+    QLabel* savedFix_ = nullptr;
+    QString savedFolder_, savedFrom_, saveFolder_;
     SensitivityResult result_;
     std::shared_ptr<const CompareWithOutcome> compareWith_;
     std::vector<SensitivityEntry> live_; // the entries of the running sweep, in the order they finished

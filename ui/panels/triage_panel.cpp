@@ -14,8 +14,11 @@
 #include <cmath>
 
 #include "analysis/verdict.h"
+#include "common/error.h"
+#include "consumer_words.h"
 #include "linear_selection.h"
 #include "models/value_text.h"
+#include "tasks/fix_provenance.h"
 #include "tasks/sensitivity_words.h"
 #include "report_section.h"
 
@@ -57,21 +60,41 @@ double f1Drop(const EvaluationResult& evaluation)
     return evaluation.referenceScores.f1 - evaluation.runScores.f1;
 }
 
-const char* consumerTitle(Consumer consumer)
+Grade comparisonGrade(const ComparisonResult& comparison)
 {
-    switch (consumer) {
-    case Consumer::Aiu: return "AIU";
-    case Consumer::Vllm: return "vLLM";
-    case Consumer::CompressedTensors: return "transformers";
-    }
-    return "";
+    return worse(gradeSqnr(comparison.finalLogits.sqnrDb), gradeAgreement(answersAgree(comparison)));
 }
 
-Grade consumerGrade(ConsumerVerdict verdict)
+// "14.9 dB, poor, answers \"Paris\"": one side of a before/after.
+QString sideText(const ComparisonResult& comparison)
 {
-    return verdict == ConsumerVerdict::AsIntended ? Grade::Good
-           : verdict == ConsumerVerdict::RunsDifferently ? Grade::Fair
-                                                         : Grade::Poor;
+    QString text = QObject::tr("%1 dB, %2").arg(significantText(comparison.finalLogits.sqnrDb), gradeWord(comparisonGrade(comparison)));
+    if (comparison.qa)
+        text += QObject::tr(", answers \"%1\"").arg(QString::fromStdString(comparison.qa->runAnswer.text).toHtmlEscaped());
+    return text;
+}
+
+// A button of the fix lines, named for tests and style sheets.
+QPushButton* fixButton(const QString& text, const char* name, QWidget* parent)
+{
+    auto* button = new QPushButton(text, parent);
+    button->setObjectName(QString::fromLatin1(name));
+    return button;
+}
+
+// A label beside its buttons, the whole row hidden until it has something to say.
+QWidget* fixRow(QLabel* label, const QList<QPushButton*>& buttons, QWidget* parent)
+{
+    auto* row = new QWidget(parent);
+    auto* layout = new QHBoxLayout(row);
+    layout->setContentsMargins(0, 0, 0, 0);
+    label->setWordWrap(true);
+    label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(label, 1);
+    for (QPushButton* button : buttons)
+        layout->addWidget(button, 0, Qt::AlignTop);
+    row->hide();
+    return row;
 }
 
 } // namespace
@@ -99,6 +122,7 @@ TriagePanel::TriagePanel(LinearSelection* selection, QWidget* parent) : QWidget(
         case NextStep::Sweep: emit sweepRequested(); break;
         case NextStep::SaveFixed: emit saveFixedRequested(fixModules_); break;
         case NextStep::Evaluate: emit evaluateRequested(); break;
+        case NextStep::Quantize: emit quantizeRequested(); break;
         case NextStep::None: break;
         }
     });
@@ -124,6 +148,7 @@ TriagePanel::TriagePanel(LinearSelection* selection, QWidget* parent) : QWidget(
             emit linearSelected(shown_[std::size_t(row)].module);
     });
 
+    createFixLines();
     auto* nextRow = new QHBoxLayout;
     nextRow->addWidget(next_, 1);
     nextRow->addWidget(nextButton_);
@@ -131,10 +156,16 @@ TriagePanel::TriagePanel(LinearSelection* selection, QWidget* parent) : QWidget(
     auto* content = new QWidget(this);
     auto* inner = new QVBoxLayout(content);
     inner->addWidget(verdict_);
+    inner->addWidget(savedFixRow_);
+    inner->addWidget(provenanceRow_);
+    inner->addWidget(beforeAfter_);
     inner->addLayout(nextRow);
     inner->addWidget(suspectsTitle_);
     inner->addWidget(suspects_, 1);
     inner->addWidget(consumers_);
+    // Takes the spare height while the suspect table is hidden (a good verdict, a float checkpoint),
+    // so that the lines above keep together; the table's stretch wins while it is shown.
+    inner->addStretch(0);
     auto* scroll = new QScrollArea(this);
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);
@@ -148,6 +179,32 @@ TriagePanel::TriagePanel(LinearSelection* selection, QWidget* parent) : QWidget(
     refresh();
 }
 
+// The saved-fix line (Open Fixed Checkpoint, Compare with the Original), the open fix's
+// provenance line (Compare with the Original) and the before/after line.
+void TriagePanel::createFixLines()
+{
+    savedFixLabel_ = new QLabel(this);
+    savedFixLabel_->setObjectName(QStringLiteral("triageSavedFix"));
+    QPushButton* openFixed = fixButton(tr("Open Fixed Checkpoint"), "triageOpenFixed", this);
+    QPushButton* compareFixed = fixButton(tr("Compare with the Original"), "triageCompareOriginal", this);
+    compareFixed->setToolTip(tr("Opens the fixed checkpoint on the reference it was verified against, answers the same "
+                                "input and runs this original beside it"));
+    connect(openFixed, &QPushButton::clicked, this, [this] { emit openFixedRequested(savedFix_, QString()); });
+    connect(compareFixed, &QPushButton::clicked, this, [this] { emit openFixedRequested(savedFix_, savedFixFrom_); });
+    savedFixRow_ = fixRow(savedFixLabel_, {openFixed, compareFixed}, this);
+    provenanceLabel_ = new QLabel(this);
+    provenanceLabel_->setObjectName(QStringLiteral("triageProvenance"));
+    provenanceCompare_ = fixButton(tr("Compare with the Original"), "triageProvenanceCompare", this);
+    connect(provenanceCompare_, &QPushButton::clicked, this, [this] { emit openFixedRequested(QString(), provenanceSource_); });
+    provenanceRow_ = fixRow(provenanceLabel_, {provenanceCompare_}, this);
+    beforeAfter_ = new QLabel(this);
+    beforeAfter_->setObjectName(QStringLiteral("triageBeforeAfter"));
+    beforeAfter_->setWordWrap(true);
+    beforeAfter_->setTextFormat(Qt::RichText);
+    beforeAfter_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    beforeAfter_->hide();
+}
+
 void TriagePanel::takeResult(const PanelResult& result)
 {
     if (result.checkpoint) {
@@ -155,6 +212,8 @@ void TriagePanel::takeResult(const PanelResult& result)
         comparison_.reset();
         evaluation_.reset();
         sweep_.reset();
+        compareWith_.reset();
+        readProvenance();
     }
     if (result.comparison) {
         comparison_ = result.comparison;
@@ -192,6 +251,91 @@ void TriagePanel::currentStampChanged(const RunStamp& now)
     refresh();
 }
 
+void TriagePanel::readProvenance()
+{
+    provenanceText_.clear();
+    provenanceSource_.clear();
+    try {
+        const std::optional<nlohmann::json> provenance = readFixProvenance(checkpoint_->directory.toStdString());
+        if (!provenance)
+            return;
+        provenanceSource_ = QString::fromStdString(provenanceSource(*provenance));
+        const QString reference = QString::fromStdString(provenanceReference(*provenance));
+        const QString against = reference.isEmpty() ? tr("the original's dequantized weights")
+                                : QFileInfo(reference).isDir()
+                                    ? tr("the reference %1").arg(reference)
+                                    : tr("the reference %1, which is no longer there, so it is compared with its own dequantized "
+                                         "weights here (Reference > Choose... picks another)").arg(reference);
+        QString numbers;
+        const nlohmann::json measurement = provenance->value("measurement", nlohmann::json());
+        auto db = [](const nlohmann::json& side) {
+            const nlohmann::json value = side.is_object() ? side.value("sqnr_db", nlohmann::json()) : nlohmann::json();
+            return value.is_number() ? significantText(value.get<double>()) : QStringLiteral("?");
+        };
+        if (measurement.is_object())
+            numbers = tr("; the %1 measured the final SQNR at %2 dB before and %3 dB after")
+                          .arg(QString::fromStdString(measurement.value("measured_by", std::string())),
+                               db(measurement.value("before", nlohmann::json())), db(measurement.value("after", nlohmann::json())));
+        provenanceText_ = tr("This checkpoint is a fix of %1%2, verified against %3 on %4%5.")
+                              .arg(provenanceSource_,
+                                   provenanceSourceUnchanged(*provenance) ? QString() : tr(" (gone or changed since)"), against,
+                                   QString::fromStdString(provenanceInputsText(*provenance)), numbers);
+    } catch (const Error& e) {
+        provenanceText_ = QString::fromUtf8(e.what());
+    }
+}
+
+void TriagePanel::showSavedFix(const QString& folder, const QString& summary)
+{
+    savedFix_ = folder;
+    savedFixFrom_ = checkpoint_ ? checkpoint_->directory : QString();
+    savedFixSummary_ = summary;
+    showFixLines();
+}
+
+void TriagePanel::setCompareWith(std::shared_ptr<const CompareWithOutcome> b)
+{
+    compareWith_ = std::move(b);
+    showFixLines();
+}
+
+void TriagePanel::showFixLines()
+{
+    const bool saved = !savedFix_.isEmpty() && checkpoint_ && savedFixFrom_ == checkpoint_->directory;
+    savedFixLabel_->setText(saved ? savedFixSummary_ : QString());
+    savedFixRow_->setVisible(saved);
+    provenanceLabel_->setText(provenanceText_);
+    provenanceRow_->setVisible(!provenanceText_.isEmpty());
+    provenanceCompare_->setVisible(QFileInfo(provenanceSource_).isDir() && checkpoint_ && checkpoint_->runnable);
+    const QString beforeAfter = beforeAfterText();
+    beforeAfter_->setText(beforeAfter);
+    beforeAfter_->setVisible(!beforeAfter.isEmpty());
+}
+
+// The checkpoint compared with (File > Compare With, or Compare with the Original) beside this
+// one, on the same input and reference: before and after when B is the original of this fix.
+QString TriagePanel::beforeAfterText() const
+{
+    if (!compareWith_ || !compareWith_->comparison || !comparison_ || !isCurrent(comparisonStamp_))
+        return {};
+    const bool original = !provenanceSource_.isEmpty() && QFileInfo(provenanceSource_) == QFileInfo(compareWith_->directory);
+    return tr("<b>%1</b> on the same input against %2: %3 %4; this checkpoint %5.")
+        .arg(original ? tr("Before and after the fix") : tr("Beside %1").arg(QFileInfo(compareWith_->directory).fileName().toHtmlEscaped()),
+             QString::fromStdString(comparison_->referenceLabel).toHtmlEscaped(),
+             original ? tr("the original (%1)").arg(QFileInfo(compareWith_->directory).fileName().toHtmlEscaped())
+                      : tr("it"),
+             sideText(*compareWith_->comparison), sideText(*comparison_));
+}
+
+bool TriagePanel::anythingQuantized() const
+{
+    if (!checkpoint_)
+        return false;
+    return std::any_of(checkpoint_->statistics.begin(), checkpoint_->statistics.end(),
+                       [](const LinearScaleStatistics& s) { return s.quantized; }) ||
+           std::any_of(checkpoint_->linears.begin(), checkpoint_->linears.end(), [](const LinearInfo& l) { return l.quantized; });
+}
+
 void TriagePanel::setBusy(bool busy)
 {
     busy_ = busy;
@@ -209,6 +353,8 @@ double TriagePanel::finalSqnr() const
 
 QString TriagePanel::overallGrade() const
 {
+    if (!anythingQuantized())
+        return {}; // nothing to judge: a float checkpoint is its own reference
     bool any = false;
     Grade grade = Grade::Good;
     if (comparison_ && isCurrent(comparisonStamp_)) {
@@ -226,6 +372,11 @@ QString TriagePanel::verdictText() const
 {
     if (!checkpoint_)
         return tr("<b>No checkpoint open.</b>");
+    if (!anythingQuantized())
+        return tr("<p style='font-size:large'><b>No FP8 verdict</b>: nothing in this checkpoint is quantized.</p>"
+                  "Every Linear is float, so there is nothing to judge. It can be the float reference of an FP8 "
+                  "checkpoint of this model (open that one, then Reference &gt; Choose... this folder), or be "
+                  "quantized to FP8 (Quantize...).");
     const VerdictThresholds& t = verdictThresholds();
     QString text;
     const QString overall = overallGrade();
@@ -282,11 +433,9 @@ QString TriagePanel::consumersText() const
 {
     if (!checkpoint_ || checkpoint_->consumers.empty())
         return {};
-    QStringList parts;
-    for (const ConsumerReport& report : checkpoint_->consumers)
-        parts << QStringLiteral("%1: %2").arg(QString::fromLatin1(consumerTitle(report.consumer)),
-                                              coloured(consumerGrade(report.verdict), QString::fromLatin1(verdictName(report.verdict))));
-    return tr("<b>How each runtime loads this checkpoint</b> (details: Model &gt; Consumers): %1").arg(parts.join(QStringLiteral(" &nbsp; ")));
+    // inspect's words, the AIU per loading: the GUI and the CLI say the same of a checkpoint.
+    return tr("<b>How each runtime loads this checkpoint</b> (details: Model &gt; Consumers): %1")
+        .arg(consumerVerdictsText(checkpoint_->consumers, true));
 }
 
 // The sweep's ranking when there is one (it measured what keeping each entry float recovers);
@@ -295,7 +444,9 @@ QString TriagePanel::consumersText() const
 std::vector<TriagePanel::Suspect> TriagePanel::rankSuspects() const
 {
     std::vector<Suspect> suspects;
-    if (!checkpoint_)
+    // Suspects only where there is something wrong to find: not on a float checkpoint, not under a
+    // good verdict (closestToTheLine() names the nearest Linear instead).
+    if (!checkpoint_ || !anythingQuantized() || overallGrade() == QLatin1String("good"))
         return suspects;
     auto labelOf = [this](const std::string& module) {
         for (const LinearScaleStatistics& s : checkpoint_->statistics)
@@ -307,6 +458,8 @@ std::vector<TriagePanel::Suspect> TriagePanel::rankSuspects() const
         for (const SensitivityEntry& entry : sweep_->entries) {
             if (suspects.size() == kShownSuspects)
                 break;
+            if (sensitivityNoMeasurableEffect(entry, sweep_->spread))
+                continue; // keeping it float changes nothing beyond the run-to-run spread
             // The sweep's own two measures (tasks/sensitivity.h), as its chart draws them.
             QString why = tr("%1 %2; %3 %4")
                               .arg(significantText(entry.recoveredDb), QString::fromUtf8(kRecoveredMeasure),
@@ -397,6 +550,8 @@ void TriagePanel::fillSuspects(const std::vector<Suspect>& suspects)
         }
         suspects_->setCellWidget(r, 3, buttons);
     }
+    // A good verdict and a float checkpoint have no suspect list at all; the title says why.
+    suspects_->setVisible(!suspects.empty() || (anythingQuantized() && overallGrade() != QLatin1String("good")));
     if (suspects.empty()) {
         suspects_->setRowCount(1);
         suspects_->setItem(0, 2, new QTableWidgetItem(checkpoint_ ? tr("No suspects: no finding names a Linear, and nothing has run yet.")
@@ -416,6 +571,11 @@ void TriagePanel::chooseNextStep()
         sentence = tr("Open a checkpoint (File > Open, Ctrl+O) or one of the Demo menu's.");
     } else if (!checkpoint_->runnable) {
         sentence = tr("This checkpoint cannot run (%1): fix what the Model tab's diagnostics name.").arg(checkpoint_->loadError);
+    } else if (!anythingQuantized()) {
+        sentence = tr("Nothing to fix: quantize this float checkpoint to FP8 (the Calibration tab writes one), or use it "
+                      "as the reference of an FP8 checkpoint.");
+        nextStep_ = NextStep::Quantize;
+        button = tr("Quantize...");
     } else if (!comparisonCurrent) {
         sentence = tr("Run an input (a question, a mask, texts to embed or rank, a text to classify) to measure the "
                       "quantized model against its reference.");
@@ -451,9 +611,32 @@ void TriagePanel::chooseNextStep()
     nextButton_->setEnabled(!busy_);
 }
 
+// Under a good verdict: the Linear whose output lost most in the last run, as one phrase.
+QString TriagePanel::closestToTheLine() const
+{
+    if (!comparison_ || overallGrade() != QLatin1String("good"))
+        return {};
+    const CapturePointMetrics* closest = nullptr;
+    for (const CapturePointMetrics& p : comparison_->points)
+        if (p.kind == CaptureKind::LinearOutput && (!closest || p.metrics.sqnrDb < closest->metrics.sqnrDb))
+            closest = &p;
+    return closest ? tr("%1 (its output's SQNR is %2 dB)")
+                         .arg(QString::fromStdString(closest->label.empty() ? closest->module : closest->label),
+                              significantText(closest->metrics.sqnrDb))
+                   : QString();
+}
+
 void TriagePanel::refresh()
 {
-    suspectsTitle_->setText(sweep_ && sweep_->complete
+    closest_ = closestToTheLine();
+    const bool good = overallGrade() == QLatin1String("good");
+    suspectsTitle_->setText(!checkpoint_ || anythingQuantized() ? QString() : tr("<b>No suspects</b>: nothing is quantized."));
+    if (good)
+        suspectsTitle_->setText(closest_.isEmpty() ? tr("<b>No suspects</b>: the verdict is good.")
+                                                   : tr("<b>No suspects</b>: the verdict is good. Closest to the line: %1")
+                                                         .arg(closest_.toHtmlEscaped()));
+    if (suspectsTitle_->text().isEmpty())
+        suspectsTitle_->setText(sweep_ && sweep_->complete
                                 ? tr("<b>Suspects</b>, ranked by the sweep: what keeping each float recovers")
                             : comparison_ ? tr("<b>Suspects</b>: the Linears with the lowest output SQNR in the last run "
                                                "(the sweep ranks them by what they cost the final output)")
@@ -462,6 +645,7 @@ void TriagePanel::refresh()
     consumers_->setText(consumersText());
     fillSuspects(rankSuspects());
     chooseNextStep();
+    showFixLines();
 }
 
 void TriagePanel::selectLinear(const QString& module)
@@ -502,6 +686,9 @@ void TriagePanel::addToReport(ReportSection& section, bool /*runResultCurrent*/)
     for (const Suspect& s : shown_)
         suspects.push_back({{"module", s.module.toStdString()}, {"label", s.label.toStdString()}, {"why", s.why.toStdString()}});
     verdict["suspects"] = suspects;
+    verdict["closest_to_the_line"] = closest_.isEmpty() ? nlohmann::json() : nlohmann::json(closest_.toStdString());
+    if (checkpoint_ && !anythingQuantized())
+        verdict["note"] = "nothing in this checkpoint is quantized: no FP8 verdict";
     section.summary()["verdict"] = verdict;
 }
 

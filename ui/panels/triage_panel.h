@@ -4,7 +4,14 @@
 // stated thresholds of analysis/verdict.h, with the state it holds for), the ranked suspects (the
 // sweep's ranking when there is one, else the Linears with the worst SQNR and the findings that
 // name them), each with Run in Float, Show Scales and Show Errors, what each runtime will do with
-// the checkpoint, and what to do next in one sentence with its button.
+// the checkpoint, and what to do next in one sentence with its button. A checkpoint with nothing
+// quantized gets no verdict (it can be a reference; Quantize is offered), and a good verdict no
+// suspect list, only the Linear closest to the line.
+//
+// A fix saved from here (or from Sensitivity) is confirmed on the card with Open Fixed Checkpoint
+// and Compare with the Original; a fix opened says what it was made from and verified against
+// (its scalescope_provenance.json), and beside the original (File > Compare With) it shows the
+// before/after on the same reference and input.
 //
 // It holds parts of several runs (the last answer or mask, the evaluation, the sweep), each with
 // its own stamp: a part made in another state says so; another checkpoint clears them all.
@@ -35,6 +42,10 @@ public:
     // summary["verdict"] (the current parts only) and the suspects table.
     void addToReport(ReportSection& section, bool runResultCurrent) const override;
     void setBusy(bool busy) override;
+    // The original's run on the same input and reference, for the before/after line.
+    void setCompareWith(std::shared_ptr<const CompareWithOutcome> b) override;
+    // keep-float wrote `folder` from the open checkpoint: the line that confirms it, with its actions.
+    void showSavedFix(const QString& folder, const QString& summary);
     // Highlights the suspect row of this Linear (none when it is not a suspect); emits nothing.
     void selectLinear(const QString& module);
 
@@ -48,7 +59,7 @@ public:
     // The suspects' module names, in the order shown.
     QStringList suspects() const;
 
-    enum class NextStep { None, Answer, Sweep, SaveFixed, Evaluate };
+    enum class NextStep { None, Answer, Sweep, SaveFixed, Evaluate, Quantize };
     NextStep nextStep() const { return nextStep_; }
 
 signals:
@@ -62,6 +73,9 @@ signals:
     void sweepRequested();
     void saveFixedRequested(const QStringList& modules);
     void evaluateRequested();
+    void quantizeRequested();
+    // Open the fix written from this checkpoint; with `original`, also run it beside the fix.
+    void openFixedRequested(const QString& folder, const QString& original);
 
 protected:
     void currentStampChanged(const RunStamp& now) override;
@@ -71,6 +85,12 @@ private:
         QString module, label, why;
     };
     void refresh();
+    void createFixLines();
+    void readProvenance();
+    void showFixLines();
+    bool anythingQuantized() const;
+    QString closestToTheLine() const;
+    QString beforeAfterText() const;
     QString verdictText() const;
     QString consumersText() const;
     std::vector<Suspect> rankSuspects() const;
@@ -92,6 +112,10 @@ private:
     QStringList fixModules_;
     QString nextSentence_; // plain text, for the report
     std::vector<Suspect> shown_;
+    QString closest_; // a good verdict's Linear closest to the line, "" when none
+    QString savedFix_, savedFixFrom_, savedFixSummary_; // the last fix written, from which checkpoint
+    QString provenanceText_, provenanceSource_;         // the open checkpoint's provenance, if it is a fix
+    std::shared_ptr<const CompareWithOutcome> compareWith_;
 
     QLabel* verdict_ = nullptr;
     QLabel* consumers_ = nullptr;
@@ -99,6 +123,12 @@ private:
     QLabel* suspectsTitle_ = nullptr;
     QPushButton* nextButton_ = nullptr;
     QTableWidget* suspects_ = nullptr;
+    QWidget* savedFixRow_ = nullptr;
+    QLabel* savedFixLabel_ = nullptr;
+    QWidget* provenanceRow_ = nullptr;
+    QLabel* provenanceLabel_ = nullptr;
+    QPushButton* provenanceCompare_ = nullptr;
+    QLabel* beforeAfter_ = nullptr;
 };
 
 } // namespace scalescope::ui
