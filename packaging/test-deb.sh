@@ -39,7 +39,7 @@ rm -f "$build_dir"/scalescope_*.deb
 (cd "$build_dir" && cpack -G DEB >/dev/null)
 deb=$(ls "$build_dir"/scalescope_*.deb)
 echo "$deb ($(du -h "$deb" | cut -f1))"
-dpkg-deb --field "$deb" Package Version Architecture Depends
+dpkg-deb --field "$deb" Package Version Architecture Depends Recommends
 dpkg-deb --contents "$deb" | awk '{print $6}' | grep -v '/$' | sed 's/^\.//' | grep -v '^/usr/share/scalescope/demo/' || true
 echo "demo files: $(dpkg-deb --contents "$deb" | grep -c '/usr/share/scalescope/demo/.*[^/]$' || true)"
 

@@ -10,6 +10,8 @@
 #include <random>
 
 #include "tasks/compare_runs.h"
+#include "analysis/capture_rows.h"
+#include "common/error.h"
 #include "analysis/squad_metric.h"
 #include "common/parallel_chunks.h"
 #include "engine/compute_threads.h"
@@ -238,6 +240,49 @@ private slots:
         QVERIFY(result.qa && result.qa->sameBestAnswer);
         QCOMPARE(result.qa->answerF1, 1.0);
         QVERIFY(!result.referenceIsStandIn);
+    }
+
+    // Which rows of a capture point are real comes from the layout's head steps: token rows up to a
+    // pooling step, one row per sequence after it, gathered rows after GatherLogitPositions when
+    // positions were given. A token-row request that does not fit the tensor throws, never reads
+    // past it.
+    void captureRowsFollowTheHeadSteps()
+    {
+        TinyModelSpec classifierSpec;
+        classifierSpec.architecture = "RobertaForSequenceClassification";
+        const std::string classifierDir = makeTempDir("cmp-rows-cls");
+        writeTinyFloatCheckpoint(classifierDir, classifierSpec);
+        const auto classifierModel = EncoderModel::load(classifierDir);
+        const EncoderLayout& classifier = classifierModel->checkpoint().layout();
+        QCOMPARE(captureRows(classifier, classifier.layerOutput(1), false), CaptureRows::Tokens);
+        QCOMPARE(captureRows(classifier, classifier.embeddingsOutput(), false), CaptureRows::Tokens);
+        QCOMPARE(captureRows(classifier, "classifier.dense.input", false), CaptureRows::Sequences);
+        QCOMPARE(captureRows(classifier, "classifier.out_proj.output", false), CaptureRows::Sequences);
+
+        TinyModelSpec maskedLmSpec;
+        maskedLmSpec.architecture = "RobertaForMaskedLM";
+        const std::string maskedLmDir = makeTempDir("cmp-rows-mlm");
+        writeTinyFloatCheckpoint(maskedLmDir, maskedLmSpec);
+        const auto maskedLmModel = EncoderModel::load(maskedLmDir);
+        const EncoderLayout& maskedLm = maskedLmModel->checkpoint().layout();
+        QCOMPARE(captureRows(maskedLm, "lm_head.decoder.output", false), CaptureRows::Tokens);
+        QCOMPARE(captureRows(maskedLm, "lm_head.decoder.output", true), CaptureRows::Gathered);
+        QCOMPARE(captureRows(maskedLm, "lm_head.dense.input", true), CaptureRows::Gathered);
+
+        // [2, 3] per-sequence values: the second sequence's row only when the first has no tokens.
+        FloatTensor reference;
+        reference.shape = {2, 3};
+        reference.values = {1, 2, 3, 4, 5, 6};
+        const std::vector<float> x = {1, 2, 3, 4, 5, 7};
+        const ErrorMetrics both = metricsOverRealRows(CaptureRows::Sequences, reference.shape, x.data(), reference, {8, 4});
+        QCOMPARE(both.count, int64_t(6));
+        QCOMPARE(both.maxAbsError, 1.0);
+        const ErrorMetrics first = metricsOverRealRows(CaptureRows::Sequences, reference.shape, x.data(), reference, {8, 0});
+        QCOMPARE(first.count, int64_t(3));
+        QCOMPARE(first.maxAbsError, 0.0);
+        // Read as token rows, sequence 0's 8 tokens do not fit 3 rows: an internal error, not garbage.
+        QVERIFY_THROWS_EXCEPTION(Error, metricsOverRealRows(CaptureRows::Tokens, reference.shape, x.data(), reference, {8, 4}));
+        QVERIFY_THROWS_EXCEPTION(Error, metricsOverRealTokens(reference.shape, x.data(), reference, {2, 4}));
     }
 
     void fp8AgainstReference()

@@ -21,6 +21,7 @@
 #include "engine/encoder_model.h"
 #include "io/safetensors.h"
 #include "model/checkpoint.h"
+#include "tasks/compare_runs.h"
 #include "tasks/rerank.h"
 #include "support/cli_process.h"
 #include "support/fixtures.h"
@@ -167,6 +168,57 @@ class TestSequenceTasks : public QObject {
             out.reference.push_back(referenceForward(floatDir, ids, "fp8").at(output).values);
         }
         return out;
+    }
+
+    // compare's metrics at every head capture point and at the final outputs, against metrics
+    // computed here over ALL the values of the two sides' own captures of the same one sequence
+    // (one sequence: no padding to leave out, so every value of every point is real). A point
+    // after the head's pooling holds one row per sequence, not token rows.
+    void checkHeadPointsOverAllValues(const std::string& runDir, const std::string& referenceDir,
+                                      const ComparisonInput& input, std::size_t expectedHeadPoints)
+    {
+        auto run = EncoderModel::load(runDir);
+        auto reference = EncoderModel::load(referenceDir);
+        const ComparisonResult result = compareRuns(*run, reference.get(), input);
+        const PreparedComparisonInput prepared = prepareComparisonInput(*run, input);
+        QCOMPARE(prepared.inputs.inputIds.size(), std::size_t(1));
+        ForwardOptions runOptions;
+        runOptions.capture.all = true;
+        ForwardOptions referenceOptions = runOptions;
+        referenceOptions.mode = RunMode::Dequant;
+        const ForwardResult x = run->forward(prepared.inputs, runOptions);
+        const ForwardResult r = reference->forward(prepared.inputs, referenceOptions);
+        auto find = [](const std::vector<NamedTensor>& tensors, const std::string& name) -> const FloatTensor& {
+            for (const NamedTensor& tensor : tensors)
+                if (tensor.name == name)
+                    return tensor.tensor;
+            throw Error("no tensor " + name);
+        };
+        auto checkWhole = [](const std::string& name, const ErrorMetrics& got, const FloatTensor& xs,
+                             const FloatTensor& rs) {
+            const ErrorMetrics expected = computeErrorMetrics(xs.values, rs.values);
+            const QString where = QString::fromStdString(name) + QString(": compare %1 dB cos %2 max %3 over %4, all values %5 dB cos %6 max %7 over %8")
+                .arg(got.sqnrDb).arg(got.cosine).arg(got.maxAbsError).arg(got.count)
+                .arg(expected.sqnrDb).arg(expected.cosine).arg(expected.maxAbsError).arg(expected.count);
+            QVERIFY2(got.count == int64_t(xs.values.size()), qPrintable(where));
+            QVERIFY2(std::isfinite(got.sqnrDb) && std::fabs(got.sqnrDb - expected.sqnrDb) < 0.05, qPrintable(where));
+            QVERIFY2(std::fabs(got.cosine - expected.cosine) < 1e-6, qPrintable(where));
+            QVERIFY2(std::fabs(got.maxAbsError - expected.maxAbsError) <= 1e-5 * (1 + expected.maxAbsError), qPrintable(where));
+        };
+        const EncoderLayout& layout = run->checkpoint().layout();
+        std::size_t headPoints = 0;
+        for (const CapturePointMetrics& point : result.points) {
+            if (point.layer >= 0 || point.name == layout.embeddingsOutput())
+                continue;
+            ++headPoints;
+            checkWhole(point.name, point.metrics, find(x.captures, point.name), find(r.captures, point.name));
+            if (QTest::currentTestFailed())
+                return;
+        }
+        QCOMPARE(headPoints, expectedHeadPoints);
+        const std::vector<HeadOutput>& outputs = layout.headDefinition().outputs;
+        QCOMPARE(outputs.size(), std::size_t(1));
+        checkWhole(outputs[0].name, result.finalLogits, x.output(outputs[0].name), r.output(outputs[0].name));
     }
 
 private slots:
@@ -561,6 +613,39 @@ private slots:
         // --force replaces an embedder folder (its module folders are part of a checkpoint).
         QCOMPARE(runCli({"quantize", QString::fromStdString(embedder_), fp8, "--weights", "tensor", "--activations",
                          "token", "--force"}).exitCode, 0);
+    }
+
+    // The points after a classifier's pooling ([1, hidden], [1, labels]) are measured over all their
+    // values: a reranker's one score, a classifier's three logits, an embedder's pooled vector.
+    void compareMeasuresPooledHeadPointsWhole_data()
+    {
+        QTest::addColumn<QString>("which");
+        QTest::newRow("reranker") << "reranker";
+        QTest::newRow("classifier") << "classifier";
+        QTest::newRow("embedder") << "embedder";
+    }
+    void compareMeasuresPooledHeadPointsWhole()
+    {
+        QFETCH(QString, which);
+        ComparisonInput input;
+        input.text = "the cat";
+        input.pair = "a dog sat on the mat";
+        if (which == "reranker")
+            checkHeadPointsOverAllValues(rerankerFp8_, reranker_, input, 4);
+        else if (which == "classifier")
+            checkHeadPointsOverAllValues(robertaClassifierFp8_, robertaClassifier_, input, 4);
+        else
+            checkHeadPointsOverAllValues(embedderFp8_, embedder_, input, 0);
+    }
+
+    // A fill-mask compare of one sentence with one mask: the head's points and its logits over
+    // every value of the vocabulary.
+    void compareMeasuresFillMaskLogitsWhole()
+    {
+        ComparisonInput input;
+        input.text = "the <mask> sat";
+        input.fillMask = true;
+        checkHeadPointsOverAllValues(xlmrMaskedLmFp8_, xlmrMaskedLm_, input, 4);
     }
 
     // compare and sensitivity take a pair and measure the final output the head defines.

@@ -375,6 +375,38 @@ private slots:
         QCOMPARE(outcome->result->referenceRanking.front().index, measured.at(0).get<std::size_t>());
     }
 
+    // Opening the cross-encoder reranker demo compares its pair: the classifier's head points after
+    // its pooling are measured over their rows, so no suspect is ranked on a garbage SQNR (its
+    // out_proj output read past its one value printed -nan and ranked first).
+    void rerankDemoSuspectsHaveFiniteSqnr()
+    {
+        const QString demoFolder = QStringLiteral(SCALESCOPE_DEMO_DIR);
+        MainWindow window;
+        window.show();
+        window.setDemoCatalog(loadDemoCatalog(demoFolder));
+        QAction* rerankDemo = nullptr;
+        for (QAction* action : window.demoMenu()->actions())
+            if (action->text() == "Cross-encoder reranker, FP8")
+                rerankDemo = action;
+        QVERIFY2(rerankDemo, "no cross-encoder reranker demo in the Demo menu");
+        QSignalSpy reranked(window.session(), &WorkbenchSession::passagesReranked);
+        rerankDemo->trigger();
+        QVERIFY(reranked.wait(120000));
+        QVERIFY(idle(window));
+        TriagePanel* triage = window.triagePanel();
+        const QStringList suspects = triage->suspects();
+        QVERIFY2(!suspects.isEmpty(), "the reranker demo left Triage without suspects");
+        QTableWidget* table = triage->suspectsTable();
+        for (int row = 0; row < table->rowCount(); ++row)
+            for (int column = 0; column < table->columnCount(); ++column) {
+                const QString text = table->item(row, column) ? table->item(row, column)->text() : QString();
+                QVERIFY2(!text.contains("nan", Qt::CaseInsensitive), qPrintable(suspects.join(", ") + ": " + text));
+            }
+        qInfo("reranker demo suspects: %s; first: %s", qPrintable(suspects.join(", ")),
+              qPrintable(table->item(0, 2) ? table->item(0, 2)->text() : QString()));
+        QVERIFY2(suspects.front() != "classifier.out_proj", qPrintable(suspects.join(", ")));
+    }
+
     // Issue 27 allows five clicks from opening the defect demo to a saved fix. Counted as a user
     // makes them: the Demo menu (1) and its planted-defect item (2), which opens on Triage and
     // answers the first demo passage's question; Run Sensitivity Sweep (3); Save Fixed

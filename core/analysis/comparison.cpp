@@ -1,5 +1,7 @@
 #include "analysis/comparison.h"
 
+#include "analysis/capture_rows.h"
+
 #include "common/error.h"
 
 namespace scalescope {
@@ -39,24 +41,109 @@ CapturePointMetrics describeCapturePoint(const EncoderLayout& layout, const std:
     return point;
 }
 
-// Padded rows of a batch would compare padding with padding, so they are left out.
+CaptureRows captureRows(const EncoderLayout& layout, const std::string& name, bool positionsGathered)
+{
+    if (layout.layerOf(name) >= 0 || name == layout.embeddingsOutput())
+        return CaptureRows::Tokens;
+    const std::string module = name.substr(0, name.rfind('.'));
+    // The steps run in order on token rows; a Linear keeps the rows it is given.
+    CaptureRows rows = CaptureRows::Tokens;
+    for (const HeadStep& step : layout.headDefinition().steps) {
+        switch (step.kind) {
+        case HeadStepKind::Linear:
+            if (step.module == module)
+                return rows;
+            break;
+        case HeadStepKind::GatherLogitPositions:
+            if (positionsGathered)
+                rows = CaptureRows::Gathered;
+            break;
+        case HeadStepKind::PoolFirstToken:
+        case HeadStepKind::PoolMean:
+        case HeadStepKind::PoolMax:
+        case HeadStepKind::PoolMeanSqrtLen:
+            rows = CaptureRows::Sequences;
+            break;
+        default:
+            break;
+        }
+    }
+    return CaptureRows::Tokens;
+}
+
+namespace {
+
+std::size_t elementsOf(const std::vector<int64_t>& shape)
+{
+    std::size_t count = 1;
+    for (const int64_t dimension : shape)
+        count *= static_cast<std::size_t>(dimension);
+    return count;
+}
+
+// Padded rows of a batch would compare padding with padding, so they are left out. A tensor that is
+// not [batch, seq, ...] of this batch has no padding rows to leave out and is compared whole.
+ErrorMetrics overTokenRows(const std::vector<int64_t>& shape, const float* x, const FloatTensor& reference,
+                           const std::vector<std::size_t>& lengths)
+{
+    ErrorAccumulator accumulator;
+    if (shape.size() < 2 || static_cast<std::size_t>(shape[0]) != lengths.size()) {
+        accumulator.add(x, reference.values.data(), reference.values.size());
+        return accumulator.result();
+    }
+    const std::size_t seq = static_cast<std::size_t>(shape[1]);
+    const std::size_t rowSize = seq == 0 ? 0 : reference.values.size() / lengths.size() / seq;
+    for (std::size_t b = 0; b < lengths.size(); ++b) {
+        if (lengths[b] > seq)
+            throw Error("Internal error: sequence " + std::to_string(b) + " has " + std::to_string(lengths[b]) +
+                        " real tokens but the tensor only " + std::to_string(seq) + " rows.");
+        const std::size_t offset = b * seq * rowSize;
+        accumulator.add(x + offset, reference.values.data() + offset, lengths[b] * rowSize);
+    }
+    return accumulator.result();
+}
+
+// One row per sequence: the rows of sequences with real tokens.
+ErrorMetrics overSequenceRows(const std::vector<int64_t>& shape, const float* x, const FloatTensor& reference,
+                              const std::vector<std::size_t>& lengths)
+{
+    if (shape.empty() || static_cast<std::size_t>(shape[0]) != lengths.size())
+        throw Error("Internal error: per-sequence metrics need one row for each of " +
+                    std::to_string(lengths.size()) + " sequences.");
+    const std::size_t rowSize = reference.values.size() / lengths.size();
+    ErrorAccumulator accumulator;
+    for (std::size_t b = 0; b < lengths.size(); ++b)
+        if (lengths[b] > 0)
+            accumulator.add(x + b * rowSize, reference.values.data() + b * rowSize, rowSize);
+    return accumulator.result();
+}
+
+} // namespace
+
+ErrorMetrics metricsOverRealRows(CaptureRows rows, const std::vector<int64_t>& shape, const float* x,
+                                 const FloatTensor& reference, const std::vector<std::size_t>& lengths)
+{
+    if (elementsOf(shape) != reference.values.size())
+        throw Error("Internal error: a capture point differs in size between the run and the reference.");
+    if (reference.values.empty())
+        return ErrorAccumulator().result();
+    switch (rows) {
+    case CaptureRows::Tokens:
+        return overTokenRows(shape, x, reference, lengths);
+    case CaptureRows::Sequences:
+        return overSequenceRows(shape, x, reference, lengths);
+    case CaptureRows::Gathered:
+        break;
+    }
+    ErrorAccumulator accumulator;
+    accumulator.add(x, reference.values.data(), reference.values.size());
+    return accumulator.result();
+}
+
 ErrorMetrics metricsOverRealTokens(const std::vector<int64_t>& shape, const float* x, const FloatTensor& reference,
                                    const std::vector<std::size_t>& lengths)
 {
-    ErrorAccumulator accumulator;
-    // [batch, seq, ...] with batch == lengths.size(): take the first lengths[b] rows of each item.
-    const std::size_t total = reference.values.size();
-    if (shape.size() >= 2 && static_cast<std::size_t>(shape[0]) == lengths.size()) {
-        const std::size_t seq = static_cast<std::size_t>(shape[1]);
-        const std::size_t rowSize = seq == 0 ? 0 : total / lengths.size() / seq;
-        for (std::size_t b = 0; b < lengths.size(); ++b) {
-            const std::size_t offset = b * seq * rowSize;
-            accumulator.add(x + offset, reference.values.data() + offset, lengths[b] * rowSize);
-        }
-    } else {
-        accumulator.add(x, reference.values.data(), total);
-    }
-    return accumulator.result();
+    return metricsOverRealRows(CaptureRows::Tokens, shape, x, reference, lengths);
 }
 
 ErrorMetrics metricsOverRealTokens(const FloatTensor& x, const FloatTensor& reference,

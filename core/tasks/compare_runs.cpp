@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "analysis/capture_rows.h"
 #include "analysis/scale_statistics.h"
 #include "analysis/squad_metric.h"
 #include "common/error.h"
@@ -314,6 +315,7 @@ struct RunMeasurement {
     const ReferenceCaptures& reference;
     const EncoderLayout& layout;
     const std::vector<std::size_t>& lengths;
+    bool positionsGathered; // the head kept only the inputs' logit positions (captureRows)
     ComparisonResult& result;
     std::unordered_map<std::string, std::size_t> pointIndex; // name -> index in result.points
     std::size_t next = 0;
@@ -331,7 +333,8 @@ struct RunMeasurement {
         if (sameReference && sameReference->tensor == r.tensor && samePoint != pointIndex.end()) {
             point.metrics = result.points[samePoint->second].metrics;
         } else {
-            point.metrics = metricsOverRealTokens(shape, data, *r.tensor, lengths);
+            point.metrics =
+                metricsOverRealRows(captureRows(layout, name, positionsGathered), shape, data, *r.tensor, lengths);
             // An inf or NaN on either side makes the squared error sum inf or NaN, so a finite mean
             // over every value of the point leaves no non-finite value to look for. Otherwise (padding
             // rows not measured, or an overflow of finite values) each side is scanned whole.
@@ -429,7 +432,8 @@ SideResults runSides(InferenceBackend& run, InferenceBackend& referenceModel, co
     const EncoderLayout& layout = run.checkpoint().layout();
     auto& [runOptions, referenceOptions] = options;
     ReferenceCaptures stored;
-    RunMeasurement measurement{stored, layout, prepared.lengths, result, {}, 0};
+    RunMeasurement measurement{
+        stored, layout, prepared.lengths, !prepared.inputs.logitPositions.empty(), result, {}, 0};
     referenceOptions.onCapture = [&](const std::string& name, const std::vector<int64_t>& shape, const float* data,
                                      const std::string& sameAs) { stored.add(name, shape, data, sameAs); };
     runOptions.onCapture = [&](const std::string& name, const std::vector<int64_t>& shape, const float* data,

@@ -8,6 +8,7 @@
 #include <random>
 #include <unordered_map>
 
+#include "analysis/capture_rows.h"
 #include "analysis/comparison.h"
 #include "common/error.h"
 #include "common/text_files.h"
@@ -193,7 +194,7 @@ struct BatchedInput {
     std::vector<QaWindow> windows;
     const SquadExample* example = nullptr;
     // One entry per row of the whole batch: this input's rows keep their lengths, every other row
-    // is 0, so that the batch-wide metrics (metricsOverRealTokens, logitsValues) see only this input.
+    // is 0, so that the batch-wide metrics (metricsOverRealRows, logitsValues) see only this input.
     std::vector<std::size_t> lengthsInBatch;
 };
 
@@ -427,7 +428,7 @@ TwinForwards forwardTwins(const std::vector<CheckRun>& twins, const InputBatch& 
 }
 
 // Every capture point of the run against each twin's, per input of the batch.
-void measureCaptures(const ForwardResult& runResult, const std::vector<StoredCaptures>& stored,
+void measureCaptures(const EncoderLayout& layout, const ForwardResult& runResult, const std::vector<StoredCaptures>& stored,
     const std::vector<CheckRun>& twins, const InputBatch& batch,
     const std::unordered_map<std::string, std::size_t>& pointIndex, std::vector<InputMeasurement>& measured)
 {
@@ -435,6 +436,7 @@ void measureCaptures(const ForwardResult& runResult, const std::vector<StoredCap
         const auto point = pointIndex.find(capture.name);
         if (point == pointIndex.end())
             throw Error("The run recorded the capture point \"" + capture.name + "\", which its layout does not name.");
+        const CaptureRows rows = captureRows(layout, capture.name, !batch.inputs.logitPositions.empty());
         for (std::size_t t = 0; t < twins.size(); ++t) {
             const auto twin = stored[t].byName.find(capture.name);
             if (twin == stored[t].byName.end())
@@ -444,7 +446,7 @@ void measureCaptures(const ForwardResult& runResult, const std::vector<StoredCap
                 throw Error("Capture point \"" + capture.name + "\" differs in shape between the run and the twin \""
                     + twins[t].name + "\".");
             for (const BatchedInput& member : batch.members)
-                measured[member.index].values[t][point->second] = tensorValues(metricsOverRealTokens(
+                measured[member.index].values[t][point->second] = tensorValues(metricsOverRealRows(rows,
                     capture.tensor.shape, capture.tensor.values.data(), *twin->second, member.lengthsInBatch));
         }
     }
@@ -856,7 +858,7 @@ RunMeasurements measureRuns(const CheckRun& run, const std::vector<CheckRun>& tw
 
         for (const BatchedInput& member : batch.members)
             result.inputs[member.index].values.assign(twins.size(), std::vector<CheckValues>(result.points.size(), noValues()));
-        measureCaptures(runResult, twinForwards.stored, twins, batch, pointIndex, result.inputs);
+        measureCaptures(layout, runResult, twinForwards.stored, twins, batch, pointIndex, result.inputs);
         measureOutputs(layout, runResult, twinForwards.results, batch, logitsPoint, qa, result.inputs);
     }
     // Numbers computed while a checkpoint file was rewritten in place are not to be reported.
