@@ -393,6 +393,8 @@ private slots:
         rerankDemo->trigger();
         QVERIFY(reranked.wait(120000));
         QVERIFY(idle(window));
+        // A task demo ends on its own panel with its ranking, not on Triage (which every open brings forward).
+        QCOMPARE(window.tabs()->currentWidget(), static_cast<QWidget*>(window.rerankPanel()));
         TriagePanel* triage = window.triagePanel();
         const QStringList suspects = triage->suspects();
         QVERIFY2(!suspects.isEmpty(), "the reranker demo left Triage without suspects");

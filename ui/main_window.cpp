@@ -451,7 +451,8 @@ void MainWindow::runOnceReady(const std::function<void()>& run)
     });
 }
 
-// A sequence-task demo opens in its panel with an example input, run once the checkpoint is open.
+// A sequence-task demo opens in its panel with an example input, run once the checkpoint is open;
+// the panel is brought forward again then, since every open brings Triage to the front.
 void MainWindow::openTaskDemo(const DemoCheckpoint& demo)
 {
     const DemoTask task = demo.task;
@@ -463,15 +464,24 @@ void MainWindow::openTaskDemo(const DemoCheckpoint& demo)
     if (task == DemoTask::Embed) {
         tabs_->embed()->setTexts(inputs.texts);
         tabs_->setCurrentWidget(tabs_->embed());
-        runOnceReady([this, inputs] { session_->embed(inputs.texts, QString()); });
+        runOnceReady([this, inputs] {
+            tabs_->setCurrentWidget(tabs_->embed());
+            session_->embed(inputs.texts, QString());
+        });
     } else if (task == DemoTask::Rerank) {
         tabs_->rerank()->setInputs(inputs.query, inputs.passages);
         tabs_->setCurrentWidget(tabs_->rerank());
-        runOnceReady([this, inputs] { session_->rerank(inputs.query, inputs.passages); });
+        runOnceReady([this, inputs] {
+            tabs_->setCurrentWidget(tabs_->rerank());
+            session_->rerank(inputs.query, inputs.passages);
+        });
     } else {
         tabs_->classify()->setInputs(inputs.classifyText, QString());
         tabs_->setCurrentWidget(tabs_->classify());
-        runOnceReady([this, inputs] { session_->classify(inputs.classifyText, QString()); });
+        runOnceReady([this, inputs] {
+            tabs_->setCurrentWidget(tabs_->classify());
+            session_->classify(inputs.classifyText, QString());
+        });
     }
 }
 
