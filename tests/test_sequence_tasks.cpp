@@ -4,6 +4,8 @@
 // sentence-transformers files itself), and embed, classify and rerank print DESIGN's JSON with
 // numbers recomputed here from the embeddings and logits they report. Bad folders get one sentence
 // naming the file.
+#include <QCryptographicHash>
+#include <QFile>
 #include <QtTest>
 
 #include <algorithm>
@@ -800,6 +802,37 @@ private slots:
     // of every row's final output concatenated, and each metrics block reports what the head's user
     // looks at (a reranker's Kendall tau over one query's passages, a classifier's label flips, an
     // embedder's cosines), all recomputed here from the independent forward of each row alone.
+    // keep-float reruns and diff measure on a texts file as compare does: the same batch, the same
+    // yardstick; the provenance names the file by path, SHA-256 (computed here with Qt) and rows.
+    void keepFloatAndDiffTakeATextsFile()
+    {
+        const std::vector<TextRow> rows = {{"where is the cat", "the cat sat on the mat"}, {"where is the cat", "a dog"},
+                                           {"where is the cat", "Paris is the capital"}, {"where is the cat", "the cat"}};
+        const std::string path = writeTextsFile(makeTempDir("seq-keep-texts") + "/texts.jsonl", rows);
+        const QString fp8 = QString::fromStdString(rerankerFp8_), reference = QString::fromStdString(reranker_);
+        const QString fixed = QString::fromStdString(makeTempDir("seq-keep-texts-out") + "/fixed");
+        const json kept = cliJson({"keep-float", fp8, fixed, "--modules", "roberta.encoder.layer.0.output.dense",
+                                   "--reference", reference, "--texts", QString::fromStdString(path), "--json"});
+        auto finalSqnr = [&](const QString& dir) {
+            return cliJson({"compare", dir, "--reference", reference, "--texts", QString::fromStdString(path), "--json"})
+                ["final"]["logits"]["sqnr_db"].get<double>();
+        };
+        QVERIFY(std::abs(kept["before"]["sqnr_db"].get<double>() - finalSqnr(fp8)) < 1e-6);
+        QVERIFY(std::abs(kept["after"]["sqnr_db"].get<double>() - finalSqnr(fixed)) < 1e-6);
+        const json& inputs = kept["provenance"]["measurement"]["inputs"];
+        QCOMPARE(inputs["texts"].get<std::string>(), path);
+        QCOMPARE(inputs["rows"].get<std::size_t>(), rows.size());
+        QFile file(QString::fromStdString(path));
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        QCOMPARE(QString::fromStdString(inputs["sha256"].get<std::string>()),
+                 QString(QCryptographicHash::hash(file.readAll(), QCryptographicHash::Sha256).toHex()));
+
+        const json diff = cliJson({"diff", fp8, fixed, "--reference", reference, "--texts", QString::fromStdString(path), "--json"});
+        QCOMPARE(diff["metrics"]["input"].get<std::string>(), std::string("texts"));
+        QVERIFY(std::abs(diff["metrics"]["final_logits_a"]["sqnr_db"].get<double>() - finalSqnr(fp8)) < 1e-6);
+        QVERIFY(std::abs(diff["metrics"]["final_logits_b"]["sqnr_db"].get<double>() - finalSqnr(fixed)) < 1e-6);
+    }
+
     void sensitivitySweepsATextsFile_data()
     {
         QTest::addColumn<QString>("which");

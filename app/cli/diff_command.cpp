@@ -176,9 +176,9 @@ int commandDiff(const Arguments& args)
     if (args.has("squad"))
         ++sources;
     if (sources > 1)
-        throw UsageError{"diff takes at most one of --question/--context, --text, --input-ids or --squad."};
-    if (args.has("max-samples") && !args.has("squad"))
-        throw UsageError{"--max-samples applies only with --squad."};
+        throw UsageError{"diff takes at most one of --question/--context, --text, --input-ids, --texts or --squad."};
+    if (args.has("max-samples") && !args.has("squad") && !args.has("texts"))
+        throw UsageError{"--max-samples applies only with --squad or --texts."};
     if (args.has("format") && !args.has("plots"))
         throw UsageError{"--format applies only with --plots."};
     if (args.has("plots")) {
@@ -214,7 +214,7 @@ int commandDiff(const Arguments& args)
         std::fprintf(stderr, "\r%-76s\r", "");
     } else if (args.has("reference")) {
         throw UsageError{
-            "--reference applies only with inputs (--question/--context, --text, --input-ids or --squad)."};
+            "--reference applies only with inputs (--question/--context, --text, --input-ids, --texts or --squad)."};
     }
 
     json document = diffJson(diff, metrics ? &*metrics : nullptr);

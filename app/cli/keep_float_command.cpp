@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/text_files.h"
 #include "engine/encoder_model.h"
+#include "io/sha256.h"
 #include "report/result_json.h"
 #include "tasks/compare_runs.h"
 #include "tasks/keep_float.h"
@@ -35,12 +36,16 @@ KeepFloatConsumers readConsumers(const Arguments& args)
 }
 
 // The rerun's input as the provenance file records it.
-json rerunInputs(const ComparisonInput& input)
+// What the rerun measured, as the provenance records it: a texts file by its path, SHA-256 and row
+// count (the rows themselves may be many), a pair with its second text.
+json rerunInputs(const ComparisonInput& input, const Arguments& args)
 {
     if (!input.question.empty())
         return {{"question", input.question}, {"context", input.context}};
     if (!input.text.empty())
-        return {{"text", input.text}};
+        return input.pair.empty() ? json{{"text", input.text}} : json{{"text", input.text}, {"pair", input.pair}};
+    if (auto path = args.value("texts"))
+        return {{"texts", *path}, {"sha256", sha256Hex(readFileToString(*path))}, {"rows", input.texts.size()}};
     return {{"input_ids", input.inputIds}};
 }
 
@@ -74,7 +79,9 @@ int commandKeepFloatForConsumers(const Arguments& args)
     const std::string destinationDir = args.positionals()[1];
     ComparisonInput input;
     if (readComparisonInput(args, input) > 1)
-        throw UsageError{"keep-float takes at most one of --question/--context, --text or --input-ids for its rerun."};
+        throw UsageError{"keep-float takes at most one of --question/--context, --text, --input-ids or --texts for its rerun."};
+    if (args.has("max-samples") && !args.has("texts"))
+        throw UsageError{"--max-samples applies only with --texts."};
     KeepFloatOptions options;
     options.modules = parseNameList(args.required("modules"));
     options.referenceDir = args.value("reference", "");
@@ -92,13 +99,13 @@ int commandKeepFloatForConsumers(const Arguments& args)
     std::unique_ptr<EncoderModel> reference;
     if (!options.referenceDir.empty())
         reference = EncoderModel::load(options.referenceDir);
-    if (input.question.empty() && input.text.empty() && input.inputIds.empty())
+    if (input.question.empty() && input.text.empty() && input.inputIds.empty() && input.texts.empty())
         input.text = "The quick brown fox jumps over the lazy dog.";
     const ComparisonResult b = compareRuns(*before, reference.get(), input);
     const ComparisonResult a = compareRuns(*after, reference ? reference.get() : before.get(), input);
     FixMeasurement measurement;
     measurement.measuredBy = "keep-float rerun";
-    measurement.inputs = rerunInputs(input);
+    measurement.inputs = rerunInputs(input, args);
     measurement.before = fixSide(b);
     measurement.after = fixSide(a);
     recordFixMeasurement(destinationDir, measurement);

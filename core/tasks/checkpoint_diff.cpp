@@ -434,6 +434,8 @@ const char* inputKindOf(const ComparisonInput& input)
         return "qa";
     if (!input.text.empty())
         return "text";
+    if (!input.texts.empty())
+        return "texts";
     return "ids";
 }
 

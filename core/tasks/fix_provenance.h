@@ -26,7 +26,7 @@ struct FixSide {
 // How a fix was verified, as the caller measured it.
 struct FixMeasurement {
     std::string measuredBy;      // "sensitivity sweep", "keep-float rerun"
-    nlohmann::json inputs;       // {"question","context"}, {"text"}, {"input_ids"} or {"squad","sha256","max_samples"}; null when unknown
+    nlohmann::json inputs;       // {"question","context"}, {"text","pair"?}, {"input_ids"}, {"texts","sha256","rows"} or {"squad","sha256","max_samples"}; null when unknown
     std::string target;          // the sweep's target, "" when none
     FixSide before;              // the source as it is
     FixSide after;               // with the Linears kept float
