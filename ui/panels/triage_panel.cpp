@@ -226,6 +226,7 @@ void TriagePanel::takeResult(const PanelResult& result)
     if (result.sensitivity) {
         sweep_ = result.sensitivity;
         sweepStamp_ = result.stamp;
+        sweepComparison_ = comparison_;
     }
     refresh();
 }
@@ -454,7 +455,7 @@ std::vector<TriagePanel::Suspect> TriagePanel::rankSuspects() const
                 return QString::fromStdString(s.label);
         return QString::fromStdString(module);
     };
-    if (sweep_ && sweep_->complete) {
+    if (sweepOfThisInput() && sweep_->complete) {
         for (const SensitivityEntry& entry : sweep_->entries) {
             if (suspects.size() == kShownSuspects)
                 break;
@@ -566,7 +567,7 @@ void TriagePanel::chooseNextStep()
     QString button;
     nextStep_ = NextStep::None;
     const bool comparisonCurrent = comparison_ && isCurrent(comparisonStamp_);
-    const bool sweepCurrent = sweep_ && isCurrent(sweepStamp_);
+    const bool sweepCurrent = sweepOfThisInput() && isCurrent(sweepStamp_);
     if (!checkpoint_) {
         sentence = tr("Open a checkpoint (File > Open, Ctrl+O) or one of the Demo menu's.");
     } else if (!checkpoint_->runnable) {
@@ -636,7 +637,7 @@ void TriagePanel::refresh()
                                                    : tr("<b>No suspects</b>: the verdict is good. Closest to the line: %1")
                                                          .arg(closest_.toHtmlEscaped()));
     if (suspectsTitle_->text().isEmpty())
-        suspectsTitle_->setText(sweep_ && sweep_->complete
+        suspectsTitle_->setText(sweepOfThisInput() && sweep_->complete
                                 ? tr("<b>Suspects</b>, ranked by the sweep: what keeping each float recovers")
                             : comparison_ ? tr("<b>Suspects</b>: the Linears with the lowest output SQNR in the last run "
                                                "(the sweep ranks them by what they cost the final output)")

@@ -54,6 +54,7 @@ public:
     QLabel* nextStepLabel() const { return next_; }
     QPushButton* nextStepButton() const { return nextButton_; }
     QTableWidget* suspectsTable() const { return suspects_; }
+    QLabel* suspectsTitle() const { return suspectsTitle_; }
     // The overall grade word ("good", "fair", "poor") of the current parts, "" without any.
     QString overallGrade() const;
     // The suspects' module names, in the order shown.
@@ -106,6 +107,10 @@ private:
     RunStamp evaluationStamp_;
     std::shared_ptr<const SensitivityResult> sweep_;
     RunStamp sweepStamp_;
+    // The comparison that was shown when the sweep arrived: the sweep measured that input, so it
+    // speaks for the verdict only while that comparison is the one shown (sweepOfThisInput).
+    std::shared_ptr<const ComparisonResult> sweepComparison_;
+    bool sweepOfThisInput() const { return sweep_ && sweepComparison_ == comparison_; }
     RunStamp now_;
     bool busy_ = false;
     NextStep nextStep_ = NextStep::None;
