@@ -826,6 +826,8 @@ private slots:
         QVERIFY(file.open(QIODevice::ReadOnly));
         QCOMPARE(QString::fromStdString(inputs["sha256"].get<std::string>()),
                  QString(QCryptographicHash::hash(file.readAll(), QCryptographicHash::Sha256).toHex()));
+        const CliResult inspected = runCli({"inspect", fixed});
+        QVERIFY2(inspected.out.contains(QString::fromStdString("the texts file " + path + " (4 rows)")), qPrintable(inspected.out));
 
         const json diff = cliJson({"diff", fp8, fixed, "--reference", reference, "--texts", QString::fromStdString(path), "--json"});
         QCOMPARE(diff["metrics"]["input"].get<std::string>(), std::string("texts"));

@@ -164,7 +164,13 @@ std::string provenanceInputsText(const json& provenance)
     if (inputs.contains("question"))
         return "the question \"" + stringAt(inputs, "question") + "\" on its context";
     if (inputs.contains("text"))
-        return "the text \"" + stringAt(inputs, "text") + "\"";
+        return "the text \"" + stringAt(inputs, "text") + "\"" +
+               (inputs.contains("pair") ? " with the pair \"" + stringAt(inputs, "pair") + "\"" : std::string());
+    if (inputs.contains("texts")) {
+        const json rows = inputs["rows"];
+        return "the texts file " + stringAt(inputs, "texts") +
+               (rows.is_number_unsigned() ? " (" + std::to_string(rows.get<std::size_t>()) + " rows)" : std::string());
+    }
     if (inputs.contains("input_ids"))
         return "the given input ids";
     return "inputs not recorded";
