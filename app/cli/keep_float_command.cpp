@@ -35,7 +35,6 @@ KeepFloatConsumers readConsumers(const Arguments& args)
     return consumers;
 }
 
-// The rerun's input as the provenance file records it.
 // What the rerun measured, as the provenance records it: a texts file by its path, SHA-256 and row
 // count (the rows themselves may be many), a pair with its second text.
 json rerunInputs(const ComparisonInput& input, const Arguments& args)
