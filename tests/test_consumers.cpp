@@ -503,6 +503,58 @@ private slots:
         QVERIFY(std::find(ignore.begin(), ignore.end(), "base_model.layers.0.attn.in_proj.value") != ignore.end());
         QVERIFY(std::find(ignore.begin(), ignore.end(), "base_model.layers.0.attn.in_proj.qkv_fused") == ignore.end());
     }
+
+    // Per-tensor weight scales fail the AIU's fused loading whatever is kept float: keep-float
+    // writes the copy for the unfused loading, records that, and the copy is judged as meant to
+    // load; the same tensors without that record (or with "aiu fused" in it) still fail.
+    void keepFloatOfAPerTensorCheckpointIsWrittenForTheUnfusedAiu()
+    {
+        Fp8Scheme scheme;
+        scheme.weights = "tensor";
+        const std::string source = fp8("tensor-fix-source", scheme);
+        KeepFloatOptions options;
+        options.modules = {kLayer1 + "attention.output.dense"};
+        const std::string dst = root_ + "/tensor-fix";
+        const KeepFloatResult result = keepFloat(source, dst, options);
+        QVERIFY(result.writtenFor.aiu && result.writtenFor.aiuUnfused && result.writtenFor.vllm);
+        QVERIFY2(result.loadingNote.find("--unfuse_weights") != std::string::npos, result.loadingNote.c_str());
+        QVERIFY2(result.loadingNote.find("[3]") != std::string::npos, result.loadingNote.c_str());
+        const json provenance = json::parse(readFileToString(dst + "/" + kProvenanceFileName));
+        QCOMPARE(provenance["written_for"], json({"aiu unfused", "vllm", "compressed-tensors"}));
+
+        const auto reports = assess(dst);
+        const ConsumerReport& aiu = reportOf(reports, Consumer::Aiu);
+        QVERIFY2(allAsIntended(reports), describe(reports).c_str());
+        QVERIFY(aiu.writtenFor == AiuLoading::Unfused);
+        QCOMPARE(loadingVerdict(aiu, AiuLoading::Fused), ConsumerVerdict::Fails); // still said, per loading
+        QCOMPARE(aiuLoadingsText(aiu), std::string("written for the unfused loading; fused: fails, unfused: as intended"));
+
+        json both = provenance;
+        both["written_for"] = {"aiu fused", "aiu unfused", "vllm", "compressed-tensors"};
+        std::ofstream(dst + "/" + kProvenanceFileName, std::ios::trunc) << both.dump(2);
+        QCOMPARE(reportOf(assess(dst), Consumer::Aiu).verdict, ConsumerVerdict::Fails);
+        QVERIFY(QFile::remove(QString::fromStdString(dst + "/" + kProvenanceFileName)));
+        QCOMPARE(reportOf(assess(dst), Consumer::Aiu).verdict, ConsumerVerdict::Fails);
+        QVERIFY(!reportOf(assess(dst), Consumer::Aiu).writtenFor);
+    }
+
+    // Where the unfused loading fails too (channel weights with static per-tensor activations),
+    // keep-float does not pretend a loading works: written as asked, no note.
+    void keepFloatChoosesNoLoadingWhenBothFail()
+    {
+        Fp8Scheme scheme;
+        scheme.activations = "tensor";
+        const std::string source = fp8("static-fix-source", scheme);
+        KeepFloatOptions options;
+        options.modules = {kLayer1 + "attention.output.dense"};
+        const KeepFloatResult result = keepFloat(source, root_ + "/static-fix", options);
+        QVERIFY(!result.writtenFor.aiuUnfused);
+        QVERIFY(result.loadingNote.empty());
+        QCOMPARE(reportOf(result.consumers, Consumer::Aiu).verdict, ConsumerVerdict::Fails);
+        QVERIFY(!reportOf(result.consumers, Consumer::Aiu).writtenFor);
+        const KeepFloatResult plain = keepFloat(fp8("plain-fix-source"), root_ + "/plain-fix", options);
+        QVERIFY(!plain.writtenFor.aiuUnfused && plain.loadingNote.empty()); // fused loads: written for it
+    }
 };
 
 QTEST_GUILESS_MAIN(TestConsumers)

@@ -38,11 +38,9 @@ QString consumerTitle(Consumer consumer)
 QString consumerVerdictText(const ConsumerReport& report, bool html)
 {
     QString text = QStringLiteral("%1: %2").arg(consumerTitle(report.consumer), verdictWords(report.verdict, html));
-    QStringList loadings;
-    for (const auto& [loading, verdict] : report.loadings)
-        loadings << QStringLiteral("%1: %2").arg(QString::fromLatin1(aiuLoadingName(loading)), verdictWords(verdict, false));
-    if (!loadings.isEmpty())
-        text += QStringLiteral(" (%1)").arg(loadings.join(QStringLiteral(", ")));
+    const std::string loadings = aiuLoadingsText(report);
+    if (!loadings.empty())
+        text += QStringLiteral(" (%1)").arg(html ? QString::fromStdString(loadings).toHtmlEscaped() : QString::fromStdString(loadings));
     return text;
 }
 

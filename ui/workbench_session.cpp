@@ -734,10 +734,12 @@ void WorkbenchSession::keepFloat(const QStringList& modules, const QString& dst,
             options.measurement.inputs = recordedInputs(*lastInput_);
         const KeepFloatResult written = scalescope::keepFloat(checkpoint.toStdString(), dst.toStdString(), options, progress);
         // Judged on the copy as written, in inspect's words.
-        const QString summary = tr("Wrote %1 with %2 Linear(s) float (%3 weights). As written: %4.")
-                                    .arg(dst)
-                                    .arg(modules.size())
-                                    .arg(QString::fromStdString(written.weightSource), consumerVerdictsText(written.consumers, false));
+        QString summary = tr("Wrote %1 with %2 Linear(s) float (%3 weights). As written: %4.")
+                              .arg(dst)
+                              .arg(modules.size())
+                              .arg(QString::fromStdString(written.weightSource), consumerVerdictsText(written.consumers, false));
+        if (!written.loadingNote.empty())
+            summary += QLatin1Char(' ') + QString::fromStdString(written.loadingNote);
         return [this, dst, summary] { emit keptFloat(dst, summary); };
     });
 }

@@ -455,11 +455,9 @@ void printConsumers(const std::vector<ConsumerReport>& reports)
 {
     std::cout << "\nConsumers:\n";
     for (const ConsumerReport& report : reports) {
-        std::cout << "  " << consumerName(report.consumer) << ": " << verdictName(report.verdict);
-        for (std::size_t i = 0; i < report.loadings.size(); ++i)
-            std::cout << (i == 0 ? " (" : ", ") << aiuLoadingName(report.loadings[i].first) << ": "
-                      << verdictName(report.loadings[i].second) << (i + 1 == report.loadings.size() ? ")" : "");
-        std::cout << "\n";
+        const std::string loadings = aiuLoadingsText(report);
+        std::cout << "  " << consumerName(report.consumer) << ": " << verdictName(report.verdict)
+                  << (loadings.empty() ? "" : " (" + loadings + ")") << "\n";
         for (const ConsumerFinding& f : report.findings) {
             if (f.severity == Severity::Info)
                 continue;

@@ -62,10 +62,9 @@ std::string consumersLine(const std::vector<ConsumerReport>& reports)
 {
     std::string line;
     for (const ConsumerReport& report : reports) {
-        line += (line.empty() ? "" : "; ") + std::string(consumerName(report.consumer)) + ": " + verdictName(report.verdict);
-        for (std::size_t i = 0; i < report.loadings.size(); ++i)
-            line += std::string(i == 0 ? " (" : ", ") + aiuLoadingName(report.loadings[i].first) + ": " +
-                    verdictName(report.loadings[i].second) + (i + 1 == report.loadings.size() ? ")" : "");
+        const std::string loadings = aiuLoadingsText(report);
+        line += (line.empty() ? "" : "; ") + std::string(consumerName(report.consumer)) + ": " + verdictName(report.verdict) +
+                (loadings.empty() ? "" : " (" + loadings + ")");
     }
     return line;
 }
@@ -115,7 +114,8 @@ int commandKeepFloatForConsumers(const Arguments& args)
                      {"weights", written.weightSource},
                      {"weight_dtype", dtypeName(written.weightDtype)},
                      {"consumer", args.value("consumer", "all")},
-                     {"unfused", options.consumers.aiuUnfused},
+                     {"unfused", written.writtenFor.aiuUnfused},
+                     {"loading_note", written.loadingNote.empty() ? json(nullptr) : json(written.loadingNote)},
                      {"ignore", written.ignore},
                      {"rewritten_files", written.rewrittenFiles},
                      {"reference", reference ? json(options.referenceDir) : json(nullptr)},
@@ -140,6 +140,7 @@ int commandKeepFloatForConsumers(const Arguments& args)
     std::cout << "; every other file copied unchanged.\n";
     std::cout << "Final SQNR vs " << (reference ? "the reference" : "the source's dequant run") << ": before "
               << decibelText(b.finalLogits.sqnrDb) << " dB, after " << decibelText(a.finalLogits.sqnrDb) << " dB\n"
+              << (written.loadingNote.empty() ? "" : terminalSafe(written.loadingNote) + "\n")
               << "What each runtime will do with it (as inspect says): " << consumersLine(written.consumers) << "\n"
               << "Recorded what it was verified against in " << terminalSafe(destinationDir) << "/" << kProvenanceFileName << "\n\n"
               << llmCompressorRecipe(written.ignore);

@@ -4,11 +4,13 @@
 #include <functional>
 #include <set>
 
+#include "common/error.h"
 #include "common/json_values.h"
 #include "common/text_files.h"
 #include "model/linear_plan.h"
 #include "model/quantization_config.h"
 #include "model/runtime_units.h"
+#include "tasks/fix_provenance.h"
 
 // Finding codes (stable; tests and filters rely on them). Severity error = the consumer fails,
 // warning = it runs differently, info = a note that changes nothing.
@@ -521,7 +523,9 @@ private:
         if (!perTensor.empty())
             list_.add("fused", "aiu-qkv-per-tensor-scales", Severity::Error, perTensor,
                       std::string("With fused q/k/v (fms's default) the per-tensor ") +
-                          (weightStrategy_ == "tensor" ? "weight" : "static input") +
+                          (weightStrategy_ != "tensor" ? "static input"
+                           : staticActivations_        ? "weight and static input"
+                                                       : "weight") +
                           " scales of q, k and v concatenate to shape [3] and fail to load into the fused FP8 Linear's [1].",
                       "Load unfused (fused_weights=False, aiu-fms-testing-utils --unfuse_weights), or re-quantize "
                       "with per-channel weights and dynamic per-token activations.");
@@ -658,9 +662,33 @@ private:
             const ConsumerVerdict verdict = verdictOf(holding);
             out.loadings.emplace_back(loading, verdict);
             worst = std::max(worst, verdict);
+            if (writtenFor_ == loading)
+                out.writtenFor = loading;
         }
         out.verdict = worst;
+        for (const auto& [loading, verdict] : out.loadings)
+            if (out.writtenFor == loading)
+                out.verdict = verdict;
         return out;
+    }
+
+    // The one AIU loading keep-float wrote this copy for, from its provenance: "aiu unfused"
+    // without "aiu fused". A provenance file that cannot be read changes no verdict (inspect
+    // reports it on its own).
+    static std::optional<AiuLoading> recordedLoading(const Checkpoint& checkpoint)
+    {
+        try {
+            const std::optional<nlohmann::json> provenance = readFixProvenance(checkpoint.directory());
+            if (!provenance || !provenance->contains("written_for") || !(*provenance)["written_for"].is_array())
+                return std::nullopt;
+            const nlohmann::json& names = (*provenance)["written_for"];
+            const bool fused = std::find(names.begin(), names.end(), kConsumerAiuFused) != names.end();
+            const bool unfused = std::find(names.begin(), names.end(), kConsumerAiuUnfused) != names.end();
+            if (unfused && !fused)
+                return AiuLoading::Unfused;
+        } catch (const Error&) {
+        }
+        return std::nullopt;
     }
 
     // A finding that reads the same under both loadings is reported once, as "both".
@@ -691,6 +719,7 @@ private:
     std::string weightStrategy_;
     bool staticActivations_ = false;
     std::set<int> mixedLayers_;
+    std::optional<AiuLoading> writtenFor_ = recordedLoading(checkpoint_);
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1007,6 +1036,39 @@ std::string consumerWords(const std::string& name)
 
 } // namespace
 
+KeepFloatConsumers consumersTheSchemeAllows(const Checkpoint& checkpoint, const std::vector<std::string>& modules,
+                                            KeepFloatConsumers requested, std::string& why)
+{
+    why.clear();
+    if (!requested.aiu || requested.aiuUnfused)
+        return requested;
+    const std::vector<ConsumerReport> reports = assessConsumers(checkpoint); // the failures point into it
+    const ConsumerFinding* fusedFailure = nullptr;
+    for (const ConsumerFinding* failure : schemeFailures(reports, modules)) {
+        if (failure->consumer != Consumer::Aiu)
+            continue;
+        if (failure->loading != "fused")
+            return requested; // the unfused loading fails too: nothing to choose
+        fusedFailure = failure;
+    }
+    if (!fusedFailure)
+        return requested;
+    requested.aiuUnfused = true;
+    why = "Written for the AIU's unfused loading (fused_weights=False, aiu-fms-testing-utils --unfuse_weights), "
+          "the one this checkpoint's scheme allows. " + fusedFailure->message;
+    return requested;
+}
+
+std::string aiuLoadingsText(const ConsumerReport& report)
+{
+    std::string text;
+    for (const auto& [loading, verdict] : report.loadings)
+        text += std::string(text.empty() ? "" : ", ") + aiuLoadingName(loading) + ": " + verdictName(verdict);
+    if (report.writtenFor && !text.empty())
+        text = std::string("written for the ") + aiuLoadingName(*report.writtenFor) + " loading; " + text;
+    return text;
+}
+
 KeepFloatValidity keepFloatValidity(const Checkpoint& checkpoint, const std::vector<std::string>& keptFloat)
 {
     const EncoderLayout& layout = checkpoint.layout();
@@ -1030,7 +1092,7 @@ KeepFloatValidity keepFloatValidity(const Checkpoint& checkpoint, const std::vec
         schemeSentence += " The original scheme itself fails on " + joinedWords(who) +
                           ", whatever is kept float: " + failure->message + (failure->fix.empty() ? "" : " Remedy: " + failure->fix);
         if (failure->consumer == Consumer::Aiu && failure->loading == "fused")
-            schemeSentence += " (keep-float --consumer aiu --unfused writes the fix for that loading.)";
+            schemeSentence += " (keep-float writes the fix for the unfused loading and records that in its provenance.)";
     }
     if (splits.empty() && schemeSentence.empty()) {
         validity.sentence = "Valid for every consumer (AIU with fused or unfused q/k/v, vLLM, compressed-tensors): "

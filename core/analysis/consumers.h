@@ -8,7 +8,8 @@
 // The AIU loads q, k and v either fused into one Linear (fms's default fused_weights=True) or
 // unfused (aiu-fms-testing-utils' encoder path, --unfuse_weights). Every AIU finding is tagged with
 // the loading it holds for ("fused", "unfused" or "both"); the AIU report carries a verdict per
-// loading, and its overall verdict is the worse of the two.
+// loading, and its overall verdict is the worse of the two, except for a copy keep-float wrote for
+// the unfused loading alone (its provenance says so): that copy is judged as it is meant to load.
 //
 // Reads the parsed QuantizationConfig and LinearPlan (compressed-tensors' matching, as the engine
 // resolves it), the tensor headers, and the raw config keys where the AIU reads them raw
@@ -49,8 +50,15 @@ struct ConsumerReport {
     ConsumerVerdict verdict = ConsumerVerdict::AsIntended;
     // AIU only: the verdict of each loading (fused, unfused); empty for the others.
     std::vector<std::pair<AiuLoading, ConsumerVerdict>> loadings;
+    // AIU only: the one loading the checkpoint was written for (keep-float's provenance records
+    // "aiu unfused" without "aiu fused"), which the verdict is then the verdict of.
+    std::optional<AiuLoading> writtenFor;
     std::vector<ConsumerFinding> findings;
 };
+
+// The AIU's loadings in words: "fused: fails, unfused: as intended", led by "written for the
+// unfused loading; " when the report has writtenFor; "" for a report without loadings.
+std::string aiuLoadingsText(const ConsumerReport& report);
 
 // The verdict a set of findings gives (the worst severity among them).
 ConsumerVerdict verdictOf(const std::vector<ConsumerFinding>& findings);
@@ -86,6 +94,14 @@ struct KeepFloatConsumers {
 // vLLM (it packs them into one Linear) or for the AIU loading fused.
 std::optional<std::string> keepFloatRefusal(const Checkpoint& checkpoint, const std::vector<std::string>& modules,
                                             const KeepFloatConsumers& consumers);
+
+// The consumers a keep-float copy of `checkpoint` keeping `modules` float is written for: as
+// requested, except that a copy for the AIU's fused loading is written for its unfused loading
+// when the checkpoint's own scheme fails the fused loading and not the unfused one (per-tensor
+// q/k/v scales concatenate to [3]): no copy could load fused, and the AIU loads encoders unfused
+// anyway (aiu-fms-testing-utils --unfuse_weights). `why` gets one sentence saying so ("" else).
+KeepFloatConsumers consumersTheSchemeAllows(const Checkpoint& checkpoint, const std::vector<std::string>& modules,
+                                            KeepFloatConsumers requested, std::string& why);
 
 // Who can load a keep-float set as intended, named for the sweep's suggestion: "aiu fused" (fms's
 // default fused_weights=True), "aiu unfused", "vllm", "compressed-tensors" (and transformers).

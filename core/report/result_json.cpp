@@ -98,6 +98,8 @@ json consumersJson(const std::vector<ConsumerReport>& reports)
             for (const auto& [loading, verdict] : report.loadings)
                 entry["loadings"][aiuLoadingName(loading)] = verdictName(verdict);
         }
+        if (report.writtenFor)
+            entry["written_for"] = aiuLoadingName(*report.writtenFor);
         entry["findings"] = findings;
         out.push_back(entry);
     }

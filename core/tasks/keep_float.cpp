@@ -149,7 +149,7 @@ std::vector<std::string> everyFloatEncoderLinear(const Checkpoint& checkpoint, s
 }
 
 // Who the copy was written for, in KeepFloatValidity's words.
-std::vector<std::string> writtenFor(const KeepFloatConsumers& consumers)
+std::vector<std::string> writtenForNames(const KeepFloatConsumers& consumers)
 {
     std::vector<std::string> names;
     if (consumers.aiu && !consumers.aiuUnfused)
@@ -168,7 +168,7 @@ FixProvenance provenanceOf(const std::string& checkpointDir, const KeepFloatOpti
     provenance.sourceDir = checkpointDir;
     provenance.referenceDir = options.referenceDir;
     provenance.keptFloat = options.modules;
-    provenance.consumers = writtenFor(options.consumers);
+    provenance.consumers = writtenForNames(result.writtenFor);
     provenance.weightDtype = dtypeName(result.weightDtype);
     provenance.toolVersion = options.toolVersion.empty() ? std::string("unknown") : options.toolVersion;
     provenance.measurement = options.measurement;
@@ -187,7 +187,9 @@ KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& d
         throw Error(checkpointDir + " has no quantization config, so it is not an FP8 checkpoint to fix.");
     for (const std::string& m : options.modules)
         checkModule(*checkpoint, m);
-    if (const auto refusal = keepFloatRefusal(*checkpoint, options.modules, options.consumers))
+    KeepFloatResult result;
+    result.writtenFor = consumersTheSchemeAllows(*checkpoint, options.modules, options.consumers, result.loadingNote);
+    if (const auto refusal = keepFloatRefusal(*checkpoint, options.modules, result.writtenFor))
         throw Error(*refusal);
     std::shared_ptr<const Checkpoint> reference;
     std::vector<std::pair<std::string, std::string>> inputs = {{checkpointDir, "the source checkpoint"}};
@@ -198,7 +200,6 @@ KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& d
     const CheckpointDestination destination =
         prepareCheckpointDestination(destinationDir, inputs, options.overwrite, "keep-float");
 
-    KeepFloatResult result;
     result.weightSource = reference ? "reference (" + options.referenceDir + ")" : "dequantized";
     result.weightDtype = checkpointFloatDtype(*checkpoint);
     const std::vector<LinearScaleStatistics> scales = computeScaleStatistics(*checkpoint);

@@ -5,7 +5,8 @@
 // listed in the quantization config's `ignore` for every consumer: by Hugging Face name and by FMS
 // name (and a layer's qkv_fused name when its q, k and v all end up float), as
 // analysis/consumers.h keepFloatIgnoreNames() says. A set a chosen consumer cannot load (one of
-// q/k/v alone for vLLM or the AIU's fused loading) is refused with keepFloatRefusal()'s sentence.
+// q/k/v alone for vLLM or the AIU's fused loading) is refused with keepFloatRefusal()'s sentence;
+// a copy for the AIU is written for the loading its scheme allows (consumersTheSchemeAllows).
 // Their weight_scale and input_scale go; every other file and tensor is copied byte for byte (a
 // shard that holds none of their tensors is copied as a file). The destination rules are
 // core/io/checkpoint_destination's. Torch-free. Errors: scalescope::Error, one sentence, before
@@ -34,6 +35,10 @@ struct KeepFloatResult {
     std::vector<std::string> rewrittenFiles;  // files of the copy that differ from the source's
     std::string weightSource;                 // "reference (DIR)" or "dequantized"
     Dtype weightDtype = Dtype::F32;           // the dtype the kept weights were written in
+    // Whom the copy was written for: the options' consumers, or the AIU's unfused loading where
+    // the scheme allows no other (consumersTheSchemeAllows), with that sentence in loadingNote.
+    KeepFloatConsumers writtenFor;
+    std::string loadingNote;
     // What each runtime will do with the copy as written (analysis/consumers.h on the new folder).
     std::vector<ConsumerReport> consumers;
 };
