@@ -555,6 +555,67 @@ private slots:
         const KeepFloatResult plain = keepFloat(fp8("plain-fix-source"), root_ + "/plain-fix", options);
         QVERIFY(!plain.writtenFor.aiuUnfused && plain.loadingNote.empty()); // fused loads: written for it
     }
+
+    // The remedy fms_mo takes for fused q/k/v: per-tensor weight scales stored per output channel.
+    // Checked byte for byte: the codes unchanged, each row's scale the tensor's one value, the
+    // config saying channel; then the fused loading takes the copy. Refused, one sentence, beside
+    // per-tensor activations (fms_mo pairs per-channel weights with per-token ones only).
+    void perChannelWeightsLetTheFusedAiuLoadAPerTensorCheckpoint()
+    {
+        Fp8Scheme scheme;
+        scheme.weights = "tensor";
+        const std::string source = fp8("tensor-expand-source", scheme);
+        const std::string module = kLayer1 + "attention.output.dense";
+        KeepFloatOptions options;
+        options.modules = {module};
+        options.perChannelWeights = true;
+        const std::string dst = root_ + "/tensor-expanded";
+        const KeepFloatResult result = keepFloat(source, dst, options);
+        QVERIFY(!result.writtenFor.aiuUnfused && result.loadingNote.empty());
+
+        const auto before = TensorStore::openDirectory(source);
+        const auto after = TensorStore::openDirectory(dst);
+        int expanded = 0;
+        for (const std::string& linear : encoderLinears()) {
+            if (linear == module)
+                continue;
+            const TensorView& codesBefore = before->require(linear + ".weight");
+            const TensorView& codesAfter = after->require(linear + ".weight");
+            QCOMPARE(codesAfter.byteSize, codesBefore.byteSize);
+            QVERIFY(std::memcmp(codesAfter.data, codesBefore.data, codesBefore.byteSize) == 0);
+            const TensorView& scalar = before->require(linear + ".weight_scale");
+            const TensorView& rows = after->require(linear + ".weight_scale");
+            QCOMPARE(scalar.byteSize, std::size_t(4));
+            QCOMPARE(rows.shape, (std::vector<int64_t>{codesBefore.shape[0], 1}));
+            for (int64_t r = 0; r < codesBefore.shape[0]; ++r)
+                QVERIFY(std::memcmp(rows.data + r * 4, scalar.data, 4) == 0);
+            ++expanded;
+        }
+        QCOMPARE(expanded, 11);
+        const json config = json::parse(readFileToString(dst + "/config.json"));
+        QCOMPARE(config["quantization_config"]["config_groups"]["group_0"]["weights"]["strategy"], json("channel"));
+
+        const auto reports = assess(dst);
+        QVERIFY2(allAsIntended(reports), describe(reports).c_str());
+        QCOMPARE(loadingVerdict(reportOf(reports, Consumer::Aiu), AiuLoading::Fused), ConsumerVerdict::AsIntended);
+        // The finding on the source names this remedy.
+        const ConsumerFinding* f = findingOf(reportOf(assess(source), Consumer::Aiu), "aiu-qkv-per-tensor-scales");
+        QVERIFY(f && f->fix.find("--per-channel-weights") != std::string::npos);
+
+        Fp8Scheme staticScheme;
+        staticScheme.weights = "tensor";
+        staticScheme.activations = "tensor";
+        const std::string staticSource = fp8("tensor-static-source", staticScheme);
+        const std::string refusedDir = root_ + "/tensor-static-expanded";
+        try {
+            keepFloat(staticSource, refusedDir, options);
+            QFAIL("per-channel weights beside static per-tensor activations were written");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("per-tensor input activations") != std::string::npos, e.what());
+        }
+        QVERIFY(!QFileInfo::exists(QString::fromStdString(refusedDir)));
+        QVERIFY(refuses(fp8("channel-expand-source"), root_ + "/nothing-to-expand", options));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestConsumers)

@@ -803,7 +803,7 @@ std::vector<Command> commands()
         {{"keep-float", 2, {"CKPT", "DST"},
           {"modules", "reference", "question", "context", "text", "pair", "input-ids", "texts", "max-samples",
            "max-seq-len", "doc-stride", "max-answer-len", "null-threshold", "top-k", "consumer"},
-          {"force", "json", "unfused"},
+          {"force", "json", "unfused", "per-channel-weights"},
           "write a copy with these Linears float for every consumer (HF and FMS names in ignore); print before/after SQNR"},
          commandKeepFloatForConsumers},
         {{"calibrate", 1, {"FLOAT_DIR"}, {"calibration", "eval", "sizes", "orders", "plots", "format", "write"},

@@ -85,6 +85,7 @@ int commandKeepFloatForConsumers(const Arguments& args)
     options.referenceDir = args.value("reference", "");
     options.overwrite = args.flag("force");
     options.consumers = readConsumers(args);
+    options.perChannelWeights = args.flag("per-channel-weights");
     options.toolVersion = SCALESCOPE_VERSION;
     if (options.modules.empty())
         throw UsageError{"--modules names no Linear; give exact Linear names separated by commas."};
@@ -115,6 +116,7 @@ int commandKeepFloatForConsumers(const Arguments& args)
                      {"weight_dtype", dtypeName(written.weightDtype)},
                      {"consumer", args.value("consumer", "all")},
                      {"unfused", written.writtenFor.aiuUnfused},
+                     {"per_channel_weights", options.perChannelWeights},
                      {"loading_note", written.loadingNote.empty() ? json(nullptr) : json(written.loadingNote)},
                      {"ignore", written.ignore},
                      {"rewritten_files", written.rewrittenFiles},
@@ -138,6 +140,9 @@ int commandKeepFloatForConsumers(const Arguments& args)
     for (const std::string& f : written.rewrittenFiles)
         std::cout << " " << terminalSafe(f);
     std::cout << "; every other file copied unchanged.\n";
+    if (options.perChannelWeights)
+        std::cout << "Per-tensor weight scales stored per output channel (the same value on every row, so the same "
+                     "numbers), as the AIU's fused q/k/v loading takes them.\n";
     std::cout << "Final SQNR vs " << (reference ? "the reference" : "the source's dequant run") << ": before "
               << decibelText(b.finalLogits.sqnrDb) << " dB, after " << decibelText(a.finalLogits.sqnrDb) << " dB\n"
               << (written.loadingNote.empty() ? "" : terminalSafe(written.loadingNote) + "\n")

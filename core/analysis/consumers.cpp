@@ -527,8 +527,11 @@ private:
                            : staticActivations_        ? "weight and static input"
                                                        : "weight") +
                           " scales of q, k and v concatenate to shape [3] and fail to load into the fused FP8 Linear's [1].",
-                      "Load unfused (fused_weights=False, aiu-fms-testing-utils --unfuse_weights), or re-quantize "
-                      "with per-channel weights and dynamic per-token activations.");
+                      staticActivations_
+                          ? "Load unfused (fused_weights=False, aiu-fms-testing-utils --unfuse_weights), or re-quantize "
+                            "with per-channel weights and dynamic per-token activations."
+                          : "Load unfused (fused_weights=False, aiu-fms-testing-utils --unfuse_weights), or store the "
+                            "weight scales per channel, the same numbers (keep-float --per-channel-weights).");
     }
 
     // Per loading, what fms_mo builds for each encoder Linear against what is stored.

@@ -77,6 +77,65 @@ TensorToWrite floatWeight(const Checkpoint& checkpoint, const Checkpoint* refere
     return makeFloatTensor(name, dtype, codes.shape, values.data());
 }
 
+// --per-channel-weights is refused, with one sentence, where it cannot make the AIU's fused
+// loading work: no per-tensor weight scale to expand, or activations fms_mo does not pair with
+// per-channel weights (per tensor, static or dynamic; static input scales of q, k and v would
+// concatenate to [3] on the fused loading anyway).
+void checkPerChannelWeights(const Checkpoint& checkpoint, const std::set<std::string>& kept)
+{
+    bool perTensor = false;
+    for (const LinearInfo& linear : checkpoint.plan().linears()) {
+        if (!linear.quantized || linear.weightStrategy != "tensor" || kept.count(linear.module))
+            continue;
+        perTensor = true;
+        if (linear.activations != ActivationQuantization::None && linear.activations != ActivationQuantization::DynamicPerToken)
+            throw Error("Storing the weight scales per channel cannot make " + checkpoint.directory() +
+                        " load fused on the AIU: " + linear.module +
+                        " has per-tensor input activations, which fms_mo does not pair with per-channel weights; "
+                        "load it unfused instead (keep-float then writes the copy for that loading).");
+    }
+    if (!perTensor)
+        throw Error("Storing the weight scales per channel changes nothing in " + checkpoint.directory() +
+                    ": no Linear left FP8 there has a per-tensor weight scale.");
+}
+
+// A per-tensor weight scale as one per output channel: the same bytes on each of `rows` rows.
+TensorToWrite perChannelScale(const TensorView& scale, int64_t rows)
+{
+    if (scale.numel() != 1)
+        throw Error("Tensor '" + scale.name + "' in " + scale.file + " is " + shapeText(scale.shape) +
+                    ", not the one value of a per-tensor weight scale.");
+    TensorToWrite out{scale.name, scale.dtype, {rows, 1}, {}};
+    for (int64_t row = 0; row < rows; ++row)
+        out.bytes.insert(out.bytes.end(), scale.data, scale.data + scale.byteSize);
+    return out;
+}
+
+// The expanded weight scales of every Linear left FP8 with a per-tensor one, by tensor name.
+std::map<std::string, TensorToWrite> perChannelScales(const Checkpoint& checkpoint, const std::set<std::string>& kept)
+{
+    std::map<std::string, TensorToWrite> scales;
+    for (const LinearInfo& linear : checkpoint.plan().linears())
+        if (linear.quantized && linear.weightStrategy == "tensor" && !kept.count(linear.module)) {
+            const TensorView& scale = checkpoint.tensors().require(linear.module + ".weight_scale");
+            scales[scale.name] = perChannelScale(scale, linear.outFeatures);
+        }
+    return scales;
+}
+
+// Every config group's per-tensor float weights declared per channel, as the expanded scales are.
+void declarePerChannelWeights(ordered_json& quantization)
+{
+    if (!quantization.contains("config_groups") || !quantization["config_groups"].is_object())
+        return;
+    for (auto& [name, group] : quantization["config_groups"].items()) {
+        (void)name;
+        if (group.is_object() && group.contains("weights") && group["weights"].is_object() &&
+            group["weights"].value("strategy", "") == "tensor")
+            group["weights"]["strategy"] = "channel";
+    }
+}
+
 bool dropped(const std::string& name, const std::set<std::string>& modules)
 {
     for (const std::string& suffix : kQuantizationSuffixes)
@@ -117,8 +176,10 @@ void writeJson(const fs::path& path, const ordered_json& value)
         throw Error("Cannot write " + path.string() + ".");
 }
 
-// config.json with the entries appended to the quantization config's ignore list.
-ordered_json updatedConfig(const std::string& dir, const std::vector<std::string>& entries, std::vector<std::string>& ignore)
+// config.json with the entries appended to the quantization config's ignore list (and the weights
+// declared per channel for --per-channel-weights).
+ordered_json updatedConfig(const std::string& dir, const std::vector<std::string>& entries, std::vector<std::string>& ignore,
+                           bool perChannelWeights)
 {
     const std::string path = (fs::path(dir) / "config.json").string();
     ordered_json config = ordered_json::parse(readFileToString(path, 64ull << 20));
@@ -134,6 +195,8 @@ ordered_json updatedConfig(const std::string& dir, const std::vector<std::string
             ignore.push_back(m);
             quantization["ignore"].push_back(m);
         }
+    if (perChannelWeights)
+        declarePerChannelWeights(quantization);
     return config;
 }
 
@@ -187,8 +250,14 @@ KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& d
         throw Error(checkpointDir + " has no quantization config, so it is not an FP8 checkpoint to fix.");
     for (const std::string& m : options.modules)
         checkModule(*checkpoint, m);
+    const std::set<std::string> modules(options.modules.begin(), options.modules.end());
+    if (options.perChannelWeights)
+        checkPerChannelWeights(*checkpoint, modules);
     KeepFloatResult result;
-    result.writtenFor = consumersTheSchemeAllows(*checkpoint, options.modules, options.consumers, result.loadingNote);
+    // With per-channel weight scales the fused loading takes the copy as requested.
+    result.writtenFor = options.perChannelWeights
+                            ? options.consumers
+                            : consumersTheSchemeAllows(*checkpoint, options.modules, options.consumers, result.loadingNote);
     if (const auto refusal = keepFloatRefusal(*checkpoint, options.modules, result.writtenFor))
         throw Error(*refusal);
     std::shared_ptr<const Checkpoint> reference;
@@ -204,8 +273,12 @@ KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& d
     result.weightDtype = checkpointFloatDtype(*checkpoint);
     const std::vector<LinearScaleStatistics> scales = computeScaleStatistics(*checkpoint);
     std::map<std::string, TensorToWrite> weights;
-    std::set<std::string> shards; // files that hold a tensor of a kept Linear
-    const std::set<std::string> modules(options.modules.begin(), options.modules.end());
+    std::set<std::string> shards; // files that hold a tensor of a kept Linear or an expanded scale
+    if (options.perChannelWeights)
+        for (auto& [name, scale] : perChannelScales(*checkpoint, modules)) {
+            shards.insert(checkpoint->tensors().require(name).file);
+            weights[name] = std::move(scale);
+        }
     for (const std::string& m : modules) {
         weights[m + ".weight"] = floatWeight(*checkpoint, reference.get(), m, scales, result.weightDtype);
         for (const TensorView* view : checkpoint->tensors().tensors())
@@ -214,7 +287,7 @@ KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& d
     }
     const ordered_json config =
         updatedConfig(checkpointDir, keepFloatIgnoreNames(*checkpoint, everyFloatEncoderLinear(*checkpoint, options.modules)),
-                      result.ignore);
+                      result.ignore, options.perChannelWeights);
     progress.throwIfCancelled();
     checkpoint->tensors().checkUnchanged();
 

@@ -26,6 +26,10 @@ struct KeepFloatOptions {
     std::string referenceDir;         // "" = dequantized weights
     bool overwrite = false;
     KeepFloatConsumers consumers;     // whom the copy must load as intended (default: AIU fused and vLLM)
+    // Store every per-tensor weight scale per output channel (the same value on each row, so the
+    // same numbers): what fms_mo's fused q/k/v Linear takes. Only beside per-token activations
+    // (or none), the only ones fms_mo pairs with per-channel weights; refused otherwise.
+    bool perChannelWeights = false;
     std::string toolVersion;          // recorded in the provenance file
     FixMeasurement measurement;       // how the caller verified the fix (the GUI's sweep), when known
 };
