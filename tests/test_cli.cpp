@@ -699,6 +699,38 @@ private slots:
         QCOMPARE(aiu["loadings"]["fused"].get<std::string>(), std::string("fails"));
     }
 
+    // Issue 51: the AIU's fused per-tensor q/k/v. keep-float on a per-tensor checkpoint writes for the
+    // unfused loading and says so (loading_note, unfused true), and inspect calls that copy "as
+    // intended" with written_for; --per-channel-weights writes one the fused loading takes.
+    void keepFloatAppliesTheFusedAiuRemedies()
+    {
+        const std::string root = makeTempDir("cli-keep-fused");
+        const std::string source = root + "/tensor";
+        writeTinyFp8Checkpoint(floatDir_, source, {"tensor", "token", "F32"});
+        const std::string module = "roberta.encoder.layer.1.output.dense";
+        const json before = runJson({"inspect", q(source), "--json"})["consumers"][0];
+        QCOMPARE(before["verdict"].get<std::string>(), std::string("fails"));
+
+        const std::string unfused = root + "/unfused";
+        const json doc = runJson({"keep-float", q(source), q(unfused), "--modules", q(module), "--json"});
+        QCOMPARE(doc["unfused"].get<bool>(), true);
+        QVERIFY2(doc["loading_note"].get<std::string>().find("--unfuse_weights") != std::string::npos, doc.dump().c_str());
+        const json aiu = runJson({"inspect", q(unfused), "--json"})["consumers"][0];
+        QCOMPARE(aiu["verdict"].get<std::string>(), std::string("as intended"));
+        QCOMPARE(aiu["written_for"].get<std::string>(), std::string("unfused"));
+        QCOMPARE(aiu["loadings"]["fused"].get<std::string>(), std::string("fails"));
+        const CliResult text = runCli({"inspect", q(unfused)});
+        QVERIFY2(text.out.contains("aiu: as intended (written for the unfused loading; fused: fails, unfused: as intended)"),
+                 qPrintable(text.out));
+
+        const std::string channel = root + "/channel";
+        const json expanded = runJson({"keep-float", q(source), q(channel), "--modules", q(module), "--per-channel-weights", "--json"});
+        QCOMPARE(expanded["unfused"].get<bool>(), false);
+        QVERIFY(expanded["loading_note"].is_null());
+        for (const json& consumer : runJson({"inspect", q(channel), "--json"})["consumers"])
+            QVERIFY2(consumer["verdict"] == "as intended" && !consumer.contains("written_for"), consumer.dump().c_str());
+    }
+
     // Issue 51: keep-float records what its copy was verified against in scalescope_provenance.json
     // (the source and its files' sizes and SHA-256, the reference, the Linears kept float, the rerun's
     // before/after numbers and inputs, the tool's version), and inspect shows it in text and JSON.
