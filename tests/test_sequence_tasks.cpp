@@ -862,6 +862,11 @@ private slots:
                                     "--texts", QString::fromStdString(path), "--json"});
         QCOMPARE(swept["input"].get<std::string>(), std::string("texts"));
         QCOMPARE(swept["samples"].get<std::size_t>(), rows.size());
+        // The target says what agreement means for this head (final_outputs.h finalOutputsAgree).
+        const std::string agreement = which == "reranker"     ? "the order agrees"
+                                      : which == "classifier" ? "the labels agree"
+                                                              : "the embeddings agree (cosine >= 0.99)";
+        QCOMPARE(swept["target"].get<std::string>(), agreement + " with the reference");
         const IndependentRows independent = independentRows(fp8, floatDir, output, rows);
         std::vector<float> run, reference;
         for (std::size_t i = 0; i < rows.size(); ++i) {

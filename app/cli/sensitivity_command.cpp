@@ -52,7 +52,7 @@ void printSensitivity(const SensitivityResult& r)
                   : r.inputKind == "texts" ? ", " + std::to_string(r.samples) + " texts"
                                            : "")
               << ", " << r.forwards << " forward passes\n";
-    std::cout << "Baseline: final SQNR " << decibelText(r.baseline.sqnrDb) << " dB, " << (r.baseline.agrees ? "agrees" : "differs")
+    std::cout << "Baseline: final SQNR " << decibelText(r.baseline.sqnrDb) << " dB, " << (r.baseline.agrees ? r.agreement.agrees : r.agreement.differs)
               << (r.inputKind == "squad" ? ", F1 " + decibelText(r.baseline.f1) : std::string())
               << (sequenceMeasureText(r.baseline).empty() ? "" : ", " + sequenceMeasureText(r.baseline)) << "\n\n";
     std::cout << "Spread: " << terminalSafe(r.spread.method) << "\n\n";

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <sstream>
 
 #include "analysis/task_metrics.h"
 #include "common/error.h"
@@ -88,6 +89,25 @@ ErrorMetrics finalOutputMetrics(const EncoderLayout& layout, const ForwardResult
     forEachFinalOutputRow(layout, run, reference, lengths,
                           [&](const FinalOutputRow& row) { all.add(row.run, row.reference, row.values); });
     return all.result();
+}
+
+AgreementWords agreementWords(const EncoderLayout& layout, int64_t numLabels)
+{
+    switch (layout.head()) {
+    case HeadKind::QuestionAnswering: return {"the answer agrees", "the answer differs"};
+    case HeadKind::MaskedLM: return {"the top tokens agree", "a top token differs"};
+    case HeadKind::Embedding: {
+        std::ostringstream threshold;
+        threshold << kVectorAgreementCosine; // "0.99"
+        const std::string cosine = "cosine >= " + threshold.str();
+        return {"the embeddings agree (" + cosine + ")", "an embedding differs (not " + cosine + ")"};
+    }
+    case HeadKind::SequenceClassification:
+        if (numLabels == 1)
+            return {"the order agrees", "the order differs"};
+        return {"the labels agree", "a label differs"};
+    }
+    return {"the outputs agree", "an output differs"};
 }
 
 bool finalOutputsAgree(const EncoderLayout& layout, const ForwardResult& run, const ForwardResult& reference,

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "model/architecture.h"
@@ -42,6 +43,15 @@ void forEachFinalOutputRow(const EncoderLayout& layout, const ForwardResult& run
 // The head's whole output against the reference's: SQNR, cosine, ... over every real value.
 ErrorMetrics finalOutputMetrics(const EncoderLayout& layout, const ForwardResult& run, const ForwardResult& reference,
                                 const std::vector<std::size_t>& lengths);
+
+// finalOutputsAgree in words, for a sentence about one run: what agrees ("the answer agrees", "the
+// labels agree", "the order agrees" for one score per text, "the embeddings agree (cosine >= 0.99)")
+// and what one departure is ("a label differs", ...). numLabels: the config's num_labels.
+struct AgreementWords {
+    std::string agrees;
+    std::string differs;
+};
+AgreementWords agreementWords(const EncoderLayout& layout, int64_t numLabels);
 
 // The two sides agree on every row: the same argmax of every distribution (a QA row's positions, a
 // masked LM's vocabulary at each real position, a classifier's labels), the same order of the rows

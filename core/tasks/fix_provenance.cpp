@@ -70,7 +70,7 @@ std::string sideText(const json& side)
         return "not measured";
     std::string text = dbText(side.value("sqnr_db", json())) + " dB";
     if (side.contains("agrees") && side["agrees"].is_boolean())
-        text += side["agrees"].get<bool>() ? ", the answer agrees" : ", the answer differs";
+        text += side["agrees"].get<bool>() ? ", the outputs agree with the reference's" : ", the outputs differ from the reference's";
     return text;
 }
 

@@ -401,6 +401,7 @@ std::string inputKindOf(const PreparedComparisonInput& prepared)
 
 void buildCases(Sweep& sweep, const InferenceBackend& run, const SensitivityInput& input, SensitivityResult& result)
 {
+    result.agreement = agreementWords(run.checkpoint().layout(), run.config().numLabels);
     if (!input.squad) {
         Case c;
         c.input = input.single;
@@ -510,6 +511,7 @@ void copyInfo(const SensitivitySweepInfo& info, SensitivityResult& result)
     result.referenceIsStandIn = info.referenceIsStandIn;
     result.run = info.run;
     result.target = info.target;
+    result.agreement = info.agreement;
     result.samples = info.samples;
     result.baseline = info.baseline;
     result.allFloat = info.allFloat;
@@ -530,6 +532,7 @@ struct Target {
     std::optional<double> sqnrDb, f1Drop;
     bool squad = false;
     double referenceF1 = 100;
+    AgreementWords words; // what "agrees" means for this model's outputs
 
     double drop(const SensitivityMetrics& m) const
     {
@@ -563,7 +566,7 @@ struct Target {
             t = "final SQNR >= " + formatNumber(*sqnrDb) + " dB";
         if (f1Drop)
             t += (t.empty() ? "" : " and ") + std::string("F1 within ") + formatNumber(*f1Drop) + " points of the reference";
-        return t.empty() ? (squad ? "every answer agrees with the reference" : "the answer agrees with the reference") : t;
+        return t.empty() ? (squad ? "every answer agrees with the reference" : words.agrees + " with the reference") : t;
     }
 };
 
@@ -573,7 +576,7 @@ std::string metricText(const SensitivityMetrics& m, const Target& target)
     if (target.f1Drop)
         text += ", F1 drop " + formatNumber(target.drop(m));
     else if (!target.sqnrDb)
-        text += m.agrees ? ", answer agrees" : ", answer differs";
+        text += ", " + (m.agrees ? target.words.agrees : target.words.differs);
     return text;
 }
 
@@ -851,7 +854,8 @@ SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* refere
     PrecisionOverrides allFloat;
     allFloat.othersFloat = true;
     result.allFloat = sweep.measure(allFloat, "All float");
-    const Target target{options.targetSqnrDb, options.targetF1Drop, result.inputKind == "squad", result.reference.f1};
+    const Target target{options.targetSqnrDb, options.targetF1Drop, result.inputKind == "squad", result.reference.f1,
+                        result.agreement};
     result.run = options.run;
     result.target = target.text();
     auto info = std::make_shared<SensitivitySweepInfo>();
@@ -861,6 +865,7 @@ SensitivityResult runSensitivity(InferenceBackend& run, InferenceBackend* refere
     info->referenceIsStandIn = result.referenceIsStandIn;
     info->run = result.run;
     info->target = result.target;
+    info->agreement = result.agreement;
     info->statedSpreadDb = options.spreadDb;
     info->samples = result.samples;
     info->baseline = result.baseline;

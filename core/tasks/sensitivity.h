@@ -26,6 +26,7 @@
 
 #include "model/inference_backend.h"
 #include "tasks/compare_runs.h"
+#include "tasks/final_outputs.h"
 #include "analysis/consumers.h"
 #include "model/runtime_units.h"
 #include "tasks/sensitivity_cause.h"
@@ -67,6 +68,7 @@ struct SensitivitySweepInfo {
     bool referenceIsStandIn = false;
     RunSettings run;                      // the run side: fp8, or the fp16 twin (no overrides)
     std::string target;                   // "the answer agrees with the reference", "final SQNR >= 30.00 dB", ...
+    AgreementWords agreement;             // what "agrees" holds the run to, in words (final_outputs.h)
     std::optional<double> statedSpreadDb; // SensitivityOptions::spreadDb
     std::size_t samples = 1;
     SensitivityMetrics baseline;          // the all-FP8 run
@@ -145,6 +147,7 @@ struct SensitivityResult {
     std::vector<SensitivityEntry> entries; // ranked (rank order) when complete, else in model order
     std::vector<SensitivityCause> causes;  // every quantized Linear, model order
     std::string target;                    // "answer agrees", "SQNR >= 30 dB", ...
+    AgreementWords agreement;              // what "agrees" holds the run to, in words (final_outputs.h)
     RunSettings run;                       // the run side as SensitivityOptions::run gave it
     SensitivitySpread spread;              // estimated on the entries (live: on those finished)
     std::vector<std::string> suggestedFloat; // Linear names
