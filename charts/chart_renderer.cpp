@@ -372,6 +372,13 @@ void clearPreviousChart(QCustomPlot& plot)
             plot.legend->layout()->take(plot.legend);
         inset->addElement(plot.legend, Qt::AlignRight | Qt::AlignTop);
     }
+    // A heat map nested the axis rect in a row with its colour scale (drawCells): back to the top.
+    QCPAxisRect* axisRect = plot.axisRect();
+    if (axisRect->layout() && axisRect->layout() != layout) {
+        axisRect->layout()->take(axisRect);
+        layout->insertRow(layout->rowCount());
+        layout->addElement(layout->rowCount() - 1, 0, axisRect);
+    }
     QList<QCPLayoutElement*> added;
     for (int i = 0; i < layout->elementCount(); ++i)
         if (layout->elementAt(i) && layout->elementAt(i) != plot.axisRect())
@@ -637,8 +644,18 @@ void drawCells(QCustomPlot& plot, const ChartData& chart, const ChartSeries& ser
     map->setGradient(gradient);
     const QCPAxis::ScaleType scaleType = logarithmic ? QCPAxis::stLogarithmic : QCPAxis::stLinear;
     map->setDataScaleType(scaleType);
+    // The plot and its scale share one cell of the main layout (a row of their own), so that the
+    // title and legend rows above and below span both: in a column of the main layout of their
+    // own, a centred title was centred over the plot alone and cut on a narrow chart.
     auto* scale = new QCPColorScale(&plot);
-    plot.plotLayout()->addElement(0, 1, scale);
+    auto* plotAndScale = new QCPLayoutGrid;
+    QCPAxisRect* axisRect = plot.axisRect();
+    plot.plotLayout()->take(axisRect);
+    plot.plotLayout()->simplify();
+    plot.plotLayout()->addElement(0, 0, plotAndScale);
+    plotAndScale->addElement(0, 0, axisRect);
+    plotAndScale->addElement(0, 1, scale);
+    plotAndScale->setMargins(QMargins(0, 0, 0, 0));
     scale->setType(QCPAxis::atRight);
     scale->setDataScaleType(scaleType);
     if (logarithmic) {

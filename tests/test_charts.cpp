@@ -893,6 +893,44 @@ private slots:
         QVERIFY(plot.xAxis->range().contains(-0.45) && plot.xAxis->range().contains(0.45));
     }
 
+    // A heat map's title spans the plot and its colour scale: in a layout column of its own it was
+    // centred over the plot alone and, on a third of a laptop screen, cut at both ends.
+    void heatMapTitleSpansThePlotAndItsScale()
+    {
+        ChartData chart;
+        chart.title = "Difference, FP8 - reference";
+        chart.categories = {"1", "2", "3"};
+        chart.rowsAreCategories = true;
+        chart.cellLower = -1;
+        chart.cellUpper = 1;
+        chart.series = {{"difference", SeriesStyle::Cells, {0, 1, 2, 0, 1, 2}, {0, 0, 0, 1, 1, 1}, {}, "", {1, 2, 3, 4, 5, 6}}};
+        QCustomPlot plot;
+        plot.resize(330, 300);
+        QResizeEvent resize(QSize(330, 300), QSize());
+        QCoreApplication::sendEvent(&plot, &resize);
+        renderChart(plot, chart);
+        plot.replot();
+        QCPTextElement* title = nullptr;
+        for (QCPLayoutElement* element : plot.plotLayout()->elements(false))
+            if (auto* text = qobject_cast<QCPTextElement*>(element))
+                title = text;
+        QVERIFY(title);
+        QCOMPARE(title->outerRect().width(), plot.viewport().width());
+        const QFontMetrics metrics(title->font());
+        for (const QString& line : title->text().split(QLatin1Char('\n')))
+            QVERIFY2(metrics.horizontalAdvance(line) <= title->outerRect().width(), qPrintable(line));
+        bool hasScale = false;
+        for (QCPLayoutElement* element : plot.plotLayout()->elements(true))
+            hasScale = hasScale || qobject_cast<QCPColorScale*>(element);
+        QVERIFY(hasScale);
+        // Drawn again, then as an ordinary chart: the axis rect comes back to the top of the layout.
+        renderChart(plot, chart);
+        QCOMPARE(plot.plottableCount(), 1);
+        renderChart(plot, scatterPoints());
+        QCOMPARE(plot.plotLayout()->elementCount(), 2); // title and axis rect
+        QCOMPARE(plot.axisRect()->layout(), plot.plotLayout());
+    }
+
     // The reference's logits are drawn as points in their own hues, so the two runs read apart.
     void logitsChartTellsRunsApart()
     {

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
+
+#include "tasks/final_outputs.h"
 
 namespace scalescope {
 namespace {
@@ -111,20 +114,30 @@ ChartData similarityDifferenceChart(const EmbedResult& result, const std::string
     return chart;
 }
 
+// An FP8 embedding's cosine with its reference is 0.99 and more for every text, so bars of the
+// cosine itself all look full; its distance from 1, on a log axis, tells 0.9999 from 0.999 from
+// 0.99 at a glance, the worst text the tallest bar. A distance below float32's resolution (an
+// identical embedding) is drawn at that floor, which the table's exact cosines make plain.
 ChartData embeddingCosineChart(const EmbedResult& result, const std::string& runName)
 {
+    constexpr double kDistanceFloor = 1e-7; // about float32's resolution near 1
     ChartData chart;
     chart.id = "embedding_cosine";
-    chart.title = "Each text's " + runName + " embedding against its reference (cosine)";
+    chart.title = "Each text's " + runName + " embedding: distance from its reference (1 - cosine, lower is closer)";
     chart.xLabel = "text";
-    chart.yLabel = "cosine";
+    chart.yLabel = "1 - cosine";
+    chart.logY = true;
     chart.categories = numberedCategories(result.inputs.size());
-    ChartSeries bars{"cosine", SeriesStyle::Bars, {}, {}, {}, kRunColor};
+    ChartSeries bars{"1 - cosine", SeriesStyle::Bars, {}, {}, {}, kRunColor};
     for (std::size_t i = 0; i < result.inputs.size(); ++i) {
         bars.x.push_back(double(i));
-        bars.y.push_back(result.inputs[i].cosine);
+        const double distance = 1.0 - result.inputs[i].cosine;
+        bars.y.push_back(std::isfinite(distance) ? std::max(distance, kDistanceFloor) : distance);
     }
     chart.series = {bars};
+    std::ostringstream bound;
+    bound << "agreement bound (cosine " << kVectorAgreementCosine << ")";
+    chart.horizontalMarkers = {{1.0 - kVectorAgreementCosine, bound.str()}};
     return chart;
 }
 

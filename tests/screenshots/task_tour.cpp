@@ -4,6 +4,8 @@
 #include <QFileInfo>
 #include <QProcess>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QStandardItemModel>
 #include <QStandardPaths>
@@ -144,6 +146,13 @@ bool playTaskTour(MainWindow& window, const QString& out)
     if (!clickAndWait(window, window.embedPanel()->embedButton(), &WorkbenchSession::textsEmbedded))
         return false;
     shoot(window, out + "/20-embed.png");
+    // The page below the fold: the heat maps and the per-text cosine chart.
+    for (auto* scroll : window.tabs()->currentWidget()->findChildren<QScrollArea*>(QStringLiteral("pageScrollArea")))
+        if (scroll->verticalScrollBar()->maximum() > 0) {
+            scroll->verticalScrollBar()->setValue(scroll->verticalScrollBar()->maximum());
+            shoot(window, out + "/20b-embed-end.png");
+            scroll->verticalScrollBar()->setValue(0);
+        }
     window.tabs()->setCurrentWidget(window.errorsPanel());
     shoot(window, out + "/21-embed-errors.png");
     printTaskStamps(window, "open the embedder and embed");

@@ -17,6 +17,7 @@ static_assert(kNumberRole == Qt::UserRole + 1, "tableCsv reads Qt::UserRole + 1"
 void setScrollingPage(QWidget* owner, QWidget* content)
 {
     auto* scroll = new QScrollArea(owner);
+    scroll->setObjectName(QStringLiteral("pageScrollArea")); // as result_tabs names its pages' scroll areas
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
