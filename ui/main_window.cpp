@@ -25,6 +25,7 @@
 #include <optional>
 #include <utility>
 
+#include "tool_version.h"
 #include "common/error.h"
 #include "engine/compute_threads.h"
 #include "engine/float_gemm.h"
@@ -258,7 +259,7 @@ void MainWindow::createActions()
         QMessageBox::about(this, tr("About ScaleScope"),
                            tr("<b>ScaleScope %1</b><br>A workbench for FP8-quantized encoder models.<br>"
                               "Compute threads: %2<br>%3<br>%4")
-                               .arg(QApplication::applicationVersion(), QString::number(computeThreads()),
+                               .arg(QString::fromLatin1(toolVersion()), QString::number(computeThreads()),
                                     QString::fromStdString(fp8GemmDescription()).toHtmlEscaped(),
                                     QString::fromStdString(floatGemmDescription()).toHtmlEscaped()));
     });

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 
+#include "tool_version.h"
 #include "charts/chart_view.h"
 #include "panels/result_panel.h"
 #include "stale_banner.h"
@@ -56,7 +57,7 @@ ReportContents assembleReport(const std::vector<ResultPanel*>& panels, const Run
 {
     ReportContents contents;
     contents.summary = stampJson(now);
-    contents.summary["app_version"] = QApplication::applicationVersion().toStdString();
+    contents.summary["app_version"] = toolVersion();
     contents.summary["date"] = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
     nlohmann::json leftOut = nlohmann::json::array();
     // What the report cannot hold because it never ran in this state: named, so an empty report

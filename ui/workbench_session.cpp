@@ -6,6 +6,7 @@
 #include <QMetaObject>
 #include <QPointer>
 
+#include "tool_version.h"
 #include "analysis/verdict.h"
 #include "common/error.h"
 #include "consumer_words.h"
@@ -728,7 +729,7 @@ void WorkbenchSession::keepFloat(const QStringList& modules, const QString& dst,
             options.modules.push_back(m.toStdString());
         options.referenceDir = referenceDir.toStdString();
         options.overwrite = overwrite;
-        options.toolVersion = QCoreApplication::applicationVersion().toStdString();
+        options.toolVersion = toolVersion();
         options.measurement = measurement;
         if (options.measurement.known() && lastInput_)
             options.measurement.inputs = recordedInputs(*lastInput_);
