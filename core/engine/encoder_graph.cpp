@@ -462,6 +462,38 @@ void checkAccumulation(const Checkpoint& checkpoint, const ForwardOptions& optio
                 throw Error(problem);
 }
 
+// The longest input the load-time warm-up runs (warmUpFirstForward): roberta-base's and BERT's
+// longest sequence; a model that takes longer ones is warmed up to this length.
+constexpr int64_t kWarmUpTokens = 512;
+
+// What a process's first forward pays once, paid at load instead: above all the heap its
+// activations take (about 27,000 page faults of fresh memory at roberta-base size and seq 384:
+// most of what a first forward cost over a warm one, not oneDNN's primitive creation, 2 ms), and
+// oneDNN's primitives and LibTorch's kernels on their first use. One layer of one sequence of the
+// longest length the model takes (capped at kWarmUpTokens): every layer allocates alike, and the
+// heap it leaves stays with the process (keepForwardBuffers) for every later forward of that
+// length or shorter. Errors are dropped: a checkpoint whose forward fails (some plans fail only
+// there) still fails at its real forward, with the same message; a cancel is passed on.
+void warmUpFirstForward(const EncoderGraph& graph, const Checkpoint& checkpoint, const Progress& progress)
+{
+    const ModelConfig& config = checkpoint.config();
+    const int64_t tokens = std::min(checkpoint.layout().maxSequenceLength(), kWarmUpTokens);
+    const int64_t token = config.padTokenId == 0 ? 1 : 0; // any real (non-padding) token
+    if (tokens <= 0 || token >= config.vocabSize)
+        return;
+    EncoderInputs inputs;
+    inputs.inputIds.assign(1, std::vector<int64_t>(static_cast<std::size_t>(tokens), token));
+    ForwardOptions firstLayer;
+    firstLayer.stopLayer = 1;
+    try {
+        validateForwardInputs(inputs, config, checkpoint.layout());
+        graph.run(inputs, firstLayer, Progress{{}, progress.cancel});
+    } catch (const Cancelled&) {
+        throw;
+    } catch (const std::exception&) {
+    }
+}
+
 } // namespace
 
 struct EncoderGraph::Impl {
@@ -702,6 +734,7 @@ std::unique_ptr<EncoderGraph> EncoderGraph::load(std::shared_ptr<const Checkpoin
     chooseFloatGemm(checkpoint->config().hiddenSize, checkpoint->config().intermediateSize);
     graph->impl_->weights = loadEncoderWeights(*checkpoint, progress);
     graph->impl_->checkpoint = std::move(checkpoint);
+    warmUpFirstForward(*graph, *graph->impl_->checkpoint, progress);
     return graph;
 }
 
