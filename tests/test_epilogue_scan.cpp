@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <random>
 
@@ -14,6 +15,7 @@
 #include "engine/compute_threads.h"
 #include "engine/encoder_model.h"
 #include "engine/fp8_gemm.h"
+#include "engine/fused_lanes.h"
 #include "engine/output_scan_lanes.h"
 #include "numerics/fp8.h"
 #include "support/fixtures.h"
@@ -46,6 +48,36 @@ const FloatTensor* findCapture(const ForwardResult& result, const std::string& n
         if (t.name == name)
             return &t.tensor;
     return nullptr;
+}
+
+// The first capture point whose name ends with `suffix`, or "".
+std::string pointEndingWith(const ForwardResult& result, const std::string& suffix)
+{
+    for (const NamedTensor& t : result.captures)
+        if (t.name.size() >= suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+            return t.name;
+    return {};
+}
+
+// GELU(x) = x Phi(x) = x erfc(-x / sqrt 2) / 2 in float64 (the erfc form: 1 + erf(x / sqrt 2)
+// cancels for negative x).
+double geluFloat64(double x)
+{
+    return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+}
+
+// Whether `got` is GELU(x) within fused_lanes.h's bounds: relative 4e-7 for x >= 0, 2e-6 down to
+// -3, 4e-5 below (where |GELU| < 0.005), and flushed to zero only where float64's is under 2e-38
+// in magnitude; non-finite exactly where float64's is, with the same sign for inf.
+bool geluWithinBounds(float x, float got)
+{
+    const double expected = geluFloat64(x);
+    if (!std::isfinite(expected))
+        return std::isnan(expected) ? std::isnan(got) : got == expected;
+    if (!std::isfinite(got))
+        return false;
+    const double bound = x >= 0 ? 4e-7 : x >= -3 ? 2e-6 : 4e-5;
+    return std::fabs(got - expected) <= bound * std::fabs(expected) || (got == 0 && std::fabs(expected) < 2e-38);
 }
 
 } // namespace
@@ -159,6 +191,82 @@ private slots:
             QVERIFY(folded == plain);
             QVERIFY(seen == plain);
         }
+    }
+
+    // The GELU fused into the epilogue, against float64 on a sweep of [-20, 20] every 0.0007,
+    // random values up to 1e4, and the edges (zeros, subnormals, FLT_MAX, inf, NaN), at lengths
+    // that leave tails: portably, and in AVX-512's lanes where the CPU has them, bit for bit alike.
+    void geluLanesMatchFloat64()
+    {
+        std::vector<float> inputs;
+        for (double x = -20; x <= 20; x += 0.0007)
+            inputs.push_back(static_cast<float>(x));
+        std::mt19937 random(53);
+        std::uniform_real_distribution<float> wide(-1e4f, 1e4f);
+        for (int i = 0; i < 20000; ++i)
+            inputs.push_back(wide(random));
+        for (const float edge : {0.0f, -0.0f, 1e-40f, -1e-40f, FLT_MIN, -FLT_MIN, 1e-8f, -1e-8f, FLT_MAX, -FLT_MAX,
+                                 INFINITY, -INFINITY, NAN, -13.0f, -13.5f})
+            inputs.push_back(edge);
+        for (const std::size_t length : {inputs.size(), std::size_t(1), std::size_t(15), std::size_t(17)}) {
+            std::vector<float> portable(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(length));
+            fused_lanes::portableGelu(portable.data(), static_cast<int64_t>(length));
+            for (std::size_t i = 0; i < length; ++i)
+                QVERIFY2(geluWithinBounds(inputs[i], portable[i]),
+                         qPrintable(QString("GELU(%1) = %2, float64 %3").arg(double(inputs[i]), 0, 'g', 9)
+                                        .arg(double(portable[i]), 0, 'g', 9).arg(geluFloat64(inputs[i]), 0, 'g', 9)));
+            if (!scan_lanes::avx512Available())
+                continue;
+            std::vector<float> wideLanes(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(length));
+            fused_lanes::avx512Gelu(wideLanes.data(), static_cast<int64_t>(length));
+            QVERIFY(std::memcmp(wideLanes.data(), portable.data(), length * sizeof(float)) == 0);
+        }
+    }
+
+    // A forward's GELU on the factored path (fused into the intermediate Linear's epilogue: its
+    // output not captured) is float64's GELU of that Linear's output (captured in another forward,
+    // which runs LibTorch's GELU), and the Linear's reported range is still its own output's.
+    void fusedGeluInAForwardIsGeluOfTheLinearOutput()
+    {
+        const std::string floatDir = makeTempDir("float"), fp8Dir = makeTempDir("fp8") + "/model";
+        writeTinyFloatCheckpoint(floatDir, TinyModelSpec{});
+        writeTinyFp8Checkpoint(floatDir, fp8Dir, Fp8Scheme{});
+        EncoderInputs inputs;
+        inputs.inputIds = {{0, 5, 9, 13, 17, 21, 2}, {0, 7, 11, 2}};
+        for (const Fp8GemmPath path : factoredSources()) {
+            forceFp8GemmPath(&path);
+            const std::unique_ptr<EncoderModel> model = EncoderModel::load(fp8Dir);
+            ForwardOptions everything;
+            everything.capture.all = true;
+            const ForwardResult unfused = model->forward(inputs, everything);
+            const std::string linearOutput = pointEndingWith(unfused, "layer.0.intermediate.dense.output");
+            const std::string geluOutput = pointEndingWith(unfused, "layer.0.output.dense.input");
+            QVERIFY(!linearOutput.empty() && !geluOutput.empty());
+            ForwardOptions geluOnly;
+            geluOnly.capture.names = {geluOutput};
+            const ForwardResult fused = model->forward(inputs, geluOnly);
+            const FloatTensor* before = findCapture(unfused, linearOutput);
+            const FloatTensor* after = findCapture(fused, geluOutput);
+            QVERIFY(before && after && before->values.size() == after->values.size());
+            int64_t negative = 0;
+            for (std::size_t i = 0; i < before->values.size(); ++i) {
+                QVERIFY2(geluWithinBounds(before->values[i], after->values[i]),
+                         qPrintable(QString("GELU(%1) = %2").arg(double(before->values[i])).arg(double(after->values[i]))));
+                negative += before->values[i] < 0;
+            }
+            QVERIFY(negative > 0 && negative < static_cast<int64_t>(before->values.size())); // both branches ran
+            const std::string module = linearOutput.substr(0, linearOutput.rfind('.'));
+            auto rangeOf = [&](const ForwardResult& result) {
+                for (const ModuleOutputRange& range : result.outputRanges)
+                    if (range.module == module)
+                        return range;
+                return ModuleOutputRange{};
+            };
+            QCOMPARE(rangeOf(fused).maxAbs, rangeOf(unfused).maxAbs);
+            QCOMPARE(rangeOf(fused).elements, rangeOf(unfused).elements);
+            QVERIFY(rangeOf(fused).maxAbs > 0);
+        }
+        forceFp8GemmPath(nullptr);
     }
 
     // Every module range a forward reports for a Linear output is the scan of that output as

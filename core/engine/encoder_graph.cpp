@@ -18,6 +18,7 @@
 #include "engine/compute_threads.h"
 #include "engine/encoder_weights.h"
 #include "engine/float_gemm.h"
+#include "engine/fused_lanes.h"
 #include "numerics/attention_fp8.h"
 #include "numerics/dl16.h"
 #include "numerics/half.h"
@@ -272,19 +273,28 @@ std::vector<float> quantizedInputBf16(const LinearInfo& info, const at::Tensor& 
 // while they are still in cache, instead of another pass over the output: one scan per column
 // segment (q, k and v of a layer's fused GEMM are three). Only where the epilogue writes the
 // module's final values: fp16 mode rounds them to half afterwards and scans what it stored.
+// With `geluAfter`, each chunk is then replaced by its GELU in the same pass (the intermediate
+// Linear: its scan is of its own output, GELU's input), and y holds GELU's output.
 class EpilogueScan {
 public:
-    EpilogueScan(int64_t segments, int64_t segmentWidth) : segments_(segments), width_(segmentWidth) {}
+    EpilogueScan(int64_t segments, int64_t segmentWidth, bool geluAfter = false)
+        : segments_(segments), width_(segmentWidth), geluAfter_(geluAfter)
+    {
+    }
     static bool applies(const ForwardContext& context) { return context.options.mode != RunMode::Fp16; }
+    bool appliesGelu() const { return geluAfter_; }
 
     // What the epilogue calls with each chunk of y ([rows, segments * width]) it has finished.
-    Fp8FactoredGemm::RowsDone rowsDone(const float* y, int64_t rows, const std::vector<uint8_t>& real)
+    Fp8FactoredGemm::RowsDone rowsDone(float* y, int64_t rows, const std::vector<uint8_t>& real)
     {
         byRow_.assign(static_cast<std::size_t>(rows * segments_), OutputScan{});
         return [this, y, &real](int64_t begin, int64_t end) {
+            const int64_t rowWidth = segments_ * width_;
             for (int64_t s = 0; s < segments_; ++s) // chunks never overlap: each writes its own rows' slots
                 byRow_[static_cast<std::size_t>(begin * segments_ + s)] =
-                    scanOutputRows(y + s * width_, begin, end, width_, segments_ * width_, real);
+                    scanOutputRows(y + s * width_, begin, end, width_, rowWidth, real);
+            if (geluAfter_)
+                fused_lanes::gelu(y + begin * rowWidth, (end - begin) * rowWidth);
         };
     }
     OutputScan segment(int64_t s) const
@@ -297,6 +307,7 @@ public:
 
 private:
     int64_t segments_, width_;
+    bool geluAfter_;
     std::vector<OutputScan> byRow_;
 };
 
@@ -370,7 +381,10 @@ at::Tensor linearInput(const LinearInfo& info, const at::Tensor& x, ForwardConte
     return quantizesInput(info, context) ? quantizeActivations(x, info, context) : x;
 }
 
-at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardContext& context)
+// A Linear, and with `thenGelu` GELU on its output (torch's exact GELU), which is returned. On the
+// factored FP8 path GELU runs in the epilogue's pass (EpilogueScan), unless the Linear's output is
+// captured (a capture holds the values before GELU); elsewhere it is LibTorch's, as stored.
+at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardContext& context, bool thenGelu = false)
 {
     const LinearInfo& info = linear.info;
     context.capture(info.module + ".input", info.module, x);
@@ -381,7 +395,8 @@ at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardCo
         y = runDl16Linear(linear, x, context);
     } else if (const Fp8FactoredGemm* gemm = factoredGemmFor(linear.factoredGemm, info, context)) {
         if (EpilogueScan::applies(context))
-            scan.emplace(1, gemm->outFeatures());
+            scan.emplace(1, gemm->outFeatures(),
+                         thenGelu && !captureSelects(context.options.capture, info.module + ".output", info.module));
         y = runFactoredLinear(*gemm, info, x, context, scan ? &*scan : nullptr);
     } else if (runsReferenceWeights(info, context)) {
         const ReferenceLinear reference = loadReferenceLinear(*context.options.floatWeightsFrom,
@@ -398,6 +413,8 @@ at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardCo
         context.outputScanned(info.module + ".output", info.module, y, scan->segment(0));
     else
         context.output(info.module + ".output", info.module, y);
+    if (thenGelu && !(scan && scan->appliesGelu()))
+        y = context.stored(at::gelu(y));
     return y;
 }
 
@@ -603,7 +620,7 @@ struct EncoderGraph::Impl {
             context.stored(at::layer_norm(context.stored(attentionOut + h), {hidden}, layer.attentionNormWeight,
                                           layer.attentionNormBias, c.layerNormEps));
         context.check(layout().attentionBlockModule(index), afterAttention);
-        const at::Tensor intermediate = context.stored(at::gelu(runLinear(layer.intermediate, afterAttention, context)));
+        const at::Tensor intermediate = runLinear(layer.intermediate, afterAttention, context, /*thenGelu=*/true);
         const at::Tensor outputDense = runLinear(layer.output, intermediate, context);
         at::Tensor out = context.stored(at::layer_norm(context.stored(outputDense + afterAttention), {hidden},
                                                        layer.outputNormWeight, layer.outputNormBias, c.layerNormEps));

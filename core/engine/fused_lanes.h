@@ -1,0 +1,26 @@
+#pragma once
+// Element-wise kernels that run inside a pass which already holds the values in cache, instead of
+// a pass of their own over a fresh tensor: GELU on the intermediate Linear's output, applied by the
+// factored FP8 GEMM's epilogue right after it wrote and scanned each chunk of rows. One version per
+// instruction set, as output_scan_lanes.h: gelu() takes AVX-512 where this build has it and the CPU
+// runs it (scan_lanes::avx512Available), else the portable version; both stay callable so that
+// tests compare them. Both compute every value with the same float operations in the same order
+// (vector lanes of 16 floats; -ffp-contract=off keeps multiplies and adds apart), so they give the
+// same bits, on every machine.
+#include <cstdint>
+
+namespace scalescope::fused_lanes {
+
+// GELU as torch.nn.functional.gelu's default (the exact, erf form): x * Phi(x) =
+// 0.5 x erfc(-x / sqrt(2)), in place on `count` floats. Relative to float64's value: within 4e-7
+// for x >= 0 (a few float32 ulps), 2e-6 for -3 <= x < 0, 4e-5 below -3 (where |GELU(x)| < 0.005
+// and the exponent's own rounding dominates); below about -13.1, where |GELU(x)| < 2e-38, it
+// flushes to zero (e^-z^2 is no normal float there). +inf stays +inf, -inf and NaN become NaN (as in
+// float64), and a finite input gives a finite output, so a row's inf/NaN count is kept.
+void gelu(float* values, int64_t count);
+// The same on every x86-64 CPU (SSE2's four lanes at a time, or scalar code elsewhere).
+void portableGelu(float* values, int64_t count);
+// Sixteen lanes in one AVX-512 register; call only when scan_lanes::avx512Available().
+void avx512Gelu(float* values, int64_t count);
+
+} // namespace scalescope::fused_lanes
