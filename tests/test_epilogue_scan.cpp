@@ -1,4 +1,5 @@
-// The output scan folded into the factored FP8 GEMM's epilogue (issue 53): scans of row ranges
+// The fused kernels of issue 53: GELU and the attention's softmax against float64 (fused_lanes.h),
+// and the output scan folded into the factored FP8 GEMM's epilogue: scans of row ranges
 // combine to the whole output's scan, the epilogue hands every row over once and final, and a
 // forward's module ranges are those of its outputs on every FP8 GEMM path (the fold on the
 // factored ones, the separate pass on float32), with padding rows left out.
@@ -8,6 +9,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <random>
 
@@ -220,6 +222,63 @@ private slots:
             std::vector<float> wideLanes(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(length));
             fused_lanes::avx512Gelu(wideLanes.data(), static_cast<int64_t>(length));
             QVERIFY(std::memcmp(wideLanes.data(), portable.data(), length * sizeof(float)) == 0);
+        }
+    }
+
+    // The attention's masked, scaled softmax against float64's softmax of the same masked scores:
+    // rows of widths that leave tails, padding keys (the lowest float), a spread of scores wide
+    // enough that some probabilities flush; portably and in AVX-512's lanes, bit for bit alike. A
+    // row with a NaN, or a +inf, is NaN throughout.
+    void maskedSoftmaxMatchesFloat64()
+    {
+        std::mt19937 random(59);
+        std::normal_distribution<float> normal(0.0f, 250.0f);
+        const float scale = 0.125f;
+        for (const int64_t width : {1, 7, 16, 33, 384}) {
+            const int64_t rows = 40;
+            std::vector<float> raw(static_cast<std::size_t>(rows * width)), mask(static_cast<std::size_t>(width));
+            for (float& v : raw)
+                v = normal(random);
+            for (std::size_t key = 0; key < mask.size(); ++key)
+                mask[key] = key % 5 == 4 ? std::numeric_limits<float>::lowest() : 0.0f;
+            std::vector<float> portable = raw;
+            fused_lanes::portableMaskedSoftmax(portable.data(), rows, width, scale, mask.data());
+            int64_t flushed = 0;
+            for (int64_t row = 0; row < rows; ++row) {
+                std::vector<float> masked(static_cast<std::size_t>(width));
+                float maximum = -INFINITY;
+                for (int64_t key = 0; key < width; ++key) {
+                    masked[std::size_t(key)] = mask[std::size_t(key)] + raw[std::size_t(row * width + key)] * scale;
+                    maximum = std::max(maximum, masked[std::size_t(key)]);
+                }
+                double sum = 0;
+                for (const float m : masked)
+                    sum += std::exp(double(m) - maximum);
+                for (int64_t key = 0; key < width; ++key) {
+                    const double below = double(maximum) - masked[std::size_t(key)];
+                    const double expected = std::exp(-below) / sum;
+                    const float got = portable[std::size_t(row * width + key)];
+                    const bool flush = got == 0 && expected < 2e-38;
+                    flushed += flush && expected > 0;
+                    QVERIFY2(flush || std::fabs(got - expected) <= expected * (1e-6 + 1.2e-7 * below),
+                             qPrintable(QString("width %1, row %2, key %3: %4, float64 %5").arg(width).arg(row).arg(key)
+                                            .arg(double(got), 0, 'g', 9).arg(expected, 0, 'g', 9)));
+                }
+            }
+            if (width == 384)
+                QVERIFY(flushed > 0); // the spread reached the flush, so the check above covered it
+            if (!scan_lanes::avx512Available())
+                continue;
+            std::vector<float> wideLanes = raw;
+            fused_lanes::avx512MaskedSoftmax(wideLanes.data(), rows, width, scale, mask.data());
+            QVERIFY(std::memcmp(wideLanes.data(), portable.data(), portable.size() * sizeof(float)) == 0);
+        }
+        const std::vector<float> noMask(3, 0.0f);
+        for (const float special : {NAN, INFINITY}) {
+            std::vector<float> row = {1.0f, special, 2.0f};
+            fused_lanes::maskedSoftmax(row.data(), 1, 3, 1.0f, noMask.data());
+            for (const float p : row)
+                QVERIFY(std::isnan(p));
         }
     }
 

@@ -208,6 +208,40 @@ at::Tensor headsMatmul(const at::Tensor& a, const at::Tensor& b, bool transposeB
     return c;
 }
 
+// softmax(mask + scale * scores) along the keys, in place, on [batch, heads, queries, keys] scores
+// (contiguous) with the additive key mask [batch, 1, 1, keys]: rows spread over the compute
+// threads, each row in one pass of fused_lanes::maskedSoftmax.
+void maskedSoftmaxInPlace(at::Tensor& scores, const at::Tensor& keyMask, float scale)
+{
+    const int64_t rowsPerSequence = scores.size(1) * scores.size(2), keys = scores.size(3);
+    const at::Tensor masks = keyMask.contiguous();
+    const float* mask = masks.data_ptr<float>();
+    float* data = scores.data_ptr<float>();
+    parallelFor(scores.size(0) * rowsPerSequence, 16, [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end;) { // runs of rows of one sequence: one key mask each
+            const int64_t sequence = row / rowsPerSequence;
+            const int64_t stop = std::min(end, (sequence + 1) * rowsPerSequence);
+            fused_lanes::maskedSoftmax(data + row * keys, stop - row, keys, scale, mask + sequence * keys);
+            row = stop;
+        }
+    });
+}
+
+// GELU of a tensor as a new one: fused_lanes::gelu, the very function the factored FP8 GEMM's
+// epilogue applies (EpilogueScan), so a forward's values do not depend on where GELU ran (a
+// capture of the Linear's output keeps it out of the epilogue) nor on the path.
+at::Tensor geluOf(const at::Tensor& x)
+{
+    at::Tensor out = x.contiguous().clone();
+    float* values = out.data_ptr<float>();
+    constexpr int64_t kBlock = 4096; // floats per task: lanes of 16, a block in cache
+    const int64_t count = out.numel();
+    parallelFor((count + kBlock - 1) / kBlock, 4, [&](int64_t begin, int64_t end) {
+        fused_lanes::gelu(values + begin * kBlock, std::min(count, end * kBlock) - begin * kBlock);
+    });
+    return out;
+}
+
 // Records what calibration needs of a Linear's input (its capture is the caller's).
 void recordLinearInputAmax(const LinearInfo& info, const at::Tensor& x, ForwardContext& context)
 {
@@ -383,7 +417,7 @@ at::Tensor linearInput(const LinearInfo& info, const at::Tensor& x, ForwardConte
 
 // A Linear, and with `thenGelu` GELU on its output (torch's exact GELU), which is returned. On the
 // factored FP8 path GELU runs in the epilogue's pass (EpilogueScan), unless the Linear's output is
-// captured (a capture holds the values before GELU); elsewhere it is LibTorch's, as stored.
+// captured (a capture holds the values before GELU); elsewhere in a pass of its own (geluOf).
 at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardContext& context, bool thenGelu = false)
 {
     const LinearInfo& info = linear.info;
@@ -414,7 +448,7 @@ at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardCo
     else
         context.output(info.module + ".output", info.module, y);
     if (thenGelu && !(scan && scan->appliesGelu()))
-        y = context.stored(at::gelu(y));
+        y = context.stored(geluOf(y));
     return y;
 }
 
@@ -596,7 +630,7 @@ struct EncoderGraph::Impl {
             value = castForAttention(index, /*isKey=*/false, value, fp8Attention, context);
         }
         const at::Tensor q = splitHeads(qkv[0]), k = splitHeads(key), v = splitHeads(value);
-        at::Tensor scores;
+        at::Tensor scores, probabilities;
         if (fp8Attention) {
             // math_fp8 (fms_mo aiu_addons/fp8/fp8_attn.py at 308643fb) multiplies Q and the
             // dequantized K each by sqrt(1 / sqrt(head_dim)) in the activation dtype before their product.
@@ -606,12 +640,13 @@ struct EncoderGraph::Impl {
         } else if (context.options.mode == RunMode::Fp16) {
             scores = context.stored(headsMatmul(q, k, /*transposeB=*/true) * (1.0 / std::sqrt(double(headDim)))) + keyMask;
         } else {
-            // mask + scale * scores in one pass over the [batch, heads, seq, seq] scores, not two
-            // (5 ms of a 150 ms fp8 forward here). For a power-of-two scale (head_dim 64: 1/8) the
-            // product is exact (short of underflow), so the sum is the same float as (scores * scale) + mask.
-            scores = at::add(keyMask, headsMatmul(q, k, /*transposeB=*/true), 1.0 / std::sqrt(double(headDim)));
+            // mask + scale * scores and the softmax in one pass per row of the [batch, heads, seq, seq]
+            // scores, in place (fused_lanes.h), not a pass for each and a new tensor for each.
+            probabilities = headsMatmul(q, k, /*transposeB=*/true);
+            maskedSoftmaxInPlace(probabilities, keyMask, static_cast<float>(1.0 / std::sqrt(double(headDim))));
         }
-        const at::Tensor probabilities = context.stored(at::softmax(scores, -1));
+        if (!probabilities.defined())
+            probabilities = context.stored(at::softmax(scores, -1));
         const at::Tensor attended =
             context.stored(headsMatmul(probabilities, v, /*transposeB=*/false)).transpose(1, 2).reshape({batch, seq, hidden});
         context.check(layout().attentionModule(index), attended);
@@ -690,7 +725,7 @@ struct EncoderGraph::Impl {
         case HeadStepKind::Linear:
             return runLinear(context.weights.headLinears.at(step.module), x, context);
         case HeadStepKind::Gelu:
-            return context.stored(at::gelu(x));
+            return context.stored(geluOf(x));
         case HeadStepKind::Tanh:
             return context.stored(at::tanh(x));
         case HeadStepKind::LayerNorm: {

@@ -1,6 +1,8 @@
 #include "engine/fused_lanes.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "engine/output_scan_lanes.h"
 
@@ -32,6 +34,24 @@ constexpr float kLn2Low = -2.12194440e-4f;
 constexpr float kLnFloatMin = -87.3365447f; // ln(2^-126): below it 2^k is no normal float
 constexpr float kRoundToInteger = 12582912.0f; // 1.5 * 2^23: (v + it) - it is v rounded to an integer
 
+// e^a in place, lane by lane, for a <= 0: 0 below ln(FLT_MIN) (and for -inf), NaN for NaN.
+[[gnu::always_inline]] inline void expNonPositive(Lanes& a)
+{
+    const LaneInts normal = a >= kLnFloatMin; // false for NaN: no NaN reaches the integer conversion
+    const LaneInts nan = a != a;
+    const Lanes exponent = normal ? a : Lanes{} + kLnFloatMin;
+    const Lanes k = (exponent * kLog2e + kRoundToInteger) - kRoundToInteger;
+    const Lanes r = (exponent - k * kLn2High) - k * kLn2Low;
+    Lanes series = Lanes{} + 1.0f / 5040.0f;
+    for (const float coefficient : {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f})
+        series = series * r + coefficient;
+    const LaneInts exponentBits = (__builtin_convertvector(k, LaneInts) + 127) << 23; // 2^k, k >= -126
+    Lanes powerOfTwo;
+    std::memcpy(&powerOfTwo, &exponentBits, sizeof powerOfTwo);
+    const Lanes power = series * powerOfTwo;
+    a = normal ? power : nan ? a : Lanes{};
+}
+
 // GELU on 16 values in place. Every step is an IEEE operation on each lane alone, so the lane
 // width (one AVX-512 register or four SSE2 ones) does not change a bit.
 [[gnu::always_inline]] inline void geluSixteen(float* values)
@@ -43,19 +63,9 @@ constexpr float kRoundToInteger = 12582912.0f; // 1.5 * 2^23: (v + it) - it is v
     Lanes fit = Lanes{} + kErfcFit[9];
     for (int i = 8; i >= 0; --i)
         fit = fit * t + kErfcFit[i];
-    Lanes a = fit - z * z; // the exponent: <= 0 (it is 0 at z = 0), -inf for |x| = inf, NaN for NaN
-    const LaneInts normal = a >= kLnFloatMin; // false for NaN: no NaN reaches the integer conversion
-    a = normal ? a : Lanes{} + kLnFloatMin;
-    const Lanes k = (a * kLog2e + kRoundToInteger) - kRoundToInteger;
-    const Lanes r = (a - k * kLn2High) - k * kLn2Low;
-    Lanes series = Lanes{} + 1.0f / 5040.0f;
-    for (const float coefficient : {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f})
-        series = series * r + coefficient;
-    const LaneInts exponentBits = (__builtin_convertvector(k, LaneInts) + 127) << 23; // 2^k, k >= -126
-    Lanes powerOfTwo;
-    std::memcpy(&powerOfTwo, &exponentBits, sizeof powerOfTwo);
-    Lanes erfc = t * (series * powerOfTwo);
-    erfc = normal ? erfc : Lanes{}; // below FLT_MIN: flushed (and 0 for |x| = inf)
+    Lanes power = fit - z * z; // the exponent: <= 0 (it is 0 at z = 0), -inf for |x| = inf, NaN for NaN
+    expNonPositive(power);
+    const Lanes erfc = t * power; // below FLT_MIN: flushed (and 0 for |x| = inf)
     // x Phi(x): x (1 - erfc(|x| / sqrt 2) / 2) for x >= 0 (+inf stays +inf), x erfc(|x| / sqrt 2) / 2 below.
     const Lanes upper = x * (1.0f - 0.5f * erfc);
     const Lanes lower = (0.5f * x) * erfc;
@@ -77,6 +87,70 @@ constexpr float kRoundToInteger = 12582912.0f; // 1.5 * 2^23: (v + it) - it is v
     }
 }
 
+// `count` (1 to 16) floats into lanes; the lanes past them hold `beyond`.
+[[gnu::always_inline]] inline void loadLanes(Lanes& lanes, const float* from, int64_t count, float beyond)
+{
+    if (count == kLanes) {
+        std::memcpy(&lanes, from, sizeof lanes);
+        return;
+    }
+    lanes = Lanes{} + beyond;
+    std::memcpy(&lanes, from, static_cast<std::size_t>(count) * sizeof(float));
+}
+
+[[gnu::always_inline]] inline void storeLanes(float* to, const Lanes& lanes, int64_t count)
+{
+    std::memcpy(to, &lanes, count == kLanes ? sizeof lanes : static_cast<std::size_t>(count) * sizeof(float));
+}
+
+// One row of softmax(mask + scale * scores) in place, in three passes over the row while it is in
+// cache: the masked, scaled scores and their maximum; e^(s - max) and its sum; each divided by the
+// sum. A lane past the row's end is a score of -inf: it is never the maximum and adds e^-inf = 0.
+// Sums run in each of the 16 lanes, then across them in a fixed order: the same on every width.
+[[gnu::always_inline]] inline void maskedSoftmaxRow(float* row, int64_t width, float scale, const float* mask)
+{
+    const float negativeInfinity = -std::numeric_limits<float>::infinity();
+    Lanes maxima = Lanes{} + negativeInfinity;
+    for (int64_t at = 0; at < width; at += kLanes) {
+        const int64_t count = std::min(kLanes, width - at);
+        Lanes scores, masks;
+        loadLanes(scores, row + at, count, 0.0f);
+        loadLanes(masks, mask + at, count, negativeInfinity);
+        const Lanes masked = masks + scores * scale;
+        maxima = masked > maxima ? masked : maxima; // NaN never wins here; it reaches the sum below
+        storeLanes(row + at, masked, count);
+    }
+    float maximum = negativeInfinity;
+    for (int64_t lane = 0; lane < kLanes; ++lane)
+        maximum = maxima[lane] > maximum ? maxima[lane] : maximum;
+    Lanes sums = {};
+    for (int64_t at = 0; at < width; at += kLanes) {
+        const int64_t count = std::min(kLanes, width - at);
+        Lanes power;
+        loadLanes(power, row + at, count, negativeInfinity);
+        power = power - maximum; // <= 0; NaN when the row holds a NaN, or +inf (inf - inf)
+        expNonPositive(power);
+        sums = sums + power;
+        storeLanes(row + at, power, count);
+    }
+    float sum = 0.0f;
+    for (int64_t lane = 0; lane < kLanes; ++lane)
+        sum += sums[lane];
+    for (int64_t at = 0; at < width; at += kLanes) {
+        const int64_t count = std::min(kLanes, width - at);
+        Lanes power;
+        loadLanes(power, row + at, count, 0.0f);
+        storeLanes(row + at, power / sum, count);
+    }
+}
+
+[[gnu::always_inline]] inline void maskedSoftmaxAll(float* scores, int64_t rows, int64_t width, float scale,
+                                                    const float* mask)
+{
+    for (int64_t row = 0; row < rows; ++row)
+        maskedSoftmaxRow(scores + row * width, width, scale, mask);
+}
+
 } // namespace
 
 void portableGelu(float* values, int64_t count)
@@ -84,15 +158,29 @@ void portableGelu(float* values, int64_t count)
     geluAll(values, count);
 }
 
+void portableMaskedSoftmax(float* scores, int64_t rows, int64_t width, float scale, const float* mask)
+{
+    maskedSoftmaxAll(scores, rows, width, scale, mask);
+}
+
 #if defined(SCALESCOPE_FUSED_AVX512)
 __attribute__((target("avx512f"))) void avx512Gelu(float* values, int64_t count)
 {
     geluAll(values, count);
 }
+__attribute__((target("avx512f"))) void avx512MaskedSoftmax(float* scores, int64_t rows, int64_t width, float scale,
+                                                            const float* mask)
+{
+    maskedSoftmaxAll(scores, rows, width, scale, mask);
+}
 #else
 void avx512Gelu(float* values, int64_t count)
 {
     portableGelu(values, count);
+}
+void avx512MaskedSoftmax(float* scores, int64_t rows, int64_t width, float scale, const float* mask)
+{
+    portableMaskedSoftmax(scores, rows, width, scale, mask);
 }
 #endif
 
@@ -103,6 +191,15 @@ void gelu(float* values, int64_t count)
         avx512Gelu(values, count);
     else
         portableGelu(values, count);
+}
+
+void maskedSoftmax(float* scores, int64_t rows, int64_t width, float scale, const float* mask)
+{
+    static const bool wide = scan_lanes::avx512Available();
+    if (wide)
+        avx512MaskedSoftmax(scores, rows, width, scale, mask);
+    else
+        portableMaskedSoftmax(scores, rows, width, scale, mask);
 }
 
 } // namespace scalescope::fused_lanes

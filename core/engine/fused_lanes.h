@@ -1,10 +1,11 @@
 #pragma once
 // Element-wise kernels that run inside a pass which already holds the values in cache, instead of
 // a pass of their own over a fresh tensor: GELU on the intermediate Linear's output, applied by the
-// factored FP8 GEMM's epilogue right after it wrote and scanned each chunk of rows. One version per
-// instruction set, as output_scan_lanes.h: gelu() takes AVX-512 where this build has it and the CPU
-// runs it (scan_lanes::avx512Available), else the portable version; both stay callable so that
-// tests compare them. Both compute every value with the same float operations in the same order
+// factored FP8 GEMM's epilogue right after it wrote and scanned each chunk of rows, and the
+// attention's masked, scaled softmax, one row at a time on the scores' GEMM output. One version per
+// instruction set, as output_scan_lanes.h: gelu() and maskedSoftmax() take AVX-512 where this build
+// has it and the CPU runs it (scan_lanes::avx512Available), else the portable version; both stay
+// callable so that tests compare them. Both compute every value with the same float operations in the same order
 // (vector lanes of 16 floats; -ffp-contract=off keeps multiplies and adds apart), so they give the
 // same bits, on every machine.
 #include <cstdint>
@@ -22,5 +23,16 @@ void gelu(float* values, int64_t count);
 void portableGelu(float* values, int64_t count);
 // Sixteen lanes in one AVX-512 register; call only when scan_lanes::avx512Available().
 void avx512Gelu(float* values, int64_t count);
+
+// softmax(mask + scale * scores) along each of `rows` rows of `width` scores, in place, one row at
+// a time in cache (instead of a pass for the mask and scale, then softmax's own over a new tensor):
+// torch.softmax's formula, e^(s - max s) / sum, the sum in float32. `mask` is the additive key
+// mask of these rows ([width]: 0, or the lowest float for a padding key). Each probability within
+// 1e-6 of float64's softmax of the same masked scores, relative, plus 1.2e-7 per unit of its
+// distance below the row's maximum (the rounding of s - max); probabilities under FLT_MIN flush to
+// zero. A row holding NaN, or +inf, becomes NaN, as torch's does.
+void maskedSoftmax(float* scores, int64_t rows, int64_t width, float scale, const float* mask);
+void portableMaskedSoftmax(float* scores, int64_t rows, int64_t width, float scale, const float* mask);
+void avx512MaskedSoftmax(float* scores, int64_t rows, int64_t width, float scale, const float* mask);
 
 } // namespace scalescope::fused_lanes
