@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <mutex>
 #include <random>
@@ -80,6 +79,50 @@ bool geluWithinBounds(float x, float got)
         return false;
     const double bound = x >= 0 ? 4e-7 : x >= -3 ? 2e-6 : 4e-5;
     return std::fabs(got - expected) <= bound * std::fabs(expected) || (got == 0 && std::fabs(expected) < 2e-38);
+}
+
+using MaskedSoftmax = void (*)(float* scores, int64_t rows, int64_t width, float scale, const float* mask);
+
+// One softmax version against float64 (maskedSoftmaxMatchesFloat64).
+void checkMaskedSoftmax(MaskedSoftmax softmax)
+{
+    std::mt19937 random(59);
+    std::normal_distribution<float> normal(0.0f, 250.0f);
+    const float scale = 0.125f;
+    for (const int64_t width : {1, 7, 16, 33, 384}) {
+        const int64_t rows = 40;
+        std::vector<float> raw(static_cast<std::size_t>(rows * width)), mask(static_cast<std::size_t>(width));
+        for (float& v : raw)
+            v = normal(random);
+        for (std::size_t key = 0; key < mask.size(); ++key)
+            mask[key] = key % 5 == 4 ? std::numeric_limits<float>::lowest() : 0.0f;
+        std::vector<float> probabilities = raw;
+        softmax(probabilities.data(), rows, width, scale, mask.data());
+        int64_t flushed = 0;
+        for (int64_t row = 0; row < rows; ++row) {
+            std::vector<float> masked(static_cast<std::size_t>(width));
+            float maximum = -INFINITY;
+            for (int64_t key = 0; key < width; ++key) {
+                masked[std::size_t(key)] = mask[std::size_t(key)] + raw[std::size_t(row * width + key)] * scale;
+                maximum = std::max(maximum, masked[std::size_t(key)]);
+            }
+            double sum = 0;
+            for (const float m : masked)
+                sum += std::exp(double(m) - maximum);
+            for (int64_t key = 0; key < width; ++key) {
+                const double below = double(maximum) - masked[std::size_t(key)];
+                const double expected = std::exp(-below) / sum;
+                const float got = probabilities[std::size_t(row * width + key)];
+                const bool flush = got == 0 && expected < 2e-38;
+                flushed += flush && expected > 0;
+                QVERIFY2(flush || std::fabs(got - expected) <= expected * (1e-6 + 1.2e-7 * below),
+                         qPrintable(QString("width %1, row %2, key %3: %4, float64 %5").arg(width).arg(row).arg(key)
+                                        .arg(double(got), 0, 'g', 9).arg(expected, 0, 'g', 9)));
+            }
+        }
+        if (width == 384)
+            QVERIFY(flushed > 0); // the spread reached the flush, so the check above covered it
+    }
 }
 
 } // namespace
@@ -197,7 +240,7 @@ private slots:
 
     // The GELU fused into the epilogue, against float64 on a sweep of [-20, 20] every 0.0007,
     // random values up to 1e4, and the edges (zeros, subnormals, FLT_MAX, inf, NaN), at lengths
-    // that leave tails: portably, and in AVX-512's lanes where the CPU has them, bit for bit alike.
+    // that leave tails: in every version this CPU runs (portable; AVX2 and AVX-512, with FMA).
     void geluLanesMatchFloat64()
     {
         std::vector<float> inputs;
@@ -210,69 +253,38 @@ private slots:
         for (const float edge : {0.0f, -0.0f, 1e-40f, -1e-40f, FLT_MIN, -FLT_MIN, 1e-8f, -1e-8f, FLT_MAX, -FLT_MAX,
                                  INFINITY, -INFINITY, NAN, -13.0f, -13.5f})
             inputs.push_back(edge);
-        for (const std::size_t length : {inputs.size(), std::size_t(1), std::size_t(15), std::size_t(17)}) {
-            std::vector<float> portable(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(length));
-            fused_lanes::portableGelu(portable.data(), static_cast<int64_t>(length));
-            for (std::size_t i = 0; i < length; ++i)
-                QVERIFY2(geluWithinBounds(inputs[i], portable[i]),
-                         qPrintable(QString("GELU(%1) = %2, float64 %3").arg(double(inputs[i]), 0, 'g', 9)
-                                        .arg(double(portable[i]), 0, 'g', 9).arg(geluFloat64(inputs[i]), 0, 'g', 9)));
-            if (!scan_lanes::avx512Available())
+        int versions = 0;
+        for (const auto& [runs, gelu] : {std::pair{true, &fused_lanes::portableGelu},
+                                         std::pair{fused_lanes::avx2Available(), &fused_lanes::avx2Gelu},
+                                         std::pair{scan_lanes::avx512Available(), &fused_lanes::avx512Gelu}}) {
+            if (!runs)
                 continue;
-            std::vector<float> wideLanes(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(length));
-            fused_lanes::avx512Gelu(wideLanes.data(), static_cast<int64_t>(length));
-            QVERIFY(std::memcmp(wideLanes.data(), portable.data(), length * sizeof(float)) == 0);
+            ++versions;
+            for (const std::size_t length : {inputs.size(), std::size_t(1), std::size_t(15), std::size_t(17)}) {
+                std::vector<float> values(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(length));
+                gelu(values.data(), static_cast<int64_t>(length));
+                for (std::size_t i = 0; i < length; ++i)
+                    QVERIFY2(geluWithinBounds(inputs[i], values[i]),
+                             qPrintable(QString("version %1: GELU(%2) = %3, float64 %4").arg(versions)
+                                            .arg(double(inputs[i]), 0, 'g', 9).arg(double(values[i]), 0, 'g', 9)
+                                            .arg(geluFloat64(inputs[i]), 0, 'g', 9)));
+            }
         }
+        qInfo("GELU versions checked: %d", versions);
     }
 
     // The attention's masked, scaled softmax against float64's softmax of the same masked scores:
     // rows of widths that leave tails, padding keys (the lowest float), a spread of scores wide
-    // enough that some probabilities flush; portably and in AVX-512's lanes, bit for bit alike. A
-    // row with a NaN, or a +inf, is NaN throughout.
+    // enough that some probabilities flush; in every version this CPU runs. A row with a NaN, or
+    // a +inf, is NaN throughout.
     void maskedSoftmaxMatchesFloat64()
     {
-        std::mt19937 random(59);
-        std::normal_distribution<float> normal(0.0f, 250.0f);
-        const float scale = 0.125f;
-        for (const int64_t width : {1, 7, 16, 33, 384}) {
-            const int64_t rows = 40;
-            std::vector<float> raw(static_cast<std::size_t>(rows * width)), mask(static_cast<std::size_t>(width));
-            for (float& v : raw)
-                v = normal(random);
-            for (std::size_t key = 0; key < mask.size(); ++key)
-                mask[key] = key % 5 == 4 ? std::numeric_limits<float>::lowest() : 0.0f;
-            std::vector<float> portable = raw;
-            fused_lanes::portableMaskedSoftmax(portable.data(), rows, width, scale, mask.data());
-            int64_t flushed = 0;
-            for (int64_t row = 0; row < rows; ++row) {
-                std::vector<float> masked(static_cast<std::size_t>(width));
-                float maximum = -INFINITY;
-                for (int64_t key = 0; key < width; ++key) {
-                    masked[std::size_t(key)] = mask[std::size_t(key)] + raw[std::size_t(row * width + key)] * scale;
-                    maximum = std::max(maximum, masked[std::size_t(key)]);
-                }
-                double sum = 0;
-                for (const float m : masked)
-                    sum += std::exp(double(m) - maximum);
-                for (int64_t key = 0; key < width; ++key) {
-                    const double below = double(maximum) - masked[std::size_t(key)];
-                    const double expected = std::exp(-below) / sum;
-                    const float got = portable[std::size_t(row * width + key)];
-                    const bool flush = got == 0 && expected < 2e-38;
-                    flushed += flush && expected > 0;
-                    QVERIFY2(flush || std::fabs(got - expected) <= expected * (1e-6 + 1.2e-7 * below),
-                             qPrintable(QString("width %1, row %2, key %3: %4, float64 %5").arg(width).arg(row).arg(key)
-                                            .arg(double(got), 0, 'g', 9).arg(expected, 0, 'g', 9)));
-                }
-            }
-            if (width == 384)
-                QVERIFY(flushed > 0); // the spread reached the flush, so the check above covered it
-            if (!scan_lanes::avx512Available())
-                continue;
-            std::vector<float> wideLanes = raw;
-            fused_lanes::avx512MaskedSoftmax(wideLanes.data(), rows, width, scale, mask.data());
-            QVERIFY(std::memcmp(wideLanes.data(), portable.data(), portable.size() * sizeof(float)) == 0);
-        }
+        for (const auto& [runs, softmax] :
+             {std::pair{true, &fused_lanes::portableMaskedSoftmax},
+              std::pair{fused_lanes::avx2Available(), &fused_lanes::avx2MaskedSoftmax},
+              std::pair{scan_lanes::avx512Available(), &fused_lanes::avx512MaskedSoftmax}})
+            if (runs)
+                checkMaskedSoftmax(softmax);
         const std::vector<float> noMask(3, 0.0f);
         for (const float special : {NAN, INFINITY}) {
             std::vector<float> row = {1.0f, special, 2.0f};

@@ -4,10 +4,11 @@
 // factored FP8 GEMM's epilogue right after it wrote and scanned each chunk of rows, and the
 // attention's masked, scaled softmax, one row at a time on the scores' GEMM output. One version per
 // instruction set, as output_scan_lanes.h: gelu() and maskedSoftmax() take AVX-512 where this build
-// has it and the CPU runs it (scan_lanes::avx512Available), else the portable version; both stay
-// callable so that tests compare them. Both compute every value with the same float operations in the same order
-// (vector lanes of 16 floats; -ffp-contract=off keeps multiplies and adds apart), so they give the
-// same bits, on every machine.
+// has it and the CPU runs it (scan_lanes::avx512Available), else AVX2 (avx2Available), else the
+// portable version (SSE2); all stay callable so that tests check each. The AVX2 and AVX-512
+// versions fuse multiplies and adds into FMAs (a third fewer operations) and SSE2 has none, so
+// the versions may differ in the last bits, each within the bounds below; on one machine the same
+// version always runs, so a forward's values do not depend on where in it a kernel ran.
 #include <cstdint>
 
 namespace scalescope::fused_lanes {
@@ -19,10 +20,14 @@ namespace scalescope::fused_lanes {
 // flushes to zero (e^-z^2 is no normal float there). +inf stays +inf, -inf and NaN become NaN (as in
 // float64), and a finite input gives a finite output, so a row's inf/NaN count is kept.
 void gelu(float* values, int64_t count);
-// The same on every x86-64 CPU (SSE2's four lanes at a time, or scalar code elsewhere).
+// The same on every x86-64 CPU (SSE2's four lanes at a time).
 void portableGelu(float* values, int64_t count);
+// Eight lanes in one AVX2 register, with FMA; call only when avx2Available().
+void avx2Gelu(float* values, int64_t count);
 // Sixteen lanes in one AVX-512 register; call only when scan_lanes::avx512Available().
 void avx512Gelu(float* values, int64_t count);
+// Whether this build has the AVX2 versions and the CPU runs them (AVX2 and FMA).
+bool avx2Available();
 
 // softmax(mask + scale * scores) along each of `rows` rows of `width` scores, in place, one row at
 // a time in cache (instead of a pass for the mask and scale, then softmax's own over a new tensor):
@@ -33,6 +38,7 @@ void avx512Gelu(float* values, int64_t count);
 // zero. A row holding NaN, or +inf, becomes NaN, as torch's does.
 void maskedSoftmax(float* scores, int64_t rows, int64_t width, float scale, const float* mask);
 void portableMaskedSoftmax(float* scores, int64_t rows, int64_t width, float scale, const float* mask);
+void avx2MaskedSoftmax(float* scores, int64_t rows, int64_t width, float scale, const float* mask);
 void avx512MaskedSoftmax(float* scores, int64_t rows, int64_t width, float scale, const float* mask);
 
 } // namespace scalescope::fused_lanes
