@@ -18,8 +18,10 @@
 #include "engine/fp8_gemm.h"
 #include "engine/fused_lanes.h"
 #include "engine/output_scan_lanes.h"
+#include "model/linear_plan.h"
 #include "numerics/fp8.h"
 #include "support/fixtures.h"
+#include "support/reference_forward.h"
 
 using namespace scalescope;
 using namespace scalescope::testing;
@@ -79,6 +81,17 @@ bool geluWithinBounds(float x, float got)
         return false;
     const double bound = x >= 0 ? 4e-7 : x >= -3 ? 2e-6 : 4e-5;
     return std::fabs(got - expected) <= bound * std::fabs(expected) || (got == 0 && std::fabs(expected) < 2e-38);
+}
+
+// 10 log10(sum reference^2 / sum (reference - x)^2), in float64.
+double sqnrDb(const std::vector<float>& reference, const std::vector<float>& x)
+{
+    double signal = 0, noise = 0;
+    for (std::size_t i = 0; i < reference.size(); ++i) {
+        signal += double(reference[i]) * reference[i];
+        noise += (double(reference[i]) - x[i]) * (double(reference[i]) - x[i]);
+    }
+    return noise == 0 ? INFINITY : 10.0 * std::log10(signal / noise);
 }
 
 using MaskedSoftmax = void (*)(float* scores, int64_t rows, int64_t width, float scale, const float* mask);
@@ -291,6 +304,42 @@ private slots:
             fused_lanes::maskedSoftmax(row.data(), 1, 3, 1.0f, noMask.data());
             for (const float p : row)
                 QVERIFY(std::isnan(p));
+        }
+    }
+
+    // Float attention with the fused softmax and GELU keeps DESIGN's float32 accuracy: every layer's
+    // output of a dequant forward (no activation rounding to flip) >= 60 dB against the tests'
+    // independent forward (plain loops, float64 sums and softmax); fp8 mode's printed beside it.
+    void fusedKernelsKeepTheForwardFloat32Accurate()
+    {
+        const std::string floatDir = makeTempDir("float"), fp8Dir = makeTempDir("fp8") + "/model";
+        writeTinyFloatCheckpoint(floatDir, TinyModelSpec{});
+        writeTinyFp8Checkpoint(floatDir, fp8Dir, Fp8Scheme{});
+        const std::vector<int64_t> ids = {0, 5, 9, 13, 17, 21, 25, 29, 33, 2};
+        const std::unique_ptr<EncoderModel> model = EncoderModel::load(fp8Dir);
+        for (const std::string mode : {"dequant", "fp8"}) {
+            ForwardOptions options;
+            parseRunMode(mode, options.mode);
+            options.capture.all = true;
+            const ForwardResult result = model->forward({{ids}, {}, {}, {}}, options);
+            const auto reference = referenceForward(fp8Dir, ids, mode);
+            int layers = 0;
+            double lowest = INFINITY;
+            for (const auto& [name, tensor] : reference) {
+                const bool layerOutput = name.find(".encoder.layer.") != std::string::npos &&
+                                         name.size() > 7 && name.compare(name.size() - 7, 7, ".output") == 0 &&
+                                         std::count(name.begin(), name.end(), '.') == 4;
+                const FloatTensor* ours = layerOutput ? findCapture(result, name) : nullptr;
+                if (!ours)
+                    continue;
+                lowest = std::min(lowest, sqnrDb(tensor.values, ours->values));
+                ++layers;
+            }
+            qInfo("%s: lowest layer output %.1f dB against the independent forward over %d layers", mode.c_str(), lowest,
+                  layers);
+            QVERIFY(layers >= 2);
+            if (mode == "dequant")
+                QVERIFY2(lowest >= 60, qPrintable(QString("%1 dB").arg(lowest)));
         }
     }
 
