@@ -1,4 +1,5 @@
-// The fused kernels of issue 53: GELU and the attention's softmax against float64 (fused_lanes.h),
+// The fused kernels of issue 53: GELU, the attention's softmax and the residual LayerNorm against
+// float64 (fused_lanes.h),
 // and the output scan folded into the factored FP8 GEMM's epilogue: scans of row ranges
 // combine to the whole output's scan, the epilogue hands every row over once and final, and a
 // forward's module ranges are those of its outputs on every FP8 GEMM path (the fold on the
@@ -304,6 +305,60 @@ private slots:
             fused_lanes::maskedSoftmax(row.data(), 1, 3, 1.0f, noMask.data());
             for (const float p : row)
                 QVERIFY(std::isnan(p));
+        }
+    }
+
+    // The residual sum and LayerNorm in one pass against float64's LayerNorm of the same sum: rows
+    // of widths that leave tails (one value: the variance is 0 and the output beta), an offset far
+    // from zero (so a mean taken carelessly would cancel), random gamma and beta; every version.
+    void addLayerNormMatchesFloat64()
+    {
+        using AddLayerNorm = void (*)(const float*, const float*, const float*, const float*, float, int64_t, int64_t,
+                                      float*);
+        std::mt19937 random(61);
+        std::normal_distribution<float> normal(0.0f, 3.0f);
+        const float epsilon = 1e-5f;
+        for (const auto& [runs, addLayerNorm] :
+             {std::pair<bool, AddLayerNorm>{true, &fused_lanes::portableAddLayerNorm},
+              std::pair<bool, AddLayerNorm>{fused_lanes::avx2Available(), &fused_lanes::avx2AddLayerNorm},
+              std::pair<bool, AddLayerNorm>{scan_lanes::avx512Available(), &fused_lanes::avx512AddLayerNorm}}) {
+            if (!runs)
+                continue;
+            for (const int64_t width : {1, 7, 16, 33, 768}) {
+                const int64_t rows = 20;
+                std::vector<float> x(static_cast<std::size_t>(rows * width)), residual(x.size()), out(x.size());
+                std::vector<float> gamma(static_cast<std::size_t>(width)), beta(gamma.size());
+                for (float& v : x)
+                    v = normal(random) + 40.0f;
+                for (float& v : residual)
+                    v = normal(random);
+                for (std::size_t i = 0; i < gamma.size(); ++i) {
+                    gamma[i] = 1.0f + 0.3f * normal(random);
+                    beta[i] = 0.1f * normal(random);
+                }
+                addLayerNorm(x.data(), residual.data(), gamma.data(), beta.data(), epsilon, rows, width, out.data());
+                for (int64_t row = 0; row < rows; ++row) {
+                    std::vector<double> sum(static_cast<std::size_t>(width));
+                    double mean = 0, variance = 0;
+                    for (int64_t i = 0; i < width; ++i) {
+                        // the sum as float32 stores it: both forwards round it alike
+                        sum[std::size_t(i)] = double(x[std::size_t(row * width + i)] + residual[std::size_t(row * width + i)]);
+                        mean += sum[std::size_t(i)] / double(width);
+                    }
+                    for (const double v : sum)
+                        variance += (v - mean) * (v - mean) / double(width);
+                    for (int64_t i = 0; i < width; ++i) {
+                        const double normalized = (sum[std::size_t(i)] - mean) / std::sqrt(variance + epsilon);
+                        const double expected = normalized * gamma[std::size_t(i)] + beta[std::size_t(i)];
+                        const double bound =
+                            1e-5 * (std::fabs(gamma[std::size_t(i)]) * (std::fabs(normalized) + 1) + std::fabs(beta[std::size_t(i)]));
+                        const float got = out[std::size_t(row * width + i)];
+                        QVERIFY2(std::fabs(got - expected) <= bound,
+                                 qPrintable(QString("width %1, row %2, %3: %4, float64 %5").arg(width).arg(row).arg(i)
+                                                .arg(double(got), 0, 'g', 9).arg(expected, 0, 'g', 9)));
+                    }
+                }
+            }
         }
     }
 

@@ -242,6 +242,27 @@ at::Tensor geluOf(const at::Tensor& x)
     return out;
 }
 
+// LayerNorm(x + residual) over the last axis, as torch's layer_norm of the sum: one pass per row
+// (fused_lanes::addLayerNorm), rows spread over the compute threads; LibTorch's two where the sum is
+// a stored value of its own (fp16 mode rounds it to half before the LayerNorm).
+at::Tensor residualLayerNorm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
+                             const at::Tensor& bias, double epsilon, const ForwardContext& context)
+{
+    const int64_t width = x.size(-1);
+    if (context.options.mode == RunMode::Fp16 || !weight.defined() || !bias.defined())
+        return context.stored(at::layer_norm(context.stored(x + residual), {width}, weight, bias, epsilon));
+    const at::Tensor a = x.contiguous(), b = residual.contiguous(), gamma = weight.contiguous(), beta = bias.contiguous();
+    at::Tensor out = at::empty_like(a);
+    const float *aData = a.data_ptr<float>(), *bData = b.data_ptr<float>();
+    float* outData = out.data_ptr<float>();
+    parallelFor(a.numel() / width, 16, [&](int64_t begin, int64_t end) {
+        fused_lanes::addLayerNorm(aData + begin * width, bData + begin * width, gamma.data_ptr<float>(),
+                                  beta.data_ptr<float>(), static_cast<float>(epsilon), end - begin, width,
+                                  outData + begin * width);
+    });
+    return out;
+}
+
 // Records what calibration needs of a Linear's input (its capture is the caller's).
 void recordLinearInputAmax(const LinearInfo& info, const at::Tensor& x, ForwardContext& context)
 {
@@ -652,13 +673,12 @@ struct EncoderGraph::Impl {
         context.check(layout().attentionModule(index), attended);
         const at::Tensor attentionOut = runLinear(layer.attentionOutput, attended, context);
         const at::Tensor afterAttention =
-            context.stored(at::layer_norm(context.stored(attentionOut + h), {hidden}, layer.attentionNormWeight,
-                                          layer.attentionNormBias, c.layerNormEps));
+            residualLayerNorm(attentionOut, h, layer.attentionNormWeight, layer.attentionNormBias, c.layerNormEps, context);
         context.check(layout().attentionBlockModule(index), afterAttention);
         const at::Tensor intermediate = runLinear(layer.intermediate, afterAttention, context, /*thenGelu=*/true);
         const at::Tensor outputDense = runLinear(layer.output, intermediate, context);
-        at::Tensor out = context.stored(at::layer_norm(context.stored(outputDense + afterAttention), {hidden},
-                                                       layer.outputNormWeight, layer.outputNormBias, c.layerNormEps));
+        at::Tensor out = residualLayerNorm(outputDense, afterAttention, layer.outputNormWeight, layer.outputNormBias,
+                                           c.layerNormEps, context);
         context.output(layout().layerOutput(index), layout().layerModule(index), out);
         return out;
     }

@@ -1,6 +1,7 @@
 #include "engine/fused_lanes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -194,6 +195,64 @@ template <typename F, typename I>
         maskedSoftmaxRow<F, I>(scores + row * width, width, scale, mask);
 }
 
+// LayerNorm(x + residual) of one row into `out`, in three passes over the row while it is in
+// cache: the sum (written to out) and its total; the squared deviations' total; the normalized,
+// scaled and shifted values. Totals in each of a block's 16 lanes, then across them in lane order.
+template <typename F>
+[[gnu::always_inline]] inline void addLayerNormRow(const float* x, const float* residual, const float* gamma,
+                                                   const float* beta, float epsilon, int64_t rowWidth, float* out)
+{
+    constexpr int64_t width = sizeof(F) / sizeof(float), parts = kBlock / width;
+    F totals[parts], squares[parts];
+    for (int64_t p = 0; p < parts; ++p)
+        totals[p] = squares[p] = F{};
+    for (int64_t block = 0; block < rowWidth; block += kBlock)
+        for (int64_t p = 0, at = block; p < parts; ++p, at += width) {
+            const int64_t count = lanesInRow(at, width, rowWidth);
+            F a, b;
+            loadLanes(a, x + at, count, 0.0f);
+            loadLanes(b, residual + at, count, 0.0f);
+            const F sum = a + b;
+            totals[p] = totals[p] + sum;
+            storeLanes(out + at, sum, count);
+        }
+    float total = 0.0f;
+    for (int64_t p = 0; p < parts; ++p)
+        for (int64_t lane = 0; lane < width; ++lane)
+            total += totals[p][lane];
+    const float mean = total / static_cast<float>(rowWidth);
+    for (int64_t block = 0; block < rowWidth; block += kBlock)
+        for (int64_t p = 0, at = block; p < parts; ++p, at += width) {
+            const int64_t count = lanesInRow(at, width, rowWidth);
+            F sum;
+            loadLanes(sum, out + at, count, mean); // lanes past the row deviate by 0
+            const F deviation = sum - mean;
+            squares[p] = squares[p] + deviation * deviation;
+        }
+    float square = 0.0f;
+    for (int64_t p = 0; p < parts; ++p)
+        for (int64_t lane = 0; lane < width; ++lane)
+            square += squares[p][lane];
+    const float inverseDeviation = 1.0f / std::sqrt(square / static_cast<float>(rowWidth) + epsilon);
+    for (int64_t at = 0; at < rowWidth; at += width) {
+        const int64_t count = lanesInRow(at, width, rowWidth);
+        F sum, scale, shift;
+        loadLanes(sum, out + at, count, 0.0f);
+        loadLanes(scale, gamma + at, count, 0.0f);
+        loadLanes(shift, beta + at, count, 0.0f);
+        storeLanes(out + at, (sum - mean) * inverseDeviation * scale + shift, count);
+    }
+}
+
+template <typename F>
+[[gnu::always_inline]] inline void addLayerNormAll(const float* x, const float* residual, const float* gamma,
+                                                   const float* beta, float epsilon, int64_t rows, int64_t width,
+                                                   float* out)
+{
+    for (int64_t row = 0; row < rows; ++row)
+        addLayerNormRow<F>(x + row * width, residual + row * width, gamma, beta, epsilon, width, out + row * width);
+}
+
 // The widest version this CPU runs, decided once.
 enum class Width { Portable, Avx2, Avx512 };
 Width widest()
@@ -216,6 +275,12 @@ void portableMaskedSoftmax(float* scores, int64_t rows, int64_t width, float sca
     maskedSoftmaxAll<Float4, Int4>(scores, rows, width, scale, mask);
 }
 
+void portableAddLayerNorm(const float* x, const float* residual, const float* gamma, const float* beta, float epsilon,
+                          int64_t rows, int64_t width, float* out)
+{
+    addLayerNormAll<Float4>(x, residual, gamma, beta, epsilon, rows, width, out);
+}
+
 #if defined(SCALESCOPE_FUSED_WIDE)
 bool avx2Available()
 {
@@ -231,6 +296,20 @@ __attribute__((target("avx2,fma"))) void avx2MaskedSoftmax(float* scores, int64_
                                                       const float* mask)
 {
     maskedSoftmaxAll<Float8, Int8>(scores, rows, width, scale, mask);
+}
+
+__attribute__((target("avx2,fma"))) void avx2AddLayerNorm(const float* x, const float* residual, const float* gamma,
+                                                         const float* beta, float epsilon, int64_t rows, int64_t width,
+                                                         float* out)
+{
+    addLayerNormAll<Float8>(x, residual, gamma, beta, epsilon, rows, width, out);
+}
+
+__attribute__((target("avx512f"))) void avx512AddLayerNorm(const float* x, const float* residual, const float* gamma,
+                                                           const float* beta, float epsilon, int64_t rows, int64_t width,
+                                                           float* out)
+{
+    addLayerNormAll<Float16>(x, residual, gamma, beta, epsilon, rows, width, out);
 }
 
 __attribute__((target("avx512f"))) void avx512Gelu(float* values, int64_t count)
@@ -259,6 +338,16 @@ void avx2MaskedSoftmax(float* scores, int64_t rows, int64_t width, float scale, 
 void avx512Gelu(float* values, int64_t count)
 {
     portableGelu(values, count);
+}
+void avx2AddLayerNorm(const float* x, const float* residual, const float* gamma, const float* beta, float epsilon,
+                      int64_t rows, int64_t width, float* out)
+{
+    portableAddLayerNorm(x, residual, gamma, beta, epsilon, rows, width, out);
+}
+void avx512AddLayerNorm(const float* x, const float* residual, const float* gamma, const float* beta, float epsilon,
+                        int64_t rows, int64_t width, float* out)
+{
+    portableAddLayerNorm(x, residual, gamma, beta, epsilon, rows, width, out);
 }
 void avx512MaskedSoftmax(float* scores, int64_t rows, int64_t width, float scale, const float* mask)
 {
@@ -290,6 +379,20 @@ void maskedSoftmax(float* scores, int64_t rows, int64_t width, float scale, cons
         break;
     }
     portableMaskedSoftmax(scores, rows, width, scale, mask);
+}
+
+void addLayerNorm(const float* x, const float* residual, const float* gamma, const float* beta, float epsilon,
+                  int64_t rows, int64_t width, float* out)
+{
+    switch (widest()) {
+    case Width::Avx512:
+        return avx512AddLayerNorm(x, residual, gamma, beta, epsilon, rows, width, out);
+    case Width::Avx2:
+        return avx2AddLayerNorm(x, residual, gamma, beta, epsilon, rows, width, out);
+    case Width::Portable:
+        break;
+    }
+    portableAddLayerNorm(x, residual, gamma, beta, epsilon, rows, width, out);
 }
 
 } // namespace scalescope::fused_lanes

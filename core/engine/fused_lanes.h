@@ -1,14 +1,15 @@
 #pragma once
 // Element-wise kernels that run inside a pass which already holds the values in cache, instead of
 // a pass of their own over a fresh tensor: GELU on the intermediate Linear's output, applied by the
-// factored FP8 GEMM's epilogue right after it wrote and scanned each chunk of rows, and the
-// attention's masked, scaled softmax, one row at a time on the scores' GEMM output. One version per
-// instruction set, as output_scan_lanes.h: gelu() and maskedSoftmax() take AVX-512 where this build
-// has it and the CPU runs it (scan_lanes::avx512Available), else AVX2 (avx2Available), else the
-// portable version (SSE2); all stay callable so that tests check each. The AVX2 and AVX-512
-// versions fuse multiplies and adds into FMAs (a third fewer operations) and SSE2 has none, so
-// the versions may differ in the last bits, each within the bounds below; on one machine the same
-// version always runs, so a forward's values do not depend on where in it a kernel ran.
+// factored FP8 GEMM's epilogue right after it wrote and scanned each chunk of rows; the attention's
+// masked, scaled softmax, one row at a time on the scores' GEMM output; the residual sum with the
+// LayerNorm after it. One version per instruction set, as output_scan_lanes.h: each kernel takes
+// AVX-512 where this build has it and the CPU runs it (scan_lanes::avx512Available), else AVX2
+// (avx2Available), else the portable version (SSE2); all stay callable so that tests check each.
+// The AVX2 and AVX-512 versions fuse multiplies and adds into FMAs (a third fewer operations) and
+// SSE2 has none, so the versions may differ in the last bits, each within the bounds below; on one
+// machine the same version always runs, so a forward's values do not depend on where in it a
+// kernel ran.
 #include <cstdint>
 
 namespace scalescope::fused_lanes {
@@ -40,5 +41,19 @@ void maskedSoftmax(float* scores, int64_t rows, int64_t width, float scale, cons
 void portableMaskedSoftmax(float* scores, int64_t rows, int64_t width, float scale, const float* mask);
 void avx2MaskedSoftmax(float* scores, int64_t rows, int64_t width, float scale, const float* mask);
 void avx512MaskedSoftmax(float* scores, int64_t rows, int64_t width, float scale, const float* mask);
+
+// LayerNorm(x + residual) along each of `rows` rows of `width`, into `out` (which may be x): as
+// torch's layer_norm of the sum, (s - mean) / sqrt(biased variance + epsilon) * gamma + beta, the
+// mean and variance in float32 from two passes over the row, in one go per row while it is in
+// cache (instead of a pass for the sum into a new tensor, then LibTorch's). Within 1e-5 of float64's
+// value relative to |gamma| (|normalized| + 1) + |beta|.
+void addLayerNorm(const float* x, const float* residual, const float* gamma, const float* beta, float epsilon,
+                  int64_t rows, int64_t width, float* out);
+void portableAddLayerNorm(const float* x, const float* residual, const float* gamma, const float* beta, float epsilon,
+                          int64_t rows, int64_t width, float* out);
+void avx2AddLayerNorm(const float* x, const float* residual, const float* gamma, const float* beta, float epsilon,
+                      int64_t rows, int64_t width, float* out);
+void avx512AddLayerNorm(const float* x, const float* residual, const float* gamma, const float* beta, float epsilon,
+                        int64_t rows, int64_t width, float* out);
 
 } // namespace scalescope::fused_lanes
