@@ -29,7 +29,7 @@ def category(dso, symbol):
     if "sleef" in dso:
         return "Sleef (LibTorch's exp)"
     if dso.startswith("scalescope") or "scalescope" in symbol:
-        return "engine: fused GELU / softmax" if "fused_lanes" in symbol else "engine: other kernels"
+        return "engine: fused GELU / softmax / LayerNorm" if "fused_lanes" in symbol else "engine: other kernels"
     if "kernel" in dso:
         return "kernel (page faults, scheduling)"
     return "other (loader, libc, ...)"
