@@ -20,6 +20,7 @@
 #include "engine/fused_lanes.h"
 #include "engine/output_scan_lanes.h"
 #include "model/linear_plan.h"
+#include "numerics/metrics.h"
 #include "numerics/fp8.h"
 #include "support/fixtures.h"
 #include "support/reference_forward.h"
@@ -82,17 +83,6 @@ bool geluWithinBounds(float x, float got)
         return false;
     const double bound = x >= 0 ? 4e-7 : x >= -3 ? 2e-6 : 4e-5;
     return std::fabs(got - expected) <= bound * std::fabs(expected) || (got == 0 && std::fabs(expected) < 2e-38);
-}
-
-// 10 log10(sum reference^2 / sum (reference - x)^2), in float64.
-double sqnrDb(const std::vector<float>& reference, const std::vector<float>& x)
-{
-    double signal = 0, noise = 0;
-    for (std::size_t i = 0; i < reference.size(); ++i) {
-        signal += double(reference[i]) * reference[i];
-        noise += (double(reference[i]) - x[i]) * (double(reference[i]) - x[i]);
-    }
-    return noise == 0 ? INFINITY : 10.0 * std::log10(signal / noise);
 }
 
 using MaskedSoftmax = void (*)(float* scores, int64_t rows, int64_t width, float scale, const float* mask);
@@ -387,7 +377,7 @@ private slots:
                 const FloatTensor* ours = layerOutput ? findCapture(result, name) : nullptr;
                 if (!ours)
                     continue;
-                lowest = std::min(lowest, sqnrDb(tensor.values, ours->values));
+                lowest = std::min(lowest, computeErrorMetrics(ours->values, tensor.values).sqnrDb);
                 ++layers;
             }
             qInfo("%s: lowest layer output %.1f dB against the independent forward over %d layers", mode.c_str(), lowest,

@@ -130,6 +130,17 @@ template <typename F>
         std::memcpy(to, &lanes, static_cast<std::size_t>(count) * sizeof(float));
 }
 
+// The sum of a block's 16 lane totals (held as `parts` vectors), in lane order.
+template <typename F, int64_t parts>
+[[gnu::always_inline]] inline float laneTotal(const F (&totals)[parts])
+{
+    float total = 0.0f;
+    for (int64_t p = 0; p < parts; ++p)
+        for (int64_t lane = 0; lane < static_cast<int64_t>(sizeof(F) / sizeof(float)); ++lane)
+            total += totals[p][lane];
+    return total;
+}
+
 // How many of a vector's `width` lanes starting at `at` lie in a row of `rowWidth`: 0 to width.
 inline int64_t lanesInRow(int64_t at, int64_t width, int64_t rowWidth)
 {
@@ -174,11 +185,7 @@ template <typename F, typename I>
             sums[p] = sums[p] + power;
             storeLanes(row + at, power, count);
         }
-    float sum = 0.0f;
-    for (int64_t p = 0; p < parts; ++p)
-        for (int64_t lane = 0; lane < width; ++lane)
-            sum += sums[p][lane];
-    const float inverse = 1.0f / sum;
+    const float inverse = 1.0f / laneTotal(sums);
     for (int64_t at = 0; at < rowWidth; at += width) {
         const int64_t count = lanesInRow(at, width, rowWidth);
         F power;
@@ -216,11 +223,7 @@ template <typename F>
             totals[p] = totals[p] + sum;
             storeLanes(out + at, sum, count);
         }
-    float total = 0.0f;
-    for (int64_t p = 0; p < parts; ++p)
-        for (int64_t lane = 0; lane < width; ++lane)
-            total += totals[p][lane];
-    const float mean = total / static_cast<float>(rowWidth);
+    const float mean = laneTotal(totals) / static_cast<float>(rowWidth);
     for (int64_t block = 0; block < rowWidth; block += kBlock)
         for (int64_t p = 0, at = block; p < parts; ++p, at += width) {
             const int64_t count = lanesInRow(at, width, rowWidth);
@@ -229,11 +232,7 @@ template <typename F>
             const F deviation = sum - mean;
             squares[p] = squares[p] + deviation * deviation;
         }
-    float square = 0.0f;
-    for (int64_t p = 0; p < parts; ++p)
-        for (int64_t lane = 0; lane < width; ++lane)
-            square += squares[p][lane];
-    const float inverseDeviation = 1.0f / std::sqrt(square / static_cast<float>(rowWidth) + epsilon);
+    const float inverseDeviation = 1.0f / std::sqrt(laneTotal(squares) / static_cast<float>(rowWidth) + epsilon);
     for (int64_t at = 0; at < rowWidth; at += width) {
         const int64_t count = lanesInRow(at, width, rowWidth);
         F sum, scale, shift;
