@@ -889,18 +889,37 @@ int profileFirstLoad(const Checkpoints& checkpoints)
     return 0;
 }
 
+// This process's minor page faults so far (first touches of fresh memory).
+long minorPageFaults()
+{
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_minflt;
+}
+
 // --profile first-forward: the FP8 checkpoint loaded in a process that has run nothing, then its
-// first fp8 forward at 1 x seq and `repeats` warm ones after it, each printed in ms.
+// first fp8 forward at 1 x seq and `repeats` warm ones after it, each printed in ms, with the load
+// before them (what is done at load is not done by the first forward: the two go together) and
+// the page faults each took (fresh memory touched: what a first forward pays that a warm one does not).
 int profileFirstForward(const Options& options, const Checkpoints& checkpoints)
 {
+    const long faultsAtStart = minorPageFaults();
+    const auto loadStart = std::chrono::steady_clock::now();
     const std::unique_ptr<EncoderModel> model = EncoderModel::load(checkpoints.fp8Dir);
+    std::printf("load: %.3f ms, %ld page faults\n",
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - loadStart).count(),
+                minorPageFaults() - faultsAtStart);
     std::mt19937 random(7);
     const EncoderInputs inputs{{benchInputIds(options.sequenceLength, random)}, {}, {}, {}};
     const ForwardOptions fp8Mode;
+    const long faultsBeforeFirst = minorPageFaults();
     const Timing first = measure(1, [&] { model->forward(inputs, fp8Mode); }, /*warmUp=*/false);
+    const long faultsBeforeWarm = minorPageFaults();
     const Timing warm = measure(options.repeats, [&] { model->forward(inputs, fp8Mode); }, /*warmUp=*/false);
-    std::printf("first-forward: %.3f ms\nwarm-forward: %.3f ms median [%.3f-%.3f]\nfirst-over-warm: %.3f\n",
-                first.median(), warm.median(), warm.min(), warm.max(), first.median() / warm.median());
+    std::printf("first-forward: %.3f ms, %ld page faults\nwarm-forward: %.3f ms median [%.3f-%.3f], %ld page faults "
+                "in %d\nfirst-over-warm: %.3f\n",
+                first.median(), faultsBeforeWarm - faultsBeforeFirst, warm.median(), warm.min(), warm.max(),
+                minorPageFaults() - faultsBeforeWarm, options.repeats, first.median() / warm.median());
     return 0;
 }
 

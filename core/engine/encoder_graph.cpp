@@ -18,6 +18,7 @@
 #include "engine/compute_threads.h"
 #include "engine/encoder_weights.h"
 #include "engine/float_gemm.h"
+#include "engine/fused_lanes.h"
 #include "numerics/attention_fp8.h"
 #include "numerics/dl16.h"
 #include "numerics/half.h"
@@ -207,6 +208,61 @@ at::Tensor headsMatmul(const at::Tensor& a, const at::Tensor& b, bool transposeB
     return c;
 }
 
+// softmax(mask + scale * scores) along the keys, in place, on [batch, heads, queries, keys] scores
+// (contiguous) with the additive key mask [batch, 1, 1, keys]: rows spread over the compute
+// threads, each row in one pass of fused_lanes::maskedSoftmax.
+void maskedSoftmaxInPlace(at::Tensor& scores, const at::Tensor& keyMask, float scale)
+{
+    const int64_t rowsPerSequence = scores.size(1) * scores.size(2), keys = scores.size(3);
+    const at::Tensor masks = keyMask.contiguous();
+    const float* mask = masks.data_ptr<float>();
+    float* data = scores.data_ptr<float>();
+    parallelFor(scores.size(0) * rowsPerSequence, 16, [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end;) { // runs of rows of one sequence: one key mask each
+            const int64_t sequence = row / rowsPerSequence;
+            const int64_t stop = std::min(end, (sequence + 1) * rowsPerSequence);
+            fused_lanes::maskedSoftmax(data + row * keys, stop - row, keys, scale, mask + sequence * keys);
+            row = stop;
+        }
+    });
+}
+
+// GELU of a tensor as a new one: fused_lanes::gelu, the very function the factored FP8 GEMM's
+// epilogue applies (EpilogueScan), so a forward's values do not depend on where GELU ran (a
+// capture of the Linear's output keeps it out of the epilogue) nor on the path.
+at::Tensor geluOf(const at::Tensor& x)
+{
+    at::Tensor out = x.contiguous().clone();
+    float* values = out.data_ptr<float>();
+    constexpr int64_t kBlock = 4096; // floats per task: lanes of 16, a block in cache
+    const int64_t count = out.numel();
+    parallelFor((count + kBlock - 1) / kBlock, 4, [&](int64_t begin, int64_t end) {
+        fused_lanes::gelu(values + begin * kBlock, std::min(count, end * kBlock) - begin * kBlock);
+    });
+    return out;
+}
+
+// LayerNorm(x + residual) over the last axis, as torch's layer_norm of the sum: one pass per row
+// (fused_lanes::addLayerNorm), rows spread over the compute threads; LibTorch's two where the sum is
+// a stored value of its own (fp16 mode rounds it to half before the LayerNorm).
+at::Tensor residualLayerNorm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
+                             const at::Tensor& bias, double epsilon, const ForwardContext& context)
+{
+    const int64_t width = x.size(-1);
+    if (context.options.mode == RunMode::Fp16 || !weight.defined() || !bias.defined())
+        return context.stored(at::layer_norm(context.stored(x + residual), {width}, weight, bias, epsilon));
+    const at::Tensor a = x.contiguous(), b = residual.contiguous(), gamma = weight.contiguous(), beta = bias.contiguous();
+    at::Tensor out = at::empty_like(a);
+    const float *aData = a.data_ptr<float>(), *bData = b.data_ptr<float>();
+    float* outData = out.data_ptr<float>();
+    parallelFor(a.numel() / width, 16, [&](int64_t begin, int64_t end) {
+        fused_lanes::addLayerNorm(aData + begin * width, bData + begin * width, gamma.data_ptr<float>(),
+                                  beta.data_ptr<float>(), static_cast<float>(epsilon), end - begin, width,
+                                  outData + begin * width);
+    });
+    return out;
+}
+
 // Records what calibration needs of a Linear's input (its capture is the caller's).
 void recordLinearInputAmax(const LinearInfo& info, const at::Tensor& x, ForwardContext& context)
 {
@@ -272,19 +328,28 @@ std::vector<float> quantizedInputBf16(const LinearInfo& info, const at::Tensor& 
 // while they are still in cache, instead of another pass over the output: one scan per column
 // segment (q, k and v of a layer's fused GEMM are three). Only where the epilogue writes the
 // module's final values: fp16 mode rounds them to half afterwards and scans what it stored.
+// With `geluAfter`, each chunk is then replaced by its GELU in the same pass (the intermediate
+// Linear: its scan is of its own output, GELU's input), and y holds GELU's output.
 class EpilogueScan {
 public:
-    EpilogueScan(int64_t segments, int64_t segmentWidth) : segments_(segments), width_(segmentWidth) {}
+    EpilogueScan(int64_t segments, int64_t segmentWidth, bool geluAfter = false)
+        : segments_(segments), width_(segmentWidth), geluAfter_(geluAfter)
+    {
+    }
     static bool applies(const ForwardContext& context) { return context.options.mode != RunMode::Fp16; }
+    bool appliesGelu() const { return geluAfter_; }
 
     // What the epilogue calls with each chunk of y ([rows, segments * width]) it has finished.
-    Fp8FactoredGemm::RowsDone rowsDone(const float* y, int64_t rows, const std::vector<uint8_t>& real)
+    Fp8FactoredGemm::RowsDone rowsDone(float* y, int64_t rows, const std::vector<uint8_t>& real)
     {
         byRow_.assign(static_cast<std::size_t>(rows * segments_), OutputScan{});
         return [this, y, &real](int64_t begin, int64_t end) {
+            const int64_t rowWidth = segments_ * width_;
             for (int64_t s = 0; s < segments_; ++s) // chunks never overlap: each writes its own rows' slots
                 byRow_[static_cast<std::size_t>(begin * segments_ + s)] =
-                    scanOutputRows(y + s * width_, begin, end, width_, segments_ * width_, real);
+                    scanOutputRows(y + s * width_, begin, end, width_, rowWidth, real);
+            if (geluAfter_)
+                fused_lanes::gelu(y + begin * rowWidth, (end - begin) * rowWidth);
         };
     }
     OutputScan segment(int64_t s) const
@@ -297,6 +362,7 @@ public:
 
 private:
     int64_t segments_, width_;
+    bool geluAfter_;
     std::vector<OutputScan> byRow_;
 };
 
@@ -370,7 +436,10 @@ at::Tensor linearInput(const LinearInfo& info, const at::Tensor& x, ForwardConte
     return quantizesInput(info, context) ? quantizeActivations(x, info, context) : x;
 }
 
-at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardContext& context)
+// A Linear, and with `thenGelu` GELU on its output (torch's exact GELU), which is returned. On the
+// factored FP8 path GELU runs in the epilogue's pass (EpilogueScan), unless the Linear's output is
+// captured (a capture holds the values before GELU); elsewhere in a pass of its own (geluOf).
+at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardContext& context, bool thenGelu = false)
 {
     const LinearInfo& info = linear.info;
     context.capture(info.module + ".input", info.module, x);
@@ -381,7 +450,8 @@ at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardCo
         y = runDl16Linear(linear, x, context);
     } else if (const Fp8FactoredGemm* gemm = factoredGemmFor(linear.factoredGemm, info, context)) {
         if (EpilogueScan::applies(context))
-            scan.emplace(1, gemm->outFeatures());
+            scan.emplace(1, gemm->outFeatures(),
+                         thenGelu && !captureSelects(context.options.capture, info.module + ".output", info.module));
         y = runFactoredLinear(*gemm, info, x, context, scan ? &*scan : nullptr);
     } else if (runsReferenceWeights(info, context)) {
         const ReferenceLinear reference = loadReferenceLinear(*context.options.floatWeightsFrom,
@@ -398,6 +468,8 @@ at::Tensor runLinear(const LinearWeights& linear, const at::Tensor& x, ForwardCo
         context.outputScanned(info.module + ".output", info.module, y, scan->segment(0));
     else
         context.output(info.module + ".output", info.module, y);
+    if (thenGelu && !(scan && scan->appliesGelu()))
+        y = context.stored(geluOf(y));
     return y;
 }
 
@@ -460,6 +532,38 @@ void checkAccumulation(const Checkpoint& checkpoint, const ForwardOptions& optio
         if (quantizesActivations(info, options.mode, options.overrides))
             if (const std::string problem = dl16Problem(info); !problem.empty())
                 throw Error(problem);
+}
+
+// The longest input the load-time warm-up runs (warmUpFirstForward): roberta-base's and BERT's
+// longest sequence; a model that takes longer ones is warmed up to this length.
+constexpr int64_t kWarmUpTokens = 512;
+
+// What a process's first forward pays once, paid at load instead: above all the heap its
+// activations take (about 27,000 page faults of fresh memory at roberta-base size and seq 384:
+// most of what a first forward cost over a warm one, not oneDNN's primitive creation, 2 ms), and
+// oneDNN's primitives and LibTorch's kernels on their first use. One layer of one sequence of the
+// longest length the model takes (capped at kWarmUpTokens): every layer allocates alike, and the
+// heap it leaves stays with the process (keepForwardBuffers) for every later forward of that
+// length or shorter. Errors are dropped: a checkpoint whose forward fails (some plans fail only
+// there) still fails at its real forward, with the same message; a cancel is passed on.
+void warmUpFirstForward(const EncoderGraph& graph, const Checkpoint& checkpoint, const Progress& progress)
+{
+    const ModelConfig& config = checkpoint.config();
+    const int64_t tokens = std::min(checkpoint.layout().maxSequenceLength(), kWarmUpTokens);
+    const int64_t token = config.padTokenId == 0 ? 1 : 0; // any real (non-padding) token
+    if (tokens <= 0 || token >= config.vocabSize)
+        return;
+    EncoderInputs inputs;
+    inputs.inputIds.assign(1, std::vector<int64_t>(static_cast<std::size_t>(tokens), token));
+    ForwardOptions firstLayer;
+    firstLayer.stopLayer = 1;
+    try {
+        validateForwardInputs(inputs, config, checkpoint.layout());
+        graph.run(inputs, firstLayer, Progress{{}, progress.cancel});
+    } catch (const Cancelled&) {
+        throw;
+    } catch (const std::exception&) {
+    }
 }
 
 } // namespace
@@ -547,7 +651,7 @@ struct EncoderGraph::Impl {
             value = castForAttention(index, /*isKey=*/false, value, fp8Attention, context);
         }
         const at::Tensor q = splitHeads(qkv[0]), k = splitHeads(key), v = splitHeads(value);
-        at::Tensor scores;
+        at::Tensor scores, probabilities;
         if (fp8Attention) {
             // math_fp8 (fms_mo aiu_addons/fp8/fp8_attn.py at 308643fb) multiplies Q and the
             // dequantized K each by sqrt(1 / sqrt(head_dim)) in the activation dtype before their product.
@@ -557,24 +661,24 @@ struct EncoderGraph::Impl {
         } else if (context.options.mode == RunMode::Fp16) {
             scores = context.stored(headsMatmul(q, k, /*transposeB=*/true) * (1.0 / std::sqrt(double(headDim)))) + keyMask;
         } else {
-            // mask + scale * scores in one pass over the [batch, heads, seq, seq] scores, not two
-            // (5 ms of a 150 ms fp8 forward here). For a power-of-two scale (head_dim 64: 1/8) the
-            // product is exact (short of underflow), so the sum is the same float as (scores * scale) + mask.
-            scores = at::add(keyMask, headsMatmul(q, k, /*transposeB=*/true), 1.0 / std::sqrt(double(headDim)));
+            // mask + scale * scores and the softmax in one pass per row of the [batch, heads, seq, seq]
+            // scores, in place (fused_lanes.h), not a pass for each and a new tensor for each.
+            probabilities = headsMatmul(q, k, /*transposeB=*/true);
+            maskedSoftmaxInPlace(probabilities, keyMask, static_cast<float>(1.0 / std::sqrt(double(headDim))));
         }
-        const at::Tensor probabilities = context.stored(at::softmax(scores, -1));
+        if (!probabilities.defined())
+            probabilities = context.stored(at::softmax(scores, -1));
         const at::Tensor attended =
             context.stored(headsMatmul(probabilities, v, /*transposeB=*/false)).transpose(1, 2).reshape({batch, seq, hidden});
         context.check(layout().attentionModule(index), attended);
         const at::Tensor attentionOut = runLinear(layer.attentionOutput, attended, context);
         const at::Tensor afterAttention =
-            context.stored(at::layer_norm(context.stored(attentionOut + h), {hidden}, layer.attentionNormWeight,
-                                          layer.attentionNormBias, c.layerNormEps));
+            residualLayerNorm(attentionOut, h, layer.attentionNormWeight, layer.attentionNormBias, c.layerNormEps, context);
         context.check(layout().attentionBlockModule(index), afterAttention);
-        const at::Tensor intermediate = context.stored(at::gelu(runLinear(layer.intermediate, afterAttention, context)));
+        const at::Tensor intermediate = runLinear(layer.intermediate, afterAttention, context, /*thenGelu=*/true);
         const at::Tensor outputDense = runLinear(layer.output, intermediate, context);
-        at::Tensor out = context.stored(at::layer_norm(context.stored(outputDense + afterAttention), {hidden},
-                                                       layer.outputNormWeight, layer.outputNormBias, c.layerNormEps));
+        at::Tensor out = residualLayerNorm(outputDense, afterAttention, layer.outputNormWeight, layer.outputNormBias,
+                                           c.layerNormEps, context);
         context.output(layout().layerOutput(index), layout().layerModule(index), out);
         return out;
     }
@@ -641,7 +745,7 @@ struct EncoderGraph::Impl {
         case HeadStepKind::Linear:
             return runLinear(context.weights.headLinears.at(step.module), x, context);
         case HeadStepKind::Gelu:
-            return context.stored(at::gelu(x));
+            return context.stored(geluOf(x));
         case HeadStepKind::Tanh:
             return context.stored(at::tanh(x));
         case HeadStepKind::LayerNorm: {
@@ -702,6 +806,7 @@ std::unique_ptr<EncoderGraph> EncoderGraph::load(std::shared_ptr<const Checkpoin
     chooseFloatGemm(checkpoint->config().hiddenSize, checkpoint->config().intermediateSize);
     graph->impl_->weights = loadEncoderWeights(*checkpoint, progress);
     graph->impl_->checkpoint = std::move(checkpoint);
+    warmUpFirstForward(*graph, *graph->impl_->checkpoint, progress);
     return graph;
 }
 

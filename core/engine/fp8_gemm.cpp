@@ -104,17 +104,22 @@ struct Fp8FactoredGemm::Impl {
     }
 
     // The epilogue: y = s_a[t] * s_w[o] * sum + bias[o], rows spread over the compute threads;
-    // rowsDone (when set) sees each chunk right after it.
+    // rowsDone (when set) sees each group of rows right after it, while the group (about 64 KB) is
+    // in the core's cache: a thread's share of the rows is megabytes, more than its cache holds.
     void applyScalesAndBias(const float* rowScales, int64_t rows, float* y, const RowsDone& rowsDone) const
     {
         const float* scales = weightScales.data();
         const float* b = bias.empty() ? nullptr : bias.data();
         const int64_t width = out;
-        parallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(width, 1)), [&](int64_t begin, int64_t end) {
-            for (int64_t row = begin; row < end; ++row)
-                scaleRowAndAddBias(y + row * width, width, rowScales[row], scales, b);
-            if (rowsDone)
-                rowsDone(begin, end);
+        const int64_t group = std::max<int64_t>(1, 16384 / std::max<int64_t>(width, 1));
+        parallelFor(rows, group, [&](int64_t begin, int64_t end) {
+            for (int64_t first = begin; first < end; first += group) {
+                const int64_t last = std::min(end, first + group);
+                for (int64_t row = first; row < last; ++row)
+                    scaleRowAndAddBias(y + row * width, width, rowScales[row], scales, b);
+                if (rowsDone)
+                    rowsDone(first, last);
+            }
         });
     }
 
