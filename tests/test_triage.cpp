@@ -60,9 +60,11 @@
 #include "panels/triage_panel.h"
 #include "settings.h"
 #include "stale_banner.h"
+#include "support/decibel_figures.h"
 #include "support/fixtures.h"
 #include "tasks/keep_float.h"
 #include "tasks/question_answering.h"
+#include "tasks/sensitivity_words.h"
 
 using namespace scalescope;
 using namespace scalescope::ui;
@@ -293,8 +295,7 @@ private slots:
         const double sqnr = outcome->comparison->finalLogits.sqnrDb;
         const bool agree = outcome->comparison->qa->sameBestAnswer;
         QCOMPARE(triage->overallGrade(), expectedGrade(sqnr, agree));
-        QVERIFY2(triage->verdictLabel()->text().contains(QString::number(sqnr, 'g', 4)),
-                 qPrintable(triage->verdictLabel()->text()));
+        QVERIFY2(showsDecibels(triage->verdictLabel()->text(), sqnr), qPrintable(triage->verdictLabel()->text()));
         // Without a sweep the suspects are the Linears with the lowest output SQNR, worst first.
         const QStringList before = triage->suspects();
         QVERIFY(!before.isEmpty());
@@ -570,6 +571,11 @@ private slots:
         const QString details = window.inspector()->details()->text();
         QVERIFY2(details.contains("Rank") && details.contains("Static input scale") && details.contains("Input clipped"),
                  qPrintable(details));
+        // The sweep's measures to 0.1 dB, read back and held against the sweep's own numbers.
+        const QRegularExpression recoveredRow(QString::fromUtf8(kRecoveredMeasure) + QStringLiteral("</td><td>([^<]*)</td>"));
+        const QString recovered = recoveredRow.match(details).captured(1);
+        QVERIFY2(showsDecibels(recovered + QStringLiteral(" dB"), result.entries[std::size_t(category)].recoveredDb),
+                 qPrintable(details));
         QVERIFY(!window.inspector()->scalesChart()->chart().series.empty());
         // The inspector's Float toggle is the what-if: the question reruns with the Linear float.
         QSignalSpy answered(window.session(), &WorkbenchSession::answered);
@@ -820,12 +826,12 @@ private slots:
         QCOMPARE(b->comparison->finalLogits.sqnrDb, before);
         auto* beforeAfter = triage->findChild<QLabel*>(QStringLiteral("triageBeforeAfter"));
         QVERIFY(beforeAfter && beforeAfter->isVisible());
-        QVERIFY2(beforeAfter->text().contains(significantText(before)), qPrintable(beforeAfter->text()));
+        QVERIFY2(showsDecibels(beforeAfter->text(), before), qPrintable(beforeAfter->text()));
         QVERIFY(!fixAnswered.isEmpty());
         const double after = fixAnswered.takeLast().at(0).value<std::shared_ptr<const AskOutcome>>()->comparison->finalLogits.sqnrDb;
-        QVERIFY2(beforeAfter->text().contains(significantText(after)), qPrintable(beforeAfter->text()));
+        QVERIFY2(showsDecibels(beforeAfter->text(), after), qPrintable(beforeAfter->text()));
         qInfo("planted-defect demo to a fix opened and compared with the original: %d clicks; final SQNR before %s dB, after %s dB",
-              clicks, qPrintable(significantText(before)), qPrintable(significantText(after)));
+              clicks, qPrintable(decibelText(before)), qPrintable(decibelText(after)));
         QVERIFY2(clicks <= 6, qPrintable(QString::number(clicks)));
         shot("fix-compared-with-original");
         window.tabs()->setCurrentWidget(window.sensitivityPanel());

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 
 #include "common/error.h"
 #include "common/text_files.h"
 #include "io/atomic_write.h"
 #include "io/sha256.h"
+#include "report/decibel_text.h"
 
 namespace scalescope {
 namespace {
@@ -56,11 +56,8 @@ std::string stringAt(const json& object, const char* key)
 
 std::string dbText(const json& value)
 {
-    if (value.is_number()) {
-        char text[32];
-        std::snprintf(text, sizeof text, "%.1f", value.get<double>());
-        return text;
-    }
+    if (value.is_number())
+        return decibelString(value.get<double>());
     return value.is_string() ? value.get<std::string>() : std::string("not measured");
 }
 
