@@ -20,15 +20,18 @@
 #include <cstdio>
 
 #include "main_window.h"
+#include "panels/calibration_panel.h"
 #include "panels/device_check_panel.h"
 #include "panels/errors_panel.h"
 #include "panels/fill_mask_panel.h"
 #include "panels/sensitivity_panel.h"
 #include "result_tabs.h"
+#include "support/text_lines.h"
 #include "workbench_session.h"
 
 using namespace scalescope;
 using namespace scalescope::ui;
+using scalescope::testing::copyFirstLines;
 
 namespace {
 
@@ -112,7 +115,30 @@ void printToolbar(MainWindow& window)
                             button->isVisible() ? "visible" : "hidden");
 }
 
+
 } // namespace
+
+bool playCalibrationTour(MainWindow& window, const DemoCatalog& demo, const QString& out)
+{
+    const int floatDemo = demoIndex(demo, QStringLiteral("qa-float"));
+    if (floatDemo < 0 || !openAndWait(window, floatDemo))
+        return false;
+    const QString texts = out + "/calibration-texts";
+    QDir().mkpath(texts);
+    if (!copyFirstLines(window.demoFolder() + "/corpus/calibration.txt", texts + "/calibration.txt", 24) ||
+        !copyFirstLines(window.demoFolder() + "/corpus/evaluation.txt", texts + "/evaluation.txt", 12))
+        return false;
+    CalibrationPanel* panel = window.calibrationPanel();
+    window.tabs()->setCurrentWidget(panel);
+    panel->setFiles(texts + "/calibration.txt", texts + "/evaluation.txt");
+    QSignalSpy finished(window.session(), &WorkbenchSession::calibrationLabFinished);
+    panel->runButton()->click();
+    if (!(finished.count() > 0 || finished.wait(600000)))
+        return false;
+    waitIdle(window.session());
+    shootPages(window, out, QStringLiteral("03-calibration"), {QStringLiteral("Calibration")});
+    return true;
+}
 
 bool playLaptopTour(MainWindow& window, const DemoCatalog& demo, const QString& out)
 {
@@ -148,6 +174,8 @@ bool playLaptopTour(MainWindow& window, const DemoCatalog& demo, const QString& 
     if (floatDemo < 0 || !openAndWait(window, floatDemo))
         return false;
     shootPages(window, out, QStringLiteral("03-float"), {QStringLiteral("Triage"), QStringLiteral("Ask")});
+    if (!playCalibrationTour(window, demo, out))
+        return false;
     DeviceCheckPanel* check = window.deviceCheckPanel();
     window.tabs()->setCurrentWidget(check);
     check->setSquadFile(window.demoFolder() + "/corpus/questions.json");

@@ -12,3 +12,7 @@ class MainWindow;
 
 // Saves out/NN-step-page.png and a report in out/report. False when a step never finished.
 bool playLaptopTour(scalescope::ui::MainWindow& window, const scalescope::ui::DemoCatalog& demo, const QString& out);
+
+// The float demo's Calibration lab on the first lines of the demo split, its page shot and its
+// plots measured: out/03-calibration-calibration.png. Part of the laptop tour.
+bool playCalibrationTour(scalescope::ui::MainWindow& window, const scalescope::ui::DemoCatalog& demo, const QString& out);
