@@ -65,14 +65,15 @@ ThresholdSet checkThresholds(const DeviceCheckRequest& request, const CheckRunSo
     return thresholds;
 }
 
-// The run a device check tests (DeviceCheckRequest): the device in fp8 mode, or on the
-// in-process CPU the run in the Mode box's mode, with the what-if's float Linears either way.
-// The input a fix was verified on, as its provenance file records it.
-nlohmann::json recordedInputs(const ComparisonInput& input)
+// The input a fix was verified on, as its provenance file records it, with the task panel's whole
+// input (`task`, null after a question or a fill-mask) that a fix's rerun runs again.
+nlohmann::json recordedInputs(const ComparisonInput& input, const nlohmann::json& task)
 {
     if (!input.question.empty())
         return {{"question", input.question}, {"context", input.context}};
     nlohmann::json inputs;
+    if (task.is_object())
+        inputs["task"] = task;
     if (!input.text.empty())
         inputs["text"] = input.text;
     if (!input.pair.empty())
@@ -82,6 +83,8 @@ nlohmann::json recordedInputs(const ComparisonInput& input)
     return inputs.is_null() ? nlohmann::json() : inputs;
 }
 
+// The run a device check tests (DeviceCheckRequest): the device in fp8 mode, or on the
+// in-process CPU the run in the Mode box's mode, with the what-if's float Linears either way.
 CheckRun runUnderTest(InferenceBackend* backend, const RunStamp& stamp, const CheckRunSources& sources)
 {
     const bool inProcess = stamp.run.device == "cpu";
@@ -426,6 +429,7 @@ void WorkbenchSession::ask(const QString& question, const QString& context, cons
         outcome->referenceAnswers = qa.referenceAnswers;
         outcome->comparison = comparison;
         lastInput_ = input;
+        lastTaskInput_ = nullptr;
         std::shared_ptr<const AskOutcome> result = outcome;
         return [this, result] { emit answered(result); };
     });
@@ -503,6 +507,7 @@ void WorkbenchSession::fillMask(const QString& text, int topK)
             outcome->reference.push_back(mask.referencePredictions);
         }
         lastInput_ = input;
+        lastTaskInput_ = nullptr;
         std::shared_ptr<const FillMaskOutcome> result = outcome;
         return [this, result] { emit masksFilled(result); };
     });
@@ -731,7 +736,7 @@ void WorkbenchSession::keepFloat(const QStringList& modules, const QString& dst,
         options.toolVersion = QCoreApplication::applicationVersion().toStdString();
         options.measurement = measurement;
         if (options.measurement.known() && lastInput_)
-            options.measurement.inputs = recordedInputs(*lastInput_);
+            options.measurement.inputs = recordedInputs(*lastInput_, lastTaskInput_);
         const KeepFloatResult written = scalescope::keepFloat(checkpoint.toStdString(), dst.toStdString(), options, progress);
         // Judged on the copy as written, in inspect's words.
         const QString summary = tr("Wrote %1 with %2 Linear(s) float (%3 weights). As written: %4.")

@@ -61,6 +61,25 @@ std::string dbText(const json& value)
     return value.is_string() ? value.get<std::string>() : std::string("not measured");
 }
 
+// A task panel's whole input as the window records it (tasks/fix_task_input.h), in words; "" when
+// none is recorded.
+std::string taskInputsText(const json& task)
+{
+    const std::string kind = stringAt(task, "kind");
+    const auto count = [&](const char* key) {
+        return task.contains(key) && task[key].is_array() ? std::to_string(task[key].size()) : std::string("?");
+    };
+    if (kind == "rerank")
+        return "the query \"" + stringAt(task, "query") + "\" over " + count("passages") + " passages (the Rerank panel's input)";
+    if (kind == "embed")
+        return count("texts") + " texts (the Embed panel's input)";
+    if (kind == "classify")
+        return "the text \"" + stringAt(task, "text") + "\"" +
+               (stringAt(task, "pair").empty() ? std::string() : " with the pair \"" + stringAt(task, "pair") + "\"") +
+               " (the Classify panel's input)";
+    return {};
+}
+
 std::string sideText(const json& side)
 {
     if (!side.is_object())
@@ -160,6 +179,8 @@ std::string provenanceInputsText(const json& provenance)
                (inputs.value("max_samples", 0) > 0 ? " (first " + std::to_string(inputs.value("max_samples", 0)) + " questions)" : "");
     if (inputs.contains("question"))
         return "the question \"" + stringAt(inputs, "question") + "\" on its context";
+    if (const std::string task = taskInputsText(inputs.value("task", json())); !task.empty())
+        return task;
     if (inputs.contains("text"))
         return "the text \"" + stringAt(inputs, "text") + "\"" +
                (inputs.contains("pair") ? " with the pair \"" + stringAt(inputs, "pair") + "\"" : std::string());
