@@ -36,6 +36,7 @@
 
 #include "analysis/consumers.h"
 #include "analysis/verdict.h"
+#include "consumer_words.h"
 #include "demo_catalog.h"
 #include "charts/chart_view.h"
 #include "engine/compute_threads.h"
@@ -901,6 +902,20 @@ private slots:
         QVERIFY(kept.wait(60000));
         QVERIFY(idle(window));
         QCOMPARE(kept.takeFirst().at(0).toString(), written);
+        // Item 4: the save line's validity is the consumer rules' verdict on the folder written, the
+        // sweep's own (from the original with the set float) is marked as a prediction.
+        const auto writtenReports = assessConsumers(*Checkpoint::open(written.toStdString()));
+        QStringList notValid;
+        for (const ConsumerReport& report : writtenReports)
+            if (report.verdict != ConsumerVerdict::AsIntended)
+                notValid << consumerTitle(report.consumer);
+        const QString savedLine = window.sensitivityPanel()->findChild<QLabel*>(QStringLiteral("sensitivitySavedFix"))->text();
+        const QString expectedValidity = notValid.isEmpty() ? QStringLiteral("Judged on the checkpoint as written: valid for every consumer")
+                                                            : QStringLiteral("Judged on the checkpoint as written: not valid for ") + notValid.join(", ");
+        QVERIFY2(savedLine.contains(expectedValidity), qPrintable(savedLine));
+        const QLabel* predicted = window.sensitivityPanel()->validityLabel();
+        QVERIFY2(predicted->isHidden() || predicted->text().startsWith("Predicted from the original"), qPrintable(predicted->text()));
+        qInfo("saved line: %s", qPrintable(savedLine));
         const json provenance = readJson(written + "/scalescope_provenance.json");
         const json task = provenance["measurement"]["inputs"]["task"];
         QCOMPARE(task.value("kind", std::string()), std::string("rerank"));

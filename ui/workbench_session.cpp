@@ -738,11 +738,12 @@ void WorkbenchSession::keepFloat(const QStringList& modules, const QString& dst,
         if (options.measurement.known() && lastInput_)
             options.measurement.inputs = recordedInputs(*lastInput_, lastTaskInput_);
         const KeepFloatResult written = scalescope::keepFloat(checkpoint.toStdString(), dst.toStdString(), options, progress);
-        // Judged on the copy as written, in inspect's words.
-        const QString summary = tr("Wrote %1 with %2 Linear(s) float (%3 weights). As written: %4.")
+        // Judged on the copy as written (the consumer rules on its folder, as inspect judges it), not
+        // on the original with the set float as the sweep's suggestion was.
+        const QString summary = tr("Wrote %1 with %2 Linear(s) float (%3 weights). Judged on the checkpoint as written: %4.")
                                     .arg(dst)
                                     .arg(modules.size())
-                                    .arg(QString::fromStdString(written.weightSource), consumerVerdictsText(written.consumers, false));
+                                    .arg(QString::fromStdString(written.weightSource), validityForConsumersText(written.consumers, false));
         return [this, dst, summary] { emit keptFloat(dst, summary); };
     });
 }

@@ -172,6 +172,11 @@ void SensitivityPanel::showSavedFix(const QString& folder, const QString& summar
     savedFrom_ = session_->checkpointDirectory();
     savedFix_->setText(summary);
     savedFixRow_->show();
+    // The suggestion's validity was predicted from the original; the save line now holds the
+    // verdict on the folder written.
+    if (result_.suggestionValidity)
+        validity_->setText(tr("Predicted from the original with the set float, before the save: %1")
+                               .arg(QString::fromStdString(result_.suggestionValidity->sentence)));
 }
 
 QString SensitivityPanel::proposedFixFolder() const
