@@ -47,6 +47,8 @@ constexpr int kMaxLineMarkers = 80;
 const char* const kFullYLabel = "scalescopeFullYLabel";
 // The plot property holding the chart's title (the title element shows it wrapped to the width).
 const char* const kFullTitle = "scalescopeFullTitle";
+// The plot property holding the x axis title as the chart gives it (the axis shows it wrapped).
+const char* const kFullXLabel = "scalescopeFullXLabel";
 
 QColor seriesColor(const ChartData& chart, std::size_t index)
 {
@@ -433,6 +435,7 @@ void setUpAxes(QCustomPlot& plot, const ChartData& chart, const Geometry& geomet
     QCPAxis* y = plot.yAxis;
     x->setLabel(QString::fromStdString(chart.xLabel));
     y->setLabel(QString::fromStdString(chart.yLabel));
+    plot.setProperty(kFullXLabel, x->label());
     plot.setProperty(kFullYLabel, y->label());
     x->setScaleType(QCPAxis::stLinear);
     x->setTickLabelRotation(0.0);
@@ -827,25 +830,41 @@ void addTitleAndLegend(QCustomPlot& plot, const ChartData& chart)
     }
 }
 
-// A centred title wider than the plot is cut at both ends: broken at spaces into lines that each
-// fit `width` pixels instead (a single word longer than that stays whole on its line).
+// `text` broken at spaces into lines that each fit `width` pixels (a single word longer than that
+// stays whole on its line).
+QString wrappedToWidth(const QString& text, const QFontMetrics& metrics, int width)
+{
+    QStringList lines;
+    for (const QString& word : text.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+        if (!lines.isEmpty() && metrics.horizontalAdvance(lines.last() + QLatin1Char(' ') + word) <= width)
+            lines.last() += QLatin1Char(' ') + word;
+        else
+            lines << word;
+    }
+    return lines.join(QLatin1Char('\n'));
+}
+
+// A centred title wider than the plot is cut at both ends: broken into lines that each fit
+// `width` pixels instead.
 void fitTitle(QCustomPlot& plot, int width)
 {
     auto* title = plot.plotLayout()->rowCount() > 1 ? qobject_cast<QCPTextElement*>(plot.plotLayout()->element(0, 0)) : nullptr;
     if (!title || title->objectName() != QLatin1String("chartTitle"))
         return;
-    const QFontMetrics metrics(title->font());
-    const int available = std::max(width - 16, 80);
-    QStringList lines;
-    for (const QString& word : plot.property(kFullTitle).toString().split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
-        if (!lines.isEmpty() && metrics.horizontalAdvance(lines.last() + QLatin1Char(' ') + word) <= available)
-            lines.last() += QLatin1Char(' ') + word;
-        else
-            lines << word;
-    }
-    const QString text = lines.join(QLatin1Char('\n'));
+    const QString text = wrappedToWidth(plot.property(kFullTitle).toString(), QFontMetrics(title->font()), std::max(width - 16, 80));
     if (title->text() != text)
         title->setText(text);
+}
+
+// The x axis title is centred under the data area: one wider than that area runs past the plot's
+// edges and is cut at both ends (the calibration charts' long titles, a half-screen chart at
+// 1024 px). Broken into lines that fit the data area's `axisWidth` instead.
+void fitXLabel(QCustomPlot& plot, int axisWidth)
+{
+    const QString text = wrappedToWidth(plot.property(kFullXLabel).toString(), QFontMetrics(plot.xAxis->labelFont()),
+                                        std::max(axisWidth, 80));
+    if (plot.xAxis->label() != text)
+        plot.xAxis->setLabel(text);
 }
 
 // QCustomPlot aims at five y ticks whatever the height, so a chart squeezed to 60 px stacks its
@@ -882,6 +901,7 @@ protected:
             // gets its pending resize with no old size.
             const int height = static_cast<QResizeEvent*>(event)->size().height();
             fitTitle(*plot_, static_cast<QResizeEvent*>(event)->size().width());
+            fitXLabel(*plot_, plot_->axisRect()->width() + static_cast<QResizeEvent*>(event)->size().width() - plot_->viewport().width());
             fitYAxis(*plot_, plot_->axisRect()->height() + height - plot_->viewport().height(), height);
         }
         return QObject::eventFilter(watched, event);
@@ -1014,6 +1034,10 @@ void renderChart(QCustomPlot& plot, const ChartData& chart)
         new YTickCountFitter(&plot);
     // The axis rect's height follows from the layout (title, legend, margins): laid out here as
     // replot would, without drawing.
+    // Twice: a wrapped x axis title takes more height below the data area.
+    for (const auto phase : {QCPLayoutElement::upPreparation, QCPLayoutElement::upMargins, QCPLayoutElement::upLayout})
+        plot.plotLayout()->update(phase);
+    fitXLabel(plot, plot.axisRect()->width());
     for (const auto phase : {QCPLayoutElement::upPreparation, QCPLayoutElement::upMargins, QCPLayoutElement::upLayout})
         plot.plotLayout()->update(phase);
     fitYAxis(plot, plot.axisRect()->height(), plot.height());

@@ -3,7 +3,8 @@
 // table shows its scale columns without scrolling sideways, a checkpoint switch clears the
 // previous forward's times; at 1024x700 Cancel and Export stay on screen; the report's verdict box
 // reads dB to 0.1 and the run's mode and float Linears in words, and its CSVs hold no
-// spreadsheet-escaped numbers; an all-zero bar chart's axis starts at 0.
+// spreadsheet-escaped numbers; an all-zero bar chart's axis starts at 0; the Calibration tab's
+// charts show their titles and axis titles whole at 1366x768 and 1024x700.
 #include <QtTest>
 
 #include <QAction>
@@ -24,19 +25,23 @@
 #include <qcustomplot.h>
 
 #include "charts/chart_renderer.h"
+#include "charts/chart_view.h"
 #include "demo_catalog.h"
 #include "job_tracker.h"
 #include "main_window.h"
 #include "models/tensor_table_model.h"
+#include "panels/calibration_panel.h"
 #include "panels/errors_panel.h"
 #include "panels/fill_mask_panel.h"
 #include "panels/model_panel.h"
 #include "panels/sensitivity_panel.h"
 #include "result_tabs.h"
+#include "support/text_lines.h"
 #include "workbench_session.h"
 
 using namespace scalescope;
 using namespace scalescope::ui;
+using scalescope::testing::copyFirstLines;
 
 namespace {
 
@@ -97,6 +102,43 @@ QLabel* statusLabelStartingWith(MainWindow& window, const QString& start)
     return nullptr;
 }
 
+
+// What of a chart's title and axis titles does not show whole at the plot's size, "" when all
+// does: the data area with its margins inside the plot; each title the chart's own text (wrapped
+// lines, nothing elided); each line of the axis titles, centred on the data area as QCustomPlot
+// draws it (the y title turned a quarter), and of the chart title, within the plot.
+QString clippedChartText(const ChartView& view)
+{
+    const QCustomPlot* plot = view.plot();
+    const ChartData& chart = view.chart();
+    QStringList problems;
+    const QRect outer = plot->axisRect()->outerRect();
+    if (!plot->rect().contains(outer))
+        problems << QStringLiteral("the data area and its margins (%1,%2 %3x%4) leave the %5x%6 plot")
+                        .arg(outer.x()).arg(outer.y()).arg(outer.width()).arg(outer.height())
+                        .arg(plot->width()).arg(plot->height());
+    auto unwrapped = [](QString text) { return text.replace(QLatin1Char('\n'), QLatin1Char(' ')); };
+    auto checkCentred = [&](const QString& what, const QString& shown, const std::string& full, const QFont& font,
+                            int centre, int extent) {
+        if (unwrapped(shown) != QString::fromStdString(full))
+            problems << QStringLiteral("the %1 shows \"%2\", not \"%3\"").arg(what, shown, QString::fromStdString(full));
+        for (const QString& line : shown.split(QLatin1Char('\n'))) {
+            const int half = (QFontMetrics(font).horizontalAdvance(line) + 1) / 2;
+            if (centre - half < 0 || centre + half > extent)
+                problems << QStringLiteral("the %1's line \"%2\" spans %3..%4 px of %5").arg(what, line).arg(centre - half).arg(centre + half).arg(extent);
+        }
+    };
+    checkCentred(QStringLiteral("x axis title"), plot->xAxis->label(), chart.xLabel, plot->xAxis->labelFont(),
+                 plot->axisRect()->center().x(), plot->width());
+    checkCentred(QStringLiteral("y axis title"), plot->yAxis->label(), chart.yLabel, plot->yAxis->labelFont(),
+                 plot->axisRect()->center().y(), plot->height());
+    auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0));
+    if (!title)
+        problems << QStringLiteral("no chart title");
+    else
+        checkCentred(QStringLiteral("chart title"), title->text(), chart.title, title->font(), plot->width() / 2, plot->width());
+    return problems.join(QStringLiteral("; "));
+}
 } // namespace
 
 class TestLaptopLayout : public QObject {
@@ -289,6 +331,41 @@ private slots:
                 tieSeen = true;
         }
         QVERIFY2(tieSeen, "no sweep table with its tie column in the report");
+    }
+
+    // The Calibration tab after a lab run on the float demo (the first lines of its split): both
+    // charts show their title and axis titles whole (the x axis title was cut on both sides).
+    void calibrationChartsShowTheirTitlesWhole_data()
+    {
+        QTest::addColumn<QSize>("size");
+        QTest::newRow("1366x768") << QSize(1366, 768);
+        QTest::newRow("1024x700") << QSize(1024, 700);
+    }
+
+    void calibrationChartsShowTheirTitlesWhole()
+    {
+        QFETCH(QSize, size);
+        MainWindow window;
+        window.setDemoCatalog(demo_);
+        showAt(window, size);
+        QVERIFY(openDemo(window, demo_, QStringLiteral("qa-float")));
+        QTemporaryDir texts;
+        QVERIFY(copyFirstLines(demo_.folder + "/corpus/calibration.txt", texts.filePath("calibration.txt"), 24));
+        QVERIFY(copyFirstLines(demo_.folder + "/corpus/evaluation.txt", texts.filePath("evaluation.txt"), 12));
+        CalibrationPanel* panel = window.calibrationPanel();
+        window.tabs()->setCurrentWidget(panel);
+        panel->setFiles(texts.filePath("calibration.txt"), texts.filePath("evaluation.txt"));
+        QSignalSpy finished(window.session(), &WorkbenchSession::calibrationLabFinished);
+        QTest::mouseClick(panel->runButton(), Qt::LeftButton);
+        QVERIFY(finished.wait(300000));
+        QVERIFY(idle(window));
+        QTest::qWait(300);
+        for (const ChartView* view : {panel->convergenceChart(), panel->clipChart()}) {
+            QVERIFY(!view->chart().series.empty());
+            QVERIFY(view->plot()->isVisible());
+            const QString clipped = clippedChartText(*view);
+            QVERIFY2(clipped.isEmpty(), qPrintable(QString::fromStdString(view->chart().id) + ": " + clipped));
+        }
     }
 
     // Bars that are all zero (an EM and F1 of 0) stand on an axis from 0, not around -1..1.

@@ -48,6 +48,7 @@
 #include "panels/scales_panel.h"
 #include "panels/sensitivity_panel.h"
 #include "stale_banner.h"
+#include "support/decibel_figures.h"
 #include "support/fixtures.h"
 #include "analysis/verdict.h"
 #include "tasks/compare_runs.h"
@@ -268,6 +269,10 @@ private slots:
         const QString summary = panel->summaryLabel()->text();
         QVERIFY2(summary.contains("<b>Keep 1 Linear float</b>") && summary.contains("<li>" + kDefect + " (L0.ffn.in)</li>"),
                  qPrintable(summary));
+        // Its numbers to 0.1 dB, read back and held against the sweep's own measurements.
+        QVERIFY2(showsDecibels(summary, result->baseline.sqnrDb), qPrintable(summary));
+        QVERIFY(result->suggestedMetrics);
+        QVERIFY2(showsDecibels(summary, result->suggestedMetrics->sqnrDb), qPrintable(summary));
     }
 
     void cancelKeepsWhatFinished()

@@ -1,5 +1,6 @@
 // The task dataset readers (core/tasks/task_datasets.h) on files the test writes: what each good
 // file reads as, and for each bad input the one sentence that names the file (and the line).
+#include <QCryptographicHash>
 #include <QDir>
 #include <QFile>
 #include <QTemporaryDir>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "tasks/fix_task_input.h"
 #include "tasks/task_datasets.h"
 
 using namespace scalescope;
@@ -398,6 +400,63 @@ private slots:
         QCOMPARE(stripPythonWhitespace("\xE2\x80\x8B" "x"), std::string("\xE2\x80\x8B" "x"));
         QCOMPARE(stripPythonWhitespace("   "), std::string());
         QCOMPARE(stripPythonWhitespace("\xFF "), std::string("\xFF"));
+    }
+
+    // A fix's recorded input as its task panel reruns it (tasks/fix_task_input.h): the window's own
+    // record in its kind; the CLI's --text / --pair and texts file (read again while it is the file
+    // measured, SHA-256 computed here by Qt) as the open head's panel takes them.
+    void fixTaskInputReadsTheRecordedInput()
+    {
+        using nlohmann::json;
+        auto provenanceOf = [](const json& inputs) { return json{{"measurement", {{"inputs", inputs}}}}; };
+        const json recorded = rerankTaskJson("q", {"a", "b", "c"}, 1);
+        FixTaskInput input = provenanceTaskInput(provenanceOf({{"text", "q"}, {"pair", "b"}, {"task", recorded}}), FixTaskKind::Classify);
+        QCOMPARE(int(input.kind), int(FixTaskKind::Rerank)); // the record's own kind wins
+        QCOMPARE(input.query, std::string("q"));
+        QCOMPARE(input.passages, (Strings{"a", "b", "c"}));
+        QCOMPARE(input.comparedPassage, 1);
+        QVERIFY(input.problem.empty());
+        input = provenanceTaskInput(provenanceOf({{"task", embedTaskJson({"x", "y"}, "query")}}), FixTaskKind::None);
+        QCOMPARE(int(input.kind), int(FixTaskKind::Embed));
+        QCOMPARE(input.texts, (Strings{"x", "y"}));
+        QCOMPARE(input.prompt, std::string("query"));
+        // --text / --pair from the CLI.
+        input = provenanceTaskInput(provenanceOf({{"text", "q"}, {"pair", "p"}}), FixTaskKind::Rerank);
+        QCOMPARE(input.query, std::string("q"));
+        QCOMPARE(input.passages, (Strings{"p"}));
+        QCOMPARE(input.comparedPassage, -1);
+        input = provenanceTaskInput(provenanceOf({{"text", "t"}, {"pair", "p"}}), FixTaskKind::Classify);
+        QCOMPARE(input.text, std::string("t"));
+        QCOMPARE(input.pair, std::string("p"));
+        QVERIFY(!provenanceTaskInput(provenanceOf({{"text", "q"}}), FixTaskKind::Rerank).problem.empty()); // no passage
+        // A question, or no measurement at all: nothing for a task panel.
+        QCOMPARE(int(provenanceTaskInput(provenanceOf({{"question", "q"}, {"context", "c"}}), FixTaskKind::Rerank).kind),
+                 int(FixTaskKind::None));
+        QCOMPARE(int(provenanceTaskInput(json::object(), FixTaskKind::Embed).kind), int(FixTaskKind::None));
+
+        // A texts file: one query's passages as JSONL pairs.
+        const QByteArray pairs = "{\"text\": \"q\", \"pair\": \"p1\"}\n{\"text\": \"q\", \"pair\": \"p2\"}\n";
+        const std::string file = write("fix/pairs.jsonl", pairs);
+        const std::string sha = QCryptographicHash::hash(pairs, QCryptographicHash::Sha256).toHex().toStdString();
+        const json fileInputs = {{"texts", file}, {"sha256", sha}, {"rows", 2}};
+        input = provenanceTaskInput(provenanceOf(fileInputs), FixTaskKind::Rerank);
+        QVERIFY2(input.problem.empty(), input.problem.c_str());
+        QCOMPARE(input.query, std::string("q"));
+        QCOMPARE(input.passages, (Strings{"p1", "p2"}));
+        input = provenanceTaskInput(provenanceOf(fileInputs), FixTaskKind::Embed);
+        QCOMPARE(input.texts, (Strings{"q", "q"}));
+        // Changed since, two queries, or gone: one sentence naming the file, no input.
+        write("fix/changed.jsonl", pairs + "{\"text\": \"q\", \"pair\": \"p3\"}\n");
+        input = provenanceTaskInput(provenanceOf({{"texts", dir_.filePath("fix/changed.jsonl").toStdString()}, {"sha256", sha}}),
+                                    FixTaskKind::Rerank);
+        QVERIFY2(QString::fromStdString(input.problem).contains("changed since"), input.problem.c_str());
+        const std::string mixed = write("fix/mixed.jsonl", "{\"text\": \"q\", \"pair\": \"p1\"}\n{\"text\": \"r\", \"pair\": \"p2\"}\n");
+        input = provenanceTaskInput(provenanceOf({{"texts", mixed}}), FixTaskKind::Rerank);
+        QVERIFY2(QString::fromStdString(input.problem).contains(QString::fromStdString(mixed)), input.problem.c_str());
+        QVERIFY(input.passages.empty());
+        input = provenanceTaskInput(provenanceOf({{"texts", dir_.filePath("fix/none.jsonl").toStdString()}}), FixTaskKind::Embed);
+        QVERIFY2(QString::fromStdString(input.problem).contains("no longer there"), input.problem.c_str());
+        QVERIFY(input.texts.empty());
     }
 };
 

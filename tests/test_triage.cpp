@@ -36,9 +36,11 @@
 
 #include "analysis/consumers.h"
 #include "analysis/verdict.h"
+#include "consumer_words.h"
 #include "demo_catalog.h"
 #include "charts/chart_view.h"
 #include "engine/compute_threads.h"
+#include "engine/encoder_model.h"
 #include "linear_selection.h"
 #include "main_window.h"
 #include "session_results.h"
@@ -60,9 +62,12 @@
 #include "panels/triage_panel.h"
 #include "settings.h"
 #include "stale_banner.h"
+#include "support/decibel_figures.h"
 #include "support/fixtures.h"
 #include "tasks/keep_float.h"
 #include "tasks/question_answering.h"
+#include "tasks/rerank.h"
+#include "tasks/sensitivity_words.h"
 
 using namespace scalescope;
 using namespace scalescope::ui;
@@ -293,8 +298,7 @@ private slots:
         const double sqnr = outcome->comparison->finalLogits.sqnrDb;
         const bool agree = outcome->comparison->qa->sameBestAnswer;
         QCOMPARE(triage->overallGrade(), expectedGrade(sqnr, agree));
-        QVERIFY2(triage->verdictLabel()->text().contains(QString::number(sqnr, 'g', 4)),
-                 qPrintable(triage->verdictLabel()->text()));
+        QVERIFY2(showsDecibels(triage->verdictLabel()->text(), sqnr), qPrintable(triage->verdictLabel()->text()));
         // Without a sweep the suspects are the Linears with the lowest output SQNR, worst first.
         const QStringList before = triage->suspects();
         QVERIFY(!before.isEmpty());
@@ -570,6 +574,11 @@ private slots:
         const QString details = window.inspector()->details()->text();
         QVERIFY2(details.contains("Rank") && details.contains("Static input scale") && details.contains("Input clipped"),
                  qPrintable(details));
+        // The sweep's measures to 0.1 dB, read back and held against the sweep's own numbers.
+        const QRegularExpression recoveredRow(QString::fromUtf8(kRecoveredMeasure) + QStringLiteral("</td><td>([^<]*)</td>"));
+        const QString recovered = recoveredRow.match(details).captured(1);
+        QVERIFY2(showsDecibels(recovered + QStringLiteral(" dB"), result.entries[std::size_t(category)].recoveredDb),
+                 qPrintable(details));
         QVERIFY(!window.inspector()->scalesChart()->chart().series.empty());
         // The inspector's Float toggle is the what-if: the question reruns with the Linear float.
         QSignalSpy answered(window.session(), &WorkbenchSession::answered);
@@ -820,12 +829,12 @@ private slots:
         QCOMPARE(b->comparison->finalLogits.sqnrDb, before);
         auto* beforeAfter = triage->findChild<QLabel*>(QStringLiteral("triageBeforeAfter"));
         QVERIFY(beforeAfter && beforeAfter->isVisible());
-        QVERIFY2(beforeAfter->text().contains(significantText(before)), qPrintable(beforeAfter->text()));
+        QVERIFY2(showsDecibels(beforeAfter->text(), before), qPrintable(beforeAfter->text()));
         QVERIFY(!fixAnswered.isEmpty());
         const double after = fixAnswered.takeLast().at(0).value<std::shared_ptr<const AskOutcome>>()->comparison->finalLogits.sqnrDb;
-        QVERIFY2(beforeAfter->text().contains(significantText(after)), qPrintable(beforeAfter->text()));
+        QVERIFY2(showsDecibels(beforeAfter->text(), after), qPrintable(beforeAfter->text()));
         qInfo("planted-defect demo to a fix opened and compared with the original: %d clicks; final SQNR before %s dB, after %s dB",
-              clicks, qPrintable(significantText(before)), qPrintable(significantText(after)));
+              clicks, qPrintable(decibelText(before)), qPrintable(decibelText(after)));
         QVERIFY2(clicks <= 6, qPrintable(QString::number(clicks)));
         shot("fix-compared-with-original");
         window.tabs()->setCurrentWidget(window.sensitivityPanel());
@@ -834,6 +843,144 @@ private slots:
         if (qEnvironmentVariableIsSet("SCALESCOPE_SHOTS"))
             floatDemoAndRunCheck(window);
         QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, sharedSettings);
+    }
+
+    // Issue 51: a fix of a task checkpoint is opened on the task input it was verified on. On the
+    // planted-defect reranker demo: its ranking, a sweep, Save Fixed Checkpoint; the provenance
+    // holds the Rerank panel's query and passages. The user then types another query; Open Fixed
+    // Checkpoint puts the recorded query and passages back on Rerank and ranks them with the fix
+    // against the float reference (the same ranking as the core's own rerank of the written
+    // folder), and Compare with the Original runs the original on the pair the sweep measured:
+    // the very SQNR the provenance records as "before".
+    void rerankFixIsOpenedOnItsRecordedQueryAndPassages()
+    {
+        QTemporaryDir home;
+        const QString demoFolder = QFileInfo(QStringLiteral(SCALESCOPE_DEMO_DIR)).canonicalFilePath();
+        // The default mode and device, in settings of this test's own (earlier tests change the mode).
+        const QString sharedSettings = QStandardPaths::writableLocation(QStandardPaths::GenericConfigLocation);
+        QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, home.path());
+        QSettings().clear();
+        auto restoreSettings = qScopeGuard([&] { QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, sharedSettings); });
+        MainWindow window;
+        window.resize(1366, 768);
+        window.show();
+        window.setDemoCatalog(loadDemoCatalog(demoFolder));
+        QAction* defectDemo = nullptr;
+        for (QAction* action : window.demoMenu()->actions())
+            if (action->text().startsWith("Cross-encoder reranker") && action->text().contains("planted defect"))
+                defectDemo = action;
+        QVERIFY(defectDemo);
+        QSignalSpy reranked(window.session(), &WorkbenchSession::passagesReranked);
+        defectDemo->trigger();
+        QVERIFY(reranked.wait(120000));
+        QVERIFY(idle(window));
+        const auto original = reranked.takeFirst().at(0).value<std::shared_ptr<const RerankOutcome>>();
+        QVERIFY(original && original->passages.size() > 1);
+        const QString query = original->query;
+        const QStringList passages = original->passages;
+
+        QSignalSpy swept(window.session(), &WorkbenchSession::sensitivityFinished);
+        window.tabs()->setCurrentWidget(window.sensitivityPanel());
+        QTest::mouseClick(window.sensitivityPanel()->runButton(), Qt::LeftButton);
+        QVERIFY(swept.wait(240000));
+        QVERIFY(idle(window));
+        QVERIFY2(window.sensitivityPanel()->saveButton()->isEnabled(), qPrintable(window.sensitivityPanel()->summaryLabel()->text()));
+        const QString written = home.filePath("rerank-fixed");
+        QTimer answerDialog;
+        connect(&answerDialog, &QTimer::timeout, this, [&] {
+            auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
+            auto* name = dialog ? dialog->findChild<QLineEdit*>("fileNameEdit") : nullptr;
+            if (!name)
+                return;
+            answerDialog.stop();
+            name->setText(written);
+            static_cast<QDialog*>(dialog)->accept();
+        });
+        answerDialog.start(20);
+        QSignalSpy kept(window.session(), &WorkbenchSession::keptFloat);
+        QTest::mouseClick(window.sensitivityPanel()->saveButton(), Qt::LeftButton);
+        QVERIFY(kept.wait(60000));
+        QVERIFY(idle(window));
+        QCOMPARE(kept.takeFirst().at(0).toString(), written);
+        // Item 4: the save line's validity is the consumer rules' verdict on the folder written, the
+        // sweep's own (from the original with the set float) is marked as a prediction.
+        const auto writtenReports = assessConsumers(*Checkpoint::open(written.toStdString()));
+        QStringList notValid;
+        for (const ConsumerReport& report : writtenReports)
+            if (report.verdict != ConsumerVerdict::AsIntended)
+                notValid << consumerTitle(report.consumer);
+        const QString savedLine = window.sensitivityPanel()->findChild<QLabel*>(QStringLiteral("sensitivitySavedFix"))->text();
+        const QString expectedValidity = notValid.isEmpty() ? QStringLiteral("Judged on the checkpoint as written: valid for every consumer")
+                                                            : QStringLiteral("Judged on the checkpoint as written: not valid for ") + notValid.join(", ");
+        QVERIFY2(savedLine.contains(expectedValidity), qPrintable(savedLine));
+        const QLabel* predicted = window.sensitivityPanel()->validityLabel();
+        QVERIFY2(predicted->isHidden() || predicted->text().startsWith("Predicted from the original"), qPrintable(predicted->text()));
+        qInfo("saved line: %s", qPrintable(savedLine));
+        const json provenance = readJson(written + "/scalescope_provenance.json");
+        const json task = provenance["measurement"]["inputs"]["task"];
+        QCOMPARE(task.value("kind", std::string()), std::string("rerank"));
+        QCOMPARE(QString::fromStdString(task.value("query", std::string())), query);
+        QCOMPARE(task["passages"].size(), std::size_t(passages.size()));
+        for (int i = 0; i < passages.size(); ++i)
+            QCOMPARE(QString::fromStdString(task["passages"][std::size_t(i)].get<std::string>()), passages[i]);
+        const int measuredPair = task.value("compared_passage", -1);
+        QVERIFY(measuredPair >= 0 && measuredPair < passages.size());
+        QCOMPARE(QString::fromStdString(provenance["measurement"]["inputs"]["pair"].get<std::string>()), passages[measuredPair]);
+        const double before = provenance["measurement"]["before"]["sqnr_db"].get<double>();
+
+        // Another query typed meanwhile: the rerun must come from the provenance, not the panel.
+        window.rerankPanel()->setInputs(QStringLiteral("an unrelated query"), {QStringLiteral("one"), QStringLiteral("two")});
+        // On the Sensitivity tab, where the save was made and confirmed.
+        auto* openFixed = window.sensitivityPanel()->findChild<QPushButton*>(QStringLiteral("sensitivityOpenFixed"));
+        QVERIFY(openFixed && openFixed->isVisible());
+        QTest::mouseClick(openFixed, Qt::LeftButton);
+        QVERIFY(reranked.wait(120000));
+        QVERIFY(idle(window));
+        QCOMPARE(window.session()->checkpointDirectory(), written);
+        QCOMPARE(QFileInfo(window.session()->referenceDirectory()).canonicalFilePath(), demoFolder + "/rerank-float");
+        QCOMPARE(window.tabs()->currentWidget(), static_cast<QWidget*>(window.rerankPanel()));
+        QCOMPARE(window.rerankPanel()->query(), query);
+        QCOMPARE(window.rerankPanel()->passages(), passages);
+        const auto fixed = window.rerankPanel()->outcome();
+        QVERIFY(fixed && fixed->result);
+        QCOMPARE(QFileInfo(fixed->stamp.checkpoint).canonicalFilePath(), QFileInfo(written).canonicalFilePath());
+        // The core's own rerank of the written folder against the float reference, outside the window.
+        auto run = EncoderModel::load(written.toStdString());
+        auto reference = EncoderModel::load((demoFolder + "/rerank-float").toStdString());
+        RerankOptions options;
+        options.runs.run = fixed->result->run; // the window's run settings, which this test left at their defaults
+        options.query = query.toStdString();
+        for (const QString& passage : passages)
+            options.passages.push_back(passage.toStdString());
+        const RerankResult expected = rerankPassages(*run, reference.get(), options);
+        QCOMPARE(fixed->result->ranking.size(), expected.ranking.size());
+        for (std::size_t i = 0; i < expected.ranking.size(); ++i) {
+            QCOMPARE(fixed->result->ranking[i].index, expected.ranking[i].index);
+            QCOMPARE(fixed->result->ranking[i].score, expected.ranking[i].score);
+            QCOMPARE(fixed->result->ranking[i].referenceScore, expected.ranking[i].referenceScore);
+        }
+        // The defect put another passage first; the fix ranks the reference's first passage first.
+        QCOMPARE(fixed->result->ranking.front().index, fixed->result->referenceRanking.front().index);
+
+        QSignalSpy compared(window.session(), &WorkbenchSession::compareWithReady);
+        // Triage's line about the open fix, with its Compare with the Original.
+        window.tabs()->setCurrentWidget(window.triagePanel());
+        auto* compare = window.triagePanel()->findChild<QPushButton*>(QStringLiteral("triageProvenanceCompare"));
+        QVERIFY(compare && compare->isVisible());
+        QTest::mouseClick(compare, Qt::LeftButton);
+        QVERIFY(compared.wait(120000));
+        QVERIFY(idle(window));
+        QCOMPARE(window.rerankPanel()->query(), query);
+        QCOMPARE(window.rerankPanel()->passages(), passages);
+        const auto b = compared.takeFirst().at(0).value<std::shared_ptr<const CompareWithOutcome>>();
+        QVERIFY(b && b->comparison);
+        QCOMPARE(QFileInfo(b->directory).canonicalFilePath(), demoFolder + "/rerank-fp8-defect");
+        QCOMPARE(b->comparison->finalLogits.sqnrDb, before);
+        qInfo("reranker fix reopened on its recorded query over %lld passages: pair %d, final SQNR before %s dB, after %s dB; "
+              "the fix's first passage %zu, the reference's %zu",
+              static_cast<long long>(passages.size()), measuredPair, qPrintable(decibelText(before)),
+              qPrintable(decibelText(fixed->comparison->finalLogits.sqnrDb)), fixed->result->ranking.front().index,
+              fixed->result->referenceRanking.front().index);
     }
 
     // The sweep's suggestion is judged with the consumer rules on the original's own scheme: static

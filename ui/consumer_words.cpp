@@ -52,4 +52,15 @@ QString consumerVerdictsText(const std::vector<ConsumerReport>& reports, bool ht
     return parts.join(QStringLiteral("; "));
 }
 
+QString validityForConsumersText(const std::vector<ConsumerReport>& reports, bool html)
+{
+    QStringList notValid;
+    for (const ConsumerReport& report : reports)
+        if (report.verdict != ConsumerVerdict::AsIntended)
+            notValid << consumerTitle(report.consumer);
+    const QString verdicts = consumerVerdictsText(reports, html);
+    return notValid.isEmpty() ? QStringLiteral("valid for every consumer (%1)").arg(verdicts)
+                              : QStringLiteral("not valid for %1 (%2)").arg(notValid.join(QStringLiteral(", ")), verdicts);
+}
+
 } // namespace scalescope::ui

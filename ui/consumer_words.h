@@ -16,5 +16,9 @@ QString consumerTitle(Consumer consumer);
 QString consumerVerdictText(const ConsumerReport& report, bool html);
 // Every consumer, separated by "; ".
 QString consumerVerdictsText(const std::vector<ConsumerReport>& reports, bool html);
+// Whether a checkpoint is valid for every consumer, judged by their reports on the folder itself
+// (a fix as written, not the original with a set kept float): "valid for every consumer (AIU: as
+// intended ...)", else "not valid for AIU, vLLM (AIU: fails ...; ...)".
+QString validityForConsumersText(const std::vector<ConsumerReport>& reports, bool html);
 
 } // namespace scalescope::ui

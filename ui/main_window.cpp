@@ -51,6 +51,7 @@
 #include "session_status.h"
 #include "settings.h"
 #include "tasks/fix_provenance.h"
+#include "tasks/fix_task_input.h"
 
 namespace scalescope::ui {
 namespace {
@@ -546,8 +547,9 @@ void MainWindow::openFixed(const QString& folder, const QString& original)
     openCheckpoint(folder);
 }
 
-// The input the open fix was verified on (its provenance), answered on its reference; then the
-// original beside it. The session runs the jobs in this order.
+// The input the open fix was verified on (its provenance), run again on its reference (a question
+// on Ask, a task input in its panel); then the original beside it. The session runs the jobs in
+// this order, so the original runs on the input the fix's run compared.
 void MainWindow::runFixedInput()
 {
     const QString original = std::exchange(pendingOriginal_, QString());
@@ -557,16 +559,73 @@ void MainWindow::runFixedInput()
     } catch (const Error&) {
         // Triage shows the sentence; the input on the Ask tab is used instead.
     }
-    const nlohmann::json measurement = provenance ? provenance->value("measurement", nlohmann::json()) : nlohmann::json();
-    const nlohmann::json inputs = measurement.is_object() ? measurement.value("inputs", nlohmann::json()) : nlohmann::json();
-    if (inputs.is_object() && inputs.contains("question") && inputs["question"].is_string() && inputs.value("context", nlohmann::json()).is_string())
-        tabs_->ask()->setInputs(QString::fromStdString(inputs["question"].get<std::string>()),
-                                QString::fromStdString(inputs["context"].get<std::string>()));
-    if (!tabs_->ask()->question().isEmpty() && info_ && info_->runnable && !info_->checkpoint->layout().isMaskedLm())
-        tabs_->ask()->askAbout(tabs_->ask()->question(), tabs_->ask()->context());
-    tabs_->setCurrentWidget(tabs_->triage());
+    QWidget* taskPanel = provenance && info_ && info_->runnable ? rerunRecordedTask(*provenance) : nullptr;
+    if (!taskPanel && info_ && info_->runnable && info_->checkpoint->layout().isQuestionAnswering()) {
+        const nlohmann::json measurement = provenance ? provenance->value("measurement", nlohmann::json()) : nlohmann::json();
+        const nlohmann::json inputs = measurement.is_object() ? measurement.value("inputs", nlohmann::json()) : nlohmann::json();
+        if (inputs.is_object() && inputs.value("question", nlohmann::json()).is_string() &&
+            inputs.value("context", nlohmann::json()).is_string())
+            tabs_->ask()->setInputs(QString::fromStdString(inputs["question"].get<std::string>()),
+                                    QString::fromStdString(inputs["context"].get<std::string>()));
+        if (!tabs_->ask()->question().isEmpty())
+            tabs_->ask()->askAbout(tabs_->ask()->question(), tabs_->ask()->context());
+    }
+    // Beside the original, Triage holds the before/after; alone, a task's rerun shows in its panel.
+    tabs_->setCurrentWidget(original.isEmpty() && taskPanel ? taskPanel : tabs_->triage());
     if (!original.isEmpty())
         compareWith(original);
+}
+
+namespace {
+
+QStringList qStrings(const std::vector<std::string>& texts)
+{
+    QStringList out;
+    for (const std::string& text : texts)
+        out << QString::fromStdString(text);
+    return out;
+}
+
+// Which task panel runs a text the CLI recorded for this head: an embedder embeds it, a
+// cross-encoder (one score) ranks its pair, another classifier classifies it.
+FixTaskKind servedTask(const Checkpoint& checkpoint)
+{
+    switch (checkpoint.layout().head()) {
+    case HeadKind::Embedding: return FixTaskKind::Embed;
+    case HeadKind::SequenceClassification:
+        return checkpoint.config().problem == ClassificationProblem::Score ? FixTaskKind::Rerank : FixTaskKind::Classify;
+    default: return FixTaskKind::None;
+    }
+}
+
+} // namespace
+
+QWidget* MainWindow::rerunRecordedTask(const nlohmann::json& provenance)
+{
+    const FixTaskInput task = provenanceTaskInput(provenance, servedTask(*info_->checkpoint));
+    if (task.kind == FixTaskKind::None)
+        return nullptr;
+    if (!task.problem.empty()) {
+        statusBar()->showMessage(QString::fromStdString(task.problem), 15000);
+        return nullptr;
+    }
+    switch (task.kind) {
+    case FixTaskKind::Embed:
+        tabs_->embed()->setTexts(qStrings(task.texts));
+        tabs_->embed()->setPrompt(QString::fromStdString(task.prompt));
+        session_->embed(qStrings(task.texts), QString::fromStdString(task.prompt));
+        return tabs_->embed();
+    case FixTaskKind::Rerank:
+        tabs_->rerank()->setInputs(QString::fromStdString(task.query), qStrings(task.passages));
+        session_->rerank(QString::fromStdString(task.query), qStrings(task.passages), task.comparedPassage);
+        return tabs_->rerank();
+    case FixTaskKind::Classify:
+        tabs_->classify()->setInputs(QString::fromStdString(task.text), QString::fromStdString(task.pair));
+        session_->classify(QString::fromStdString(task.text), QString::fromStdString(task.pair));
+        return tabs_->classify();
+    case FixTaskKind::None: break;
+    }
+    return nullptr;
 }
 
 bool MainWindow::insideDemoFolder(const QString& dir) const

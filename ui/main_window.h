@@ -53,7 +53,8 @@ public:
     void setDemoCatalog(const DemoCatalog& catalog);
     void openDemo(int checkpoint, int passage = 0);
     // Open Fixed Checkpoint / Compare with the Original: opens `folder` (on the reference its
-    // provenance records) and answers the input it was verified on; with `original`, runs the
+    // provenance records) and runs the input it was verified on again (a question on Ask, a task
+    // input in its panel, which comes to the front); with `original`, runs the
     // original beside it (File > Compare With) on that input and reference. An empty folder keeps
     // the open checkpoint.
     void openFixed(const QString& folder, const QString& original);
@@ -110,6 +111,9 @@ protected:
 private:
     void createInspectorDock();
     void runFixedInput();
+    // The task input a fix's provenance records, run again in its panel (Embed, Rerank, Classify);
+    // the panel, or null when the fix records no task input.
+    QWidget* rerunRecordedTask(const nlohmann::json& provenance);
     bool insideDemoFolder(const QString& dir) const;
     void connectSession();
     void restoreSettings();

@@ -55,11 +55,11 @@ QString summaryValue(const nlohmann::json& value)
                              : QString::fromStdString(value.dump()).toHtmlEscaped();
 }
 
-// A decibel or F1-point figure as people read it: to 0.1 ("38.3"; "inf" for a perfect match); a value
-// that is not a number (an older summary) as it is.
+// A decibel or F1-point figure as people read it: to 0.1 ("38.3"; "inf" for a perfect match), the
+// window's rule (report/decibel_text.h); a value that is not a number (an older summary) as it is.
 QString oneDecimalValue(const nlohmann::json& value)
 {
-    return value.is_number() ? fixedText(value.get<double>(), 1) : summaryValue(value);
+    return value.is_number() ? decibelText(value.get<double>()) : summaryValue(value);
 }
 
 // The stamp table's rows in words: the mode as the window names it ("FP16 twin"), an empty list

@@ -66,14 +66,15 @@ ThresholdSet checkThresholds(const DeviceCheckRequest& request, const CheckRunSo
     return thresholds;
 }
 
-// The run a device check tests (DeviceCheckRequest): the device in fp8 mode, or on the
-// in-process CPU the run in the Mode box's mode, with the what-if's float Linears either way.
-// The input a fix was verified on, as its provenance file records it.
-nlohmann::json recordedInputs(const ComparisonInput& input)
+// The input a fix was verified on, as its provenance file records it, with the task panel's whole
+// input (`task`, null after a question or a fill-mask) that a fix's rerun runs again.
+nlohmann::json recordedInputs(const ComparisonInput& input, const nlohmann::json& task)
 {
     if (!input.question.empty())
         return {{"question", input.question}, {"context", input.context}};
     nlohmann::json inputs;
+    if (task.is_object())
+        inputs["task"] = task;
     if (!input.text.empty())
         inputs["text"] = input.text;
     if (!input.pair.empty())
@@ -83,6 +84,8 @@ nlohmann::json recordedInputs(const ComparisonInput& input)
     return inputs.is_null() ? nlohmann::json() : inputs;
 }
 
+// The run a device check tests (DeviceCheckRequest): the device in fp8 mode, or on the
+// in-process CPU the run in the Mode box's mode, with the what-if's float Linears either way.
 CheckRun runUnderTest(InferenceBackend* backend, const RunStamp& stamp, const CheckRunSources& sources)
 {
     const bool inProcess = stamp.run.device == "cpu";
@@ -427,6 +430,7 @@ void WorkbenchSession::ask(const QString& question, const QString& context, cons
         outcome->referenceAnswers = qa.referenceAnswers;
         outcome->comparison = comparison;
         lastInput_ = input;
+        lastTaskInput_ = nullptr;
         std::shared_ptr<const AskOutcome> result = outcome;
         return [this, result] { emit answered(result); };
     });
@@ -504,6 +508,7 @@ void WorkbenchSession::fillMask(const QString& text, int topK)
             outcome->reference.push_back(mask.referencePredictions);
         }
         lastInput_ = input;
+        lastTaskInput_ = nullptr;
         std::shared_ptr<const FillMaskOutcome> result = outcome;
         return [this, result] { emit masksFilled(result); };
     });
@@ -732,13 +737,14 @@ void WorkbenchSession::keepFloat(const QStringList& modules, const QString& dst,
         options.toolVersion = toolVersion();
         options.measurement = measurement;
         if (options.measurement.known() && lastInput_)
-            options.measurement.inputs = recordedInputs(*lastInput_);
+            options.measurement.inputs = recordedInputs(*lastInput_, lastTaskInput_);
         const KeepFloatResult written = scalescope::keepFloat(checkpoint.toStdString(), dst.toStdString(), options, progress);
-        // Judged on the copy as written, in inspect's words.
-        QString summary = tr("Wrote %1 with %2 Linear(s) float (%3 weights). As written: %4.")
+        // Judged on the copy as written (the consumer rules on its folder, as inspect judges it), not
+        // on the original with the set float as the sweep's suggestion was.
+        QString summary = tr("Wrote %1 with %2 Linear(s) float (%3 weights). Judged on the checkpoint as written: %4.")
                               .arg(dst)
                               .arg(modules.size())
-                              .arg(QString::fromStdString(written.weightSource), consumerVerdictsText(written.consumers, false));
+                              .arg(QString::fromStdString(written.weightSource), validityForConsumersText(written.consumers, false));
         if (!written.loadingNote.empty())
             summary += QLatin1Char(' ') + QString::fromStdString(written.loadingNote);
         return [this, dst, summary] { emit keptFloat(dst, summary); };

@@ -51,7 +51,9 @@ public:
     // and optional pair. Each also compares one of its inputs at every capture point (the one
     // furthest from its reference), which Errors, Scales, Triage and the sweep then use.
     void embed(const QStringList& texts, const QString& prompt);
-    void rerank(const QString& query, const QStringList& passages);
+    // comparedPassage: the cross-encoder pair to compare (a fix's rerun compares the pair its
+    // sweep measured); -1: the passage whose rank moved most.
+    void rerank(const QString& query, const QStringList& passages, int comparedPassage = -1);
     void classify(const QString& text, const QString& pair);
     // A sequence task's dataset (an STS file, a BEIR folder, a classification file) evaluated on
     // both sides as `evaluate --sts | --retrieval | --classification` does (tasks/task_evaluation.h);
@@ -180,6 +182,10 @@ private:
     // The open checkpoint in this process for a device check's twins when run_ is a runner.
     std::shared_ptr<InferenceBackend> inProcessTwin_;
     std::optional<ComparisonInput> lastInput_;
+    // The task panel's whole input behind lastInput_ (tasks/fix_task_input.h: a rerank's query and
+    // passages), for a fix's provenance; null after a question or a fill-mask. Every run that sets
+    // lastInput_ sets it too, so it is read only beside lastInput_.
+    nlohmann::json lastTaskInput_;
     QString compareDir_;                       // GUI thread: B's folder, "" when none
     std::shared_ptr<InferenceBackend> compareB_; // worker thread: B's engine
 };

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "tasks/fix_task_input.h"
 #include "tasks/task_datasets.h"
 #include "tasks/task_evaluation.h"
 
@@ -107,15 +108,16 @@ void WorkbenchSession::embed(const QStringList& texts, const QString& prompt)
             compareRuns(*run_, reference_.get(), input, progressShare(progress, 0.7, 1.0)));
         outcome->comparedInput = tr("text %1, the lowest cosine").arg(worst + 1);
         lastInput_ = input;
+        lastTaskInput_ = embedTaskJson(options.texts, options.prompt);
         std::shared_ptr<const EmbedOutcome> delivered = outcome;
         return [this, delivered] { emit textsEmbedded(delivered); };
     });
 }
 
-void WorkbenchSession::rerank(const QString& query, const QStringList& passages)
+void WorkbenchSession::rerank(const QString& query, const QStringList& passages, int comparedPassage)
 {
     const RunStamp stamp = currentStamp();
-    submit(JobKind::Run, tr("Rerank"), [this, query, passages, stamp](const Progress& progress) -> std::function<void()> {
+    submit(JobKind::Run, tr("Rerank"), [this, query, passages, comparedPassage, stamp](const Progress& progress) -> std::function<void()> {
         if (!run_)
             throw Error("No runnable checkpoint is open.");
         RerankOptions options;
@@ -126,13 +128,18 @@ void WorkbenchSession::rerank(const QString& query, const QStringList& passages)
             rerankPassages(*run_, reference_.get(), options, progressShare(progress, 0.0, 0.7)));
         ComparisonInput input;
         input.runs = options.runs;
+        int compared = -1;
         auto outcome = std::make_shared<RerankOutcome>();
         if (result->scorer == RerankScorer::CrossEncoder) {
-            // The pair whose rank moved most, in the family's pair layout as the reranker ran it.
-            const std::size_t moved = mostMovedPassage(*result);
+            // The pair whose rank moved most (or the one asked for), in the family's pair layout as
+            // the reranker ran it.
+            const bool asked = comparedPassage >= 0 && comparedPassage < passages.size();
+            const std::size_t moved = asked ? std::size_t(comparedPassage) : mostMovedPassage(*result);
             input.text = options.query;
             input.pair = options.passages.at(moved);
-            outcome->comparedInput = tr("the query with passage %1, the one that moved most").arg(moved + 1);
+            compared = int(moved);
+            outcome->comparedInput = asked ? tr("the query with passage %1, the pair the fix was measured on").arg(moved + 1)
+                                           : tr("the query with passage %1, the one that moved most").arg(moved + 1);
         } else {
             input.text = namedPrompt(run_->checkpoint().config().embedding, "query") + options.query;
             outcome->comparedInput = tr("the query, as the embedder embeds it");
@@ -144,6 +151,7 @@ void WorkbenchSession::rerank(const QString& query, const QStringList& passages)
         outcome->comparison = std::make_shared<const ComparisonResult>(
             compareRuns(*run_, reference_.get(), input, progressShare(progress, 0.7, 1.0)));
         lastInput_ = input;
+        lastTaskInput_ = rerankTaskJson(options.query, options.passages, compared);
         std::shared_ptr<const RerankOutcome> delivered = outcome;
         return [this, delivered] { emit passagesReranked(delivered); };
     });
@@ -175,6 +183,7 @@ void WorkbenchSession::classify(const QString& text, const QString& pair)
             compareRuns(*run_, reference_.get(), input, progressShare(progress, 0.5, 1.0)));
         outcome->comparedInput = pair.isEmpty() ? tr("the text") : tr("the text and its pair");
         lastInput_ = input;
+        lastTaskInput_ = classifyTaskJson(input.text, input.pair);
         std::shared_ptr<const ClassifyOutcome> delivered = outcome;
         return [this, delivered] { emit textClassified(delivered); };
     });

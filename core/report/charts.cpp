@@ -8,6 +8,7 @@
 #include "analysis/verdict.h"
 #include "numerics/attention_fp8.h"
 #include "numerics/half.h"
+#include "report/decibel_text.h"
 #include "tasks/sensitivity_words.h"
 
 namespace scalescope {
@@ -674,13 +675,6 @@ std::string sweepReferenceName(const SensitivityResult& result)
     return label;
 }
 
-std::string twoDecimals(double value)
-{
-    char text[32];
-    std::snprintf(text, sizeof text, "%.2f", value);
-    return text;
-}
-
 } // namespace
 
 std::string sensitivityChartTitle(const SensitivityResult& result)
@@ -743,7 +737,7 @@ ChartData sensitivityChart(const SensitivityResult& result)
         const SensitivityEntry& top = result.entries.front();
         const std::string what = top.tieRank ? "ties with rank 1 above this line" : "nothing else within the spread";
         chart.horizontalMarkers.push_back(
-            {top.recoveredDb - result.spread.db, what + " (spread +-" + twoDecimals(result.spread.db) + " dB)"});
+            {top.recoveredDb - result.spread.db, what + " (spread +-" + spreadDecibelString(result.spread.db) + " dB)"});
     }
     return chart;
 }

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 
 #include "common/error.h"
 #include "common/text_files.h"
 #include "io/atomic_write.h"
 #include "io/sha256.h"
+#include "report/decibel_text.h"
 
 namespace scalescope {
 namespace {
@@ -56,12 +56,28 @@ std::string stringAt(const json& object, const char* key)
 
 std::string dbText(const json& value)
 {
-    if (value.is_number()) {
-        char text[32];
-        std::snprintf(text, sizeof text, "%.1f", value.get<double>());
-        return text;
-    }
+    if (value.is_number())
+        return decibelString(value.get<double>());
     return value.is_string() ? value.get<std::string>() : std::string("not measured");
+}
+
+// A task panel's whole input as the window records it (tasks/fix_task_input.h), in words; "" when
+// none is recorded.
+std::string taskInputsText(const json& task)
+{
+    const std::string kind = stringAt(task, "kind");
+    const auto count = [&](const char* key) {
+        return task.contains(key) && task[key].is_array() ? std::to_string(task[key].size()) : std::string("?");
+    };
+    if (kind == "rerank")
+        return "the query \"" + stringAt(task, "query") + "\" over " + count("passages") + " passages (the Rerank panel's input)";
+    if (kind == "embed")
+        return count("texts") + " texts (the Embed panel's input)";
+    if (kind == "classify")
+        return "the text \"" + stringAt(task, "text") + "\"" +
+               (stringAt(task, "pair").empty() ? std::string() : " with the pair \"" + stringAt(task, "pair") + "\"") +
+               " (the Classify panel's input)";
+    return {};
 }
 
 std::string sideText(const json& side)
@@ -163,6 +179,8 @@ std::string provenanceInputsText(const json& provenance)
                (inputs.value("max_samples", 0) > 0 ? " (first " + std::to_string(inputs.value("max_samples", 0)) + " questions)" : "");
     if (inputs.contains("question"))
         return "the question \"" + stringAt(inputs, "question") + "\" on its context";
+    if (const std::string task = taskInputsText(inputs.value("task", json())); !task.empty())
+        return task;
     if (inputs.contains("text"))
         return "the text \"" + stringAt(inputs, "text") + "\"" +
                (inputs.contains("pair") ? " with the pair \"" + stringAt(inputs, "pair") + "\"" : std::string());

@@ -1,8 +1,11 @@
 #include "laptop_tour.h"
 
 #include <QAction>
+#include <QApplication>
 #include <QDir>
+#include <QFileDialog>
 #include <QFileInfo>
+#include <QLineEdit>
 #include <QProcess>
 #include <QPushButton>
 #include <QScrollArea>
@@ -19,16 +22,22 @@
 
 #include <cstdio>
 
+#include "linear_selection.h"
 #include "main_window.h"
+#include "panels/calibration_panel.h"
 #include "panels/device_check_panel.h"
 #include "panels/errors_panel.h"
 #include "panels/fill_mask_panel.h"
+#include "panels/rerank_panel.h"
 #include "panels/sensitivity_panel.h"
+#include "panels/triage_panel.h"
 #include "result_tabs.h"
+#include "support/text_lines.h"
 #include "workbench_session.h"
 
 using namespace scalescope;
 using namespace scalescope::ui;
+using scalescope::testing::copyFirstLines;
 
 namespace {
 
@@ -112,7 +121,98 @@ void printToolbar(MainWindow& window)
                             button->isVisible() ? "visible" : "hidden");
 }
 
+
+// Clicks `button` and waits for `signal` of the session, then for the session to go idle.
+template <typename Signal>
+bool clickAndWait(MainWindow& window, QPushButton* button, Signal signal)
+{
+    if (!button)
+        return false;
+    QSignalSpy spy(window.session(), signal);
+    button->click();
+    const bool done = spy.count() > 0 || spy.wait(600000);
+    waitIdle(window.session());
+    return done;
+}
+
+// Saves the sweep's suggestion with Save Fixed Checkpoint, its dialog answered with `folder`.
+bool saveFixTo(MainWindow& window, const QString& folder)
+{
+    QTimer answer;
+    QObject::connect(&answer, &QTimer::timeout, [&] {
+        auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
+        auto* name = dialog ? dialog->findChild<QLineEdit*>(QStringLiteral("fileNameEdit")) : nullptr;
+        if (!name)
+            return;
+        answer.stop();
+        name->setText(folder);
+        static_cast<QDialog*>(dialog)->accept();
+    });
+    answer.start(20);
+    return clickAndWait(window, window.sensitivityPanel()->saveButton(), &WorkbenchSession::keptFloat);
+}
+
 } // namespace
+
+bool playRerankFixTour(MainWindow& window, const DemoCatalog& demo, const QString& out)
+{
+    const int defect = demoIndex(demo, QStringLiteral("rerank-fp8-defect"));
+    if (defect < 0)
+        return false;
+    QSignalSpy reranked(window.session(), &WorkbenchSession::passagesReranked);
+    window.openDemo(defect);
+    if (!(reranked.count() > 0 || reranked.wait(120000)))
+        return false;
+    waitIdle(window.session());
+    const QStringList pages = {QStringLiteral("Triage"), QStringLiteral("Rerank"), QStringLiteral("Sensitivity")};
+    shootPages(window, out, QStringLiteral("08-rerank-defect"), {QStringLiteral("Rerank")});
+    window.tabs()->setCurrentWidget(window.sensitivityPanel());
+    if (!clickAndWait(window, window.sensitivityPanel()->runButton(), &WorkbenchSession::sensitivityFinished))
+        return false;
+    // The sweep's first Linear in the inspector: its measures in dB.
+    const SensitivityResult& sweep = window.sensitivityPanel()->result();
+    if (!sweep.entries.empty())
+        window.selection()->select(QString::fromStdString(sweep.entries.front().module));
+    shootPages(window, out, QStringLiteral("09-rerank-swept"), pages);
+    const QString folder = out + "/rerank-fixed";
+    QDir(folder).removeRecursively();
+    if (!saveFixTo(window, folder))
+        return false;
+    shootPages(window, out, QStringLiteral("10-rerank-saved"), {QStringLiteral("Sensitivity"), QStringLiteral("Triage")});
+    if (!clickAndWait(window, window.sensitivityPanel()->findChild<QPushButton*>(QStringLiteral("sensitivityOpenFixed")),
+                      &WorkbenchSession::passagesReranked))
+        return false;
+    shootPages(window, out, QStringLiteral("11-rerank-fix-opened"), pages);
+    window.tabs()->setCurrentWidget(window.triagePanel());
+    settle(200);
+    if (!clickAndWait(window, window.triagePanel()->findChild<QPushButton*>(QStringLiteral("triageProvenanceCompare")),
+                      &WorkbenchSession::compareWithReady))
+        return false;
+    shootPages(window, out, QStringLiteral("12-rerank-compared"), pages);
+    return true;
+}
+
+bool playCalibrationTour(MainWindow& window, const DemoCatalog& demo, const QString& out)
+{
+    const int floatDemo = demoIndex(demo, QStringLiteral("qa-float"));
+    if (floatDemo < 0 || !openAndWait(window, floatDemo))
+        return false;
+    const QString texts = out + "/calibration-texts";
+    QDir().mkpath(texts);
+    if (!copyFirstLines(window.demoFolder() + "/corpus/calibration.txt", texts + "/calibration.txt", 24) ||
+        !copyFirstLines(window.demoFolder() + "/corpus/evaluation.txt", texts + "/evaluation.txt", 12))
+        return false;
+    CalibrationPanel* panel = window.calibrationPanel();
+    window.tabs()->setCurrentWidget(panel);
+    panel->setFiles(texts + "/calibration.txt", texts + "/evaluation.txt");
+    QSignalSpy finished(window.session(), &WorkbenchSession::calibrationLabFinished);
+    panel->runButton()->click();
+    if (!(finished.count() > 0 || finished.wait(600000)))
+        return false;
+    waitIdle(window.session());
+    shootPages(window, out, QStringLiteral("03-calibration"), {QStringLiteral("Calibration")});
+    return true;
+}
 
 bool playLaptopTour(MainWindow& window, const DemoCatalog& demo, const QString& out)
 {
@@ -148,6 +248,8 @@ bool playLaptopTour(MainWindow& window, const DemoCatalog& demo, const QString& 
     if (floatDemo < 0 || !openAndWait(window, floatDemo))
         return false;
     shootPages(window, out, QStringLiteral("03-float"), {QStringLiteral("Triage"), QStringLiteral("Ask")});
+    if (!playCalibrationTour(window, demo, out))
+        return false;
     DeviceCheckPanel* check = window.deviceCheckPanel();
     window.tabs()->setCurrentWidget(check);
     check->setSquadFile(window.demoFolder() + "/corpus/questions.json");
@@ -180,5 +282,5 @@ bool playLaptopTour(MainWindow& window, const DemoCatalog& demo, const QString& 
                 qPrintable(window.statusBar()->currentMessage()));
     shoot(window, out + "/07-exported.png");
     printToolbar(window);
-    return true;
+    return playRerankFixTour(window, demo, out);
 }

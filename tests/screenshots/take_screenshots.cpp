@@ -6,11 +6,12 @@
 // reference and device, export a report) and prints, for every step, what each panel's results
 // are stamped with, so a reader can check that nothing of an earlier state is left on screen.
 //
-// Usage: scalescope-screenshots [OUTDIR] [WIDTHxHEIGHT] [bert|tasks|laptop]
+// Usage: scalescope-screenshots [OUTDIR] [WIDTHxHEIGHT] [bert|tasks|laptop|calibration|rerank-fix]
 // With "bert" the tour runs on generated tiny BERT checkpoints (BertForQuestionAnswering,
 // BertForMaskedLM) instead of the demo. With "tasks" it plays only the sequence-task tour
 // (task_tour.cpp), which the full tour plays at its end too. With "laptop" it plays only the laptop
-// tour (laptop_tour.cpp: defect demo, sweep, float demo, device check, BERT, fill-mask, export).
+// tour (laptop_tour.cpp: defect demo, sweep, float demo, calibration lab, device check, BERT, fill-mask,
+// export, the reranker's fix); with "calibration" or "rerank-fix" only that step of it.
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
@@ -206,6 +207,10 @@ int main(int argc, char** argv)
         return playTaskTour(window, out) ? 0 : 1;
     if (argc > 3 && QString::fromLocal8Bit(argv[3]) == QLatin1String("laptop"))
         return playLaptopTour(window, demo, out) ? 0 : 1;
+    if (argc > 3 && QString::fromLocal8Bit(argv[3]) == QLatin1String("calibration"))
+        return playCalibrationTour(window, demo, out) ? 0 : 1;
+    if (argc > 3 && QString::fromLocal8Bit(argv[3]) == QLatin1String("rerank-fix"))
+        return playRerankFixTour(window, demo, out) ? 0 : 1;
     WorkbenchSession* session = window.session();
     QSignalSpy opened(&window, &MainWindow::checkpointReady);
     QSignalSpy reference(session, &WorkbenchSession::referenceChanged);

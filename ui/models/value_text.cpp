@@ -2,6 +2,8 @@
 
 #include <QStringList>
 
+#include "report/decibel_text.h"
+
 namespace scalescope::ui {
 
 QString fixedText(double value, int decimals)
@@ -14,6 +16,16 @@ QString significantText(double value)
     if (!std::isfinite(value))
         return std::isnan(value) ? QStringLiteral("NaN") : value > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
     return QString::number(value, 'g', 4);
+}
+
+QString decibelText(double db)
+{
+    return QString::fromStdString(scalescope::decibelString(db));
+}
+
+QString spreadDecibelText(double db)
+{
+    return QString::fromStdString(scalescope::spreadDecibelString(db));
 }
 
 QString scientificText(double value)

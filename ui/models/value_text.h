@@ -28,6 +28,10 @@ QString fixedText(double value, int decimals);     // "12.35"; non-finite as exa
 QString scientificText(double value);              // "1.235e-04"
 // Four significant digits, what a person compares on a card ("46.69", "0.006154"); "NaN", "inf".
 QString significantText(double value);
+// A measured SQNR or a difference of two, to 0.1 dB ("38.3", "inf"), by report/decibel_text.h's rule.
+QString decibelText(double db);
+// A run-to-run spread, to 0.01 dB (report/decibel_text.h).
+QString spreadDecibelText(double db);
 QString percentText(double share);                 // share 0.1234 -> "12.34"
 QString probabilityText(float probability);        // four decimals, tiny ones scientific
 QString shapeText(const std::vector<int64_t>& shape); // "[768, 768]"

@@ -640,8 +640,8 @@ void DeviceCheckPanel::fillTable(const TwinCheck& twin)
         cells[FailureRateColumn] = p.checked ? tr("%1 % (%2/%3)").arg(100.0 * p.failureRate, 0, 'g', 3).arg(p.failures).arg(p.inputs)
                                              : tr("not checked");
         cells[DeparturesColumn] = QString::number(p.departuresStartHere);
-        cells[MedianSqnrColumn] = significantText(p.median[std::size_t(CheckMetric::SqnrDb)]);
-        cells[WorstSqnrColumn] = significantText(p.worst[std::size_t(CheckMetric::SqnrDb)]);
+        cells[MedianSqnrColumn] = decibelText(p.median[std::size_t(CheckMetric::SqnrDb)]);
+        cells[WorstSqnrColumn] = decibelText(p.worst[std::size_t(CheckMetric::SqnrDb)]);
         cells[BestTwinColumn] = std::size_t(row) < r.bestTwinPerPoint.size()
                                     ? QString::fromStdString(r.bestTwinPerPoint[std::size_t(row)])
                                     : QString();

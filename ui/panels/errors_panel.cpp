@@ -15,6 +15,7 @@
 #include "charts/chart_view.h"
 #include "common/error.h"
 #include "models/layer_metrics_model.h"
+#include "models/value_text.h"
 #include "report/charts.h"
 #include "report/result_json.h"
 #include "report_section.h"
@@ -354,7 +355,6 @@ void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparis
     drawCompareBanner(); // B's run was of the previous input: pending until B reruns
     for (ChartView* chart : charts())
         chart->setStamp(stamp.describe());
-    auto db = [](double v) { return std::isinf(v) ? QStringLiteral("inf") : QString::number(v, 'f', 2); };
     QString agreement;
     if (c.qa)
         agreement = c.qa->sameBestAnswer ? tr("same best answer") : tr("different best answers (F1 %1)").arg(c.qa->answerF1, 0, 'f', 2);
@@ -364,7 +364,7 @@ void ErrorsPanel::setComparison(std::shared_ptr<const ComparisonResult> comparis
         agreement = c.outputsAgree ? tr("the final outputs decide the same") : tr("the final outputs decide differently");
     summary_->setText(tr("%1 vs %2: final logits SQNR %3 dB, cosine %4; %5. Forward %6 ms (run) / %7 ms (reference).")
                           .arg(QString::fromStdString(c.runLabel).toUpper(), QString::fromStdString(c.referenceLabel).toHtmlEscaped(),
-                               db(c.finalLogits.sqnrDb))
+                               decibelText(c.finalLogits.sqnrDb))
                           .arg(c.finalLogits.cosine, 0, 'f', 5)
                           .arg(agreement)
                           .arg(c.runMs, 0, 'f', 1)
@@ -451,11 +451,10 @@ void ErrorsPanel::drawCompareBanner()
         try {
             rankPointDifferences(sides);
             QStringList top;
-            auto db = [](double v) { return std::isinf(v) ? QStringLiteral("inf") : QString::number(v, 'f', 1); };
-            for (std::size_t r = 0; r < std::min<std::size_t>(3, sides.ranked.size()); ++r) {
+                    for (std::size_t r = 0; r < std::min<std::size_t>(3, sides.ranked.size()); ++r) {
                 const PointDifference& p = sides.points[sides.ranked[r]];
                 top << tr("%1 (A %2 dB, B %3 dB)")
-                           .arg(QString::fromStdString(p.name).toHtmlEscaped(), db(p.a.sqnrDb), db(p.b.sqnrDb));
+                           .arg(QString::fromStdString(p.name).toHtmlEscaped(), decibelText(p.a.sqnrDb), decibelText(p.b.sqnrDb));
             }
             text += tr("<br>Where A and B differ most (SQNR): %1.").arg(top.join(QStringLiteral("; ")));
         } catch (const Error& e) {

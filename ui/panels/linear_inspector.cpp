@@ -41,7 +41,7 @@ QString section(const QString& title, const QString& rows, const QString& note =
 QString graded(double sqnrDb)
 {
     return QStringLiteral("<span style='color:%1'>%2 dB (%3)</span>")
-        .arg(QString::fromLatin1(gradeColor(gradeSqnr(sqnrDb))), significantText(sqnrDb),
+        .arg(QString::fromLatin1(gradeColor(gradeSqnr(sqnrDb))), decibelText(sqnrDb),
              QString::fromLatin1(gradeName(gradeSqnr(sqnrDb))));
 }
 
@@ -290,13 +290,13 @@ QString LinearInspector::sweepSection() const
     if (entry->module != module)
         rows += row(tr("Swept as"), QString::fromStdString(entry->label).toHtmlEscaped());
     rows += row(tr("Rank"), entry->rank > 0 ? tr("%1 of %2").arg(entry->rank).arg(sweep_->entries.size()) : tr("not ranked (sweep incomplete)"));
-    rows += row(QString::fromUtf8(kRecoveredMeasure), significantText(entry->recoveredDb));
-    rows += row(QString::fromUtf8(kLostAloneMeasure), significantText(entry->lostAloneDb));
+    rows += row(QString::fromUtf8(kRecoveredMeasure), decibelText(entry->recoveredDb));
+    rows += row(QString::fromUtf8(kLostAloneMeasure), decibelText(entry->lostAloneDb));
     if (entry->tieRank > 0)
         rows += row(tr("Tie"), tr("%1: tied with rank %2 within the run-to-run spread of +-%3 dB")
                                    .arg(QString::fromStdString(sensitivityTieMark(*entry)))
                                    .arg(entry->tieRank)
-                                   .arg(significantText(sweep_->spread.db)));
+                                   .arg(spreadDecibelText(sweep_->spread.db)));
     if (entry->cause)
         rows += row(tr("Cause"), QString::fromStdString(entry->cause->label).toHtmlEscaped());
     return section(tr("Sensitivity"), rows, staleNote(sweepStamp_));

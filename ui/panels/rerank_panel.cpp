@@ -89,7 +89,8 @@ RerankPanel::RerankPanel(WorkbenchSession* session, QWidget* parent) : QWidget(p
     connect(rerank_, &QPushButton::clicked, this, &RerankPanel::requestRerank);
     connect(query_, &QLineEdit::returnPressed, this, &RerankPanel::requestRerank);
     addRunShortcut(this, [this] { requestRerank(); });
-    connect(this, &RerankPanel::rerankRequested, session, &WorkbenchSession::rerank);
+    connect(this, &RerankPanel::rerankRequested, session,
+            [session](const QString& query, const QStringList& passages) { session->rerank(query, passages); });
     connect(banner_, &StaleBanner::rerunRequested, this, &RerankPanel::rerun);
 }
 

@@ -39,7 +39,7 @@ const SensitivityEntry* entryOf(const SensitivityResult& result, const std::stri
     return nullptr;
 }
 
-// "All FP8: final SQNR 14.94 dB against reference qa-float, the answer agrees. Target: ..." with
+// "All FP8: final SQNR 14.9 dB against reference qa-float, the answer agrees. Target: ..." with
 // only the parts that are known (a sweep cancelled before its baseline knows none).
 QString baselineText(const SensitivityResult& r)
 {
@@ -47,7 +47,7 @@ QString baselineText(const SensitivityResult& r)
     if (!r.referenceLabel.empty())
         parts << QObject::tr("%1: final SQNR %2 dB against %3, %4.")
                      .arg(r.run.mode == RunMode::Fp16 ? QObject::tr("The FP16 twin") : QObject::tr("All FP8"),
-                          significantText(r.baseline.sqnrDb), QString::fromStdString(r.referenceLabel),
+                          decibelText(r.baseline.sqnrDb), QString::fromStdString(r.referenceLabel),
                           r.baseline.agrees ? QObject::tr("the answer agrees") : QObject::tr("the answer differs"));
     if (!r.target.empty())
         parts << QObject::tr("Target: %1.").arg(QString::fromStdString(r.target));
@@ -172,6 +172,11 @@ void SensitivityPanel::showSavedFix(const QString& folder, const QString& summar
     savedFrom_ = session_->checkpointDirectory();
     savedFix_->setText(summary);
     savedFixRow_->show();
+    // The suggestion's validity was predicted from the original; the save line now holds the
+    // verdict on the folder written.
+    if (result_.suggestionValidity)
+        validity_->setText(tr("Predicted from the original with the set float, before the save: %1")
+                               .arg(QString::fromStdString(result_.suggestionValidity->sentence)));
 }
 
 QString SensitivityPanel::proposedFixFolder() const
@@ -287,9 +292,9 @@ QString SensitivityPanel::finishedSummary() const
     if (result_.suggestedMetrics)
         verified = result_.suggestionReached
                        ? tr("verified: with them float the final SQNR is %1 dB, which meets the target")
-                             .arg(significantText(result_.suggestedMetrics->sqnrDb))
+                             .arg(decibelText(result_.suggestedMetrics->sqnrDb))
                        : tr("no prefix of the ranking meets the target; the best found reaches %1 dB")
-                             .arg(significantText(result_.suggestedMetrics->sqnrDb));
+                             .arg(decibelText(result_.suggestedMetrics->sqnrDb));
     html += QStringLiteral("<p><b>%1</b>%2</p><ol>")
                 .arg(QString::fromStdString(headline).toHtmlEscaped(),
                      verified.isEmpty() ? QStringLiteral(":") : QStringLiteral(" (%1):").arg(verified.toHtmlEscaped()));
@@ -378,9 +383,9 @@ void SensitivityPanel::fillTable()
         cells[ModuleColumn] = QString::fromStdString(e.module);
         // Within the spread of zero the numbers are noise: say so rather than show them as results.
         const bool noEffect = sensitivityNoMeasurableEffect(e, result_.spread);
-        cells[RecoveredColumn] = noEffect ? tr("%1 (within +-%2 dB)").arg(words(kNoMeasurableEffect), significantText(result_.spread.db))
-                                          : significantText(e.recoveredDb);
-        cells[LostAloneColumn] = noEffect ? words(kNoMeasurableEffect) : significantText(e.lostAloneDb);
+        cells[RecoveredColumn] = noEffect ? tr("%1 (within +-%2 dB)").arg(words(kNoMeasurableEffect), spreadDecibelText(result_.spread.db))
+                                          : decibelText(e.recoveredDb);
+        cells[LostAloneColumn] = noEffect ? words(kNoMeasurableEffect) : decibelText(e.lostAloneDb);
         cells[TieColumn] = noEffect ? QString() : QString::fromStdString(sensitivityTieMark(e));
         cells[AgreesColumn] = e.floatOne.agrees ? tr("yes") : tr("no");
         cells[CauseColumn] = e.cause ? QString::fromStdString(e.cause->label) : QString();
@@ -391,13 +396,13 @@ void SensitivityPanel::fillTable()
             if ((column == RecoveredColumn || column == LostAloneColumn) && noEffect)
                 item->setToolTip(tr("Measured %1 and %2 dB: within the run-to-run spread of +-%3 dB, so keeping it float "
                                     "has no measurable effect")
-                                     .arg(significantText(e.recoveredDb), significantText(e.lostAloneDb), significantText(result_.spread.db)));
+                                     .arg(decibelText(e.recoveredDb), decibelText(e.lostAloneDb), spreadDecibelText(result_.spread.db)));
             if (column == TieColumn && e.tieRank > 0 && !noEffect) {
                 item->setData(Qt::UserRole + 1, double(e.tieRank)); // the CSV's cell: the rank, not "=2"
                 item->setToolTip(tr("Tied with rank %1: %2 is within the run-to-run spread of +-%3 dB of it, so the "
                                     "sweep cannot tell which matters more")
                                      .arg(e.tieRank)
-                                     .arg(words(kRecoveredMeasure), significantText(result_.spread.db)));
+                                     .arg(words(kRecoveredMeasure), spreadDecibelText(result_.spread.db)));
             }
             if (column == ModuleColumn)
                 item->setToolTip(QString::fromStdString(sensitivityMarkedLabel(e)));

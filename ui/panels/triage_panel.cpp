@@ -68,7 +68,7 @@ Grade comparisonGrade(const ComparisonResult& comparison)
 // "14.9 dB, poor, answers \"Paris\"": one side of a before/after.
 QString sideText(const ComparisonResult& comparison)
 {
-    QString text = QObject::tr("%1 dB, %2").arg(significantText(comparison.finalLogits.sqnrDb), gradeWord(comparisonGrade(comparison)));
+    QString text = QObject::tr("%1 dB, %2").arg(decibelText(comparison.finalLogits.sqnrDb), gradeWord(comparisonGrade(comparison)));
     if (comparison.qa)
         text += QObject::tr(", answers \"%1\"").arg(QString::fromStdString(comparison.qa->runAnswer.text).toHtmlEscaped());
     return text;
@@ -271,7 +271,7 @@ void TriagePanel::readProvenance()
         const nlohmann::json measurement = provenance->value("measurement", nlohmann::json());
         auto db = [](const nlohmann::json& side) {
             const nlohmann::json value = side.is_object() ? side.value("sqnr_db", nlohmann::json()) : nlohmann::json();
-            return value.is_number() ? significantText(value.get<double>()) : QStringLiteral("?");
+            return value.is_number() ? decibelText(value.get<double>()) : QStringLiteral("?");
         };
         if (measurement.is_object())
             numbers = tr("; the %1 measured the final SQNR at %2 dB before and %3 dB after")
@@ -395,7 +395,7 @@ QString TriagePanel::verdictText() const
     if (comparison_) {
         const double sqnr = finalSqnr();
         text += tr("Final output SQNR: %1 &nbsp;<small>(good at %2 dB or more, poor below %3 dB)</small>%4<br>")
-                    .arg(coloured(gradeSqnr(sqnr), tr("%1 dB, %2").arg(significantText(sqnr), gradeWord(gradeSqnr(sqnr)))))
+                    .arg(coloured(gradeSqnr(sqnr), tr("%1 dB, %2").arg(decibelText(sqnr), gradeWord(gradeSqnr(sqnr)))))
                     .arg(t.goodSqnrDb)
                     .arg(t.poorSqnrDb)
                     .arg(staleNote(comparisonStamp_));
@@ -463,8 +463,8 @@ std::vector<TriagePanel::Suspect> TriagePanel::rankSuspects() const
                 continue; // keeping it float changes nothing beyond the run-to-run spread
             // The sweep's own two measures (tasks/sensitivity.h), as its chart draws them.
             QString why = tr("%1 %2; %3 %4")
-                              .arg(significantText(entry.recoveredDb), QString::fromUtf8(kRecoveredMeasure),
-                                   significantText(entry.lostAloneDb), QString::fromUtf8(kLostAloneMeasure));
+                              .arg(decibelText(entry.recoveredDb), QString::fromUtf8(kRecoveredMeasure),
+                                   decibelText(entry.lostAloneDb), QString::fromUtf8(kLostAloneMeasure));
             if (entry.tieRank > 0)
                 why += tr(" (%1: tied with rank %2 within the run-to-run spread)")
                            .arg(QString::fromStdString(sensitivityTieMark(entry)))
@@ -485,7 +485,7 @@ std::vector<TriagePanel::Suspect> TriagePanel::rankSuspects() const
         for (std::size_t i = 0; i < outputs.size() && i < 5; ++i)
             suspects.push_back({QString::fromStdString(outputs[i]->module), QString::fromStdString(outputs[i]->label),
                                 tr("its output's SQNR is %1 dB (%2), among the lowest of the Linears")
-                                    .arg(significantText(outputs[i]->metrics.sqnrDb), gradeWord(gradeSqnr(outputs[i]->metrics.sqnrDb)))});
+                                    .arg(decibelText(outputs[i]->metrics.sqnrDb), gradeWord(gradeSqnr(outputs[i]->metrics.sqnrDb)))});
     }
     auto addFindings = [&](const std::vector<Finding>& findings) {
         for (const Finding& f : findings) {
@@ -623,7 +623,7 @@ QString TriagePanel::closestToTheLine() const
             closest = &p;
     return closest ? tr("%1 (its output's SQNR is %2 dB)")
                          .arg(QString::fromStdString(closest->label.empty() ? closest->module : closest->label),
-                              significantText(closest->metrics.sqnrDb))
+                              decibelText(closest->metrics.sqnrDb))
                    : QString();
 }
 
@@ -674,7 +674,7 @@ void TriagePanel::addToReport(ReportSection& section, bool /*runResultCurrent*/)
     const QString grade = overallGrade();
     verdict["grade"] = grade.isEmpty() ? nlohmann::json() : nlohmann::json(grade.toStdString());
     if (comparison_ && isCurrent(comparisonStamp_)) {
-        verdict["final_sqnr_db"] = std::isfinite(finalSqnr()) ? nlohmann::json(finalSqnr()) : nlohmann::json(significantText(finalSqnr()).toStdString());
+        verdict["final_sqnr_db"] = std::isfinite(finalSqnr()) ? nlohmann::json(finalSqnr()) : nlohmann::json(decibelText(finalSqnr()).toStdString());
         verdict["answers_agree"] = answersAgree(*comparison_);
     }
     if (evaluation_ && isCurrent(evaluationStamp_) && !evaluation_->examples.empty())
