@@ -885,6 +885,9 @@ private slots:
         QVERIFY(swept.wait(240000));
         QVERIFY(idle(window));
         QVERIFY2(window.sensitivityPanel()->saveButton()->isEnabled(), qPrintable(window.sensitivityPanel()->summaryLabel()->text()));
+        // A reranker's agreement is its order, not an answer (final_outputs.h agreementWords).
+        const QString summary = window.sensitivityPanel()->summaryLabel()->text();
+        QVERIFY2(summary.contains("the order") && !summary.contains("answer"), qPrintable(summary));
         const QString written = home.filePath("rerank-fixed");
         QTimer answerDialog;
         connect(&answerDialog, &QTimer::timeout, this, [&] {

@@ -510,7 +510,9 @@ void MainWindow::onCheckpointOpened(std::shared_ptr<const CheckpointInfo> info)
         reference = recordedReference(info_->directory);
     if (reference != session_->referenceDirectory() || referenceLabel_.isEmpty())
         session_->setReference(reference);
-    tabs_->sensitivity()->setSaveFolder(fixFolder());
+    const QString saveFolder = fixFolder(); // what the user writes from this checkpoint goes beside their files
+    tabs_->sensitivity()->setSaveFolder(saveFolder);
+    tabs_->calibration()->setSaveFolder(saveFolder);
     selection_->clear();
     compareWith_.reset(); // B belonged to the previous checkpoint (the session dropped it)
     showCompareWithInPanels(nullptr);

@@ -1,6 +1,7 @@
 #include "panels/calibration_panel.h"
 
 #include <QFileDialog>
+#include <QDir>
 #include <QFileInfo>
 #include <QGridLayout>
 #include <QLabel>
@@ -168,13 +169,20 @@ void CalibrationPanel::clearResults(const QString& why)
     updateButtons();
 }
 
+QString CalibrationPanel::proposedDestination(const QString& suffix) const
+{
+    const QFileInfo checkpoint(checkpoint_);
+    const QString folder = saveFolder_.isEmpty() ? checkpoint.absolutePath() : saveFolder_;
+    return QDir(folder).filePath(checkpoint.fileName() + suffix);
+}
+
 void CalibrationPanel::takeResult(const PanelResult& result)
 {
     if (result.checkpoint) {
         // Another checkpoint (or the same one reopened): the lab ran on what was open before.
         checkpoint_ = result.checkpoint->directory;
         clearResults(QString());
-        destination_->setText(checkpoint_ + QStringLiteral("-fp8-static"));
+        destination_->setText(proposedDestination(QStringLiteral("-fp8-static")));
         const CheckpointInfo& info = *result.checkpoint;
         setRunnable(info.runnable && !info.checkpoint->config().quantization,
                     info.runnable ? tr("The calibration lab calibrates a float checkpoint; this one is already "
@@ -194,7 +202,7 @@ void CalibrationPanel::takeResult(const PanelResult& result)
     for (ChartView* chart : {convergence_, clip_})
         chart->setStamp(tr("%1, %2 calibration and %3 evaluation texts").arg(name).arg(lab.calibrationSamples).arg(lab.evalSamples));
     sentence_->setText(QString::fromStdString(lab.sentence));
-    destination_->setText(checkpoint_ + QStringLiteral("-fp8-static-n%1").arg(lab.suggestedSize));
+    destination_->setText(proposedDestination(QStringLiteral("-fp8-static-n%1").arg(lab.suggestedSize)));
     updateButtons();
 }
 

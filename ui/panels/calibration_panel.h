@@ -27,6 +27,9 @@ class WorkbenchSession;
 class CalibrationPanel : public QWidget, public ResultPanel {
     Q_OBJECT
 public:
+    // The folder the destination is proposed in (MainWindow::fixFolder: beside the user's own
+    // files, never inside the bundled demo folder); empty: beside the checkpoint.
+    void setSaveFolder(const QString& folder) { saveFolder_ = folder; }
     // The lab and the calibrated writes run in `session`; their results, messages and failures
     // show here.
     explicit CalibrationPanel(WorkbenchSession* session, QWidget* parent = nullptr);
@@ -62,6 +65,7 @@ signals:
     void writeRequested(const QString& calibrationFile, qint64 samples, const QString& destination);
 
 private:
+    QString proposedDestination(const QString& suffix) const; // "<folder>/<checkpoint name><suffix>"
     void drawCharts();
     ChartData convergenceA_, clipA_; // A's charts, before any overlay
     std::shared_ptr<const CompareWithOutcome> compareWith_;
@@ -69,6 +73,7 @@ private:
     void connectSession(WorkbenchSession* session);
     std::shared_ptr<const CalibrationLabResult> result_;
     QString checkpoint_;
+    QString saveFolder_; // where the written checkpoint is proposed: beside the user's own files
     QString calibrationUsed_; // the calibration file of the result on screen
     bool runnable_ = false;
     bool busy_ = false;

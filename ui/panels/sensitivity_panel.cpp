@@ -48,7 +48,7 @@ QString baselineText(const SensitivityResult& r)
         parts << QObject::tr("%1: final SQNR %2 dB against %3, %4.")
                      .arg(r.run.mode == RunMode::Fp16 ? QObject::tr("The FP16 twin") : QObject::tr("All FP8"),
                           decibelText(r.baseline.sqnrDb), QString::fromStdString(r.referenceLabel),
-                          r.baseline.agrees ? QObject::tr("the answer agrees") : QObject::tr("the answer differs"));
+                          QString::fromStdString(r.baseline.agrees ? r.agreement.agrees : r.agreement.differs));
     if (!r.target.empty())
         parts << QObject::tr("Target: %1.").arg(QString::fromStdString(r.target));
     return parts.join(QLatin1Char(' '));
@@ -93,7 +93,7 @@ SensitivityPanel::SensitivityPanel(WorkbenchSession* session, LinearSelection* s
     chart_->setMinimumHeight(260);
     table_ = new QTableWidget(0, ColumnCount, this);
     table_->setHorizontalHeaderLabels({tr("rank"), tr("module"), words(kRecoveredMeasure), words(kLostAloneMeasure),
-                                       tr("tie"), tr("answer agrees kept float"), tr("cause")});
+                                       tr("tie"), tr("agrees kept float"), tr("cause")});
     table_->horizontalHeaderItem(TieColumn)->setToolTip(
         tr("=N: within the run-to-run spread of rank N, so the sweep cannot tell which of them matters more"));
     table_->horizontalHeader()->setStretchLastSection(true);
@@ -375,6 +375,11 @@ void SensitivityPanel::setCompareWith(std::shared_ptr<const CompareWithOutcome> 
 void SensitivityPanel::fillTable()
 {
     table_->setRowCount(int(result_.entries.size()));
+    // What "agrees" holds the run to depends on the head: the answer, the labels, the order...
+    if (!result_.agreement.agrees.empty())
+        table_->horizontalHeaderItem(AgreesColumn)
+            ->setToolTip(tr("With this entry kept float: yes when %1 with the reference, no when %2")
+                             .arg(QString::fromStdString(result_.agreement.agrees), QString::fromStdString(result_.agreement.differs)));
     for (int row = 0; row < int(result_.entries.size()); ++row) {
         const SensitivityEntry& e = result_.entries[std::size_t(row)];
         QStringList cells;
