@@ -238,6 +238,32 @@ FixProvenance provenanceOf(const std::string& checkpointDir, const KeepFloatOpti
     return provenance;
 }
 
+// The tensors the copy holds in place of the source's (the kept Linears' float weights, expanded
+// weight scales), by name, and the shard files that hold one of them or a dropped scale.
+struct ReplacedTensors {
+    std::map<std::string, TensorToWrite> tensors;
+    std::set<std::string> shards;
+};
+
+ReplacedTensors replacedTensors(const Checkpoint& checkpoint, const Checkpoint* reference, const std::set<std::string>& modules,
+                                bool perChannelWeights, Dtype weightDtype)
+{
+    ReplacedTensors replaced;
+    if (perChannelWeights)
+        for (auto& [name, scale] : perChannelScales(checkpoint, modules)) {
+            replaced.shards.insert(checkpoint.tensors().require(name).file);
+            replaced.tensors[name] = std::move(scale);
+        }
+    const std::vector<LinearScaleStatistics> scales = computeScaleStatistics(checkpoint);
+    for (const std::string& m : modules) {
+        replaced.tensors[m + ".weight"] = floatWeight(checkpoint, reference, m, scales, weightDtype);
+        for (const TensorView* view : checkpoint.tensors().tensors())
+            if (view->name == m + ".weight" || dropped(view->name, modules))
+                replaced.shards.insert(view->file);
+    }
+    return replaced;
+}
+
 } // namespace
 
 KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& destinationDir,
@@ -271,20 +297,10 @@ KeepFloatResult keepFloat(const std::string& checkpointDir, const std::string& d
 
     result.weightSource = reference ? "reference (" + options.referenceDir + ")" : "dequantized";
     result.weightDtype = checkpointFloatDtype(*checkpoint);
-    const std::vector<LinearScaleStatistics> scales = computeScaleStatistics(*checkpoint);
-    std::map<std::string, TensorToWrite> weights;
-    std::set<std::string> shards; // files that hold a tensor of a kept Linear or an expanded scale
-    if (options.perChannelWeights)
-        for (auto& [name, scale] : perChannelScales(*checkpoint, modules)) {
-            shards.insert(checkpoint->tensors().require(name).file);
-            weights[name] = std::move(scale);
-        }
-    for (const std::string& m : modules) {
-        weights[m + ".weight"] = floatWeight(*checkpoint, reference.get(), m, scales, result.weightDtype);
-        for (const TensorView* view : checkpoint->tensors().tensors())
-            if (view->name == m + ".weight" || dropped(view->name, modules))
-                shards.insert(view->file);
-    }
+    const ReplacedTensors replaced =
+        replacedTensors(*checkpoint, reference.get(), modules, options.perChannelWeights, result.weightDtype);
+    const std::map<std::string, TensorToWrite>& weights = replaced.tensors;
+    const std::set<std::string>& shards = replaced.shards;
     const ordered_json config =
         updatedConfig(checkpointDir, keepFloatIgnoreNames(*checkpoint, everyFloatEncoderLinear(*checkpoint, options.modules)),
                       result.ignore, options.perChannelWeights);
