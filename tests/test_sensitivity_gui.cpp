@@ -49,6 +49,7 @@
 #include "panels/sensitivity_panel.h"
 #include "stale_banner.h"
 #include "support/decibel_figures.h"
+#include "support/file_dialog_answer.h"
 #include "support/fixtures.h"
 #include "analysis/verdict.h"
 #include "tasks/compare_runs.h"
@@ -130,20 +131,7 @@ class TestSensitivityGui : public QObject {
     // Clicks Save Fixed Checkpoint and answers its dialog with dst; true once the folder is written.
     bool saveFixedCheckpoint(MainWindow& window, const QString& dst)
     {
-        // The save dialog is modal: answer it from the event loop it runs, as a user would, by
-        // typing the whole path into its file name box (selectFile() of a path in another folder
-        // lands asynchronously, through the dialog's file system model, and raced the accept).
-        QTimer answerDialog;
-        connect(&answerDialog, &QTimer::timeout, this, [&] {
-            auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
-            auto* name = dialog ? dialog->findChild<QLineEdit*>("fileNameEdit") : nullptr;
-            if (!name)
-                return;
-            answerDialog.stop();
-            name->setText(dst);
-            static_cast<QDialog*>(dialog)->accept(); // QFileDialog::accept is protected
-        });
-        answerDialog.start(20);
+        const FileDialogAnswer answer(dst); // the save dialog is modal
         QSignalSpy kept(window.session(), &WorkbenchSession::keptFloat);
         QTest::mouseClick(window.sensitivityPanel()->saveButton(), Qt::LeftButton);
         return kept.wait(60000) && kept.takeFirst().at(0).toString() == dst;

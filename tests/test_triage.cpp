@@ -63,6 +63,7 @@
 #include "settings.h"
 #include "stale_banner.h"
 #include "support/decibel_figures.h"
+#include "support/file_dialog_answer.h"
 #include "support/fixtures.h"
 #include "tasks/keep_float.h"
 #include "tasks/question_answering.h"
@@ -326,17 +327,7 @@ private slots:
         // Click 2: Save Fixed Checkpoint...; click 3: Save in the dialog (answered as a user types).
         QTemporaryDir parent;
         const QString dst = parent.filePath("fixed");
-        QTimer answerDialog;
-        connect(&answerDialog, &QTimer::timeout, this, [&] {
-            auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
-            auto* name = dialog ? dialog->findChild<QLineEdit*>("fileNameEdit") : nullptr;
-            if (!name)
-                return;
-            answerDialog.stop();
-            name->setText(dst);
-            static_cast<QDialog*>(dialog)->accept();
-        });
-        answerDialog.start(20);
+        const FileDialogAnswer answer(dst);
         QSignalSpy kept(window.session(), &WorkbenchSession::keptFloat);
         QTest::mouseClick(triage->nextStepButton(), Qt::LeftButton);
         QVERIFY(kept.wait(60000));
@@ -464,20 +455,10 @@ private slots:
 
         QTemporaryDir parent;
         const QString dst = parent.filePath("fixed");
-        QTimer answerDialog;
-        connect(&answerDialog, &QTimer::timeout, this, [&] {
-            auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
-            auto* name = dialog ? dialog->findChild<QLineEdit*>("fileNameEdit") : nullptr;
-            if (!name)
-                return;
-            answerDialog.stop();
-            name->setText(dst);
-            ++clicks; // Save
-            static_cast<QDialog*>(dialog)->accept();
-        });
-        answerDialog.start(20);
+        const FileDialogAnswer answer(dst);
         QSignalSpy kept(window.session(), &WorkbenchSession::keptFloat);
         ++clicks; // Save Fixed Checkpoint...
+        ++clicks; // Save, in the dialog the answer fills in
         QTest::mouseClick(triage->nextStepButton(), Qt::LeftButton);
         QVERIFY(kept.wait(60000));
         QCOMPARE(kept.takeFirst().at(0).toString(), dst);
@@ -889,17 +870,7 @@ private slots:
         const QString summary = window.sensitivityPanel()->summaryLabel()->text();
         QVERIFY2(summary.contains("the order") && !summary.contains("answer"), qPrintable(summary));
         const QString written = home.filePath("rerank-fixed");
-        QTimer answerDialog;
-        connect(&answerDialog, &QTimer::timeout, this, [&] {
-            auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
-            auto* name = dialog ? dialog->findChild<QLineEdit*>("fileNameEdit") : nullptr;
-            if (!name)
-                return;
-            answerDialog.stop();
-            name->setText(written);
-            static_cast<QDialog*>(dialog)->accept();
-        });
-        answerDialog.start(20);
+        const FileDialogAnswer answer(written);
         QSignalSpy kept(window.session(), &WorkbenchSession::keptFloat);
         QTest::mouseClick(window.sensitivityPanel()->saveButton(), Qt::LeftButton);
         QVERIFY(kept.wait(60000));
