@@ -77,6 +77,12 @@ TensorToWrite floatWeight(const Checkpoint& checkpoint, const Checkpoint* refere
     return makeFloatTensor(name, dtype, codes.shape, values.data());
 }
 
+// A Linear left FP8 with a per-tensor weight scale: what --per-channel-weights expands.
+bool expandsPerChannel(const LinearInfo& linear, const std::set<std::string>& kept)
+{
+    return linear.quantized && linear.weightStrategy == "tensor" && !kept.count(linear.module);
+}
+
 // --per-channel-weights is refused, with one sentence, where it cannot make the AIU's fused
 // loading work: no per-tensor weight scale to expand, or activations fms_mo does not pair with
 // per-channel weights (per tensor, static or dynamic; static input scales of q, k and v would
@@ -85,7 +91,7 @@ void checkPerChannelWeights(const Checkpoint& checkpoint, const std::set<std::st
 {
     bool perTensor = false;
     for (const LinearInfo& linear : checkpoint.plan().linears()) {
-        if (!linear.quantized || linear.weightStrategy != "tensor" || kept.count(linear.module))
+        if (!expandsPerChannel(linear, kept))
             continue;
         perTensor = true;
         if (linear.activations != ActivationQuantization::None && linear.activations != ActivationQuantization::DynamicPerToken)
@@ -116,7 +122,7 @@ std::map<std::string, TensorToWrite> perChannelScales(const Checkpoint& checkpoi
 {
     std::map<std::string, TensorToWrite> scales;
     for (const LinearInfo& linear : checkpoint.plan().linears())
-        if (linear.quantized && linear.weightStrategy == "tensor" && !kept.count(linear.module)) {
+        if (expandsPerChannel(linear, kept)) {
             const TensorView& scale = checkpoint.tensors().require(linear.module + ".weight_scale");
             scales[scale.name] = perChannelScale(scale, linear.outFeatures);
         }
