@@ -66,7 +66,9 @@ struct Options {
     // One of kProfiles: "fp8", "reference", "compare" or "load": only that, `repeats` times (for
     // perf record); "first-load": one FP8 checkpoint load in this process, its time printed (the
     // table's fresh-process row); "first-forward": a new process's first fp8 forward after that
-    // load against the warm ones after it (issue 53: oneDNN primitives and packing on first use).
+    // load against the warm ones after it (issue 53: oneDNN primitives and packing on first use);
+    // "sweep": the per-Linear sensitivity sweep's seconds per entry, in fp8 forwards, with and
+    // without its reuse of unchanged layers (issue 53 point 5).
     std::string profile;
     // --embed: issue 49's embed throughput instead of all of the above (bench_embed.h), over
     // embedTexts texts.
@@ -74,7 +76,7 @@ struct Options {
     std::size_t embedTexts = 1000;
 };
 
-const std::vector<std::string> kProfiles = {"fp8", "reference", "compare", "load", "first-load", "first-forward"};
+const std::vector<std::string> kProfiles = {"fp8", "reference", "compare", "load", "first-load", "first-forward", "sweep"};
 
 // kProfiles as the usage line writes them: fp8|reference|...
 std::string profileChoices()
@@ -327,12 +329,18 @@ json sensitivityTimings(EncoderModel& fp8, EncoderModel& reference, const std::v
         const auto start = std::chrono::steady_clock::now();
         // The sweep proper (references, baseline, all float, every entry both ways) ends with the
         // last entry; the suggestion's verification runs come after it.
-        auto sweepEnd = start;
-        options.onEntry = [&](const SensitivityEntry&) { sweepEnd = std::chrono::steady_clock::now(); };
+        auto sweepEnd = start, firstEntryEnd = start;
+        options.onEntry = [&](const SensitivityEntry&) {
+            sweepEnd = std::chrono::steady_clock::now();
+            if (firstEntryEnd == start)
+                firstEntryEnd = sweepEnd;
+        };
         const SensitivityResult result = runSensitivity(fp8, &reference, input, options);
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
         const double sweepMs = std::chrono::duration<double, std::milli>(sweepEnd - start).count();
         const double units = double(result.entries.size());
+        // An entry's mean time, from the first entry's end to the last's (its two runs, no setup).
+        const double entryMs = units > 1 ? std::chrono::duration<double, std::milli>(sweepEnd - firstEntryEnd).count() / (units - 1) : 0;
         const double meanRunMs = (fp8ForwardMs * (1 + units) + allFloatForwardMs * units) / (1 + 2 * units);
         out[granularity] = {{"seconds", ms / 1e3},
                             {"entries", result.entries.size()},
@@ -341,6 +349,8 @@ json sensitivityTimings(EncoderModel& fp8, EncoderModel& reference, const std::v
                             {"sweep_seconds", sweepMs / 1e3},
                             {"sweep_forward_equivalents", sweepMs / fp8ForwardMs},
                             {"sweep_run_forward_equivalents", sweepMs / meanRunMs},
+                            {"seconds_per_entry", entryMs / 1e3},
+                            {"entry_fp8_forwards", entryMs / fp8ForwardMs},
                             {"whole_runs_ms", meanRunMs * (1 + 2 * units)}};
     }
     const ModelConfig& c = fp8.config();
@@ -479,6 +489,9 @@ struct Measurements {
     double fp8GemmQkv = 0, fp8GemmHidden = 0, fp8GemmUp = 0, fp8GemmDown = 0; // the FP8 GEMM alone (bf16 where it runs)
     double fp8BoundMs = 0;
     double fp8AttainableGflops = 0;
+    // Attention's per-head float32 products alone (q k^T, p v) at the forward's shapes, and what they
+    // take of one forward at those rates (the FP8 GEMM limit leaves them out: they stay float32).
+    double attentionScoresGflops = 0, attentionContextGflops = 0, attentionBoundMs = 0;
     MemoryLedger memory;
     double loadedResidentMb = 0; // peak resident memory once both models are loaded, before any forward
     Timing qaLatency;
@@ -627,6 +640,12 @@ void measureGemmLimits(const ModelConfig& c, int sequenceLength, Measurements& m
                    (3 * perLayerHidden / (m.fp8GemmQkv * 1e9) + perLayerHidden / (m.fp8GemmHidden * 1e9) +
                     perLayerUpDown / (m.fp8GemmUp * 1e9) + perLayerUpDown / (m.fp8GemmDown * 1e9));
     m.fp8AttainableGflops = linearFlops / (m.fp8BoundMs * 1e6);
+    const int64_t heads = c.numHeads, headDim = c.hiddenSize / c.numHeads;
+    m.attentionScoresGflops = measureHeadsMatmulGflops(heads, s, headDim, s, /*transposedB=*/true, 10);
+    m.attentionContextGflops = measureHeadsMatmulGflops(heads, s, s, headDim, /*transposedB=*/false, 10);
+    const double perLayerProduct = 2.0 * heads * s * s * headDim; // each of the two
+    m.attentionBoundMs = 1e3 * c.numLayers *
+                         (perLayerProduct / (m.attentionScoresGflops * 1e9) + perLayerProduct / (m.attentionContextGflops * 1e9));
 }
 
 // The PyTorch eager peers: the float32 forward as PyTorch sets itself up with N threads and with
@@ -704,6 +723,8 @@ void addMeasurements(const Measurements& m, json& report)
                                  {"384x3072x768", m.fp8GemmUp}, {"384x768x3072", m.fp8GemmDown},
                                  {"attainable_for_forward_linears", m.fp8AttainableGflops}};
     report["fp8_linear_bound_ms"] = m.fp8BoundMs;
+    report["attention_gflops"] = {{"scores_q_kT", m.attentionScoresGflops}, {"context_p_v", m.attentionContextGflops},
+                                  {"bound_ms", m.attentionBoundMs}};
     report["memory_parts"] = m.memory.parts;
     report["pytorch_fms_fallback_peer_engine_placement"] = m.peerFmsFallback;
     report["pytorch_eager_peer"] = m.peer;
@@ -765,7 +786,7 @@ void printBf16PeerRows(const Measurements& m)
 // The table's forwards, sweeps, compare, QA, load, memory and GEMM rows.
 void printForwardRows(const Measurements& m, const json& report)
 {
-    char note[128];
+    char note[192];
     std::snprintf(note, sizeof note, "%.0f GFLOP/s, %.0f%% of GEMM limit", m.flops / 1e6 / m.fp8Forward.median(),
                   100 * m.flops / 1e6 / m.fp8Forward.median() / m.attainableGflops);
     printTimingRow("fp8 forward", m.fp8Forward, note);
@@ -781,7 +802,10 @@ void printForwardRows(const Measurements& m, const json& report)
     if (report.contains("sensitivity"))
         for (const char* granularity : {"layer", "linear"}) {
             const json& sweep = report["sensitivity"][granularity];
-            std::snprintf(note, sizeof note, "sweep alone %.1f fp8 / %.1f run forwards; all %.1f fp8, %d forwards",
+            std::snprintf(note, sizeof note,
+                          "%.2f s (%.2f fp8 forwards) per entry; sweep alone %.1f fp8 / %.1f run forwards; all %.1f "
+                          "fp8, %d forwards",
+                          sweep["seconds_per_entry"].get<double>(), sweep["entry_fp8_forwards"].get<double>(),
                           sweep["sweep_forward_equivalents"].get<double>(),
                           sweep["sweep_run_forward_equivalents"].get<double>(),
                           sweep["forward_equivalents"].get<double>(), sweep["forwards"].get<int>());
@@ -824,6 +848,11 @@ void printForwardRows(const Measurements& m, const json& report)
     printRow("bare float32 GEMM GFLOP/s (768x768, 768->3072, 3072->768)", buffer);
     std::snprintf(buffer, sizeof buffer, "%.0f / %.0f / %.0f / %.0f", m.fp8GemmQkv, m.fp8GemmHidden, m.fp8GemmUp, m.fp8GemmDown);
     printRow("bare FP8 GEMM GFLOP/s (qkv 768->2304, 768x768, up, down)", buffer);
+    std::snprintf(buffer, sizeof buffer, "%.0f / %.0f", m.attentionScoresGflops, m.attentionContextGflops);
+    char attentionNote[96];
+    std::snprintf(attentionNote, sizeof attentionNote, "%.1f ms of a forward at these rates (FP8 bound %.1f ms)",
+                  m.attentionBoundMs, m.fp8BoundMs);
+    printRow("bare float32 attention GFLOP/s (q k^T, p v)", buffer, attentionNote);
     for (const json& part : m.memory.parts) {
         std::snprintf(buffer, sizeof buffer, "%+.0f MB", part["anon_mb"].get<double>() + part["file_mb"].get<double>());
         char detail[128];
@@ -923,6 +952,86 @@ int profileFirstForward(const Options& options, const Checkpoints& checkpoints)
     return 0;
 }
 
+// The run side of a sweep with every forward run whole: `inner` saying it cannot resume from a
+// layer, so the sweep reuses nothing (what its reuse of unchanged layers saves).
+class WholeRunsBackend : public InferenceBackend {
+public:
+    explicit WholeRunsBackend(InferenceBackend& inner) : inner_(inner) {}
+    const Checkpoint& checkpoint() const override { return inner_.checkpoint(); }
+    const std::vector<LinearInfo>& linears() const override { return inner_.linears(); }
+    std::vector<std::string> capturePoints() const override { return inner_.capturePoints(); }
+    ForwardResult forward(const EncoderInputs& inputs, const ForwardOptions& options, const Progress& progress) override
+    {
+        return inner_.forward(inputs, options, progress);
+    }
+    std::string deviceName() const override { return inner_.deviceName(); }
+
+private:
+    InferenceBackend& inner_;
+};
+
+// One per-Linear sweep's entries timed: from the first entry's end to the last's, over the entries
+// between (so the references, the baseline and the all-float run before the first are left out).
+struct SweepEntryTiming {
+    std::size_t entries = 0;
+    std::size_t forwards = 0;
+    double secondsPerEntry = 0;
+};
+
+SweepEntryTiming timeSweepEntries(InferenceBackend& run, InferenceBackend& reference, const std::vector<int64_t>& ids)
+{
+    SensitivityInput input;
+    input.single.inputIds = {ids};
+    SensitivityOptions options;
+    options.granularity = "linear";
+    std::vector<std::chrono::steady_clock::time_point> ends;
+    options.onEntry = [&](const SensitivityEntry&) { ends.push_back(std::chrono::steady_clock::now()); };
+    const SensitivityResult result = runSensitivity(run, &reference, input, options);
+    SweepEntryTiming t;
+    t.entries = result.entries.size();
+    t.forwards = result.forwards;
+    if (ends.size() > 1)
+        t.secondsPerEntry = std::chrono::duration<double>(ends.back() - ends.front()).count() / double(ends.size() - 1);
+    return t;
+}
+
+// --profile sweep: the fp8 forward and the all-float one (what a sweep's fp8_one run is whole),
+// then the per-Linear sweep with its reuse of unchanged layers and without it, `repeats` times
+// each in turn (a shared machine's load falls on both alike), seconds per entry in each unit.
+int profileSweep(const Options& options, const Checkpoints& checkpoints)
+{
+    std::mt19937 random(7);
+    const std::vector<int64_t> ids = benchInputIds(options.sequenceLength, random);
+    const std::unique_ptr<EncoderModel> fp8 = EncoderModel::load(checkpoints.fp8Dir);
+    const std::unique_ptr<EncoderModel> reference = EncoderModel::load(checkpoints.floatDir);
+    const EncoderInputs inputs{{ids}, {}, {}, {}};
+    const Timing fp8Forward = measure(options.repeats, [&] { fp8->forward(inputs, ForwardOptions{}); });
+    ForwardOptions allFloatMode;
+    allFloatMode.overrides.othersFloat = true;
+    allFloatMode.floatWeightsFrom = floatWeightSource(reference.get());
+    const Timing allFloat = measure(options.repeats, [&] { fp8->forward(inputs, allFloatMode); });
+    std::printf("fp8 forward: %.1f ms median [%.1f-%.1f]\nall-float forward: %.1f ms median [%.1f-%.1f] (%.2fx fp8)\n",
+                fp8Forward.median(), fp8Forward.min(), fp8Forward.max(), allFloat.median(), allFloat.min(),
+                allFloat.max(), allFloat.median() / fp8Forward.median());
+    WholeRunsBackend whole(*fp8);
+    Timing reusing, wholeRuns;
+    for (int round = 0; round < std::max(1, options.repeats); ++round)
+        for (InferenceBackend* run : {static_cast<InferenceBackend*>(fp8.get()), static_cast<InferenceBackend*>(&whole)}) {
+            const SweepEntryTiming t = timeSweepEntries(*run, *reference, ids);
+            (run == &whole ? wholeRuns : reusing).ms.push_back(t.secondsPerEntry * 1e3);
+            std::printf("round %d, %s: %zu entries, %zu forwards, %.3f s per entry\n", round + 1,
+                        run == &whole ? "whole runs" : "reusing unchanged layers", t.entries, t.forwards,
+                        t.secondsPerEntry);
+        }
+    for (const auto& [name, t] : {std::pair<const char*, const Timing&>{"reusing unchanged layers", reusing},
+                                  std::pair<const char*, const Timing&>{"whole runs", wholeRuns}})
+        std::printf("sweep per linear, %s: %.3f s per entry median [%.3f-%.3f] = %.2f fp8 forwards, %.2f all-float "
+                    "forwards\n",
+                    name, t.median() / 1e3, t.min() / 1e3, t.max() / 1e3, t.median() / fp8Forward.median(),
+                    t.median() / allFloat.median());
+    return 0;
+}
+
 // Any other --profile: one task over and over, nothing else, for a profiler.
 int profileTask(const Options& options, const Checkpoints& checkpoints)
 {
@@ -974,6 +1083,8 @@ int runBench(const Options& options)
         return profileFirstLoad(checkpoints);
     if (options.profile == "first-forward")
         return profileFirstForward(options, checkpoints);
+    if (options.profile == "sweep")
+        return profileSweep(options, checkpoints);
     if (!options.profile.empty())
         return profileTask(options, checkpoints);
 

@@ -51,6 +51,17 @@ double measureMatmulGflops(int64_t m, int64_t n, int64_t k, int repeats)
     });
 }
 
+double measureHeadsMatmulGflops(int64_t batch, int64_t m, int64_t k, int64_t n, bool transposedB, int repeats)
+{
+    at::NoGradGuard noGrad;
+    at::Tensor a = at::rand({batch, m, k}, at::kFloat);
+    at::Tensor b = transposedB ? at::rand({batch, n, k}, at::kFloat) : at::rand({batch, k, n}, at::kFloat);
+    at::Tensor c = at::empty({batch, m, n}, at::kFloat);
+    return bestGflops(2.0 * double(batch) * double(m) * double(n) * double(k), repeats, [&] {
+        floatBatchedMatmul(a.data_ptr<float>(), b.data_ptr<float>(), batch, m, k, n, transposedB, c.data_ptr<float>());
+    });
+}
+
 double measureFp8GemmGflops(int64_t m, int64_t n, int64_t k, int repeats)
 {
     const Fp8GemmPath path = fp8GemmPath();

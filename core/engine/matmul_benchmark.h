@@ -11,6 +11,10 @@ namespace scalescope {
 // path chosen now) and returns the best GFLOP/s over `repeats` runs.
 double measureMatmulGflops(int64_t m, int64_t n, int64_t k, int repeats);
 
+// The same for attention's per-head products (float_gemm.h floatBatchedMatmul): `batch` products of
+// [m x k] x [k x n], or x [n x k]^T when transposedB (the scores, q k^T; the context is p v).
+double measureHeadsMatmulGflops(int64_t batch, int64_t m, int64_t k, int64_t n, bool transposedB, int repeats);
+
 // The same for the FP8 GEMM alone (fp8_gemm.h Fp8FactoredGemm::multiply on random codes, sources
 // of the path fp8 mode takes now; the float32 GEMM when that path is Float32): the bare rate an
 // fp8 forward's Linears can reach, without quantization or epilogue.
