@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <cmath>
 #include <map>
+#include <random>
 
 #include "common/error.h"
 #include "io/safetensors.h"
@@ -696,6 +697,46 @@ private slots:
         QCOMPARE(both.shape, (std::vector<int64_t>{2, int64_t(longIds.size())}));
         for (std::size_t t = 0; t < shortIds.size(); ++t)
             QVERIFY(std::fabs(single.values[t] - both.values[longIds.size() + t]) < 1e-5f);
+    }
+
+    // Attention runs a group of (sequence, head) pairs at a time (encoder_graph.cpp attendInGroups:
+    // about 8 MB of scores). With 512-token sequences and 3 heads (1 MB of scores per pair, 8 pairs
+    // to a group) a group ends inside a sequence, yet every sequence of a padded batch gets the
+    // outputs it gets alone, bit for bit, in fp8 and dequant mode.
+    void longSequencesInABatchMatchEachAlone()
+    {
+        TinyModelSpec spec;
+        spec.hiddenSize = 48;
+        spec.numHeads = 3;
+        spec.intermediateSize = 96;
+        spec.maxPositionEmbeddings = 514;
+        const auto [floatDir, fp8Dir] = writeTinyPair(spec);
+        auto model = EncoderModel::load(fp8Dir);
+        std::mt19937 random(9);
+        const int64_t vocab = model->config().vocabSize;
+        std::vector<std::vector<int64_t>> rows;
+        for (int length : {512, 300, 480, 120}) {
+            std::vector<int64_t> ids{0};
+            while (int(ids.size()) < length - 1)
+                ids.push_back(3 + int64_t(random() % uint32_t(vocab - 4)));
+            ids.push_back(2);
+            rows.push_back(ids);
+        }
+        for (RunMode mode : {RunMode::Fp8, RunMode::Dequant}) {
+            ForwardOptions options;
+            options.mode = mode;
+            const ForwardResult batch = model->forward({rows, {}, {}, {}}, options);
+            for (std::size_t r = 0; r < rows.size(); ++r) {
+                const ForwardResult alone = model->forward({{rows[r]}, {}, {}, {}}, options);
+                for (const char* name : {"start_logits", "end_logits"}) {
+                    const std::vector<float>& whole = output(batch, name).values;
+                    const std::vector<float>& own = output(alone, name).values;
+                    const auto first = whole.begin() + std::ptrdiff_t(r * 512);
+                    QVERIFY2(std::equal(own.begin(), own.end(), first),
+                             qPrintable(QString("row %1 (%2 tokens), %3").arg(r).arg(rows[r].size()).arg(name)));
+                }
+            }
+        }
     }
 
     // A forward resumed at layer 1 from a recorded run's layer input gives the full run's outputs
