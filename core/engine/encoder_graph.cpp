@@ -687,8 +687,8 @@ struct EncoderGraph::Impl {
         } else if (context.options.mode == RunMode::Fp16) {
             scores = context.stored(headsMatmul(q, k, /*transposeB=*/true) * (1.0 / std::sqrt(double(headDim)))) + keyMask;
         } else {
-            // mask + scale * scores and the softmax in one pass per row of the [batch, heads, seq, seq]
-            // scores, in place (fused_lanes.h), not a pass for each and a new tensor for each.
+            // The scores, their mask, scale and softmax in one pass per row, in place, and the product
+            // with v, a group of heads at a time while its scores are in cache (attendInGroups).
             attendedHeads = attendInGroups(q, k, v, keyMask, static_cast<float>(1.0 / std::sqrt(double(headDim))));
         }
         if (!attendedHeads.defined()) {
