@@ -35,6 +35,7 @@
 #include "tasks/sensitivity.h"
 #include "io/safetensors.h"
 #include "support/fixtures.h"
+#include "support/forwarding_backend.h"
 #include "support/reference_forward.h"
 #include "tasks/answer_question.h"
 #include "tasks/evaluate.h"
@@ -952,24 +953,6 @@ int profileFirstForward(const Options& options, const Checkpoints& checkpoints)
     return 0;
 }
 
-// The run side of a sweep with every forward run whole: `inner` saying it cannot resume from a
-// layer, so the sweep reuses nothing (what its reuse of unchanged layers saves).
-class WholeRunsBackend : public InferenceBackend {
-public:
-    explicit WholeRunsBackend(InferenceBackend& inner) : inner_(inner) {}
-    const Checkpoint& checkpoint() const override { return inner_.checkpoint(); }
-    const std::vector<LinearInfo>& linears() const override { return inner_.linears(); }
-    std::vector<std::string> capturePoints() const override { return inner_.capturePoints(); }
-    ForwardResult forward(const EncoderInputs& inputs, const ForwardOptions& options, const Progress& progress) override
-    {
-        return inner_.forward(inputs, options, progress);
-    }
-    std::string deviceName() const override { return inner_.deviceName(); }
-
-private:
-    InferenceBackend& inner_;
-};
-
 // One per-Linear sweep's entries timed: from the first entry's end to the last's, over the entries
 // between (so the references, the baseline and the all-float run before the first are left out).
 struct SweepEntryTiming {
@@ -1013,7 +996,7 @@ int profileSweep(const Options& options, const Checkpoints& checkpoints)
     std::printf("fp8 forward: %.1f ms median [%.1f-%.1f]\nall-float forward: %.1f ms median [%.1f-%.1f] (%.2fx fp8)\n",
                 fp8Forward.median(), fp8Forward.min(), fp8Forward.max(), allFloat.median(), allFloat.min(),
                 allFloat.max(), allFloat.median() / fp8Forward.median());
-    WholeRunsBackend whole(*fp8);
+    testing::ForwardingBackend whole(*fp8, /*resumes=*/false); // the sweep reuses nothing
     Timing reusing, wholeRuns;
     for (int round = 0; round < std::max(1, options.repeats); ++round)
         for (InferenceBackend* run : {static_cast<InferenceBackend*>(fp8.get()), static_cast<InferenceBackend*>(&whole)}) {

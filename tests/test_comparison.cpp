@@ -19,6 +19,7 @@
 #include "numerics/metrics.h"
 #include "report/charts.h"
 #include "support/fixtures.h"
+#include "support/forwarding_backend.h"
 
 using namespace scalescope;
 using namespace scalescope::testing;
@@ -33,27 +34,6 @@ const CapturePointMetrics& point(const ComparisonResult& result, const std::stri
     throw std::runtime_error("no point " + name);
 }
 
-// A backend that counts its forwards and, unless `resumes`, forwards whole (as a runner does):
-// compareRuns then keeps every reference capture of one forward instead of going a layer at a time.
-class CountedForwards : public InferenceBackend {
-public:
-    CountedForwards(InferenceBackend& inner, bool resumes) : inner_(inner), resumes_(resumes) {}
-    bool resumesFromLayer() const override { return resumes_ && inner_.resumesFromLayer(); }
-    const Checkpoint& checkpoint() const override { return inner_.checkpoint(); }
-    const std::vector<LinearInfo>& linears() const override { return inner_.linears(); }
-    std::vector<std::string> capturePoints() const override { return inner_.capturePoints(); }
-    ForwardResult forward(const EncoderInputs& inputs, const ForwardOptions& options, const Progress& progress) override
-    {
-        ++forwards;
-        return inner_.forward(inputs, options, progress);
-    }
-    std::string deviceName() const override { return inner_.deviceName(); }
-    int forwards = 0;
-
-private:
-    InferenceBackend& inner_;
-    bool resumes_;
-};
 
 void verifySameMetrics(const ErrorMetrics& a, const ErrorMetrics& b, const std::string& where)
 {
@@ -370,8 +350,10 @@ private slots:
             input.runs.run.mode = mode;
             input.runs.run.attention = AttentionPrecision::Fp8Aiu;
             input.runs.run.overrides.modules["roberta.encoder.layer.1.intermediate.dense"] = Precision::Float;
-            CountedForwards wholeRun(*run, false), wholeReference(*reference, false);
-            CountedForwards layeredRun(*run, true), layeredReference(*reference, true);
+            // Forwarding whole (as a runner does), compareRuns keeps every reference capture of one
+            // forward instead of going a layer at a time.
+            ForwardingBackend wholeRun(*run, false), wholeReference(*reference, false);
+            ForwardingBackend layeredRun(*run, true), layeredReference(*reference, true);
             const ComparisonResult layered = compareRuns(layeredRun, &layeredReference, input);
             const ComparisonResult whole = compareRuns(wholeRun, &wholeReference, input);
             QCOMPARE(wholeRun.forwards, 1);

@@ -25,6 +25,7 @@
 #include "engine/encoder_model.h"
 #include "support/cli_process.h"
 #include "support/fixtures.h"
+#include "support/forwarding_backend.h"
 #include "support/option_flags.h"
 #include "report/charts.h"
 #include "tasks/compare_runs.h"
@@ -58,26 +59,6 @@ bool oneSentence(const CliResult& r, const QString& part)
     return r.err.trimmed().count('\n') == 0 && r.err.contains(part);
 }
 
-// The engine without its resume-from-layer ability, as a runner is: every run is a full forward.
-class FullRunsOnly : public InferenceBackend {
-public:
-    explicit FullRunsOnly(InferenceBackend& inner) : inner_(inner) {}
-    const Checkpoint& checkpoint() const override { return inner_.checkpoint(); }
-    const std::vector<LinearInfo>& linears() const override { return inner_.linears(); }
-    std::vector<std::string> capturePoints() const override { return inner_.capturePoints(); }
-    ForwardResult forward(const EncoderInputs& inputs, const ForwardOptions& options, const Progress& progress) override
-    {
-        if (options.startHidden || options.recordLayerInputs)
-            throw std::logic_error("a backend that does not resume was asked to");
-        ++forwards;
-        return inner_.forward(inputs, options, progress);
-    }
-    std::string deviceName() const override { return "full runs only"; }
-    int forwards = 0;
-
-private:
-    InferenceBackend& inner_;
-};
 
 ComparisonInput qaInput()
 {
@@ -446,7 +427,7 @@ private slots:
         options.targetSqnrDb = 200; // unreachable: the suggestion search verifies many prefixes too
         options.spreadDb = 0;       // one Linear per prefix: no tie groups
         const SensitivityResult resumed = runSensitivity(*run, reference.get(), input, options);
-        FullRunsOnly full(*run);
+        ForwardingBackend full(*run, /*resumes=*/false); // every run a full forward, as a runner's
         const SensitivityResult whole = runSensitivity(full, reference.get(), input, options);
         QCOMPARE(full.forwards, int(whole.forwards));
         QCOMPARE(resumed.forwards, whole.forwards);
