@@ -713,9 +713,16 @@ private slots:
     // Attention runs a group of (sequence, head) pairs at a time (encoder_graph.cpp attendInGroups:
     // about 8 MB of scores). With 512-token sequences and 3 heads (1 MB of scores per pair, 8 pairs
     // to a group) a group ends inside a sequence, yet every sequence of a padded batch gets the
-    // outputs it gets alone, bit for bit, in fp8 and dequant mode.
+    // outputs it gets alone, bit for bit, in fp8 and dequant mode. On oneDNN's float32 GEMM, pinned
+    // here: OpenBLAS's values for a row depend on how many rows its product has (a 300-token row
+    // differed in the last bits), and which of the two a machine takes is measured at first load.
     void longSequencesInABatchMatchEachAlone()
     {
+        const FloatGemmPath oneDnn = FloatGemmPath::OneDnn;
+        forceFloatGemmPath(&oneDnn);
+        struct RestoreFloatGemmPath {
+            ~RestoreFloatGemmPath() { forceFloatGemmPath(nullptr); }
+        } restorePath;
         TinyModelSpec spec;
         spec.hiddenSize = 48;
         spec.numHeads = 3;
